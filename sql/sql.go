@@ -9,6 +9,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -29,6 +31,28 @@ const (
 	RiverMigrationVersion = 2
 	RiverSchemaVersion    = 8
 )
+
+// LatestVersion is the highest migration version this binary knows: the
+// schema is current when the database has applied it.
+func LatestVersion() (int64, error) {
+	entries, err := fs.ReadDir(embedded, "migrations")
+	if err != nil {
+		return 0, fmt.Errorf("read migrations: %w", err)
+	}
+	latest := int64(RiverMigrationVersion)
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("migration %s: version: %w", e.Name(), err)
+		}
+		latest = max(latest, v)
+	}
+	return latest, nil
+}
 
 // Open opens a database/sql handle over pgx for goose.
 func Open(databaseURL string) (*stdsql.DB, error) {

@@ -32,7 +32,7 @@ CREATE TABLE orders (
     exchange          text           NOT NULL,
     symbol            text           NOT NULL,
     action            text           NOT NULL,
-    side              text           NOT NULL CHECK (side IN ('buy', 'sell')),
+    side              text           CHECK (side IN ('buy', 'sell')), -- null: a close refused before a side was known
     order_type        text           NOT NULL CHECK (order_type IN ('market', 'limit')),
     quantity          numeric(38,18) NOT NULL CHECK (quantity > 0),
     price             numeric(38,18) CHECK (price > 0),

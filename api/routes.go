@@ -1,0 +1,33 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// routes is the one place every route is declared.
+func (s *Server) routes() {
+	s.middleware(s.deps.Registry)
+	e := s.echo
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{Registry: s.deps.Registry})))
+	e.POST("/webhook", s.webhook)
+
+	admin := e.Group("/admin", s.requireAdmin)
+	if a := s.deps.Admin; a != nil {
+		a.routes(admin)
+	} else {
+		admin.Any("/*", func(echo.Context) error { return problem(CodeUnauthorized, "admin is not available") })
+	}
+}
+
+// RegisterRuntimeMetrics adds the Go runtime and process collectors to reg.
+func RegisterRuntimeMetrics(reg prometheus.Registerer) {
+	reg.MustRegister(prometheusGoCollector(), prometheusProcessCollector())
+}
+
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }

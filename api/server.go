@@ -1,0 +1,208 @@
+// Package api is hoox's HTTP face: the Echo server, its routes, the webhook
+// and admin handlers, middleware, and the one place errors become
+// problem+json. It parses and answers; the exactly-once work is the
+// gateway's.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/hoox/hoox/gateway"
+)
+
+// Config is the HTTP layer's configuration.
+type Config struct {
+	WebhookSecret string
+	// AdminToken enables /admin; empty disables it.
+	AdminToken string
+	// MaxBody is the largest accepted webhook body in bytes.
+	MaxBody int64
+	// AllowedIPs limits webhook senders; empty allows any.
+	AllowedIPs IPList
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies IPList
+	// RateLimit caps signals per second (0 = no limit), with RateBurst.
+	RateLimit float64
+	RateBurst int
+}
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Gateway *gateway.Service
+	Pool    *pgxpool.Pool
+	// Ready reports nil when the database answers and migrations are
+	// current.
+	Ready    func(ctx context.Context) error
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	// Admin serves the /admin routes; nil leaves them answering 401.
+	Admin *Admin
+}
+
+// Server is hoox's HTTP server.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	echo    *echo.Echo
+	limiter *rate.Limiter
+}
+
+// New builds the server and its routes.
+func New(cfg Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 64 << 10
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(deps.Logger)
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
+	s := &Server{cfg: cfg, deps: deps, echo: e}
+	if cfg.RateLimit > 0 {
+		s.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit), max(cfg.RateBurst, 1))
+	}
+	s.routes()
+	return s
+}
+
+// Handler is the server as an http.Handler, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve accepts connections on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	srv := &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	s.echo.Server = srv
+	err := srv.Serve(l)
+	if err == http.ErrServerClosed {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.echo.Shutdown(ctx) }
+
+func (s *Server) middleware(reg prometheus.Registerer) {
+	e := s.echo
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.deps.Logger.ErrorContext(c.Request().Context(), "panic", "error", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURIPath: true, LogMethod: true, LogLatency: true, LogRemoteIP: true,
+		LogRequestID: true, LogRoutePath: true, HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			// The query string is never logged: it is where a careless
+			// client would put a token.
+			s.deps.Logger.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("method", v.Method), slog.String("path", v.URIPath), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.String("remote_ip", v.RemoteIP),
+				slog.String("request_id", v.RequestID))
+			return nil
+		},
+	}))
+	e.Use(requestMetrics(reg))
+}
+
+// requestMetrics records a request-duration histogram by route and status.
+func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
+	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hoox_http_request_duration_seconds",
+		Help:    "HTTP request duration by route and status.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"method", "route", "status"})
+	reg.MustRegister(hist)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			status := c.Response().Status
+			if err != nil {
+				// The error handler has not run yet; predict its status.
+				status = statusForError(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			hist.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
+			return err
+		}
+	}
+}
+
+func statusForError(err error) int {
+	var (
+		p  *Problem
+		ge *gateway.Error
+		he *echo.HTTPError
+	)
+	switch {
+	case asErr(err, &p):
+		return p.Status
+	case asErr(err, &ge):
+		return statusOf[ge.Code]
+	case asErr(err, &he):
+		return he.Code
+	}
+	return http.StatusInternalServerError
+}
+
+// ipExtractor believes X-Forwarded-For only when the direct peer is a trusted
+// proxy, and then takes the rightmost address that is not itself trusted, so
+// a sender cannot forge its address by prepending to the header.
+func ipExtractor(trusted IPList) echo.IPExtractor {
+	return func(r *http.Request) string {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		direct, err := netip.ParseAddr(host)
+		if err != nil || len(trusted) == 0 || !trusted.Contains(direct) {
+			return host
+		}
+		var hops []string
+		for _, v := range r.Header.Values(echo.HeaderXForwardedFor) {
+			hops = append(hops, strings.Split(v, ",")...)
+		}
+		client := host
+		for i := len(hops) - 1; i >= 0; i-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break
+			}
+			client = a.String()
+			if !trusted.Contains(a) {
+				break
+			}
+		}
+		return client
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
+	hooxsql "github.com/hoox/hoox/sql"
+)
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, _, err := parseConfig("serve", args, getenv, stdout, nil)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		return errors.New("DATABASE_URL is not set: hoox serve needs a Postgres connection string (or run 'hoox dev')")
+	}
+	if cfg.WebhookSecret == "" {
+		return errors.New("HOOX_WEBHOOK_SECRET is not set: hoox serve refuses to take signals without a secret")
+	}
+	logger, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, logger, nil)
+}
+
+// App is a running hoox: pools, River, the HTTP server.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	venue    *pgxpool.Pool
+	markers  *pgxpool.Pool
+	river    *river.Client[pgx.Tx]
+	server   *api.Server
+	listener net.Listener
+	Paper    *paper.Venue
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// startApp wires config → pools → migrations → River → HTTP and starts
+// listening. Close undoes it in reverse.
+func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err error) {
+	a := &App{cfg: cfg, log: logger}
+	defer func() {
+		if err != nil {
+			a.Close(context.Background())
+		}
+	}()
+	if !cfg.NoMigrate {
+		if err := migrateUp(ctx, cfg.DatabaseURL); err != nil {
+			return nil, err
+		}
+	}
+	conns := int32(max(cfg.DBMaxConns, 2))
+	if a.pool, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox"}); err != nil {
+		return nil, err
+	}
+	// The venue and the attempt markers get pools of their own: a request
+	// holding a claim connection must never wait for a second connection
+	// from the same pool.
+	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-paper"}); err != nil {
+		return nil, err
+	}
+	if a.markers, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers"}); err != nil {
+		return nil, err
+	}
+	a.Paper = paper.New(paper.Config{Pool: a.venue})
+	if cfg.PaperFaults != "" {
+		f, err := paper.ParseFaults(cfg.PaperFaults)
+		if err != nil {
+			return nil, fmt.Errorf("HOOX_PAPER_FAULTS: %w", err)
+		}
+		a.Paper.SetFaults(f)
+		logger.Warn("paper venue fault drill active", "faults", cfg.PaperFaults)
+	}
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": a.Paper})
+
+	if a.river, err = river.NewClient(riverpgxv5.New(a.pool), &river.Config{Logger: logger}); err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	api.RegisterRuntimeMetrics(reg)
+	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
+		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg)})
+	allowed, err := api.ParseIPList(cfg.AllowedIPs)
+	if err != nil {
+		return nil, fmt.Errorf("HOOX_ALLOWED_IPS: %w", err)
+	}
+	trusted, err := api.ParseIPList(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("HOOX_TRUSTED_PROXIES: %w", err)
+	}
+	a.server = api.New(api.Config{WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, MaxBody: int64(cfg.MaxBody),
+		AllowedIPs: allowed, TrustedProxies: trusted, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst},
+		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg})
+
+	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	go func() {
+		if err := a.server.Serve(a.listener); err != nil {
+			logger.Error("http server stopped", "error", err)
+		}
+	}()
+	logger.Info("hoox listening", "addr", a.Addr())
+	return a, nil
+}
+
+// ready is /readyz: the database answers and the schema is current.
+func (a *App) ready(ctx context.Context) error {
+	var version int64
+	err := a.pool.QueryRow(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&version)
+	if err != nil {
+		return fmt.Errorf("database: %w", db.Translate(err))
+	}
+	want, err := hooxsql.LatestVersion()
+	if err != nil {
+		return err
+	}
+	if version < want {
+		return fmt.Errorf("migrations: schema at version %d, want %d", version, want)
+	}
+	return nil
+}
+
+// Close shuts down in reverse: stop accepting, let in-flight requests finish
+// (bounded), stop River, close the pools.
+func (a *App) Close(ctx context.Context) {
+	if a.server != nil && a.listener != nil {
+		sctx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownWait)
+		if err := a.server.Shutdown(sctx); err != nil {
+			a.log.Warn("shutdown: in-flight requests cut off", "error", err)
+		}
+		cancel()
+	}
+	for _, p := range []*pgxpool.Pool{a.markers, a.venue, a.pool} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// serve runs hoox until ctx ends. ready, when set, is called once it listens.
+func serve(ctx context.Context, cfg Config, logger *slog.Logger, ready func(*App)) error {
+	a, err := startApp(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(a)
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	a.Close(context.Background())
+	return nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("HOOX_LOG_LEVEL: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("HOOX_LOG_FORMAT: %q is neither json nor text", format)
+}
+
+func migrateUp(ctx context.Context, url string) error {
+	sqldb, err := hooxsql.Open(url)
+	if err != nil {
+		return err
+	}
+	defer sqldb.Close()
+	return hooxsql.Up(ctx, sqldb)
+}
+
+// shutdownTimeout bounds the whole shutdown of dev's embedded Postgres.
+const shutdownTimeout = 30 * time.Second

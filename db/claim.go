@@ -1,0 +1,368 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+)
+
+// Trace statuses. A trace is claimed while its first attempt runs; the other
+// four are what operators see.
+const (
+	TraceClaimed     = "claimed"
+	TraceDispatched  = "dispatched"
+	TraceRejected    = "rejected"
+	TraceReconciling = "reconciling"
+	TraceFailed      = "failed"
+)
+
+// ClaimParams describe one signal's claim on its trace ID.
+type ClaimParams struct {
+	TraceID     string
+	LockKey     string
+	Fingerprint string
+	Mode        string // live | test
+	KeySource   string // client | derived | window
+	Exchange    string
+	Symbol      string
+	Action      string
+	Signal      []byte // canonical JSON, never holding the secret
+	SourceIP    netip.Addr
+	SignalTime  time.Time // zero when the signal carried none
+	TTL         time.Duration
+	Window      time.Duration // only for KeySource window
+	LockWait    time.Duration
+}
+
+// ClaimedTrace is a trace row as the claim sees it.
+type ClaimedTrace struct {
+	TraceID       string
+	Fingerprint   string
+	Status        string
+	OrderID       *uuid.UUID
+	ClientOrderID *string
+	ReceivedAt    time.Time
+}
+
+// ClaimResult says whether this attempt won the trace ID.
+type ClaimResult struct {
+	// KillSwitch is true when trading is halted; nothing was written.
+	KillSwitch bool
+	// Claimed is true when this attempt inserted the trace: it must dispatch.
+	Claimed bool
+	// Found is false when neither a claim nor an existing row came back: a
+	// concurrent first attempt committed after this statement's snapshot.
+	Found bool
+	Trace ClaimedTrace
+	// PriorOrders counts orders already recorded under this trace ID (from
+	// executions before a purge or release); it seeds the client order ID.
+	PriorOrders int
+	// PriorAttempts counts dispatch_started markers: when it exceeds
+	// PriorOrders, an earlier attempt may have reached the venue and died
+	// before committing, so the venue must be asked before placing.
+	PriorAttempts int
+}
+
+// ClaimTx is an open claim transaction on one connection. It is begun and
+// claimed in one round trip and finished in one more, so a new signal costs
+// two round trips to Postgres besides the venue's own write.
+type ClaimTx struct {
+	conn *pgxpool.Conn
+	done bool
+}
+
+// The lock is skipped when the trace is already settled: a committed,
+// settled row never changes, so a repeat of it needs no wait. The unique
+// index, not the lock, is what guarantees a single claim.
+const claimLockSQL = `
+SELECT pg_advisory_xact_lock(hashtextextended($1, 0))
+WHERE NOT EXISTS (
+    SELECT 1 FROM trace_ids
+    WHERE trace_id = $2 AND status IN ('dispatched', 'rejected', 'failed'))`
+
+const claimSQL = `
+WITH ks AS (
+    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+), prior AS (
+    SELECT t.trace_id, t.fingerprint, t.status, t.order_id, t.client_order_id, t.received_at
+    FROM trace_ids t
+    WHERE $13::bigint IS NOT NULL AND t.key_source = 'window' AND t.fingerprint = $2
+      AND t.received_at > now() - $13::bigint * interval '1 millisecond'
+    ORDER BY t.received_at DESC
+    LIMIT 1
+), ins AS (
+    INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
+                           signal, source_ip, signal_time, received_at, updated_at, expires_at)
+    SELECT $1, $2, $3, $4, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond'
+    WHERE NOT (SELECT engaged FROM ks) AND NOT EXISTS (SELECT 1 FROM prior)
+    ON CONFLICT (trace_id) DO NOTHING
+    RETURNING trace_id, fingerprint, status, order_id, client_order_id, received_at
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
+    SELECT trace_id, 'received', $9, $12 FROM ins
+)
+SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
+       CASE WHEN r.claimed THEN (SELECT count(*) FROM orders o WHERE o.trace_id = r.trace_id) ELSE 0 END,
+       CASE WHEN r.claimed THEN (SELECT count(*) FROM trace_events e
+                                 WHERE e.trace_id = r.trace_id AND e.event = 'dispatch_started') ELSE 0 END
+FROM ks LEFT JOIN LATERAL (
+    SELECT true AS claimed, * FROM ins
+    UNION ALL
+    SELECT false, t.trace_id, t.fingerprint, t.status, t.order_id, t.client_order_id, t.received_at
+    FROM trace_ids t WHERE t.trace_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)
+    UNION ALL
+    SELECT false, * FROM prior
+    LIMIT 1
+) r ON true`
+
+// Claim begins a transaction, waits at most LockWait for the trace's advisory
+// lock, and inserts the trace unless it exists — all in one round trip. When
+// the result is not Claimed or the kill switch is engaged the caller finishes
+// with Duplicate or Rollback; a claimed trace ends with Record or Rollback.
+func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, ClaimResult, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, ClaimResult{}, translate(err)
+	}
+	var window *int64
+	if p.KeySource == "window" {
+		w := p.Window.Milliseconds()
+		window = &w
+	}
+	var signalTime *time.Time
+	if !p.SignalTime.IsZero() {
+		signalTime = &p.SignalTime
+	}
+	detail := fmt.Sprintf(`{"fingerprint":%q,"key_source":%q}`, p.Fingerprint, p.KeySource)
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", p.LockWait.Milliseconds()))
+	b.Queue(claimLockSQL, p.LockKey, p.TraceID)
+	var res ClaimResult
+	b.Queue(claimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
+		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window).
+		QueryRow(func(row pgx.Row) error {
+			var claimed *bool
+			var traceID, fingerprint, status *string
+			var receivedAt *time.Time
+			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
+				&res.Trace.OrderID, &res.Trace.ClientOrderID, &receivedAt, &res.PriorOrders, &res.PriorAttempts)
+			if err != nil {
+				return err
+			}
+			if claimed != nil {
+				res.Found = true
+				res.Claimed = *claimed
+				res.Trace.TraceID, res.Trace.Fingerprint, res.Trace.Status = *traceID, *fingerprint, *status
+				res.Trace.ReceivedAt = *receivedAt
+			}
+			return nil
+		})
+	tx := &ClaimTx{conn: conn}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		tx.Rollback(ctx)
+		return nil, ClaimResult{}, translate(err)
+	}
+	return tx, res, nil
+}
+
+// Event is one audit row.
+type Event struct {
+	TraceID  string
+	Event    string
+	SourceIP netip.Addr
+	Detail   map[string]any
+}
+
+// OrderRow is an order as recorded.
+type OrderRow struct {
+	ID              uuid.UUID           `db:"id"`
+	TraceID         string              `db:"trace_id"`
+	ClientOrderID   string              `db:"client_order_id"`
+	Exchange        string              `db:"exchange"`
+	Symbol          string              `db:"symbol"`
+	Action          string              `db:"action"`
+	Side            string              `db:"side"`
+	OrderType       string              `db:"order_type"`
+	Quantity        decimal.Decimal     `db:"quantity"`
+	Price           decimal.NullDecimal `db:"price"`
+	Leverage        *int32              `db:"leverage"`
+	Mode            string              `db:"mode"`
+	Status          string              `db:"status"`
+	ExchangeOrderID *string             `db:"exchange_order_id"`
+	FillPrice       decimal.NullDecimal `db:"fill_price"`
+	RejectReason    *string             `db:"reject_reason"`
+	CreatedAt       time.Time           `db:"created_at"`
+}
+
+const insertOrderSQL = `
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16)
+RETURNING created_at`
+
+const settleTraceSQL = `
+UPDATE trace_ids SET status = $2, order_id = $3, client_order_id = $4, updated_at = now()
+WHERE trace_id = $1`
+
+const insertEventSQL = `
+INSERT INTO trace_events (trace_id, event, source_ip, detail) VALUES ($1, $2, $3, coalesce($4, '{}'::jsonb))`
+
+// Record writes the order, settles the trace and appends events, then
+// commits — one round trip. o may be nil when no order exists (a trace that
+// failed or is reconciling).
+func (c *ClaimTx) Record(ctx context.Context, traceID, status string, o *OrderRow, events ...Event) error {
+	return c.finish(ctx, false, func(b *pgx.Batch) {
+		var orderID *uuid.UUID
+		var clientOrderID *string
+		if o != nil {
+			queueOrder(b, o)
+			orderID, clientOrderID = &o.ID, &o.ClientOrderID
+		}
+		b.Queue(settleTraceSQL, traceID, status, orderID, clientOrderID)
+		queueEvents(b, events)
+	})
+}
+
+// Duplicate appends the repeat's audit events and commits. It commits with
+// synchronous_commit off: a Postgres crash may lose the last fraction of a
+// second of duplicate events, never a claim or an order.
+func (c *ClaimTx) Duplicate(ctx context.Context, events ...Event) error {
+	return c.finish(ctx, true, func(b *pgx.Batch) { queueEvents(b, events) })
+}
+
+// Tx exposes the open transaction for River's InsertTx, so a job commits with
+// the business write or not at all.
+func (c *ClaimTx) Tx() pgx.Tx { return connTx{conn: c.conn.Conn()} }
+
+// Commit commits what was written through Tx or Record.
+func (c *ClaimTx) Commit(ctx context.Context) error {
+	return c.finish(ctx, false, func(*pgx.Batch) {})
+}
+
+// Rollback ends the transaction without a trace of it. Safe to call after
+// the transaction has finished.
+func (c *ClaimTx) Rollback(ctx context.Context) {
+	if c.done {
+		return
+	}
+	c.done = true
+	// A fresh context: a cancelled request must still roll back, or the pool
+	// has to throw the connection away.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.conn.Exec(rctx, "ROLLBACK"); err != nil {
+		// The pool destroys a connection that is not idle on release.
+		_ = c.conn.Conn().Close(rctx)
+	}
+	c.conn.Release()
+}
+
+func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)) error {
+	if c.done {
+		return errors.New("claim transaction already finished")
+	}
+	b := &pgx.Batch{}
+	if async {
+		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	}
+	queue(b)
+	b.Queue("COMMIT")
+	if err := c.conn.SendBatch(ctx, b).Close(); err != nil {
+		c.Rollback(ctx)
+		return translate(err)
+	}
+	c.done = true
+	c.conn.Release()
+	return nil
+}
+
+func queueOrder(b *pgx.Batch, o *OrderRow) {
+	b.Queue(insertOrderSQL, o.ID, o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
+		o.Quantity, o.Price, o.Leverage, o.Mode, o.Status, o.ExchangeOrderID, o.FillPrice, o.RejectReason).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
+}
+
+func queueEvents(b *pgx.Batch, events []Event) {
+	for _, e := range events {
+		var detail any
+		if e.Detail != nil {
+			detail = e.Detail
+		}
+		b.Queue(insertEventSQL, e.TraceID, e.Event, addrArg(e.SourceIP), detail)
+	}
+}
+
+// MarkAttempt commits a dispatch_started event on its own connection before
+// the venue is called, so an attempt that dies between the venue's answer and
+// its commit leaves evidence: the next attempt asks the venue first. Written
+// with synchronous_commit off: it must survive a hoox crash (it does, once
+// committed), and a Postgres crash also rolls back the claim it guards.
+func MarkAttempt(ctx context.Context, pool *pgxpool.Pool, e Event) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	queueEvents(b, []Event{e})
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return translate(err)
+	}
+	return nil
+}
+
+func addrArg(a netip.Addr) any {
+	if !a.IsValid() {
+		return nil
+	}
+	return a.Unmap().String()
+}
+
+// connTx presents a connection that is inside a transaction begun by a batch
+// as a pgx.Tx, for River's InsertTx. It cannot commit or nest: the ClaimTx
+// that owns the connection ends the transaction.
+type connTx struct{ conn *pgx.Conn }
+
+func (t connTx) Begin(context.Context) (pgx.Tx, error) {
+	return nil, errors.New("nested transactions are not supported on a claim transaction")
+}
+func (t connTx) Commit(context.Context) error {
+	return errors.New("a claim transaction is committed by its ClaimTx")
+}
+func (t connTx) Rollback(context.Context) error {
+	return errors.New("a claim transaction is rolled back by its ClaimTx")
+}
+func (t connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	return t.conn.CopyFrom(ctx, table, cols, src)
+}
+func (t connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.conn.SendBatch(ctx, b)
+}
+func (t connTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+func (t connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return t.conn.Prepare(ctx, name, sql)
+}
+func (t connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.conn.Exec(ctx, sql, args...)
+}
+func (t connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+func (t connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+func (t connTx) Conn() *pgx.Conn { return t.conn }

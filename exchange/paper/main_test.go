@@ -1,0 +1,11 @@
+package paper_test
+
+import (
+	"testing"
+
+	"github.com/hoox/hoox/testcontainers"
+)
+
+func TestMain(m *testing.M) {
+	testcontainers.Main(m)
+}

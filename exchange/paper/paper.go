@@ -1,0 +1,363 @@
+// Package paper is hoox's simulated venue. It keeps its book in the
+// paper_orders table and behaves like a real exchange where it matters for
+// exactly-once dispatch: it refuses a reused client order ID, it finds an
+// order again by that ID, and it can be told to fail the ways a real venue
+// fails (see Faults).
+//
+// The venue must be given its OWN *pgxpool.Pool, distinct from the gateway's.
+// The gateway places an order while it holds a transaction (and its
+// connection) open; if the venue wrote through that transaction, a rollback
+// would undo a fill that a real exchange would have kept, and if it borrowed
+// from the same pool, a burst of signals could hold every connection while
+// each waits for one more to place its order: a pool deadlock. A separate
+// pool, in autocommit, gives the paper fill the independence of a real venue.
+//
+// Symbols: any symbol the signal validator accepts trades, except those that
+// start with "INVALID", which are refused for good with reason
+// "unknown symbol". That gives users and tests a deterministic way to see a
+// rejection.
+//
+// Market orders fill at once, at the order's price when it has one, else at
+// Config.ReferencePrice. Limit orders rest (status open) and never fill: the
+// paper venue has no market data.
+//
+// Positions are the net filled quantity per symbol and book (live and test
+// are separate books). close takes the side that flattens the position;
+// close_long, close_short and close are reduce-only: refused for good with
+// "no position to close" when there is no position in the right direction,
+// and with "quantity exceeds position" when the order would flip it. Reducing
+// orders serialise per symbol and book on an advisory lock, so concurrent
+// closes cannot sell the same long twice; plain orders skip the lock to stay
+// at one round trip.
+package paper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Reasons the paper venue gives when it refuses an order for good. They are
+// part of what a user sees in a 422 order_rejected.
+const (
+	ReasonUnknownSymbol     = "unknown symbol"
+	ReasonNoPosition        = "no position to close"
+	ReasonExceedsPosition   = "quantity exceeds position"
+	ReasonLimitWithoutPrice = "limit order without price"
+	ReasonInvalidOrder      = "invalid order"
+)
+
+const (
+	invalidSymbolPrefix      = "INVALID"
+	defaultReferencePriceStr = "100"
+)
+
+// Config configures a paper Venue.
+type Config struct {
+	// Pool is the venue's own pool, never the gateway's (see the package
+	// documentation for why).
+	Pool *pgxpool.Pool
+	// ReferencePrice is where market orders without a price fill; 100 when
+	// zero.
+	ReferencePrice decimal.Decimal
+}
+
+// Venue is the paper exchange. It is safe for concurrent use.
+type Venue struct {
+	pool           *pgxpool.Pool
+	referencePrice decimal.Decimal
+	faults         atomic.Pointer[Faults]
+}
+
+var _ exchange.Venue = (*Venue)(nil)
+
+// New returns a paper venue writing through cfg.Pool, with no faults set.
+func New(cfg Config) *Venue {
+	v := &Venue{pool: cfg.Pool, referencePrice: cfg.ReferencePrice}
+	if v.referencePrice.IsZero() {
+		v.referencePrice = decimal.RequireFromString(defaultReferencePriceStr)
+	}
+	v.faults.Store(&Faults{})
+	return v
+}
+
+// SetFaults replaces the faults the venue simulates; the zero Faults turns
+// them all off. Calls already past the fault checks are not affected.
+func (v *Venue) SetFaults(f Faults) {
+	v.faults.Store(&f)
+}
+
+// Faults returns the faults currently simulated.
+func (v *Venue) Faults() Faults {
+	return *v.faults.Load()
+}
+
+// Place places one order. Refusals for good are a rejected Report and a nil
+// error, and leave no row, as a real venue keeps no order it refused. A
+// client order ID already in the book gives exchange.ErrDuplicateClientOrderID.
+func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	f := v.Faults()
+	if f.Unreachable {
+		return exchange.Report{}, fmt.Errorf("paper: fault drill: %w", exchange.ErrUnreachable)
+	}
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	// Checked even without a delay: a caller that has given up must not
+	// find a fill it was told was never sent.
+	if err := ctx.Err(); err != nil {
+		return exchange.Report{}, fmt.Errorf("paper: %w: %w", exchange.ErrUnreachable, err)
+	}
+	if f.Reject != "" {
+		return rejected(f.Reject), nil
+	}
+	if reason := validate(o); reason != "" {
+		return rejected(reason), nil
+	}
+
+	fillPrice, status := decimal.NullDecimal{}, exchange.StatusOpen
+	if o.OrderType == "market" {
+		status = exchange.StatusFilled
+		fillPrice = decimal.NewNullDecimal(v.referencePrice)
+		if o.Price.Valid {
+			fillPrice = o.Price
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("paper: exchange order id: %w: %w", exchange.ErrUnreachable, err)
+	}
+	row := PaperOrder{
+		ClientOrderID:   o.ClientOrderID,
+		ExchangeOrderID: "paper-" + id.String(),
+		Symbol:          o.Symbol,
+		Side:            o.Side,
+		OrderType:       o.OrderType,
+		Quantity:        o.Quantity,
+		Price:           o.Price,
+		FillPrice:       fillPrice,
+		Status:          status,
+		Test:            o.Test,
+	}
+
+	// Acquired explicitly so that a pool that cannot hand out a connection
+	// in time reads as "nothing sent", not as a lost answer.
+	conn, err := v.pool.Acquire(ctx)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("paper: acquire connection: %w: %w", exchange.ErrUnreachable, err)
+	}
+	defer conn.Release()
+
+	var r exchange.Report
+	if o.Side == "" || o.ReduceOnly {
+		r, err = placeReducing(ctx, conn, row)
+	} else {
+		r, err = insert(ctx, conn, row)
+	}
+	if err != nil {
+		return exchange.Report{}, err
+	}
+	if f.LoseAnswer && r.Status != exchange.StatusRejected {
+		return exchange.Report{}, fmt.Errorf("paper: fault drill: answer lost: %w", exchange.ErrUnknownOutcome)
+	}
+	return r, nil
+}
+
+// positionLockNamespace keeps the paper venue's advisory locks apart from
+// the gateway's: two-key advisory locks never collide with one-key ones.
+const positionLockNamespace = 0x70617072 // "papr"
+
+// placeReducing places a close or reduce-only order. It reads the position
+// and writes the order in one transaction holding a lock per symbol and
+// mode, so two closes cannot both sell the same long. Plain orders do not take
+// the lock, to keep them at one round trip; a plain sell racing a close may
+// therefore still over-sell, as on a venue that checks reduce-only at
+// submission.
+func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.Report, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return exchange.Report{}, classify("begin", err)
+	}
+	// Rollback after Commit is a no-op; on every other path it discards a
+	// transaction that wrote nothing durable.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	r, err := reduce(ctx, tx, row)
+	if err != nil {
+		if errors.Is(err, exchange.ErrDuplicateClientOrderID) {
+			return exchange.Report{}, err
+		}
+		// Nothing commits before Commit: whatever failed, no order exists.
+		return exchange.Report{}, fmt.Errorf("paper: place order: %w: %w", exchange.ErrUnreachable, err)
+	}
+	if r.Status == exchange.StatusRejected {
+		return r, nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return exchange.Report{}, classify("commit order", err)
+	}
+	return r, nil
+}
+
+// reduce resolves the side of a reducing order from the position and
+// inserts it, or returns a rejected Report.
+func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, error) {
+	var (
+		held     bool
+		position decimal.Decimal
+	)
+	// The lock gets its own statement: a read in the same statement would
+	// use a snapshot taken before the lock was granted, and miss the close
+	// that held it.
+	if _, err := tx.Exec(ctx, lockSQL, positionLockNamespace, row.Symbol+":"+strconv.FormatBool(row.Test)); err != nil {
+		return exchange.Report{}, fmt.Errorf("lock position: %w", err)
+	}
+	if err := tx.QueryRow(ctx, positionQuerySQL, row.ClientOrderID, row.Symbol, row.Test).Scan(&held, &position); err != nil {
+		return exchange.Report{}, fmt.Errorf("read position: %w", err)
+	}
+	// A reused ID is a duplicate before it is anything else, so that a
+	// retried close adopts the first one instead of finding nothing left
+	// to close.
+	if held {
+		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", row.ClientOrderID, exchange.ErrDuplicateClientOrderID)
+	}
+	if row.Side == "" {
+		switch position.Sign() {
+		case 1:
+			row.Side = "sell"
+		case -1:
+			row.Side = "buy"
+		default:
+			return rejected(ReasonNoPosition), nil
+		}
+	}
+	// A reducing order must face a position in the other direction, and
+	// not be larger than it, or it would open a new one.
+	if (row.Side == "sell" && position.Sign() <= 0) || (row.Side == "buy" && position.Sign() >= 0) {
+		return rejected(ReasonNoPosition), nil
+	}
+	if row.Quantity.GreaterThan(position.Abs()) {
+		return rejected(ReasonExceedsPosition), nil
+	}
+	var id string
+	err := tx.QueryRow(ctx, insertSQL, row.args()...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent order under the same ID that the lock does not
+		// cover (a plain order, another symbol) won the race.
+		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", row.ClientOrderID, exchange.ErrDuplicateClientOrderID)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("insert order: %w", err)
+	}
+	return exchange.Report{ExchangeOrderID: id, Side: row.Side, Status: row.Status, FillPrice: row.FillPrice}, nil
+}
+
+const lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
+
+const positionQuerySQL = `
+SELECT EXISTS (SELECT 1 FROM paper_orders WHERE client_order_id = $1),
+       COALESCE((SELECT sum(CASE side WHEN 'buy' THEN quantity ELSE -quantity END)
+                 FROM paper_orders
+                 WHERE symbol = $2 AND test = $3 AND status = 'filled'), 0)`
+
+const insertSQL = `
+INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
+                          quantity, price, fill_price, status, test)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (client_order_id) DO NOTHING
+RETURNING exchange_order_id`
+
+// args are the insertSQL parameters for o.
+func (o PaperOrder) args() []any {
+	return []any{o.ClientOrderID, o.ExchangeOrderID, o.Symbol, o.Side, o.OrderType,
+		o.Quantity, o.Price, o.FillPrice, string(o.Status), o.Test}
+}
+
+// insert writes a plain order in one autocommit round trip.
+func insert(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.Report, error) {
+	var id string
+	err := conn.QueryRow(ctx, insertSQL, row.args()...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Like a real venue, refuse a reused client order ID; the caller
+		// adopts the held order with Lookup.
+		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", row.ClientOrderID, exchange.ErrDuplicateClientOrderID)
+	}
+	if err != nil {
+		return exchange.Report{}, classify("place order", err)
+	}
+	return exchange.Report{ExchangeOrderID: id, Side: row.Side, Status: row.Status, FillPrice: row.FillPrice}, nil
+}
+
+const lookupSQL = `
+SELECT exchange_order_id, side, status, fill_price
+FROM paper_orders WHERE client_order_id = $1`
+
+// Lookup finds an order by client order ID, or exchange.ErrNotFound. The
+// Unreachable fault applies here too (the venue is down); Delay, Reject and
+// LoseAnswer do not, so a drill can always reconcile what Place left behind.
+func (v *Venue) Lookup(ctx context.Context, clientOrderID string) (exchange.Report, error) {
+	if v.Faults().Unreachable {
+		return exchange.Report{}, fmt.Errorf("paper: fault drill: %w", exchange.ErrUnreachable)
+	}
+	var (
+		r      exchange.Report
+		status string
+	)
+	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Side, &status, &r.FillPrice)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", clientOrderID, exchange.ErrNotFound)
+	}
+	if err != nil {
+		return exchange.Report{}, classify("look up order", err)
+	}
+	r.Status = exchange.Status(status)
+	return r, nil
+}
+
+// classify maps a database error to the venue error the gateway branches on:
+// when pgx knows nothing reached the server, nothing was placed; otherwise
+// the write may have committed.
+func classify(what string, err error) error {
+	if pgconn.SafeToRetry(err) {
+		return fmt.Errorf("paper: %s: %w: %w", what, exchange.ErrUnreachable, err)
+	}
+	return fmt.Errorf("paper: %s: %w: %w", what, exchange.ErrUnknownOutcome, err)
+}
+
+func rejected(reason string) exchange.Report {
+	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
+}
+
+// validate returns why o is refused before it reaches the book, or "".
+func validate(o exchange.Order) string {
+	switch {
+	case strings.HasPrefix(strings.ToUpper(o.Symbol), invalidSymbolPrefix):
+		return ReasonUnknownSymbol
+	case o.ClientOrderID == "" || o.Symbol == "" || !o.Quantity.IsPositive():
+		return ReasonInvalidOrder
+	case o.Side != "buy" && o.Side != "sell" && o.Side != "":
+		return ReasonInvalidOrder
+	case o.OrderType != "market" && o.OrderType != "limit":
+		return ReasonInvalidOrder
+	case o.OrderType == "limit" && !o.Price.Valid:
+		return ReasonLimitWithoutPrice
+	}
+	return ""
+}

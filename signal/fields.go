@@ -1,0 +1,105 @@
+package signal
+
+import "strconv"
+
+// Canonical field names. The stored copy and the error messages use these,
+// whatever alias the sender used.
+const (
+	FieldSecret    = "secret"
+	FieldExchange  = "exchange"
+	FieldSymbol    = "symbol"
+	FieldAction    = "action"
+	FieldQuantity  = "quantity"
+	FieldPrice     = "price"
+	FieldOrderType = "order_type"
+	FieldLeverage  = "leverage"
+	FieldTimestamp = "timestamp"
+	FieldTraceID   = "trace_id"
+	FieldTest      = "test"
+	FieldStrategy  = "strategy"
+	FieldComment   = "comment"
+)
+
+// HeaderIdempotencyKey is the header whose value is the client key; it is the
+// Field of an *Error about that header.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// aliasesOf lists, per canonical field, every key that may carry it, the
+// canonical name first. The aliases keep Hoox alert templates ("apiKey",
+// "orderType", "idempotencyKey", …) and TradingView habits ("ticker",
+// "contracts", "timenow") working unchanged.
+func aliasesOf(field string) []string {
+	switch field {
+	case FieldSecret:
+		return []string{"secret", "apiKey", "passphrase"}
+	case FieldSymbol:
+		return []string{"symbol", "ticker"}
+	case FieldAction:
+		return []string{"action", "side"}
+	case FieldQuantity:
+		return []string{"quantity", "qty", "contracts"}
+	case FieldOrderType:
+		return []string{"order_type", "orderType"}
+	case FieldTimestamp:
+		return []string{"timestamp", "time", "timenow"}
+	case FieldTraceID:
+		return []string{"trace_id", "transaction_id", "idempotencyKey", "idempotency_key"}
+	default:
+		return []string{field}
+	}
+}
+
+// isKnownField reports whether key is a canonical name or an alias; only
+// those are kept by Decode.
+func isKnownField(key string) bool {
+	switch key {
+	case "secret", "apiKey", "passphrase",
+		"exchange",
+		"symbol", "ticker",
+		"action", "side",
+		"quantity", "qty", "contracts",
+		"price",
+		"order_type", "orderType",
+		"leverage",
+		"timestamp", "time", "timenow",
+		"trace_id", "transaction_id", "idempotencyKey", "idempotency_key",
+		"test", "strategy", "comment":
+		return true
+	}
+	return false
+}
+
+// fieldValue returns the value of a field given under any of its aliases.
+// Aliases given with the same meaning (after normalisation by parse) are
+// accepted; with different meanings the sender's intent is ambiguous, and a
+// trading system must not guess, so it is an error naming both keys. A JSON
+// null counts as not given.
+func fieldValue[T any](r *Raw, field string, parse func(value) (T, string), equal func(a, b T) bool) (T, bool, error) {
+	var (
+		out     T
+		found   bool
+		foundAs string
+	)
+	for _, key := range aliasesOf(field) {
+		v, ok := r.fields[key]
+		if !ok || v.kind == kindNull {
+			continue
+		}
+		got, msg := parse(v)
+		if msg != "" {
+			return out, false, fieldError(field, msg, v)
+		}
+		if found && !equal(out, got) {
+			return out, false, fieldError(field, "given as both "+strconv.Quote(foundAs)+" and "+strconv.Quote(key)+" with different values", v)
+		}
+		if !found {
+			out, found, foundAs = got, true, key
+		}
+	}
+	return out, found, nil
+}
+
+// fieldError builds a validation error located at the offending value.
+func fieldError(field, msg string, v value) *Error {
+	return &Error{Field: field, Msg: msg, Line: v.line, Column: v.col, Offset: v.offset}
+}

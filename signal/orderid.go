@@ -1,0 +1,33 @@
+package signal
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"strings"
+)
+
+// clientOrderIDPrefix marks orders hoox placed, so an operator looking at
+// the venue can tell them from manual ones.
+const clientOrderIDPrefix = "hx"
+
+// clientOrderIDHashLen is how many base32 characters of the hash are kept:
+// 30 characters carry 150 bits, and "hx" plus 30 is 32 characters, inside
+// the 36 alphanumerics that Binance, Bybit and OKX all accept.
+const clientOrderIDHashLen = 30
+
+// ClientOrderID returns the venue client order ID for the n-th order of a
+// trace (n is the number of orders already recorded for it, 0 the first
+// time): "hx" followed by the first 30 characters of the lower-case,
+// unpadded RFC 4648 base32 of SHA-256(traceID ‖ uint64 big-endian n). The
+// same trace and n always give the same ID, which is what lets a retry
+// after a rollback adopt the order the venue already holds.
+func ClientOrderID(traceID string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(traceID))
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(n))
+	h.Write(buf[:])
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
+	return clientOrderIDPrefix + strings.ToLower(enc[:clientOrderIDHashLen])
+}

@@ -1,0 +1,457 @@
+package signal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+)
+
+// Limits of the text fields.
+const (
+	maxExchangeLen = 32
+	maxSymbolLen   = 32
+	maxKeyLen      = 255
+	maxTextLen     = 256
+	maxLeverage    = 125
+)
+
+// minTimestamp (2000-01-01T00:00:00Z) and maxTimestamp
+// (9999-12-31T23:59:59.999Z) bound accepted timestamps, in Unix ms. The
+// lower bound catches the common mistake of sending Unix seconds where
+// milliseconds are expected (1714564800 would otherwise be read as January
+// 1970 and still derive a trace ID, silently).
+const (
+	minTimestamp = 946684800000
+	maxTimestamp = 253402300799999
+)
+
+// Order types.
+const (
+	OrderTypeMarket = "market"
+	OrderTypeLimit  = "limit"
+)
+
+// Signal is a validated, normalised trading signal. Two bodies that mean the
+// same order produce equal Signals (and equal Canonical bytes), whatever
+// aliases, letter case, key order or number formatting they used.
+type Signal struct {
+	// Exchange is the venue, lower-cased, 1–32 of [a-z0-9_-].
+	Exchange string
+	// Symbol is the instrument, 1–32 of A-Za-z0-9._:/-, upper-cased.
+	Symbol string
+	// Action is one of buy, sell, long, short, close_long, close_short,
+	// close, lower-cased.
+	Action string
+	// Side is derived from Action: "buy" or "sell", or "" for close, where
+	// the venue decides from the open position.
+	Side string
+	// ReduceOnly is true for the close actions, so a close can never open or
+	// flip a position.
+	ReduceOnly bool
+	// Quantity is exact and greater than zero.
+	Quantity decimal.Decimal
+	// Price is optional and, when valid, greater than zero.
+	Price decimal.NullDecimal
+	// OrderType is "market" or "limit"; it defaults to limit when a price is
+	// given and to market otherwise.
+	OrderType string
+	// Leverage is 1–125, or 0 when not given.
+	Leverage int
+	// Timestamp is the sender's time of the signal in UTC, at millisecond
+	// precision, or the zero time when not given. It makes the trace ID
+	// derivable.
+	Timestamp time.Time
+	// ClientKey is the body's trace_id (or an alias): 1–255 printable
+	// characters, or "" when not given.
+	ClientKey string
+	// Test marks a paper/testnet signal; live and test trace IDs never
+	// collide.
+	Test bool
+	// Strategy is free text for the audit, at most 256 characters.
+	Strategy string
+	// Comment is free text for the audit, at most 256 characters.
+	Comment string
+}
+
+// Secret returns the webhook secret given as "secret", "apiKey" or
+// "passphrase", or "" when there is none. It returns "" as well when a
+// secret field is not a string or when aliases disagree, so an ambiguous
+// body never authenticates on a guess; Signal then reports why.
+func (r *Raw) Secret() string {
+	s, _, err := fieldValue(r, FieldSecret, stringValue, equalComparable[string])
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// Signal validates and normalises the fields. The first broken rule, in
+// canonical field order, is returned as an *Error whose Field is the
+// canonical name and whose Msg is the rule. Unknown fields were already
+// dropped by Decode.
+func (r *Raw) Signal() (Signal, error) {
+	var s Signal
+	if _, _, err := fieldValue(r, FieldSecret, stringValue, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+
+	var err error
+	if s.Exchange, err = required(r, FieldExchange, parseExchange); err != nil {
+		return Signal{}, err
+	}
+	if s.Symbol, err = required(r, FieldSymbol, parseSymbol); err != nil {
+		return Signal{}, err
+	}
+	if s.Action, err = required(r, FieldAction, parseAction); err != nil {
+		return Signal{}, err
+	}
+	s.Side, s.ReduceOnly = sideOf(s.Action)
+
+	qty, found, err := fieldValue(r, FieldQuantity, positiveDecimal, decimal.Decimal.Equal)
+	if err != nil {
+		return Signal{}, err
+	}
+	if !found {
+		return Signal{}, &Error{Field: FieldQuantity, Msg: "is required"}
+	}
+	s.Quantity = qty
+
+	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
+	if err != nil {
+		return Signal{}, err
+	}
+	s.Price = decimal.NullDecimal{Decimal: price, Valid: found}
+
+	orderType, found, err := fieldValue(r, FieldOrderType, parseOrderType, equalComparable[string])
+	if err != nil {
+		return Signal{}, err
+	}
+	switch {
+	case !found && s.Price.Valid:
+		orderType = OrderTypeLimit
+	case !found:
+		orderType = OrderTypeMarket
+	case orderType == OrderTypeLimit && !s.Price.Valid:
+		return Signal{}, fieldError(FieldOrderType, "limit order requires a price", r.firstValue(FieldOrderType))
+	}
+	s.OrderType = orderType
+
+	if s.Leverage, _, err = fieldValue(r, FieldLeverage, parseLeverage, equalComparable[int]); err != nil {
+		return Signal{}, err
+	}
+	if s.Timestamp, _, err = fieldValue(r, FieldTimestamp, parseTimestamp, time.Time.Equal); err != nil {
+		return Signal{}, err
+	}
+	if s.ClientKey, _, err = fieldValue(r, FieldTraceID, parseClientKey, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+	if s.Test, _, err = fieldValue(r, FieldTest, parseBool, equalComparable[bool]); err != nil {
+		return Signal{}, err
+	}
+	if s.Strategy, _, err = fieldValue(r, FieldStrategy, parseText, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+	if s.Comment, _, err = fieldValue(r, FieldComment, parseText, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+	return s, nil
+}
+
+// firstValue returns the first non-null value of a field, for locating an
+// error that involves the field as a whole.
+func (r *Raw) firstValue(field string) value {
+	for _, key := range aliasesOf(field) {
+		if v, ok := r.fields[key]; ok && v.kind != kindNull {
+			return v
+		}
+	}
+	return value{}
+}
+
+// required reads a string field that must be present.
+func required(r *Raw, field string, parse func(value) (string, string)) (string, error) {
+	s, found, err := fieldValue(r, field, parse, equalComparable[string])
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", &Error{Field: field, Msg: "is required"}
+	}
+	return s, nil
+}
+
+func equalComparable[T comparable](a, b T) bool { return a == b }
+
+// stringValue accepts only a JSON string.
+func stringValue(v value) (string, string) {
+	if v.kind != kindString {
+		return "", "must be a string"
+	}
+	return v.text, ""
+}
+
+// asciiCharset checks s against a byte predicate. Checking bytes (not
+// runes) against an ASCII set is what makes case mapping safe afterwards:
+// strings.ToLower would turn the Kelvin sign into "k" and let a look-alike
+// through.
+func asciiCharset(s string, ok func(c byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func parseExchange(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	if s == "" || len(s) > maxExchangeLen || !asciiCharset(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }) {
+		return "", "must be 1–32 of a-z, 0-9, _ and -"
+	}
+	return strings.ToLower(s), ""
+}
+
+func parseSymbol(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	if s == "" || len(s) > maxSymbolLen || !asciiCharset(s, func(c byte) bool { return isAlnum(c) || strings.IndexByte("._:/-", c) >= 0 }) {
+		return "", "must be 1–32 of A-Z, a-z, 0-9 and . _ : / -"
+	}
+	return strings.ToUpper(s), ""
+}
+
+func parseAction(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	const rule = "must be one of buy, sell, long, short, close_long, close_short, close"
+	if !asciiCharset(s, func(c byte) bool { return c < utf8.RuneSelf }) {
+		return "", rule
+	}
+	switch a := strings.ToLower(s); a {
+	case "buy", "sell", "long", "short", "close_long", "close_short", "close":
+		return a, ""
+	}
+	return "", rule
+}
+
+// sideOf maps an action to the order side. Closing a short buys, closing a
+// long sells; a bare close leaves the side to the venue, which knows the
+// position.
+func sideOf(action string) (side string, reduceOnly bool) {
+	switch action {
+	case "buy", "long":
+		return "buy", false
+	case "sell", "short":
+		return "sell", false
+	case "close_short":
+		return "buy", true
+	case "close_long":
+		return "sell", true
+	case "close":
+		return "", true
+	}
+	return "", false
+}
+
+func parseOrderType(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	if asciiCharset(s, func(c byte) bool { return c < utf8.RuneSelf }) {
+		switch t := strings.ToLower(s); t {
+		case OrderTypeMarket, OrderTypeLimit:
+			return t, ""
+		}
+	}
+	return "", "must be market or limit"
+}
+
+func parseLeverage(v value) (int, string) {
+	const rule = "must be an integer from 1 to 125"
+	d, msg := decimalValue(v)
+	if msg == msgNumberOrText {
+		return 0, msg
+	}
+	if msg != "" || !d.IsInteger() || d.LessThan(decimal.NewFromInt(1)) || d.GreaterThan(decimal.NewFromInt(maxLeverage)) {
+		return 0, rule
+	}
+	return int(d.IntPart()), ""
+}
+
+// parseTimestamp accepts RFC 3339 (what TradingView's {{timenow}} gives) or
+// Unix milliseconds as a JSON number or numeric string. It is kept at
+// millisecond precision in UTC because the canonical form stores Unix ms:
+// two timestamps that store the same must be the same signal.
+func parseTimestamp(v value) (time.Time, string) {
+	const rule = "must be an RFC 3339 time or Unix milliseconds"
+	var ms int64
+	switch {
+	case v.kind == kindString && strings.ContainsAny(v.text, "Tt"):
+		t, err := time.Parse(time.RFC3339Nano, v.text)
+		if err != nil {
+			return time.Time{}, rule
+		}
+		ms = t.UnixMilli()
+	case v.kind == kindString || v.kind == kindNumber:
+		d, msg := parseDecimal(v.text)
+		if msg != "" || !d.IsInteger() {
+			return time.Time{}, rule
+		}
+		if d.LessThan(decimal.NewFromInt(minTimestamp)) {
+			// Also catches seconds sent instead of milliseconds.
+			return time.Time{}, "must be Unix milliseconds after 2000-01-01"
+		}
+		if d.GreaterThan(decimal.NewFromInt(maxTimestamp)) {
+			return time.Time{}, "must be before the year 10000"
+		}
+		ms = d.IntPart()
+	default:
+		return time.Time{}, rule
+	}
+	if ms < minTimestamp {
+		return time.Time{}, "must be after 2000-01-01"
+	}
+	return time.UnixMilli(ms).UTC(), ""
+}
+
+// validKey applies the client-key rule: 1–255 printable characters. Control
+// characters and invisible format characters (category Cf: right-to-left
+// marks, zero-width joiners, …) are refused because they make two keys look
+// identical to an operator while they dedup differently.
+func validKey(s string) string {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxKeyLen {
+		return "must be 1–255 printable characters"
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return "must be 1–255 printable characters (no control or invisible characters)"
+		}
+	}
+	return ""
+}
+
+func parseClientKey(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	if msg := validKey(s); msg != "" {
+		return "", msg
+	}
+	return s, ""
+}
+
+// parseBool accepts JSON booleans and, because templates often quote every
+// placeholder, the strings "true" and "false".
+func parseBool(v value) (bool, string) {
+	switch {
+	case v.kind == kindBool:
+		return v.text == "true", ""
+	case v.kind == kindString && v.text == "true":
+		return true, ""
+	case v.kind == kindString && v.text == "false":
+		return false, ""
+	}
+	return false, "must be true or false"
+}
+
+// parseText applies the rule for audit text: at most 256 characters and no
+// control characters, so a stored strategy name cannot rewrite an
+// operator's terminal or forge log lines.
+func parseText(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	if utf8.RuneCountInString(s) > maxTextLen {
+		return "", "must be at most 256 characters"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "", "must not contain control characters"
+		}
+	}
+	return s, ""
+}
+
+// canonicalSignal fixes the key order and types of Canonical. It lists
+// every field of the normalised signal except the secret (which is never
+// stored) and the client key (which names the signal rather than being
+// part of it: the same key with a different canonical form is a key reuse).
+// Side and ReduceOnly are left out because they follow from action.
+type canonicalSignal struct {
+	Exchange  string  `json:"exchange"`
+	Symbol    string  `json:"symbol"`
+	Action    string  `json:"action"`
+	Quantity  string  `json:"quantity"`
+	Price     *string `json:"price"`
+	OrderType string  `json:"order_type"`
+	Leverage  *int    `json:"leverage"`
+	Timestamp *int64  `json:"timestamp"`
+	Test      bool    `json:"test"`
+	Strategy  string  `json:"strategy"`
+	Comment   string  `json:"comment"`
+}
+
+// Canonical returns the canonical JSON of the normalised signal: fixed key
+// order, decimals as minimal strings ("1.5" for 1.50), the timestamp as Unix
+// milliseconds, absent optional fields as null. It is what the fingerprint
+// hashes and what the database stores, so it never contains the secret. It
+// is itself a valid signal body that decodes to the same Canonical.
+func (s Signal) Canonical() []byte {
+	c := canonicalSignal{
+		Exchange:  s.Exchange,
+		Symbol:    s.Symbol,
+		Action:    s.Action,
+		Quantity:  s.Quantity.String(),
+		OrderType: s.OrderType,
+		Test:      s.Test,
+		Strategy:  s.Strategy,
+		Comment:   s.Comment,
+	}
+	if s.Price.Valid {
+		p := s.Price.Decimal.String()
+		c.Price = &p
+	}
+	if s.Leverage != 0 {
+		l := s.Leverage
+		c.Leverage = &l
+	}
+	if !s.Timestamp.IsZero() {
+		ms := s.Timestamp.UnixMilli()
+		c.Timestamp = &ms
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Strings, ints and bools always marshal; reaching this is a bug in
+		// this file, not a bad request.
+		panic("signal: canonical marshal: " + err.Error())
+	}
+	return b
+}
+
+// Fingerprint returns the lower-case hex SHA-256 of Canonical. It is the
+// derived and window trace key, and it is stored with every claimed trace
+// so a reused client key with a different signal is detected.
+func (s Signal) Fingerprint() string {
+	sum := sha256.Sum256(s.Canonical())
+	return hex.EncodeToString(sum[:])
+}
