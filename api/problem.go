@@ -74,10 +74,10 @@ func problem(code, detail string) *Problem {
 }
 
 type original struct {
-	Status        string     `json:"status"`
-	OrderID       *string    `json:"order_id"`
-	ClientOrderID *string    `json:"client_order_id"`
-	FirstSeen     time.Time  `json:"first_seen"`
+	Status        string    `json:"status"`
+	OrderID       *string   `json:"order_id"`
+	ClientOrderID *string   `json:"client_order_id"`
+	FirstSeen     time.Time `json:"first_seen"`
 }
 
 // fromGateway turns a gateway refusal into its problem.
@@ -112,9 +112,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		var (
-			p   *Problem
-			ge  *gateway.Error
-			he  *echo.HTTPError
+			p  *Problem
+			ge *gateway.Error
+			he *echo.HTTPError
 		)
 		switch {
 		case errors.As(err, &p):

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -250,7 +251,13 @@ func withDatabase(u, name string) (string, error) {
 		}
 		return parsed.String(), nil
 	}
-	// In keyword/value form a later setting wins. Test database names are
-	// made of [a-z0-9_], so no quoting is needed.
+	// Test database names are made of [a-z0-9_]: no quoting is needed.
+	if dbnameSetting.MatchString(u) {
+		return dbnameSetting.ReplaceAllString(u, "${1}dbname="+name), nil
+	}
 	return u + " dbname=" + name, nil
 }
+
+// dbnameSetting finds the dbname of a keyword/value connection string,
+// quoted or not.
+var dbnameSetting = regexp.MustCompile(`(^|\s)dbname\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)

@@ -483,6 +483,9 @@ func (c *Cluster) Remove(ctx context.Context) error {
 			errs = append(errs, os.RemoveAll(p))
 		}
 	}
+	if c.linkDir != "" {
+		_ = os.Remove(fallbackRoot) // only when no other cluster lives there
+	}
 	if c.ownSocket {
 		errs = append(errs, os.RemoveAll(c.socketDir))
 	}

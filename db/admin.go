@@ -1,0 +1,363 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TraceRow is a trace_ids row as operators see it through the admin API.
+type TraceRow struct {
+	TraceID       string     `db:"trace_id"`
+	Fingerprint   string     `db:"fingerprint"`
+	Mode          string     `db:"mode"`
+	KeySource     string     `db:"key_source"`
+	Status        string     `db:"status"`
+	Exchange      string     `db:"exchange"`
+	Symbol        string     `db:"symbol"`
+	Action        string     `db:"action"`
+	ClientOrderID *string    `db:"client_order_id"`
+	OrderID       *uuid.UUID `db:"order_id"`
+	SourceIP      *string    `db:"source_ip"`
+	SignalTime    *time.Time `db:"signal_time"`
+	ReceivedAt    time.Time  `db:"received_at"`
+	UpdatedAt     time.Time  `db:"updated_at"`
+	ExpiresAt     time.Time  `db:"expires_at"`
+	// Signal is the stored canonical request (never holding the secret).
+	// List queries leave it empty to keep pages small.
+	Signal json.RawMessage `db:"signal"`
+}
+
+// EventRow is one trace_events row.
+type EventRow struct {
+	ID       int64           `db:"id"`
+	TraceID  string          `db:"trace_id"`
+	Event    string          `db:"event"`
+	At       time.Time       `db:"at"`
+	SourceIP *string         `db:"source_ip"`
+	Detail   json.RawMessage `db:"detail"`
+}
+
+// ListFilter narrows an admin listing. Empty strings and zero times mean
+// "any", so the SQL stays static: every predicate is written once and
+// switched off with a NULL parameter rather than concatenated in.
+type ListFilter struct {
+	Status   string
+	Exchange string
+	Symbol   string
+	Mode     string
+	Since    time.Time // inclusive
+	Until    time.Time // exclusive
+	// Limit is the page size; the caller bounds it.
+	Limit int
+}
+
+// TraceCursor is the keyset position after the last trace of a page: the
+// listing is ordered by (received_at DESC, trace_id DESC), the order of
+// trace_ids_received_at_idx, so a page is one index range scan however deep.
+type TraceCursor struct {
+	ReceivedAt time.Time
+	TraceID    string
+}
+
+// OrderCursor is the keyset position after the last order of a page, in the
+// order of orders_created_at_idx (created_at DESC, id DESC).
+type OrderCursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+const listTracesSQL = `
+SELECT trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, order_id,
+       host(source_ip) AS source_ip, signal_time, received_at, updated_at, expires_at, NULL::jsonb AS signal
+FROM trace_ids
+WHERE ($1::text IS NULL OR status = $1)
+  AND ($2::text IS NULL OR exchange = $2)
+  AND ($3::text IS NULL OR symbol = $3)
+  AND ($4::text IS NULL OR mode = $4)
+  AND ($5::timestamptz IS NULL OR received_at >= $5)
+  AND ($6::timestamptz IS NULL OR received_at < $6)
+  AND ($7::timestamptz IS NULL OR (received_at, trace_id) < ($7, $8::text))
+ORDER BY received_at DESC, trace_id DESC
+LIMIT $9`
+
+// ListTraces returns up to f.Limit traces newest first, starting after
+// after (nil for the first page).
+func ListTraces(ctx context.Context, q DBTX, f ListFilter, after *TraceCursor) ([]TraceRow, error) {
+	var afterAt *time.Time
+	var afterID *string
+	if after != nil {
+		afterAt, afterID = &after.ReceivedAt, &after.TraceID
+	}
+	rows, err := q.Query(ctx, listTracesSQL, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
+		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list traces: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[TraceRow])
+	if err != nil {
+		return nil, fmt.Errorf("list traces: %w", translate(err))
+	}
+	return out, nil
+}
+
+// orderColumns reads side as '' when null (a close refused before its side
+// was known), so OrderRow keeps a plain string.
+const orderColumns = `id, trace_id, client_order_id, exchange, symbol, action, coalesce(side, '') AS side, order_type,
+       quantity, price, leverage, mode, status, exchange_order_id, fill_price, reject_reason, created_at`
+
+const listOrdersSQL = `
+SELECT ` + orderColumns + `
+FROM orders
+WHERE ($1::text IS NULL OR status = $1)
+  AND ($2::text IS NULL OR exchange = $2)
+  AND ($3::text IS NULL OR symbol = $3)
+  AND ($4::text IS NULL OR mode = $4)
+  AND ($5::timestamptz IS NULL OR created_at >= $5)
+  AND ($6::timestamptz IS NULL OR created_at < $6)
+  AND ($7::timestamptz IS NULL OR (created_at, id) < ($7, $8::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $9`
+
+// ListOrders returns up to f.Limit orders newest first, starting after after
+// (nil for the first page). Status filters the order status.
+func ListOrders(ctx context.Context, q DBTX, f ListFilter, after *OrderCursor) ([]OrderRow, error) {
+	var afterAt *time.Time
+	var afterID *uuid.UUID
+	if after != nil {
+		afterAt, afterID = &after.CreatedAt, &after.ID
+	}
+	rows, err := q.Query(ctx, listOrdersSQL, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
+		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", translate(err))
+	}
+	return out, nil
+}
+
+// TraceDetail is everything recorded about one trace ID. Trace is nil once
+// the trace was purged or released: its orders and events outlive it, and
+// operators audit those too.
+type TraceDetail struct {
+	Trace  *TraceRow
+	Orders []OrderRow
+	Events []EventRow
+}
+
+const getTraceSQL = `
+SELECT trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, order_id,
+       host(source_ip) AS source_ip, signal_time, received_at, updated_at, expires_at, signal
+FROM trace_ids WHERE trace_id = $1`
+
+const traceOrdersSQL = `
+SELECT ` + orderColumns + `
+FROM orders WHERE trace_id = $1
+ORDER BY created_at, id`
+
+const traceEventsSQL = `
+SELECT id, trace_id, event, at, host(source_ip) AS source_ip, detail
+FROM trace_events WHERE trace_id = $1
+ORDER BY at, id`
+
+// GetTrace reads a trace, its orders and its audit events in time order, in
+// one round trip and one snapshot. It returns ErrNotFound when nothing at all
+// is recorded under traceID.
+func GetTrace(ctx context.Context, pool *pgxpool.Pool, traceID string) (TraceDetail, error) {
+	var d TraceDetail
+	// REPEATABLE READ: the three reads see one moment, so an event never
+	// shows without the order it announces.
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(getTraceSQL, traceID).Query(func(rows pgx.Rows) error {
+			t, err := pgx.CollectRows(rows, pgx.RowToStructByName[TraceRow])
+			if err == nil && len(t) == 1 {
+				d.Trace = &t[0]
+			}
+			return err
+		})
+		b.Queue(traceOrdersSQL, traceID).Query(func(rows pgx.Rows) error {
+			var err error
+			d.Orders, err = pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+			return err
+		})
+		b.Queue(traceEventsSQL, traceID).Query(func(rows pgx.Rows) error {
+			var err error
+			d.Events, err = pgx.CollectRows(rows, pgx.RowToStructByName[EventRow])
+			return err
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return TraceDetail{}, fmt.Errorf("get trace: %w", translate(err))
+	}
+	if d.Trace == nil && len(d.Orders) == 0 && len(d.Events) == 0 {
+		return TraceDetail{}, ErrNotFound
+	}
+	return d, nil
+}
+
+// ReleaseParams describe an operator's release of a trace ID.
+type ReleaseParams struct {
+	TraceID string
+	// By names who released it, for the audit trail ("admin").
+	By string
+	// Reason is the operator's optional note.
+	Reason string
+	// LockWait bounds the wait for a first attempt still holding the
+	// trace's lock; zero means 5 s.
+	LockWait time.Duration
+}
+
+// LockKeyOf returns the advisory lock key the claim takes for traceID: the
+// ID itself, except for a window trace ("[test:]w:<hash>:<unix ms>"), whose
+// lock leaves out the time (see signal.Trace.LockKey).
+func LockKeyOf(traceID string) string {
+	rest := strings.TrimPrefix(traceID, "test:")
+	if !strings.HasPrefix(rest, "w:") {
+		return traceID
+	}
+	i := strings.LastIndexByte(traceID, ':')
+	if i <= len(traceID)-len(rest)+1 {
+		return traceID
+	}
+	return traceID[:i]
+}
+
+const releaseLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+const releaseSQL = `
+WITH del AS (
+    DELETE FROM trace_ids WHERE trace_id = $1
+    RETURNING trace_id, status, client_order_id, received_at
+)
+INSERT INTO trace_events (trace_id, event, detail)
+SELECT trace_id, 'released',
+       jsonb_build_object('by', $2::text, 'status', status, 'client_order_id', client_order_id,
+                          'received_at', received_at)
+       || CASE WHEN $3::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('reason', $3::text) END
+FROM del
+RETURNING detail->>'status'`
+
+// ReleaseTrace deletes a trace so the same signal can be sent again, and
+// audits it with a 'released' event. It takes the claim's advisory lock
+// first, so it waits for an attempt in flight instead of deleting a claim
+// that is still dispatching. Orders stay: the next execution counts them and
+// so gets a new client order ID. It returns the released trace's status, or
+// ErrNotFound when no such trace exists.
+func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (string, error) {
+	wait := p.LockWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	var status string
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", wait.Milliseconds()))
+		b.Queue(releaseLockSQL, LockKeyOf(p.TraceID))
+		b.Queue(releaseSQL, p.TraceID, p.By, nullText(p.Reason)).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&status)
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return "", fmt.Errorf("release trace: %w", translate(err))
+	}
+	return status, nil
+}
+
+// OutcomeCounts counts audit events by event name over one window, with the
+// share of incoming signals that were repeats.
+type OutcomeCounts struct {
+	Events map[string]int64
+	// DuplicateRatio is (duplicate + key_reused) / (received + duplicate +
+	// key_reused): the share of arriving signals that hoox refused to
+	// execute again. Zero when nothing arrived.
+	DuplicateRatio float64
+}
+
+// Stats is the operator's summary of recent traffic and the dedup table.
+type Stats struct {
+	LastHour   OutcomeCounts
+	LastDay    OutcomeCounts
+	LiveTraces int64
+	// OldestTrace is when the oldest live trace was received; nil with no
+	// live traces.
+	OldestTrace *time.Time
+	Now         time.Time
+}
+
+// Admin actions are audited under trace IDs in the admin: namespace, which
+// no signal can produce (signal trace IDs start with k:, d:, w: or test:).
+const statsEventsSQL = `
+SELECT event,
+       count(*) FILTER (WHERE at > now() - interval '1 hour') AS last_hour,
+       count(*) AS last_day
+FROM trace_events
+WHERE at > now() - interval '1 day' AND trace_id NOT LIKE 'admin:%'
+GROUP BY event`
+
+const statsTracesSQL = `SELECT count(*), min(received_at), now() FROM trace_ids`
+
+// GetStats summarises events over the last hour and day and the live
+// trace rows.
+func GetStats(ctx context.Context, q DBTX) (Stats, error) {
+	s := Stats{
+		LastHour: OutcomeCounts{Events: map[string]int64{}},
+		LastDay:  OutcomeCounts{Events: map[string]int64{}},
+	}
+	b := &pgx.Batch{}
+	b.Queue(statsEventsSQL).Query(func(rows pgx.Rows) error {
+		var event string
+		var hour, day int64
+		_, err := pgx.ForEachRow(rows, []any{&event, &hour, &day}, func() error {
+			if hour > 0 {
+				s.LastHour.Events[event] = hour
+			}
+			s.LastDay.Events[event] = day
+			return nil
+		})
+		return err
+	})
+	b.Queue(statsTracesSQL).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&s.LiveTraces, &s.OldestTrace, &s.Now)
+	})
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", translate(err))
+	}
+	s.LastHour.DuplicateRatio = duplicateRatio(s.LastHour.Events)
+	s.LastDay.DuplicateRatio = duplicateRatio(s.LastDay.Events)
+	return s, nil
+}
+
+func duplicateRatio(ev map[string]int64) float64 {
+	repeats := ev["duplicate"] + ev["key_reused"]
+	total := ev["received"] + repeats
+	if total == 0 {
+		return 0
+	}
+	return float64(repeats) / float64(total)
+}

@@ -1,0 +1,117 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Settings keys. The claim reads kill_switch itself (see claimSQL), on every
+// signal and without a cache, so a change is seen by every replica at once.
+const (
+	SettingKillSwitch = "kill_switch"
+	SettingLastPurge  = "last_purge"
+)
+
+// KillSwitchTraceID is the audit trail's trace ID for kill switch changes;
+// the admin: prefix cannot come from a signal.
+const KillSwitchTraceID = "admin:kill-switch"
+
+// KillSwitch is the trading halt as stored in settings.
+type KillSwitch struct {
+	Engaged bool
+	Reason  string
+	// At is when it was last changed; zero when it never was.
+	At time.Time
+	// By names who changed it.
+	By string
+}
+
+const getKillSwitchSQL = `
+SELECT coalesce((value->>'engaged')::boolean, false), coalesce(value->>'reason', ''), updated_at, updated_by
+FROM settings WHERE key = 'kill_switch'`
+
+// GetKillSwitch reads the kill switch; a switch never set is released.
+func GetKillSwitch(ctx context.Context, q DBTX) (KillSwitch, error) {
+	var k KillSwitch
+	err := q.QueryRow(ctx, getKillSwitchSQL).Scan(&k.Engaged, &k.Reason, &k.At, &k.By)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return KillSwitch{}, nil
+	}
+	if err != nil {
+		return KillSwitch{}, fmt.Errorf("read kill switch: %w", translate(err))
+	}
+	return k, nil
+}
+
+// The value's shape is the contract with the claim, which reads exactly
+// (value->>'engaged')::boolean.
+const setKillSwitchSQL = `
+INSERT INTO settings (key, value, updated_at, updated_by)
+VALUES ('kill_switch', jsonb_build_object('engaged', $1::boolean, 'reason', $2::text, 'at', now()), now(), $3)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by
+RETURNING updated_at`
+
+const killSwitchEventSQL = `
+INSERT INTO trace_events (trace_id, event, detail)
+VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_released' END,
+        jsonb_build_object('by', $3::text, 'reason', $4::text, 'was_engaged', $5::boolean))`
+
+// SetKillSwitch engages or releases the trading halt and audits the change
+// in the same transaction, so the trail never misses a flip. The row is
+// locked while it changes, so two operators flipping it at once are
+// recorded in the order they took effect.
+func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string) (KillSwitch, error) {
+	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var was bool
+		err := tx.QueryRow(ctx, `SELECT coalesce((value->>'engaged')::boolean, false) FROM settings WHERE key = 'kill_switch' FOR UPDATE`).Scan(&was)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := tx.QueryRow(ctx, setKillSwitchSQL, engaged, reason, by).Scan(&k.At); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was)
+		return err
+	})
+	if err != nil {
+		return KillSwitch{}, fmt.Errorf("set kill switch: %w", translate(err))
+	}
+	return k, nil
+}
+
+// PurgeRecord is the last purge's summary, written by the purge under
+// settings key last_purge as {"at": …, "traces": n, "events": m}.
+type PurgeRecord struct {
+	At     time.Time
+	Traces int64
+	Events int64
+}
+
+// The time is cast by Postgres, which reads both its own jsonb rendering of
+// a timestamptz and RFC 3339.
+const lastPurgeSQL = `
+SELECT (value->>'at')::timestamptz, coalesce((value->>'traces')::bigint, 0), coalesce((value->>'events')::bigint, 0)
+FROM settings WHERE key = 'last_purge'`
+
+// LastPurge reads the last purge's summary; nil when no purge has run.
+func LastPurge(ctx context.Context, q DBTX) (*PurgeRecord, error) {
+	var r PurgeRecord
+	var at *time.Time
+	err := q.QueryRow(ctx, lastPurgeSQL).Scan(&at, &r.Traces, &r.Events)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read last purge: %w", translate(err))
+	}
+	if at != nil {
+		r.At = *at
+	}
+	return &r, nil
+}
