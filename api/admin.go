@@ -1,16 +1,69 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
+	"log/slog"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"github.com/hoox/hoox/db"
 )
 
-// Admin serves the /admin routes.
-type Admin struct{}
+// PurgeFunc runs one purge on demand (db.Purge with the configured batch and
+// retention) and reports what it removed. It is injected so POST
+// /admin/purge runs exactly the code the periodic job and `hoox purge` run.
+type PurgeFunc func(ctx context.Context) (db.PurgeResult, error)
 
-func (a *Admin) routes(g *echo.Group) {}
+// Admin serves the /admin routes: the operator's view of traces, orders and
+// the audit trail, key release, the kill switch, purge on demand and River's
+// UI. Every route sits behind requireAdmin. Fill the fields before passing
+// it to New; the zero value of an optional field switches its route off.
+type Admin struct {
+	// Pool runs the admin queries.
+	Pool *pgxpool.Pool
+	// Purge backs POST /admin/purge; nil answers 503.
+	Purge PurgeFunc
+	// River, when set, mounts River's web UI under /admin/river.
+	River *river.Client[pgx.Tx]
+	// Logger receives the River UI's logs; nil discards them.
+	Logger *slog.Logger
+
+	// riverUI is built by routes, once, while New runs and before the server
+	// serves, and only read afterwards.
+	riverUI *riverui.Handler
+}
+
+// maxAdminBody bounds admin request bodies; they are a few fields.
+const maxAdminBody = 16 << 10
+
+func (a *Admin) routes(g *echo.Group) {
+	g.GET("/traces", a.listTraces)
+	// A wildcard, not a :param, so a client key holding '/' (sent escaped
+	// as %2F) still names one trace.
+	g.GET("/traces/*", a.getTrace)
+	g.DELETE("/traces/*", a.releaseTrace)
+	g.GET("/orders", a.listOrders)
+	g.POST("/purge", a.purge)
+	g.GET("/stats", a.stats)
+	g.GET("/kill-switch", a.getKillSwitch)
+	g.PUT("/kill-switch", a.putKillSwitch)
+	a.mountRiverUI(g)
+}
+
+// Start starts the River UI's background query cache, stopped when ctx ends.
+// Optional: without it the UI runs its count queries on each request.
+func (a *Admin) Start(ctx context.Context) error {
+	if a.riverUI == nil {
+		return nil
+	}
+	return a.riverUI.Start(ctx)
+}
 
 // requireAdmin checks the bearer token in constant time. A token in the query
 // string is never looked at; with no token configured every admin route
@@ -23,8 +76,17 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		auth := c.Request().Header.Get(echo.HeaderAuthorization)
 		token, ok := strings.CutPrefix(auth, "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.AdminToken)) != 1 {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="hoox admin"`)
 			return problem(CodeUnauthorized, "missing or wrong bearer token")
 		}
 		return next(c)
 	}
+}
+
+// adminJSON writes an admin answer; admin bodies never escape HTML either.
+func adminJSON(c echo.Context, status int, v any) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	c.Response().WriteHeader(status)
+	return writeJSON(c.Response(), v)
 }

@@ -10,12 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Settings keys. The claim reads kill_switch itself (see claimSQL), on every
-// signal and without a cache, so a change is seen by every replica at once.
-const (
-	SettingKillSwitch = "kill_switch"
-	SettingLastPurge  = "last_purge"
-)
+// SettingKillSwitch is the settings key of the trading halt. The claim reads
+// it itself (see claimSQL), on every signal and without a cache, so a change
+// is seen by every replica at once.
+const SettingKillSwitch = "kill_switch"
 
 // KillSwitchTraceID is the audit trail's trace ID for kill switch changes;
 // the admin: prefix cannot come from a signal.
@@ -33,12 +31,12 @@ type KillSwitch struct {
 
 const getKillSwitchSQL = `
 SELECT coalesce((value->>'engaged')::boolean, false), coalesce(value->>'reason', ''), updated_at, updated_by
-FROM settings WHERE key = 'kill_switch'`
+FROM settings WHERE key = $1`
 
 // GetKillSwitch reads the kill switch; a switch never set is released.
 func GetKillSwitch(ctx context.Context, q DBTX) (KillSwitch, error) {
 	var k KillSwitch
-	err := q.QueryRow(ctx, getKillSwitchSQL).Scan(&k.Engaged, &k.Reason, &k.At, &k.By)
+	err := q.QueryRow(ctx, getKillSwitchSQL, SettingKillSwitch).Scan(&k.Engaged, &k.Reason, &k.At, &k.By)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return KillSwitch{}, nil
 	}
@@ -50,9 +48,12 @@ func GetKillSwitch(ctx context.Context, q DBTX) (KillSwitch, error) {
 
 // The value's shape is the contract with the claim, which reads exactly
 // (value->>'engaged')::boolean.
+const lockKillSwitchSQL = `
+SELECT coalesce((value->>'engaged')::boolean, false) FROM settings WHERE key = $1 FOR UPDATE`
+
 const setKillSwitchSQL = `
 INSERT INTO settings (key, value, updated_at, updated_by)
-VALUES ('kill_switch', jsonb_build_object('engaged', $1::boolean, 'reason', $2::text, 'at', now()), now(), $3)
+VALUES ($4, jsonb_build_object('engaged', $1::boolean, 'reason', $2::text, 'at', now()), now(), $3)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, updated_by = excluded.updated_by
 RETURNING updated_at`
 
@@ -69,11 +70,11 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var was bool
-		err := tx.QueryRow(ctx, `SELECT coalesce((value->>'engaged')::boolean, false) FROM settings WHERE key = 'kill_switch' FOR UPDATE`).Scan(&was)
+		err := tx.QueryRow(ctx, lockKillSwitchSQL, SettingKillSwitch).Scan(&was)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if err := tx.QueryRow(ctx, setKillSwitchSQL, engaged, reason, by).Scan(&k.At); err != nil {
+		if err := tx.QueryRow(ctx, setKillSwitchSQL, engaged, reason, by, SettingKillSwitch).Scan(&k.At); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was)
@@ -85,8 +86,8 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 	return k, nil
 }
 
-// PurgeRecord is the last purge's summary, written by the purge under
-// settings key last_purge as {"at": …, "traces": n, "events": m}.
+// PurgeRecord is the last purge's summary, written by Purge under
+// SettingLastPurge as {"at": …, "traces": n, "events": m}.
 type PurgeRecord struct {
 	At     time.Time
 	Traces int64
@@ -97,13 +98,13 @@ type PurgeRecord struct {
 // a timestamptz and RFC 3339.
 const lastPurgeSQL = `
 SELECT (value->>'at')::timestamptz, coalesce((value->>'traces')::bigint, 0), coalesce((value->>'events')::bigint, 0)
-FROM settings WHERE key = 'last_purge'`
+FROM settings WHERE key = $1`
 
 // LastPurge reads the last purge's summary; nil when no purge has run.
 func LastPurge(ctx context.Context, q DBTX) (*PurgeRecord, error) {
 	var r PurgeRecord
 	var at *time.Time
-	err := q.QueryRow(ctx, lastPurgeSQL).Scan(&at, &r.Traces, &r.Events)
+	err := q.QueryRow(ctx, lastPurgeSQL, SettingLastPurge).Scan(&at, &r.Traces, &r.Events)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

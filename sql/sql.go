@@ -70,7 +70,9 @@ func NewProvider(db *stdsql.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations fs: %w", err)
 	}
-	locker, err := lock.NewPostgresSessionLocker()
+	// Poll every second (goose's default is 5 s) for up to 5 minutes, so a
+	// replica waiting on another's migration starts soon after it.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("session locker: %w", err)
 	}

@@ -42,10 +42,10 @@ func (b *syncBuffer) String() string {
 
 // testBundle is one hoox on a fresh database, with a pool for assertions.
 type testBundle struct {
-	app  *App
-	url  string
-	pool *pgxpool.Pool
-	logs *syncBuffer
+	app   *App
+	url   string
+	pool  *pgxpool.Pool
+	logs  *syncBuffer
 	dbURL string
 }
 

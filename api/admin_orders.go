@@ -1,0 +1,87 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hoox/hoox/db"
+)
+
+// adminOrder is an order as the admin API shows it: decimals as strings,
+// never a float round trip.
+type adminOrder struct {
+	ID              string    `json:"id"`
+	TraceID         string    `json:"trace_id"`
+	ClientOrderID   string    `json:"client_order_id"`
+	Exchange        string    `json:"exchange"`
+	Symbol          string    `json:"symbol"`
+	Action          string    `json:"action"`
+	Side            *string   `json:"side"`
+	OrderType       string    `json:"order_type"`
+	Quantity        string    `json:"quantity"`
+	Price           *string   `json:"price"`
+	Leverage        *int32    `json:"leverage"`
+	Mode            string    `json:"mode"`
+	Status          string    `json:"status"`
+	ExchangeOrderID *string   `json:"exchange_order_id"`
+	FillPrice       *string   `json:"fill_price"`
+	RejectReason    *string   `json:"reject_reason"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+func newAdminOrder(o db.OrderRow) adminOrder {
+	a := adminOrder{ID: o.ID.String(), TraceID: o.TraceID, ClientOrderID: o.ClientOrderID, Exchange: o.Exchange,
+		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
+		Leverage: o.Leverage, Mode: o.Mode, Status: o.Status, ExchangeOrderID: o.ExchangeOrderID,
+		RejectReason: o.RejectReason, CreatedAt: o.CreatedAt.UTC()}
+	if o.Side != "" {
+		side := o.Side
+		a.Side = &side
+	}
+	if o.Price.Valid {
+		p := o.Price.Decimal.String()
+		a.Price = &p
+	}
+	if o.FillPrice.Valid {
+		p := o.FillPrice.Decimal.String()
+		a.FillPrice = &p
+	}
+	return a
+}
+
+// ordersPage is GET /admin/orders: next_cursor is null on the last page.
+type ordersPage struct {
+	Orders     []adminOrder `json:"orders"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// listOrders pages through orders newest first; status is the order status.
+func (a *Admin) listOrders(c echo.Context) error {
+	f, cur, err := parseListQuery(c.QueryParams(), []string{"filled", "open", "rejected"})
+	if err != nil {
+		return err
+	}
+	after, err := orderCursor(cur)
+	if err != nil {
+		return err
+	}
+	want := f.Limit
+	f.Limit++ // one more tells whether another page exists
+	rows, err := db.ListOrders(c.Request().Context(), a.Pool, f, after)
+	if err != nil {
+		return err
+	}
+	page := ordersPage{Orders: make([]adminOrder, 0, min(len(rows), want))}
+	for i, r := range rows {
+		if i == want {
+			last := rows[i-1]
+			next := encodeCursor("orders", last.CreatedAt, last.ID.String())
+			page.NextCursor = &next
+			break
+		}
+		page.Orders = append(page.Orders, newAdminOrder(r))
+	}
+	return adminJSON(c, http.StatusOK, page)
+}

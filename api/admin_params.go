@@ -1,0 +1,174 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hoox/hoox/db"
+)
+
+// Page sizes of the admin listings.
+const (
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+)
+
+// listParams names the query parameters both listings accept. Any other
+// parameter is refused: a misspelt filter that silently matched everything
+// would mislead an audit.
+const listParams = "status, exchange, symbol, mode, since, until, limit, cursor"
+
+func isListParam(name string) bool {
+	switch name {
+	case "status", "exchange", "symbol", "mode", "since", "until", "limit", "cursor":
+		return true
+	}
+	return false
+}
+
+// parseListQuery reads the shared filters and the page size. statuses are
+// the values status may take for this listing.
+func parseListQuery(q url.Values, statuses []string) (db.ListFilter, string, error) {
+	var f db.ListFilter
+	for name, vals := range q {
+		if !isListParam(name) {
+			return f, "", invalidParam(name, "is not a known parameter; use one of "+listParams)
+		}
+		if len(vals) != 1 {
+			return f, "", invalidParam(name, "must be given once")
+		}
+	}
+	if v, ok := param(q, "status"); ok {
+		if !slices.Contains(statuses, v) {
+			return f, "", invalidParam("status", "must be one of "+strings.Join(statuses, ", "))
+		}
+		f.Status = v
+	}
+	if v, ok := param(q, "mode"); ok {
+		if v != "live" && v != "test" {
+			return f, "", invalidParam("mode", "must be live or test")
+		}
+		f.Mode = v
+	}
+	// Exchanges are stored lower-case and symbols upper-case (see package
+	// signal), so the filters fold the same way.
+	if v, ok := param(q, "exchange"); ok {
+		if len(v) > 64 {
+			return f, "", invalidParam("exchange", "is longer than 64 characters")
+		}
+		f.Exchange = strings.ToLower(v)
+	}
+	if v, ok := param(q, "symbol"); ok {
+		if len(v) > 32 {
+			return f, "", invalidParam("symbol", "is longer than 32 characters")
+		}
+		f.Symbol = strings.ToUpper(v)
+	}
+	for _, name := range []string{"since", "until"} {
+		v, ok := param(q, name)
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, "", invalidParam(name, "must be an RFC 3339 time such as 2025-01-02T15:04:05Z")
+		}
+		if name == "since" {
+			f.Since = t
+		} else {
+			f.Until = t
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, "", invalidParam("until", "must be after since")
+	}
+	f.Limit = defaultPageLimit
+	if v, ok := param(q, "limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageLimit {
+			return f, "", invalidParam("limit", fmt.Sprintf("must be an integer from 1 to %d", maxPageLimit))
+		}
+		f.Limit = n
+	}
+	cursor, _ := param(q, "cursor")
+	return f, cursor, nil
+}
+
+// param returns a query parameter that is present and not blank.
+func param(q url.Values, name string) (string, bool) {
+	v := strings.TrimSpace(q.Get(name))
+	return v, v != ""
+}
+
+func invalidParam(name, msg string) *Problem {
+	return problem(CodeInvalidRequest, fmt.Sprintf("query parameter %q %s", name, msg))
+}
+
+// pageCursor is the opaque next_cursor: the keyset position after a page's
+// last row. Kind keeps a traces cursor from being replayed on orders.
+type pageCursor struct {
+	Kind string    `json:"k"`
+	At   time.Time `json:"t"`
+	ID   string    `json:"i"`
+}
+
+func encodeCursor(kind string, at time.Time, id string) string {
+	b, _ := json.Marshal(pageCursor{Kind: kind, At: at.UTC(), ID: id})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(kind, s string) (pageCursor, error) {
+	bad := invalidParam("cursor", "is not a next_cursor from this listing")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return pageCursor{}, bad
+	}
+	var c pageCursor
+	if err := json.Unmarshal(raw, &c); err != nil || c.Kind != kind || c.At.IsZero() || c.ID == "" {
+		return pageCursor{}, bad
+	}
+	return c, nil
+}
+
+func traceCursor(s string) (*db.TraceCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := decodeCursor("traces", s)
+	if err != nil {
+		return nil, err
+	}
+	return &db.TraceCursor{ReceivedAt: c.At, TraceID: c.ID}, nil
+}
+
+func orderCursor(s string) (*db.OrderCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	c, err := decodeCursor("orders", s)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.Parse(c.ID)
+	if err != nil {
+		return nil, invalidParam("cursor", "is not a next_cursor from this listing")
+	}
+	return &db.OrderCursor{CreatedAt: c.At, ID: id}, nil
+}
+
+// utc returns t in UTC, or nil for nil, for response bodies.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

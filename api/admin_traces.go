@@ -1,0 +1,215 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
+)
+
+// adminTrace is a trace as the admin API shows it.
+type adminTrace struct {
+	TraceID       string          `json:"trace_id"`
+	Status        string          `json:"status"`
+	Mode          string          `json:"mode"`
+	KeySource     string          `json:"key_source"`
+	Exchange      string          `json:"exchange"`
+	Symbol        string          `json:"symbol"`
+	Action        string          `json:"action"`
+	Fingerprint   string          `json:"fingerprint"`
+	OrderID       *string         `json:"order_id"`
+	ClientOrderID *string         `json:"client_order_id"`
+	SourceIP      *string         `json:"source_ip"`
+	SignalTime    *time.Time      `json:"signal_time"`
+	ReceivedAt    time.Time       `json:"received_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+	Signal        json.RawMessage `json:"signal,omitempty"`
+}
+
+func newAdminTrace(t db.TraceRow) adminTrace {
+	a := adminTrace{TraceID: t.TraceID, Status: t.Status, Mode: t.Mode, KeySource: t.KeySource, Exchange: t.Exchange,
+		Symbol: t.Symbol, Action: t.Action, Fingerprint: t.Fingerprint, ClientOrderID: t.ClientOrderID,
+		SourceIP: t.SourceIP, SignalTime: utc(t.SignalTime), ReceivedAt: t.ReceivedAt.UTC(),
+		UpdatedAt: t.UpdatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), Signal: t.Signal}
+	if t.OrderID != nil {
+		id := t.OrderID.String()
+		a.OrderID = &id
+	}
+	return a
+}
+
+// adminEvent is one audit event.
+type adminEvent struct {
+	ID       int64           `json:"id"`
+	Event    string          `json:"event"`
+	At       time.Time       `json:"at"`
+	SourceIP *string         `json:"source_ip"`
+	Detail   json.RawMessage `json:"detail"`
+}
+
+// tracesPage is GET /admin/traces: next_cursor is null on the last page.
+type tracesPage struct {
+	Traces     []adminTrace `json:"traces"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// listTraces pages through trace_ids newest first.
+func (a *Admin) listTraces(c echo.Context) error {
+	statuses := []string{db.TraceClaimed, db.TraceDispatched, db.TraceRejected, db.TraceReconciling, db.TraceFailed}
+	f, cur, err := parseListQuery(c.QueryParams(), statuses)
+	if err != nil {
+		return err
+	}
+	after, err := traceCursor(cur)
+	if err != nil {
+		return err
+	}
+	want := f.Limit
+	f.Limit++ // one more tells whether another page exists
+	rows, err := db.ListTraces(c.Request().Context(), a.Pool, f, after)
+	if err != nil {
+		return err
+	}
+	page := tracesPage{Traces: make([]adminTrace, 0, min(len(rows), want))}
+	for i, r := range rows {
+		if i == want {
+			last := rows[i-1]
+			next := encodeCursor("traces", last.ReceivedAt, last.TraceID)
+			page.NextCursor = &next
+			break
+		}
+		page.Traces = append(page.Traces, newAdminTrace(r))
+	}
+	return adminJSON(c, http.StatusOK, page)
+}
+
+// traceDetail is GET /admin/traces/{trace_id}. Trace is null once the trace
+// was purged or released; its orders and events remain.
+type traceDetail struct {
+	TraceID string       `json:"trace_id"`
+	Trace   *adminTrace  `json:"trace"`
+	Orders  []adminOrder `json:"orders"`
+	Events  []adminEvent `json:"events"`
+}
+
+// traceIDParam reads the trace ID from the wildcard. Echo routes on the raw
+// path when the URL has escapes Go would not produce itself (such as %2F or
+// %3A), and then hands the value over still escaped.
+func traceIDParam(c echo.Context) (string, error) {
+	id := c.Param("*")
+	if c.Request().URL.RawPath != "" {
+		u, err := url.PathUnescape(id)
+		if err != nil {
+			return "", problem(CodeInvalidRequest, "trace ID is not a valid escaped path segment")
+		}
+		id = u
+	}
+	if id == "" || len(id) > 512 {
+		return "", problem(CodeInvalidRequest, "trace ID is missing or too long")
+	}
+	return id, nil
+}
+
+// getTrace shows everything recorded about one trace ID.
+func (a *Admin) getTrace(c echo.Context) error {
+	id, err := traceIDParam(c)
+	if err != nil {
+		return err
+	}
+	d, err := db.GetTrace(c.Request().Context(), a.Pool, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return problem(CodeNotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
+	}
+	if err != nil {
+		return err
+	}
+	out := traceDetail{TraceID: id, Orders: make([]adminOrder, 0, len(d.Orders)), Events: make([]adminEvent, 0, len(d.Events))}
+	if d.Trace != nil {
+		t := newAdminTrace(*d.Trace)
+		out.Trace = &t
+	}
+	for _, o := range d.Orders {
+		out.Orders = append(out.Orders, newAdminOrder(o))
+	}
+	for _, e := range d.Events {
+		out.Events = append(out.Events, adminEvent{ID: e.ID, Event: e.Event, At: e.At.UTC(), SourceIP: e.SourceIP, Detail: e.Detail})
+	}
+	return adminJSON(c, http.StatusOK, out)
+}
+
+// releaseRequest is DELETE /admin/traces/{trace_id}'s optional body.
+type releaseRequest struct {
+	Reason string `json:"reason"`
+}
+
+// releaseResponse confirms a release.
+type releaseResponse struct {
+	TraceID string `json:"trace_id"`
+	// Status is what the trace was when released.
+	Status   string `json:"status"`
+	Released bool   `json:"released"`
+}
+
+// releaseTrace frees a trace ID so the same signal executes again.
+func (a *Admin) releaseTrace(c echo.Context) error {
+	id, err := traceIDParam(c)
+	if err != nil {
+		return err
+	}
+	var req releaseRequest
+	if err := decodeAdminBody(c, &req, false); err != nil {
+		return err
+	}
+	if len(req.Reason) > 256 {
+		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
+	}
+	status, err := db.ReleaseTrace(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason})
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return problem(CodeNotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+	case errors.Is(err, db.ErrLockTimeout):
+		return problem(gateway.CodeInProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", id)).
+			withRetryAfter(time.Second)
+	case err != nil:
+		return err
+	}
+	return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: status, Released: true})
+}
+
+// decodeAdminBody reads a small JSON body into v, refusing unknown fields so
+// a misspelt field is not silently ignored. An empty body is allowed unless
+// required.
+func decodeAdminBody(c echo.Context, v any, required bool) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxAdminBody+1))
+	if err != nil {
+		return problem(CodeInvalidRequest, "could not read the body")
+	}
+	if len(body) > maxAdminBody {
+		return problem(CodeTooLarge, fmt.Sprintf("body exceeds %d bytes", maxAdminBody))
+	}
+	if strings.TrimSpace(string(body)) == "" {
+		if required {
+			return problem(CodeInvalidRequest, "a JSON body is required")
+		}
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return problem(CodeInvalidRequest, "body is not valid JSON for this route: "+err.Error())
+	}
+	if dec.More() {
+		return problem(CodeInvalidRequest, "body holds more than one JSON value")
+	}
+	return nil
+}

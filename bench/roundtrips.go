@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/signal"
+)
+
+// rtCounter counts what a pool sends to Postgres. With pgx's statement cache
+// warm, each Query/QueryRow/Exec and each SendBatch is one round trip; a
+// Prepare is one more.
+type rtCounter struct {
+	queries, batches, batchStatements, prepares, connects atomic.Int64
+}
+
+func (c *rtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *rtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *rtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *rtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.batchStatements.Add(1)
+}
+func (c *rtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (c *rtCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	c.prepares.Add(1)
+	return ctx
+}
+func (c *rtCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+func (c *rtCounter) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	c.connects.Add(1)
+	return ctx
+}
+func (c *rtCounter) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {}
+
+func (c *rtCounter) reset() {
+	c.queries.Store(0)
+	c.batches.Store(0)
+	c.batchStatements.Store(0)
+	c.prepares.Store(0)
+	c.connects.Store(0)
+}
+
+// PoolTrips is what one pool sent per signal.
+type PoolTrips struct {
+	Pool                                    string
+	RoundTrips, Statements, Prepares, Conns float64
+}
+
+// RoundTrips is the per-signal count of the gateway's hot path, measured
+// through Service.Execute with the same three pools startApp builds.
+type RoundTrips struct {
+	Signals int
+	// New and Repeat are per new signal and per repeat of a settled key.
+	New, Repeat []PoolTrips
+	// NewLatency and RepeatLatency are Service.Execute's p50 and p99, one
+	// signal at a time, without HTTP.
+	NewP50, NewP99, RepeatP50, RepeatP99 time.Duration
+}
+
+// CountRoundTrips runs n new signals and n repeats through a gateway.Service
+// wired like hoox's (claim pool, marker pool, paper venue pool) on traced
+// pools, after a warm-up that fills pgx's statement caches.
+func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips, error) {
+	names := []string{"gateway", "markers", "paper"}
+	counters := make([]*rtCounter, len(names))
+	pools := make([]*pgxpool.Pool, len(names))
+	defer func() {
+		for _, p := range pools {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}()
+	for i, name := range names {
+		cfg, err := pgxpool.ParseConfig(databaseURL)
+		if err != nil {
+			return RoundTrips{}, fmt.Errorf("parse database url: %w", err)
+		}
+		counters[i] = &rtCounter{}
+		cfg.ConnConfig.Tracer = counters[i]
+		cfg.MaxConns = 2
+		cfg.ConnConfig.RuntimeParams["application_name"] = "hoox-bench-" + name
+		if pools[i], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			return RoundTrips{}, fmt.Errorf("open pool: %w", err)
+		}
+	}
+	venue := paper.New(paper.Config{Pool: pools[2]})
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pools[0], MarkerPool: pools[1],
+		Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})})
+	run := RunID()
+	symbol := "TRIPS-" + run
+	send := func(key string) (time.Duration, error) {
+		body := fmt.Sprintf(`{"exchange":"paper","symbol":%q,"action":"buy","quantity":"0.01","strategy":"bench","trace_id":%q}`, symbol, key)
+		raw, err := signal.Decode([]byte(body))
+		if err != nil {
+			return 0, err
+		}
+		sig, err := raw.Signal()
+		if err != nil {
+			return 0, err
+		}
+		tr, err := signal.DeriveTrace(sig, "", time.Now())
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		_, err = svc.Execute(ctx, gateway.Input{Signal: sig, Trace: tr})
+		d := time.Since(start)
+		var ge *gateway.Error
+		if errors.As(err, &ge) && ge.Code == gateway.CodeDuplicate {
+			err = nil
+		}
+		return d, err
+	}
+	per := func() []PoolTrips {
+		out := make([]PoolTrips, len(names))
+		for i, c := range counters {
+			f := float64(n)
+			out[i] = PoolTrips{Pool: names[i], RoundTrips: float64(c.queries.Load()+c.batches.Load()+c.prepares.Load()) / f,
+				Statements: float64(c.queries.Load()+c.batchStatements.Load()) / f, Prepares: float64(c.prepares.Load()) / f,
+				Conns: float64(c.connects.Load()) / f}
+			c.reset()
+		}
+		return out
+	}
+	// Warm-up: connections open and every statement is in pgx's cache.
+	for i := range 20 {
+		key := fmt.Sprintf("warm-%s-%d", run, i)
+		for range 2 {
+			if _, err := send(key); err != nil {
+				return RoundTrips{}, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	for _, c := range counters {
+		c.reset()
+	}
+	res := RoundTrips{Signals: n}
+	lats := make([]time.Duration, 0, n)
+	for i := range n {
+		d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
+		if err != nil {
+			return res, fmt.Errorf("new signal: %w", err)
+		}
+		lats = append(lats, d)
+	}
+	res.New = per()
+	res.NewP50, res.NewP99 = quantiles(lats)
+	lats = lats[:0]
+	for i := range n {
+		d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
+		if err != nil {
+			return res, fmt.Errorf("repeat: %w", err)
+		}
+		lats = append(lats, d)
+	}
+	res.Repeat = per()
+	res.RepeatP50, res.RepeatP99 = quantiles(lats)
+	return res, nil
+}
+
+func quantiles(lats []time.Duration) (p50, p99 time.Duration) {
+	o := summarise("", slices.Clone(lats))
+	return o.P50, o.P99
+}
+
+// Print writes the count for a person.
+func (r RoundTrips) Print(w io.Writer) {
+	for _, part := range []struct {
+		name     string
+		trips    []PoolTrips
+		p50, p99 time.Duration
+	}{{"new signal", r.New, r.NewP50, r.NewP99}, {"repeat of a settled key", r.Repeat, r.RepeatP50, r.RepeatP99}} {
+		total, stmts := 0.0, 0.0
+		for _, t := range part.trips {
+			total += t.RoundTrips
+			stmts += t.Statements
+		}
+		fmt.Fprintf(w, "round trips per %s: %.2f (%.2f statements); Service.Execute alone p50 %s p99 %s\n",
+			part.name, total, stmts, ms(part.p50), ms(part.p99))
+		for _, t := range part.trips {
+			fmt.Fprintf(w, "  %-8s %.2f round trips, %.2f statements, %.2f prepares, %.2f new connections\n",
+				t.Pool, t.RoundTrips, t.Statements, t.Prepares, t.Conns)
+		}
+	}
+}

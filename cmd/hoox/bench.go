@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hoox/hoox/bench"
+	"github.com/hoox/hoox/internal/localpg"
+)
+
+// benchOpts are `hoox bench`'s flags.
+type benchOpts struct {
+	url, secret, databaseURL string
+	target                   string
+	rate                     int
+	duration                 time.Duration
+	workers                  int
+	dupRatio                 float64
+	repeatOne                bool
+	pgbench                  bool
+	rounds                   int
+	naive                    bool
+	stormSenders             int
+	stormRounds              int
+	roundTrips               int
+	cpuProfile               string
+	suite                    bool
+	purgeRows                int
+	serverLog                string
+}
+
+const benchUsage = `Usage: hoox bench [flags]
+
+Sends signals to hoox with vegeta and checks, from the database, that each
+placed exactly one order. Without --url it starts its own hoox in-process on
+a throwaway local Postgres (fsync and synchronous_commit on).
+
+  hoox bench --rate 1000 --duration 10s          open loop: 1,000 new signals/s
+  hoox bench --rate 0 --workers 8                closed loop at maximum, 8 senders
+  hoox bench --rate 1000 --repeat-one            1,000 repeats/s of one settled key
+  hoox bench --target healthz --rate 1000        the floor of the measurement
+  hoox bench --pgbench --rounds 3                hoox vs pgbench, same SQL, interleaved
+  hoox bench --naive                             SELECT-then-INSERT under a duplicate storm
+  hoox bench --suite                             every goal of docs/BENCHMARKS.md
+
+Flags:
+`
+
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o benchOpts
+	fs := flag.NewFlagSet("hoox bench", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.StringVar(&o.url, "url", "", "base URL of a running hoox (empty: start one in-process on an embedded Postgres)")
+	fs.StringVar(&o.secret, "secret", getenv("HOOX_WEBHOOK_SECRET"), "webhook secret of the hoox at --url")
+	fs.StringVar(&o.databaseURL, "database-url", getenv("DATABASE_URL"), "its database, for the exactly-once check and pgbench")
+	fs.StringVar(&o.target, "target", "webhook", "webhook or healthz")
+	fs.IntVar(&o.rate, "rate", 1000, "requests per second, open loop (0: closed loop at maximum with --workers)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each load run")
+	fs.IntVar(&o.workers, "workers", 8, "concurrent senders (closed loop)")
+	fs.Float64Var(&o.dupRatio, "dup-ratio", 0, "share of requests that repeat a key already sent")
+	fs.BoolVar(&o.repeatOne, "repeat-one", false, "every request repeats one settled key")
+	fs.BoolVar(&o.pgbench, "pgbench", false, "compare closed-loop throughput with pgbench running the same SQL (bench/pgbench/claim.sql)")
+	fs.IntVar(&o.rounds, "rounds", 3, "interleaved hoox/pgbench rounds; the median ratio is reported")
+	fs.BoolVar(&o.naive, "naive", false, "run the naive SELECT-then-INSERT baseline (and hoox) under a duplicate storm")
+	fs.IntVar(&o.stormSenders, "storm-senders", 50, "concurrent senders of one key in the storm")
+	fs.IntVar(&o.stormRounds, "storm-rounds", 20, "keys in the storm, one after another")
+	fs.IntVar(&o.roundTrips, "round-trips", 0, "count Postgres round trips per signal over this many signals (in-process gateway)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the closed-loop run (hoox and generator share the process)")
+	fs.BoolVar(&o.suite, "suite", false, "measure every goal: round trips, floor, open loop, repeats, throughput vs pgbench, memory, storm, purge")
+	fs.IntVar(&o.purgeRows, "purge-rows", 0, "purge goal: seed this many expired traces and purge them under 500 signals/s (suite: 1000000)")
+	fs.StringVar(&o.serverLog, "server-log", "", "in-process hoox's JSON log file (empty: formatted and discarded)")
+	fs.Usage = func() { fmt.Fprint(stdout, benchUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.suite && o.purgeRows == 0 {
+		o.purgeRows = 1_000_000
+	}
+
+	env, err := newBenchEnv(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	fmt.Fprintf(stdout, "hoox bench: %s, database %s\n", env.url, env.where)
+
+	b := &bencher{o: o, env: env, out: stdout}
+	if o.suite {
+		return b.suite(ctx)
+	}
+	if o.roundTrips > 0 {
+		if err := b.roundTrips(ctx); err != nil {
+			return err
+		}
+	}
+	if o.naive {
+		if err := b.storm(ctx); err != nil {
+			return err
+		}
+	}
+	if o.pgbench {
+		_, err := b.versusPgbench(ctx)
+		return err
+	}
+	if o.purgeRows > 0 {
+		return b.purge(ctx)
+	}
+	if o.roundTrips > 0 || o.naive {
+		return nil
+	}
+	_, err = b.load(ctx, "load", o.rate, o.dupRatio, o.repeatOne, bench.Target(o.target), o.cpuProfile)
+	return err
+}
+
+// benchEnv is the hoox under load and its database.
+type benchEnv struct {
+	url, secret, databaseURL, where, binDir string
+	app                                     *App
+	cluster                                 *localpg.Cluster
+	tmp                                     string
+	check                                   *pgx.Conn
+}
+
+func newBenchEnv(ctx context.Context, o benchOpts, stderr io.Writer) (env *benchEnv, err error) {
+	env = &benchEnv{url: o.url, secret: o.secret, databaseURL: o.databaseURL, where: "external"}
+	defer func() {
+		if err != nil {
+			env.close()
+		}
+	}()
+	if env.binDir, err = localpg.FindBinDir(); err != nil && (o.url == "" || o.pgbench || o.suite) {
+		return nil, err
+	}
+	if o.url == "" {
+		if err := env.startEmbedded(ctx, o, stderr); err != nil {
+			return nil, err
+		}
+	} else if o.secret == "" && o.target != "healthz" {
+		return nil, errors.New("--secret (or HOOX_WEBHOOK_SECRET) is needed with --url")
+	}
+	if env.databaseURL != "" {
+		if env.check, err = pgx.Connect(ctx, env.databaseURL); err != nil {
+			return nil, fmt.Errorf("connect for the exactly-once check: %w", err)
+		}
+	}
+	return env, nil
+}
+
+// startEmbedded starts a throwaway Postgres (durable settings: fsync and
+// synchronous_commit on, as in production) and hoox on it, wired exactly as
+// `hoox serve` wires it.
+func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.Writer) error {
+	var err error
+	if env.tmp, err = os.MkdirTemp("", "hoox-bench-"); err != nil {
+		return err
+	}
+	// The server runs as the postgres user when we are root.
+	if err := os.Chmod(env.tmp, 0o755); err != nil {
+		return err
+	}
+	env.cluster, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(env.tmp, "pg"), BinDir: env.binDir})
+	if err != nil {
+		return fmt.Errorf("start embedded postgres: %w", err)
+	}
+	if err := ensureDatabase(ctx, env.cluster.URL("postgres"), "hoox"); err != nil {
+		return err
+	}
+	env.databaseURL = env.cluster.URL("hoox")
+	env.where = "embedded (" + env.cluster.DataDir() + ", fsync on)"
+
+	cfg := defaultConfig()
+	cfg.DatabaseURL = env.databaseURL
+	cfg.Addr = "127.0.0.1:0"
+	cfg.WebhookSecret = randomToken()
+	cfg.PurgeInterval = time.Hour
+	var logOut io.Writer = io.Discard
+	if o.serverLog != "" {
+		f, err := os.Create(o.serverLog)
+		if err != nil {
+			return err
+		}
+		logOut = f
+	}
+	// Same handler as serve (JSON, info): the cost of the request log is
+	// part of what is measured.
+	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if env.app, err = startApp(ctx, cfg, logger); err != nil {
+		return err
+	}
+	env.url = "http://" + env.app.Addr()
+	env.secret = cfg.WebhookSecret
+	return nil
+}
+
+func (env *benchEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if env.check != nil {
+		_ = env.check.Close(ctx)
+	}
+	if env.app != nil {
+		env.app.Close(ctx)
+	}
+	if env.cluster != nil {
+		_ = env.cluster.Remove(ctx)
+	}
+	if env.tmp != "" {
+		_ = os.RemoveAll(env.tmp)
+	}
+}
+
+// bencher runs the measurements and prints them.
+type bencher struct {
+	o   benchOpts
+	env *benchEnv
+	out io.Writer
+}
+
+// loadResult is one load run with its check and memory.
+type loadResult struct {
+	rep *bench.Report
+	chk bench.Check
+	mem bench.Memory
+}
+
+func (b *bencher) load(ctx context.Context, title string, rate int, dup float64, repeatOne bool, target bench.Target, profile string) (loadResult, error) {
+	fmt.Fprintf(b.out, "\n== %s\n", title)
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return loadResult{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return loadResult{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	stop := bench.SampleMemory(ctx, "self", 100*time.Millisecond)
+	rep, err := bench.Run(ctx, bench.LoadConfig{URL: b.env.url, Secret: b.env.secret, Target: target, Rate: rate,
+		Duration: b.o.duration, Workers: b.o.workers, DupRatio: dup, RepeatOne: repeatOne})
+	mem := stop()
+	if err != nil {
+		return loadResult{}, err
+	}
+	rep.Print(b.out)
+	res := loadResult{rep: rep, mem: mem}
+	if b.env.app != nil {
+		fmt.Fprintf(b.out, "memory (hoox and the generator share this process): %s\n", mem)
+	}
+	if target == bench.TargetWebhook && b.env.check != nil {
+		if res.chk, err = bench.CheckRun(ctx, b.env.check, rep); err != nil {
+			return res, err
+		}
+		res.chk.Print(b.out)
+		if !res.chk.OK() {
+			return res, errors.New("the exactly-once check failed")
+		}
+	}
+	return res, nil
+}
+
+func (b *bencher) roundTrips(ctx context.Context) error {
+	if b.env.databaseURL == "" {
+		return errors.New("--round-trips needs the database (--database-url)")
+	}
+	n := max(b.o.roundTrips, 1)
+	fmt.Fprintf(b.out, "\n== round trips (gateway.Service on traced pools, %d signals, one at a time)\n", n)
+	rt, err := bench.CountRoundTrips(ctx, b.env.databaseURL, n)
+	if err != nil {
+		return err
+	}
+	rt.Print(b.out)
+	return nil
+}
+
+func (b *bencher) storm(ctx context.Context) error {
+	if b.env.databaseURL == "" {
+		return errors.New("--naive needs the database (--database-url)")
+	}
+	cfg := bench.StormConfig{Senders: b.o.stormSenders, Rounds: b.o.stormRounds}
+	fmt.Fprintf(b.out, "\n== duplicate storm: %d senders × same key, %d keys\n", cfg.Senders, cfg.Rounds)
+	pool, err := benchPool(ctx, b.env.databaseURL, int32(cfg.Senders))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	naive, err := bench.NaiveStorm(ctx, pool, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "naive SELECT-then-INSERT: %d keys → %d orders: %d duplicates let through\n", naive.Keys, naive.Orders, naive.Duplicates)
+	hx, err := bench.HooxStorm(ctx, b.env.url, b.env.secret, b.env.check, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "hoox:                     %d keys → %d orders: %d duplicates let through (answers %v)\n", hx.Keys, hx.Orders, hx.Duplicates, hx.Statuses)
+	return nil
+}
+
+func benchPool(ctx context.Context, url string, conns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.MaxConns = conns
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// versusPgbench interleaves closed-loop hoox rounds with pgbench rounds at
+// the same concurrency and returns the median ratio.
+func (b *bencher) versusPgbench(ctx context.Context) (float64, error) {
+	if b.env.databaseURL == "" {
+		return 0, errors.New("--pgbench needs the database (--database-url)")
+	}
+	var ratios []float64
+	var hooxRates, pgRates []float64
+	for round := 1; round <= max(b.o.rounds, 1); round++ {
+		profile := ""
+		if round == 1 {
+			profile = b.o.cpuProfile
+		}
+		res, err := b.load(ctx, fmt.Sprintf("round %d: hoox, closed loop, %d senders, new signals", round, b.o.workers), 0, 0, false, bench.TargetWebhook, profile)
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(b.out, "\n== round %d: pgbench -c %d -j 2 -T %s -M prepared -f bench/pgbench/claim.sql\n", round, b.o.workers, b.o.duration)
+		pg, err := bench.RunPgbench(ctx, bench.PgbenchConfig{BinDir: b.env.binDir, DatabaseURL: b.env.databaseURL,
+			Clients: b.o.workers, Threads: 2, Duration: b.o.duration})
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(b.out, "pgbench: %.0f signals/s (latency average %s)\n", pg.TPS, pg.Latency)
+		r := res.rep.Count("200")
+		hooxRate := float64(r) / res.rep.Elapsed.Seconds()
+		hooxRates, pgRates = append(hooxRates, hooxRate), append(pgRates, pg.TPS)
+		ratios = append(ratios, hooxRate/pg.TPS)
+		fmt.Fprintf(b.out, "ratio hoox/pgbench: %.2f (hoox %.0f placed/s)\n", hooxRate/pg.TPS, hooxRate)
+	}
+	med := median(ratios)
+	fmt.Fprintf(b.out, "\nhoox/pgbench throughput, median of %d interleaved rounds: %.2f× (ratios %s; hoox %s/s; pgbench %s/s)\n",
+		len(ratios), med, fmtList(ratios, "%.2f"), fmtList(hooxRates, "%.0f"), fmtList(pgRates, "%.0f"))
+	return med, nil
+}
+
+// purge measures the purge goal: open loop at 500 new signals/s without a
+// purge, then the same while db.Purge removes o.purgeRows expired traces.
+func (b *bencher) purge(ctx context.Context) error {
+	if b.env.databaseURL == "" {
+		return errors.New("the purge benchmark needs the database (--database-url)")
+	}
+	pool, err := benchPool(ctx, b.env.databaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	base, err := b.load(ctx, "purge goal, baseline: 500 new signals/s, no purge", 500, 0, false, bench.TargetWebhook, "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n== seeding %d expired traces\n", b.o.purgeRows)
+	took, err := bench.SeedExpired(ctx, pool, b.o.purgeRows)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "seeded in %s\n", took.Round(time.Millisecond))
+	done := bench.StartPurge(ctx, pool, 5000)
+	// The load runs until the purge is over (at least --duration).
+	o := b.o
+	var runs []loadResult
+	var pr bench.PurgeRun
+	finished := false
+	for !finished {
+		select {
+		case pr = <-done:
+			finished = true
+			continue
+		default:
+		}
+		r, err := b.load(ctx, "purge goal: 500 new signals/s while the purge runs", 500, 0, false, bench.TargetWebhook, "")
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+		if len(runs) > 12 {
+			return errors.New("the purge has not finished after 12 load runs")
+		}
+	}
+	b.o = o
+	if pr.Err != nil {
+		return fmt.Errorf("purge: %w", pr.Err)
+	}
+	var p99 time.Duration
+	for _, r := range runs {
+		p99 = max(p99, r.rep.All.P99)
+	}
+	fmt.Fprintf(b.out, "\npurge: %d traces in %s (goal ≤ 60 s); signals p99 %s during vs %s without (%.2f×, goal < 2×)\n",
+		pr.Result.Traces, pr.Elapsed.Round(time.Millisecond), ms(p99), ms(base.rep.All.P99), float64(p99)/float64(base.rep.All.P99))
+	return nil
+}
+
+// suite measures every goal in docs/BENCHMARKS.md, latency first (while the
+// tables are small), then throughput, the storm and the purge.
+func (b *bencher) suite(ctx context.Context) error {
+	if err := b.roundTrips(ctx); err != nil {
+		return err
+	}
+	floor, err := b.load(ctx, "floor: GET /healthz, open loop 1000/s", 1000, 0, false, bench.TargetHealthz, "")
+	if err != nil {
+		return err
+	}
+	open, err := b.load(ctx, "latency: new signals, open loop 1000/s", 1000, 0, false, bench.TargetWebhook, "")
+	if err != nil {
+		return err
+	}
+	rep, err := b.load(ctx, "latency: repeats of one settled key, open loop 1000/s", 1000, 0, true, bench.TargetWebhook, "")
+	if err != nil {
+		return err
+	}
+	ratio, err := b.versusPgbench(ctx)
+	if err != nil {
+		return err
+	}
+	maxRun, err := b.load(ctx, "memory: closed loop at maximum, 20% repeats", 0, 0.2, false, bench.TargetWebhook, "")
+	if err != nil {
+		return err
+	}
+	if err := b.storm(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n== summary\n")
+	fmt.Fprintf(b.out, "throughput hoox/pgbench (8 senders, median of %d): %.2f× (goal ≥ 0.5×)\n", b.o.rounds, ratio)
+	fmt.Fprintf(b.out, "new signals 1000/s: p50 %s p99 %s (goal ≤ 1.5 / 5 ms)\n", ms(open.rep.All.P50), ms(open.rep.All.P99))
+	fmt.Fprintf(b.out, "repeats 1000/s:     p50 %s p99 %s (goal p99 ≤ 2 ms)\n", ms(rep.rep.All.P50), ms(rep.rep.All.P99))
+	fmt.Fprintf(b.out, "healthz 1000/s:     p50 %s p99 %s (floor)\n", ms(floor.rep.All.P50), ms(floor.rep.All.P99))
+	fmt.Fprintf(b.out, "memory at maximum:  %s (goal < 100 MB)\n", maxRun.mem)
+	if b.o.purgeRows > 0 {
+		return b.purge(ctx)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtList(xs []float64, f string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(f, x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

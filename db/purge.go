@@ -1,0 +1,143 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPurgeBatch is HOOX_PURGE_BATCH's default: rows per purge
+// transaction, small enough that no batch holds locks or bloats WAL for long.
+const DefaultPurgeBatch = 5000
+
+// SettingLastPurge is the settings key under which Purge records its last
+// run as {"at": <RFC 3339>, "traces": n, "events": m}, for GET /admin/stats.
+const SettingLastPurge = "last_purge"
+
+// PurgeParams say how much one purge may remove at a time and how long audit
+// rows are kept.
+type PurgeParams struct {
+	// Batch is the most rows one transaction deletes (HOOX_PURGE_BATCH);
+	// DefaultPurgeBatch when zero or negative.
+	Batch int
+	// AuditRetention is how long trace_events rows are kept
+	// (HOOX_AUDIT_RETENTION); zero keeps them forever.
+	AuditRetention time.Duration
+	// Actor names who ran the purge (the periodic job, the CLI, an admin) in
+	// settings.updated_by; "purge" when empty.
+	Actor string
+}
+
+// PurgeResult counts what a purge removed.
+type PurgeResult struct {
+	// Traces is the number of expired trace_ids rows deleted (each got a
+	// purged audit event).
+	Traces int64 `json:"traces"`
+	// Events is the number of trace_events rows past the retention deleted.
+	Events int64 `json:"events"`
+}
+
+// purgeTracesSQL deletes one batch of expired traces and writes a purged
+// event for each, in one statement and so one short transaction.
+//
+// Why it cannot break the claim: a claim never locks trace rows; it takes an
+// advisory lock on the trace's lock key and relies on INSERT … ON CONFLICT.
+//   - Purge committed first: the claim inserts a fresh trace and the signal
+//     executes again, as the TTL promises (with a new client order ID, since
+//     the orders of the first execution are kept and counted).
+//   - Purge deleted but not yet committed: the INSERT's conflict check waits
+//     for the purge's transaction and, once it commits, inserts: same as
+//     above.
+//   - The claim's INSERT saw the row before the purge deleted it: that repeat
+//     answers 409 duplicate from the old row. It arrived at the very moment of
+//     expiry, and either answer is correct there.
+//
+// SKIP LOCKED passes over rows another transaction holds (a reconcile
+// resolving its trace, an admin release), so the purge never waits on them
+// and two purges (the periodic job and POST /admin/purge) never delete the
+// same row twice. Reconciling traces are kept past expiry: their order's
+// fate is still unknown, and the dedup record must outlive it; the reconcile
+// job settles them and a later purge removes them.
+const purgeTracesSQL = `
+WITH doomed AS (
+    SELECT trace_id FROM trace_ids
+    WHERE expires_at < now() AND status <> 'reconciling'
+    ORDER BY expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), d AS (
+    DELETE FROM trace_ids t USING doomed
+    WHERE t.trace_id = doomed.trace_id
+    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+)
+INSERT INTO trace_events (trace_id, event, detail)
+SELECT trace_id, 'purged',
+       jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
+FROM d`
+
+// purgeEventsSQL deletes one batch of audit rows older than the retention.
+const purgeEventsSQL = `
+WITH doomed AS (
+    SELECT trace_id, id FROM trace_events
+    WHERE at < now() - $2::bigint * interval '1 millisecond'
+    ORDER BY at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM trace_events e USING doomed
+WHERE e.trace_id = doomed.trace_id AND e.id = doomed.id`
+
+// recordPurgeSQL keeps the last run where every replica's admin API can
+// read it; the time is the database's, like expires_at.
+const recordPurgeSQL = `
+INSERT INTO settings (key, value, updated_at, updated_by)
+VALUES ($1, jsonb_build_object(
+        'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+        'traces', $2::bigint, 'events', $3::bigint), now(), $4)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`
+
+// Purge deletes expired trace IDs, then audit rows past the retention, each
+// in batches of p.Batch rows, one short transaction per batch, until a batch
+// comes back short. Orders are never deleted. It records the run under
+// SettingLastPurge. The periodic job, `hoox purge` and POST /admin/purge all
+// call it, so they report the same counts. On error the result holds what
+// was already removed (those batches committed).
+func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult, error) {
+	batch := p.Batch
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	actor := p.Actor
+	if actor == "" {
+		actor = "purge"
+	}
+	var res PurgeResult
+	for {
+		tag, err := pool.Exec(ctx, purgeTracesSQL, batch)
+		if err != nil {
+			return res, fmt.Errorf("purge expired traces: %w", translate(err))
+		}
+		res.Traces += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			break
+		}
+	}
+	if p.AuditRetention > 0 {
+		for {
+			tag, err := pool.Exec(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds())
+			if err != nil {
+				return res, fmt.Errorf("purge audit events: %w", translate(err))
+			}
+			res.Events += tag.RowsAffected()
+			if tag.RowsAffected() < int64(batch) {
+				break
+			}
+		}
+	}
+	if _, err := pool.Exec(ctx, recordPurgeSQL, SettingLastPurge, res.Traces, res.Events, actor); err != nil {
+		return res, fmt.Errorf("record last purge: %w", translate(err))
+	}
+	return res, nil
+}

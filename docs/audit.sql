@@ -1,0 +1,92 @@
+-- Audit queries for hoox operators. Run them with psql against the hoox
+-- database; edit the literal examples ('k:demo-1', intervals) first. Every
+-- query here is run against a seeded database by db/audit_queries_test.go,
+-- so this file cannot drift from the schema.
+--
+-- Events in trace_events: received, duplicate, key_reused, dispatch_started,
+-- dispatched, rejected, reconciling, reconciled, failed, released, purged,
+-- kill_switch_engaged, kill_switch_released. Admin actions use trace IDs
+-- starting with 'admin:', which no signal can produce.
+
+-- name: Duplicates per day
+SELECT date_trunc('day', at) AS day,
+       count(*) FILTER (WHERE event = 'received')   AS received,
+       count(*) FILTER (WHERE event = 'duplicate')  AS duplicates,
+       count(*) FILTER (WHERE event = 'key_reused') AS key_reuses,
+       round(count(*) FILTER (WHERE event IN ('duplicate', 'key_reused'))::numeric
+             / nullif(count(*) FILTER (WHERE event IN ('received', 'duplicate', 'key_reused')), 0), 4) AS repeat_ratio
+FROM trace_events
+WHERE at > now() - interval '30 days'
+GROUP BY 1
+ORDER BY 1 DESC;
+
+-- name: Every attempt of one trace, in time order
+SELECT at, event, host(source_ip) AS source_ip, detail
+FROM trace_events
+WHERE trace_id = 'k:demo-1'
+ORDER BY at, id;
+
+-- name: Key reuse incidents (same client key, different signal)
+SELECT e.at, e.trace_id, host(e.source_ip) AS source_ip,
+       e.detail->>'fingerprint' AS reused_with_fingerprint,
+       t.fingerprint            AS original_fingerprint,
+       t.received_at            AS first_seen
+FROM trace_events e
+LEFT JOIN trace_ids t ON t.trace_id = e.trace_id
+WHERE e.event = 'key_reused' AND e.at > now() - interval '7 days'
+ORDER BY e.at DESC;
+
+-- name: Orders per symbol and outcome
+SELECT exchange, symbol, mode, status,
+       count(*)        AS orders,
+       sum(quantity)   AS quantity,
+       min(created_at) AS first_order,
+       max(created_at) AS last_order
+FROM orders
+WHERE created_at > now() - interval '7 days'
+GROUP BY exchange, symbol, mode, status
+ORDER BY exchange, symbol, mode, status;
+
+-- name: Signals that executed again after their TTL or a release
+-- One row per trace ID with more than one order: the times of every
+-- execution and what freed the key in between (purge at expiry, admin
+-- release). Orders are never purged, so this holds past the audit retention.
+SELECT o.trace_id,
+       count(*)                                              AS executions,
+       array_agg(o.created_at ORDER BY o.created_at)         AS executed_at,
+       array_agg(o.client_order_id ORDER BY o.created_at)    AS client_order_ids,
+       (SELECT count(*) FROM trace_events e
+         WHERE e.trace_id = o.trace_id AND e.event = 'dispatched') AS dispatched_events,
+       (SELECT array_agg(e.event || ' ' || e.at::text ORDER BY e.at) FROM trace_events e
+         WHERE e.trace_id = o.trace_id AND e.event IN ('purged', 'released')) AS freed_by
+FROM orders o
+GROUP BY o.trace_id
+HAVING count(*) > 1
+ORDER BY max(o.created_at) DESC;
+
+-- name: Kill switch history
+SELECT at, event, detail->>'by' AS by, detail->>'reason' AS reason
+FROM trace_events
+WHERE trace_id = 'admin:kill-switch'
+ORDER BY at DESC, id DESC;
+
+-- name: Stuck reconciling traces (venue answer lost, not yet resolved)
+SELECT trace_id, exchange, symbol, client_order_id, received_at,
+       now() - received_at AS waiting_for, expires_at
+FROM trace_ids
+WHERE status = 'reconciling' AND received_at < now() - interval '5 minutes'
+ORDER BY received_at;
+
+-- name: Keys released by an operator
+SELECT at, trace_id, detail->>'by' AS by, detail->>'status' AS status_when_released,
+       detail->>'reason' AS reason
+FROM trace_events
+WHERE event = 'released'
+ORDER BY at DESC;
+
+-- name: Rejected orders by reason
+SELECT exchange, symbol, reject_reason, count(*) AS orders, max(created_at) AS last_seen
+FROM orders
+WHERE status = 'rejected' AND created_at > now() - interval '7 days'
+GROUP BY exchange, symbol, reject_reason
+ORDER BY orders DESC, last_seen DESC;

@@ -1,0 +1,131 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// testBundle is one fresh database with the gateway's pool, a separate pool
+// for the paper venue (as in production), and the venue itself.
+type testBundle struct {
+	url    string
+	pool   *pgxpool.Pool
+	paper  *paper.Venue
+	venues *exchange.Registry
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	url := testcontainers.NewDatabase(t)
+	b := &testBundle{url: url, pool: newPool(t, url)}
+	b.paper = paper.New(paper.Config{Pool: newPool(t, url)})
+	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": b.paper})
+	return b
+}
+
+func newPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// startClient starts a River client with hoox's workers and stops it when
+// the test ends.
+func startClient(t *testing.T, b *testBundle, cfg jobs.Config) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := jobs.NewClient(b.pool, cfg, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, client.Stop(ctx))
+	})
+	return client
+}
+
+// seedTrace inserts a settled trace that expires ttl from now (negative:
+// already expired).
+func seedTrace(t *testing.T, pool *pgxpool.Pool, traceID, status string, ttl time.Duration) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
+                       received_at, expires_at)
+VALUES ($1, 'fp', 'live', 'client', $2, 'paper', 'BTCUSDT', 'buy', '{}',
+        now() - interval '1 day', now() + $3::bigint * interval '1 millisecond')`,
+		traceID, status, ttl.Milliseconds())
+	require.NoError(t, err)
+}
+
+// seedOrder inserts a filled order under traceID.
+func seedOrder(t *testing.T, pool *pgxpool.Pool, traceID, clientOrderID string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status)
+VALUES (gen_random_uuid(), $1, $2, 'paper', 'BTCUSDT', 'buy', 'buy', 'market', 1, 'live', 'filled')`,
+		traceID, clientOrderID)
+	require.NoError(t, err)
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, pool.QueryRow(context.Background(), query, args...).Scan(&n))
+	return n
+}
+
+func traceExists(t *testing.T, pool *pgxpool.Pool, traceID string) bool {
+	t.Helper()
+	return count(t, pool, `SELECT count(*) FROM trace_ids WHERE trace_id = $1`, traceID) == 1
+}
+
+func traceStatus(t *testing.T, pool *pgxpool.Pool, traceID string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM trace_ids WHERE trace_id = $1`, traceID).Scan(&s))
+	return s
+}
+
+// event is one audit row of a trace, detail decoded.
+type event struct {
+	Event  string
+	Detail map[string]any
+}
+
+func events(t *testing.T, pool *pgxpool.Pool, traceID string) []event {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT event, detail FROM trace_events WHERE trace_id = $1 ORDER BY id`, traceID)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event, error) {
+		var e event
+		var raw []byte
+		if err := row.Scan(&e.Event, &raw); err != nil {
+			return e, err
+		}
+		return e, json.Unmarshal(raw, &e.Detail)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func eventNames(es []event) []string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Event
+	}
+	return names
+}

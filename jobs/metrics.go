@@ -1,0 +1,68 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hoox/hoox/db"
+)
+
+// Metrics are the background work's Prometheus instruments.
+type Metrics struct {
+	// PurgedRows counts rows the purge deleted, by table (trace_ids,
+	// trace_events).
+	PurgedRows *prometheus.CounterVec
+	// JobFailures counts River job attempts that returned an error or
+	// panicked, by job kind: a rising rate means a venue or the database is
+	// failing the background work.
+	JobFailures *prometheus.CounterVec
+	// Reconciles counts how reconciling traces ended: adopted (the venue
+	// held the order), placed (it did not, and the signal was young enough),
+	// stale (not found and too old: failed, nothing placed), exhausted (the
+	// venue stayed unreachable: failed, fate unknown).
+	Reconciles *prometheus.CounterVec
+}
+
+// NewMetrics builds the instruments and registers them on reg when it is
+// not nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		PurgedRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hoox_purged_rows_total", Help: "Rows deleted by the purge, by table.",
+		}, []string{"table"}),
+		JobFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hoox_river_job_failures_total", Help: "River job attempts that failed or panicked, by kind.",
+		}, []string{"kind"}),
+		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hoox_reconciles_total", Help: "Reconciling traces resolved, by outcome.",
+		}, []string{"outcome"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.PurgedRows, m.JobFailures, m.Reconciles)
+	}
+	return m
+}
+
+// ObservePurge counts a purge's deletions; the admin purge calls it too, so
+// the counter covers every purge this process ran.
+func (m *Metrics) ObservePurge(r db.PurgeResult) {
+	m.PurgedRows.WithLabelValues("trace_ids").Add(float64(r.Traces))
+	m.PurgedRows.WithLabelValues("trace_events").Add(float64(r.Events))
+}
+
+// failureCounter is River's ErrorHandler: it counts failed attempts and
+// leaves retrying to River's policy. River logs the error itself.
+type failureCounter struct{ metrics *Metrics }
+
+func (f *failureCounter) HandleError(_ context.Context, job *rivertype.JobRow, _ error) *river.ErrorHandlerResult {
+	f.metrics.JobFailures.WithLabelValues(job.Kind).Inc()
+	return nil
+}
+
+func (f *failureCounter) HandlePanic(_ context.Context, job *rivertype.JobRow, _ any, _ string) *river.ErrorHandlerResult {
+	f.metrics.JobFailures.WithLabelValues(job.Kind).Inc()
+	return nil
+}

@@ -1,0 +1,73 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/hoox/hoox/db"
+)
+
+// purgeTimeout bounds one purge job. Every batch commits on its own, so a
+// purge cut off here loses nothing: the next run carries on.
+const purgeTimeout = 10 * time.Minute
+
+// PurgeArgs asks for one purge of expired trace IDs and old audit rows. The
+// River leader inserts it every PurgeInterval.
+type PurgeArgs struct {
+	// Scheduler is the River client ID of the leader that scheduled the
+	// purge, so an operator can see which replica did.
+	Scheduler string `json:"scheduler,omitempty"`
+}
+
+// Kind names the job in River's tables.
+func (PurgeArgs) Kind() string { return "purge" }
+
+// InsertOpts put the purge on its own queue with a single attempt: the next
+// periodic run is the retry, and failed attempts must not pile up behind it.
+func (PurgeArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePurge, MaxAttempts: 1}
+}
+
+// PurgeWorker runs db.Purge, the same code as `hoox purge` and
+// POST /admin/purge.
+type PurgeWorker struct {
+	river.WorkerDefaults[PurgeArgs]
+	pool    *pgxpool.Pool
+	params  db.PurgeParams
+	log     *slog.Logger
+	metrics *Metrics
+}
+
+// NewPurgeWorker returns a worker purging through pool with params.
+func NewPurgeWorker(pool *pgxpool.Pool, params db.PurgeParams, logger *slog.Logger, metrics *Metrics) *PurgeWorker {
+	if params.Actor == "" {
+		params.Actor = "purge job"
+	}
+	return &PurgeWorker{pool: pool, params: params, log: logger, metrics: metrics}
+}
+
+// Timeout lets a purge run longer than River's default minute: a backlog of
+// millions of rows takes many batches.
+func (w *PurgeWorker) Timeout(*river.Job[PurgeArgs]) time.Duration { return purgeTimeout }
+
+// Work purges, counts what was removed and records the counts as the job's
+// output.
+func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error {
+	start := time.Now()
+	res, err := db.Purge(ctx, w.pool, w.params)
+	w.metrics.ObservePurge(res)
+	if err != nil {
+		return fmt.Errorf("purge: %w", err)
+	}
+	w.log.InfoContext(ctx, "purge finished", "traces", res.Traces, "events", res.Events,
+		"duration", time.Since(start), "job_id", job.ID)
+	if err := river.RecordOutput(ctx, res); err != nil {
+		return fmt.Errorf("record purge output: %w", err)
+	}
+	return nil
+}

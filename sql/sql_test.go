@@ -1,0 +1,96 @@
+package sql_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	hooxsql "github.com/hoox/hoox/sql"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }
+
+func tableExists(t *testing.T, ctx context.Context, url, table string) bool {
+	t.Helper()
+	db, err := hooxsql.Open(url)
+	require.NoError(t, err)
+	defer db.Close()
+	var ok bool
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&ok))
+	return ok
+}
+
+func TestUpDownToZeroAndUpAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testcontainers.NewDatabase(t)
+	db, err := hooxsql.Open(url)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := hooxsql.NewProvider(db)
+	require.NoError(t, err)
+
+	current, err := hooxsql.Current(ctx, db)
+	require.NoError(t, err)
+	require.True(t, current, "the harness database is fully migrated")
+
+	_, err = p.DownTo(ctx, 0)
+	require.NoError(t, err)
+	for _, table := range []string{"trace_ids", "orders", "trace_events", "settings", "paper_orders", "river_job"} {
+		require.False(t, tableExists(t, ctx, url, table), "%s survives down to zero", table)
+	}
+	current, err = hooxsql.Current(ctx, db)
+	require.NoError(t, err)
+	require.False(t, current)
+
+	require.NoError(t, hooxsql.Up(ctx, db))
+	for _, table := range []string{"trace_ids", "orders", "trace_events", "settings", "paper_orders", "river_job"} {
+		require.True(t, tableExists(t, ctx, url, table), "%s is back after up", table)
+	}
+	latest, err := hooxsql.LatestVersion()
+	require.NoError(t, err)
+	v, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, latest, v)
+}
+
+// Replicas starting together all migrate; the session lock makes them take
+// turns instead of failing on each other's half-made tables.
+func TestConcurrentMigrationsTakeTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testcontainers.NewDatabase(t)
+	db, err := hooxsql.Open(url)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := hooxsql.NewProvider(db)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 0)
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := hooxsql.Open(url)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			errs[i] = hooxsql.Up(ctx, db)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	current, err := hooxsql.Current(ctx, db)
+	require.NoError(t, err)
+	require.True(t, current)
+}
