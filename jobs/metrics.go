@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -65,4 +66,16 @@ func (f *failureCounter) HandleError(_ context.Context, job *rivertype.JobRow, _
 func (f *failureCounter) HandlePanic(_ context.Context, job *rivertype.JobRow, _ any, _ string) *river.ErrorHandlerResult {
 	f.metrics.JobFailures.WithLabelValues(job.Kind).Inc()
 	return nil
+}
+
+// orDefaults lets workers be built without a logger or metrics (tests,
+// one-off tools).
+func orDefaults(logger *slog.Logger, metrics *Metrics) (*slog.Logger, *Metrics) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	return logger, metrics
 }

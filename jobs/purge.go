@@ -43,8 +43,10 @@ type PurgeWorker struct {
 	metrics *Metrics
 }
 
-// NewPurgeWorker returns a worker purging through pool with params.
+// NewPurgeWorker returns a worker purging through pool with params. A nil
+// logger discards; nil metrics are counted nowhere.
 func NewPurgeWorker(pool *pgxpool.Pool, params db.PurgeParams, logger *slog.Logger, metrics *Metrics) *PurgeWorker {
+	logger, metrics = orDefaults(logger, metrics)
 	if params.Actor == "" {
 		params.Actor = "purge job"
 	}

@@ -158,9 +158,8 @@ SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_
 	})
 }
 
-// TestPurgeAfterExpiryFreesKey: a purged trace can be claimed again, and its
-// orders and audit trail survive (the claim side is the gateway's; here the
-// purge must leave the order count that seeds the next client order ID).
+// TestPurgeSkipsLockedRows: a row another transaction holds is passed over,
+// not waited for, and purged by a later run.
 func TestPurgeSkipsLockedRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -38,8 +38,10 @@ type ReconcileWorker struct {
 	metrics *Metrics
 }
 
-// NewReconcileWorker returns a worker recording through pool.
+// NewReconcileWorker returns a worker recording through pool. A nil logger
+// discards; nil metrics are counted nowhere.
 func NewReconcileWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *ReconcileWorker {
+	logger, metrics = orDefaults(logger, metrics)
 	return &ReconcileWorker{pool: pool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
 }
 

@@ -346,3 +346,5 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 	require.Contains(t, logs, "/webhook", "requests were logged")
 	require.NotContains(t, logs, testSecret)
 }
+
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -1,0 +1,199 @@
+package db_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// auditQuery is one documented query of docs/audit.sql.
+type auditQuery struct {
+	Name string
+	SQL  string
+}
+
+// readAuditQueries splits docs/audit.sql at its "-- name: <title>" lines.
+// Comments before the first name are the file's preamble.
+func readAuditQueries(t *testing.T) []auditQuery {
+	t.Helper()
+	f, err := os.Open("../docs/audit.sql")
+	require.NoError(t, err)
+	defer f.Close()
+	var out []auditQuery
+	var cur *auditQuery
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if name, ok := strings.CutPrefix(line, "-- name:"); ok {
+			out = append(out, auditQuery{Name: strings.TrimSpace(name)})
+			cur = &out[len(out)-1]
+			continue
+		}
+		if cur != nil {
+			cur.SQL += line + "\n"
+		}
+	}
+	require.NoError(t, sc.Err())
+	for i := range out {
+		out[i].SQL = strings.TrimSuffix(strings.TrimSpace(out[i].SQL), ";")
+		require.NotEmpty(t, out[i].SQL, "query %q has no SQL", out[i].Name)
+		require.NotContains(t, out[i].SQL, ";", "query %q holds more than one statement", out[i].Name)
+	}
+	return out
+}
+
+// TestAuditQueriesRunAndFindTheIncidents runs every query in docs/audit.sql
+// against a database seeded with one incident of each kind, and checks each
+// query finds the incident it is documented for. A query added to the file
+// without an expectation here fails the test, so the docs cannot rot.
+func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	now := time.Now()
+
+	// k:demo-1: executed once, then repeated by the sender.
+	insertTrace(t, pool, seedTrace{ID: "k:demo-1", ReceivedAt: now.Add(-10 * time.Minute)})
+	insertOrder(t, pool, seedOrder{TraceID: "k:demo-1", CreatedAt: now.Add(-10 * time.Minute)})
+	insertEvent(t, pool, "k:demo-1", "received", now.Add(-10*time.Minute), nil)
+	insertEvent(t, pool, "k:demo-1", "dispatch_started", now.Add(-10*time.Minute+time.Millisecond), nil)
+	insertEvent(t, pool, "k:demo-1", "dispatched", now.Add(-10*time.Minute+2*time.Millisecond), nil)
+	insertEvent(t, pool, "k:demo-1", "duplicate", now.Add(-5*time.Minute), map[string]any{"fingerprint": "fp-k:demo-1"})
+
+	// k:reused: the same client key sent with a different signal.
+	insertTrace(t, pool, seedTrace{ID: "k:reused", ReceivedAt: now.Add(-20 * time.Minute)})
+	insertEvent(t, pool, "k:reused", "received", now.Add(-20*time.Minute), nil)
+	insertEvent(t, pool, "k:reused", "key_reused", now.Add(-15*time.Minute), map[string]any{"fingerprint": "other-fp"})
+
+	// d:twice: executed, purged at expiry, executed again.
+	insertTrace(t, pool, seedTrace{ID: "d:twice", ReceivedAt: now.Add(-time.Minute)})
+	insertOrder(t, pool, seedOrder{TraceID: "d:twice", Symbol: "ETHUSDT", CreatedAt: now.Add(-26 * time.Hour)})
+	insertOrder(t, pool, seedOrder{TraceID: "d:twice", Symbol: "ETHUSDT", CreatedAt: now.Add(-time.Minute)})
+	insertEvent(t, pool, "d:twice", "received", now.Add(-26*time.Hour), nil)
+	insertEvent(t, pool, "d:twice", "dispatched", now.Add(-26*time.Hour), nil)
+	insertEvent(t, pool, "d:twice", "purged", now.Add(-2*time.Hour), nil)
+	insertEvent(t, pool, "d:twice", "received", now.Add(-time.Minute), nil)
+	insertEvent(t, pool, "d:twice", "dispatched", now.Add(-time.Minute), nil)
+
+	// k:stuck: the venue's answer was lost an hour ago.
+	insertTrace(t, pool, seedTrace{ID: "k:stuck", Status: db.TraceReconciling, Symbol: "SOLUSDT", ReceivedAt: now.Add(-time.Hour)})
+
+	// k:refused: the venue rejected the order.
+	insertTrace(t, pool, seedTrace{ID: "k:refused", Status: db.TraceRejected, Symbol: "DOGEUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:refused", Symbol: "DOGEUSDT", Status: "rejected", RejectReason: "insufficient balance"})
+
+	// Operator actions, through the code the admin API runs.
+	insertTrace(t, pool, seedTrace{ID: "k:freed"})
+	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
+	require.NoError(t, err)
+	_, err = db.SetKillSwitch(ctx, pool, true, "venue incident", "admin")
+	require.NoError(t, err)
+
+	// has reports whether a row has col equal to want (compared as text).
+	type row = map[string]any
+	has := func(rows []row, col string, want any) bool {
+		for _, r := range rows {
+			if str(r[col]) == str(want) {
+				return true
+			}
+		}
+		return false
+	}
+	expect := map[string]func(t *testing.T, rows []row){
+		"Duplicates per day": func(t *testing.T, rows []row) {
+			require.True(t, has(rows, "duplicates", 1), "today's duplicate: %v", rows)
+			require.True(t, has(rows, "key_reuses", 1), "today's key reuse: %v", rows)
+		},
+		"Every attempt of one trace, in time order": func(t *testing.T, rows []row) {
+			var events []string
+			for _, r := range rows {
+				events = append(events, str(r["event"]))
+			}
+			require.Equal(t, []string{"received", "dispatch_started", "dispatched", "duplicate"}, events)
+		},
+		"Key reuse incidents (same client key, different signal)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:reused", rows[0]["trace_id"])
+			require.Equal(t, "other-fp", rows[0]["reused_with_fingerprint"])
+			require.Equal(t, "fp-k:reused", rows[0]["original_fingerprint"])
+		},
+		"Orders per symbol and outcome": func(t *testing.T, rows []row) {
+			require.True(t, has(rows, "symbol", "DOGEUSDT"))
+			for _, r := range rows {
+				if r["symbol"] == "DOGEUSDT" {
+					require.Equal(t, "rejected", r["status"])
+				}
+				if r["symbol"] == "ETHUSDT" {
+					require.EqualValues(t, 2, r["orders"], "both executions of d:twice")
+				}
+			}
+		},
+		"Signals that executed again after their TTL or a release": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "d:twice", rows[0]["trace_id"])
+			require.EqualValues(t, 2, rows[0]["executions"])
+			require.EqualValues(t, 2, rows[0]["dispatched_events"])
+			require.Len(t, rows[0]["executed_at"], 2)
+			require.Len(t, rows[0]["freed_by"], 1)
+			require.Contains(t, str(rows[0]["freed_by"]), "purged")
+		},
+		"Kill switch history": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "kill_switch_engaged", rows[0]["event"])
+			require.Equal(t, "venue incident", rows[0]["reason"])
+		},
+		"Stuck reconciling traces (venue answer lost, not yet resolved)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:stuck", rows[0]["trace_id"])
+		},
+		"Keys released by an operator": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:freed", rows[0]["trace_id"])
+			require.Equal(t, "resend", rows[0]["reason"])
+		},
+		"Rejected orders by reason": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "insufficient balance", rows[0]["reject_reason"])
+		},
+	}
+
+	queries := readAuditQueries(t)
+	require.GreaterOrEqual(t, len(queries), 5)
+	seen := map[string]bool{}
+	for _, q := range queries {
+		require.False(t, seen[q.Name], "query name %q is used twice", q.Name)
+		seen[q.Name] = true
+		check, ok := expect[q.Name]
+		require.True(t, ok, "docs/audit.sql query %q has no expectation in this test", q.Name)
+		rows, err := pool.Query(ctx, q.SQL)
+		require.NoError(t, err, q.Name)
+		got, err := pgx.CollectRows(rows, pgx.RowToMap)
+		require.NoError(t, err, q.Name)
+		t.Run(q.Name, func(t *testing.T) { check(t, got) })
+	}
+	for name := range expect {
+		require.True(t, seen[name], "expected query %q is missing from docs/audit.sql", name)
+	}
+}
+
+// str renders a column value as text for loose comparisons.
+func str(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
