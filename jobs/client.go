@@ -42,8 +42,14 @@ type Config struct {
 	// LockWait is how long a reconcile waits for a trace another transaction
 	// holds before retrying later.
 	LockWait time.Duration
-	// Workers is how many reconciles one replica runs at once.
+	// Workers is how many reconciles one replica runs at once. Each holds a
+	// connection of the pool across its venue call, so it is kept well
+	// below the pool's size: lost answers must not starve the gateway.
 	Workers int
+	// StopTimeout is how long Stop lets running jobs finish before their
+	// contexts are cancelled (River's SoftStopTimeout). A cancelled
+	// reconcile rolls back and runs again on the next start or replica.
+	StopTimeout time.Duration
 	// ClientID names this replica in River's tables (river_leader, the jobs
 	// it works); River derives one from the host name and start time when
 	// empty.
@@ -59,7 +65,8 @@ func DefaultConfig() Config {
 		MaxSignalAge:   30 * time.Second,
 		VenueTimeout:   10 * time.Second,
 		LockWait:       5 * time.Second,
-		Workers:        10,
+		Workers:        4,
+		StopTimeout:    10 * time.Second,
 	}
 }
 
@@ -82,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers <= 0 {
 		c.Workers = d.Workers
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = d.StopTimeout
 	}
 	return c
 }
@@ -148,11 +158,12 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 		&river.PeriodicJobOpts{ID: "purge", RunOnStart: true})
 
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		ID:           cfg.ClientID,
-		Logger:       logger,
-		ErrorHandler: &failureCounter{metrics: metrics},
-		Workers:      workers,
-		PeriodicJobs: []*river.PeriodicJob{schedule},
+		ID:              cfg.ClientID,
+		Logger:          logger,
+		ErrorHandler:    &failureCounter{metrics: metrics},
+		Workers:         workers,
+		PeriodicJobs:    []*river.PeriodicJob{schedule},
+		SoftStopTimeout: cfg.StopTimeout,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},

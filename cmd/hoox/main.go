@@ -3,6 +3,7 @@
 //	hoox dev       run on an embedded local Postgres with the paper venue
 //	hoox serve     run against DATABASE_URL
 //	hoox migrate   up | down | status
+//	hoox purge     delete expired trace IDs and old audit rows now
 //
 // main stays tiny: everything happens in run, which tests call directly.
 package main
@@ -34,6 +35,7 @@ Usage:
   hoox dev       run on an embedded local Postgres with the paper venue (no setup)
   hoox serve     run against DATABASE_URL (needs HOOX_WEBHOOK_SECRET)
   hoox migrate   up | down | down-to-zero | status
+  hoox purge     delete expired trace IDs and old audit rows now (needs DATABASE_URL)
   hoox healthcheck [--url http://127.0.0.1:8080/readyz]   exit 0 when ready (for container health checks)
   hoox bench     load-test hoox and compare it with pgbench (see docs/BENCHMARKS.md)
 
@@ -63,6 +65,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return runDev(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout)
+	case "purge":
+		return runPurge(ctx, rest, getenv, stdout)
 	case "bench":
 		return runBench(ctx, rest, getenv, stdout, stderr)
 	case "healthcheck":

@@ -14,13 +14,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hoox/hoox/api"
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/jobs"
 	hooxsql "github.com/hoox/hoox/sql"
 )
 
@@ -96,12 +96,15 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	}
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": a.Paper})
 
-	if a.river, err = river.NewClient(riverpgxv5.New(a.pool), &river.Config{Logger: logger}); err != nil {
-		return nil, fmt.Errorf("river client: %w", err)
-	}
-
 	reg := prometheus.NewRegistry()
 	api.RegisterRuntimeMetrics(reg)
+	// River: the gateway inserts reconcile jobs through it; once started it
+	// works them, and the elected leader schedules the purge.
+	jobCfg := jobs.Config{PurgeInterval: cfg.PurgeInterval, PurgeBatch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention,
+		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait}
+	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobs.NewMetrics(reg)}); err != nil {
+		return nil, err
+	}
 	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
 		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg)})
 	allowed, err := api.ParseIPList(cfg.AllowedIPs)
@@ -124,6 +127,11 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			logger.Error("http server stopped", "error", err)
 		}
 	}()
+	// Detached from ctx: shutdown stops River gracefully in Close, after
+	// the HTTP server, instead of cancelling running jobs.
+	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("start river: %w", err)
+	}
 	logger.Info("hoox listening", "addr", a.Addr())
 	return a, nil
 }
@@ -152,6 +160,16 @@ func (a *App) Close(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownWait)
 		if err := a.server.Shutdown(sctx); err != nil {
 			a.log.Warn("shutdown: in-flight requests cut off", "error", err)
+		}
+		cancel()
+	}
+	if a.river != nil {
+		// Running jobs get StopTimeout (ShutdownWait) to finish, then their
+		// contexts are cancelled; a cut-off reconcile rolls back and runs
+		// again on another replica or the next start.
+		rctx, cancel := context.WithTimeout(ctx, 2*a.cfg.ShutdownWait+5*time.Second)
+		if err := a.river.Stop(rctx); err != nil {
+			a.log.Warn("shutdown: background jobs cut off", "error", err)
 		}
 		cancel()
 	}

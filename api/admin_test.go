@@ -1,0 +1,555 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+const (
+	adminToken    = "t0ken-for-tests"
+	webhookSecret = "s3cret"
+)
+
+// adminBundle is one test's server on its own database.
+type adminBundle struct {
+	pool    *pgxpool.Pool
+	handler http.Handler
+}
+
+func openPool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// setupAdmin builds the whole HTTP server: the admin API over a fresh
+// database, the webhook with a paper venue (so a release can be followed by
+// a real re-execution) and River's UI.
+func setupAdmin(t *testing.T) *adminBundle {
+	t.Helper()
+	dsn := testcontainers.NewDatabase(t)
+	pool := openPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: openPool(t, dsn)})
+	reg := prometheus.NewRegistry()
+	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
+		gateway.Deps{Pool: pool, MarkerPool: openPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
+			Metrics: gateway.NewMetrics(reg)})
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	admin := &api.Admin{Pool: pool, River: rc,
+		Purge: func(ctx context.Context) (db.PurgeResult, error) {
+			return db.Purge(ctx, pool, db.PurgeParams{Batch: 2})
+		}}
+	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret},
+		api.Deps{Gateway: gw, Pool: pool, Registry: reg, Admin: admin})
+	return &adminBundle{pool: pool, handler: srv.Handler()}
+}
+
+// response is what a request got back.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.Body, &m), string(r.Body))
+	return m
+}
+
+// problem decodes a problem+json answer and checks its media type.
+func (r response) problem(t *testing.T) map[string]any {
+	t.Helper()
+	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), string(r.Body))
+	return r.json(t)
+}
+
+func do(t *testing.T, h http.Handler, method, target, token, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+func (b *adminBundle) do(t *testing.T, method, target, body string) response {
+	t.Helper()
+	return do(t, b.handler, method, target, adminToken, body)
+}
+
+const seedTraceSQL = `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
+                       received_at, updated_at, expires_at)
+VALUES ($1, 'fp', $2, 'client', $3, $4, $5, 'buy', '{}', $6, $6, $7)`
+
+func (b *adminBundle) insertTrace(t *testing.T, id, status, exchange, symbol, mode string, receivedAt, expiresAt time.Time) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), seedTraceSQL, id, mode, status, exchange, symbol, receivedAt, expiresAt)
+	require.NoError(t, err)
+}
+
+const seedOrderSQL = `
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price, mode,
+                    status, created_at)
+VALUES ($1, $2, $3, 'paper', $4, 'buy', 'buy', 'limit', 0.000000000000000001, 12345.678901234567890123, 'live', $5, $6)`
+
+func (b *adminBundle) insertOrder(t *testing.T, traceID, symbol, status string, at time.Time) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(context.Background(), seedOrderSQL, id, traceID, "hx"+strings.ReplaceAll(id.String(), "-", "")[:30],
+		symbol, status, at)
+	require.NoError(t, err)
+	return id.String()
+}
+
+func TestAdminRoutesNeedTheToken(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	b.insertTrace(t, "k:held", db.TraceDispatched, "paper", "BTCUSDT", "live", time.Now(), time.Now().Add(time.Hour))
+
+	routes := []struct {
+		method, path, body string
+		want               int
+	}{
+		{http.MethodGet, "/admin/traces", "", http.StatusOK},
+		{http.MethodGet, "/admin/traces/k:held", "", http.StatusOK},
+		{http.MethodDelete, "/admin/traces/k:held", "", http.StatusOK},
+		{http.MethodGet, "/admin/orders", "", http.StatusOK},
+		{http.MethodPost, "/admin/purge", "", http.StatusOK},
+		{http.MethodGet, "/admin/stats", "", http.StatusOK},
+		{http.MethodGet, "/admin/kill-switch", "", http.StatusOK},
+		{http.MethodPut, "/admin/kill-switch", `{"engaged": false}`, http.StatusOK},
+		{http.MethodGet, "/admin/river/", "", http.StatusOK},
+		{http.MethodGet, "/admin/river/api/jobs?state=available", "", http.StatusOK},
+		{http.MethodGet, "/admin/no-such-route", "", http.StatusNotFound},
+	}
+	for _, r := range routes {
+		name := r.method + " " + r.path
+		for _, token := range []string{"", "wrong-token", adminToken + "x", strings.ToUpper(adminToken)} {
+			res := do(t, b.handler, r.method, r.path, token, r.body)
+			require.Equal(t, http.StatusUnauthorized, res.Status, "%s with token %q", name, token)
+			require.Equal(t, "unauthorized", res.problem(t)["code"], name)
+		}
+		// A token in the query string is never accepted.
+		sep := "?"
+		if strings.Contains(r.path, "?") {
+			sep = "&"
+		}
+		res := do(t, b.handler, r.method, r.path+sep+"token="+adminToken+"&access_token="+adminToken, "", r.body)
+		require.Equal(t, http.StatusUnauthorized, res.Status, name)
+	}
+	// Basic auth or a bare token is not a bearer token either.
+	req := httptest.NewRequest(http.MethodGet, "/admin/stats", nil)
+	req.Header.Set("Authorization", adminToken)
+	rec := httptest.NewRecorder()
+	b.handler.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusUnauthorized, rec.Code)
+
+	for _, r := range routes {
+		res := b.do(t, r.method, r.path, r.body)
+		require.Equal(t, r.want, res.Status, "%s: %s", r.method+" "+r.path, res.Body)
+	}
+}
+
+func TestAdminDisabledWithoutAToken(t *testing.T) {
+	t.Parallel()
+	pool := testcontainers.NewPool(t)
+	srv := api.New(api.Config{WebhookSecret: webhookSecret}, api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}})
+	for _, token := range []string{"", "anything"} {
+		for _, path := range []string{"/admin/traces", "/admin/stats", "/admin/kill-switch"} {
+			res := do(t, srv.Handler(), http.MethodGet, path, token, "")
+			require.Equal(t, http.StatusUnauthorized, res.Status)
+			p := res.problem(t)
+			require.Equal(t, "unauthorized", p["code"])
+			require.Contains(t, p["detail"], "disabled")
+		}
+	}
+}
+
+// pageIDs walks a listing with next_cursor and returns the IDs it saw.
+func pageIDs(t *testing.T, b *adminBundle, path, itemsKey, idKey string) []string {
+	t.Helper()
+	var ids []string
+	target := path
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 50, "pagination does not end")
+		res := b.do(t, http.MethodGet, target, "")
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		body := res.json(t)
+		items := body[itemsKey].([]any)
+		for _, it := range items {
+			ids = append(ids, it.(map[string]any)[idKey].(string))
+		}
+		next, ok := body["next_cursor"].(string)
+		if !ok {
+			require.Nil(t, body["next_cursor"])
+			return ids
+		}
+		require.NotEmpty(t, items, "a page with a next_cursor holds rows")
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		target = path + sep + "cursor=" + url.QueryEscape(next)
+	}
+}
+
+func TestAdminTracesPagination(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var want []string
+	for i := range 25 {
+		id := fmt.Sprintf("k:sig-%02d", i)
+		// Every third pair shares a received_at: the trace ID breaks ties.
+		at := base.Add(time.Duration(i-i%3) * time.Second)
+		b.insertTrace(t, id, db.TraceDispatched, "paper", "BTCUSDT", "live", at, at.Add(24*time.Hour))
+		want = append([]string{id}, want...)
+	}
+	require.Equal(t, want, pageIDs(t, b, "/admin/traces?limit=7", "traces", "trace_id"))
+	require.Equal(t, want, pageIDs(t, b, "/admin/traces?limit=5", "traces", "trace_id"), "an exact multiple of the page size")
+	require.Equal(t, want, pageIDs(t, b, "/admin/traces", "traces", "trace_id"), "the default page holds all 25")
+
+	// A new trace arriving between pages does not shift the next page.
+	first := b.do(t, http.MethodGet, "/admin/traces?limit=7", "").json(t)
+	b.insertTrace(t, "k:late", db.TraceDispatched, "paper", "BTCUSDT", "live", time.Now(), time.Now().Add(time.Hour))
+	second := b.do(t, http.MethodGet, "/admin/traces?limit=7&cursor="+url.QueryEscape(first["next_cursor"].(string)), "").json(t)
+	require.Equal(t, want[7], second["traces"].([]any)[0].(map[string]any)["trace_id"])
+}
+
+func TestAdminTracesFilters(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	now := time.Now().UTC()
+	b.insertTrace(t, "k:a", db.TraceDispatched, "paper", "BTCUSDT", "live", now.Add(-3*time.Hour), now.Add(time.Hour))
+	b.insertTrace(t, "k:b", db.TraceRejected, "paper", "ETHUSDT", "live", now.Add(-2*time.Hour), now.Add(time.Hour))
+	b.insertTrace(t, "test:k:c", db.TraceReconciling, "other", "BTCUSDT", "test", now.Add(-time.Hour), now.Add(time.Hour))
+
+	ids := func(query string) []string { return pageIDs(t, b, "/admin/traces?"+query, "traces", "trace_id") }
+	require.Equal(t, []string{"k:b"}, ids("status=rejected"))
+	require.Equal(t, []string{"test:k:c"}, ids("status=reconciling"))
+	require.Equal(t, []string{"test:k:c", "k:a"}, ids("symbol=btcusdt"), "symbols are matched upper-case")
+	require.Equal(t, []string{"test:k:c"}, ids("exchange=OTHER"))
+	require.Equal(t, []string{"test:k:c"}, ids("mode=test"))
+	require.Equal(t, []string{"k:b", "k:a"}, ids("mode=live&exchange=paper"))
+	since := now.Add(-150 * time.Minute).Format(time.RFC3339)
+	require.Equal(t, []string{"test:k:c", "k:b"}, ids("since="+url.QueryEscape(since)))
+	require.Equal(t, []string{"k:a"}, ids("until="+url.QueryEscape(since)))
+	require.Empty(t, ids("status=failed"))
+
+	// A listed trace carries what an operator needs, times in UTC.
+	body := b.do(t, http.MethodGet, "/admin/traces?status=rejected", "").json(t)
+	tr := body["traces"].([]any)[0].(map[string]any)
+	require.Equal(t, "ETHUSDT", tr["symbol"])
+	require.Equal(t, "live", tr["mode"])
+	require.True(t, strings.HasSuffix(tr["received_at"].(string), "Z"), tr["received_at"])
+
+	for query, param := range map[string]string{
+		"status=bogus":        "status",
+		"status=filled":       "status",
+		"mode=paper":          "mode",
+		"since=yesterday":     "since",
+		"until=2025-13-01":    "until",
+		"limit=0":             "limit",
+		"limit=1001":          "limit",
+		"limit=ten":           "limit",
+		"cursor=not-a-cursor": "cursor",
+		"statuss=rejected":    "statuss",
+		"status=a&status=b":   "status",
+		"since=" + url.QueryEscape(now.Format(time.RFC3339)) + "&until=" + url.QueryEscape(now.Add(-time.Hour).Format(time.RFC3339)): "until",
+	} {
+		res := b.do(t, http.MethodGet, "/admin/traces?"+query, "")
+		require.Equal(t, http.StatusBadRequest, res.Status, query)
+		p := res.problem(t)
+		require.Equal(t, "invalid_request", p["code"], query)
+		require.Contains(t, p["detail"], `"`+param+`"`, query)
+	}
+	// An orders cursor is not a traces cursor.
+	b.insertOrder(t, "k:a", "BTCUSDT", "filled", now)
+	b.insertOrder(t, "k:b", "BTCUSDT", "filled", now.Add(time.Second))
+	page := b.do(t, http.MethodGet, "/admin/orders?limit=1", "").json(t)
+	res := b.do(t, http.MethodGet, "/admin/traces?cursor="+url.QueryEscape(page["next_cursor"].(string)), "")
+	require.Equal(t, http.StatusBadRequest, res.Status)
+}
+
+func TestAdminOrders(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	base := time.Now().Add(-time.Hour)
+	var want []string
+	for i := range 11 {
+		want = append([]string{b.insertOrder(t, fmt.Sprintf("k:o%d", i), "BTCUSDT", "filled", base.Add(time.Duration(i/2)*time.Second))}, want...)
+	}
+	rejected := b.insertOrder(t, "k:rej", "DOGEUSDT", "rejected", base.Add(-time.Minute))
+
+	got := pageIDs(t, b, "/admin/orders?status=filled&limit=4", "orders", "id")
+	require.ElementsMatch(t, want, got)
+	require.Len(t, got, len(want), "every order exactly once")
+	require.Equal(t, []string{rejected}, pageIDs(t, b, "/admin/orders?status=rejected", "orders", "id"))
+	require.Equal(t, []string{rejected}, pageIDs(t, b, "/admin/orders?symbol=DOGEUSDT", "orders", "id"))
+
+	body := b.do(t, http.MethodGet, "/admin/orders?status=rejected", "").json(t)
+	o := body["orders"].([]any)[0].(map[string]any)
+	require.Equal(t, "0.000000000000000001", o["quantity"], "decimals are exact strings")
+	require.Equal(t, "12345.678901234567890123", o["price"])
+	require.Equal(t, "k:rej", o["trace_id"])
+
+	res := b.do(t, http.MethodGet, "/admin/orders?status=dispatched", "")
+	require.Equal(t, http.StatusBadRequest, res.Status)
+	require.Contains(t, res.problem(t)["detail"], `"status"`)
+}
+
+func TestAdminTraceDetailRoutesAnyTraceID(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	now := time.Now()
+	for _, id := range []string{"k:abc", "test:k:abc", "k:a/b c", "k:50%off"} {
+		b.insertTrace(t, id, db.TraceDispatched, "paper", "BTCUSDT", "live", now, now.Add(time.Hour))
+	}
+	b.insertOrder(t, "k:abc", "BTCUSDT", "filled", now)
+	_, err := b.pool.Exec(context.Background(),
+		`INSERT INTO trace_events (trace_id, event, at) VALUES ('k:abc', 'received', $1), ('k:abc', 'dispatched', $2), ('k:abc', 'duplicate', $3)`,
+		now, now.Add(time.Millisecond), now.Add(time.Second))
+	require.NoError(t, err)
+
+	for path, want := range map[string]string{
+		"/admin/traces/k:abc":                        "k:abc",
+		"/admin/traces/k%3Aabc":                      "k:abc",
+		"/admin/traces/test:k:abc":                   "test:k:abc",
+		"/admin/traces/test%3Ak%3Aabc":               "test:k:abc",
+		"/admin/traces/k:a%2Fb%20c":                  "k:a/b c",
+		"/admin/traces/k:50%25off":                   "k:50%off",
+		"/admin/traces/" + url.PathEscape("k:a/b c"): "k:a/b c",
+	} {
+		res := b.do(t, http.MethodGet, path, "")
+		require.Equal(t, http.StatusOK, res.Status, "%s: %s", path, res.Body)
+		body := res.json(t)
+		require.Equal(t, want, body["trace_id"], path)
+		require.Equal(t, want, body["trace"].(map[string]any)["trace_id"], path)
+	}
+
+	body := b.do(t, http.MethodGet, "/admin/traces/k:abc", "").json(t)
+	require.Len(t, body["orders"], 1)
+	var events []string
+	for _, e := range body["events"].([]any) {
+		events = append(events, e.(map[string]any)["event"].(string))
+	}
+	require.Equal(t, []string{"received", "dispatched", "duplicate"}, events, "events in time order")
+
+	res := b.do(t, http.MethodGet, "/admin/traces/k:nothing", "")
+	require.Equal(t, http.StatusNotFound, res.Status)
+	require.Equal(t, "not_found", res.problem(t)["code"])
+}
+
+func TestAdminReleaseLetsTheSignalExecuteAgain(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"release-me"}`
+	send := func() response { return do(t, b.handler, http.MethodPost, "/webhook", "", sig) }
+
+	first := send()
+	require.Equal(t, http.StatusOK, first.Status, string(first.Body))
+	firstOrder := first.json(t)["order"].(map[string]any)["client_order_id"]
+	require.Equal(t, http.StatusConflict, send().Status, "a repeat is a duplicate")
+
+	res := b.do(t, http.MethodDelete, "/admin/traces/k:release-me", `{"reason":"strategy fix"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, "dispatched", res.json(t)["status"])
+
+	// Released and not yet re-sent: the trace is gone, its history is not.
+	detail := b.do(t, http.MethodGet, "/admin/traces/k:release-me", "").json(t)
+	require.Nil(t, detail["trace"])
+	require.Len(t, detail["orders"], 1)
+
+	again := send()
+	require.Equal(t, http.StatusOK, again.Status, string(again.Body))
+	require.NotEqual(t, firstOrder, again.json(t)["order"].(map[string]any)["client_order_id"], "a new execution gets a new client order ID")
+
+	detail = b.do(t, http.MethodGet, "/admin/traces/k:release-me", "").json(t)
+	require.NotNil(t, detail["trace"])
+	require.Len(t, detail["orders"], 2)
+	var trail []string
+	var release map[string]any
+	for _, e := range detail["events"].([]any) {
+		ev := e.(map[string]any)
+		if ev["event"] == "dispatch_started" {
+			continue
+		}
+		trail = append(trail, ev["event"].(string))
+		if ev["event"] == "released" {
+			release = ev["detail"].(map[string]any)
+		}
+	}
+	require.Equal(t, []string{"received", "dispatched", "duplicate", "released", "received", "dispatched"}, trail)
+	require.Equal(t, "admin", release["by"])
+	require.Equal(t, "strategy fix", release["reason"])
+
+	res = b.do(t, http.MethodDelete, "/admin/traces/k:never-sent", "")
+	require.Equal(t, http.StatusNotFound, res.Status)
+	require.Equal(t, "not_found", res.problem(t)["code"])
+
+	res = b.do(t, http.MethodDelete, "/admin/traces/k:release-me", `{"reason": 5}`)
+	require.Equal(t, http.StatusBadRequest, res.Status)
+	require.Equal(t, "invalid_request", res.problem(t)["code"])
+}
+
+func TestAdminKillSwitch(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	ctx := context.Background()
+
+	body := b.do(t, http.MethodGet, "/admin/kill-switch", "").json(t)
+	require.Equal(t, false, body["engaged"])
+	require.Nil(t, body["at"])
+
+	res := b.do(t, http.MethodPut, "/admin/kill-switch", `{"engaged": true, "reason": "venue incident"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	body = b.do(t, http.MethodGet, "/admin/kill-switch", "").json(t)
+	require.Equal(t, true, body["engaged"])
+	require.Equal(t, "venue incident", body["reason"])
+	require.NotNil(t, body["at"])
+
+	// The claim itself sees it: every replica does, with no cache.
+	tx, claim, err := db.Claim(ctx, b.pool, db.ClaimParams{TraceID: "k:ks", LockKey: "k:ks", Fingerprint: "f", Mode: "live",
+		KeySource: "client", Exchange: "paper", Symbol: "BTCUSDT", Action: "buy", Signal: []byte(`{}`),
+		TTL: time.Hour, LockWait: time.Second})
+	require.NoError(t, err)
+	tx.Rollback(ctx)
+	require.True(t, claim.KillSwitch)
+	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted"}`
+	res = do(t, b.handler, http.MethodPost, "/webhook", "", sig)
+	require.Equal(t, http.StatusServiceUnavailable, res.Status)
+	require.Equal(t, "kill_switch", res.problem(t)["code"])
+
+	for _, bad := range []string{``, `{}`, `{"engaged": "yes"}`, `{"engaged": true, "reson": "typo"}`, `not json`, `{"engaged": true} {}`,
+		`{"engaged": true, "reason": "` + strings.Repeat("x", 300) + `"}`} {
+		res := b.do(t, http.MethodPut, "/admin/kill-switch", bad)
+		require.Equal(t, http.StatusBadRequest, res.Status, bad)
+		require.Equal(t, "invalid_request", res.problem(t)["code"], bad)
+	}
+	require.Equal(t, true, b.do(t, http.MethodGet, "/admin/kill-switch", "").json(t)["engaged"], "a bad body changes nothing")
+
+	res = b.do(t, http.MethodPut, "/admin/kill-switch", `{"engaged": false}`)
+	require.Equal(t, http.StatusOK, res.Status)
+	res = do(t, b.handler, http.MethodPost, "/webhook", "", sig)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+
+	detail := b.do(t, http.MethodGet, "/admin/traces/"+db.KillSwitchTraceID, "").json(t)
+	var events []string
+	for _, e := range detail["events"].([]any) {
+		events = append(events, e.(map[string]any)["event"].(string))
+	}
+	require.Equal(t, []string{"kill_switch_engaged", "kill_switch_released"}, events)
+}
+
+func TestAdminPurgeAndStats(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	now := time.Now()
+	for i := range 3 {
+		b.insertTrace(t, fmt.Sprintf("k:expired-%d", i), db.TraceDispatched, "paper", "BTCUSDT", "live", now.Add(-26*time.Hour), now.Add(-2*time.Hour))
+	}
+	b.insertTrace(t, "k:live", db.TraceDispatched, "paper", "BTCUSDT", "live", now.Add(-time.Hour), now.Add(23*time.Hour))
+	b.insertOrder(t, "k:expired-0", "BTCUSDT", "filled", now.Add(-26*time.Hour))
+	_, err := b.pool.Exec(context.Background(), `
+INSERT INTO trace_events (trace_id, event, at) VALUES
+    ('k:live', 'received', now() - interval '10 minutes'),
+    ('k:live', 'dispatched', now() - interval '10 minutes'),
+    ('k:live', 'duplicate', now() - interval '5 minutes'),
+    ('k:live', 'duplicate', now() - interval '3 hours'),
+    ('k:other', 'received', now() - interval '3 hours')`)
+	require.NoError(t, err)
+
+	stats := b.do(t, http.MethodGet, "/admin/stats", "").json(t)
+	require.Nil(t, stats["last_purge"])
+	require.EqualValues(t, 4, stats["live_traces"])
+	require.Greater(t, stats["oldest_trace_age_seconds"].(float64), float64(25*3600))
+
+	res := b.do(t, http.MethodPost, "/admin/purge", "")
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.EqualValues(t, 3, res.json(t)["traces"])
+
+	stats = b.do(t, http.MethodGet, "/admin/stats", "").json(t)
+	require.EqualValues(t, 1, stats["live_traces"])
+	hour := stats["last_hour"].(map[string]any)
+	day := stats["last_day"].(map[string]any)
+	require.Equal(t, map[string]any{"received": 1.0, "dispatched": 1.0, "duplicate": 1.0, "purged": 3.0}, hour["events"])
+	require.InDelta(t, 0.5, hour["duplicate_ratio"], 1e-9)
+	require.EqualValues(t, 2, day["events"].(map[string]any)["duplicate"])
+	require.InDelta(t, 0.5, day["duplicate_ratio"], 1e-9)
+	lp := stats["last_purge"].(map[string]any)
+	require.EqualValues(t, 3, lp["traces"])
+	require.NotNil(t, lp["at"])
+	require.Equal(t, false, stats["kill_switch_engaged"])
+
+	// Orders outlive their purged trace.
+	detail := b.do(t, http.MethodGet, "/admin/traces/k:expired-0", "").json(t)
+	require.Nil(t, detail["trace"])
+	require.Len(t, detail["orders"], 1)
+
+	// A server without a purge says so instead of pretending.
+	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret}, api.Deps{Pool: b.pool, Admin: &api.Admin{Pool: b.pool}})
+	res = do(t, srv.Handler(), http.MethodPost, "/admin/purge", adminToken, "")
+	require.Equal(t, http.StatusServiceUnavailable, res.Status)
+	require.Equal(t, "unavailable", res.problem(t)["code"])
+}
+
+func TestAdminRiverUI(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+
+	res := b.do(t, http.MethodGet, "/admin/river/", "")
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), "<html")
+	require.Contains(t, string(res.Body), "/admin/river", "the UI's links carry the mount prefix")
+
+	res = b.do(t, http.MethodGet, "/admin/river/api/jobs?state=available", "")
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.JSONEq(t, `{"data":[]}`, string(res.Body))
+
+	res = b.do(t, http.MethodGet, "/admin/river", "")
+	require.Equal(t, http.StatusMovedPermanently, res.Status)
+	require.Equal(t, "/admin/river/", res.Header.Get("Location"))
+
+	// Without a River client the UI is simply not mounted.
+	pool := b.pool
+	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret}, api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}})
+	res = do(t, srv.Handler(), http.MethodGet, "/admin/river/", adminToken, "")
+	require.Equal(t, http.StatusNotFound, res.Status)
+}
