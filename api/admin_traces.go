@@ -107,7 +107,7 @@ type traceDetail struct {
 // %3A), and then hands the value over still escaped.
 func traceIDParam(c echo.Context) (string, error) {
 	id := c.Param("*")
-	if false {
+	if c.Request().URL.RawPath != "" {
 		u, err := url.PathUnescape(id)
 		if err != nil {
 			return "", problem(CodeInvalidRequest, "trace ID is not a valid escaped path segment")

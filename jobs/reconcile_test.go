@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
@@ -143,10 +144,9 @@ func TestReconcileWorker(t *testing.T) {
 
 		// Not the last attempt: River retries later, the trace waits.
 		res, err := w.Work(ctx, t, beginTx(t, b.pool), args, nil)
-		require.True(t, err != nil || res.EventKind == river.EventKindJobFailed, "an unreachable venue must fail the attempt")
-		if err == nil {
-			require.Equal(t, "retryable", string(res.Job.State))
-		}
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.Equal(t, river.EventKindJobFailed, res.EventKind)
+		require.Equal(t, rivertype.JobStateRetryable, res.Job.State)
 		require.Equal(t, db.TraceReconciling, traceStatus(t, b.pool, "k:down"))
 
 		// The last attempt settles the trace as failed for an operator.

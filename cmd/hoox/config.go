@@ -35,6 +35,7 @@ type Config struct {
 	LogFormat      string
 	LogLevel       string
 	PaperFaults    string
+	CrashDrill     bool
 	ShutdownWait   time.Duration
 	NoMigrate      bool
 }
@@ -89,6 +90,7 @@ func (c *Config) options() []option {
 		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}},
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}},
+		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests may finish on shutdown", durationValue{&c.ShutdownWait}},
 	}
 }
@@ -204,6 +206,26 @@ func (v intValue) Set(s string) error {
 	*v.p = n
 	return nil
 }
+
+type boolValue struct{ p *bool }
+
+func (v boolValue) String() string {
+	if v.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.p)
+}
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("not a boolean: %q", s)
+	}
+	*v.p = b
+	return nil
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (v boolValue) IsBoolFlag() bool { return true }
 
 type floatValue struct{ p *float64 }
 

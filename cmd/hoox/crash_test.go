@@ -229,3 +229,29 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 	require.Equal(t, 0, count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id LIKE 'k:during-%'"))
 	requireExactlyOnce(t, pool, "outage", n, acked)
 }
+
+func TestCrashBetweenVenueAnswerAndCommitIsAdoptedOnRetry(t *testing.T) {
+	t.Parallel()
+	dbURL := testcontainers.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	body := sig(`"trace_id":"crash-1"`)
+
+	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
+	require.Equal(t, 0, sendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	err = <-waitOr(doomed.exited)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "hoox was killed")
+	require.Equal(t, 1, fills(t, pool), "the venue holds the order")
+	require.Equal(t, 0, count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim died uncommitted")
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatch_started'"))
+
+	survivor := startServe(t, dbURL)
+	r := post(t, survivor.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	require.Equal(t, 1, fills(t, pool), "the retry adopted the order instead of placing another")
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"))
+	require.Equal(t, http.StatusConflict, post(t, survivor.url, body).Status)
+}

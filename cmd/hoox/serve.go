@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,7 +108,8 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		return nil, err
 	}
 	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
-		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg)})
+		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg),
+			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
 	allowed, err := api.ParseIPList(cfg.AllowedIPs)
 	if err != nil {
 		return nil, fmt.Errorf("HOOX_ALLOWED_IPS: %w", err)
@@ -193,6 +196,21 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, ready func(*App
 	logger.Info("shutting down")
 	a.Close(context.Background())
 	return nil
+}
+
+// crashDrill returns the gateway hook that kills this process at the worst
+// moment — the venue holds the order, the claim is not committed — so an
+// operator (and the fault tests) can see the next attempt adopt the order.
+func crashDrill(enabled bool, logger *slog.Logger) func(string) {
+	if !enabled {
+		return nil
+	}
+	logger.Warn("crash drill active: hoox kills itself after the first venue answer")
+	return func(traceID string) {
+		logger.Error("crash drill: killing hoox between the venue's answer and the commit", "trace_id", traceID)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way; never reach the commit
+	}
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
