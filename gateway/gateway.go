@@ -175,7 +175,10 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 // runs detached from the request's cancellation: once the venue may hold an
 // order, the outcome must be recorded even if the sender hung up.
 func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, res db.ClaimResult) (*Outcome, error) {
-	ctx = context.WithoutCancel(ctx)
+	// Bounded all the same: a hung database must not hold the request
+	// forever.
+	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.VenueTimeout+30*time.Second)
+	defer cancelAll()
 	sig, tr := in.Signal, in.Trace
 	order := exchange.Order{
 		ClientOrderID: signal.ClientOrderID(tr.ID, res.PriorOrders),
