@@ -185,7 +185,9 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		return nil, fmt.Errorf("unknown target %q (webhook or healthz)", cfg.Target)
 	}
 
-	opts := []func(*vegeta.Attacker){vegeta.Timeout(cfg.Timeout), vegeta.Workers(uint64(cfg.Workers)), vegeta.KeepAlive(true)}
+	opts := []func(*vegeta.Attacker){vegeta.Timeout(cfg.Timeout), vegeta.Workers(uint64(cfg.Workers)), vegeta.KeepAlive(true),
+		// Enough of a problem body to read its code; a result keeps its body.
+		vegeta.MaxBody(1024)}
 	pacer := vegeta.ConstantPacer{Freq: cfg.Rate, Per: time.Second}
 	if cfg.Rate == 0 {
 		// Closed loop: exactly Workers senders, each sending its next

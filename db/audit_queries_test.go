@@ -197,3 +197,17 @@ func str(v any) string {
 		return fmt.Sprint(x)
 	}
 }
+
+// TestREADMEHoldsEveryAuditQuery keeps the README's audit section and
+// docs/audit.sql the same, so the queries operators copy are the tested ones.
+func TestREADMEHoldsEveryAuditQuery(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	queries := readAuditQueries(t)
+	require.GreaterOrEqual(t, len(queries), 5)
+	for _, q := range queries {
+		require.Contains(t, string(readme), "### "+q.Name, "README lacks the heading of %q", q.Name)
+		require.Contains(t, string(readme), q.SQL, "README lacks the SQL of %q", q.Name)
+	}
+}

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +44,7 @@ type benchOpts struct {
 	suite                    bool
 	purgeRows                int
 	serverLog                string
+	spawn                    bool
 }
 
 const benchUsage = `Usage: hoox bench [flags]
@@ -82,6 +87,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.BoolVar(&o.suite, "suite", false, "measure every goal: round trips, floor, open loop, repeats, throughput vs pgbench, memory, storm, purge")
 	fs.IntVar(&o.purgeRows, "purge-rows", 0, "purge goal: seed this many expired traces and purge them under 500 signals/s (suite: 1000000)")
 	fs.StringVar(&o.serverLog, "server-log", "", "in-process hoox's JSON log file (empty: formatted and discarded)")
+	fs.BoolVar(&o.spawn, "spawn", false, "run the embedded hoox as a child process ('hoox serve'), so its memory is measured alone")
 	fs.Usage = func() { fmt.Fprint(stdout, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -128,14 +134,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 // benchEnv is the hoox under load and its database.
 type benchEnv struct {
 	url, secret, databaseURL, where, binDir string
-	app                                     *App
-	cluster                                 *localpg.Cluster
-	tmp                                     string
-	check                                   *pgx.Conn
+	// pid is whose memory is sampled: "self" in-process, else the child's.
+	pid     string
+	app     *App
+	child   *exec.Cmd
+	cluster *localpg.Cluster
+	tmp     string
+	check   *pgx.Conn
 }
 
 func newBenchEnv(ctx context.Context, o benchOpts, stderr io.Writer) (env *benchEnv, err error) {
-	env = &benchEnv{url: o.url, secret: o.secret, databaseURL: o.databaseURL, where: "external"}
+	env = &benchEnv{url: o.url, secret: o.secret, databaseURL: o.databaseURL, where: "external", pid: "self"}
 	defer func() {
 		if err != nil {
 			env.close()
@@ -181,6 +190,9 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	env.databaseURL = env.cluster.URL("hoox")
 	env.where = "embedded (" + env.cluster.DataDir() + ", fsync on)"
 
+	if o.spawn {
+		return env.startChild(ctx, o, stderr)
+	}
 	cfg := defaultConfig()
 	cfg.DatabaseURL = env.databaseURL
 	cfg.Addr = "127.0.0.1:0"
@@ -205,6 +217,55 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	return nil
 }
 
+// startChild runs this binary's `hoox serve` on the embedded database, with
+// its log discarded like the in-process one's.
+func (env *benchEnv) startChild(ctx context.Context, o benchOpts, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	env.secret = randomToken()
+	cmd := exec.Command(exe, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.databaseURL, "HOOX_WEBHOOK_SECRET="+env.secret,
+		"HOOX_ADDR="+addr, "HOOX_PURGE_INTERVAL=1h", "HOOX_LOG_FORMAT=json", "HOOX_LOG_LEVEL=info")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if o.serverLog != "" {
+		f, err := os.Create(o.serverLog)
+		if err != nil {
+			return err
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start hoox serve: %w", err)
+	}
+	env.child = cmd
+	env.pid = strconv.Itoa(cmd.Process.Pid)
+	env.url = "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(env.url + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("hoox serve did not become ready within 30 s")
+}
+
 func (env *benchEnv) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -213,6 +274,10 @@ func (env *benchEnv) close() {
 	}
 	if env.app != nil {
 		env.app.Close(ctx)
+	}
+	if env.child != nil {
+		_ = env.child.Process.Signal(os.Interrupt)
+		_ = env.child.Wait()
 	}
 	if env.cluster != nil {
 		_ = env.cluster.Remove(ctx)
@@ -249,7 +314,7 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 		}
 		defer pprof.StopCPUProfile()
 	}
-	stop := bench.SampleMemory(ctx, "self", 100*time.Millisecond)
+	stop := bench.SampleMemory(ctx, b.env.pid, 100*time.Millisecond)
 	rep, err := bench.Run(ctx, bench.LoadConfig{URL: b.env.url, Secret: b.env.secret, Target: target, Rate: rate,
 		Duration: b.o.duration, Workers: b.o.workers, DupRatio: dup, RepeatOne: repeatOne})
 	mem := stop()
@@ -258,8 +323,11 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 	}
 	rep.Print(b.out)
 	res := loadResult{rep: rep, mem: mem}
-	if b.env.app != nil {
+	switch {
+	case b.env.app != nil:
 		fmt.Fprintf(b.out, "memory (hoox and the generator share this process): %s\n", mem)
+	case b.env.child != nil:
+		fmt.Fprintf(b.out, "memory of hoox (child pid %s): %s\n", b.env.pid, mem)
 	}
 	if target == bench.TargetWebhook && b.env.check != nil {
 		if res.chk, err = bench.CheckRun(ctx, b.env.check, rep); err != nil {

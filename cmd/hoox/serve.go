@@ -120,7 +120,11 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	}
 	a.server = api.New(api.Config{WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, MaxBody: int64(cfg.MaxBody),
 		AllowedIPs: allowed, TrustedProxies: trusted, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst},
-		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg})
+		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
+			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
+				Purge: func(ctx context.Context) (db.PurgeResult, error) {
+					return db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Actor: "admin"})
+				}}})
 
 	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
