@@ -3,7 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,11 +14,16 @@ import (
 	"time"
 )
 
-// ClaimScript is bench/pgbench/claim.sql: the SQL of one new signal in hoox,
-// one statement at a time, for pgbench.
+// Scripts holds the pgbench scripts: claim.sql is the SQL of one new signal
+// in hoox, one statement at a time (the reference of the throughput goal);
+// claim-pipelined.sql sends it in hoox's four round trips; claim-nomarker.sql
+// in three, without the dispatch_started marker.
 //
-//go:embed pgbench/claim.sql
-var ClaimScript []byte
+//go:embed pgbench/*.sql
+var Scripts embed.FS
+
+// DefaultScript is the script the throughput goal is measured against.
+const DefaultScript = "claim.sql"
 
 // PgbenchConfig describes one pgbench run of ClaimScript.
 type PgbenchConfig struct {
@@ -30,6 +35,8 @@ type PgbenchConfig struct {
 	Clients, Threads int
 	// Duration is pgbench's -T.
 	Duration time.Duration
+	// Script names a file in Scripts; DefaultScript when empty.
+	Script string
 }
 
 // PgbenchResult is what pgbench reported.
@@ -44,7 +51,7 @@ var (
 	latencyRE = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
 )
 
-// RunPgbench runs ClaimScript with -M prepared and returns its rate. Each run
+// RunPgbench runs cfg.Script with -M prepared and returns its rate. Each run
 // writes its own symbol (PGBENCH-<run>), so runs never collide.
 func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	dir, err := os.MkdirTemp("", "hoox-pgbench-")
@@ -52,8 +59,15 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 		return PgbenchResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "claim.sql")
-	if err := os.WriteFile(script, ClaimScript, 0o644); err != nil {
+	if cfg.Script == "" {
+		cfg.Script = DefaultScript
+	}
+	text, err := Scripts.ReadFile("pgbench/" + cfg.Script)
+	if err != nil {
+		return PgbenchResult{}, fmt.Errorf("pgbench script: %w", err)
+	}
+	script := filepath.Join(dir, cfg.Script)
+	if err := os.WriteFile(script, text, 0o644); err != nil {
 		return PgbenchResult{}, err
 	}
 	secs := max(int(cfg.Duration.Round(time.Second)/time.Second), 1)

@@ -213,7 +213,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
 
-	row := orderRow(tr, sig, order, report)
+	row := db.NewOrderRow(tr.ID, sig.Exchange, tr.Mode, order, report)
 	out.Order = row
 	status, event := db.TraceDispatched, "dispatched"
 	if report.Status == exchange.StatusRejected {
@@ -263,28 +263,4 @@ func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order
 	}
 	out.Status = db.TraceReconciling
 	return out, nil
-}
-
-func orderRow(tr signal.Trace, sig signal.Signal, o exchange.Order, r exchange.Report) *db.OrderRow {
-	row := &db.OrderRow{
-		ID: uuid.Must(uuid.NewV7()), TraceID: tr.ID, ClientOrderID: o.ClientOrderID, Exchange: sig.Exchange,
-		Symbol: o.Symbol, Action: o.Action, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
-		Price: o.Price, Mode: tr.Mode, Status: string(r.Status), FillPrice: r.FillPrice,
-	}
-	if r.Side != "" {
-		row.Side = r.Side
-	}
-	if o.Leverage > 0 {
-		l := int32(o.Leverage)
-		row.Leverage = &l
-	}
-	if r.ExchangeOrderID != "" {
-		id := r.ExchangeOrderID
-		row.ExchangeOrderID = &id
-	}
-	if r.Reason != "" {
-		reason := r.Reason
-		row.RejectReason = &reason
-	}
-	return row
 }

@@ -104,7 +104,8 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	// works them, and the elected leader schedules the purge.
 	jobCfg := jobs.Config{PurgeInterval: cfg.PurgeInterval, PurgeBatch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention,
 		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait}
-	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobs.NewMetrics(reg)}); err != nil {
+	jobMetrics := jobs.NewMetrics(reg)
+	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
 		return nil, err
 	}
 	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
@@ -123,7 +124,9 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
 			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					return db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Actor: "admin"})
+					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Actor: "admin"})
+					jobMetrics.ObservePurge(res)
+					return res, err
 				}}})
 
 	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
