@@ -332,6 +332,26 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, wrong.Status, wrong.Raw)
 	aliased := strings.Replace(sig(`"trace_id":"s-4"`), `"secret"`, `"apiKey"`, 1)
 	require.Equal(t, http.StatusOK, post(t, b.url, aliased).Status)
+	// Admin traffic: right token, wrong token, a token in the query string.
+	const token = "admin-token-91b2"
+	for _, h := range []string{"Bearer " + token, "Bearer " + token + "x", ""} {
+		req, err := http.NewRequest(http.MethodGet, b.url+"/admin/traces/k:s-1?token="+token, nil)
+		require.NoError(t, err)
+		if h != "" {
+			req.Header.Set("Authorization", h)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	req, err := http.NewRequest(http.MethodPut, b.url+"/admin/kill-switch", strings.NewReader(`{"engaged":false,"reason":"drill"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	// Every text column of every hoox table, dumped as JSON.
 	var dump string
@@ -341,10 +361,14 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 			(SELECT json_agg(e) FROM trace_events e), (SELECT json_agg(s) FROM settings s),
 			(SELECT json_agg(p) FROM paper_orders p), (SELECT json_agg(j) FROM river_job j))`).Scan(&dump))
 	require.Contains(t, dump, "s-1", "the dump holds the traces")
+	require.Contains(t, dump, "drill", "the dump holds the admin's audit")
 	require.NotContains(t, dump, testSecret)
+	require.NotContains(t, dump, token)
 	logs := b.logs.String()
 	require.Contains(t, logs, "/webhook", "requests were logged")
+	require.Contains(t, logs, "/admin/traces", "admin requests were logged")
 	require.NotContains(t, logs, testSecret)
+	require.NotContains(t, logs, token)
 }
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
