@@ -255,3 +255,45 @@ func TestCrashBetweenVenueAnswerAndCommitIsAdoptedOnRetry(t *testing.T) {
 	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"))
 	require.Equal(t, http.StatusConflict, post(t, survivor.url, body).Status)
 }
+
+// Two hoox processes on one database: the purge runs without anyone asking,
+// removes each expired trace once, keeps the rest, and every purge job was
+// scheduled by one leader.
+func TestTwoProcessesPurgeOnceUnderOneLeader(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("needs real processes")
+	}
+	dbURL := testcontainers.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ctx := context.Background()
+	_, err = pool.Exec(ctx, `
+		INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, expires_at)
+		SELECT 'k:old-' || i, 'f', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now() - interval '2 days', now() - interval '1 day'
+		FROM generate_series(1, 40) i;
+		INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, expires_at)
+		SELECT 'k:fresh-' || i, 'f', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now(), now() + interval '1 day'
+		FROM generate_series(1, 5) i;
+		INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status)
+		SELECT gen_random_uuid(), 'k:old-' || i, 'hxold' || i, 'paper', 'BTCUSDT', 'buy', 'buy', 'market', 1, 'live', 'filled'
+		FROM generate_series(1, 40) i`)
+	require.NoError(t, err)
+
+	startServe(t, dbURL, "HOOX_PURGE_INTERVAL=1s")
+	startServe(t, dbURL, "HOOX_PURGE_INTERVAL=1s")
+	require.Eventually(t, func() bool {
+		return count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id LIKE 'k:old-%'") == 0
+	}, 60*time.Second, 50*time.Millisecond)
+	// Let a few more intervals pass under both processes.
+	require.Eventually(t, func() bool {
+		return count(t, pool, "SELECT count(*) FROM river_job WHERE kind = 'purge' AND state = 'completed'") >= 4
+	}, 60*time.Second, 50*time.Millisecond)
+
+	require.Equal(t, 5, count(t, pool, "SELECT count(*) FROM trace_ids"), "unexpired traces stay")
+	require.Equal(t, 40, count(t, pool, "SELECT count(*) FROM orders"), "orders are never purged")
+	require.Equal(t, 40, count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'purged'"), "each trace purged once")
+	require.Equal(t, 1, count(t, pool, "SELECT count(DISTINCT args->>'scheduler') FROM river_job WHERE kind = 'purge'"),
+		"only the leader schedules the purge")
+}

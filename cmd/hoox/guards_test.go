@@ -5,7 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,10 +63,19 @@ func TestKillSwitchHaltsEveryReplica(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	other := startBundle(t, b.dbURL)
-	_, err := b.pool.Exec(context.Background(),
-		`INSERT INTO settings (key, value) VALUES ('kill_switch', '{"engaged": true, "reason": "drill"}')`)
-	require.NoError(t, err)
-	for _, url := range []string{b.url, other.url} {
+	setKillSwitch := func(engaged bool) {
+		body := fmt.Sprintf(`{"engaged":%t,"reason":"drill"}`, engaged)
+		req, err := http.NewRequest(http.MethodPut, b.url+"/admin/kill-switch", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer admin-token-91b2")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	setKillSwitch(true)                              // through one replica …
+	for _, url := range []string{other.url, b.url} { // … halts every replica
 		r := post(t, url, sig(`"trace_id":"halted"`))
 		require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
 		require.Equal(t, "kill_switch", r.str("code"))
@@ -73,7 +84,7 @@ func TestKillSwitchHaltsEveryReplica(t *testing.T) {
 	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
 	require.Equal(t, 0, fills(t, b.pool))
 
-	_, err = b.pool.Exec(context.Background(), `UPDATE settings SET value = '{"engaged": false}' WHERE key = 'kill_switch'`)
-	require.NoError(t, err)
+	setKillSwitch(false)
 	require.Equal(t, http.StatusOK, post(t, other.url, sig(`"trace_id":"halted"`)).Status)
+	require.Equal(t, 2, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
 }
