@@ -79,16 +79,22 @@ type ClaimTx struct {
 	done bool
 }
 
-// The lock is skipped when the trace is already settled: a committed,
-// settled row never changes, so a repeat of it needs no wait. The unique
-// index, not the lock, is what guarantees a single claim.
-const claimLockSQL = `
+// The statements of the claim transaction are exported so the benchmarks
+// can run exactly this SQL under pgbench.
+
+// ClaimLockSQL takes the trace's advisory lock. The lock is skipped when
+// the trace is already settled: a committed, settled row never changes, so a
+// repeat of it needs no wait. The unique index, not the lock, is what
+// guarantees a single claim.
+const ClaimLockSQL = `
 SELECT pg_advisory_xact_lock(hashtextextended($1, 0))
 WHERE NOT EXISTS (
     SELECT 1 FROM trace_ids
     WHERE trace_id = $2 AND status IN ('dispatched', 'rejected', 'failed'))`
 
-const claimSQL = `
+// ClaimSQL checks the kill switch, inserts the trace with its received event
+// or returns the existing one, in one statement.
+const ClaimSQL = `
 WITH ks AS (
     SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
 ), prior AS (
@@ -146,9 +152,9 @@ func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, Cl
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", p.LockWait.Milliseconds()))
-	b.Queue(claimLockSQL, p.LockKey, p.TraceID)
+	b.Queue(ClaimLockSQL, p.LockKey, p.TraceID)
 	var res ClaimResult
-	b.Queue(claimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
+	b.Queue(ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
 		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window).
 		QueryRow(func(row pgx.Row) error {
 			var claimed *bool
@@ -204,17 +210,20 @@ type OrderRow struct {
 	CreatedAt       time.Time           `db:"created_at"`
 }
 
-const insertOrderSQL = `
+// InsertOrderSQL records an order.
+const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16)
 RETURNING created_at`
 
-const settleTraceSQL = `
+// SettleTraceSQL sets a trace's outcome.
+const SettleTraceSQL = `
 UPDATE trace_ids SET status = $2, order_id = $3, client_order_id = $4, updated_at = now()
 WHERE trace_id = $1`
 
-const insertEventSQL = `
+// InsertEventSQL appends an audit event.
+const InsertEventSQL = `
 INSERT INTO trace_events (trace_id, event, source_ip, detail) VALUES ($1, $2, $3, coalesce($4, '{}'::jsonb))`
 
 // Record writes the order, settles the trace and appends events, then
@@ -228,7 +237,7 @@ func (c *ClaimTx) Record(ctx context.Context, traceID, status string, o *OrderRo
 			queueOrder(b, o)
 			orderID, clientOrderID = &o.ID, &o.ClientOrderID
 		}
-		b.Queue(settleTraceSQL, traceID, status, orderID, clientOrderID)
+		b.Queue(SettleTraceSQL, traceID, status, orderID, clientOrderID)
 		queueEvents(b, events)
 	})
 }
@@ -287,7 +296,7 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 }
 
 func queueOrder(b *pgx.Batch, o *OrderRow) {
-	b.Queue(insertOrderSQL, o.ID, o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
+	b.Queue(InsertOrderSQL, o.ID, o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		o.Quantity, o.Price, o.Leverage, o.Mode, o.Status, o.ExchangeOrderID, o.FillPrice, o.RejectReason).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
@@ -298,7 +307,7 @@ func queueEvents(b *pgx.Batch, events []Event) {
 		if e.Detail != nil {
 			detail = e.Detail
 		}
-		b.Queue(insertEventSQL, e.TraceID, e.Event, addrArg(e.SourceIP), detail)
+		b.Queue(InsertEventSQL, e.TraceID, e.Event, addrArg(e.SourceIP), detail)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // SettingKillSwitch is the settings key of the trading halt. The claim reads
-// it itself (see claimSQL), on every signal and without a cache, so a change
+// it itself (see ClaimSQL), on every signal and without a cache, so a change
 // is seen by every replica at once.
 const SettingKillSwitch = "kill_switch"
 

@@ -257,7 +257,7 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 		return rejected(ReasonExceedsPosition), nil
 	}
 	var id string
-	err := tx.QueryRow(ctx, insertSQL, row.args()...).Scan(&id)
+	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent order under the same ID that the lock does not
 		// cover (a plain order, another symbol) won the race.
@@ -277,14 +277,15 @@ SELECT EXISTS (SELECT 1 FROM paper_orders WHERE client_order_id = $1),
                  FROM paper_orders
                  WHERE symbol = $2 AND test = $3 AND status = 'filled'), 0)`
 
-const insertSQL = `
+// InsertSQL is the venue's fill, exported so the benchmarks run exactly it.
+const InsertSQL = `
 INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
                           quantity, price, fill_price, status, test)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (client_order_id) DO NOTHING
 RETURNING exchange_order_id`
 
-// args are the insertSQL parameters for o.
+// args are the InsertSQL parameters for o.
 func (o PaperOrder) args() []any {
 	return []any{o.ClientOrderID, o.ExchangeOrderID, o.Symbol, o.Side, o.OrderType,
 		o.Quantity, o.Price, o.FillPrice, string(o.Status), o.Test}
@@ -293,7 +294,7 @@ func (o PaperOrder) args() []any {
 // insert writes a plain order in one autocommit round trip.
 func insert(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.Report, error) {
 	var id string
-	err := conn.QueryRow(ctx, insertSQL, row.args()...).Scan(&id)
+	err := conn.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Like a real venue, refuse a reused client order ID; the caller
 		// adopts the held order with Lookup.
