@@ -58,6 +58,7 @@ func setupAdmin(t *testing.T) *adminBundle {
 	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
 		gateway.Deps{Pool: pool, MarkerPool: openPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
 			Metrics: gateway.NewMetrics(reg)})
+	t.Cleanup(gw.Close) // before the pools close
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	admin := &api.Admin{Pool: pool, River: rc,
@@ -387,6 +388,13 @@ func TestAdminReleaseLetsTheSignalExecuteAgain(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.Status, string(first.Body))
 	firstOrder := first.json(t)["order"].(map[string]any)["client_order_id"]
 	require.Equal(t, http.StatusConflict, send().Status, "a repeat is a duplicate")
+	// The repeat's audit row commits just after its answer.
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM trace_events WHERE trace_id = 'k:release-me' AND event = 'duplicate'").Scan(&n))
+		return n == 1
+	}, 10*time.Second, 10*time.Millisecond)
 
 	res := b.do(t, http.MethodDelete, "/admin/traces/k:release-me", `{"reason":"strategy fix"}`)
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,18 +13,10 @@ import (
 	"time"
 )
 
-// Scripts holds the pgbench scripts: claim.sql is the SQL of one new signal
-// in hoox, one statement at a time (the reference of the throughput goal);
-// claim-pipelined.sql sends it in hoox's four round trips; claim-nomarker.sql
-// in three, without the dispatch_started marker.
-//
-//go:embed pgbench/*.sql
-var Scripts embed.FS
-
 // DefaultScript is the script the throughput goal is measured against.
 const DefaultScript = "claim.sql"
 
-// PgbenchConfig describes one pgbench run of ClaimScript.
+// PgbenchConfig describes one pgbench run of a script from PgbenchScript.
 type PgbenchConfig struct {
 	// BinDir holds pgbench (the server binaries' directory).
 	BinDir string
@@ -35,7 +26,7 @@ type PgbenchConfig struct {
 	Clients, Threads int
 	// Duration is pgbench's -T.
 	Duration time.Duration
-	// Script names a file in Scripts; DefaultScript when empty.
+	// Script names a variant of PgbenchScript; DefaultScript when empty.
 	Script string
 }
 
@@ -62,12 +53,12 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	if cfg.Script == "" {
 		cfg.Script = DefaultScript
 	}
-	text, err := Scripts.ReadFile("pgbench/" + cfg.Script)
+	text, err := PgbenchScript(cfg.Script)
 	if err != nil {
 		return PgbenchResult{}, fmt.Errorf("pgbench script: %w", err)
 	}
 	script := filepath.Join(dir, cfg.Script)
-	if err := os.WriteFile(script, text, 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 		return PgbenchResult{}, err
 	}
 	secs := max(int(cfg.Duration.Round(time.Second)/time.Second), 1)

@@ -104,6 +104,9 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	venue := paper.New(paper.Config{Pool: pools[2]})
 	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pools[0], MarkerPool: pools[1],
 		Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})})
+	// A repeat's audit row commits after its answer; count those round
+	// trips too before the pools close.
+	defer svc.Close()
 	run := RunID()
 	symbol := "TRIPS-" + run
 	send := func(key string) (time.Duration, error) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,7 +70,13 @@ type Deps struct {
 type Service struct {
 	cfg  Config
 	deps Deps
+	// background tracks audit writes that finish after their answer.
+	background sync.WaitGroup
 }
+
+// Close waits for audit writes still in flight; call it after the HTTP
+// server has stopped and before the pools close.
+func (s *Service) Close() { s.background.Wait() }
 
 // New returns a Service.
 func New(cfg Config, deps Deps) *Service {
@@ -163,11 +170,20 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 		e.Code = CodeKeyReused
 		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
 	}
-	if err := tx.Duplicate(ctx, db.Event{TraceID: t.TraceID, Event: event, SourceIP: in.SourceIP,
-		Detail: map[string]any{"fingerprint": in.Trace.Fingerprint}}); err != nil {
-		// The answer is known even if its audit row was lost.
-		s.deps.Logger.WarnContext(ctx, "record repeat event", "trace_id", t.TraceID, "error", err)
-	}
+	// The answer is known now; its audit row commits asynchronously (it is
+	// written with synchronous_commit off anyway), so a repeat waits for one
+	// round trip, not two. Close waits for these writes.
+	ev := db.Event{TraceID: t.TraceID, Event: event, SourceIP: in.SourceIP,
+		Detail: map[string]any{"fingerprint": in.Trace.Fingerprint}}
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := tx.Duplicate(ctx, ev); err != nil {
+			s.deps.Logger.WarnContext(ctx, "record repeat event", "trace_id", t.TraceID, "error", err)
+		}
+	}()
 	return e
 }
 

@@ -37,6 +37,7 @@ func TestReconcileAdoptsLostAnswer(t *testing.T) {
 	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{
 		Pool: b.pool, MarkerPool: newPool(t, b.url), Venues: b.venues, Jobs: client,
 	})
+	t.Cleanup(gw.Close) // repeats' audit writes finish before the pools close
 	in := input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"lost-1"}`)
 
 	out, err := gw.Execute(ctx, in)

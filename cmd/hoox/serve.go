@@ -52,6 +52,7 @@ type App struct {
 	venue    *pgxpool.Pool
 	markers  *pgxpool.Pool
 	river    *river.Client[pgx.Tx]
+	gateway  *gateway.Service
 	server   *api.Server
 	listener net.Listener
 	Paper    *paper.Venue
@@ -111,6 +112,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
 		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg),
 			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
+	a.gateway = gw
 	allowed, err := api.ParseIPList(cfg.AllowedIPs)
 	if err != nil {
 		return nil, fmt.Errorf("HOOX_ALLOWED_IPS: %w", err)
@@ -172,6 +174,9 @@ func (a *App) Close(ctx context.Context) {
 			a.log.Warn("shutdown: in-flight requests cut off", "error", err)
 		}
 		cancel()
+	}
+	if a.gateway != nil {
+		a.gateway.Close()
 	}
 	if a.river != nil {
 		// Running jobs get StopTimeout (ShutdownWait) to finish, then their
