@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,10 +12,193 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
 )
 
 // DefaultScript is the script the throughput goal is measured against.
 const DefaultScript = "claim.sql"
+
+// PgbenchVariants are the scripts PgbenchScript writes, DefaultScript first.
+func PgbenchVariants() []string {
+	return []string{DefaultScript, "claim-pipelined.sql", "claim-nomarker.sql"}
+}
+
+// The pgbench expressions that stand in for one new signal's parameters.
+// Each run writes its own symbol and trace IDs from -D run=..., pgbench's
+// :client_id and a random :r, so runs and clients never collide. No string
+// literal may hold a colon followed by a letter (canonical JSON does): pgbench
+// would read it as a variable.
+const (
+	pgTraceID     = `'k:' || 'pgb-' || CAST(:run AS text) || '-' || CAST(:client_id AS text) || '-' || CAST(:r AS text)`
+	pgFingerprint = `md5('f' || CAST(:run AS text) || CAST(:client_id AS text) || CAST(:r AS text))`
+	pgClientOrder = `'hx' || substr(md5(` + pgTraceID + `), 1, 30)`
+	pgSymbol      = `'PGBENCH-' || CAST(:run AS text)`
+	pgSourceIP    = `'127.0.0.1'`
+	pgSignal      = `'{"action": "buy", "exchange": "paper", "order_type": "market", "quantity": "0.01", "side": "buy", "strategy": "bench", "symbol": "PGBENCH", "test": false}'`
+)
+
+// placeholderRE matches a bind parameter of the exported statements.
+var placeholderRE = regexp.MustCompile(`\$(\d+)\b`)
+
+// cast types a pgbench expression as its parameter: pgbench sends its
+// variables untyped, and a NULL must still resolve to the parameter's type.
+func cast(expr, typ string) string { return "CAST(" + expr + " AS " + typ + ")" }
+
+// bind replaces sql's $n placeholders with args[n-1] and ends the statement
+// with a semicolon, which is where pgbench ends a (possibly multi-line) SQL
+// command. A statement whose parameters no longer match args is an error, so
+// a change to db/claim.go cannot silently bench different SQL.
+func bind(sql string, args ...string) (string, error) {
+	used := make([]bool, len(args))
+	var err error
+	out := placeholderRE.ReplaceAllStringFunc(sql, func(m string) string {
+		n, _ := strconv.Atoi(m[1:])
+		if n < 1 || n > len(args) {
+			err = fmt.Errorf("statement has %s, the benchmark binds %d parameters: %.60q", m, len(args), strings.TrimSpace(sql))
+			return m
+		}
+		used[n-1] = true
+		return args[n-1]
+	})
+	if err != nil {
+		return "", err
+	}
+	for i, u := range used {
+		if !u {
+			return "", fmt.Errorf("statement has no $%d, the benchmark binds %d parameters: %.60q", i+1, len(args), strings.TrimSpace(sql))
+		}
+	}
+	return strings.TrimSpace(out) + ";", nil
+}
+
+// claimRoundTrips are the statements of one new signal in hoox, grouped as
+// hoox sends them: db.Claim's batch, ClaimTx.Record's batch, db.MarkAttempt's
+// batch and the paper venue's autocommit fill.
+type claimRoundTrips struct {
+	claim, record, marker, fill []string
+}
+
+func newClaimRoundTrips() (claimRoundTrips, error) {
+	var rt claimRoundTrips
+	var errs []error
+	stmt := func(sql string, args ...string) string {
+		s, err := bind(sql, args...)
+		errs = append(errs, err)
+		return s
+	}
+	trace := cast(pgTraceID, "text")
+	clientOrder := cast(pgClientOrder, "text")
+	symbol := cast(pgSymbol, "text")
+	sourceIP := cast(pgSourceIP, "inet")
+	lockWait := fmt.Sprintf("'%dms'", gateway.DefaultConfig().LockWait.Milliseconds())
+	ttl := strconv.FormatInt(gateway.DefaultConfig().TraceTTL.Milliseconds(), 10)
+
+	rt.claim = []string{
+		"BEGIN;",
+		stmt("SELECT set_config('lock_timeout', $1, true)", cast(lockWait, "text")),
+		stmt(db.ClaimLockSQL, trace, trace),
+		stmt(db.ClaimSQL,
+			trace,                       // $1 trace_id
+			cast(pgFingerprint, "text"), // $2 fingerprint
+			cast("'live'", "text"),      // $3 mode
+			cast("'client'", "text"),    // $4 key_source
+			cast("'paper'", "text"),     // $5 exchange
+			symbol,                      // $6 symbol
+			cast("'buy'", "text"),       // $7 action
+			cast(pgSignal, "jsonb"),     // $8 signal
+			sourceIP,                    // $9 source_ip
+			cast("NULL", "timestamptz"), // $10 signal_time
+			cast(ttl, "bigint"),         // $11 TTL in ms
+			cast("jsonb_build_object('fingerprint', "+pgFingerprint+", 'key_source', 'client')", "jsonb"), // $12 detail
+			cast("NULL", "bigint"), // $13 dedup window in ms: none for a client key
+		),
+	}
+	rt.record = []string{
+		stmt(db.InsertOrderSQL,
+			cast("gen_random_uuid()", "uuid"), trace, clientOrder, cast("'paper'", "text"), symbol,
+			cast("'buy'", "text"), cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"),
+			cast("NULL", "numeric"), cast("NULL", "integer"), cast("'live'", "text"), cast("'filled'", "text"),
+			cast("'paper-' || gen_random_uuid()", "text"), cast("100", "numeric"), cast("NULL", "text")),
+		stmt(db.SettleTraceSQL, trace, cast("'dispatched'", "text"), cast("gen_random_uuid()", "uuid"), clientOrder),
+		stmt(db.InsertEventSQL, trace, cast("'dispatched'", "text"), sourceIP,
+			cast("jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')", "jsonb")),
+		"COMMIT;",
+	}
+	rt.marker = []string{
+		"BEGIN;",
+		stmt("SELECT set_config('synchronous_commit', 'off', true)"),
+		stmt(db.InsertEventSQL, trace, cast("'dispatch_started'", "text"), sourceIP,
+			cast("jsonb_build_object('client_order_id', "+pgClientOrder+")", "jsonb")),
+		"COMMIT;",
+	}
+	rt.fill = []string{
+		stmt(paper.InsertSQL, clientOrder, cast("'paper-' || gen_random_uuid()", "text"), symbol,
+			cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"), cast("NULL", "numeric"),
+			cast("100", "numeric"), cast("'filled'", "text"), cast("false", "boolean")),
+	}
+	return rt, errors.Join(errs...)
+}
+
+// PgbenchScript returns the pgbench script named variant, built from the
+// statements hoox runs (db.ClaimLockSQL, db.ClaimSQL, db.InsertOrderSQL,
+// db.SettleTraceSQL, db.InsertEventSQL, paper.InsertSQL) with pgbench
+// expressions in place of their parameters, so the benchmark cannot drift
+// from the gateway:
+//
+//   - claim.sql sends one statement at a time: the claim transaction (BEGIN,
+//     lock_timeout, advisory lock, claim; order, settle, event, COMMIT), the
+//     dispatch_started marker in its own transaction with synchronous_commit
+//     off, then the paper fill (autocommit). On one connection the claim
+//     transaction commits before the marker and the fill, which hoox sends on
+//     other connections while it is open; the work and the three commits (two
+//     synchronous, one not) are the same. It is the throughput goal's
+//     reference.
+//   - claim-pipelined.sql has hoox's round trips: each batch is one pgbench
+//     pipeline (PG 14+), as pgx sends it, and the fill one more; four round
+//     trips per signal.
+//   - claim-nomarker.sql is claim-pipelined.sql without the marker: what a
+//     venue that refuses a reused client order ID for good would allow; three
+//     round trips, two commits.
+//
+// Pipelines need pgbench -M extended or prepared.
+func PgbenchScript(variant string) (string, error) {
+	rt, err := newClaimRoundTrips()
+	if err != nil {
+		return "", fmt.Errorf("pgbench script %s: %w", variant, err)
+	}
+	var trips [][]string
+	pipelined := true
+	switch variant {
+	case "claim.sql":
+		trips, pipelined = [][]string{rt.claim, rt.record, rt.marker, rt.fill}, false
+	case "claim-pipelined.sql":
+		trips = [][]string{rt.claim, rt.record, rt.marker, rt.fill}
+	case "claim-nomarker.sql":
+		trips = [][]string{rt.claim, rt.record, rt.fill}
+	default:
+		return "", fmt.Errorf("unknown pgbench script %q (want one of %s)", variant, strings.Join(PgbenchVariants(), ", "))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- %s, generated by bench.PgbenchScript from hoox's own statements.\n", variant)
+	b.WriteString("\\set r random(1, 9000000000000000000)\n")
+	for _, trip := range trips {
+		// A lone statement is one round trip already.
+		pipe := pipelined && len(trip) > 1
+		if pipe {
+			b.WriteString("\\startpipeline\n")
+		}
+		for _, s := range trip {
+			b.WriteString(s + "\n")
+		}
+		if pipe {
+			b.WriteString("\\endpipeline\n")
+		}
+	}
+	return b.String(), nil
+}
 
 // PgbenchConfig describes one pgbench run of a script from PgbenchScript.
 type PgbenchConfig struct {

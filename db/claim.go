@@ -10,8 +10,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/internal/pgconv"
 )
 
 // Trace statuses. A trace is claimed while its first attempt runs; the other
@@ -160,10 +163,15 @@ func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, Cl
 			var claimed *bool
 			var traceID, fingerprint, status *string
 			var receivedAt *time.Time
+			var orderID pgtype.UUID
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
-				&res.Trace.OrderID, &res.Trace.ClientOrderID, &receivedAt, &res.PriorOrders, &res.PriorAttempts)
+				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.PriorOrders, &res.PriorAttempts)
 			if err != nil {
 				return err
+			}
+			if orderID.Valid {
+				id := uuid.UUID(orderID.Bytes)
+				res.Trace.OrderID = &id
 			}
 			if claimed != nil {
 				res.Found = true
@@ -237,7 +245,7 @@ func (c *ClaimTx) Record(ctx context.Context, traceID, status string, o *OrderRo
 			queueOrder(b, o)
 			orderID, clientOrderID = &o.ID, &o.ClientOrderID
 		}
-		b.Queue(SettleTraceSQL, traceID, status, orderID, clientOrderID)
+		b.Queue(SettleTraceSQL, traceID, status, pgconv.UUIDPtr(orderID), clientOrderID)
 		queueEvents(b, events)
 	})
 }
@@ -296,8 +304,9 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 }
 
 func queueOrder(b *pgx.Batch, o *OrderRow) {
-	b.Queue(InsertOrderSQL, o.ID, o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
-		o.Quantity, o.Price, o.Leverage, o.Mode, o.Status, o.ExchangeOrderID, o.FillPrice, o.RejectReason).
+	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
+		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
+		pgconv.NullNumeric(o.FillPrice), o.RejectReason).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

@@ -377,3 +377,18 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 }
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+func TestQuantitiesAndPricesAreExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := fmt.Sprintf(`{"secret":%q,"exchange":"paper","symbol":"ETHUSDT","action":"buy","trace_id":"exact-1",`+
+		`"quantity":12345678901234567890.123456789012345678,"price":"0.000000000000000001","order_type":"market"}`, testSecret)
+	r := post(t, b.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	require.Equal(t, "12345678901234567890.123456789012345678", r.str("order", "quantity"))
+	require.Equal(t, "0.000000000000000001", r.str("order", "price"))
+	require.Equal(t, "12345678901234567890.123456789012345678", count2str(t, b.pool, "SELECT quantity::text FROM orders"))
+	require.Equal(t, "0.000000000000000001", count2str(t, b.pool, "SELECT trim_scale(price)::text FROM orders"))
+	require.Equal(t, "12345678901234567890.123456789012345678", count2str(t, b.pool, "SELECT quantity::text FROM paper_orders"))
+	require.Equal(t, "0.000000000000000001", count2str(t, b.pool, "SELECT trim_scale(fill_price)::text FROM paper_orders"))
+}

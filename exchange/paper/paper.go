@@ -47,6 +47,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/pgconv"
 )
 
 // Reasons the paper venue gives when it refuses an order for good. They are
@@ -288,7 +289,7 @@ RETURNING exchange_order_id`
 // args are the InsertSQL parameters for o.
 func (o PaperOrder) args() []any {
 	return []any{o.ClientOrderID, o.ExchangeOrderID, o.Symbol, o.Side, o.OrderType,
-		o.Quantity, o.Price, o.FillPrice, string(o.Status), o.Test}
+		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), pgconv.NullNumeric(o.FillPrice), string(o.Status), o.Test}
 }
 
 // insert writes a plain order in one autocommit round trip.

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange/paper"
+)
+
+// hooxStatements are the statements every script must run verbatim.
+func hooxStatements() map[string]string {
+	return map[string]string{
+		"db.ClaimLockSQL":   db.ClaimLockSQL,
+		"db.ClaimSQL":       db.ClaimSQL,
+		"db.InsertOrderSQL": db.InsertOrderSQL,
+		"db.SettleTraceSQL": db.SettleTraceSQL,
+		"db.InsertEventSQL": db.InsertEventSQL,
+		"paper.InsertSQL":   paper.InsertSQL,
+	}
+}
+
+// bindings matches sql, trimmed and ended by a semicolon, at script[at:]
+// with an expression in place of each placeholder, and returns the
+// expressions by placeholder occurrence. An expression is the shortest text
+// with balanced parentheses, outside string literals, that the statement's
+// next fragment follows.
+func bindings(script string, at int, sql string) ([]string, bool) {
+	sql = strings.TrimSpace(sql)
+	locs := placeholderRE.FindAllStringIndex(sql, -1)
+	fragments := make([]string, 0, len(locs)+1)
+	last := 0
+	for _, l := range locs {
+		fragments = append(fragments, sql[last:l[0]])
+		last = l[1]
+	}
+	fragments = append(fragments, sql[last:]+";\n")
+
+	pos := at
+	var exprs []string
+	for i, frag := range fragments {
+		if i > 0 {
+			end := expressionEnd(script, pos, frag)
+			if end < 0 {
+				return nil, false
+			}
+			exprs = append(exprs, script[pos:end])
+			pos = end
+		}
+		if !strings.HasPrefix(script[pos:], frag) {
+			return nil, false
+		}
+		pos += len(frag)
+	}
+	return exprs, true
+}
+
+// expressionEnd is where the expression starting at script[pos:] ends before
+// next, or -1.
+func expressionEnd(script string, pos int, next string) int {
+	depth, quoted := 0, false
+	for i := pos; i < len(script); i++ {
+		if i > pos && depth == 0 && !quoted && strings.HasPrefix(script[i:], next) {
+			return i
+		}
+		switch c := script[i]; {
+		case c == '\n':
+			return -1 // expressions are one line
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		}
+	}
+	return -1
+}
+
+func TestPgbenchScriptRunsHooxStatements(t *testing.T) {
+	t.Parallel()
+	for _, variant := range PgbenchVariants() {
+		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
+			script, err := PgbenchScript(variant)
+			require.NoError(t, err)
+			require.NotRegexp(t, `\$\d`, script, "a placeholder was left for pgbench")
+			for name, sql := range hooxStatements() {
+				head := strings.TrimSpace(sql)
+				if loc := placeholderRE.FindStringIndex(head); loc != nil {
+					head = head[:loc[0]]
+				}
+				occurrences := 0
+				for at := 0; ; {
+					i := strings.Index(script[at:], head)
+					if i < 0 {
+						break
+					}
+					at += i
+					occurrences++
+					exprs, ok := bindings(script, at, sql)
+					require.True(t, ok, "%s: the script's statement at byte %d is not it verbatim (placeholders aside) ended by ;", name, at)
+					bound := map[string]string{}
+					for j, n := range placeholderRE.FindAllString(sql, -1) {
+						if prev, seen := bound[n]; seen {
+							require.Equal(t, prev, exprs[j], "%s: %s bound to two expressions", name, n)
+						}
+						bound[n] = exprs[j]
+					}
+					at += len(head)
+				}
+				require.NotZero(t, occurrences, "%s is not in the script", name)
+			}
+		})
+	}
+}
+
+func TestPgbenchScriptStructure(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		variant      string
+		transactions int
+		pipelines    int
+		marker       bool
+	}{
+		{variant: "claim.sql", transactions: 2, pipelines: 0, marker: true},
+		{variant: "claim-pipelined.sql", transactions: 2, pipelines: 3, marker: true},
+		{variant: "claim-nomarker.sql", transactions: 1, pipelines: 2, marker: false},
+	}
+	// pgbench reads a single colon followed by a name as a variable, even in
+	// a string literal; only these are defined.
+	variableRE := regexp.MustCompile(`(?:^|[^:]):([A-Za-z0-9_]+)`)
+	for _, tt := range tests {
+		t.Run(tt.variant, func(t *testing.T) {
+			t.Parallel()
+			script, err := PgbenchScript(tt.variant)
+			require.NoError(t, err)
+
+			inTx, inPipeline := false, false
+			transactions, pipelines := 0, 0
+			for i, line := range strings.Split(strings.TrimSuffix(script, "\n"), "\n") {
+				switch line {
+				case "BEGIN;":
+					require.False(t, inTx, "line %d: BEGIN inside a transaction", i+1)
+					inTx = true
+					transactions++
+				case "COMMIT;":
+					require.True(t, inTx, "line %d: COMMIT outside a transaction", i+1)
+					inTx = false
+				case `\startpipeline`:
+					require.False(t, inPipeline, "line %d: nested pipeline", i+1)
+					inPipeline = true
+					pipelines++
+				case `\endpipeline`:
+					require.True(t, inPipeline, "line %d: \\endpipeline without \\startpipeline", i+1)
+					inPipeline = false
+				}
+			}
+			require.False(t, inTx, "the script ends inside a transaction")
+			require.False(t, inPipeline, "the script ends inside a pipeline")
+			require.Equal(t, tt.transactions, transactions)
+			require.Equal(t, tt.pipelines, pipelines)
+			require.Equal(t, tt.marker, strings.Contains(script, "set_config('synchronous_commit'"))
+			require.True(t, strings.HasSuffix(script, ";\n"), "the last statement is not ended")
+
+			for _, m := range variableRE.FindAllStringSubmatch(script, -1) {
+				require.Contains(t, []string{"run", "client_id", "r"}, m[1], "pgbench would read :%s as a variable", m[1])
+			}
+		})
+	}
+}
+
+func TestPgbenchScriptUnknownVariant(t *testing.T) {
+	t.Parallel()
+	_, err := PgbenchScript("claim-typo.sql")
+	require.ErrorContains(t, err, "unknown pgbench script")
+}
+
+func TestBind(t *testing.T) {
+	t.Parallel()
+	args := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "K"}
+	got, err := bind("\nSELECT $1, $11, $10 WHERE x = $1 AND y IN ($2, $3, $4, $5, $6, $7, $8, $9)\n", args...)
+	require.NoError(t, err)
+	require.Equal(t, "SELECT a, K, j WHERE x = a AND y IN (b, c, d, e, f, g, h, i);", got, "$11 must not be read as $1 then 1")
+
+	_, err = bind("SELECT $1, $3", "a", "b", "c")
+	require.ErrorContains(t, err, "no $2", "a parameter the statement dropped")
+	_, err = bind("SELECT $1, $2", "a")
+	require.ErrorContains(t, err, "has $2", "a parameter the statement gained")
+}
