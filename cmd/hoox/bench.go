@@ -78,9 +78,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&o.workers, "workers", 8, "concurrent senders (closed loop)")
 	fs.Float64Var(&o.dupRatio, "dup-ratio", 0, "share of requests that repeat a key already sent")
 	fs.BoolVar(&o.repeatOne, "repeat-one", false, "every request repeats one settled key")
-	fs.BoolVar(&o.pgbench, "pgbench", false, "compare closed-loop throughput with pgbench running the same SQL (bench/pgbench/claim.sql)")
+	fs.BoolVar(&o.pgbench, "pgbench", false, "compare closed-loop throughput with pgbench running the same SQL (generated from db's statements, see bench.PgbenchScript)")
 	fs.StringVar(&o.pgbenchScripts, "pgbench-script", bench.DefaultScript,
-		"comma-separated scripts under bench/pgbench (claim.sql, claim-pipelined.sql, claim-nomarker.sql); the first is the ratio's reference")
+		"comma-separated pgbench script variants, generated from hoox's own statements (claim.sql, claim-pipelined.sql, claim-nomarker.sql); the first is the ratio's reference")
 	fs.IntVar(&o.rounds, "rounds", 3, "interleaved hoox/pgbench rounds; the median ratio is reported")
 	fs.BoolVar(&o.naive, "naive", false, "run the naive SELECT-then-INSERT baseline (and hoox) under a duplicate storm")
 	fs.IntVar(&o.stormSenders, "storm-senders", 50, "concurrent senders of one key in the storm")
@@ -410,7 +410,7 @@ func (b *bencher) versusPgbench(ctx context.Context) (float64, error) {
 		}
 		var pg bench.PgbenchResult
 		for i, script := range strings.Split(b.o.pgbenchScripts, ",") {
-			fmt.Fprintf(b.out, "\n== round %d: pgbench -c %d -j 2 -T %s -M prepared -f bench/pgbench/%s\n", round, b.o.workers, b.o.duration, script)
+			fmt.Fprintf(b.out, "\n== round %d: pgbench -c %d -j 2 -T %s -M prepared -f <generated %s>\n", round, b.o.workers, b.o.duration, script)
 			r, err := bench.RunPgbench(ctx, bench.PgbenchConfig{BinDir: b.env.binDir, DatabaseURL: b.env.databaseURL,
 				Clients: b.o.workers, Threads: 2, Duration: b.o.duration, Script: script})
 			if err != nil {
