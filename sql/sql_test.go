@@ -11,7 +11,7 @@ import (
 	"github.com/hoox/hoox/testcontainers"
 )
 
-func TestMain(m *testing.M) { testcontainers.Main(m) }
+func TestMain(m *testing.M) { testcontainers.MainLeakChecked(m, nil) }
 
 func tableExists(t *testing.T, ctx context.Context, url, table string) bool {
 	t.Helper()

@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -76,6 +78,23 @@ func newHarness() *harness {
 // cleans up too and exits non-zero, so Ctrl-C leaves no server behind.
 func Main(m *testing.M) {
 	os.Exit(Run(m))
+}
+
+// MainLeakChecked is Main, and after a green run it also fails the binary
+// if any goroutine outlived its test (goleak). beforeCheck, when set, runs
+// first: closing a test HTTP client's idle connections, say.
+func MainLeakChecked(m *testing.M, beforeCheck func()) {
+	code := Run(m)
+	if code == 0 {
+		if beforeCheck != nil {
+			beforeCheck()
+		}
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // Run is Main without the exit, for a TestMain that checks more after the

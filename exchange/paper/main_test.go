@@ -7,5 +7,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testcontainers.Main(m)
+	testcontainers.MainLeakChecked(m, nil)
 }
