@@ -44,7 +44,7 @@ func StartPurge(ctx context.Context, pool *pgxpool.Pool, batch int) <-chan Purge
 	done := make(chan PurgeRun, 1)
 	go func() {
 		start := time.Now()
-		res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: batch, Actor: "bench"})
+		res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: batch, Duty: db.DefaultPurgeDuty, Actor: "bench"})
 		done <- PurgeRun{Result: res, Elapsed: time.Since(start), Err: err}
 	}()
 	return done

@@ -25,10 +25,21 @@ type PurgeParams struct {
 	// AuditRetention is how long trace_events rows are kept
 	// (HOOX_AUDIT_RETENTION); zero keeps them forever.
 	AuditRetention time.Duration
+	// Duty is the share of wall time the purge may keep Postgres busy: after
+	// each full batch it pauses so that batches take at most this share.
+	// Flat out, a purge of a large backlog takes a core and floods the WAL
+	// that every signal's commit must flush; paced, the signals keep their
+	// latency. 0 (or 1 and above) runs flat out, as `hoox purge` does.
+	Duty float64
 	// Actor names who ran the purge (the periodic job, the CLI, an admin) in
 	// settings.updated_by; "purge" when empty.
 	Actor string
 }
+
+// DefaultPurgeDuty paces the periodic purge and POST /admin/purge: a
+// third of the time busy, which still clears a million expired rows inside
+// a minute on a 2-core machine (docs/BENCHMARKS.md).
+const DefaultPurgeDuty = 1.0 / 3
 
 // PurgeResult counts what a purge removed.
 type PurgeResult struct {
@@ -114,30 +125,52 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 		actor = "purge"
 	}
 	var res PurgeResult
-	for {
+	var err error
+	res.Traces, err = purgeBatches(ctx, batch, p.Duty, func() (int64, error) {
 		tag, err := pool.Exec(ctx, purgeTracesSQL, batch)
-		if err != nil {
-			return res, fmt.Errorf("purge expired traces: %w", translate(err))
-		}
-		res.Traces += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			break
-		}
+		return tag.RowsAffected(), err
+	})
+	if err != nil {
+		return res, fmt.Errorf("purge expired traces: %w", translate(err))
 	}
 	if p.AuditRetention > 0 {
-		for {
+		res.Events, err = purgeBatches(ctx, batch, p.Duty, func() (int64, error) {
 			tag, err := pool.Exec(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds())
-			if err != nil {
-				return res, fmt.Errorf("purge audit events: %w", translate(err))
-			}
-			res.Events += tag.RowsAffected()
-			if tag.RowsAffected() < int64(batch) {
-				break
-			}
+			return tag.RowsAffected(), err
+		})
+		if err != nil {
+			return res, fmt.Errorf("purge audit events: %w", translate(err))
 		}
 	}
 	if _, err := pool.Exec(ctx, recordPurgeSQL, SettingLastPurge, res.Traces, res.Events, actor); err != nil {
 		return res, fmt.Errorf("record last purge: %w", translate(err))
 	}
 	return res, nil
+}
+
+// purgeBatches runs one batch after another until a batch comes back short,
+// pausing after each full one so batches take at most duty of the time.
+func purgeBatches(ctx context.Context, batch int, duty float64, run func() (int64, error)) (int64, error) {
+	var total int64
+	for {
+		start := time.Now()
+		n, err := run()
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+		if duty <= 0 || duty >= 1 {
+			continue
+		}
+		pause := time.NewTimer(time.Duration(float64(time.Since(start)) * (1 - duty) / duty))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return total, ctx.Err()
+		case <-pause.C:
+		}
+	}
 }

@@ -141,7 +141,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	}
 
 	workers := river.NewWorkers()
-	purge := NewPurgeWorker(pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention}, logger, metrics)
+	purge := NewPurgeWorker(pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty}, logger, metrics)
 	if err := river.AddWorkerSafely(workers, purge); err != nil {
 		return nil, fmt.Errorf("register purge worker: %w", err)
 	}

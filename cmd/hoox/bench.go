@@ -43,6 +43,7 @@ type benchOpts struct {
 	cpuProfile               string
 	suite                    bool
 	purgeRows                int
+	purgeBatch               int
 	serverLog                string
 	spawn                    bool
 	pgbenchScripts           string
@@ -88,6 +89,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&o.roundTrips, "round-trips", 0, "count Postgres round trips per signal over this many signals (in-process gateway)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the closed-loop run (hoox and generator share the process)")
 	fs.BoolVar(&o.suite, "suite", false, "measure every goal: round trips, floor, open loop, repeats, throughput vs pgbench, memory, storm, purge")
+	fs.IntVar(&o.purgeBatch, "purge-batch", 5000, "purge goal: rows per purge transaction (HOOX_PURGE_BATCH)")
 	fs.IntVar(&o.purgeRows, "purge-rows", 0, "purge goal: seed this many expired traces and purge them under 500 signals/s (suite: 1000000)")
 	fs.StringVar(&o.serverLog, "server-log", "", "in-process hoox's JSON log file (empty: formatted and discarded)")
 	fs.BoolVar(&o.spawn, "spawn", false, "run the embedded hoox as a child process ('hoox serve'), so its memory is measured alone")
@@ -444,17 +446,26 @@ func (b *bencher) purge(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	base, err := b.load(ctx, "purge goal, baseline: 500 new signals/s, no purge", 500, 0, false, bench.TargetWebhook, "")
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(b.out, "\n== seeding %d expired traces\n", b.o.purgeRows)
 	took, err := bench.SeedExpired(ctx, pool, b.o.purgeRows)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(b.out, "seeded in %s\n", took.Round(time.Millisecond))
-	done := bench.StartPurge(ctx, pool, 5000)
+	// Settle what the seeding itself set off (a checkpoint, autovacuum of
+	// a million new rows), so the baseline and the purge run see the same
+	// table and only the purge differs.
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE trace_ids"); err != nil {
+		return fmt.Errorf("vacuum after seeding: %w", err)
+	}
+	if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("checkpoint after seeding: %w", err)
+	}
+	base, err := b.load(ctx, "purge goal, baseline: 500 new signals/s, expired rows present, no purge", 500, 0, false, bench.TargetWebhook, "")
+	if err != nil {
+		return err
+	}
+	done := bench.StartPurge(ctx, pool, b.o.purgeBatch)
 	// The load runs until the purge is over (at least --duration).
 	o := b.o
 	var runs []loadResult

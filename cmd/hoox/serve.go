@@ -126,7 +126,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
 			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Actor: "admin"})
+					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
 					jobMetrics.ObservePurge(res)
 					return res, err
 				}}})
