@@ -134,10 +134,14 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("jsonb_build_object('client_order_id', "+pgClientOrder+")", "jsonb")),
 		"COMMIT;",
 	}
+	// The venue's pool commits with synchronous_commit off
+	// (paper.PoolConfig); pgbench has one connection, so it sets and resets it.
 	rt.fill = []string{
+		"SET synchronous_commit = off;",
 		stmt(paper.InsertSQL, clientOrder, cast("'paper-' || gen_random_uuid()", "text"), symbol,
 			cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"), cast("NULL", "numeric"),
 			cast("100", "numeric"), cast("'filled'", "text"), cast("false", "boolean")),
+		"RESET synchronous_commit;",
 	}
 	return rt, errors.Join(errs...)
 }

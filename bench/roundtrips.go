@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
@@ -88,17 +89,15 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 			}
 		}
 	}()
+	// The same pool settings as startApp's, with a counting tracer.
+	configs := []db.PoolConfig{{MaxConns: 2}, {MaxConns: 2}, paper.PoolConfig(2)}
 	for i, name := range names {
-		cfg, err := pgxpool.ParseConfig(databaseURL)
-		if err != nil {
-			return RoundTrips{}, fmt.Errorf("parse database url: %w", err)
-		}
 		counters[i] = &rtCounter{}
-		cfg.ConnConfig.Tracer = counters[i]
-		cfg.MaxConns = 2
-		cfg.ConnConfig.RuntimeParams["application_name"] = "hoox-bench-" + name
-		if pools[i], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-			return RoundTrips{}, fmt.Errorf("open pool: %w", err)
+		pc := configs[i]
+		pc.AppName, pc.Tracer = "hoox-bench-"+name, counters[i]
+		var err error
+		if pools[i], err = db.NewPool(ctx, databaseURL, pc); err != nil {
+			return RoundTrips{}, err
 		}
 	}
 	venue := paper.New(paper.Config{Pool: pools[2]})

@@ -41,6 +41,11 @@ type PoolConfig struct {
 	// AppName shows in pg_stat_activity, so operators can tell hoox's
 	// gateway connections from the paper venue's.
 	AppName string
+	// AsyncCommit runs the pool's sessions with synchronous_commit off: a
+	// commit returns before its WAL reaches the disk.
+	AsyncCommit bool
+	// Tracer, when set, sees every query (the benchmarks count round trips).
+	Tracer pgx.QueryTracer
 }
 
 // NewPool parses the connection string, opens a pool and pings it, so a
@@ -58,6 +63,12 @@ func NewPool(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.P
 	}
 	if pc.AppName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = pc.AppName
+	}
+	if pc.AsyncCommit {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	if pc.Tracer != nil {
+		cfg.ConnConfig.Tracer = pc.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

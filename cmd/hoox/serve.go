@@ -82,7 +82,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
 	// from the same pool.
-	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-paper"}); err != nil {
+	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, paper.PoolConfig(conns)); err != nil {
 		return nil, err
 	}
 	if a.markers, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers"}); err != nil {

@@ -46,6 +46,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgconv"
 )
@@ -83,6 +84,17 @@ type Venue struct {
 }
 
 var _ exchange.Venue = (*Venue)(nil)
+
+// PoolConfig is how the venue's own pool is opened. Its fills commit with
+// synchronous_commit off, and that loses nothing: the gateway commits the
+// signal's claim synchronously after the fill, and a WAL flush covers every
+// record before it, so once the claim is durable so is its fill. If Postgres
+// crashes first, the claim is lost with the fill and the sender's retry
+// places the order once. This takes one of the two WAL flushes off every
+// new signal.
+func PoolConfig(maxConns int32) db.PoolConfig {
+	return db.PoolConfig{MaxConns: maxConns, AppName: "hoox-paper", AsyncCommit: true}
+}
 
 // New returns a paper venue writing through cfg.Pool, with no faults set.
 func New(cfg Config) *Venue {
