@@ -37,9 +37,9 @@ type PurgeParams struct {
 }
 
 // DefaultPurgeDuty paces the periodic purge and POST /admin/purge: a
-// third of the time busy, which still clears a million expired rows inside
+// half of the time busy, which still clears a million expired rows inside
 // a minute on a 2-core machine (docs/BENCHMARKS.md).
-const DefaultPurgeDuty = 1.0 / 3
+const DefaultPurgeDuty = 0.5
 
 // PurgeResult counts what a purge removed.
 type PurgeResult struct {
