@@ -121,8 +121,8 @@ func ListTraces(ctx context.Context, q DBTX, f ListFilter, after *TraceCursor) (
 	return out, nil
 }
 
-// orderColumns reads side as ” when null (a close refused before its side
-// was known), so OrderRow keeps a plain string.
+// orderColumns reads side as the empty string when null (a close refused
+// before its side was known), so OrderRow keeps a plain string.
 const orderColumns = `id, trace_id, client_order_id, exchange, symbol, action, coalesce(side, '') AS side, order_type,
        quantity, price, leverage, mode, status, exchange_order_id, fill_price, reject_reason, created_at`
 
