@@ -137,6 +137,17 @@ FROM ks LEFT JOIN LATERAL (
 // the result is not Claimed or the kill switch is engaged the caller finishes
 // with Duplicate or Rollback; a claimed trace ends with Record or Rollback.
 func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, ClaimResult, error) {
+	tx, res, err := claimOnce(ctx, pool, p)
+	if errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+		// A connection that died since the pool last used it (Postgres
+		// restarted or failed over) fails the batch before anything can
+		// commit, so the claim is safe to run again, once, on another.
+		tx, res, err = claimOnce(ctx, pool, p)
+	}
+	return tx, res, err
+}
+
+func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, ClaimResult, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, ClaimResult{}, translate(err)

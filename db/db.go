@@ -46,6 +46,9 @@ type PoolConfig struct {
 	AsyncCommit bool
 	// Tracer, when set, sees every query (the benchmarks count round trips).
 	Tracer pgx.QueryTracer
+	// Health, shared by a process's pools, makes every pool check its
+	// connections for a while after any of them died (see ConnHealth).
+	Health *ConnHealth
 }
 
 // NewPool parses the connection string, opens a pool and pings it, so a
@@ -69,6 +72,9 @@ func NewPool(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.P
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
+	}
+	if pc.Health != nil {
+		pc.Health.apply(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

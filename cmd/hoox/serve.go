@@ -76,16 +76,22 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		}
 	}
 	conns := int32(max(cfg.DBMaxConns, 2))
-	if a.pool, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox"}); err != nil {
+	// One health signal for the three pools: after a Postgres restart the
+	// first dead connection any of them meets makes all of them check
+	// theirs before a signal uses one.
+	health := db.NewConnHealth()
+	if a.pool, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox", Health: health}); err != nil {
 		return nil, err
 	}
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
 	// from the same pool.
-	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, paper.PoolConfig(conns)); err != nil {
+	venueCfg := paper.PoolConfig(conns)
+	venueCfg.Health = health
+	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, venueCfg); err != nil {
 		return nil, err
 	}
-	if a.markers, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers"}); err != nil {
+	if a.markers, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers", Health: health}); err != nil {
 		return nil, err
 	}
 	a.Paper = paper.New(paper.Config{Pool: a.venue})
