@@ -41,6 +41,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "hoox_reconciles_total", Help: "Reconciling traces resolved, by outcome.",
 		}, []string{"outcome"}),
 	}
+	// Every series exists from the start, at zero, so a dashboard or an
+	// alert on "failures > 0" sees the metric before the first incident.
+	for _, table := range []string{"trace_ids", "trace_events"} {
+		m.PurgedRows.WithLabelValues(table)
+	}
+	for _, kind := range []string{(PurgeArgs{}).Kind(), (ReconcileArgs{}).Kind()} {
+		m.JobFailures.WithLabelValues(kind)
+	}
+	for _, outcome := range []string{outcomeAdopted, outcomePlaced, outcomeStale, outcomeExhausted} {
+		m.Reconciles.WithLabelValues(outcome)
+	}
 	if reg != nil {
 		reg.MustRegister(m.PurgedRows, m.JobFailures, m.Reconciles)
 	}

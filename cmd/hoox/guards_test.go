@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,4 +88,31 @@ func TestKillSwitchHaltsEveryReplica(t *testing.T) {
 	setKillSwitch(false)
 	require.Equal(t, http.StatusOK, post(t, other.url, sig(`"trace_id":"halted"`)).Status)
 	require.Equal(t, 2, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
+}
+
+func TestMetricsExposeRuntimeRequestsAndOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.Equal(t, http.StatusOK, post(t, b.url, sig(`"trace_id":"m-1"`)).Status)
+	require.Equal(t, http.StatusConflict, post(t, b.url, sig(`"trace_id":"m-1"`)).Status)
+	resp, err := client.Get(b.url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	body := string(raw)
+	for _, want := range []string{
+		"go_goroutines ",
+		`hoox_http_request_duration_seconds_count{method="POST",route="/webhook",status="200"} 1`,
+		`hoox_http_request_duration_seconds_count{method="POST",route="/webhook",status="409"} 1`,
+		`hoox_signals_total{outcome="dispatched"} 1`,
+		`hoox_signals_total{outcome="duplicate"} 1`,
+		"hoox_claim_seconds_count 2",
+		"hoox_dispatch_seconds_count 1",
+		`hoox_purged_rows_total{table="trace_ids"} 0`,
+		`hoox_river_job_failures_total{kind="reconcile"} 0`,
+		`hoox_reconciles_total{outcome="stale"} 0`,
+	} {
+		require.Contains(t, body, want)
+	}
 }
