@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -391,4 +392,54 @@ func TestQuantitiesAndPricesAreExact(t *testing.T) {
 	require.Equal(t, "0.000000000000000001", count2str(t, b.pool, "SELECT trim_scale(price)::text FROM orders"))
 	require.Equal(t, "12345678901234567890.123456789012345678", count2str(t, b.pool, "SELECT quantity::text FROM paper_orders"))
 	require.Equal(t, "0.000000000000000001", count2str(t, b.pool, "SELECT trim_scale(fill_price)::text FROM paper_orders"))
+}
+
+// A trace blocks repeats for HOOX_TRACE_TTL; once the purge has removed it,
+// the same signal executes again, and the audit trail shows both executions.
+func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.TraceTTL = time.Millisecond; c.PurgeInterval = time.Second })
+	body := sig(`"trace_id":"ttl-1"`)
+	first := post(t, b.url, body)
+	require.Equal(t, http.StatusOK, first.Status, first.Raw)
+
+	// The periodic purge (River's leader, in this process) removes it
+	// without anyone asking.
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:ttl-1'") == 0
+	}, 30*time.Second, 20*time.Millisecond)
+
+	again := post(t, b.url, body)
+	require.Equal(t, http.StatusOK, again.Status, again.Raw)
+	require.NotEqual(t, first.str("order", "client_order_id"), again.str("order", "client_order_id"),
+		"a second execution gets its own client order ID")
+	require.Equal(t, 2, fills(t, b.pool))
+
+	rows, err := b.pool.Query(context.Background(),
+		"SELECT event FROM trace_events WHERE trace_id = 'k:ttl-1' AND event <> 'dispatch_started' ORDER BY at, id")
+	require.NoError(t, err)
+	events, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"received", "dispatched", "purged", "received", "dispatched"}, events)
+}
+
+// Without a key or a timestamp, the same signal inside HOOX_DEDUP_WINDOW is
+// a duplicate; once the first is older than the window, it executes again.
+func TestSlidingWindowExpires(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := sig(`"symbol":"XRPUSDT"`)
+	first := post(t, b.url, body)
+	require.Equal(t, http.StatusOK, first.Status, first.Raw)
+	require.Equal(t, http.StatusConflict, post(t, b.url, body).Status)
+
+	// Age the first claim past the 60 s window instead of waiting a minute.
+	_, err := b.pool.Exec(context.Background(),
+		"UPDATE trace_ids SET received_at = received_at - interval '61 seconds' WHERE trace_id = $1", first.str("trace_id"))
+	require.NoError(t, err)
+	again := post(t, b.url, body)
+	require.Equal(t, http.StatusOK, again.Status, again.Raw)
+	require.NotEqual(t, first.str("trace_id"), again.str("trace_id"))
+	require.True(t, strings.HasPrefix(again.str("trace_id"), "w:"))
+	require.Equal(t, 2, fills(t, b.pool))
 }
