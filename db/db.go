@@ -46,6 +46,11 @@ type PoolConfig struct {
 	AsyncCommit bool
 	// Tracer, when set, sees every query (the benchmarks count round trips).
 	Tracer pgx.QueryTracer
+	// NoPreparedStatements keeps statements off the server (pgx describes
+	// them and caches the description instead), as a transaction-pooling
+	// PgBouncer before 1.21 requires: a prepared statement lives on one
+	// server connection, the next transaction may run on another.
+	NoPreparedStatements bool
 	// Health, shared by a process's pools, makes every pool check its
 	// connections for a while after any of them died (see ConnHealth).
 	Health *ConnHealth
@@ -72,6 +77,9 @@ func NewPool(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.P
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
+	}
+	if pc.NoPreparedStatements {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	if pc.Health != nil {
 		pc.Health.apply(cfg)

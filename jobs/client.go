@@ -50,6 +50,10 @@ type Config struct {
 	// contexts are cancelled (River's SoftStopTimeout). A cancelled
 	// reconcile rolls back and runs again on the next start or replica.
 	StopTimeout time.Duration
+	// PollOnly makes River poll for work instead of using LISTEN/NOTIFY,
+	// which a transaction-pooling PgBouncer cannot carry
+	// (HOOX_TRANSACTION_POOLER).
+	PollOnly bool
 	// ClientID names this replica in River's tables (river_leader, the jobs
 	// it works); River derives one from the host name and start time when
 	// empty.
@@ -164,6 +168,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 		Workers:         workers,
 		PeriodicJobs:    []*river.PeriodicJob{schedule},
 		SoftStopTimeout: cfg.StopTimeout,
+		PollOnly:        cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},

@@ -54,11 +54,17 @@ func setup(t *testing.T, mutate ...func(*Config)) *testBundle {
 	t.Helper()
 	dbURL := testcontainers.NewDatabase(t)
 	b := startBundle(t, dbURL, mutate...)
+	b.pool = newTestPool(t, dbURL)
+	return b
+}
+
+// newTestPool opens a pool for the test's own assertions.
+func newTestPool(t *testing.T, dbURL string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	b.pool = pool
-	return b
+	return pool
 }
 
 // startBundle starts a hoox on dbURL, stopped when the test ends.

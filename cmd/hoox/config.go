@@ -36,6 +36,7 @@ type Config struct {
 	LogLevel       string
 	PaperFaults    string
 	CrashDrill     bool
+	TxPooler       bool
 	ShutdownWait   time.Duration
 	NoMigrate      bool
 }
@@ -87,6 +88,7 @@ func (c *Config) options() []option {
 		{"rate-limit", "HOOX_RATE_LIMIT", "signals per second accepted (0 = no limit)", floatValue{&c.RateLimit}},
 		{"rate-burst", "HOOX_RATE_BURST", "burst allowed above the rate limit", intValue{&c.RateBurst}},
 		{"db-max-conns", "HOOX_DB_MAX_CONNS", "gateway connections to Postgres (the paper venue gets as many)", intValue{&c.DBMaxConns}},
+		{"transaction-pooler", "HOOX_TRANSACTION_POOLER", "DATABASE_URL is a transaction-pooling PgBouncer: no prepared statements, River polls; migrate directly with --no-migrate here", boolValue{&c.TxPooler}},
 		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}},
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}},
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}},

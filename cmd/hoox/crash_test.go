@@ -149,9 +149,7 @@ func TestKillNineMidLoadThenResendEverySignal(t *testing.T) {
 		t.Skip("fault test with real processes")
 	}
 	dbURL := testcontainers.NewDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t, dbURL)
 
 	const n = 2000
 	bodies := uniqueSignals("kill", n)
@@ -233,14 +231,12 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 func TestCrashBetweenVenueAnswerAndCommitIsAdoptedOnRetry(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t, dbURL)
 	body := sig(`"trace_id":"crash-1"`)
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
 	require.Equal(t, 0, sendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	err = <-waitOr(doomed.exited)
+	err := <-waitOr(doomed.exited)
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "hoox was killed")
 	require.Equal(t, 1, fills(t, pool), "the venue holds the order")
@@ -265,11 +261,9 @@ func TestTwoProcessesPurgeOnceUnderOneLeader(t *testing.T) {
 		t.Skip("needs real processes")
 	}
 	dbURL := testcontainers.NewDatabase(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t, dbURL)
 	ctx := context.Background()
-	_, err = pool.Exec(ctx, `
+	_, err := pool.Exec(ctx, `
 		INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, expires_at)
 		SELECT 'k:old-' || i, 'f', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now() - interval '2 days', now() - interval '1 day'
 		FROM generate_series(1, 40) i;

@@ -71,28 +71,40 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		}
 	}()
 	if !cfg.NoMigrate {
+		if cfg.TxPooler {
+			// goose's migration lock is a session advisory lock, which a
+			// transaction pooler cannot hold across statements.
+			return nil, errors.New("HOOX_TRANSACTION_POOLER is set: run 'hoox migrate up' against Postgres directly and start hoox with --no-migrate")
+		}
 		if err := migrateUp(ctx, cfg.DatabaseURL); err != nil {
 			return nil, err
 		}
 	}
 	conns := int32(max(cfg.DBMaxConns, 2))
-	// One health signal for the three pools: after a Postgres restart the
-	// first dead connection any of them meets makes all of them check
-	// theirs before a signal uses one.
-	health := db.NewConnHealth()
-	if a.pool, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox", Health: health}); err != nil {
-		return nil, err
-	}
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
-	// from the same pool.
-	venueCfg := paper.PoolConfig(conns)
-	venueCfg.Health = health
-	if a.venue, err = db.NewPool(ctx, cfg.DatabaseURL, venueCfg); err != nil {
-		return nil, err
+	// from the same pool. One health signal serves the three: after a
+	// Postgres restart, the first dead connection any of them meets makes
+	// all of them check theirs before a signal uses one.
+	health := db.NewConnHealth()
+	pools := []struct {
+		dst **pgxpool.Pool
+		cfg db.PoolConfig
+	}{
+		{&a.pool, db.PoolConfig{MaxConns: conns, AppName: "hoox"}},
+		{&a.venue, paper.PoolConfig(conns)},
+		{&a.markers, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers"}},
 	}
-	if a.markers, err = db.NewPool(ctx, cfg.DatabaseURL, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers", Health: health}); err != nil {
-		return nil, err
+	for _, p := range pools {
+		p.cfg.Health, p.cfg.NoPreparedStatements = health, cfg.TxPooler
+		if cfg.TxPooler {
+			// A pooler refuses (or drops) session settings sent at
+			// startup; the venue's fills then commit synchronously.
+			p.cfg.AsyncCommit = false
+		}
+		if *p.dst, err = db.NewPool(ctx, cfg.DatabaseURL, p.cfg); err != nil {
+			return nil, err
+		}
 	}
 	a.Paper = paper.New(paper.Config{Pool: a.venue})
 	if cfg.PaperFaults != "" {
@@ -110,7 +122,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobCfg := jobs.Config{PurgeInterval: cfg.PurgeInterval, PurgeBatch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention,
-		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait}
+		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait, PollOnly: cfg.TxPooler}
 	jobMetrics := jobs.NewMetrics(reg)
 	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
 		return nil, err
