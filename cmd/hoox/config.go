@@ -116,10 +116,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout 
 		extra(fs)
 	}
 	fs.Usage = func() { printUsage(stdout, name, fs, opts) }
+	// On -h the flag package prints fs.Usage itself and returns ErrHelp.
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.Usage()
-		}
 		return cfg, nil, err
 	}
 	return cfg, fs.Args(), nil

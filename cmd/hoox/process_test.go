@@ -69,6 +69,7 @@ func TestHelpListsEverySettingWithItsDefault(t *testing.T) {
 		var out bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &out, io.Discard)
 		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(out.String(), "Settings (environment variable"), "hoox %v prints its settings once", args)
 		for _, want := range []string{"DATABASE_URL", "HOOX_WEBHOOK_SECRET", "HOOX_TRACE_TTL", "24h0m0s", "HOOX_MAX_BODY", "64KiB", "HOOX_LOCK_WAIT", "2s", "--no-migrate"} {
 			require.Contains(t, out.String(), want, "hoox %v", args)
 		}
