@@ -2,9 +2,11 @@ package sql_test
 
 import (
 	"context"
+	stdsql "database/sql"
 	"sync"
 	"testing"
 
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	hooxsql "github.com/hoox/hoox/sql"
@@ -23,15 +25,26 @@ func tableExists(t *testing.T, ctx context.Context, url, table string) bool {
 	return ok
 }
 
-func TestUpDownToZeroAndUpAgain(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// hooxTables are the tables the migrations create, River's included.
+var hooxTables = []string{"trace_ids", "orders", "trace_events", "settings", "paper_orders", "river_job"}
+
+// freshDatabase returns a migrated database, a handle on it and a goose
+// provider over it, all closed when the test ends.
+func freshDatabase(t *testing.T) (string, *stdsql.DB, *goose.Provider) {
+	t.Helper()
 	url := testcontainers.NewDatabase(t)
 	db, err := hooxsql.Open(url)
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	p, err := hooxsql.NewProvider(db)
 	require.NoError(t, err)
+	return url, db, p
+}
+
+func TestUpDownToZeroAndUpAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, db, p := freshDatabase(t)
 
 	current, err := hooxsql.Current(ctx, db)
 	require.NoError(t, err)
@@ -39,7 +52,7 @@ func TestUpDownToZeroAndUpAgain(t *testing.T) {
 
 	_, err = p.DownTo(ctx, 0)
 	require.NoError(t, err)
-	for _, table := range []string{"trace_ids", "orders", "trace_events", "settings", "paper_orders", "river_job"} {
+	for _, table := range hooxTables {
 		require.False(t, tableExists(t, ctx, url, table), "%s survives down to zero", table)
 	}
 	current, err = hooxsql.Current(ctx, db)
@@ -47,7 +60,7 @@ func TestUpDownToZeroAndUpAgain(t *testing.T) {
 	require.False(t, current)
 
 	require.NoError(t, hooxsql.Up(ctx, db))
-	for _, table := range []string{"trace_ids", "orders", "trace_events", "settings", "paper_orders", "river_job"} {
+	for _, table := range hooxTables {
 		require.True(t, tableExists(t, ctx, url, table), "%s is back after up", table)
 	}
 	latest, err := hooxsql.LatestVersion()
@@ -62,13 +75,8 @@ func TestUpDownToZeroAndUpAgain(t *testing.T) {
 func TestConcurrentMigrationsTakeTurns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testcontainers.NewDatabase(t)
-	db, err := hooxsql.Open(url)
-	require.NoError(t, err)
-	defer db.Close()
-	p, err := hooxsql.NewProvider(db)
-	require.NoError(t, err)
-	_, err = p.DownTo(ctx, 0)
+	url, db, p := freshDatabase(t)
+	_, err := p.DownTo(ctx, 0)
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
