@@ -16,7 +16,6 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/signal"
 )
 
 // rtCounter counts what a pool sends to Postgres. With pgx's statement cache
@@ -110,20 +109,12 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	symbol := "TRIPS-" + run
 	send := func(key string) (time.Duration, error) {
 		body := fmt.Sprintf(`{"exchange":"paper","symbol":%q,"action":"buy","quantity":"0.01","strategy":"bench","trace_id":%q}`, symbol, key)
-		raw, err := signal.Decode([]byte(body))
-		if err != nil {
-			return 0, err
-		}
-		sig, err := raw.Signal()
-		if err != nil {
-			return 0, err
-		}
-		tr, err := signal.DeriveTrace(sig, "", time.Now())
+		in, err := gateway.ParseInput([]byte(body), "", time.Now())
 		if err != nil {
 			return 0, err
 		}
 		start := time.Now()
-		_, err = svc.Execute(ctx, gateway.Input{Signal: sig, Trace: tr})
+		_, err = svc.Execute(ctx, in)
 		d := time.Since(start)
 		var ge *gateway.Error
 		if errors.As(err, &ge) && ge.Code == gateway.CodeDuplicate {

@@ -20,7 +20,6 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
-	"github.com/hoox/hoox/signal"
 )
 
 // TestReconcileAdoptsLostAnswer drives the whole flow: the venue fills the
@@ -200,13 +199,9 @@ func TestReconcileWorker(t *testing.T) {
 
 func input(t *testing.T, body string) gateway.Input {
 	t.Helper()
-	raw, err := signal.Decode([]byte(body))
+	in, err := gateway.ParseInput([]byte(body), "", time.Now())
 	require.NoError(t, err)
-	sig, err := raw.Signal()
-	require.NoError(t, err)
-	tr, err := signal.DeriveTrace(sig, "", time.Now())
-	require.NoError(t, err)
-	return gateway.Input{Signal: sig, Trace: tr}
+	return in
 }
 
 func newTestWorker(t *testing.T, b *testBundle) *rivertest.Worker[jobs.ReconcileArgs, pgx.Tx] {
