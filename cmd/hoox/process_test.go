@@ -219,3 +219,27 @@ func TestDevKeepsItsDataAcrossRestartsAndRecoversFromKill(t *testing.T) {
 	require.NoError(t, third.cmd.Process.Signal(syscall.SIGINT))
 	require.NoError(t, <-waitOr(third.exited))
 }
+
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	dbURL := testcontainers.NewDatabase(t)
+	env := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	migrate := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, run(context.Background(), append([]string{"migrate"}, args...), env, &out, io.Discard))
+		return out.String()
+	}
+	require.NotContains(t, migrate("status"), "Pending")
+	require.Contains(t, migrate("down-to-zero"), "rolled back 00001_schema.sql")
+	require.NotContains(t, migrate("status"), "Applied")
+	require.Contains(t, migrate("up"), "applied 00001_schema.sql")
+	require.Equal(t, "schema is current\n", migrate("up"))
+	err := run(context.Background(), []string{"migrate", "sideways"}, env, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "sideways")
+}
