@@ -84,6 +84,12 @@ func Main(m *testing.M) {
 // if any goroutine outlived its test (goleak). beforeCheck, when set, runs
 // first: closing a test HTTP client's idle connections, say.
 func MainLeakChecked(m *testing.M, beforeCheck func()) {
+	os.Exit(RunLeakChecked(m, beforeCheck))
+}
+
+// RunLeakChecked is MainLeakChecked without the exit, for a TestMain with
+// more to clean up.
+func RunLeakChecked(m *testing.M, beforeCheck func()) int {
 	code := Run(m)
 	if code == 0 {
 		if beforeCheck != nil {
@@ -94,7 +100,7 @@ func MainLeakChecked(m *testing.M, beforeCheck func()) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Run is Main without the exit, for a TestMain that checks more after the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"github.com/hoox/hoox/testcontainers"
@@ -9,4 +10,8 @@ import (
 // TestMain shares one Postgres server across the package's tests and, after
 // a green run, fails if any goroutine outlived its test: every App must shut
 // down completely.
-func TestMain(m *testing.M) { testcontainers.MainLeakChecked(m, client.CloseIdleConnections) }
+func TestMain(m *testing.M) {
+	code := testcontainers.RunLeakChecked(m, client.CloseIdleConnections)
+	_ = os.RemoveAll(binDir)
+	os.Exit(code)
+}

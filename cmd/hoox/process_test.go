@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -23,14 +24,17 @@ import (
 	"github.com/hoox/hoox/testcontainers"
 )
 
+// binDir holds the hoox binary built for this test binary's process tests;
+// TestMain removes it.
+var binDir = filepath.Join(os.TempDir(), fmt.Sprintf("hoox-bin-%d", os.Getpid()))
+
 // hooxBinary builds the hoox binary once per test run, for tests that need a
 // real process to interrupt or kill.
 var hooxBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hoox-bin-")
-	if err != nil {
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "hoox")
+	bin := filepath.Join(binDir, "hoox")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", errors.New(string(out))
