@@ -34,19 +34,12 @@ type adminOrder struct {
 func newAdminOrder(o db.OrderRow) adminOrder {
 	a := adminOrder{ID: o.ID.String(), TraceID: o.TraceID, ClientOrderID: o.ClientOrderID, Exchange: o.Exchange,
 		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
-		Leverage: o.Leverage, Mode: o.Mode, Status: o.Status, ExchangeOrderID: o.ExchangeOrderID,
+		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
+		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
 		RejectReason: o.RejectReason, CreatedAt: o.CreatedAt.UTC()}
 	if o.Side != "" {
 		side := o.Side
 		a.Side = &side
-	}
-	if o.Price.Valid {
-		p := o.Price.Decimal.String()
-		a.Price = &p
-	}
-	if o.FillPrice.Valid {
-		p := o.FillPrice.Decimal.String()
-		a.FillPrice = &p
 	}
 	return a
 }

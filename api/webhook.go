@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
@@ -49,18 +50,20 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	if o == nil {
 		return nil
 	}
-	d := &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
-		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Status: o.Status,
-		ExchangeOrderID: o.ExchangeOrderID, RejectReason: o.RejectReason}
-	if o.Price.Valid {
-		s := o.Price.Decimal.String()
-		d.Price = &s
+	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
+		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
+		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
+		RejectReason: o.RejectReason}
+}
+
+// decimalText is d as an exact decimal string, nil when d is null: bodies
+// carry quantities and prices as strings, never as floats.
+func decimalText(d decimal.NullDecimal) *string {
+	if !d.Valid {
+		return nil
 	}
-	if o.FillPrice.Valid {
-		s := o.FillPrice.Decimal.String()
-		d.FillPrice = &s
-	}
-	return d
+	s := d.Decimal.String()
+	return &s
 }
 
 // webhook takes a signal. The checks run in DESIGN.md's order so each error
