@@ -7,6 +7,9 @@ package exchange
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -57,6 +60,16 @@ const (
 type Report struct {
 	// ExchangeOrderID is the venue's own ID; empty when rejected.
 	ExchangeOrderID string
+	// Symbol is the venue's symbol for the order (e.g. BTCUSDT for a
+	// signal's BTCUSDT.P); empty when rejected before sending.
+	Symbol string
+	// Quantity is the quantity the venue holds for the order: what was sent
+	// after rounding to the venue's step, not what the signal asked. Zero
+	// when rejected before sending.
+	Quantity decimal.Decimal
+	// Price is the limit price as sent (rounded to the tick); invalid for a
+	// market order.
+	Price decimal.NullDecimal
 	// Side is the side actually executed, resolved from the position for
 	// close.
 	Side string
@@ -76,9 +89,44 @@ type Venue interface {
 	// an error means the order's fate is not known to be final (see
 	// ErrUnreachable and ErrUnknownOutcome).
 	Place(ctx context.Context, o Order) (Report, error)
-	// Lookup finds an order by client order ID; ErrNotFound when the venue
-	// holds none.
-	Lookup(ctx context.Context, clientOrderID string) (Report, error)
+	// Lookup finds the order the venue holds under o.ClientOrderID (for
+	// o.Symbol: venues index orders per symbol and category); ErrNotFound
+	// when it holds none. When the held order does not match o — another
+	// symbol, side or quantity than o would have been sent with — Lookup
+	// returns an error wrapping ErrMismatch: the client order ID was reused
+	// by a different signal, and adopting that order would be a lie.
+	Lookup(ctx context.Context, o Order) (Report, error)
+	// AcceptWindow is how long after a Place request was sent the venue may
+	// still accept it and show it to Lookup: the request's own expiry
+	// (Binance recvWindow, Bybit recv_window) plus the venue's lookup lag
+	// and clock margin. Until it has passed, ErrNotFound after a lost answer
+	// proves nothing; after it, nothing more can appear. Zero for a venue
+	// whose write is visible the moment it commits (paper).
+	AcceptWindow() time.Duration
+}
+
+// Matches checks a held order against the order hoox would send: the same
+// symbol, the same side (unless o leaves the side to the venue, as a close
+// does) and the same quantity (unless o closes a position, whose size the
+// venue decides). sentQuantity is o.Quantity as the adapter would send it
+// (rounded to the venue's step); pass o.Quantity when the adapter does not
+// round. The error wraps ErrMismatch and names the field.
+func Matches(o Order, venueSymbol string, sentQuantity decimal.Decimal, held Report) error {
+	switch {
+	case held.Symbol != "" && !strings.EqualFold(held.Symbol, venueSymbol):
+		return fmt.Errorf("%w: client order id %s is held for symbol %s, not %s", ErrMismatch, o.ClientOrderID, held.Symbol, venueSymbol)
+	case o.Side != "" && held.Side != "" && !strings.EqualFold(held.Side, o.Side):
+		return fmt.Errorf("%w: client order id %s is held as a %s, not a %s", ErrMismatch, o.ClientOrderID, held.Side, o.Side)
+	case !IsClose(o.Action) && !held.Quantity.IsZero() && !held.Quantity.Equal(sentQuantity):
+		return fmt.Errorf("%w: client order id %s is held for quantity %s, not %s", ErrMismatch, o.ClientOrderID, held.Quantity, sentQuantity)
+	}
+	return nil
+}
+
+// IsClose reports whether action closes a position (close, close_long,
+// close_short): its side and size come from the venue's position.
+func IsClose(action string) bool {
+	return action == "close" || action == "close_long" || action == "close_short"
 }
 
 // Errors a Venue returns. The gateway branches on them with errors.Is, so
@@ -95,4 +143,13 @@ var (
 	// ErrDuplicateClientOrderID means the venue already holds an order with
 	// this client order ID; the caller adopts it with Lookup.
 	ErrDuplicateClientOrderID = errors.New("exchange already holds an order with this client order id")
+	// ErrMismatch means the venue holds an order under the client order ID
+	// that is not the order being placed (another symbol, side or
+	// quantity): the key was reused for a different signal. Never adopt it.
+	ErrMismatch = errors.New("exchange holds a different order under this client order id")
+	// ErrCredentials means the venue refused the request's credentials
+	// (bad signature, key without trade permission, IP not whitelisted).
+	// Adapters wrap it together with ErrUnreachable: nothing was placed, and
+	// the operator has to fix the key before a retry can succeed.
+	ErrCredentials = errors.New("exchange refused the api credentials")
 )

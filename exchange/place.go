@@ -21,7 +21,7 @@ import (
 // attempt won the race), the order is looked up and adopted.
 func PlaceOrAdopt(ctx context.Context, v Venue, o Order, lookupFirst bool) (r Report, adopted bool, err error) {
 	if lookupFirst {
-		r, err := v.Lookup(ctx, o.ClientOrderID)
+		r, err := v.Lookup(ctx, o)
 		switch {
 		case err == nil:
 			return r, true, nil
@@ -36,8 +36,11 @@ func PlaceOrAdopt(ctx context.Context, v Venue, o Order, lookupFirst bool) (r Re
 	if !errors.Is(err, ErrDuplicateClientOrderID) {
 		return Report{}, false, fmt.Errorf("place order %s: %w", o.ClientOrderID, err)
 	}
-	r, err = v.Lookup(ctx, o.ClientOrderID)
+	r, err = v.Lookup(ctx, o)
 	if err != nil {
+		if errors.Is(err, ErrMismatch) {
+			return Report{}, false, fmt.Errorf("adopt order %s: %w", o.ClientOrderID, err)
+		}
 		if errors.Is(err, ErrNotFound) {
 			// The venue said it holds the order and then that it does not:
 			// whether an order exists is unknown, so the gateway must

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -48,7 +49,10 @@ func (f *fakeVenue) Place(_ context.Context, o exchange.Order) (exchange.Report,
 	return r, nil
 }
 
-func (f *fakeVenue) Lookup(_ context.Context, id string) (exchange.Report, error) {
+func (f *fakeVenue) AcceptWindow() time.Duration { return 0 }
+
+func (f *fakeVenue) Lookup(_ context.Context, o exchange.Order) (exchange.Report, error) {
+	id := o.ClientOrderID
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lookups++

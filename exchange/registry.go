@@ -3,28 +3,130 @@ package exchange
 import (
 	"maps"
 	"slices"
+	"sync"
+	"time"
 )
 
-// Registry maps an exchange name ("paper", …) to its Venue. It is built once
-// at start-up and never changed, so it needs no lock.
+// PaperName is the name of the built-in paper venue. Test signals for a
+// venue with no testnet credentials go to it.
+const PaperName = "paper"
+
+// Entry is one configured venue: its live account and, when testnet
+// credentials are configured, its testnet account.
+type Entry struct {
+	// Name is what a signal's exchange field says: paper, binance, …
+	Name string
+	// Live receives signals without test: true.
+	Live Venue
+	// Test receives test signals; nil sends them to paper.
+	Test Venue
+	// Testnet is true when Live itself points at the venue's testnet
+	// (HOOX_<VENUE>_TESTNET=true): nothing real trades.
+	Testnet bool
+	// BaseURL is where Live sends its requests; empty for paper.
+	BaseURL string
+}
+
+// Registry maps an exchange name ("paper", …) to its venues. Which venues
+// exist is fixed at start-up; only the last-error notes change.
 type Registry struct {
-	venues map[string]Venue
+	entries map[string]Entry
+	mu      sync.Mutex
+	errs    map[string]VenueError
 }
 
-// NewRegistry returns a registry over a copy of venues, so that a caller
-// mutating its map later cannot change which venues a running gateway uses.
+// VenueError is the last error a venue gave, for operators.
+type VenueError struct {
+	At      time.Time
+	Message string
+}
+
+// VenueStatus describes one configured venue for the operator's page.
+type VenueStatus struct {
+	Name       string
+	Testnet    bool
+	HasTestnet bool
+	BaseURL    string
+	LastError  *VenueError
+}
+
+// NewRegistry returns a registry of venues with only live accounts, as a
+// map from name to venue (tests and the paper-only default).
 func NewRegistry(venues map[string]Venue) *Registry {
-	return &Registry{venues: maps.Clone(venues)}
+	entries := make([]Entry, 0, len(venues))
+	for name, v := range venues {
+		entries = append(entries, Entry{Name: name, Live: v})
+	}
+	return NewRegistryOf(entries...)
 }
 
-// Get returns the venue configured under name.
+// NewRegistryOf returns a registry over entries; a later entry with the same
+// name replaces an earlier one.
+func NewRegistryOf(entries ...Entry) *Registry {
+	r := &Registry{entries: map[string]Entry{}, errs: map[string]VenueError{}}
+	for _, e := range entries {
+		r.entries[e.Name] = e
+	}
+	return r
+}
+
+// Get returns the live venue configured under name.
 func (r *Registry) Get(name string) (Venue, bool) {
-	v, ok := r.venues[name]
-	return v, ok
+	e, ok := r.entries[name]
+	return e.Live, ok
+}
+
+// For returns the venue a signal for name goes to: the live account, or for
+// a test signal the testnet account, else paper (which keeps test and live
+// books apart). ok is false when name is not configured, or a test signal
+// has neither a testnet account nor paper to go to.
+func (r *Registry) For(name string, test bool) (Venue, bool) {
+	e, ok := r.entries[name]
+	if !ok {
+		return nil, false
+	}
+	if !test {
+		return e.Live, true
+	}
+	if e.Test != nil {
+		return e.Test, true
+	}
+	if name == PaperName {
+		return e.Live, true
+	}
+	p, ok := r.entries[PaperName]
+	return p.Live, ok
 }
 
 // Names lists the configured exchange names, sorted, for error messages and
 // readiness reports.
 func (r *Registry) Names() []string {
-	return slices.Sorted(maps.Keys(r.venues))
+	return slices.Sorted(maps.Keys(r.entries))
+}
+
+// NoteError remembers err as venue name's last error; the operator's page
+// shows it. A nil err is ignored.
+func (r *Registry) NoteError(name string, err error, at time.Time) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs[name] = VenueError{At: at, Message: err.Error()}
+}
+
+// Describe lists every configured venue with its last error, sorted by name.
+func (r *Registry) Describe() []VenueStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]VenueStatus, 0, len(r.entries))
+	for _, name := range r.Names() {
+		e := r.entries[name]
+		s := VenueStatus{Name: name, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: e.BaseURL}
+		if ve, ok := r.errs[name]; ok {
+			s.LastError = &ve
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -123,7 +123,7 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 
 func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	sig, tr := in.Signal, in.Trace
-	venue, ok := s.deps.Venues.Get(sig.Exchange)
+	venue, ok := s.deps.Venues.For(sig.Exchange, sig.Test)
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}

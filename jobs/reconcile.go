@@ -12,6 +12,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/signal"
 )
 
 // Reconcile outcomes, as counted in hoox_reconciles_total.
@@ -88,7 +89,7 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 // resolve asks the venue and says how the trace ends. An error means the
 // venue could not give a final answer: retry later.
 func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs) (db.Resolution, string, error) {
-	venue, ok := w.venues.Get(a.Exchange)
+	venue, ok := w.venues.For(a.Exchange, a.Mode == signal.ModeTest)
 	if !ok {
 		// Another replica may have the venue configured; retry, and let
 		// the last attempt fail the trace.
@@ -97,7 +98,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs) (db.Reso
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
 	defer cancel()
 
-	report, err := venue.Lookup(ctx, a.Order.ClientOrderID)
+	report, err := venue.Lookup(ctx, a.Order)
 	switch {
 	case err == nil:
 		return w.recorded(a, report, true), outcomeAdopted, nil

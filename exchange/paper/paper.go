@@ -279,7 +279,7 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("insert order: %w", err)
 	}
-	return exchange.Report{ExchangeOrderID: id, Side: row.Side, Status: row.Status, FillPrice: row.FillPrice}, nil
+	return row.report(id), nil
 }
 
 const lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
@@ -297,6 +297,12 @@ INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, orde
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (client_order_id) DO NOTHING
 RETURNING exchange_order_id`
+
+// report is the venue's answer for row, stored under exchange order id id.
+func (o PaperOrder) report(id string) exchange.Report {
+	return exchange.Report{ExchangeOrderID: id, Symbol: o.Symbol, Side: o.Side, Quantity: o.Quantity,
+		Price: o.Price, Status: o.Status, FillPrice: o.FillPrice}
+}
 
 // args are the InsertSQL parameters for o.
 func (o PaperOrder) args() []any {
@@ -316,17 +322,21 @@ func insert(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.R
 	if err != nil {
 		return exchange.Report{}, classify("place order", err)
 	}
-	return exchange.Report{ExchangeOrderID: id, Side: row.Side, Status: row.Status, FillPrice: row.FillPrice}, nil
+	return row.report(id), nil
 }
 
 const lookupSQL = `
-SELECT exchange_order_id, side, status, fill_price
+SELECT exchange_order_id, symbol, side, quantity, price, status, fill_price
 FROM paper_orders WHERE client_order_id = $1`
 
 // Lookup finds an order by client order ID, or exchange.ErrNotFound. The
 // Unreachable fault applies here too (the venue is down); Delay, Reject and
 // LoseAnswer do not, so a drill can always reconcile what Place left behind.
-func (v *Venue) Lookup(ctx context.Context, clientOrderID string) (exchange.Report, error) {
+//
+// An order held under the ID that does not match o (another symbol, side or
+// quantity) is an error wrapping exchange.ErrMismatch.
+func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	clientOrderID := o.ClientOrderID
 	if v.Faults().Unreachable {
 		return exchange.Report{}, fmt.Errorf("paper: fault drill: %w", exchange.ErrUnreachable)
 	}
@@ -334,7 +344,7 @@ func (v *Venue) Lookup(ctx context.Context, clientOrderID string) (exchange.Repo
 		r      exchange.Report
 		status string
 	)
-	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Side, &status, &r.FillPrice)
+	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Symbol, &r.Side, &r.Quantity, &r.Price, &status, &r.FillPrice)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", clientOrderID, exchange.ErrNotFound)
 	}
@@ -342,8 +352,16 @@ func (v *Venue) Lookup(ctx context.Context, clientOrderID string) (exchange.Repo
 		return exchange.Report{}, classify("look up order", err)
 	}
 	r.Status = exchange.Status(status)
+	if err := exchange.Matches(o, o.Symbol, o.Quantity, r); err != nil {
+		return exchange.Report{}, fmt.Errorf("paper: %w", err)
+	}
 	return r, nil
 }
+
+// AcceptWindow is zero: a paper order is visible to Lookup the moment its
+// insert commits, and a Place whose answer was lost has committed or never
+// will.
+func (v *Venue) AcceptWindow() time.Duration { return 0 }
 
 // classify maps a database error to the venue error the gateway branches on:
 // when pgx knows nothing reached the server, nothing was placed; otherwise

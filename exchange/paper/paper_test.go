@@ -104,9 +104,12 @@ func TestPlace(t *testing.T) {
 		require.False(t, r.FillPrice.Valid)
 		require.NotEmpty(t, r.ExchangeOrderID)
 
-		got, err := b.venue.Lookup(ctx, "c1")
+		got, err := b.venue.Lookup(ctx, o)
 		require.NoError(t, err)
-		require.Equal(t, r, got)
+		require.Equal(t, r.ExchangeOrderID, got.ExchangeOrderID)
+		require.Equal(t, exchange.StatusOpen, got.Status)
+		require.True(t, got.Quantity.Equal(dec("2")), "lookup reports the quantity held, got %s", got.Quantity)
+		require.True(t, got.Price.Decimal.Equal(dec("50")), "lookup reports the limit price held, got %s", got.Price.Decimal)
 	})
 
 	t.Run("LimitWithoutPriceRejected", func(t *testing.T) {
@@ -130,7 +133,7 @@ func TestPlace(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, exchange.Report{Status: exchange.StatusRejected, Reason: "unknown symbol"}, r)
 		requireNoOrders(t, b.venue)
-		_, err = b.venue.Lookup(ctx, "c1")
+		_, err = b.venue.Lookup(ctx, o)
 		require.ErrorIs(t, err, exchange.ErrNotFound, "a venue keeps no order it refused")
 	})
 
@@ -168,15 +171,26 @@ func TestLookup(t *testing.T) {
 
 	placed, err := b.venue.Place(ctx, market("c1", "sell", "3"))
 	require.NoError(t, err)
-	got, err := b.venue.Lookup(ctx, "c1")
+	got, err := b.venue.Lookup(ctx, market("c1", "sell", "3"))
 	require.NoError(t, err)
 	require.Equal(t, placed.ExchangeOrderID, got.ExchangeOrderID)
 	require.Equal(t, "sell", got.Side)
 	require.Equal(t, exchange.StatusFilled, got.Status)
 	require.True(t, placed.FillPrice.Decimal.Equal(got.FillPrice.Decimal))
 
-	_, err = b.venue.Lookup(ctx, "nope")
+	_, err = b.venue.Lookup(ctx, market("nope", "sell", "3"))
 	require.ErrorIs(t, err, exchange.ErrNotFound)
+
+	// The same client order ID asked for another order: a reused key,
+	// never an adoption.
+	for _, other := range []exchange.Order{market("c1", "buy", "3"), market("c1", "sell", "4")} {
+		_, err = b.venue.Lookup(ctx, other)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
+	}
+	wrongSymbol := market("c1", "sell", "3")
+	wrongSymbol.Symbol = "ETHUSDT"
+	_, err = b.venue.Lookup(ctx, wrongSymbol)
+	require.ErrorIs(t, err, exchange.ErrMismatch)
 }
 
 func TestClose(t *testing.T) {
@@ -314,7 +328,7 @@ func TestFaults(t *testing.T) {
 		b.venue.SetFaults(paper.Faults{Unreachable: true})
 		_, err := b.venue.Place(ctx, market("c1", "buy", "1"))
 		require.ErrorIs(t, err, exchange.ErrUnreachable)
-		_, err = b.venue.Lookup(ctx, "c1")
+		_, err = b.venue.Lookup(ctx, market("c1", "buy", "1"))
 		require.ErrorIs(t, err, exchange.ErrUnreachable)
 		b.venue.SetFaults(paper.Faults{})
 		requireNoOrders(t, b.venue)
@@ -327,7 +341,7 @@ func TestFaults(t *testing.T) {
 		_, err := b.venue.Place(ctx, market("c1", "buy", "1"))
 		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
 
-		r, err := b.venue.Lookup(ctx, "c1")
+		r, err := b.venue.Lookup(ctx, market("c1", "buy", "1"))
 		require.NoError(t, err, "the order was taken even though the answer was lost")
 		require.Equal(t, exchange.StatusFilled, r.Status)
 
@@ -336,7 +350,7 @@ func TestFaults(t *testing.T) {
 		adoptedReport, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, market("c1", "buy", "1"), false)
 		require.NoError(t, err)
 		require.True(t, adopted)
-		require.Equal(t, r, adoptedReport)
+		require.Equal(t, r.ExchangeOrderID, adoptedReport.ExchangeOrderID)
 		orders, err := b.venue.Orders(ctx)
 		require.NoError(t, err)
 		require.Len(t, orders, 1)
