@@ -177,6 +177,8 @@ func (a *Admin) releaseTrace(c echo.Context) error {
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return problem(CodeNotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+	case errors.Is(err, db.ErrReconciling):
+		return problem(CodeReconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue; it can be released once the reconcile settles it", id))
 	case errors.Is(err, db.ErrLockTimeout):
 		return problem(gateway.CodeInProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", id)).
 			withRetryAfter(time.Second)

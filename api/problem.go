@@ -23,6 +23,9 @@ const (
 	CodeInvalidRequest   = "invalid_request"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeInternal         = "internal"
+	// CodeReconciling refuses to release a trace whose order may exist at
+	// the venue: the reconcile settles it first.
+	CodeReconciling = "reconciling"
 )
 
 // statusOf is the one table from a problem code to its HTTP status.
@@ -35,6 +38,7 @@ var statusOf = map[string]int{
 	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	gateway.CodeDuplicate:     http.StatusConflict,
 	gateway.CodeInProgress:    http.StatusConflict,
+	CodeReconciling:           http.StatusConflict,
 	CodeTooLarge:              http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMedia:      http.StatusUnsupportedMediaType,
 	gateway.CodeKeyReused:     http.StatusUnprocessableEntity,

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -247,11 +248,16 @@ func LockKeyOf(traceID string) string {
 	return traceID[:i]
 }
 
-const releaseLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+// ErrReconciling means a trace cannot be released while it is
+// reconciling: its order may exist at the venue, and releasing the key
+// would let a resend place a second one.
+var ErrReconciling = errors.New("trace is reconciling")
+
+const releaseStatusSQL = `SELECT status FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
 
 const releaseSQL = `
 WITH del AS (
-    DELETE FROM trace_ids WHERE trace_id = $1
+    DELETE FROM trace_ids WHERE trace_id = $1 AND status <> 'reconciling'
     RETURNING trace_id, status, client_order_id, received_at
 )
 INSERT INTO trace_events (trace_id, event, detail)
@@ -276,13 +282,23 @@ func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (str
 	var status string
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", wait.Milliseconds()))
-		b.Queue(releaseLockSQL, LockKeyOf(p.TraceID))
+		queueTraceLock(b, LockKeyOf(p.TraceID), wait)
+		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if status == TraceReconciling {
+			return ErrReconciling
+		}
+		b = &pgx.Batch{}
 		b.Queue(releaseSQL, p.TraceID, p.By, nullText(p.Reason)).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&status)
 		})
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if errors.Is(err, ErrReconciling) {
+		return status, fmt.Errorf("release trace %s: %w", p.TraceID, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("release trace: %w", translate(err))
 	}

@@ -43,6 +43,25 @@ type ClaimParams struct {
 	TTL         time.Duration
 	Window      time.Duration // only for KeySource window
 	LockWait    time.Duration
+	// IdleTimeout backs up the rollback on every error path: Postgres ends
+	// the claim's session if its transaction sits idle longer (a hung or
+	// panicked attempt must not hold the trace's lock forever). It must
+	// exceed the longest venue call. Zero leaves the server's setting.
+	IdleTimeout time.Duration
+}
+
+// queueTxTimeouts sets the transaction's lock_timeout (never zero, which
+// Postgres reads as "wait forever") and, when given, its
+// idle_in_transaction_session_timeout, in one statement. Both are
+// transaction-local, so they work through a transaction-pooling PgBouncer.
+func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
+	idleSetting := "" // an empty value keeps the session's own
+	if idle > 0 {
+		idleSetting = fmt.Sprintf("%dms", idle.Milliseconds())
+	}
+	b.Queue(`SELECT set_config('lock_timeout', $1, true),
+       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`,
+		fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)), idleSetting)
 }
 
 // ClaimedTrace is a trace row as the claim sees it.
@@ -65,13 +84,27 @@ type ClaimResult struct {
 	// concurrent first attempt committed after this statement's snapshot.
 	Found bool
 	Trace ClaimedTrace
-	// PriorOrders counts orders already recorded under this trace ID (from
-	// executions before a purge or release); it seeds the client order ID.
-	PriorOrders int
-	// PriorAttempts counts dispatch_started markers: when it exceeds
-	// PriorOrders, an earlier attempt may have reached the venue and died
-	// before committing, so the venue must be asked before placing.
-	PriorAttempts int
+	// Executions counts the settled intents under the trace's lock key that
+	// used up a client order ID (executions before a purge or release, or
+	// earlier window executions); it seeds the next client order ID.
+	Executions int
+	// Pending is an intent under the lock key with no recorded outcome: an
+	// earlier attempt that may have reached the venue and died before its
+	// commit. The attempt must reuse its client order ID and ask the venue
+	// first. Nil when there is none.
+	Pending *PendingIntent
+}
+
+// PendingIntent is an unsettled intent as the claim sees it.
+type PendingIntent struct {
+	ClientOrderID string
+	TraceID       string
+	Fingerprint   string
+	ReceivedAt    time.Time
+	// SentAt is when its order was last sent (or about to be): a "not
+	// found" at the venue before SentAt plus the venue's accept window
+	// proves nothing.
+	SentAt time.Time
 }
 
 // ClaimTx is an open claim transaction on one connection. It is begun and
@@ -119,9 +152,7 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       CASE WHEN r.claimed THEN (SELECT count(*) FROM orders o WHERE o.trace_id = r.trace_id) ELSE 0 END,
-       CASE WHEN r.claimed THEN (SELECT count(*) FROM trace_events e
-                                 WHERE e.trace_id = r.trace_id AND e.event = 'dispatch_started') ELSE 0 END
+       coalesce(n.executions, 0), p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
@@ -130,7 +161,16 @@ FROM ks LEFT JOIN LATERAL (
     UNION ALL
     SELECT false, * FROM prior
     LIMIT 1
-) r ON true`
+) r ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) AS executions FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14 AND i.outcome NOT IN ('unsent', 'not_placed')
+) n ON true
+LEFT JOIN LATERAL (
+    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14 AND i.outcome IS NULL
+    ORDER BY i.sent_at LIMIT 1
+) p ON true`
 
 // Claim begins a transaction, waits at most LockWait for the trace's advisory
 // lock, and inserts the trace unless it exists — all in one round trip. When
@@ -165,20 +205,27 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", p.LockWait.Milliseconds()))
+	queueTxTimeouts(b, p.LockWait, p.IdleTimeout)
 	b.Queue(ClaimLockSQL, p.LockKey, p.TraceID)
 	var res ClaimResult
 	b.Queue(ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
-		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window).
+		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window, p.LockKey).
 		QueryRow(func(row pgx.Row) error {
 			var claimed *bool
 			var traceID, fingerprint, status *string
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
+			var pendingID, pendingTrace, pendingFP *string
+			var pendingReceived, pendingSent *time.Time
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
-				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.PriorOrders, &res.PriorAttempts)
+				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions,
+				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent)
 			if err != nil {
 				return err
+			}
+			if pendingID != nil {
+				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,
+					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent}
 			}
 			if orderID.Valid {
 				id := uuid.UUID(orderID.Bytes)
@@ -245,19 +292,43 @@ WHERE trace_id = $1`
 const InsertEventSQL = `
 INSERT INTO trace_events (trace_id, event, source_ip, detail) VALUES ($1, $2, $3, coalesce($4, '{}'::jsonb))`
 
-// Record writes the order, settles the trace and appends events, then
-// commits — one round trip. o may be nil when no order exists (a trace that
-// failed or is reconciling).
-func (c *ClaimTx) Record(ctx context.Context, traceID, status string, o *OrderRow, events ...Event) error {
+// Settlement is how a claimed trace ends in its own transaction.
+type Settlement struct {
+	TraceID string
+	// Status is the trace's new status.
+	Status string
+	// Order is recorded when the venue holds (or refused) one; nil when no
+	// order is known (reconciling).
+	Order *OrderRow
+	// ClientOrderID is stored on the trace when Order is nil (reconciling),
+	// so operators and the sweeper know which order to look for.
+	ClientOrderID string
+	// IntentID, when set, settles that intent with IntentOutcome in the same
+	// commit, so an order is never recorded without its intent being closed
+	// (and the sweeper never re-asks the venue about it).
+	IntentID      string
+	IntentOutcome string
+	Events        []Event
+}
+
+// Record writes the settlement's order, settles the trace and its intent,
+// appends events and commits — one round trip.
+func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 	return c.finish(ctx, false, func(b *pgx.Batch) {
 		var orderID *uuid.UUID
 		var clientOrderID *string
-		if o != nil {
-			queueOrder(b, o)
-			orderID, clientOrderID = &o.ID, &o.ClientOrderID
+		if st.ClientOrderID != "" {
+			clientOrderID = &st.ClientOrderID
 		}
-		b.Queue(SettleTraceSQL, traceID, status, pgconv.UUIDPtr(orderID), clientOrderID)
-		queueEvents(b, events)
+		if st.Order != nil {
+			queueOrder(b, st.Order)
+			orderID, clientOrderID = &st.Order.ID, &st.Order.ClientOrderID
+		}
+		b.Queue(SettleTraceSQL, st.TraceID, st.Status, pgconv.UUIDPtr(orderID), clientOrderID)
+		if st.IntentID != "" {
+			b.Queue(SettleIntentSQL, st.IntentID, st.IntentOutcome)
+		}
+		queueEvents(b, st.Events)
 	})
 }
 
@@ -271,11 +342,6 @@ func (c *ClaimTx) Duplicate(ctx context.Context, events ...Event) error {
 // Tx exposes the open transaction for River's InsertTx, so a job commits with
 // the business write or not at all.
 func (c *ClaimTx) Tx() pgx.Tx { return connTx{conn: c.conn.Conn()} }
-
-// Commit commits what was written through Tx or Record.
-func (c *ClaimTx) Commit(ctx context.Context) error {
-	return c.finish(ctx, false, func(*pgx.Batch) {})
-}
 
 // Rollback ends the transaction without a trace of it. Safe to call after
 // the transaction has finished.
@@ -329,29 +395,6 @@ func queueEvents(b *pgx.Batch, events []Event) {
 		}
 		b.Queue(InsertEventSQL, e.TraceID, e.Event, addrArg(e.SourceIP), detail)
 	}
-}
-
-// MarkAttempt commits a dispatch_started event on its own connection before
-// the venue is called, so an attempt that dies between the venue's answer and
-// its commit leaves evidence: the next attempt asks the venue first. Written
-// with synchronous_commit off: it must survive a hoox crash (it does, once
-// committed), and a Postgres crash also rolls back the claim it guards.
-func MarkAttempt(ctx context.Context, pool *pgxpool.Pool, e Event) error {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
-	queueEvents(b, []Event{e})
-	b.Queue("COMMIT")
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return translate(err)
-	}
-	defer conn.Release()
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		return translate(err)
-	}
-	return nil
 }
 
 func addrArg(a netip.Addr) any {

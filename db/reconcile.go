@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,16 +25,42 @@ type Resolution struct {
 	Order *OrderRow
 	// Event is appended to the trace's audit trail.
 	Event Event
+	// IntentOutcome settles the trace's intent (by the order's client order
+	// ID) in the same commit; empty leaves it.
+	IntentOutcome string
 }
 
-// reconcileLockSQL serialises resolutions of one trace: the advisory lock is
-// the one a claim of the same (non-window) trace takes, so a repeat waits
-// for the resolution instead of reading a half-settled trace, and the row
-// lock makes a concurrent resolution, an admin release or the purge (which
-// skips locked rows) wait for or pass over this one.
-const reconcileLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+// ReconcileState is what a resolution sees of its trace under the lock.
+type ReconcileState struct {
+	// SentAt is when the intent's order was last sent: a "not found" before
+	// SentAt plus the venue's accept window proves nothing. Zero when the
+	// trace has no intent (it was reconciling before intents existed).
+	SentAt time.Time
+	// KillSwitch is true when trading is halted: nothing may be placed.
+	KillSwitch bool
+}
 
-const reconcileStatusSQL = `SELECT status FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
+// traceLockSQL serialises everything that settles or removes one trace: it
+// is the advisory lock a claim of the trace takes (on the lock key, so every
+// window execution of a signal shares it), so a repeat waits for a
+// resolution instead of reading a half-settled trace; the row lock taken
+// after it makes a concurrent resolution, an admin release or the purge
+// (which skips locked rows) wait for or pass over this one.
+const traceLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// queueTraceLock queues the transaction's timeouts and the trace lock on
+// lockKey: the opening of every transaction that settles or removes a trace
+// outside its claim (reconcile, sweep, release).
+func queueTraceLock(b *pgx.Batch, lockKey string, lockWait time.Duration) {
+	queueTxTimeouts(b, lockWait, 0)
+	b.Queue(traceLockSQL, lockKey)
+}
+
+const reconcileStatusSQL = `
+SELECT t.status,
+       (SELECT i.sent_at FROM dispatch_intents i WHERE i.client_order_id = $2),
+       coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)
+FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE OF t`
 
 // resolveTraceSQL settles the trace only while it is still reconciling; the
 // row lock already guarantees it, the condition keeps it true if the locking
@@ -55,8 +80,8 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // when that is reconciling. A trace that is gone (purged, released) gives
 // ErrNotFound. An error from decide rolls back and is returned as is, so the
 // caller can tell a venue failure from a database one.
-func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID string, lockWait time.Duration,
-	decide func(ctx context.Context) (Resolution, error)) (status string, err error) {
+func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID string, lockWait time.Duration,
+	decide func(ctx context.Context, st ReconcileState) (Resolution, error)) (status string, err error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return "", translate(err)
@@ -65,26 +90,31 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID string, lockWait
 	// is already cancelled.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
+	var st ReconcileState
+	var sentAt *time.Time
 	b := &pgx.Batch{}
-	b.Queue("SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)))
-	b.Queue(reconcileLockSQL, traceID)
-	b.Queue(reconcileStatusSQL, traceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
+	queueTraceLock(b, LockKeyOf(traceID), lockWait)
+	b.Queue(reconcileStatusSQL, traceID, clientOrderID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&status, &sentAt, &st.KillSwitch)
+	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return "", translate(err)
 	}
 	if status != TraceReconciling {
 		return status, nil
 	}
+	if sentAt != nil {
+		st.SentAt = *sentAt
+	}
 
-	r, err := decide(ctx)
+	r, err := decide(ctx, st)
 	if err != nil {
 		return status, err
 	}
 
 	var orderID *uuid.UUID
-	var clientOrderID *string
 	if r.Order != nil {
-		orderID, clientOrderID = &r.Order.ID, &r.Order.ClientOrderID
+		orderID = &r.Order.ID
 	}
 	tag, err := tx.Exec(ctx, resolveTraceSQL, traceID, r.Status, orderID, clientOrderID)
 	if err != nil {
@@ -96,6 +126,9 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID string, lockWait
 	b = &pgx.Batch{}
 	if r.Order != nil {
 		queueOrder(b, r.Order)
+	}
+	if r.IntentOutcome != "" {
+		b.Queue(SettleIntentSQL, clientOrderID, r.IntentOutcome)
 	}
 	queueEvents(b, []Event{r.Event})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -118,6 +151,17 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	}
 	if r.Side != "" {
 		row.Side = r.Side
+	}
+	// The row stores what was sent (rounded to the venue's steps, under the
+	// venue's symbol); the trace and its events keep what was asked.
+	if r.Symbol != "" {
+		row.Symbol = r.Symbol
+	}
+	if !r.Quantity.IsZero() {
+		row.Quantity = r.Quantity
+	}
+	if r.Price.Valid {
+		row.Price = r.Price
 	}
 	if o.Leverage > 0 {
 		l := int32(o.Leverage)

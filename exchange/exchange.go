@@ -105,6 +105,15 @@ type Venue interface {
 	AcceptWindow() time.Duration
 }
 
+// SharedDatabase is implemented by a venue that writes its orders into
+// hoox's own Postgres (paper). The gateway may then commit an attempt's
+// intent asynchronously: the venue's write comes later in the same WAL, so
+// whenever the order is durable, so is the intent before it, and if the
+// order is lost with a crash there is nothing to recover.
+type SharedDatabase interface {
+	SharesHooxDatabase() bool
+}
+
 // Matches checks a held order against the order hoox would send: the same
 // symbol, the same side (unless o leaves the side to the venue, as a close
 // does) and the same quantity (unless o closes a position, whose size the

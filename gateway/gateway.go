@@ -134,6 +134,8 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
 		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow, LockWait: s.cfg.LockWait,
+		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
+		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
 	s.deps.Metrics.ClaimSeconds.Observe(time.Since(claimStart).Seconds())
 	switch {
@@ -190,62 +192,177 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 // dispatch places the claimed signal's order and records the outcome. It
 // runs detached from the request's cancellation: once the venue may hold an
 // order, the outcome must be recorded even if the sender hung up.
-func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, res db.ClaimResult) (*Outcome, error) {
+//
+// The recovery protocol: the attempt's intent commits before the venue
+// sees a byte; an intent left open by a dead attempt (res.Pending) makes
+// this attempt reuse its client order ID and ask the venue first, adopting
+// only an order that matches; and "not found" counts only once the venue's
+// accept window for the last send has closed.
+func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, res db.ClaimResult) (_ *Outcome, err error) {
 	// Bounded all the same: a hung database must not hold the request
 	// forever.
 	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.VenueTimeout+30*time.Second)
 	defer cancelAll()
+	// A panic anywhere below must not leave the claim's connection idle in
+	// its transaction, holding the trace's lock until a restart.
+	defer func() {
+		if r := recover(); r != nil {
+			tx.Rollback(ctx)
+			panic(r)
+		}
+	}()
 	sig, tr := in.Signal, in.Trace
 	order := exchange.Order{
-		ClientOrderID: signal.ClientOrderID(tr.ID, res.PriorOrders),
+		ClientOrderID: signal.ClientOrderID(tr.LockKey, res.Executions),
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
-	err := db.MarkAttempt(ctx, s.deps.MarkerPool, db.Event{TraceID: tr.ID, Event: "dispatch_started", SourceIP: in.SourceIP,
-		Detail: map[string]any{"client_order_id": order.ClientOrderID}})
-	if err != nil {
+	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
+
+	if p := res.Pending; p != nil {
+		order.ClientOrderID = p.ClientOrderID
+		held, err := s.askFirst(ctx, tx, in, venue, order, p)
+		switch {
+		case err != nil:
+			return nil, err
+		case held != nil:
+			return s.record(ctx, tx, in, order, out, *held, true)
+		case time.Now().Before(p.SentAt.Add(venue.AcceptWindow())):
+			// Not found, but the dead attempt's request may still be
+			// accepted: whether the order exists is unknown until the
+			// window closes, so the reconcile waits for it.
+			return s.reconcile(ctx, tx, in, order, out, errors.New("an earlier attempt's order is not visible yet and its accept window is still open"))
+		}
+		// Not found and the window has closed: nothing can appear; send
+		// again under the same ID.
+	}
+
+	intent := &db.Intent{ClientOrderID: order.ClientOrderID, LockKey: tr.LockKey, TraceID: tr.ID,
+		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
+		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
+	shared, _ := venue.(exchange.SharedDatabase)
+	durable := shared == nil || !shared.SharesHooxDatabase()
+	if err := db.WriteIntent(ctx, s.deps.MarkerPool, intent, durable); err != nil {
 		tx.Rollback(ctx)
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 
 	dispatchStart := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
-	lookupFirst := res.PriorAttempts > res.PriorOrders
-	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, lookupFirst)
+	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
 	s.deps.Metrics.DispatchSeconds.Observe(time.Since(dispatchStart).Seconds())
 	if s.deps.AfterVenue != nil {
 		s.deps.AfterVenue(tr.ID)
 	}
-
-	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
 	switch {
+	case errors.Is(err, exchange.ErrMismatch):
+		tx.Rollback(ctx)
+		s.settleIntent(ctx, order.ClientOrderID, db.IntentKeyReused, in, err)
+		return nil, keyReusedAtVenue(tr.ID, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: roll the claim back so the sender's
-		// retry executes.
+		// retry executes, and free the client order ID for it.
 		tx.Rollback(ctx)
+		s.venueError(ctx, sig.Exchange, err)
+		s.settleIntent(ctx, order.ClientOrderID, db.IntentUnsent, in, err)
 		return nil, unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
 	case err != nil:
+		s.venueError(ctx, sig.Exchange, err)
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
+	return s.record(ctx, tx, in, order, out, report, adopted)
+}
 
+// askFirst looks up the order an earlier, dead attempt may have left at the
+// venue. It returns the held order, or nil when the venue holds none; an
+// error (with the claim rolled back) when the attempt must stop here.
+func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, p *db.PendingIntent) (*exchange.Report, error) {
+	tr := in.Trace
+	if p.Fingerprint != tr.Fingerprint {
+		// The key's earlier attempt was another signal; the sweeper records
+		// that one's order, and this one must not adopt it.
+		tx.Rollback(ctx)
+		return nil, &Error{Code: CodeKeyReused,
+			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
+	}
+	if tr.Source == signal.KeyWindow && time.Since(p.ReceivedAt) > s.cfg.DedupWindow {
+		// A dead attempt of an earlier window execution: it is a different
+		// order, which the sweeper records under its own trace first.
+		tx.Rollback(ctx)
+		return nil, unavailable("an earlier execution of this signal is being recovered; retry shortly", 30*time.Second, nil)
+	}
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	defer cancel()
+	held, err := venue.Lookup(vctx, order)
+	switch {
+	case err == nil:
+		return &held, nil
+	case errors.Is(err, exchange.ErrNotFound):
+		return nil, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		tx.Rollback(ctx)
+		return nil, keyReusedAtVenue(tr.ID, err)
+	}
+	// Without an answer, placing could double the order.
+	tx.Rollback(ctx)
+	s.venueError(ctx, in.Signal.Exchange, err)
+	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
+}
+
+func keyReusedAtVenue(traceID string, err error) *Error {
+	return &Error{Code: CodeKeyReused, Err: err,
+		Detail: fmt.Sprintf("trace %s: the venue holds a different order under this key's client order id; send a new key", traceID)}
+}
+
+// settleIntent closes an intent after its claim rolled back. A failure is
+// only logged: the sweeper settles the intent later.
+func (s *Service) settleIntent(ctx context.Context, clientOrderID, outcome string, in Input, cause error) {
+	ev := db.Event{TraceID: in.Trace.ID, Event: "dispatch_aborted", SourceIP: in.SourceIP,
+		Detail: map[string]any{"client_order_id": clientOrderID, "outcome": outcome, "cause": cause.Error()}}
+	if err := db.SettleIntent(ctx, s.deps.MarkerPool, clientOrderID, outcome, ev); err != nil {
+		s.deps.Logger.WarnContext(ctx, "settle intent after rollback", "client_order_id", clientOrderID, "error", err)
+	}
+}
+
+// venueError notes a venue's failure for operators, and says loudly what to
+// fix when the venue refused hoox's credentials.
+func (s *Service) venueError(ctx context.Context, venue string, err error) {
+	s.deps.Venues.NoteError(venue, err, time.Now())
+	if errors.Is(err, exchange.ErrCredentials) {
+		s.deps.Logger.ErrorContext(ctx, "venue refused hoox's API credentials: check the key and secret, the key's trade permission and its IP whitelist; nothing was placed",
+			"exchange", venue, "error", err)
+	}
+}
+
+// record writes the order the venue holds (placed now or adopted) and
+// settles the trace and its intent, in the claim's commit.
+func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, report exchange.Report, adopted bool) (*Outcome, error) {
+	sig, tr := in.Signal, in.Trace
 	row := db.NewOrderRow(tr.ID, sig.Exchange, tr.Mode, order, report)
 	out.Order = row
-	status, event := db.TraceDispatched, "dispatched"
+	status, event, intentOutcome := db.TraceDispatched, "dispatched", db.IntentDispatched
 	if report.Status == exchange.StatusRejected {
-		status, event = db.TraceRejected, "rejected"
+		status, event, intentOutcome = db.TraceRejected, "rejected", db.IntentRejected
 	}
 	out.Status = status
 	detail := map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status}
-	if adopted {
-		detail["adopted"] = true
-	}
 	if report.Reason != "" {
 		detail["reason"] = report.Reason
 	}
-	if err := tx.Record(ctx, tr.ID, status, row, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: detail}); err != nil {
+	var events []db.Event
+	if adopted {
+		detail["adopted"] = true
+		events = append(events, db.Event{TraceID: tr.ID, Event: "adopted", SourceIP: in.SourceIP,
+			Detail: map[string]any{"client_order_id": row.ClientOrderID, "exchange_order_id": report.ExchangeOrderID}})
+	}
+	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: detail})
+	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: status, Order: row,
+		IntentID: order.ClientOrderID, IntentOutcome: intentOutcome, Events: events})
+	if err != nil {
 		// The venue holds the order but the commit failed: the claim rolled
-		// back, and the attempt marker makes the next attempt adopt it.
+		// back, and the open intent makes the next attempt (or the sweeper)
+		// adopt it.
 		s.deps.Logger.ErrorContext(ctx, "record order after placing it", "trace_id", tr.ID,
 			"client_order_id", row.ClientOrderID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
@@ -261,7 +378,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 // was lost, and queues a River job in the same transaction to resolve it.
 func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, cause error) (*Outcome, error) {
 	tr := in.Trace
-	s.deps.Logger.WarnContext(ctx, "venue answer lost; reconciling", "trace_id", tr.ID,
+	s.deps.Logger.WarnContext(ctx, "venue answer unknown; reconciling", "trace_id", tr.ID,
 		"client_order_id", order.ClientOrderID, "error", cause)
 	args := jobs.ReconcileArgs{TraceID: tr.ID, Exchange: in.Signal.Exchange, Mode: tr.Mode, Order: order, ReceivedAt: out.ReceivedAt}
 	if s.deps.Jobs == nil {
@@ -272,8 +389,10 @@ func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order
 		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and the reconcile job could not be queued; retry", 5*time.Second, err)
 	}
-	err := tx.Record(ctx, tr.ID, db.TraceReconciling, nil, db.Event{TraceID: tr.ID, Event: "reconciling", SourceIP: in.SourceIP,
-		Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}})
+	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceReconciling, ClientOrderID: order.ClientOrderID,
+		IntentID: order.ClientOrderID, IntentOutcome: db.IntentReconciling,
+		Events: []db.Event{{TraceID: tr.ID, Event: "reconciling", SourceIP: in.SourceIP,
+			Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}}}})
 	if err != nil {
 		return nil, unavailable("the database is unavailable; retry to adopt the order", 5*time.Second, err)
 	}

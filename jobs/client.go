@@ -21,6 +21,10 @@ import (
 // on one replica.
 const QueuePurge = "purge"
 
+// QueueSweep is the sweeper's own queue, one job at a time, so a long purge
+// never delays recovering a dead attempt's order.
+const QueueSweep = "sweep"
+
 // Config holds the background work's settings. Zero values take the
 // defaults of DefaultConfig.
 type Config struct {
@@ -54,6 +58,19 @@ type Config struct {
 	// which a transaction-pooling PgBouncer cannot carry
 	// (HOOX_TRANSACTION_POOLER).
 	PollOnly bool
+	// SweepInterval is how often the leader sweeps for stranded intents and
+	// orphaned reconciles (HOOX_SWEEP_INTERVAL).
+	SweepInterval time.Duration
+	// SweepGrace is how old an open intent (or an untouched reconciling
+	// trace) must be before the sweeper takes it (HOOX_SWEEP_GRACE): longer
+	// than any live attempt, which holds the trace's lock anyway.
+	SweepGrace time.Duration
+	// SweepGiveUp is how long the sweeper keeps asking an unreachable venue
+	// about a stranded intent before it fails the trace for an operator.
+	SweepGiveUp time.Duration
+	// TraceTTL is the TTL of a trace the sweeper creates for a dead
+	// attempt's order (HOOX_TRACE_TTL).
+	TraceTTL time.Duration
 	// ClientID names this replica in River's tables (river_leader, the jobs
 	// it works); River derives one from the host name and start time when
 	// empty.
@@ -71,6 +88,10 @@ func DefaultConfig() Config {
 		LockWait:       5 * time.Second,
 		Workers:        4,
 		StopTimeout:    10 * time.Second,
+		SweepInterval:  30 * time.Second,
+		SweepGrace:     30 * time.Second,
+		SweepGiveUp:    time.Hour,
+		TraceTTL:       24 * time.Hour,
 	}
 }
 
@@ -97,6 +118,18 @@ func (c Config) withDefaults() Config {
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = d.StopTimeout
 	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = d.SweepInterval
+	}
+	if c.SweepGrace <= 0 {
+		c.SweepGrace = d.SweepGrace
+	}
+	if c.SweepGiveUp <= 0 {
+		c.SweepGiveUp = d.SweepGiveUp
+	}
+	if c.TraceTTL <= 0 {
+		c.TraceTTL = d.TraceTTL
+	}
 	return c
 }
 
@@ -104,6 +137,10 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	// Venues resolves a reconcile's exchange; required.
 	Venues *exchange.Registry
+	// IntentPool commits intents on a connection besides the one a
+	// reconcile or sweep holds (the gateway's marker pool); nil uses the
+	// client's pool.
+	IntentPool *pgxpool.Pool
 	// Logger receives River's own log and the workers'; discarded when nil.
 	Logger *slog.Logger
 	// Registry, when set, gets the job metrics (see NewMetrics). Ignored
@@ -149,8 +186,12 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	if err := river.AddWorkerSafely(workers, purge); err != nil {
 		return nil, fmt.Errorf("register purge worker: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, NewReconcileWorker(pool, cfg, deps.Venues, logger, metrics)); err != nil {
+	if err := river.AddWorkerSafely(workers, NewReconcileWorker(pool, deps.IntentPool, cfg, deps.Venues, logger, metrics)); err != nil {
 		return nil, fmt.Errorf("register reconcile worker: %w", err)
+	}
+
+	if err := river.AddWorkerSafely(workers, NewSweepWorker(pool, cfg, deps.Venues, logger, metrics)); err != nil {
+		return nil, fmt.Errorf("register sweep worker: %w", err)
 	}
 
 	// The constructor runs on the leader only, after Start, so client is
@@ -160,18 +201,22 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	schedule := river.NewPeriodicJob(river.PeriodicInterval(cfg.PurgeInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{Scheduler: client.ID()}, nil },
 		&river.PeriodicJobOpts{ID: "purge", RunOnStart: true})
+	sweep := river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+		func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+		&river.PeriodicJobOpts{ID: "sweep", RunOnStart: true})
 
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		ID:              cfg.ClientID,
 		Logger:          logger,
 		ErrorHandler:    &failureCounter{metrics: metrics},
 		Workers:         workers,
-		PeriodicJobs:    []*river.PeriodicJob{schedule},
+		PeriodicJobs:    []*river.PeriodicJob{schedule, sweep},
 		SoftStopTimeout: cfg.StopTimeout,
 		PollOnly:        cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},
+			QueueSweep:         {MaxWorkers: 1},
 		},
 	})
 	if err != nil {

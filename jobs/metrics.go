@@ -25,6 +25,10 @@ type Metrics struct {
 	// stale (not found and too old: failed, nothing placed), exhausted (the
 	// venue stayed unreachable: failed, fate unknown).
 	Reconciles *prometheus.CounterVec
+	// Sweeps counts what the sweeper settled, by outcome: adopted (a dead
+	// attempt's order recorded), not_placed, mismatch, failed (an operator
+	// must check the venue).
+	Sweeps *prometheus.CounterVec
 }
 
 // NewMetrics builds the instruments and registers them on reg when it is
@@ -40,20 +44,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hoox_reconciles_total", Help: "Reconciling traces resolved, by outcome.",
 		}, []string{"outcome"}),
+		Sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hoox_sweeps_total", Help: "Stranded intents and orphaned reconciles settled by the sweeper, by outcome.",
+		}, []string{"outcome"}),
 	}
 	// Every series exists from the start, at zero, so a dashboard or an
 	// alert on "failures > 0" sees the metric before the first incident.
 	for _, table := range []string{"trace_ids", "trace_events"} {
 		m.PurgedRows.WithLabelValues(table)
 	}
-	for _, kind := range []string{(PurgeArgs{}).Kind(), (ReconcileArgs{}).Kind()} {
+	for _, kind := range []string{(PurgeArgs{}).Kind(), (ReconcileArgs{}).Kind(), (SweepArgs{}).Kind()} {
 		m.JobFailures.WithLabelValues(kind)
 	}
-	for _, outcome := range []string{outcomeAdopted, outcomePlaced, outcomeStale, outcomeExhausted} {
+	for _, outcome := range []string{outcomeAdopted, outcomePlaced, outcomeStale, outcomeHalted, outcomeMismatch, outcomeExhausted} {
 		m.Reconciles.WithLabelValues(outcome)
 	}
+	for _, outcome := range []string{sweepAdopted, sweepNotPlaced, sweepMismatch, sweepFailed} {
+		m.Sweeps.WithLabelValues(outcome)
+	}
 	if reg != nil {
-		reg.MustRegister(m.PurgedRows, m.JobFailures, m.Reconciles)
+		reg.MustRegister(m.PurgedRows, m.JobFailures, m.Reconciles, m.Sweeps)
 	}
 	return m
 }

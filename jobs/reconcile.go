@@ -20,31 +20,48 @@ const (
 	outcomeAdopted   = "adopted"
 	outcomePlaced    = "placed"
 	outcomeStale     = "stale"
+	outcomeHalted    = "halted"
+	outcomeMismatch  = "mismatch"
 	outcomeExhausted = "exhausted"
 )
 
 // ReconcileWorker resolves a trace whose order was sent but whose answer was
-// lost. It asks the venue by client order ID: an order found is adopted; an
-// order not found is placed again under the same client order ID while the
-// signal is younger than MaxSignalAge, and otherwise the trace fails — a
-// stale market order is never sent. While the venue cannot be reached it
-// returns an error and River retries with backoff; the last attempt fails
-// the trace for an operator to check at the venue.
+// lost. It asks the venue by client order ID: an order found that matches is
+// adopted; one that does not match (another signal's order under the ID)
+// fails the trace. "Not found" counts only once the venue's accept window
+// after the last send has closed (until then the job snoozes); then the
+// order is placed again under the same client order ID while the signal is
+// younger than MaxSignalAge and the kill switch is released, and otherwise
+// the trace fails — a stale or halted order is never sent. While the venue
+// cannot be reached it returns an error and River retries with backoff; the
+// last attempt fails the trace for an operator to check at the venue.
 type ReconcileWorker struct {
 	river.WorkerDefaults[ReconcileArgs]
-	pool    *pgxpool.Pool
-	cfg     Config
-	venues  *exchange.Registry
-	log     *slog.Logger
-	metrics *Metrics
+	pool       *pgxpool.Pool
+	intentPool *pgxpool.Pool
+	cfg        Config
+	venues     *exchange.Registry
+	log        *slog.Logger
+	metrics    *Metrics
 }
 
-// NewReconcileWorker returns a worker recording through pool. A nil logger
-// discards; nil metrics are counted nowhere.
-func NewReconcileWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *ReconcileWorker {
+// NewReconcileWorker returns a worker recording through pool. intentPool
+// commits the intent before a re-placement (a connection besides the one
+// holding the trace's lock); nil uses pool. A nil logger discards; nil
+// metrics are counted nowhere.
+func NewReconcileWorker(pool, intentPool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *ReconcileWorker {
 	logger, metrics = orDefaults(logger, metrics)
-	return &ReconcileWorker{pool: pool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
+	if intentPool == nil {
+		intentPool = pool
+	}
+	return &ReconcileWorker{pool: pool, intentPool: intentPool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
 }
+
+// snooze asks River to run the job again after d, without counting an
+// attempt: the venue's accept window is still open.
+type snooze struct{ d time.Duration }
+
+func (s *snooze) Error() string { return fmt.Sprintf("venue accept window still open for %s", s.d) }
 
 // Work resolves job.Args' trace in one transaction that holds the trace's
 // lock across the venue call (see db.Reconcile).
@@ -52,26 +69,31 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 	a := job.Args
 	final := job.Attempt >= job.MaxAttempts
 	var outcome string
-	status, err := db.Reconcile(ctx, w.pool, a.TraceID, w.cfg.LockWait, func(ctx context.Context) (db.Resolution, error) {
-		r, o, err := w.resolve(ctx, a)
-		if err == nil || !final {
-			outcome = o
-			return r, err
-		}
-		// The venue stayed out of reach for every attempt: give the trace
-		// a final status rather than leave it reconciling forever. Whether
-		// an order exists is unknown, so say where to look.
-		outcome = outcomeExhausted
-		reason := fmt.Sprintf("venue %s could not be asked after %d attempts (%v); whether order %s exists is unknown: check the venue",
-			a.Exchange, job.Attempt, err, a.Order.ClientOrderID)
-		w.log.ErrorContext(ctx, "reconcile gave up", "trace_id", a.TraceID,
-			"client_order_id", a.Order.ClientOrderID, "attempts", job.Attempt, "error", err)
-		return db.Resolution{Status: db.TraceFailed, Event: db.Event{TraceID: a.TraceID, Event: "failed",
-			Detail: map[string]any{"reason": reason, "client_order_id": a.Order.ClientOrderID, "attempts": job.Attempt}}}, nil
-	})
+	status, err := db.Reconcile(ctx, w.pool, a.TraceID, a.Order.ClientOrderID, w.cfg.LockWait,
+		func(ctx context.Context, st db.ReconcileState) (db.Resolution, error) {
+			r, o, err := w.resolve(ctx, a, st)
+			var sn *snooze
+			if err == nil || !final || errors.As(err, &sn) {
+				outcome = o
+				return r, err
+			}
+			// The venue stayed out of reach for every attempt: give the
+			// trace a final status rather than leave it reconciling
+			// forever. Whether an order exists is unknown, so say where to
+			// look.
+			outcome = outcomeExhausted
+			reason := fmt.Sprintf("venue %s could not be asked after %d attempts (%v); whether order %s exists is unknown: check the venue",
+				a.Exchange, job.Attempt, err, a.Order.ClientOrderID)
+			w.log.ErrorContext(ctx, "reconcile gave up", "trace_id", a.TraceID,
+				"client_order_id", a.Order.ClientOrderID, "attempts", job.Attempt, "error", err)
+			return w.failed(a, reason, db.IntentFailed, map[string]any{"attempts": job.Attempt}), nil
+		})
+	var sn *snooze
 	switch {
+	case errors.As(err, &sn):
+		return river.JobSnooze(sn.d)
 	case errors.Is(err, db.ErrNotFound):
-		w.log.WarnContext(ctx, "reconcile: trace is gone (released or purged); nothing to resolve",
+		w.log.WarnContext(ctx, "reconcile: trace is gone (purged); nothing to resolve",
 			"trace_id", a.TraceID, "client_order_id", a.Order.ClientOrderID)
 		return nil
 	case err != nil:
@@ -87,8 +109,8 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 }
 
 // resolve asks the venue and says how the trace ends. An error means the
-// venue could not give a final answer: retry later.
-func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs) (db.Resolution, string, error) {
+// venue could not give a final answer: retry later (a *snooze: at a time).
+func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.ReconcileState) (db.Resolution, string, error) {
 	venue, ok := w.venues.For(a.Exchange, a.Mode == signal.ModeTest)
 	if !ok {
 		// Another replica may have the venue configured; retry, and let
@@ -102,38 +124,77 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs) (db.Reso
 	switch {
 	case err == nil:
 		return w.recorded(a, report, true), outcomeAdopted, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case !errors.Is(err, exchange.ErrNotFound):
+		w.venues.NoteError(a.Exchange, err, time.Now())
 		return db.Resolution{}, "", fmt.Errorf("look up order %s: %w", a.Order.ClientOrderID, err)
 	}
 
+	if closes := st.SentAt.Add(venue.AcceptWindow()); !st.SentAt.IsZero() && time.Now().Before(closes) {
+		// The request that lost its answer may still be accepted and
+		// lookups may lag it: "not found" proves nothing yet.
+		return db.Resolution{}, "", &snooze{d: time.Until(closes) + 100*time.Millisecond}
+	}
+	if st.KillSwitch {
+		w.log.ErrorContext(ctx, "reconcile: kill switch engaged; not placed", "trace_id", a.TraceID,
+			"client_order_id", a.Order.ClientOrderID)
+		return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
+			db.IntentNotPlaced, nil), outcomeHalted, nil
+	}
 	if age := time.Since(a.ReceivedAt); age >= w.cfg.MaxSignalAge {
-		reason := fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
-			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.MaxSignalAge)
 		w.log.ErrorContext(ctx, "reconcile: stale signal not placed", "trace_id", a.TraceID,
 			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.MaxSignalAge)
-		return db.Resolution{Status: db.TraceFailed, Event: db.Event{TraceID: a.TraceID, Event: "failed",
-			Detail: map[string]any{"reason": reason, "client_order_id": a.Order.ClientOrderID}}}, outcomeStale, nil
+		return w.failed(a, fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
+			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.MaxSignalAge), db.IntentNotPlaced, nil), outcomeStale, nil
 	}
 
+	// Durable before the venue sees the order again, so a crash from here
+	// on leaves the window to wait for.
+	if _, err := db.TouchIntent(ctx, w.intentPool, a.Order.ClientOrderID); err != nil {
+		return db.Resolution{}, "", fmt.Errorf("re-arm intent %s: %w", a.Order.ClientOrderID, err)
+	}
 	// The same client order ID: if the first attempt's order reaches the
 	// venue after all, the venue refuses this one as a duplicate and
 	// PlaceOrAdopt adopts it.
 	report, adopted, err := exchange.PlaceOrAdopt(ctx, venue, a.Order, false)
-	if err != nil {
+	switch {
+	case errors.Is(err, exchange.ErrMismatch):
+		return w.mismatch(ctx, a, err), outcomeMismatch, nil
+	case err != nil:
+		w.venues.NoteError(a.Exchange, err, time.Now())
 		return db.Resolution{}, "", err
-	}
-	if adopted {
+	case adopted:
 		return w.recorded(a, report, true), outcomeAdopted, nil
 	}
 	return w.recorded(a, report, false), outcomePlaced, nil
 }
 
+// mismatch fails a trace whose client order ID holds another signal's order
+// at the venue: adopting it would record an order this signal never made.
+func (w *ReconcileWorker) mismatch(ctx context.Context, a ReconcileArgs, err error) db.Resolution {
+	w.log.ErrorContext(ctx, "reconcile: the venue holds a different order under the client order id; not adopted",
+		"trace_id", a.TraceID, "client_order_id", a.Order.ClientOrderID, "error", err)
+	return w.failed(a, fmt.Sprintf("the venue holds a different order under %s (%v): not adopted, nothing placed", a.Order.ClientOrderID, err),
+		db.IntentKeyReused, nil)
+}
+
+// failed ends the trace failed with reason.
+func (w *ReconcileWorker) failed(a ReconcileArgs, reason, intentOutcome string, extra map[string]any) db.Resolution {
+	detail := map[string]any{"reason": reason, "client_order_id": a.Order.ClientOrderID}
+	for k, v := range extra {
+		detail[k] = v
+	}
+	return db.Resolution{Status: db.TraceFailed, IntentOutcome: intentOutcome,
+		Event: db.Event{TraceID: a.TraceID, Event: "failed", Detail: detail}}
+}
+
 // recorded is the resolution for an order the venue holds or just took.
 func (w *ReconcileWorker) recorded(a ReconcileArgs, r exchange.Report, adopted bool) db.Resolution {
 	row := db.NewOrderRow(a.TraceID, a.Exchange, a.Mode, a.Order, r)
-	status := db.TraceDispatched
+	status, intent := db.TraceDispatched, db.IntentDispatched
 	if r.Status == exchange.StatusRejected {
-		status = db.TraceRejected
+		status, intent = db.TraceRejected, db.IntentRejected
 	}
 	detail := map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status,
 		"adopted": adopted}
@@ -143,5 +204,6 @@ func (w *ReconcileWorker) recorded(a ReconcileArgs, r exchange.Report, adopted b
 	if r.Reason != "" {
 		detail["reason"] = r.Reason
 	}
-	return db.Resolution{Status: status, Order: row, Event: db.Event{TraceID: a.TraceID, Event: "reconciled", Detail: detail}}
+	return db.Resolution{Status: status, Order: row, IntentOutcome: intent,
+		Event: db.Event{TraceID: a.TraceID, Event: "reconciled", Detail: detail}}
 }

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -206,7 +207,7 @@ func input(t *testing.T, body string) gateway.Input {
 
 func newTestWorker(t *testing.T, b *testBundle) *rivertest.Worker[jobs.ReconcileArgs, pgx.Tx] {
 	t.Helper()
-	w := jobs.NewReconcileWorker(b.pool, jobs.Config{}, b.venues, nil, jobs.NewMetrics(nil))
+	w := jobs.NewReconcileWorker(b.pool, nil, jobs.Config{}, b.venues, nil, jobs.NewMetrics(nil))
 	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w)
 }
 
@@ -224,15 +225,31 @@ func beginTx(t *testing.T, pool *pgxpool.Pool) pgx.Tx {
 	return tx
 }
 
-// seedReconciling writes a trace as the gateway leaves it after a lost
-// answer, and returns the job's arguments.
+// seedReconciling writes a trace and its intent as the gateway leaves them
+// after a lost answer (the order sent at receivedAt), and returns the job's
+// arguments.
 func seedReconciling(t *testing.T, pool *pgxpool.Pool, traceID string, o exchange.Order, receivedAt time.Time) jobs.ReconcileArgs {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `
 INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
-                       received_at, expires_at)
-VALUES ($1, 'fp', 'live', 'client', 'reconciling', 'paper', $2, $3, '{}', $4::timestamptz, $4::timestamptz + interval '1 day')`,
-		traceID, o.Symbol, o.Action, receivedAt)
+                       client_order_id, received_at, expires_at)
+VALUES ($1, 'fp', 'live', 'client', 'reconciling', 'paper', $2, $3, '{}', $5, $4::timestamptz, $4::timestamptz + interval '1 day')`,
+		traceID, o.Symbol, o.Action, receivedAt, o.ClientOrderID)
 	require.NoError(t, err)
+	seedIntent(t, pool, traceID, o, receivedAt, "reconciling")
 	return jobs.ReconcileArgs{TraceID: traceID, Exchange: "paper", Mode: "live", Order: o, ReceivedAt: receivedAt}
+}
+
+// seedIntent writes o's intent as sent at sentAt, with outcome ("" for an
+// open intent: an attempt that died).
+func seedIntent(t *testing.T, pool *pgxpool.Pool, traceID string, o exchange.Order, sentAt time.Time, outcome string) {
+	t.Helper()
+	spec, err := json.Marshal(o)
+	require.NoError(t, err)
+	_, err = pool.Exec(context.Background(), `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
+                              action, order_spec, signal, received_at, sent_at, outcome)
+VALUES ($1, $2, $2, 'fp', 'live', 'client', 'paper', $3, $4, $5, '{"exchange":"paper"}', $6, $6, NULLIF($7, ''))`,
+		o.ClientOrderID, traceID, o.Symbol, o.Action, spec, sentAt, outcome)
+	require.NoError(t, err)
 }

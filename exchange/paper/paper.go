@@ -358,6 +358,10 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	return r, nil
 }
 
+// SharesHooxDatabase is true: paper_orders is in hoox's own database, so the
+// gateway's intent before a fill needs no synchronous commit of its own.
+func (v *Venue) SharesHooxDatabase() bool { return true }
+
 // AcceptWindow is zero: a paper order is visible to Lookup the moment its
 // insert commits, and a Place whose answer was lost has committed or never
 // will.

@@ -1,0 +1,203 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Intent outcomes. An intent with no outcome is an attempt that may have
+// reached its venue and was never recorded.
+const (
+	IntentDispatched  = "dispatched"  // the order is recorded
+	IntentRejected    = "rejected"    // the venue (or its filters) refused it; recorded
+	IntentReconciling = "reconciling" // the answer was lost; a reconcile job owns it
+	IntentUnsent      = "unsent"      // provably never sent; the ID may be used again
+	IntentNotPlaced   = "not_placed"  // the venue holds nothing and its window has closed
+	IntentKeyReused   = "key_reused"  // the venue holds a different order under the ID
+	IntentFailed      = "failed"      // gave up; an operator must check the venue
+)
+
+// ErrIntentConsumed means a client order ID was about to be sent again
+// although its intent is already settled with an order: a bug that must
+// stop the attempt rather than risk a second order.
+var ErrIntentConsumed = errors.New("client order id already used by a settled intent")
+
+// Intent is what an attempt is about to send, made durable before the venue
+// sees any of it.
+type Intent struct {
+	ClientOrderID string
+	// LockKey is the trace's advisory lock key: what every resend of the
+	// signal shares, even in window mode.
+	LockKey     string
+	TraceID     string
+	Fingerprint string
+	Mode        string
+	KeySource   string
+	Exchange    string
+	Order       exchange.Order
+	// Signal is the canonical signal (never the secret): the sweeper
+	// creates the trace from it when nobody resends.
+	Signal     []byte
+	SourceIP   netip.Addr
+	SignalTime time.Time
+	ReceivedAt time.Time
+	// SentAt and Attempts are read back, never written by the caller.
+	SentAt   time.Time
+	Attempts int
+}
+
+// writeIntentSQL inserts the intent, or re-arms an intent of the same client
+// order ID that is still open (a resend after a crash) or provably unsent.
+// It never touches an intent settled with an order: the RETURNING row is
+// missing then.
+const writeIntentSQL = `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
+                              symbol, action, order_spec, signal, source_ip, signal_time, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (client_order_id) DO UPDATE
+SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
+    source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
+    sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
+WHERE dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed')
+RETURNING sent_at, attempts`
+
+// WriteIntent commits the intent and its dispatch_started event on a
+// connection of pool (not the claim's: the claim commits only after the
+// venue answers). durable asks for a synchronous commit; only a venue whose
+// own write lands later in the same Postgres WAL (paper) may pass false.
+func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bool) error {
+	spec, err := json.Marshal(in.Order)
+	if err != nil {
+		return fmt.Errorf("encode intent: %w", err)
+	}
+	var signalTime *time.Time
+	if !in.SignalTime.IsZero() {
+		signalTime = &in.SignalTime
+	}
+	found := false
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if !durable {
+		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	}
+	b.Queue(writeIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
+		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				found = true
+				if err := rows.Scan(&in.SentAt, &in.Attempts); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+	queueEvents(b, []Event{{TraceID: in.TraceID, Event: "dispatch_started", SourceIP: in.SourceIP,
+		Detail: map[string]any{"client_order_id": in.ClientOrderID}}})
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return translate(err)
+	}
+	if !found {
+		// The COMMIT above wrote only the event; the intent is settled.
+		return fmt.Errorf("intent %s: %w", in.ClientOrderID, ErrIntentConsumed)
+	}
+	return nil
+}
+
+// SettleIntentSQL closes an intent with its outcome.
+const SettleIntentSQL = `
+UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_id = $1`
+
+// SettleIntent closes an intent outside a claim transaction — after a
+// rollback that proved nothing was sent, or a key reuse — with its events.
+// It commits asynchronously: losing it costs one venue lookup by the
+// sweeper, never an order.
+func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID, outcome string, events ...Event) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	b.Queue(SettleIntentSQL, clientOrderID, outcome)
+	queueEvents(b, events)
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return translate(err)
+	}
+	return nil
+}
+
+// TouchIntent re-arms the intent of a reconciling trace before its order is
+// sent again, durably (q must not be the reconcile's own transaction), so
+// the accept window restarts from this send. The intent stays owned by the
+// reconcile (outcome reconciling): the sweeper leaves it alone.
+func TouchIntent(ctx context.Context, q DBTX, clientOrderID string) (time.Time, error) {
+	var sentAt time.Time
+	err := q.QueryRow(ctx, `
+UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
+WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
+RETURNING sent_at`, clientOrderID).Scan(&sentAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("intent %s: %w", clientOrderID, ErrIntentConsumed)
+	}
+	if err != nil {
+		return time.Time{}, translate(err)
+	}
+	return sentAt, nil
+}
+
+// intentColumns are read by every query that returns an Intent.
+const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
+       order_spec, signal, source_ip, signal_time, received_at, sent_at, attempts`
+
+func scanIntent(row pgx.Row) (Intent, error) {
+	var (
+		in         Intent
+		spec       []byte
+		sourceIP   *netip.Addr
+		signalTime *time.Time
+	)
+	err := row.Scan(&in.ClientOrderID, &in.LockKey, &in.TraceID, &in.Fingerprint, &in.Mode, &in.KeySource,
+		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts)
+	if err != nil {
+		return Intent{}, err
+	}
+	if err := json.Unmarshal(spec, &in.Order); err != nil {
+		return Intent{}, fmt.Errorf("intent %s: decode order: %w", in.ClientOrderID, err)
+	}
+	if sourceIP != nil {
+		in.SourceIP = *sourceIP
+	}
+	if signalTime != nil {
+		in.SignalTime = *signalTime
+	}
+	return in, nil
+}
+
+// GetIntent reads one intent by client order ID, or ErrNotFound.
+func GetIntent(ctx context.Context, q DBTX, clientOrderID string) (Intent, error) {
+	in, err := scanIntent(q.QueryRow(ctx, `SELECT `+intentColumns+` FROM dispatch_intents WHERE client_order_id = $1`, clientOrderID))
+	if err != nil {
+		return Intent{}, translate(err)
+	}
+	return in, nil
+}

@@ -1,0 +1,201 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hoox/hoox/internal/pgconv"
+)
+
+// Stranded is work the sweeper must finish because nobody else will: an
+// intent with no outcome whose attempt died (TraceID empty: no trace exists,
+// the claim rolled back with it), or a reconciling trace whose River job
+// ended without settling it (TraceID set).
+type Stranded struct {
+	Intent Intent
+	// TraceID is the reconciling trace to settle; empty for a bare intent.
+	TraceID string
+	// NoIntent is true for a reconciling trace that has no intent (written
+	// before intents existed): nothing can be looked up.
+	NoIntent bool
+}
+
+const strandedIntentsSQL = `
+SELECT ` + intentColumns + `
+FROM dispatch_intents
+WHERE outcome IS NULL AND sent_at < now() - $1::bigint * interval '1 millisecond'
+ORDER BY sent_at
+LIMIT $2`
+
+// River's live job states: a reconcile in any of them will still run.
+const orphanReconcilingSQL = `
+SELECT t.trace_id, t.lock_key, i.client_order_id IS NULL
+FROM (SELECT trace_id, client_order_id,
+             CASE WHEN trace_id ~ '^(test:)?w:' THEN regexp_replace(trace_id, ':[0-9]+$', '') ELSE trace_id END AS lock_key
+      FROM trace_ids
+      WHERE status = 'reconciling' AND updated_at < now() - $1::bigint * interval '1 millisecond') t
+LEFT JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
+WHERE NOT EXISTS (
+    SELECT 1 FROM river_job j
+    WHERE j.kind = 'reconcile' AND j.args->>'trace_id' = t.trace_id
+      AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
+LIMIT $2`
+
+// ListStranded returns at most limit intents older than grace with no
+// outcome, and reconciling traces untouched for grace whose reconcile job is
+// gone (completed, cancelled or discarded without settling them).
+func ListStranded(ctx context.Context, q DBTX, grace time.Duration, limit int) ([]Stranded, error) {
+	rows, err := q.Query(ctx, strandedIntentsSQL, grace.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
+		in, err := scanIntent(row)
+		return Stranded{Intent: in}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
+	}
+	rows, err = q.Query(ctx, orphanReconcilingSQL, grace.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
+	}
+	type orphan struct {
+		traceID, lockKey string
+		noIntent         bool
+	}
+	orphans, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (orphan, error) {
+		var o orphan
+		err := row.Scan(&o.traceID, &o.lockKey, &o.noIntent)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
+	}
+	for _, o := range orphans {
+		s := Stranded{TraceID: o.traceID, NoIntent: o.noIntent, Intent: Intent{LockKey: o.lockKey, TraceID: o.traceID}}
+		if !o.noIntent {
+			in, err := getIntentByTrace(ctx, q, o.traceID)
+			if err != nil {
+				return nil, err
+			}
+			in.TraceID = o.traceID
+			s.Intent = in
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func getIntentByTrace(ctx context.Context, q DBTX, traceID string) (Intent, error) {
+	in, err := scanIntent(q.QueryRow(ctx, `SELECT `+intentColumns+` FROM dispatch_intents
+WHERE client_order_id = (SELECT client_order_id FROM trace_ids WHERE trace_id = $1)`, traceID))
+	if err != nil {
+		return Intent{}, fmt.Errorf("intent of trace %s: %w", traceID, translate(err))
+	}
+	return in, nil
+}
+
+// Recovery is how the sweeper settles one stranded item.
+type Recovery struct {
+	// TraceStatus is the trace's status after recovery; empty leaves the
+	// trace alone (a bare intent whose order was never placed: there is no
+	// trace, and the signal may be sent again).
+	TraceStatus string
+	// Order is the order found at the venue; nil when none is.
+	Order *OrderRow
+	// IntentOutcome settles the intent; empty when there is no intent.
+	IntentOutcome string
+	Events        []Event
+}
+
+const strandedIntentLockSQL = `SELECT outcome IS NULL FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
+
+const strandedTraceLockSQL = `SELECT status = 'reconciling' FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
+
+// createSweptTraceSQL creates the trace a dead attempt would have
+// committed, from its intent, so a later resend is a duplicate. A trace
+// already there is only settled if it was left reconciling.
+const createSweptTraceSQL = `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id,
+                       order_id, signal, source_ip, signal_time, received_at, updated_at, expires_at)
+SELECT i.trace_id, i.fingerprint, i.mode, i.key_source, $2, i.exchange, i.symbol, i.action, i.client_order_id,
+       $3, i.signal, i.source_ip, i.signal_time, i.received_at, now(),
+       greatest(i.received_at + $4::bigint * interval '1 millisecond', now())
+FROM dispatch_intents i WHERE i.client_order_id = $1
+ON CONFLICT (trace_id) DO UPDATE
+SET status = excluded.status, order_id = excluded.order_id, client_order_id = excluded.client_order_id, updated_at = now()
+WHERE trace_ids.status IN ('claimed', 'reconciling')`
+
+const settleSweptTraceSQL = `
+UPDATE trace_ids SET status = $2, order_id = coalesce($3, order_id), updated_at = now()
+WHERE trace_id = $1 AND status = 'reconciling'`
+
+// Recover settles one stranded item in one transaction that holds the
+// trace's advisory lock (waiting at most lockWait, else ErrLockTimeout: an
+// attempt is live, try later) and re-checks that the item is still
+// stranded; decide (which asks the venue, never places) runs only then.
+// ttl is the trace TTL for a trace created from the intent. It reports
+// whether decide ran and its recovery committed.
+func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl time.Duration,
+	decide func(ctx context.Context) (Recovery, error)) (bool, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return false, translate(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	var open bool
+	b := &pgx.Batch{}
+	queueTraceLock(b, s.Intent.LockKey, lockWait)
+	if s.TraceID == "" {
+		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
+	} else {
+		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		err = translate(err)
+		if errors.Is(err, ErrNotFound) {
+			return false, nil // settled or removed since it was listed
+		}
+		return false, err
+	}
+	if !open {
+		return false, nil
+	}
+	r, err := decide(ctx)
+	if err != nil {
+		return false, err
+	}
+
+	b = &pgx.Batch{}
+	var orderID *uuid.UUID
+	if r.Order != nil {
+		queueOrder(b, r.Order)
+		orderID = &r.Order.ID
+	}
+	switch {
+	case r.TraceStatus == "":
+	case s.TraceID == "":
+		b.Queue(createSweptTraceSQL, s.Intent.ClientOrderID, r.TraceStatus, pgconv.UUIDPtr(orderID), ttl.Milliseconds())
+	default:
+		b.Queue(settleSweptTraceSQL, s.TraceID, r.TraceStatus, pgconv.UUIDPtr(orderID))
+	}
+	if r.IntentOutcome != "" && !s.NoIntent {
+		b.Queue(SettleIntentSQL, s.Intent.ClientOrderID, r.IntentOutcome)
+	}
+	queueEvents(b, r.Events)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return false, translate(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, translate(err)
+	}
+	return true, nil
+}

@@ -1,0 +1,194 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/signal"
+)
+
+// Sweep outcomes, as counted in hoox_sweeps_total.
+const (
+	sweepAdopted   = "adopted"    // the venue held the order: recorded, trace settled
+	sweepNotPlaced = "not_placed" // nothing at the venue once its window closed
+	sweepMismatch  = "mismatch"   // another order under the ID: not adopted
+	sweepFailed    = "failed"     // given up: an operator must check the venue
+)
+
+// sweepBatch bounds the items one sweep handles; the next sweep takes the
+// rest.
+const sweepBatch = 100
+
+// sweepLockWait is how long the sweeper waits for a trace's lock: a held
+// lock means an attempt or a reconcile is live, and it is left to them.
+const sweepLockWait = 200 * time.Millisecond
+
+// SweepArgs asks for one sweep of stranded intents and orphaned reconciles.
+// The River leader inserts it every SweepInterval.
+type SweepArgs struct{}
+
+// Kind names the job in River's tables.
+func (SweepArgs) Kind() string { return "sweep" }
+
+// InsertOpts: one attempt; the next periodic run is the retry.
+func (SweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueSweep, MaxAttempts: 1}
+}
+
+// SweepWorker finishes what dead attempts left: nobody has to resend. An
+// intent with no outcome after SweepGrace is an attempt that died between
+// the venue call and its commit, and nobody resent the signal; a
+// reconciling trace whose reconcile job ended (cancelled in River's UI,
+// discarded after a database error on its last attempt) would otherwise
+// stay reconciling forever. For each, under the trace's lock, the sweeper
+// asks the venue — never places — and records what it finds:
+//   - the order is there and matches: the order is recorded and the trace
+//     created (or settled) as dispatched, so a later resend is a duplicate;
+//   - nothing there once the venue's accept window has closed: a bare
+//     intent is closed as not placed (the signal may be sent again); an
+//     orphaned reconcile ends failed;
+//   - the venue cannot be asked: retried on the next sweep, and after
+//     SweepGiveUp the trace ends failed (created if need be, so the key
+//     stays blocked) with a reason that says where to look.
+type SweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	pool    *pgxpool.Pool
+	cfg     Config
+	venues  *exchange.Registry
+	log     *slog.Logger
+	metrics *Metrics
+}
+
+// NewSweepWorker returns a sweeper working through pool.
+func NewSweepWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *SweepWorker {
+	logger, metrics = orDefaults(logger, metrics)
+	return &SweepWorker{pool: pool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
+}
+
+// errNotYet leaves an item for a later sweep.
+var errNotYet = errors.New("not yet decidable")
+
+// Work sweeps once.
+func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
+	_, err := w.Sweep(ctx)
+	return err
+}
+
+// Sweep handles every stranded item it can now and returns how many it
+// settled.
+func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
+	items, err := db.ListStranded(ctx, w.pool, w.cfg.SweepGrace, sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	settled := 0
+	for _, s := range items {
+		var outcome string
+		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.TraceTTL, func(ctx context.Context) (db.Recovery, error) {
+			r, o, err := w.decide(ctx, s)
+			outcome = o
+			return r, err
+		})
+		switch {
+		case errors.Is(err, errNotYet), errors.Is(err, db.ErrLockTimeout):
+			continue
+		case err != nil:
+			w.log.WarnContext(ctx, "sweep: item left for the next sweep", "trace_id", s.Intent.TraceID,
+				"client_order_id", s.Intent.ClientOrderID, "error", err)
+			continue
+		case !done:
+			continue
+		}
+		settled++
+		w.metrics.Sweeps.WithLabelValues(outcome).Inc()
+		level := slog.LevelInfo
+		if outcome == sweepFailed || outcome == sweepMismatch {
+			level = slog.LevelError
+		}
+		w.log.Log(ctx, level, "swept", "trace_id", traceOf(s), "client_order_id", s.Intent.ClientOrderID,
+			"outcome", outcome, "orphaned_reconcile", s.TraceID != "")
+	}
+	return settled, nil
+}
+
+func traceOf(s db.Stranded) string {
+	if s.TraceID != "" {
+		return s.TraceID
+	}
+	return s.Intent.TraceID
+}
+
+// decide asks the venue about one stranded item.
+func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, string, error) {
+	in := s.Intent
+	traceID := traceOf(s)
+	if s.NoIntent {
+		return w.giveUp(s, "its reconcile job ended without settling it and no intent says which order to look for: check the venue"), sweepFailed, nil
+	}
+	venue, ok := w.venues.For(in.Exchange, in.Mode == signal.ModeTest)
+	if !ok {
+		return w.unanswered(s, fmt.Errorf("venue %q is not configured on this replica", in.Exchange))
+	}
+	if closes := in.SentAt.Add(venue.AcceptWindow()); time.Now().Before(closes) {
+		return db.Recovery{}, "", errNotYet
+	}
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
+	defer cancel()
+	report, err := venue.Lookup(vctx, in.Order)
+	switch {
+	case err == nil:
+		row := db.NewOrderRow(traceID, in.Exchange, in.Mode, in.Order, report)
+		status, outcome := db.TraceDispatched, db.IntentDispatched
+		if report.Status == exchange.StatusRejected {
+			status, outcome = db.TraceRejected, db.IntentRejected
+		}
+		return db.Recovery{TraceStatus: status, Order: row, IntentOutcome: outcome,
+			Events: []db.Event{{TraceID: traceID, Event: "swept", Detail: map[string]any{
+				"found": true, "order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status,
+				"exchange_order_id": report.ExchangeOrderID}}}}, sweepAdopted, nil
+	case errors.Is(err, exchange.ErrNotFound):
+		if s.TraceID == "" {
+			return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: traceID, Event: "swept",
+				Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID}}}}, sweepNotPlaced, nil
+		}
+		return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentNotPlaced,
+			Events: []db.Event{{TraceID: traceID, Event: "failed", Detail: map[string]any{"client_order_id": in.ClientOrderID,
+				"reason": fmt.Sprintf("its reconcile job ended without settling it; the venue holds no order %s: not placed", in.ClientOrderID)}}}}, sweepNotPlaced, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		r := db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: traceID, Event: "failed",
+			Detail: map[string]any{"client_order_id": in.ClientOrderID,
+				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", in.ClientOrderID, err)}}}}
+		if s.TraceID != "" {
+			r.TraceStatus = db.TraceFailed
+		}
+		return r, sweepMismatch, nil
+	}
+	w.venues.NoteError(in.Exchange, err, time.Now())
+	return w.unanswered(s, err)
+}
+
+// unanswered leaves an item whose venue could not answer for a later sweep,
+// until SweepGiveUp has passed since its send.
+func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string, error) {
+	if time.Since(s.Intent.SentAt) < w.cfg.SweepGiveUp {
+		return db.Recovery{}, "", fmt.Errorf("%w: %w", errNotYet, err)
+	}
+	return w.giveUp(s, fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",
+		s.Intent.Exchange, w.cfg.SweepGiveUp, err, s.Intent.ClientOrderID)), sweepFailed, nil
+}
+
+// giveUp fails the trace (creating it from the intent when there is none,
+// so the key stays blocked while nobody knows whether the order exists).
+func (w *SweepWorker) giveUp(s db.Stranded, reason string) db.Recovery {
+	return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed,
+		Events: []db.Event{{TraceID: traceOf(s), Event: "failed",
+			Detail: map[string]any{"client_order_id": s.Intent.ClientOrderID, "reason": reason}}}}
+}
