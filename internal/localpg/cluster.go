@@ -461,6 +461,27 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Crash stops the server the way a power cut would for Postgres itself
+// (pg_ctl stop -m immediate: no checkpoint, WAL not yet written is lost,
+// the next start replays the log). Fault tests use it; Start recovers.
+func (c *Cluster) Crash(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lock == nil {
+		return nil
+	}
+	if err := c.stopServer(ctx, "immediate"); err != nil {
+		return err
+	}
+	c.logger.WarnContext(ctx, "postgres crashed on purpose (immediate stop)", slog.String("data_dir", c.dataDir))
+	err := c.lock.Close()
+	c.lock = nil
+	if err != nil {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	return nil
+}
+
 func (c *Cluster) stopServer(ctx context.Context, mode string) error {
 	out, err := c.command(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-s", "-m", mode, "-D", c.dataDir).CombinedOutput()
 	if err != nil {
