@@ -561,3 +561,20 @@ func TestAdminRiverUI(t *testing.T) {
 	res = do(t, srv.Handler(), http.MethodGet, "/admin/river/", adminToken, "")
 	require.Equal(t, http.StatusNotFound, res.Status)
 }
+
+// A reconciling trace's order may exist at the venue: releasing its key
+// would let a resend place a second one, so the release is refused.
+func TestAdminReleaseRefusesAReconcilingTrace(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	_, err := b.pool.Exec(context.Background(), `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, expires_at)
+VALUES ('k:unsure', 'fp', 'live', 'client', 'reconciling', 'paper', 'BTCUSDT', 'buy', '{}', now() + interval '1 day')`)
+	require.NoError(t, err)
+
+	res := b.do(t, http.MethodDelete, "/admin/traces/k:unsure", `{"reason":"try again"}`)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Equal(t, "reconciling", res.problem(t)["code"])
+	detail := b.do(t, http.MethodGet, "/admin/traces/k:unsure", "").json(t)
+	require.Equal(t, "reconciling", detail["trace"].(map[string]any)["status"])
+}

@@ -355,3 +355,22 @@ func TestStatsCountOutcomes(t *testing.T) {
 	require.EqualValues(t, 1, lp.Traces)
 	require.False(t, lp.At.IsZero())
 }
+
+// Releasing a reconciling trace would let a resend place a second order
+// while the first may exist at the venue: it is refused, and the trace stays.
+func TestReleaseRefusesAReconcilingTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	insertTrace(t, pool, seedTrace{ID: "k:unsure", Status: db.TraceReconciling})
+
+	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:unsure", By: "admin"})
+	require.ErrorIs(t, err, db.ErrReconciling)
+	d, err := db.GetTrace(ctx, pool, "k:unsure")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
+	require.Equal(t, db.TraceReconciling, d.Trace.Status)
+	for _, e := range d.Events {
+		require.NotEqual(t, "released", e.Event)
+	}
+}

@@ -1,0 +1,211 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/jobs"
+)
+
+// windowed is the paper venue with a real venue's accept window: a request
+// may still be accepted (and lookups lag it) for window after it was sent.
+type windowed struct {
+	*paper.Venue
+	window time.Duration
+}
+
+func (w windowed) AcceptWindow() time.Duration { return w.window }
+
+var reconcileOrder = exchange.Order{ClientOrderID: "hxrecovery00000000000000000000a", Symbol: "ETHUSDT", Action: "sell", Side: "sell",
+	OrderType: "market", Quantity: decimal.RequireFromString("2")}
+
+func TestReconcileWaitsOutTheAcceptWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": windowed{b.paper, time.Hour}})
+	args := seedReconciling(t, b.pool, "k:lag", reconcileOrder, time.Now())
+
+	res, err := newTestWorker(t, b).Work(ctx, t, beginTx(t, b.pool), args, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "not found inside the window proves nothing: wait")
+	require.Equal(t, db.TraceReconciling, traceStatus(t, b.pool, "k:lag"))
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Empty(t, fills, "nothing placed while the lost request may still be accepted")
+}
+
+func TestReconcileNeverPlacesUnderTheKillSwitch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := db.SetKillSwitch(ctx, b.pool, true, "drill", "test")
+	require.NoError(t, err)
+	args := seedReconciling(t, b.pool, "k:halted", reconcileOrder, time.Now())
+
+	_, err = newTestWorker(t, b).Work(ctx, t, beginTx(t, b.pool), args, nil)
+	require.NoError(t, err)
+	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:halted"))
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Empty(t, fills, "the kill switch halts a reconcile's placement too")
+	es := events(t, b.pool, "k:halted")
+	require.Contains(t, es[len(es)-1].Detail["reason"], "kill switch")
+}
+
+func TestReconcileRefusesAnotherOrderUnderTheID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	other := reconcileOrder
+	other.Quantity = decimal.RequireFromString("7")
+	_, err := b.paper.Place(ctx, other)
+	require.NoError(t, err)
+	args := seedReconciling(t, b.pool, "k:mismatch", reconcileOrder, time.Now())
+
+	_, err = newTestWorker(t, b).Work(ctx, t, beginTx(t, b.pool), args, nil)
+	require.NoError(t, err)
+	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:mismatch"))
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM orders"), "another signal's order is never adopted")
+	es := events(t, b.pool, "k:mismatch")
+	require.Contains(t, es[len(es)-1].Detail["reason"], "different order")
+}
+
+// crashingGateway is a gateway whose first attempt "dies" between the
+// venue's answer and the commit, as a kill -9 would leave it.
+func crashingGateway(t *testing.T, b *testBundle, client *river.Client[pgx.Tx]) *gateway.Service {
+	t.Helper()
+	crashed := false
+	deps := gateway.Deps{Pool: b.pool, MarkerPool: newPool(t, b.url), Venues: b.venues,
+		AfterVenue: func(string) {
+			if !crashed {
+				crashed = true
+				panic("crash")
+			}
+		}}
+	if client != nil {
+		deps.Jobs = client
+	}
+	gw := gateway.New(gateway.DefaultConfig(), deps)
+	t.Cleanup(gw.Close)
+	return gw
+}
+
+// Nobody resends after a crash (TradingView does not retry a reset
+// connection): the sweeper, run by River's leader, records the order the
+// dead attempt placed and creates its trace, so a later resend is a
+// duplicate and the venue still holds one order.
+func TestSweeperRecordsADeadAttemptsOrderWithoutAResend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	gw := crashingGateway(t, b, nil)
+	in := input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.25"}`) // window mode
+	require.Panics(t, func() { _, _ = gw.Execute(ctx, in) })
+	require.False(t, traceExists(t, b.pool, in.Trace.ID))
+
+	startClient(t, b, jobs.Config{SweepInterval: time.Second, SweepGrace: time.Millisecond})
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = $1 AND status = 'dispatched'", in.Trace.ID) == 1
+	}, time.Minute, 20*time.Millisecond, "the sweeper never recorded the dead attempt's order")
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = $1", in.Trace.ID))
+	require.Contains(t, eventNames(events(t, b.pool, in.Trace.ID)), "swept")
+
+	_, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.25"}`))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, gateway.CodeDuplicate, ge.Code, "inside the window, the resend is a duplicate of the swept trace")
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Len(t, fills, 1)
+}
+
+// A dead attempt that never reached the venue leaves an open intent and no
+// order: the sweeper closes it as not placed and creates no trace, so the
+// signal can still be sent.
+func TestSweeperClosesAnIntentWhoseOrderNeverArrived(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.paper.SetFaults(paper.Faults{Unreachable: true})
+	gw := crashingGateway(t, b, nil)
+	body := `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"never-sent"}`
+	require.Panics(t, func() { _, _ = gw.Execute(ctx, input(t, body)) })
+	b.paper.SetFaults(paper.Faults{})
+
+	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
+	n, err := sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.False(t, traceExists(t, b.pool, "k:never-sent"))
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome = 'not_placed'"))
+
+	out, err := gw.Execute(ctx, input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+}
+
+// A reconcile whose job is cancelled (in River's UI) or discarded would
+// leave its trace reconciling forever, blocking the key. The sweeper settles
+// it from what the venue holds.
+func TestSweeperSettlesAReconcileWhoseJobWasCancelled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: newPool(t, b.url), Venues: b.venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	b.paper.SetFaults(paper.Faults{LoseAnswer: true})
+	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"orphan"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	b.paper.SetFaults(paper.Faults{})
+
+	var jobID int64
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = 'reconcile'").Scan(&jobID))
+	_, err = client.JobCancel(ctx, jobID)
+	require.NoError(t, err)
+
+	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
+	n, err := sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, db.TraceDispatched, traceStatus(t, b.pool, "k:orphan"), "the venue's order is adopted")
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:orphan'"))
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Len(t, fills, 1)
+}
+
+// A reconciling trace with no job at all (its last attempt was discarded)
+// and no order at the venue ends failed, with a reason an operator can act
+// on, instead of blocking its key forever.
+func TestSweeperFailsAnOrphanedReconcileWithNoOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	seedReconciling(t, b.pool, "k:orphan-none", reconcileOrder, time.Now().Add(-time.Minute))
+
+	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
+	n, err := sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:orphan-none"))
+	es := events(t, b.pool, "k:orphan-none")
+	require.Equal(t, "failed", es[len(es)-1].Event)
+	require.Contains(t, es[len(es)-1].Detail["reason"], "reconcile job ended")
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Empty(t, fills, "the sweeper never places")
+}
