@@ -2,6 +2,8 @@ package binance_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ func TestLostAnswerAfterAcceptIsUnknownAndLookupFindsIt(t *testing.T) {
 		"502":     binancefake.FaultServerErrorAfterAccept,
 		"-1007":   binancefake.FaultUnknownAfterAccept,
 		"dropped": binancefake.FaultDropAfterAccept,
+		"timeout": binancefake.FaultHangAfterAccept,
 	}
 	for _, m := range markets {
 		for name, kind := range kinds {
@@ -32,7 +35,18 @@ func TestLostAnswerAfterAcceptIsUnknownAndLookupFindsIt(t *testing.T) {
 				ctx := context.Background()
 				b.fake.Inject(binancefake.Fault{Kind: kind})
 				o := marketOrder("buy", "0.01")
-				_, err := b.venue.Place(ctx, o)
+				placeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if kind == binancefake.FaultHangAfterAccept {
+					// The caller gives up once the fake holds the order.
+					go func() {
+						for b.fake.Placements(o.ClientOrderID) == 0 && placeCtx.Err() == nil {
+							runtime.Gosched()
+						}
+						cancel()
+					}()
+				}
+				_, err := b.venue.Place(placeCtx, o)
 				require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
 				require.NotErrorIs(t, err, exchange.ErrUnreachable)
 				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
@@ -226,6 +240,35 @@ func TestCredentials(t *testing.T) {
 			r, err := b.venue.Place(ctx, o)
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestConcurrentPlacements: the venue is shared by every signal in flight.
+func TestConcurrentPlacements(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			const n = 16
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					o := marketOrder("buy", "0.01")
+					o.Leverage = 1 + i%3
+					r, err := b.venue.Place(ctx, o)
+					if err == nil && r.Status != exchange.StatusFilled {
+						err = errors.New("not filled: " + r.Reason)
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				require.NoError(t, <-errs)
+			}
+			require.Len(t, b.fake.Orders(), n)
 		})
 	}
 }

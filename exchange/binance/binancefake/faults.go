@@ -18,6 +18,10 @@ const (
 	// FaultDropAfterAccept stores the order, then closes the connection
 	// without answering.
 	FaultDropAfterAccept
+	// FaultHangAfterAccept stores the order, then answers nothing until the
+	// client gives up (its request context ends), as a venue whose answer
+	// times out.
+	FaultHangAfterAccept
 	// FaultRateLimit answers 429 with Retry-After and code -1003 before
 	// accepting anything.
 	FaultRateLimit

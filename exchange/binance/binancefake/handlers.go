@@ -445,6 +445,9 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 			case FaultUnknownAfterAccept:
 				writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
 				return
+			case FaultHangAfterAccept:
+				<-r.Context().Done()
+				return
 			case FaultDropAfterAccept:
 				if hj, ok := w.(http.Hijacker); ok {
 					if conn, _, err := hj.Hijack(); err == nil {
