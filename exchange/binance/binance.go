@@ -1,0 +1,423 @@
+// Package binance is hoox's venue adapter for Binance spot (/api/v3) and
+// USDⓈ-M futures (/fapi/v1), one Venue per market and account.
+//
+// It places every order under the gateway's client order ID
+// (newClientOrderId) and finds it again by that ID (origClientOrderId). That
+// is what exactly-once rests on, and Binance makes it subtle: a client order
+// ID is refused as a duplicate (spot -2010 "Duplicate order sent.", futures
+// -4116) only while the earlier order under it is still open. Once that
+// order filled, was cancelled or expired, Binance accepts the same ID again
+// and creates a second order. A market order fills at once, so a blind
+// re-place after a lost answer doubles the position; only a lookup first
+// (exchange.PlaceOrAdopt with lookupFirst) is safe.
+//
+// Requests are signed with HMAC-SHA256 over the query string plus the body
+// (Sign), stamped with Binance's clock as estimated from /time (refreshed
+// every Config.TimeSync and after every -1021), and valid for
+// Config.RecvWindow. Quantities are rounded down to the symbol's step and
+// limit prices to its tick toward the passive side; an order that is then
+// below the minimum quantity or notional is refused before anything is
+// sent. Filters come from exchangeInfo, cached per symbol for
+// Config.FilterTTL and dropped when Binance refuses an order on a filter.
+//
+// Futures assumes the account is in one-way position mode (positionSide
+// BOTH): a close reads positionAmt and sends a reduce-only market order for
+// all of it.
+package binance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Reasons the adapter gives when it refuses an order itself, before
+// sending it. Refusals by Binance carry Binance's own message.
+const (
+	ReasonNoPosition        = "no position to close"
+	ReasonSpotNoShort       = "spot has no short position to close"
+	ReasonInvalidOrder      = "invalid order"
+	ReasonLimitWithoutPrice = "limit order without price"
+	ReasonClientOrderID     = "client order id not allowed by binance (1-36 of A-Z a-z 0-9 . : / _ -)"
+)
+
+// clientOrderIDPattern is Binance's documented rule for newClientOrderId.
+var clientOrderIDPattern = regexp.MustCompile(`^[.A-Z:/a-z0-9_-]{1,36}$`)
+
+// Venue is one Binance account on one market. It is safe for concurrent
+// use.
+type Venue struct {
+	cfg    Config
+	prefix string
+	log    *slog.Logger
+
+	syncMu sync.Mutex // one server-time sync at a time
+
+	mu           sync.Mutex
+	offset       time.Duration // Binance's clock minus the local one
+	syncedAt     time.Time
+	pausedUntil  time.Time
+	usedWeight   int
+	weightMinute int64
+	filters      map[string]Filters
+	leverage     map[string]int
+}
+
+var _ exchange.Venue = (*Venue)(nil)
+
+// New returns a Venue for cfg (defaults applied), or an error naming the
+// setting that cannot work. It sends nothing: the first order reads the
+// server time and the symbol's filters.
+func New(cfg Config) (*Venue, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	v := &Venue{
+		cfg:      cfg,
+		prefix:   "/api/v3",
+		log:      cfg.Logger.With("venue", "binance", "market", string(cfg.Market)),
+		filters:  map[string]Filters{},
+		leverage: map[string]int{},
+	}
+	if cfg.Market == MarketFutures {
+		v.prefix = "/fapi/v1"
+	}
+	return v, nil
+}
+
+func (v *Venue) futures() bool { return v.cfg.Market == MarketFutures }
+
+// AcceptWindow is RecvWindow (Binance refuses a request older than that)
+// plus LookupLag (the order query may lag the matching engine) plus
+// ClockMargin (the error of the server-time offset).
+func (v *Venue) AcceptWindow() time.Duration {
+	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
+}
+
+// outgoing is an order as it goes on the wire, after rounding.
+type outgoing struct {
+	symbol     string
+	side       string // buy or sell
+	market     bool
+	qty        decimal.Decimal
+	price      decimal.Decimal // limit only
+	reduceOnly bool
+	clientID   string
+}
+
+// Place sends o. Refusals for good — by this adapter before sending (below
+// a filter minimum, no position to close) or by Binance — are a rejected
+// Report with a nil error.
+func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	symbol := VenueSymbol(o.Symbol)
+	if reason := v.validate(o, symbol); reason != "" {
+		return rejected(reason), nil
+	}
+	f, fresh, err := v.filtersFor(ctx, symbol)
+	if r, err, done := refusal(err); done {
+		return r, err
+	}
+	if o.Leverage > 0 {
+		if r, err, done := refusal(v.ensureLeverage(ctx, symbol, o.Leverage)); done {
+			return r, err
+		}
+	}
+	out := outgoing{
+		symbol: symbol, side: o.Side, market: o.OrderType == "market", qty: o.Quantity,
+		reduceOnly: o.ReduceOnly && v.futures(), clientID: o.ClientOrderID,
+	}
+	if exchange.IsClose(o.Action) {
+		var reason string
+		out, reason, err = v.resolveClose(ctx, o, f, out)
+		if r, err, done := refusal(err); done {
+			return r, err
+		}
+		if reason != "" {
+			return rejected(reason), nil
+		}
+	}
+	for {
+		sent, reason, err := v.prepare(ctx, o, f, out)
+		if r, err, done := refusal(err); done {
+			return r, err
+		}
+		if reason != "" {
+			return rejected(reason), nil
+		}
+		r, err := v.send(ctx, sent)
+		apiErr, isAPI := errors.AsType[*APIError](err)
+		if !isAPI || apiErr.Class != ClassFilter {
+			if isAPI && apiErr.refused() {
+				return rejected(apiErr.Msg), nil
+			}
+			return r, err
+		}
+		// Binance's filters differ from the cached ones: read them again,
+		// and if they were not just read, try once more with them.
+		v.dropFilters(symbol)
+		if fresh {
+			return rejected(apiErr.Msg), nil
+		}
+		v.log.InfoContext(ctx, "binance refused an order on a filter; filters re-read", "symbol", symbol, "msg", apiErr.Msg)
+		f, fresh, err = v.filtersFor(ctx, symbol)
+		if r, err, done := refusal(err); done {
+			return r, err
+		}
+	}
+}
+
+// refusal turns err into Place's answer: a rejected Report for a refusal
+// for good, err itself otherwise. done is false when err is nil.
+func refusal(err error) (exchange.Report, error, bool) {
+	if err == nil {
+		return exchange.Report{}, nil, false
+	}
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.refused() {
+		return rejected(apiErr.Msg), nil, true
+	}
+	return exchange.Report{}, err, true
+}
+
+func rejected(reason string) exchange.Report {
+	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
+}
+
+// validate returns why o cannot be sent at all, or "".
+func (v *Venue) validate(o exchange.Order, symbol string) string {
+	closing := exchange.IsClose(o.Action)
+	switch {
+	case !clientOrderIDPattern.MatchString(o.ClientOrderID):
+		return ReasonClientOrderID
+	case symbol == "":
+		return ReasonInvalidOrder
+	case !closing && o.Side != "buy" && o.Side != "sell":
+		return ReasonInvalidOrder
+	case closing && o.Side != "" && o.Side != "buy" && o.Side != "sell":
+		return ReasonInvalidOrder
+	case !closing && !o.Quantity.IsPositive():
+		return ReasonInvalidOrder
+	case o.OrderType != "market" && o.OrderType != "limit":
+		return ReasonInvalidOrder
+	case !closing && o.OrderType == "limit" && (!o.Price.Valid || !o.Price.Decimal.IsPositive()):
+		return ReasonLimitWithoutPrice
+	case !v.futures() && o.Action == "close_short":
+		return ReasonSpotNoShort
+	}
+	return ""
+}
+
+// prepare rounds out to the filters and checks the minimums, returning the
+// order to send or why it is refused. Market orders are checked against
+// the notional with o's price when the signal gave one, else the ticker.
+func (v *Venue) prepare(ctx context.Context, o exchange.Order, f Filters, out outgoing) (outgoing, string, error) {
+	out.qty = f.RoundQuantity(out.qty, out.market)
+	if reason := f.checkQuantity(out.qty, out.market); reason != "" {
+		return out, reason, nil
+	}
+	ref := decimal.Zero
+	if !out.market {
+		out.price = f.RoundPrice(o.Price.Decimal, out.side)
+		if reason := f.checkPrice(out.price); reason != "" {
+			return out, reason, nil
+		}
+		ref = out.price
+	}
+	// Futures exempts reduce-only orders from MIN_NOTIONAL.
+	if f.notionalApplies(out.market) && !(v.futures() && out.reduceOnly) {
+		if out.market {
+			if o.Price.Valid && o.Price.Decimal.IsPositive() {
+				ref = o.Price.Decimal
+			} else {
+				p, err := v.tickerPrice(ctx, out.symbol)
+				if err != nil {
+					return out, "", err
+				}
+				ref = p
+			}
+		}
+		if reason := f.checkNotional(out.qty, ref, out.market); reason != "" {
+			return out, reason, nil
+		}
+	}
+	return out, "", nil
+}
+
+// tickerPrice is the symbol's last price (spot) or last futures price.
+func (v *Venue) tickerPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
+	var t struct {
+		Price decimal.Decimal `json:"price"`
+	}
+	req := request{method: http.MethodGet, path: v.prefix + "/ticker/price", params: params{}.add("symbol", symbol), weight: 2}
+	if err := v.do(ctx, req, &t); err != nil {
+		return decimal.Zero, fmt.Errorf("binance: ticker price for %s: %w", symbol, err)
+	}
+	return t.Price, nil
+}
+
+// orderAnswer is Binance's order object, for both markets: spot's FULL
+// placement answer and order query, futures' RESULT answer and order query.
+type orderAnswer struct {
+	Symbol              string          `json:"symbol"`
+	OrderID             int64           `json:"orderId"`
+	ClientOrderID       string          `json:"clientOrderId"`
+	Price               decimal.Decimal `json:"price"`
+	OrigQty             decimal.Decimal `json:"origQty"`
+	ExecutedQty         decimal.Decimal `json:"executedQty"`
+	CummulativeQuoteQty decimal.Decimal `json:"cummulativeQuoteQty"` // spot (sic)
+	CumQuote            decimal.Decimal `json:"cumQuote"`            // futures
+	AvgPrice            decimal.Decimal `json:"avgPrice"`            // futures
+	Status              string          `json:"status"`
+	Type                string          `json:"type"`
+	Side                string          `json:"side"`
+	Fills               []struct {
+		Price decimal.Decimal `json:"price"`
+		Qty   decimal.Decimal `json:"qty"`
+	} `json:"fills"`
+}
+
+// send places out and maps the answer.
+func (v *Venue) send(ctx context.Context, out outgoing) (exchange.Report, error) {
+	p := params{}.
+		add("symbol", out.symbol).
+		add("side", strings.ToUpper(out.side))
+	if out.market {
+		p = p.add("type", "MARKET")
+	} else {
+		p = p.add("type", "LIMIT").add("timeInForce", "GTC")
+	}
+	p = p.add("quantity", out.qty.String())
+	if !out.market {
+		p = p.add("price", out.price.String())
+	}
+	p = p.add("newClientOrderId", out.clientID)
+	if v.futures() {
+		if out.reduceOnly {
+			p = p.add("reduceOnly", "true")
+		}
+		p = p.add("newOrderRespType", "RESULT")
+	} else {
+		// FULL carries the fills, for the average fill price.
+		p = p.add("newOrderRespType", "FULL")
+	}
+	var a orderAnswer
+	req := request{method: http.MethodPost, path: v.prefix + "/order", params: p, signed: true, weight: 1, placement: true}
+	if err := v.do(ctx, req, &a); err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: place order %s: %w", out.clientID, err)
+	}
+	if a.OrderID == 0 || a.Status == "" {
+		// A 200 without an order: Binance may hold it, this answer cannot
+		// say.
+		return exchange.Report{}, fmt.Errorf("binance: place order %s: answer without order status: %w", out.clientID, exchange.ErrUnknownOutcome)
+	}
+	return a.report(), nil
+}
+
+// report maps Binance's order object onto a Report.
+func (a orderAnswer) report() exchange.Report {
+	r := exchange.Report{
+		ExchangeOrderID: strconv.FormatInt(a.OrderID, 10),
+		Symbol:          a.Symbol,
+		Side:            strings.ToLower(a.Side),
+		Quantity:        a.OrigQty,
+	}
+	if a.Type == "LIMIT" {
+		r.Price = decimal.NewNullDecimal(a.Price)
+	}
+	filled := func() {
+		r.Status = exchange.StatusFilled
+		if p := a.fillPrice(); p.IsPositive() {
+			r.FillPrice = decimal.NewNullDecimal(p)
+		}
+	}
+	switch a.Status {
+	case "FILLED":
+		filled()
+	case "CANCELED", "EXPIRED", "EXPIRED_IN_MATCH", "REJECTED":
+		// Final. With something executed it is a (partial) fill, and what
+		// filled is the position the signal now has.
+		if a.ExecutedQty.IsPositive() {
+			filled()
+			break
+		}
+		r.Status = exchange.StatusRejected
+		r.Reason = "binance order " + strings.ToLower(a.Status) + " with nothing filled"
+	default:
+		// NEW, PARTIALLY_FILLED, PENDING_NEW, PENDING_CANCEL and anything
+		// new: not final, so open.
+		r.Status = exchange.StatusOpen
+	}
+	return r
+}
+
+// fillPrice is the average fill price: from spot's fills when present, else
+// futures' avgPrice, else quote quantity over executed quantity.
+func (a orderAnswer) fillPrice() decimal.Decimal {
+	var quote, qty decimal.Decimal
+	for _, f := range a.Fills {
+		quote = quote.Add(f.Price.Mul(f.Qty))
+		qty = qty.Add(f.Qty)
+	}
+	if qty.IsPositive() {
+		return quote.Div(qty)
+	}
+	if a.AvgPrice.IsPositive() {
+		return a.AvgPrice
+	}
+	quote = a.CummulativeQuoteQty
+	if quote.IsZero() {
+		quote = a.CumQuote
+	}
+	if a.ExecutedQty.IsPositive() && quote.IsPositive() {
+		return quote.Div(a.ExecutedQty)
+	}
+	return decimal.Zero
+}
+
+// Lookup finds the latest order Binance holds under o.ClientOrderID for
+// o's symbol; exchange.ErrNotFound when it holds none (or none yet: the
+// query may lag a placement by up to LookupLag). An order that differs from
+// o in symbol, side or quantity (as o would be sent, rounded to the step) is
+// an error wrapping exchange.ErrMismatch.
+func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	symbol := VenueSymbol(o.Symbol)
+	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
+	weight := 4
+	if v.futures() {
+		weight = 1
+	}
+	var a orderAnswer
+	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order", params: p, signed: true, weight: weight}, &a)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Code == -1121 {
+		// No order can exist on a symbol Binance does not list.
+		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w: %w", o.ClientOrderID, exchange.ErrNotFound, err)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w", o.ClientOrderID, err)
+	}
+	r := a.report()
+	sent := o.Quantity
+	if !exchange.IsClose(o.Action) && !r.Quantity.Equal(o.Quantity) {
+		// The held order may be o rounded to the step.
+		f, _, err := v.filtersFor(ctx, symbol)
+		if err != nil {
+			return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w", o.ClientOrderID, err)
+		}
+		sent = f.RoundQuantity(o.Quantity, o.OrderType == "market")
+	}
+	if err := exchange.Matches(o, symbol, sent, r); err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,462 @@
+// Package binancefake is an in-process fake of the Binance spot (/api/v3)
+// and USDⓈ-M futures (/fapi) REST APIs, for tests of hoox's Binance adapter
+// and of the whole gateway. It is a fake, not a mock: it verifies HMAC
+// signatures and the recvWindow against its own clock, keeps a book per
+// market, fills market orders at its ticker price, moves balances and
+// positions, enforces filters with Binance's own error codes and JSON error
+// shape, and enforces Binance's real client-order-ID rule: an ID is refused
+// only while an earlier order under it is still open; once that order is
+// filled, cancelled or expired the ID is accepted again and creates a second
+// order.
+//
+// Faults that a real venue produces can be injected for the next N order
+// placements (see Fault): a 5xx or a dropped connection after the order was
+// accepted, a 429 with Retry-After before accepting, credential errors. A
+// lookup lag makes new orders invisible to the order query until the fake's
+// clock has moved past it; the clock is the caller's (Options.Now) plus
+// whatever Advance added, so tests never sleep.
+package binancefake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Default credentials the fake accepts when Options leaves them empty.
+const (
+	DefaultAPIKey    = "fake-binance-key"
+	DefaultAPISecret = "fake-binance-secret"
+)
+
+// Market names the two books the fake keeps apart, as Binance keeps spot
+// and USDⓈ-M futures accounts apart.
+const (
+	MarketSpot    = "spot"
+	MarketFutures = "futures"
+)
+
+// Symbol is one tradable symbol with the filters exchangeInfo reports for
+// it. A zero filter value disables that rule, as on Binance.
+type Symbol struct {
+	Symbol string
+	Base   string
+	Quote  string
+	// LOT_SIZE.
+	StepSize, MinQty, MaxQty decimal.Decimal
+	// MARKET_LOT_SIZE; zero values fall back to LOT_SIZE in the fake's own
+	// checks, and are served as zero (as spot often does).
+	MarketStepSize, MarketMinQty, MarketMaxQty decimal.Decimal
+	// PRICE_FILTER.
+	TickSize, MinPrice, MaxPrice decimal.Decimal
+	// MinNotional is spot NOTIONAL.minNotional (applied to market orders
+	// when ApplyMinToMarket) and futures MIN_NOTIONAL.notional.
+	MinNotional      decimal.Decimal
+	ApplyMinToMarket bool
+	// Price is the ticker's last price (spot) or mark price (futures);
+	// market orders fill at it.
+	Price decimal.Decimal
+}
+
+// DefaultSymbols are served when Options.Symbols is empty: BTCUSDT at
+// 50000 and ETHUSDT at 3000, with step, tick and notional filters shaped
+// like Binance's.
+func DefaultSymbols() []Symbol {
+	d := decimal.RequireFromString
+	return []Symbol{
+		{
+			Symbol: "BTCUSDT", Base: "BTC", Quote: "USDT",
+			StepSize: d("0.001"), MinQty: d("0.001"), MaxQty: d("1000"),
+			TickSize: d("0.1"), MinPrice: d("0.1"), MaxPrice: d("1000000"),
+			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("50000"),
+		},
+		{
+			Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
+			StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"),
+			TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"),
+			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("3000"),
+		},
+	}
+}
+
+// Options configures a Server.
+type Options struct {
+	// APIKey and APISecret are the only credentials the fake accepts;
+	// DefaultAPIKey and DefaultAPISecret when empty.
+	APIKey    string
+	APISecret string
+	// Now is the fake's clock; time.Now when nil. Advance adds to it.
+	Now func() time.Time
+	// Symbols are served by exchangeInfo and tickers, on both markets;
+	// DefaultSymbols when empty.
+	Symbols []Symbol
+	// Balances are spot free balances by asset; 1,000,000 USDT when nil.
+	Balances map[string]decimal.Decimal
+	// FuturesWallet is the futures margin balance in USDT; 1,000,000 when
+	// zero.
+	FuturesWallet decimal.Decimal
+}
+
+// Order is one order in the fake's book.
+type Order struct {
+	Market        string
+	Symbol        string
+	OrderID       int64
+	ClientOrderID string
+	Side          string // BUY or SELL
+	Type          string // MARKET or LIMIT
+	TimeInForce   string
+	Quantity      decimal.Decimal
+	Price         decimal.Decimal
+	ExecutedQty   decimal.Decimal
+	CumQuote      decimal.Decimal
+	Status        string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
+	ReduceOnly    bool
+	Time          time.Time
+	// VisibleAt is when the order query starts to find the order (the
+	// lookup lag); the matching engine sees it at once.
+	VisibleAt time.Time
+}
+
+// Open reports whether the order still blocks its client order ID.
+func (o Order) Open() bool {
+	return o.Status == "NEW" || o.Status == "PARTIALLY_FILLED"
+}
+
+// Server is a running fake. All methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL to give the adapter (no trailing slash).
+	URL string
+
+	apiKey, apiSecret string
+	clock             func() time.Time
+	srv               *httptest.Server
+	closeOnce         sync.Once
+
+	mu            sync.Mutex
+	advance       time.Duration
+	symbols       map[string]Symbol
+	balances      map[string]decimal.Decimal
+	futuresWallet decimal.Decimal
+	positions     map[string]decimal.Decimal
+	leverage      map[string]int
+	leverageCalls map[string]int
+	liquidity     map[string]decimal.Decimal
+	orders        []*Order
+	nextID        int64
+	lookupLag     time.Duration
+	faults        []Fault
+	requests      map[string]int
+	weightMinute  int64
+	usedWeight    int
+}
+
+// New starts a fake on a loopback port. With a non-nil tb the fake closes
+// when the test ends.
+func New(tb testing.TB, opts Options) *Server {
+	s := newServer(opts)
+	s.srv = httptest.NewServer(s.handler())
+	s.URL = s.srv.URL
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+// Start serves a fake on addr (for example "127.0.0.1:0") without a test,
+// for a CLI that wants to show the real adapter working locally.
+func Start(addr string, opts Options) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("binancefake: listen %s: %w", addr, err)
+	}
+	s := newServer(opts)
+	s.srv = httptest.NewUnstartedServer(s.handler())
+	// httptest listens on a random loopback port; replace it with addr.
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	s.URL = s.srv.URL
+	return s, nil
+}
+
+func newServer(opts Options) *Server {
+	s := &Server{
+		apiKey:        opts.APIKey,
+		apiSecret:     opts.APISecret,
+		clock:         opts.Now,
+		symbols:       map[string]Symbol{},
+		balances:      map[string]decimal.Decimal{},
+		futuresWallet: opts.FuturesWallet,
+		positions:     map[string]decimal.Decimal{},
+		leverage:      map[string]int{},
+		leverageCalls: map[string]int{},
+		liquidity:     map[string]decimal.Decimal{},
+		requests:      map[string]int{},
+		nextID:        1000,
+	}
+	if s.apiKey == "" {
+		s.apiKey = DefaultAPIKey
+	}
+	if s.apiSecret == "" {
+		s.apiSecret = DefaultAPISecret
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	syms := opts.Symbols
+	if len(syms) == 0 {
+		syms = DefaultSymbols()
+	}
+	for _, sym := range syms {
+		s.symbols[sym.Symbol] = sym
+	}
+	if opts.Balances == nil {
+		s.balances["USDT"] = decimal.NewFromInt(1_000_000)
+	}
+	for a, b := range opts.Balances {
+		s.balances[a] = b
+	}
+	if s.futuresWallet.IsZero() {
+		s.futuresWallet = decimal.NewFromInt(1_000_000)
+	}
+	return s
+}
+
+// Close stops the server and closes client connections.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
+}
+
+// Shutdown stops a fake started with Start, waiting for requests in flight.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("binancefake: shutdown: %w", ctx.Err())
+	}
+}
+
+// APIKey is the key the fake accepts.
+func (s *Server) APIKey() string { return s.apiKey }
+
+// APISecret is the secret the fake verifies signatures with.
+func (s *Server) APISecret() string { return s.apiSecret }
+
+// Now is the fake's current time: Options.Now plus everything Advance
+// added.
+func (s *Server) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now()
+}
+
+func (s *Server) now() time.Time { return s.clock().Add(s.advance) }
+
+// Advance moves the fake's clock forward by d (negative d moves it back),
+// for lookup lags and clock-skew tests.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance += d
+}
+
+// SetSymbol adds or replaces a symbol; its filters change at once, as when
+// Binance changes a step size.
+func (s *Server) SetSymbol(sym Symbol) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.symbols[sym.Symbol] = sym
+}
+
+// SetPrice sets a symbol's ticker price (and the price market orders fill
+// at).
+func (s *Server) SetPrice(symbol string, price decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sym := s.symbols[symbol]
+	sym.Price = price
+	s.symbols[symbol] = sym
+}
+
+// SetBalance sets a spot free balance.
+func (s *Server) SetBalance(asset string, free decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.balances[asset] = free
+}
+
+// Balance is a spot free balance.
+func (s *Server) Balance(asset string) decimal.Decimal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.balances[asset]
+}
+
+// SetPosition sets a futures position (signed: negative is short; one-way
+// mode).
+func (s *Server) SetPosition(symbol string, amt decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.positions[symbol] = amt
+}
+
+// Position is a futures position, signed.
+func (s *Server) Position(symbol string) decimal.Decimal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.positions[symbol]
+}
+
+// SetFuturesWallet sets the futures margin balance in USDT.
+func (s *Server) SetFuturesWallet(usdt decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.futuresWallet = usdt
+}
+
+// SetMarketLiquidity caps how much of a market order on symbol fills; the
+// rest expires (status EXPIRED, with or without a partial fill). A negative
+// value removes the cap.
+func (s *Server) SetMarketLiquidity(symbol string, qty decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if qty.IsNegative() {
+		delete(s.liquidity, symbol)
+		return
+	}
+	s.liquidity[symbol] = qty
+}
+
+// SetLookupLag makes orders placed from now on invisible to the order query
+// until the fake's clock has moved d past their placement.
+func (s *Server) SetLookupLag(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookupLag = d
+}
+
+// SetUsedWeight sets the request weight used in the current minute, as
+// reported in X-MBX-USED-WEIGHT-1M.
+func (s *Server) SetUsedWeight(w int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.weightMinute = s.now().Unix() / 60
+	s.usedWeight = w
+}
+
+// Leverage is the leverage last set for a futures symbol (0 if never set).
+func (s *Server) Leverage(symbol string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leverage[symbol]
+}
+
+// LeverageCalls counts POST /fapi/v1/leverage requests for symbol.
+func (s *Server) LeverageCalls(symbol string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leverageCalls[symbol]
+}
+
+// Orders returns a copy of the book, oldest first, both markets.
+func (s *Server) Orders() []Order {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Order, 0, len(s.orders))
+	for _, o := range s.orders {
+		out = append(out, *o)
+	}
+	return out
+}
+
+// Placements counts orders the fake accepted under clientOrderID (any
+// market, any symbol).
+func (s *Server) Placements(clientOrderID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, o := range s.orders {
+		if o.ClientOrderID == clientOrderID {
+			n++
+		}
+	}
+	return n
+}
+
+// Requests counts requests the fake received for path (e.g.
+// "/api/v3/order"), whatever their outcome.
+func (s *Server) Requests(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[path]
+}
+
+// ErrNoOrder is returned by the order-changing helpers when the fake holds
+// no order under the client order ID.
+var ErrNoOrder = errors.New("binancefake: no such order")
+
+// FillOrder fills the latest open order under clientOrderID at its limit
+// price, moving balances or the position, as if the market had traded
+// through it.
+func (s *Server) FillOrder(clientOrderID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil || !o.Open() {
+		return fmt.Errorf("fill %s: %w", clientOrderID, ErrNoOrder)
+	}
+	rest := o.Quantity.Sub(o.ExecutedQty)
+	s.execute(o, rest, o.Price)
+	o.Status = "FILLED"
+	return nil
+}
+
+// CancelOrder cancels the latest open order under clientOrderID.
+func (s *Server) CancelOrder(clientOrderID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil || !o.Open() {
+		return fmt.Errorf("cancel %s: %w", clientOrderID, ErrNoOrder)
+	}
+	o.Status = "CANCELED"
+	return nil
+}
+
+// SetOrderState overwrites the latest order under clientOrderID's status and
+// execution, without touching balances: for status-mapping tests.
+func (s *Server) SetOrderState(clientOrderID, status string, executedQty, cumQuote decimal.Decimal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil {
+		return fmt.Errorf("set state of %s: %w", clientOrderID, ErrNoOrder)
+	}
+	o.Status, o.ExecutedQty, o.CumQuote = status, executedQty, cumQuote
+	return nil
+}
+
+// latest is the newest order under id; callers hold mu.
+func (s *Server) latest(id string) *Order {
+	for _, o := range slices.Backward(s.orders) {
+		if o.ClientOrderID == id {
+			return o
+		}
+	}
+	return nil
+}

@@ -1,0 +1,639 @@
+package binancefake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// clientOrderIDPattern is Binance's documented rule for newClientOrderId.
+var clientOrderIDPattern = regexp.MustCompile(`^[.A-Z:/a-z0-9_-]{1,36}$`)
+
+// weights approximate each endpoint's documented request weight, for the
+// X-MBX-USED-WEIGHT-1M header.
+var weights = map[string]int{
+	"/api/v3/exchangeInfo":  20,
+	"/api/v3/account":       20,
+	"/api/v3/ticker/price":  2,
+	"/fapi/v2/positionRisk": 5,
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v3/time", s.handleTime)
+	mux.HandleFunc("GET /fapi/v1/time", s.handleTime)
+	mux.HandleFunc("GET /api/v3/exchangeInfo", s.handleExchangeInfo(MarketSpot))
+	mux.HandleFunc("GET /fapi/v1/exchangeInfo", s.handleExchangeInfo(MarketFutures))
+	mux.HandleFunc("GET /api/v3/ticker/price", s.handleTicker)
+	mux.HandleFunc("GET /fapi/v1/ticker/price", s.handleTicker)
+	mux.HandleFunc("POST /api/v3/order", s.handlePlace(MarketSpot))
+	mux.HandleFunc("POST /fapi/v1/order", s.handlePlace(MarketFutures))
+	mux.HandleFunc("GET /api/v3/order", s.handleQuery(MarketSpot))
+	mux.HandleFunc("GET /fapi/v1/order", s.handleQuery(MarketFutures))
+	mux.HandleFunc("GET /api/v3/account", s.handleAccount)
+	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
+	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests[r.URL.Path]++
+		minute := s.now().Unix() / 60
+		if minute != s.weightMinute {
+			s.weightMinute, s.usedWeight = minute, 0
+		}
+		weight, ok := weights[r.URL.Path]
+		if !ok {
+			weight = 1
+		}
+		s.usedWeight += weight
+		w.Header().Set("X-MBX-USED-WEIGHT-1M", strconv.Itoa(s.usedWeight))
+		s.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// apiError is Binance's error body.
+type apiError struct {
+	Code int    `json:"code"`
+	Msg  string `json:"msg"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status, code int, msg string) {
+	writeJSON(w, status, apiError{Code: code, Msg: msg})
+}
+
+func (s *Server) handleTime(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]int64{"serverTime": s.Now().UnixMilli()})
+}
+
+// authenticate checks the key, the signature over query string + body, and
+// the timestamp against recvWindow, as Binance documents, and returns the
+// merged parameters (the query string wins). It writes the error and
+// returns ok false when the request is refused.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	key := r.Header.Get("X-MBX-APIKEY")
+	if key == "" {
+		writeErr(w, http.StatusUnauthorized, -2014, "API-key format invalid.")
+		return nil, false
+	}
+	if key != s.apiKey {
+		writeErr(w, http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action.")
+		return nil, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, -1000, "An unknown error occurred while processing the request.")
+		return nil, false
+	}
+	query, qsig := stripSignature(r.URL.RawQuery)
+	form, bsig := stripSignature(string(body))
+	sig := qsig
+	if sig == "" {
+		sig = bsig
+	}
+	mac := hmac.New(sha256.New, []byte(s.apiSecret))
+	mac.Write([]byte(query + form))
+	want := hex.EncodeToString(mac.Sum(nil))
+	// HMAC signatures are not case-sensitive on Binance.
+	if sig == "" || !hmac.Equal([]byte(want), []byte(strings.ToLower(sig))) {
+		writeErr(w, http.StatusBadRequest, -1022, "Signature for this request is not valid.")
+		return nil, false
+	}
+	params, err := url.ParseQuery(form)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, -1100, "Illegal characters found in a parameter.")
+		return nil, false
+	}
+	qp, err := url.ParseQuery(query)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, -1100, "Illegal characters found in a parameter.")
+		return nil, false
+	}
+	for k, v := range qp {
+		params[k] = v
+	}
+	ts, err := strconv.ParseInt(params.Get("timestamp"), 10, 64)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
+		return nil, false
+	}
+	recvWindow := int64(5000)
+	if rw := params.Get("recvWindow"); rw != "" {
+		recvWindow, err = strconv.ParseInt(rw, 10, 64)
+		if err != nil || recvWindow <= 0 || recvWindow > 60000 {
+			writeErr(w, http.StatusBadRequest, -1131, "recvWindow must be less than 60000")
+			return nil, false
+		}
+	}
+	server := s.Now().UnixMilli()
+	if ts >= server+1000 {
+		writeErr(w, http.StatusBadRequest, -1021, "Timestamp for this request was 1000ms ahead of the server's time.")
+		return nil, false
+	}
+	if server-ts > recvWindow {
+		writeErr(w, http.StatusBadRequest, -1021, "Timestamp for this request is outside of the recvWindow.")
+		return nil, false
+	}
+	return params, true
+}
+
+// stripSignature removes the signature parameter from a raw query or form
+// string and returns the rest and the signature.
+func stripSignature(raw string) (rest, sig string) {
+	if raw == "" {
+		return "", ""
+	}
+	parts := strings.Split(raw, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		if v, ok := strings.CutPrefix(p, "signature="); ok {
+			sig = v
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, "&"), sig
+}
+
+func (s *Server) handleExchangeInfo(market string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		syms := make([]Symbol, 0, len(s.symbols))
+		for _, sym := range s.symbols {
+			syms = append(syms, sym)
+		}
+		s.mu.Unlock()
+		slices.SortFunc(syms, func(a, b Symbol) int { return strings.Compare(a.Symbol, b.Symbol) })
+		if market == MarketSpot {
+			if want := r.URL.Query().Get("symbol"); want != "" {
+				i := slices.IndexFunc(syms, func(s Symbol) bool { return s.Symbol == want })
+				if i < 0 {
+					writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+					return
+				}
+				syms = syms[i : i+1]
+			}
+		}
+		out := make([]map[string]any, 0, len(syms))
+		for _, sym := range syms {
+			out = append(out, symbolInfo(market, sym))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"timezone":   "UTC",
+			"serverTime": s.Now().UnixMilli(),
+			"rateLimits": []any{},
+			"symbols":    out,
+		})
+	}
+}
+
+func symbolInfo(market string, sym Symbol) map[string]any {
+	filters := []map[string]any{
+		{"filterType": "PRICE_FILTER", "minPrice": str(sym.MinPrice), "maxPrice": str(sym.MaxPrice), "tickSize": str(sym.TickSize)},
+		{"filterType": "LOT_SIZE", "minQty": str(sym.MinQty), "maxQty": str(sym.MaxQty), "stepSize": str(sym.StepSize)},
+		{"filterType": "MARKET_LOT_SIZE", "minQty": str(sym.MarketMinQty), "maxQty": str(sym.MarketMaxQty), "stepSize": str(sym.MarketStepSize)},
+	}
+	info := map[string]any{
+		"symbol": sym.Symbol, "status": "TRADING", "baseAsset": sym.Base, "quoteAsset": sym.Quote,
+		"orderTypes": []string{"LIMIT", "MARKET"},
+	}
+	if market == MarketSpot {
+		filters = append(filters, map[string]any{
+			"filterType": "NOTIONAL", "minNotional": str(sym.MinNotional), "applyMinToMarket": sym.ApplyMinToMarket,
+			"maxNotional": "9000000.00000000", "applyMaxToMarket": false, "avgPriceMins": 5,
+		})
+		info["isSpotTradingAllowed"] = true
+	} else {
+		filters = append(filters, map[string]any{"filterType": "MIN_NOTIONAL", "notional": sym.MinNotional.String()})
+		info["contractType"] = "PERPETUAL"
+		info["marginAsset"] = sym.Quote
+	}
+	info["filters"] = filters
+	return info
+}
+
+func str(d decimal.Decimal) string { return d.StringFixed(8) }
+
+func (s *Server) handleTicker(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("symbol")
+	s.mu.Lock()
+	sym, ok := s.symbols[want]
+	now := s.now()
+	s.mu.Unlock()
+	if !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"symbol": sym.Symbol, "price": str(sym.Price), "time": now.UnixMilli()})
+}
+
+func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(w, r); !ok {
+		return
+	}
+	s.mu.Lock()
+	assets := make([]string, 0, len(s.balances))
+	for a := range s.balances {
+		assets = append(assets, a)
+	}
+	slices.Sort(assets)
+	balances := make([]map[string]string, 0, len(assets))
+	for _, a := range assets {
+		balances = append(balances, map[string]string{"asset": a, "free": str(s.balances[a]), "locked": "0.00000000"})
+	}
+	now := s.now()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"canTrade": true, "accountType": "SPOT", "updateTime": now.UnixMilli(),
+		"balances": balances, "permissions": []string{"SPOT"},
+	})
+}
+
+func (s *Server) handlePositionRisk(w http.ResponseWriter, r *http.Request) {
+	params, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	want := params.Get("symbol")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.symbols[want]; want != "" && !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	var out []map[string]any
+	for name, sym := range s.symbols {
+		if want != "" && name != want {
+			continue
+		}
+		lev := s.leverage[name]
+		if lev == 0 {
+			lev = 20
+		}
+		out = append(out, map[string]any{
+			"symbol": name, "positionAmt": s.positions[name].StringFixed(3), "entryPrice": str(sym.Price),
+			"markPrice": str(sym.Price), "unRealizedProfit": "0.00000000", "liquidationPrice": "0",
+			"leverage": strconv.Itoa(lev), "marginType": "cross", "positionSide": "BOTH",
+			"updateTime": s.now().UnixMilli(),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleLeverage(w http.ResponseWriter, r *http.Request) {
+	params, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	symbol := params.Get("symbol")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.symbols[symbol]; !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	lev, err := strconv.Atoi(params.Get("leverage"))
+	if err != nil || lev < 1 || lev > 125 {
+		writeErr(w, http.StatusBadRequest, -4028, fmt.Sprintf("Leverage %s is not valid", params.Get("leverage")))
+		return
+	}
+	s.leverageCalls[symbol]++
+	s.leverage[symbol] = lev
+	writeJSON(w, http.StatusOK, map[string]any{"leverage": lev, "maxNotionalValue": "1000000", "symbol": symbol})
+}
+
+func (s *Server) handleQuery(market string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		params, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		symbol, id := params.Get("symbol"), params.Get("origClientOrderId")
+		if symbol == "" {
+			writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
+			return
+		}
+		if id == "" && params.Get("orderId") == "" {
+			writeErr(w, http.StatusBadRequest, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!")
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.symbols[symbol]; !ok {
+			writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+			return
+		}
+		now := s.now()
+		for _, o := range slices.Backward(s.orders) {
+			if o.Market != market || o.Symbol != symbol || now.Before(o.VisibleAt) {
+				continue
+			}
+			if (id != "" && o.ClientOrderID == id) || (id == "" && strconv.FormatInt(o.OrderID, 10) == params.Get("orderId")) {
+				writeJSON(w, http.StatusOK, orderJSON(o, false))
+				return
+			}
+		}
+		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
+	}
+}
+
+// orderJSON renders an order as the order query (and RESULT response)
+// does on o's market; fills adds the spot FULL response's fills.
+func orderJSON(o *Order, fills bool) map[string]any {
+	if o.Market == MarketFutures {
+		avg := decimal.Zero
+		if o.ExecutedQty.IsPositive() {
+			avg = o.CumQuote.DivRound(o.ExecutedQty, 8)
+		}
+		return map[string]any{
+			"orderId": o.OrderID, "symbol": o.Symbol, "status": o.Status, "clientOrderId": o.ClientOrderID,
+			"price": o.Price.String(), "avgPrice": avg.StringFixed(5), "origQty": o.Quantity.String(),
+			"executedQty": o.ExecutedQty.String(), "cumQty": o.ExecutedQty.String(), "cumQuote": o.CumQuote.String(),
+			"timeInForce": o.TimeInForce, "type": o.Type, "origType": o.Type, "reduceOnly": o.ReduceOnly,
+			"closePosition": false, "side": o.Side, "positionSide": "BOTH", "stopPrice": "0",
+			"workingType": "CONTRACT_PRICE", "priceProtect": false, "time": o.Time.UnixMilli(),
+			"updateTime": o.Time.UnixMilli(),
+		}
+	}
+	m := map[string]any{
+		"symbol": o.Symbol, "orderId": o.OrderID, "orderListId": -1, "clientOrderId": o.ClientOrderID,
+		"transactTime": o.Time.UnixMilli(), "time": o.Time.UnixMilli(), "updateTime": o.Time.UnixMilli(),
+		"price": str(o.Price), "origQty": str(o.Quantity), "executedQty": str(o.ExecutedQty),
+		"cummulativeQuoteQty": str(o.CumQuote), "status": o.Status, "timeInForce": o.TimeInForce,
+		"type": o.Type, "side": o.Side, "workingTime": o.Time.UnixMilli(), "isWorking": o.Open(),
+		"origQuoteOrderQty": "0.00000000", "selfTradePreventionMode": "NONE",
+	}
+	if fills {
+		f := []map[string]any{}
+		if o.ExecutedQty.IsPositive() {
+			// Two fills at prices around the average, so that a client
+			// that reads only the first fill gets the wrong price.
+			half := o.ExecutedQty.Div(decimal.NewFromInt(2))
+			avg := o.CumQuote.Div(o.ExecutedQty)
+			one := decimal.NewFromInt(1)
+			f = append(f,
+				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID * 10},
+				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID*10 + 1},
+			)
+		}
+		m["fills"] = f
+	}
+	return m
+}
+
+// handlePlace accepts an order on market, applying faults, filters, the
+// uniqueness rule and balances in the order Binance does.
+func (s *Server) handlePlace(market string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		f, faulted := s.takeFault()
+		s.mu.Unlock()
+		if faulted {
+			switch f.Kind {
+			case FaultRateLimit, FaultBan:
+				status := http.StatusTooManyRequests
+				if f.Kind == FaultBan {
+					status = http.StatusTeapot
+				}
+				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+				writeErr(w, status, -1003, "Too much request weight used; current limit is 6000 request weight per 1 MINUTE. Please use WebSocket Streams for live updates to avoid polling the API.")
+				return
+			case FaultCredentials:
+				writeErr(w, http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action.")
+				return
+			}
+		}
+		params, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		o, status, e := s.place(market, params)
+		var body map[string]any
+		if e == nil {
+			body = orderJSON(o, market == MarketSpot && params.Get("newOrderRespType") != "RESULT" && params.Get("newOrderRespType") != "ACK")
+		}
+		s.mu.Unlock()
+		if e != nil {
+			writeErr(w, status, e.Code, e.Msg)
+			return
+		}
+		if faulted {
+			switch f.Kind {
+			case FaultServerErrorAfterAccept:
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusBadGateway)
+				_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+				return
+			case FaultUnknownAfterAccept:
+				writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
+				return
+			case FaultHangAfterAccept:
+				<-r.Context().Done()
+				return
+			case FaultDropAfterAccept:
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						_ = conn.Close()
+						return
+					}
+				}
+				panic(http.ErrAbortHandler)
+			}
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+// place validates and books one order; callers hold mu.
+func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
+	bad := func(code int, msg string) (*Order, int, *apiError) {
+		return nil, http.StatusBadRequest, &apiError{Code: code, Msg: msg}
+	}
+	futures := market == MarketFutures
+	for _, k := range []string{"symbol", "side", "type", "quantity"} {
+		if p.Get(k) == "" {
+			return bad(-1102, fmt.Sprintf("Mandatory parameter '%s' was not sent, was empty/null, or malformed.", k))
+		}
+	}
+	sym, ok := s.symbols[p.Get("symbol")]
+	if !ok {
+		return bad(-1121, "Invalid symbol.")
+	}
+	side, typ := p.Get("side"), p.Get("type")
+	if side != "BUY" && side != "SELL" {
+		return bad(-1117, "Invalid side.")
+	}
+	if typ != "MARKET" && typ != "LIMIT" {
+		return bad(-1116, "Invalid orderType.")
+	}
+	qty, err := decimal.NewFromString(p.Get("quantity"))
+	if err != nil {
+		return bad(-1100, "Illegal characters found in parameter 'quantity'; legal range is '^([0-9]{1,20})(\\.[0-9]{1,20})?$'.")
+	}
+	var price decimal.Decimal
+	if typ == "LIMIT" {
+		if p.Get("timeInForce") == "" {
+			return bad(-1102, "Mandatory parameter 'timeInForce' was not sent, was empty/null, or malformed.")
+		}
+		if price, err = decimal.NewFromString(p.Get("price")); err != nil {
+			return bad(-1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
+		}
+	} else if p.Get("timeInForce") != "" && !futures {
+		return bad(-1106, "Parameter 'timeInForce' sent when not required.")
+	}
+	id := p.Get("newClientOrderId")
+	if id == "" {
+		id = fmt.Sprintf("fake%d", s.nextID+1)
+	}
+	if !clientOrderIDPattern.MatchString(id) {
+		if futures {
+			return bad(-4015, "Client order id is not valid.")
+		}
+		return bad(-1100, "Illegal characters found in parameter 'newClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.")
+	}
+	reduceOnly := futures && p.Get("reduceOnly") == "true"
+
+	// Filters.
+	step, minQty, maxQty := sym.StepSize, sym.MinQty, sym.MaxQty
+	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
+		step, minQty, maxQty = sym.MarketStepSize, sym.MarketMinQty, sym.MarketMaxQty
+	}
+	lotFilter := "LOT_SIZE"
+	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
+		lotFilter = "MARKET_LOT_SIZE"
+	}
+	if futures {
+		switch {
+		case !qty.IsPositive():
+			return bad(-4003, "Quantity less than or equal to zero.")
+		case step.IsPositive() && !qty.Mod(step).IsZero():
+			return bad(-4023, "Quantity not increased by step size.")
+		case qty.LessThan(minQty):
+			return bad(-4004, "Quantity less than min quantity.")
+		case maxQty.IsPositive() && qty.GreaterThan(maxQty):
+			return bad(-4005, "Quantity greater than max quantity.")
+		}
+	} else if !qty.IsPositive() || (step.IsPositive() && !qty.Mod(step).IsZero()) || qty.LessThan(minQty) || (maxQty.IsPositive() && qty.GreaterThan(maxQty)) {
+		return bad(-1013, "Filter failure: "+lotFilter)
+	}
+	if typ == "LIMIT" {
+		failed := !price.IsPositive() || (sym.TickSize.IsPositive() && !price.Mod(sym.TickSize).IsZero()) ||
+			(sym.MinPrice.IsPositive() && price.LessThan(sym.MinPrice)) || (sym.MaxPrice.IsPositive() && price.GreaterThan(sym.MaxPrice))
+		if failed && futures {
+			if sym.TickSize.IsPositive() && !price.Mod(sym.TickSize).IsZero() {
+				return bad(-4014, "Price not increased by tick size.")
+			}
+			return bad(-4013, "Price less than min price.")
+		}
+		if failed {
+			return bad(-1013, "Filter failure: PRICE_FILTER")
+		}
+	}
+	refPrice := price
+	if typ == "MARKET" {
+		refPrice = sym.Price
+	}
+	notional := qty.Mul(refPrice)
+	if sym.MinNotional.IsPositive() && notional.LessThan(sym.MinNotional) {
+		if futures && !reduceOnly {
+			return bad(-4164, fmt.Sprintf("Order's notional must be no smaller than %s (unless you choose reduce only).", sym.MinNotional))
+		}
+		if !futures && (typ == "LIMIT" || sym.ApplyMinToMarket) {
+			return bad(-1013, "Filter failure: NOTIONAL")
+		}
+	}
+
+	// Uniqueness: only among open orders.
+	for _, o := range s.orders {
+		if o.Market == market && o.Symbol == sym.Symbol && o.ClientOrderID == id && o.Open() {
+			if futures {
+				return bad(-4116, "ClientOrderId is duplicated.")
+			}
+			return bad(-2010, "Duplicate order sent.")
+		}
+	}
+
+	// Balances and positions.
+	if futures {
+		pos := s.positions[sym.Symbol]
+		if reduceOnly {
+			reduces := (side == "SELL" && pos.IsPositive()) || (side == "BUY" && pos.IsNegative())
+			if !reduces || qty.GreaterThan(pos.Abs()) {
+				return bad(-2022, "ReduceOnly Order is rejected.")
+			}
+		} else {
+			lev := s.leverage[sym.Symbol]
+			if lev == 0 {
+				lev = 20
+			}
+			if notional.Div(decimal.NewFromInt(int64(lev))).GreaterThan(s.futuresWallet) {
+				return bad(-2019, "Margin is insufficient.")
+			}
+		}
+	} else {
+		insufficient := (side == "SELL" && s.balances[sym.Base].LessThan(qty)) ||
+			(side == "BUY" && s.balances[sym.Quote].LessThan(notional))
+		if insufficient {
+			return bad(-2010, "Account has insufficient balance for requested action.")
+		}
+	}
+
+	s.nextID++
+	now := s.now()
+	o := &Order{
+		Market: market, Symbol: sym.Symbol, OrderID: s.nextID, ClientOrderID: id, Side: side, Type: typ,
+		TimeInForce: p.Get("timeInForce"), Quantity: qty, Price: price, Status: "NEW", ReduceOnly: reduceOnly,
+		Time: now, VisibleAt: now.Add(s.lookupLag),
+	}
+	if typ == "MARKET" {
+		fill := qty
+		if liq, ok := s.liquidity[sym.Symbol]; ok && liq.LessThan(fill) {
+			fill = liq
+		}
+		if fill.IsPositive() {
+			s.execute(o, fill, sym.Price)
+		}
+		o.Status = "FILLED"
+		if fill.LessThan(qty) {
+			o.Status = "EXPIRED"
+		}
+	}
+	s.orders = append(s.orders, o)
+	return o, http.StatusOK, nil
+}
+
+// execute fills qty of o at price, moving balances or the position;
+// callers hold mu.
+func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
+	o.ExecutedQty = o.ExecutedQty.Add(qty)
+	o.CumQuote = o.CumQuote.Add(qty.Mul(price))
+	sym := s.symbols[o.Symbol]
+	signed := qty
+	if o.Side == "SELL" {
+		signed = qty.Neg()
+	}
+	if o.Market == MarketFutures {
+		s.positions[o.Symbol] = s.positions[o.Symbol].Add(signed)
+		return
+	}
+	s.balances[sym.Base] = s.balances[sym.Base].Add(signed)
+	s.balances[sym.Quote] = s.balances[sym.Quote].Sub(signed.Mul(price))
+}

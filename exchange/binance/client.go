@@ -1,0 +1,288 @@
+package binance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// maxBody bounds how much of an answer is read; exchangeInfo for every
+// futures symbol is the largest answer the venue reads.
+const maxBody = 16 << 20
+
+// request is one call to Binance.
+type request struct {
+	method string
+	path   string
+	params params
+	signed bool
+	// weight is the endpoint's request weight, checked against the budget
+	// before sending.
+	weight int
+	// placement marks an order placement: an answer lost after the request
+	// was written means the order may exist.
+	placement bool
+}
+
+// do sends req and decodes a 2xx answer into out. Every error it returns
+// wraps one of the exchange errors (or is an *APIError whose class says
+// the order was refused for good).
+func (v *Venue) do(ctx context.Context, req request, out any) error {
+	if err := v.gate(ctx, req.weight); err != nil {
+		return err
+	}
+	payload := req.params
+	if req.signed {
+		now, err := v.serverNow(ctx)
+		if err != nil {
+			return err
+		}
+		payload = append(payload[:len(payload):len(payload)],
+			param{"recvWindow", strconv.FormatInt(v.cfg.RecvWindow.Milliseconds(), 10)},
+			param{"timestamp", strconv.FormatInt(now.UnixMilli(), 10)})
+	}
+	encoded := payload.encode()
+	if req.signed {
+		// The signature goes last and is not part of what it signs.
+		encoded += "&signature=" + Sign(v.cfg.APISecret, encoded)
+	}
+
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
+	target := v.cfg.BaseURL + req.path
+	var body io.Reader
+	if req.method == http.MethodGet {
+		if encoded != "" {
+			target += "?" + encoded
+		}
+	} else {
+		body = strings.NewReader(encoded)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.method, target, body)
+	if err != nil {
+		return fmt.Errorf("binance: %s %s: build request: %w: %w", req.method, req.path, exchange.ErrUnreachable, err)
+	}
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if req.signed {
+		hreq.Header.Set("X-MBX-APIKEY", v.cfg.APIKey)
+	}
+
+	resp, err := v.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		// The URL in a *url.Error carries the signed query; keep only the
+		// cause.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return v.lost(req, wrote.Load(), err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return v.lost(req, true, fmt.Errorf("read answer: %w", err))
+	}
+	v.noteWeight(resp.Header)
+
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusTeapot:
+		return v.rateLimited(ctx, req, resp, raw)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return v.lost(req, true, fmt.Errorf("decode answer: %w", err))
+		}
+		return nil
+	}
+
+	apiErr := &APIError{HTTPStatus: resp.StatusCode, placement: req.placement}
+	var body2 struct {
+		Code *int   `json:"code"`
+		Msg  string `json:"msg"`
+	}
+	if json.Unmarshal(raw, &body2) != nil || body2.Code == nil {
+		// Not Binance's error shape: a proxy or the WAF answered.
+		apiErr.Msg = http.StatusText(resp.StatusCode)
+		apiErr.Class = ClassUnknown
+		if resp.StatusCode < 500 {
+			// A 4xx from the WAF or a proxy: the request never reached
+			// the matching engine.
+			apiErr.Class = ClassUnreachable
+		}
+	} else {
+		apiErr.Code, apiErr.Msg = *body2.Code, body2.Msg
+		apiErr.Class = classify(resp.StatusCode, apiErr.Code, apiErr.Msg)
+		if resp.StatusCode >= 500 && apiErr.Class != ClassUnknown {
+			// Whatever the code, a 5xx leaves the execution status unknown.
+			apiErr.Class = ClassUnknown
+		}
+	}
+	switch apiErr.Class {
+	case ClassTimestamp:
+		v.resyncAfterTimestampError(ctx, apiErr)
+	case ClassCredentials:
+		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key may trade this market, and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
+			"market", string(v.cfg.Market), "base_url", v.cfg.BaseURL, "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
+	case ClassRateLimited:
+		v.pause(ctx, time.Second, apiErr.Msg)
+	}
+	return fmt.Errorf("binance: %s %s: %w", req.method, req.path, apiErr)
+}
+
+// lost classifies a request whose answer never arrived: a placement that
+// was written may have reached Binance; anything else placed nothing.
+func (v *Venue) lost(req request, wrote bool, err error) error {
+	if req.placement && wrote {
+		return fmt.Errorf("binance: %s %s: answer lost: %w: %w", req.method, req.path, exchange.ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("binance: %s %s: %w: %w", req.method, req.path, exchange.ErrUnreachable, err)
+}
+
+// rateLimited handles 429 and 418: Binance refused the request before
+// acting on it, and asks for Retry-After seconds of silence.
+func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Response, raw []byte) error {
+	wait := time.Second
+	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s > 0 {
+		wait = time.Duration(s) * time.Second
+	}
+	apiErr := &APIError{HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: http.StatusText(resp.StatusCode), placement: req.placement}
+	var b struct {
+		Code int    `json:"code"`
+		Msg  string `json:"msg"`
+	}
+	if json.Unmarshal(raw, &b) == nil && b.Code != 0 {
+		apiErr.Code, apiErr.Msg = b.Code, b.Msg
+	}
+	v.pause(ctx, wait, apiErr.Msg)
+	return fmt.Errorf("binance: %s %s: retry after %s: %w", req.method, req.path, wait, apiErr)
+}
+
+// pause stops every request until wait from now.
+func (v *Venue) pause(ctx context.Context, wait time.Duration, why string) {
+	until := v.cfg.Now().Add(wait)
+	v.mu.Lock()
+	if until.After(v.pausedUntil) {
+		v.pausedUntil = until
+	}
+	v.mu.Unlock()
+	v.log.WarnContext(ctx, "binance rate limit: pausing requests", "market", string(v.cfg.Market), "retry_after", wait, "msg", why)
+}
+
+// gate refuses a request while Binance asked for silence, and waits for the
+// next minute when the request would take the used weight past the budget.
+func (v *Venue) gate(ctx context.Context, weight int) error {
+	v.mu.Lock()
+	now := v.cfg.Now()
+	paused := v.pausedUntil
+	used, minute := v.usedWeight, v.weightMinute
+	offset := v.offset
+	v.mu.Unlock()
+	if now.Before(paused) {
+		return fmt.Errorf("binance: rate limited for another %s: %w", paused.Sub(now).Round(time.Millisecond), exchange.ErrUnreachable)
+	}
+	if v.cfg.WeightBudget == 0 || used+weight <= v.cfg.WeightBudget {
+		return nil
+	}
+	server := now.Add(offset)
+	if server.Unix()/60 != minute {
+		return nil // a new minute: Binance has reset the count
+	}
+	wait := time.Unix((minute+1)*60, 0).Sub(server)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		return fmt.Errorf("binance: request weight %d of %d used this minute; next minute starts after the deadline: %w", used, v.cfg.WeightBudget, exchange.ErrUnreachable)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("binance: waiting for request weight: %w: %w", exchange.ErrUnreachable, ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// noteWeight remembers the weight Binance says this IP used this minute.
+func (v *Venue) noteWeight(h http.Header) {
+	n, err := strconv.Atoi(h.Get("X-MBX-USED-WEIGHT-1M"))
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.usedWeight = n
+	v.weightMinute = v.cfg.Now().Add(v.offset).Unix() / 60
+}
+
+// serverNow is Binance's clock as this venue estimates it, refreshing the
+// offset when it is older than TimeSync.
+func (v *Venue) serverNow(ctx context.Context) (time.Time, error) {
+	v.mu.Lock()
+	stale := v.syncedAt.IsZero() || v.cfg.Now().Sub(v.syncedAt) >= v.cfg.TimeSync
+	v.mu.Unlock()
+	if stale {
+		if err := v.syncTime(ctx); err != nil {
+			return time.Time{}, err
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cfg.Now().Add(v.offset), nil
+}
+
+// syncTime measures the offset between Binance's clock and the local one,
+// assuming the answer was stamped halfway through the round trip.
+func (v *Venue) syncTime(ctx context.Context) error {
+	v.syncMu.Lock()
+	defer v.syncMu.Unlock()
+	v.mu.Lock()
+	fresh := !v.syncedAt.IsZero() && v.cfg.Now().Sub(v.syncedAt) < v.cfg.TimeSync
+	v.mu.Unlock()
+	if fresh {
+		return nil // another request synced while this one waited
+	}
+	var r struct {
+		ServerTime int64 `json:"serverTime"`
+	}
+	t0 := v.cfg.Now()
+	if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/time", weight: 1}, &r); err != nil {
+		return fmt.Errorf("binance: server time: %w", err)
+	}
+	t1 := v.cfg.Now()
+	offset := time.UnixMilli(r.ServerTime).Sub(t0.Add(t1.Sub(t0) / 2))
+	v.mu.Lock()
+	v.offset, v.syncedAt = offset, t1
+	v.mu.Unlock()
+	return nil
+}
+
+// resyncAfterTimestampError refreshes the offset at once: the request was
+// refused (nothing placed), and the next one should not be.
+func (v *Venue) resyncAfterTimestampError(ctx context.Context, apiErr *APIError) {
+	v.mu.Lock()
+	v.syncedAt = time.Time{}
+	v.mu.Unlock()
+	if err := v.syncTime(ctx); err != nil {
+		v.log.WarnContext(ctx, "binance refused a timestamp and the server time could not be read", "market", string(v.cfg.Market), "msg", apiErr.Msg, "err", err)
+		return
+	}
+	v.mu.Lock()
+	offset := v.offset
+	v.mu.Unlock()
+	v.log.WarnContext(ctx, "binance refused a timestamp (clock skew); server time resynced", "market", string(v.cfg.Market), "msg", apiErr.Msg, "offset", offset)
+}

@@ -1,0 +1,135 @@
+package binance_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+)
+
+func TestFuturesClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		action   string
+		position string
+		wantSide string // "" = rejected
+		wantQty  string
+	}{
+		{"close_long", "0.5", "sell", "0.5"},
+		{"close_long", "-0.5", "", ""},
+		{"close_short", "-0.3", "buy", "0.3"},
+		{"close_short", "0.3", "", ""},
+		{"close", "0.25", "sell", "0.25"},
+		{"close", "-0.25", "buy", "0.25"},
+		{"close", "0", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.action+" "+c.position, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, binance.MarketFutures)
+			b.fake.SetPosition("BTCUSDT", d(c.position))
+			o := closeOrder(c.action)
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			if c.wantSide == "" {
+				require.Equal(t, exchange.StatusRejected, r.Status)
+				require.Equal(t, binance.ReasonNoPosition, r.Reason)
+				require.Equal(t, 0, b.fake.Requests(b.path))
+				require.True(t, d(c.position).Equal(b.fake.Position("BTCUSDT")))
+				return
+			}
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Equal(t, c.wantSide, r.Side)
+			require.True(t, d(c.wantQty).Equal(r.Quantity), "quantity %s", r.Quantity)
+			require.True(t, b.fake.Position("BTCUSDT").IsZero(), "flat after close: %s", b.fake.Position("BTCUSDT"))
+			orders := b.fake.Orders()
+			require.True(t, orders[len(orders)-1].ReduceOnly, "sent reduce-only")
+
+			// A retry of the same close adopts it; nothing is left to close.
+			got, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+			require.NoError(t, err)
+			require.True(t, adopted)
+			require.Equal(t, r.ExchangeOrderID, got.ExchangeOrderID)
+		})
+	}
+}
+
+func TestSpotClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("sells the free base balance rounded down", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketSpot)
+		b.fake.SetBalance("BTC", d("0.0123"))
+		for _, action := range []string{"close", "close_long"} {
+			r, err := b.venue.Place(ctx, closeOrder(action))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status, action)
+			require.Equal(t, "sell", r.Side)
+			require.True(t, d("0.012").Equal(r.Quantity), "quantity %s", r.Quantity)
+			require.True(t, d("0.0003").Equal(b.fake.Balance("BTC")))
+
+			r, err = b.venue.Place(ctx, closeOrder(action))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusRejected, r.Status, "dust below the step is nothing to close")
+			require.Equal(t, binance.ReasonNoPosition, r.Reason)
+			b.fake.SetBalance("BTC", d("0.0123"))
+		}
+	})
+	t.Run("close_short is refused", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketSpot)
+		b.fake.SetBalance("BTC", d("1"))
+		r, err := b.venue.Place(ctx, closeOrder("close_short"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, binance.ReasonSpotNoShort, r.Reason)
+		require.Equal(t, 0, b.fake.Requests(b.path))
+	})
+}
+
+func TestLeverage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("futures sets it once per value", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		for range 3 {
+			o := marketOrder("buy", "0.01")
+			o.Leverage = 10
+			_, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+		}
+		require.Equal(t, 10, b.fake.Leverage("BTCUSDT"))
+		require.Equal(t, 1, b.fake.LeverageCalls("BTCUSDT"), "cached after the first order")
+
+		o := marketOrder("buy", "0.01")
+		o.Leverage = 20
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, 20, b.fake.Leverage("BTCUSDT"))
+		require.Equal(t, 2, b.fake.LeverageCalls("BTCUSDT"))
+
+		o = marketOrder("buy", "0.01")
+		o.Leverage = 500
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "Leverage 500 is not valid")
+		require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+	})
+	t.Run("spot ignores it", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketSpot)
+		o := marketOrder("buy", "0.01")
+		o.Leverage = 10
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, 0, b.fake.Requests("/fapi/v1/leverage"))
+	})
+}

@@ -1,0 +1,142 @@
+package binance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Class is what an answer from Binance means for the order: the gateway's
+// branch (reject, adopt, reconcile, roll back) follows from it.
+type Class int
+
+// The error classes. README's error-class table lists the same codes.
+const (
+	// ClassRejected is a refusal for good: the venue keeps nothing, the
+	// signal gets 422 order_rejected with the venue's message.
+	ClassRejected Class = iota + 1
+	// ClassFilter is a ClassRejected refusal caused by a symbol filter; it
+	// also drops the cached filters so the next order reads fresh ones.
+	ClassFilter
+	// ClassDuplicate means an open order holds the client order ID: look
+	// it up and adopt it.
+	ClassDuplicate
+	// ClassUnknown means the order may exist: reconcile by lookup.
+	ClassUnknown
+	// ClassUnreachable means nothing was placed: roll back, retry later.
+	ClassUnreachable
+	// ClassRateLimited is ClassUnreachable that also pauses the venue.
+	ClassRateLimited
+	// ClassTimestamp is ClassUnreachable that also resyncs server time.
+	ClassTimestamp
+	// ClassCredentials is ClassUnreachable that the operator must fix.
+	ClassCredentials
+	// ClassNotFound answers a lookup: no such order.
+	ClassNotFound
+)
+
+// errorClasses is Binance's error code → class table, for spot and USDⓈ-M
+// futures (codes that exist on one market only never appear on the other).
+// Codes not listed are ClassRejected when the HTTP status is 4xx (Binance:
+// "the issue is on the sender's side"), ClassUnknown when it is 5xx.
+var errorClasses = map[int]Class{
+	-1000: ClassUnknown,     // UNKNOWN: an unknown error occurred while processing the request
+	-1001: ClassUnknown,     // DISCONNECTED: internal error
+	-1006: ClassUnknown,     // UNEXPECTED_RESP: execution status unknown
+	-1007: ClassUnknown,     // TIMEOUT: send status unknown; execution status unknown
+	-1008: ClassUnknown,     // SERVER_BUSY: not documented as "nothing done", so not assumed
+	-1002: ClassCredentials, // UNAUTHORIZED
+	-1022: ClassCredentials, // INVALID_SIGNATURE
+	-2014: ClassCredentials, // BAD_API_KEY_FMT
+	-2015: ClassCredentials, // REJECTED_MBX_KEY: invalid key, IP, or permissions
+	-1003: ClassRateLimited, // TOO_MANY_REQUESTS
+	-1015: ClassRateLimited, // TOO_MANY_ORDERS
+	-1021: ClassTimestamp,   // INVALID_TIMESTAMP: outside recvWindow / ahead of server time
+	-2013: ClassNotFound,    // NO_SUCH_ORDER
+	-4116: ClassDuplicate,   // futures: ClientOrderId is duplicated (only while open)
+	-2010: ClassRejected,    // NEW_ORDER_REJECTED: "Duplicate order sent." is ClassDuplicate (see classify)
+	-1013: ClassFilter,      // INVALID_MESSAGE: "Filter failure: ..."
+	-1111: ClassFilter,      // BAD_PRECISION
+	-4003: ClassFilter,      // futures: quantity less than or equal to zero
+	-4004: ClassFilter,      // futures: quantity less than min quantity
+	-4005: ClassFilter,      // futures: quantity greater than max quantity
+	-4013: ClassFilter,      // futures: price less than min price
+	-4014: ClassFilter,      // futures: price not increased by tick size
+	-4016: ClassFilter,      // futures: limit price too high
+	-4023: ClassFilter,      // futures: quantity not increased by step size
+	-4164: ClassFilter,      // futures: notional below MIN_NOTIONAL
+	-1100: ClassRejected,    // ILLEGAL_CHARS
+	-1102: ClassRejected,    // MANDATORY_PARAM_EMPTY_OR_MALFORMED
+	-1106: ClassRejected,    // PARAM_NOT_REQUIRED
+	-1116: ClassRejected,    // INVALID_ORDER_TYPE
+	-1117: ClassRejected,    // INVALID_SIDE
+	-1121: ClassRejected,    // BAD_SYMBOL
+	-2018: ClassRejected,    // futures: balance is insufficient
+	-2019: ClassRejected,    // futures: margin is insufficient
+	-2022: ClassRejected,    // futures: ReduceOnly order is rejected
+	-4015: ClassRejected,    // futures: client order id is not valid
+	-4028: ClassRejected,    // futures: leverage is not valid
+	-4061: ClassRejected,    // futures: position side does not match (hedge mode account)
+}
+
+// duplicateMessage is how spot's -2010 says the client order ID is held by
+// an open order (errors.md, "Messages for -2010 NEW_ORDER_REJECTED").
+const duplicateMessage = "Duplicate order sent."
+
+// classify returns the class of a Binance error answer.
+func classify(httpStatus, code int, msg string) Class {
+	if code == -2010 && strings.Contains(msg, strings.TrimSuffix(duplicateMessage, ".")) {
+		return ClassDuplicate
+	}
+	if c, ok := errorClasses[code]; ok {
+		return c
+	}
+	if httpStatus >= 500 {
+		return ClassUnknown
+	}
+	return ClassRejected
+}
+
+// APIError is an error answer from Binance: its HTTP status, code and
+// message, and what they mean. It unwraps to the exchange errors its class
+// stands for, so callers branch with errors.Is.
+type APIError struct {
+	HTTPStatus int
+	Code       int
+	Msg        string
+	Class      Class
+	// placement is set when the request was an order placement, where an
+	// unknown answer means the order may exist.
+	placement bool
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("binance: http %d: code %d: %s", e.HTTPStatus, e.Code, e.Msg)
+}
+
+// Unwrap maps the class onto the exchange errors. Refusals unwrap to
+// nothing: they are not errors for the gateway but rejected Reports.
+func (e *APIError) Unwrap() []error {
+	switch e.Class {
+	case ClassDuplicate:
+		return []error{exchange.ErrDuplicateClientOrderID}
+	case ClassUnknown:
+		if e.placement {
+			return []error{exchange.ErrUnknownOutcome}
+		}
+		return []error{exchange.ErrUnreachable}
+	case ClassUnreachable, ClassRateLimited, ClassTimestamp:
+		return []error{exchange.ErrUnreachable}
+	case ClassCredentials:
+		return []error{exchange.ErrUnreachable, exchange.ErrCredentials}
+	case ClassNotFound:
+		return []error{exchange.ErrNotFound}
+	}
+	return nil
+}
+
+// refused reports whether the answer refuses the order for good.
+func (e *APIError) refused() bool {
+	return e.Class == ClassRejected || e.Class == ClassFilter
+}

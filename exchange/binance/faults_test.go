@@ -1,0 +1,274 @@
+package binance_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+)
+
+// TestLostAnswerAfterAcceptIsUnknownAndLookupFindsIt: a 5xx (with or
+// without Binance's -1007 body) or a dropped connection after Binance took
+// the order is ErrUnknownOutcome, never ErrUnreachable, and the order is
+// found by a later lookup.
+func TestLostAnswerAfterAcceptIsUnknownAndLookupFindsIt(t *testing.T) {
+	t.Parallel()
+	kinds := map[string]binancefake.FaultKind{
+		"502":     binancefake.FaultServerErrorAfterAccept,
+		"-1007":   binancefake.FaultUnknownAfterAccept,
+		"dropped": binancefake.FaultDropAfterAccept,
+		"timeout": binancefake.FaultHangAfterAccept,
+	}
+	for _, m := range markets {
+		for name, kind := range kinds {
+			t.Run(string(m)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, m)
+				ctx := context.Background()
+				b.fake.Inject(binancefake.Fault{Kind: kind})
+				o := marketOrder("buy", "0.01")
+				placeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if kind == binancefake.FaultHangAfterAccept {
+					// The caller gives up once the fake holds the order.
+					go func() {
+						for b.fake.Placements(o.ClientOrderID) == 0 && placeCtx.Err() == nil {
+							runtime.Gosched()
+						}
+						cancel()
+					}()
+				}
+				_, err := b.venue.Place(placeCtx, o)
+				require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+				require.NotErrorIs(t, err, exchange.ErrUnreachable)
+				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+
+				r, err := b.venue.Lookup(ctx, o)
+				require.NoError(t, err)
+				require.Equal(t, exchange.StatusFilled, r.Status)
+
+				// The gateway's retry adopts it rather than placing again.
+				_, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+				require.NoError(t, err)
+				require.True(t, adopted)
+				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+			})
+		}
+	}
+}
+
+func TestConnectionRefusedIsUnreachable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketSpot)
+	ctx := context.Background()
+	_, err := b.venue.Place(ctx, marketOrder("buy", "0.01")) // time and filters cached
+	require.NoError(t, err)
+	b.fake.Close()
+
+	_, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+	_, err = b.venue.Lookup(ctx, marketOrder("buy", "0.01"))
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+}
+
+// TestRateLimitedIsUnreachableAndPauses: 429 and 418 refuse the order
+// before accepting it (ErrUnreachable, nothing in the book), and the venue
+// sends nothing more until Retry-After has passed.
+func TestRateLimitedIsUnreachableAndPauses(t *testing.T) {
+	t.Parallel()
+	for name, kind := range map[string]binancefake.FaultKind{"429": binancefake.FaultRateLimit, "418": binancefake.FaultBan} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, binance.MarketFutures)
+			ctx := context.Background()
+			b.fake.Inject(binancefake.Fault{Kind: kind, RetryAfter: 30 * time.Second})
+			o := marketOrder("buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+			sent := b.fake.Requests(b.path)
+
+			_, err = b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			_, err = b.venue.Lookup(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.Equal(t, sent, b.fake.Requests(b.path), "nothing sent while Binance asked for silence")
+
+			b.clock.Advance(31 * time.Second)
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestWeightBudget: once X-MBX-USED-WEIGHT-1M says the budget is spent, the
+// venue holds requests until the next minute; when the caller's deadline
+// comes first it fails fast with ErrUnreachable, sending nothing.
+func TestWeightBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketSpot, func(c *binance.Config) { c.WeightBudget = 1000 })
+	ctx := context.Background()
+	_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+	require.NoError(t, err)
+	b.fake.SetUsedWeight(1000)
+	_, err = b.venue.Lookup(ctx, marketOrder("buy", "0.01")) // reads the header
+	require.ErrorIs(t, err, exchange.ErrNotFound)
+
+	sent := b.fake.Requests(b.path)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = b.venue.Place(short, marketOrder("buy", "0.01"))
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	require.Equal(t, sent, b.fake.Requests(b.path))
+
+	b.clock.Advance(time.Minute)
+	_, err = b.venue.Place(short, marketOrder("buy", "0.01"))
+	require.NoError(t, err)
+}
+
+// TestLookupLag: an order the query does not show yet is ErrNotFound, then
+// found once the lag has passed; AcceptWindow covers such a lag.
+func TestLookupLag(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			b.fake.SetLookupLag(5 * time.Second)
+			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultDropAfterAccept})
+			o := marketOrder("buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+
+			_, err = b.venue.Lookup(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrNotFound)
+			require.Greater(t, b.venue.AcceptWindow(), 5*time.Second)
+
+			b.clock.Advance(6 * time.Second)
+			r, err := b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestClockSkew: when Binance's clock moves away from the offset the venue
+// measured, the order is refused with -1021 (ErrUnreachable: nothing
+// placed), the offset is resynced, and the next order goes through.
+func TestClockSkew(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			// Skewed from the start: the first order syncs before signing.
+			b.fake.Advance(-time.Hour)
+			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+			require.NoError(t, err)
+
+			b.fake.Advance(time.Hour + 30*time.Second)
+			o := marketOrder("buy", "0.01")
+			_, err = b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.NotErrorIs(t, err, exchange.ErrCredentials)
+			require.ErrorContains(t, err, "-1021")
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Contains(t, b.logs.String(), "clock skew")
+		})
+	}
+}
+
+// TestCredentials: a wrong secret (-1022), a wrong key (-2015) and a key
+// without permission (-2015 on the order) are ErrUnreachable and
+// ErrCredentials, place nothing, and are logged for the operator without
+// the secret.
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, m := range markets {
+		t.Run(string(m)+"/wrong secret", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m, func(c *binance.Config) { c.APISecret = "not-the-secret-at-all" })
+			o := marketOrder("buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.ErrorIs(t, err, exchange.ErrCredentials)
+			require.ErrorContains(t, err, "-1022")
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+			logs := b.logs.String()
+			require.Contains(t, logs, "whitelist")
+			require.NotContains(t, logs, "not-the-secret-at-all")
+			require.NotContains(t, err.Error(), "not-the-secret-at-all")
+			require.NotContains(t, err.Error(), "signature=")
+		})
+		t.Run(string(m)+"/wrong key", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m, func(c *binance.Config) { c.APIKey = "someone-elses-key" })
+			_, err := b.venue.Lookup(ctx, marketOrder("buy", "0.01"))
+			require.ErrorIs(t, err, exchange.ErrCredentials)
+			require.ErrorContains(t, err, "-2015")
+			require.NotContains(t, b.logs.String(), "someone-elses-key")
+		})
+		t.Run(string(m)+"/no permission", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultCredentials})
+			o := marketOrder("buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.ErrorIs(t, err, exchange.ErrCredentials)
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+			require.False(t, strings.Contains(b.logs.String(), b.fake.APISecret()))
+
+			// Fixed: the same signal now executes.
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestConcurrentPlacements: the venue is shared by every signal in flight.
+func TestConcurrentPlacements(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			const n = 16
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					o := marketOrder("buy", "0.01")
+					o.Leverage = 1 + i%3
+					r, err := b.venue.Place(ctx, o)
+					if err == nil && r.Status != exchange.StatusFilled {
+						err = errors.New("not filled: " + r.Reason)
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				require.NoError(t, <-errs)
+			}
+			require.Len(t, b.fake.Orders(), n)
+		})
+	}
+}

@@ -1,0 +1,232 @@
+package binance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Filters are one symbol's trading rules from exchangeInfo, as this venue
+// applies them before sending an order. A zero value disables its rule, as
+// on Binance.
+type Filters struct {
+	Symbol    string
+	BaseAsset string
+	// LOT_SIZE.
+	StepSize, MinQty, MaxQty decimal.Decimal
+	// MARKET_LOT_SIZE (market orders, in addition to LOT_SIZE).
+	MarketStepSize, MarketMinQty, MarketMaxQty decimal.Decimal
+	// PRICE_FILTER.
+	TickSize, MinPrice, MaxPrice decimal.Decimal
+	// MinNotional is spot NOTIONAL/MIN_NOTIONAL minNotional or futures
+	// MIN_NOTIONAL notional; MinNotionalMarket says whether it applies to
+	// market orders (always on futures, applyMinToMarket/applyToMarket on
+	// spot).
+	MinNotional       decimal.Decimal
+	MinNotionalMarket bool
+	// MaxNotional is spot NOTIONAL maxNotional; MaxNotionalMarket is its
+	// applyMaxToMarket.
+	MaxNotional       decimal.Decimal
+	MaxNotionalMarket bool
+
+	fetched time.Time
+}
+
+type rawFilter struct {
+	FilterType       string `json:"filterType"`
+	MinPrice         string `json:"minPrice"`
+	MaxPrice         string `json:"maxPrice"`
+	TickSize         string `json:"tickSize"`
+	MinQty           string `json:"minQty"`
+	MaxQty           string `json:"maxQty"`
+	StepSize         string `json:"stepSize"`
+	MinNotional      string `json:"minNotional"`
+	Notional         string `json:"notional"`
+	MaxNotional      string `json:"maxNotional"`
+	ApplyToMarket    *bool  `json:"applyToMarket"`
+	ApplyMinToMarket *bool  `json:"applyMinToMarket"`
+	ApplyMaxToMarket *bool  `json:"applyMaxToMarket"`
+}
+
+type rawSymbol struct {
+	Symbol    string      `json:"symbol"`
+	Status    string      `json:"status"`
+	BaseAsset string      `json:"baseAsset"`
+	Filters   []rawFilter `json:"filters"`
+}
+
+func dec(s string) decimal.Decimal {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Zero
+	}
+	return d
+}
+
+func parseFilters(s rawSymbol, futures bool) Filters {
+	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset}
+	for _, r := range s.Filters {
+		switch r.FilterType {
+		case "LOT_SIZE":
+			f.StepSize, f.MinQty, f.MaxQty = dec(r.StepSize), dec(r.MinQty), dec(r.MaxQty)
+		case "MARKET_LOT_SIZE":
+			f.MarketStepSize, f.MarketMinQty, f.MarketMaxQty = dec(r.StepSize), dec(r.MinQty), dec(r.MaxQty)
+		case "PRICE_FILTER":
+			f.TickSize, f.MinPrice, f.MaxPrice = dec(r.TickSize), dec(r.MinPrice), dec(r.MaxPrice)
+		case "MIN_NOTIONAL":
+			if futures {
+				f.MinNotional, f.MinNotionalMarket = dec(r.Notional), true
+				continue
+			}
+			f.MinNotional = dec(r.MinNotional)
+			f.MinNotionalMarket = r.ApplyToMarket != nil && *r.ApplyToMarket
+		case "NOTIONAL":
+			f.MinNotional = dec(r.MinNotional)
+			f.MinNotionalMarket = r.ApplyMinToMarket != nil && *r.ApplyMinToMarket
+			f.MaxNotional = dec(r.MaxNotional)
+			f.MaxNotionalMarket = r.ApplyMaxToMarket != nil && *r.ApplyMaxToMarket
+		}
+	}
+	return f
+}
+
+// filtersFor returns symbol's filters, from the cache while younger than
+// FilterTTL, else from exchangeInfo. fresh reports whether they were just
+// read. An unknown symbol is an *APIError of ClassRejected (-1121).
+func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh bool, err error) {
+	v.mu.Lock()
+	cached, ok := v.filters[symbol]
+	v.mu.Unlock()
+	if ok && v.cfg.Now().Sub(cached.fetched) < v.cfg.FilterTTL {
+		return cached, false, nil
+	}
+	var info struct {
+		Symbols []rawSymbol `json:"symbols"`
+	}
+	req := request{method: http.MethodGet, path: v.prefix + "/exchangeInfo", weight: 1}
+	if !v.futures() {
+		// Spot answers for one symbol; futures has no such parameter and
+		// answers for all, which are cached together.
+		req.params = params{}.add("symbol", symbol)
+		req.weight = 20
+	}
+	if err := v.do(ctx, req, &info); err != nil {
+		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol, err)
+	}
+	now := v.cfg.Now()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range info.Symbols {
+		pf := parseFilters(s, v.futures())
+		pf.fetched = now
+		v.filters[s.Symbol] = pf
+	}
+	f, ok = v.filters[symbol]
+	if !ok || !f.fetched.Equal(now) {
+		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol,
+			&APIError{HTTPStatus: http.StatusBadRequest, Code: -1121, Msg: "Invalid symbol.", Class: ClassRejected})
+	}
+	return f, true, nil
+}
+
+// dropFilters forgets symbol's filters after Binance refused an order on a
+// filter: they changed, and the next order must read them again.
+func (v *Venue) dropFilters(symbol string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.filters, symbol)
+}
+
+// floorTo rounds d down to a multiple of step (d ≥ 0); a zero step leaves d
+// as it is.
+func floorTo(d, step decimal.Decimal) decimal.Decimal {
+	if !step.IsPositive() {
+		return d
+	}
+	return d.Sub(d.Mod(step))
+}
+
+// ceilTo rounds d up to a multiple of step.
+func ceilTo(d, step decimal.Decimal) decimal.Decimal {
+	if !step.IsPositive() {
+		return d
+	}
+	m := d.Mod(step)
+	if m.IsZero() {
+		return d
+	}
+	return d.Sub(m).Add(step)
+}
+
+// RoundQuantity rounds q down to the order type's step: LOT_SIZE, and for
+// a market order also MARKET_LOT_SIZE. Rounding down never trades more than
+// the signal asked.
+func (f Filters) RoundQuantity(q decimal.Decimal, market bool) decimal.Decimal {
+	q = floorTo(q, f.StepSize)
+	if market {
+		q = floorTo(q, f.MarketStepSize)
+	}
+	return q
+}
+
+// RoundPrice rounds a limit price to the tick toward the passive side: a
+// buy down, a sell up, so rounding never makes the order more aggressive.
+func (f Filters) RoundPrice(p decimal.Decimal, side string) decimal.Decimal {
+	if side == "sell" {
+		return ceilTo(p, f.TickSize)
+	}
+	return floorTo(p, f.TickSize)
+}
+
+// checkQuantity returns why q breaks LOT_SIZE / MARKET_LOT_SIZE, or "".
+func (f Filters) checkQuantity(q decimal.Decimal, market bool) string {
+	minQty, maxQty, name := f.MinQty, f.MaxQty, "LOT_SIZE"
+	if market && f.MarketMinQty.GreaterThan(minQty) {
+		minQty, name = f.MarketMinQty, "MARKET_LOT_SIZE"
+	}
+	switch {
+	case !q.IsPositive() || q.LessThan(minQty):
+		return fmt.Sprintf("quantity %s is below the minimum %s for %s (%s, after rounding down to the step)", q, minQty, f.Symbol, name)
+	case maxQty.IsPositive() && q.GreaterThan(maxQty):
+		return fmt.Sprintf("quantity %s is above the maximum %s for %s (LOT_SIZE)", q, maxQty, f.Symbol)
+	case market && f.MarketMaxQty.IsPositive() && q.GreaterThan(f.MarketMaxQty):
+		return fmt.Sprintf("quantity %s is above the market maximum %s for %s (MARKET_LOT_SIZE)", q, f.MarketMaxQty, f.Symbol)
+	}
+	return ""
+}
+
+// checkPrice returns why a limit price breaks PRICE_FILTER, or "".
+func (f Filters) checkPrice(p decimal.Decimal) string {
+	switch {
+	case !p.IsPositive():
+		return fmt.Sprintf("price %s is not positive", p)
+	case f.MinPrice.IsPositive() && p.LessThan(f.MinPrice):
+		return fmt.Sprintf("price %s is below the minimum %s for %s (PRICE_FILTER)", p, f.MinPrice, f.Symbol)
+	case f.MaxPrice.IsPositive() && p.GreaterThan(f.MaxPrice):
+		return fmt.Sprintf("price %s is above the maximum %s for %s (PRICE_FILTER)", p, f.MaxPrice, f.Symbol)
+	}
+	return ""
+}
+
+// checkNotional returns why q at price p breaks the notional filter, or "".
+func (f Filters) checkNotional(q, p decimal.Decimal, market bool) string {
+	n := q.Mul(p)
+	if f.MinNotional.IsPositive() && (!market || f.MinNotionalMarket) && n.LessThan(f.MinNotional) {
+		return fmt.Sprintf("notional %s (quantity %s at %s) is below the minimum %s for %s", n, q, p, f.MinNotional, f.Symbol)
+	}
+	if f.MaxNotional.IsPositive() && (!market || f.MaxNotionalMarket) && n.GreaterThan(f.MaxNotional) {
+		return fmt.Sprintf("notional %s (quantity %s at %s) is above the maximum %s for %s", n, q, p, f.MaxNotional, f.Symbol)
+	}
+	return ""
+}
+
+// notionalApplies reports whether a market order needs a reference price.
+func (f Filters) notionalApplies(market bool) bool {
+	if !market {
+		return f.MinNotional.IsPositive() || f.MaxNotional.IsPositive()
+	}
+	return (f.MinNotional.IsPositive() && f.MinNotionalMarket) || (f.MaxNotional.IsPositive() && f.MaxNotionalMarket)
+}

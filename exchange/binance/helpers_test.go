@@ -1,0 +1,123 @@
+package binance_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+)
+
+// testClock is a clock both the fake and the venue read, moved by tests
+// instead of sleeping.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type testBundle struct {
+	fake  *binancefake.Server
+	venue *binance.Venue
+	clock *testClock
+	logs  *syncBuffer
+	cfg   binance.Config
+	// path is the market's order endpoint on the fake.
+	path string
+}
+
+var idSeq atomic.Int64
+
+// newID returns a client order ID shaped like the gateway's: hx + 30
+// base32 characters.
+func newID() string {
+	return fmt.Sprintf("hx%030d", idSeq.Add(1))
+}
+
+func setup(t *testing.T, market binance.Market, mutate ...func(*binance.Config)) *testBundle {
+	t.Helper()
+	clock := &testClock{now: time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC)}
+	fake := binancefake.New(t, binancefake.Options{Now: clock.Now})
+	logs := &syncBuffer{}
+	cfg := binance.Config{
+		Market:    market,
+		APIKey:    fake.APIKey(),
+		APISecret: fake.APISecret(),
+		BaseURL:   fake.URL,
+		Now:       clock.Now,
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	v, err := binance.New(cfg)
+	require.NoError(t, err)
+	path := "/api/v3/order"
+	if market == binance.MarketFutures {
+		path = "/fapi/v1/order"
+	}
+	return &testBundle{fake: fake, venue: v, clock: clock, logs: logs, cfg: cfg, path: path}
+}
+
+func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func marketOrder(side, qty string) exchange.Order {
+	return exchange.Order{
+		ClientOrderID: newID(), Symbol: "BTCUSDT", Action: side, Side: side,
+		OrderType: "market", Quantity: d(qty),
+	}
+}
+
+func limitOrder(side, qty, price string) exchange.Order {
+	o := marketOrder(side, qty)
+	o.OrderType = "limit"
+	o.Price = decimal.NewNullDecimal(d(price))
+	return o
+}
+
+func closeOrder(action string) exchange.Order {
+	return exchange.Order{
+		ClientOrderID: newID(), Symbol: "BTCUSDT", Action: action, ReduceOnly: true,
+		OrderType: "market", Quantity: d("1"),
+	}
+}
+
+var markets = []binance.Market{binance.MarketSpot, binance.MarketFutures}
