@@ -149,6 +149,9 @@ func (s *Server) Secrets() []string {
 		s.discordPath[strings.LastIndex(s.discordPath, "/")+1:], s.slackPath[strings.LastIndex(s.slackPath, "/")+1:]}
 }
 
+// URL is the fake's base URL.
+func (s *Server) URL() string { return s.srv.URL }
+
 // ChatID is the only chat the fake Telegram delivers to.
 func (s *Server) ChatID() string { return s.chatID }
 
