@@ -13,6 +13,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/notify"
 )
 
@@ -116,6 +118,38 @@ func (n *Notifier) InsertTx(ctx context.Context, ins NotifyInserter, tx pgx.Tx, 
 		return fmt.Errorf("queue %s notification: %w", msg.Event, err)
 	}
 	return nil
+}
+
+// TraceMessage is the notification for ev, an audit event of a trace
+// (rejected, reconciling, failed, reconciled, dispatched) whose order is o,
+// sent to venue in mode. The gateway and the reconcile worker record these
+// events; building the message in one place keeps the texts alike. The
+// reason comes from the event's detail ("reason", else "cause").
+func TraceMessage(ev db.Event, venue, mode string, o exchange.Order) notify.Message {
+	m := notify.Message{Event: ev.Event, TraceID: ev.TraceID, Mode: mode, Exchange: venue,
+		Symbol: o.Symbol, Action: o.Action, ClientOrderID: o.ClientOrderID, Time: time.Now()}
+	if !o.Quantity.IsZero() {
+		m.Quantity = o.Quantity.String()
+	}
+	detail := func(key string) string { s, _ := ev.Detail[key].(string); return s }
+	if m.ClientOrderID == "" {
+		m.ClientOrderID = detail("client_order_id")
+	}
+	m.Detail = detail("reason")
+	if m.Detail == "" {
+		m.Detail = detail("cause")
+	}
+	if ev.Event == notify.EventReconciled && m.Detail == "" {
+		how := "the venue held the order"
+		if placed, _ := ev.Detail["placed"].(bool); placed {
+			how = "the venue had no order; placed it again"
+		}
+		if st := detail("order_status"); st != "" {
+			how += " (" + st + ")"
+		}
+		m.Detail = how
+	}
+	return m
 }
 
 // NotifySender posts a message to a channel; *notify.Client satisfies it.

@@ -19,8 +19,11 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
@@ -409,4 +412,24 @@ func TestNotifyEndToEnd(t *testing.T) {
 	require.Equal(t, 1.0, counterValue(metrics, notify.ChannelDiscord, "rate_limited"))
 	require.Equal(t, 1.0, counterValue(metrics, notify.ChannelDiscord, "sent"))
 	requireNoSecrets(t, fake, logs.String())
+}
+
+func TestTraceMessage(t *testing.T) {
+	t.Parallel()
+	o := exchange.Order{ClientOrderID: "hx-1-0", Symbol: "ETHUSDT", Action: "sell", Quantity: decimal.RequireFromString("1.250")}
+
+	m := jobs.TraceMessage(db.Event{TraceID: "t-1", Event: "rejected", Detail: map[string]any{"reason": "insufficient balance"}}, "binance", "test", o)
+	require.Equal(t, "hoox: order rejected (test)\norder: sell 1.25 ETHUSDT on binance\ntrace: t-1\nclient order ID: hx-1-0\nreason: insufficient balance",
+		m.Text()[:strings.LastIndex(m.Text(), "\ntime: ")])
+	require.False(t, m.Time.IsZero())
+
+	m = jobs.TraceMessage(db.Event{TraceID: "t-2", Event: "reconciling", Detail: map[string]any{"cause": "read timeout"}}, "bybit", "live", o)
+	require.Equal(t, "read timeout", m.Detail)
+
+	// The reconcile worker's events carry the order only in their detail.
+	m = jobs.TraceMessage(db.Event{TraceID: "t-3", Event: "reconciled",
+		Detail: map[string]any{"client_order_id": "hx-3-0", "order_status": "filled", "placed": true}}, "paper", "live", exchange.Order{})
+	require.Equal(t, "hx-3-0", m.ClientOrderID)
+	require.Equal(t, "the venue had no order; placed it again (filled)", m.Detail)
+	require.Empty(t, m.Quantity)
 }
