@@ -291,7 +291,7 @@ func notifyJobs(t *testing.T, pool *pgxpool.Pool) []*rivertype.JobRow {
 	return out
 }
 
-func TestNotifierInsertTx(t *testing.T) {
+func TestNotifyInsertTx(t *testing.T) {
 	t.Parallel()
 	fake := notifyfake.New(t)
 	pool := newPool(t, testcontainers.NewDatabase(t))
@@ -325,7 +325,7 @@ func TestNotifierInsertTx(t *testing.T) {
 	}
 }
 
-func TestNotifierQueuesNothingWhenOff(t *testing.T) {
+func TestNotifyQueuesNothingWhenOff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fake := notifyfake.New(t)
@@ -414,7 +414,7 @@ func TestNotifyEndToEnd(t *testing.T) {
 	requireNoSecrets(t, fake, logs.String())
 }
 
-func TestTraceMessage(t *testing.T) {
+func TestNotifyTraceMessage(t *testing.T) {
 	t.Parallel()
 	o := exchange.Order{ClientOrderID: "hx-1-0", Symbol: "ETHUSDT", Action: "sell", Quantity: decimal.RequireFromString("1.250")}
 
