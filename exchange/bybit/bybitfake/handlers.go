@@ -294,8 +294,11 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 	list := []any{}
 	for i := len(s.book) - 1; i >= 0; i-- { // newest first, as Bybit sorts
 		o := s.book[i]
+		// Bybit resolves orderId > orderLinkId > symbol: an ID finds its
+		// order whatever symbol the query names.
+		bySymbol := sym != "" && linkID == "" && orderID == ""
 		switch {
-		case o.Category != cat, sym != "" && o.Symbol != sym,
+		case o.Category != cat, bySymbol && o.Symbol != sym,
 			linkID != "" && o.OrderLinkID != linkID, orderID != "" && o.OrderID != orderID,
 			now.Before(o.VisibleAt):
 			continue
