@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -123,6 +124,9 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 	}
 	var env envelope
 	jsonErr := json.Unmarshal(raw, &env)
+	// Bybit's 10004 message echoes the signed string, API key included;
+	// the key stays out of errors and logs.
+	env.RetMsg = strings.ReplaceAll(env.RetMsg, v.cfg.APIKey, "[api key]")
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden:

@@ -52,17 +52,17 @@ type createBody struct {
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	sym := VenueSymbol(o.Symbol)
 	if o.OrderType != "market" && o.OrderType != "limit" {
-		return rejected(ReasonBadOrderType+": "+o.OrderType), nil
+		return rejected(ReasonBadOrderType + ": " + o.OrderType), nil
 	}
 	f, found, err := v.filtersFor(ctx, sym)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, asUnreachable(err))
 	}
 	if !found {
-		return rejected(ReasonUnknownSymbol+": "+sym), nil
+		return rejected(ReasonUnknownSymbol + ": " + sym), nil
 	}
 	if f.status != "" && f.status != "Trading" {
-		return rejected(ReasonNotTrading+": "+f.status), nil
+		return rejected(ReasonNotTrading + ": " + f.status), nil
 	}
 
 	side, qty, orderType := o.Side, o.Quantity, o.OrderType
