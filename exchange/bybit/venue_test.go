@@ -320,3 +320,28 @@ func errorsIsAll(t *testing.T, err error, targets ...error) {
 		require.True(t, errors.Is(err, target), "%v does not wrap %v", err, target)
 	}
 }
+
+func TestConcurrentPlaceOrAdoptPlacesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, bybit.Linear)
+	o := marketOrder("BTCUSDT", "buy", "0.01")
+	const n = 8
+	ids := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			r, _, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
+			ids <- r.ExchangeOrderID
+			errs <- err
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		require.NoError(t, <-errs)
+		seen[<-ids] = true
+	}
+	require.Len(t, seen, 1, "every attempt reports the one order")
+	require.Len(t, b.fake.Orders(), 1)
+	require.Equal(t, "0.01", b.fake.Position("BTCUSDT").Size.String())
+}
