@@ -1,0 +1,540 @@
+// Package bybitfake is an in-process fake of the Bybit v5 REST API, serving
+// category linear (USDT perpetuals) and category spot over httptest. It is
+// what the bybit adapter is tested against, and what other packages' tests
+// (and `hoox dev`) can point a bybit venue at.
+//
+// It is a fake, not a mock: it verifies each private request's HMAC
+// signature and timestamp window against its own clock (a skewed client gets
+// retCode 10002), serves server time, instruments-info filters, tickers,
+// positions and wallet balances, keeps an order book, refuses a reused
+// orderLinkId the way Bybit documents it (see below), enforces the lot-size,
+// tick and notional filters with Bybit's own retCodes and messages, fills
+// market orders at the ticker's last price and moves positions and balances
+// accordingly.
+//
+// Uniqueness: Bybit's create-order page says a Perps/Futures/Spot
+// orderLinkId is "always unique" — not "unique among open orders". The fake
+// therefore refuses an orderLinkId that any order it ever accepted in the
+// same category carried, whatever that order's status (linear: 110072
+// "OrderLinkedID is duplicate"; spot: 170141 "Duplicate clientOrderId"). A
+// request Bybit refused with a retCode created no order, so it does not take
+// the ID.
+//
+// Faults: a test can make the next N calls of a path fail before the request
+// is accepted (429, 403, a retCode) or after the order is booked (HTTP 5xx, a
+// server-error retCode, a dropped connection, a hang until the client gives
+// up), make the next N placements invisible to lookups for a while, change
+// the credentials it accepts, and skew its clock.
+package bybitfake
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Credentials the fake accepts unless Options say otherwise; `hoox dev` can
+// configure a bybit venue with them.
+const (
+	DefaultAPIKey    = "bybitfake-key"
+	DefaultAPISecret = "bybitfake-secret"
+)
+
+// Categories the fake serves.
+const (
+	CategoryLinear = "linear"
+	CategorySpot   = "spot"
+)
+
+// Paths of the endpoints the fake serves, for Inject and Requests.
+const (
+	PathTime        = "/v5/market/time"
+	PathInstruments = "/v5/market/instruments-info"
+	PathTickers     = "/v5/market/tickers"
+	PathCreate      = "/v5/order/create"
+	PathRealtime    = "/v5/order/realtime"
+	PathHistory     = "/v5/order/history"
+	PathPositions   = "/v5/position/list"
+	PathLeverage    = "/v5/position/set-leverage"
+	PathWallet      = "/v5/account/wallet-balance"
+)
+
+// Options configure a Server.
+type Options struct {
+	// APIKey and APISecret are the credentials the fake accepts; the
+	// Default constants when empty.
+	APIKey    string
+	APISecret string
+	// Now is the fake's clock (before any SetClockSkew); time.Now when nil.
+	// Tests share one controllable clock between the fake and the adapter.
+	Now func() time.Time
+	// Empty starts the fake without the default instruments, tickers and
+	// balances (see SeedDefaults).
+	Empty bool
+}
+
+// Instrument is one symbol's trading rules, as instruments-info reports them.
+type Instrument struct {
+	Symbol    string
+	BaseCoin  string
+	QuoteCoin string
+	// TickSize is priceFilter.tickSize.
+	TickSize decimal.Decimal
+	// QtyStep is lotSizeFilter.qtyStep (linear) or basePrecision (spot).
+	QtyStep decimal.Decimal
+	// MinOrderQty is lotSizeFilter.minOrderQty. Bybit no longer checks it
+	// for spot (minOrderAmt instead); the fake checks it for linear only.
+	MinOrderQty decimal.Decimal
+	// MinNotional is lotSizeFilter.minNotionalValue (linear) or minOrderAmt
+	// (spot), in the quote coin.
+	MinNotional decimal.Decimal
+	// MaxLeverage is leverageFilter.maxLeverage (linear); 100 when zero.
+	MaxLeverage int
+}
+
+// Position is a linear position in one-way mode.
+type Position struct {
+	// Side is "Buy" (long), "Sell" (short) or "" when flat.
+	Side string
+	// Size is always positive, zero when flat.
+	Size decimal.Decimal
+}
+
+// Balance is one coin in the unified account.
+type Balance struct {
+	// WalletBalance is what the account holds, including what open orders
+	// lock.
+	WalletBalance decimal.Decimal
+	// Locked is held by open spot orders.
+	Locked decimal.Decimal
+}
+
+// Order is one order in the fake's book.
+type Order struct {
+	Category    string
+	Symbol      string
+	OrderID     string
+	OrderLinkID string
+	Side        string // Buy or Sell
+	OrderType   string // Market or Limit
+	Qty         decimal.Decimal
+	// Price is the limit price; zero for a market order.
+	Price       decimal.Decimal
+	TimeInForce string
+	ReduceOnly  bool
+	MarketUnit  string
+	// Status is Bybit's orderStatus: New, PartiallyFilled, Filled,
+	// Cancelled, Rejected, PartiallyFilledCanceled, …
+	Status       string
+	CumExecQty   decimal.Decimal
+	AvgPrice     decimal.Decimal
+	RejectReason string
+	CreatedAt    time.Time
+	// VisibleAt is when lookups start to see the order (placement time
+	// unless LagLookups delayed it).
+	VisibleAt time.Time
+}
+
+// Fault is a failure the fake answers a request with instead of its normal
+// answer. With AfterAccept (placements only) the order is booked first, so
+// it exists although the client never learns it; otherwise nothing happens.
+type Fault struct {
+	// AfterAccept books the order before failing.
+	AfterAccept bool
+	// Drop closes the connection without writing an answer.
+	Drop bool
+	// Hang holds the request until the client gives up.
+	Hang bool
+	// HTTPStatus is the answer's status; 200 when zero and RetCode is set.
+	HTTPStatus int
+	// RetCode and RetMsg make the answer a Bybit JSON error envelope; a
+	// plain-text body when RetCode is zero.
+	RetCode int
+	RetMsg  string
+	// RetryAfter sets the Retry-After header (whole seconds, at least 1)
+	// and X-Bapi-Limit-Reset-Timestamp to now+RetryAfter, with
+	// X-Bapi-Limit-Status 0.
+	RetryAfter time.Duration
+}
+
+// ServerErrorAfterAccept books the order and answers HTTP 500: the client
+// cannot know the order exists.
+func ServerErrorAfterAccept() Fault {
+	return Fault{AfterAccept: true, HTTPStatus: http.StatusInternalServerError}
+}
+
+// RetCodeAfterAccept books the order and answers with a server-error retCode
+// (10016 "Server error.").
+func RetCodeAfterAccept() Fault {
+	return Fault{AfterAccept: true, RetCode: 10016, RetMsg: "Server error."}
+}
+
+// DropAfterAccept books the order and closes the connection unanswered.
+func DropAfterAccept() Fault {
+	return Fault{AfterAccept: true, Drop: true}
+}
+
+// HangAfterAccept books the order and answers nothing until the client
+// gives up (its timeout or cancellation).
+func HangAfterAccept() Fault {
+	return Fault{AfterAccept: true, Hang: true}
+}
+
+// TooManyRequests answers HTTP 429 before accepting anything.
+func TooManyRequests(retryAfter time.Duration) Fault {
+	return Fault{HTTPStatus: http.StatusTooManyRequests, RetryAfter: retryAfter}
+}
+
+// TooManyVisits answers retCode 10006 "Too many visits!" before accepting
+// anything, with the limit's reset time in X-Bapi-Limit-Reset-Timestamp.
+func TooManyVisits(resetAfter time.Duration) Fault {
+	return Fault{RetCode: 10006, RetMsg: "Too many visits!", RetryAfter: resetAfter}
+}
+
+// Refuse answers the given retCode before accepting anything (e.g. 110007
+// "Available balance is insufficient").
+func Refuse(code int, msg string) Fault {
+	return Fault{RetCode: code, RetMsg: msg}
+}
+
+type injected struct {
+	left  int
+	fault Fault
+}
+
+type orderKey struct{ category, linkID string }
+
+// Server is a running fake. All methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL to configure the adapter with.
+	URL string
+
+	closeFn func()
+	done    chan struct{}
+
+	mu          sync.Mutex
+	now         func() time.Time
+	skew        time.Duration
+	apiKey      string
+	apiSecret   string
+	readOnly    bool
+	ipBlocked   bool
+	instruments map[string]map[string]Instrument
+	tickers     map[string]map[string]decimal.Decimal
+	positions   map[string]Position
+	balances    map[string]Balance
+	leverage    map[string]int
+	leverageSet map[string]int
+	orders      map[orderKey]*Order
+	book        []*Order
+	nextID      int
+	faults      map[string][]*injected
+	lag         time.Duration
+	lagLeft     int
+	requests    map[string]int
+	attempts    map[string]int
+	forgetReal  bool
+}
+
+// New starts a fake on a loopback port. When tb is not nil the fake closes
+// itself at the end of the test.
+func New(tb testing.TB, opts Options) *Server {
+	s := newServer(opts)
+	ts := httptest.NewServer(s.handler())
+	s.URL = ts.URL
+	s.closeFn = ts.Close
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+// Start serves a fake on addr (e.g. "127.0.0.1:0") for a CLI such as
+// `hoox dev`; Close stops it.
+func Start(addr string, opts Options) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bybitfake: listen on %s: %w", addr, err)
+	}
+	s := newServer(opts)
+	hs := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	s.URL = "http://" + ln.Addr().String()
+	s.closeFn = func() { _ = hs.Close() }
+	return s, nil
+}
+
+// Close stops the fake and drops its connections. It may be called twice.
+func (s *Server) Close() {
+	s.mu.Lock()
+	fn := s.closeFn
+	s.closeFn = nil
+	s.mu.Unlock()
+	if fn != nil {
+		close(s.done) // releases hanging requests, which Close waits for
+		fn()
+	}
+}
+
+func newServer(opts Options) *Server {
+	s := &Server{
+		now:         opts.Now,
+		done:        make(chan struct{}),
+		apiKey:      opts.APIKey,
+		apiSecret:   opts.APISecret,
+		instruments: map[string]map[string]Instrument{CategoryLinear: {}, CategorySpot: {}},
+		tickers:     map[string]map[string]decimal.Decimal{CategoryLinear: {}, CategorySpot: {}},
+		positions:   map[string]Position{},
+		balances:    map[string]Balance{},
+		leverage:    map[string]int{},
+		leverageSet: map[string]int{},
+		orders:      map[orderKey]*Order{},
+		faults:      map[string][]*injected{},
+		requests:    map[string]int{},
+		attempts:    map[string]int{},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.apiKey == "" {
+		s.apiKey = DefaultAPIKey
+	}
+	if s.apiSecret == "" {
+		s.apiSecret = DefaultAPISecret
+	}
+	if !opts.Empty {
+		s.SeedDefaults()
+	}
+	return s
+}
+
+// SeedDefaults loads BTCUSDT and ETHUSDT with Bybit's published filters in
+// both categories, tickers at 60000 and 3000, and a unified account holding
+// 100000 USDT. New calls it unless Options.Empty.
+func (s *Server) SeedDefaults() {
+	d := decimal.RequireFromString
+	s.SetInstrument(CategoryLinear, Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
+		TickSize: d("0.10"), QtyStep: d("0.001"), MinOrderQty: d("0.001"), MinNotional: d("5"), MaxLeverage: 100})
+	s.SetInstrument(CategoryLinear, Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100})
+	s.SetInstrument(CategorySpot, Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
+		TickSize: d("0.1"), QtyStep: d("0.000001"), MinOrderQty: d("0.000011"), MinNotional: d("5")})
+	s.SetInstrument(CategorySpot, Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.00001"), MinOrderQty: d("0.00062"), MinNotional: d("5")})
+	for _, c := range []string{CategoryLinear, CategorySpot} {
+		s.SetTicker(c, "BTCUSDT", d("60000"))
+		s.SetTicker(c, "ETHUSDT", d("3000"))
+	}
+	s.SetBalance("USDT", d("100000"))
+}
+
+// Now is the fake's clock, skew included.
+func (s *Server) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clock()
+}
+
+func (s *Server) clock() time.Time { return s.now().Add(s.skew) }
+
+// SetClockSkew moves the fake's clock by d relative to Options.Now: a client
+// whose offset was measured before now sends timestamps off by d.
+func (s *Server) SetClockSkew(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew = d
+}
+
+// SetCredentials replaces the key and secret the fake accepts.
+func (s *Server) SetCredentials(key, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKey, s.apiSecret = key, secret
+}
+
+// SetReadOnly makes the key read-only: trading endpoints answer 10005
+// "Permission denied".
+func (s *Server) SetReadOnly(readOnly bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readOnly = readOnly
+}
+
+// SetIPBlocked makes every private request come from an IP the key is not
+// bound to: 10010 "Unmatched IP".
+func (s *Server) SetIPBlocked(blocked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ipBlocked = blocked
+}
+
+// SetInstrument adds or replaces a symbol's rules in a category.
+func (s *Server) SetInstrument(category string, in Instrument) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in.MaxLeverage == 0 {
+		in.MaxLeverage = 100
+	}
+	s.instruments[category][in.Symbol] = in
+}
+
+// RemoveInstrument delists a symbol from a category.
+func (s *Server) RemoveInstrument(category, symbol string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.instruments[category], symbol)
+}
+
+// SetTicker sets a symbol's last (and mark) price: market orders fill there.
+func (s *Server) SetTicker(category, symbol string, last decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tickers[category][symbol] = last
+}
+
+// SetPosition sets the linear position of symbol (side "Buy", "Sell", or ""
+// with a zero size for flat).
+func (s *Server) SetPosition(symbol, side string, size decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if size.IsZero() {
+		side = ""
+	}
+	s.positions[symbol] = Position{Side: side, Size: size}
+}
+
+// Position returns the linear position of symbol.
+func (s *Server) Position(symbol string) Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.positions[symbol]
+}
+
+// SetBalance sets a coin's wallet balance (nothing locked).
+func (s *Server) SetBalance(coin string, wallet decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.balances[coin] = Balance{WalletBalance: wallet}
+}
+
+// Balance returns a coin's balance.
+func (s *Server) Balance(coin string) Balance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.balances[coin]
+}
+
+// Leverage returns the leverage last set for a linear symbol (0 if never)
+// and how many set-leverage requests changed or confirmed it.
+func (s *Server) Leverage(symbol string) (leverage, sets int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leverage[symbol], s.leverageSet[symbol]
+}
+
+// Inject makes the next n requests to path answer with f.
+func (s *Server) Inject(path string, n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[path] = append(s.faults[path], &injected{left: n, fault: f})
+}
+
+// InjectPlacements makes the next n order placements answer with f.
+func (s *Server) InjectPlacements(n int, f Fault) { s.Inject(PathCreate, n, f) }
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = map[string][]*injected{}
+}
+
+// LagLookups makes the next n accepted orders invisible to realtime and
+// history lookups until d has passed on the fake's clock.
+func (s *Server) LagLookups(n int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lagLeft, s.lag = n, d
+}
+
+// ForgetClosedInRealtime drops closed orders from /v5/order/realtime, as a
+// Bybit service restart does: they are then found only in history.
+func (s *Server) ForgetClosedInRealtime() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetReal = true
+}
+
+// UpdateOrder lets a test move an order (fill it, cancel it, …). It reports
+// whether the order exists.
+func (s *Server) UpdateOrder(category, linkID string, fn func(*Order)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[orderKey{category, linkID}]
+	if ok {
+		fn(o)
+	}
+	return ok
+}
+
+// Orders returns a copy of every order the fake accepted, oldest first.
+func (s *Server) Orders() []Order {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Order, 0, len(s.book))
+	for _, o := range s.book {
+		out = append(out, *o)
+	}
+	return out
+}
+
+// Order returns the order held under an orderLinkId in a category.
+func (s *Server) Order(category, linkID string) (Order, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[orderKey{category, linkID}]
+	if !ok {
+		return Order{}, false
+	}
+	return *o, true
+}
+
+// Attempts counts the authenticated create requests that carried linkID,
+// accepted or not.
+func (s *Server) Attempts(linkID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[linkID]
+}
+
+// Requests counts every request to path, whatever its answer.
+func (s *Server) Requests(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[path]
+}
+
+// takeFault pops the next fault injected for path; s.mu must be held.
+func (s *Server) takeFault(path string) (Fault, bool) {
+	q := s.faults[path]
+	for len(q) > 0 && q[0].left <= 0 {
+		q = q[1:]
+	}
+	s.faults[path] = q
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	q[0].left--
+	f := q[0].fault
+	if q[0].left == 0 {
+		s.faults[path] = slices.Delete(q, 0, 1)
+	}
+	return f, true
+}

@@ -1,0 +1,234 @@
+package bybitfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/shopspring/decimal"
+)
+
+// orderLinkIDPattern is Bybit's documented rule: at most 36 characters of
+// letters, digits, dashes and underscores.
+var orderLinkIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,36}$`)
+
+type createRequest struct {
+	Category    string `json:"category"`
+	Symbol      string `json:"symbol"`
+	Side        string `json:"side"`
+	OrderType   string `json:"orderType"`
+	Qty         string `json:"qty"`
+	Price       string `json:"price"`
+	TimeInForce string `json:"timeInForce"`
+	OrderLinkID string `json:"orderLinkId"`
+	ReduceOnly  bool   `json:"reduceOnly"`
+	MarketUnit  string `json:"marketUnit"`
+	PositionIdx int    `json:"positionIdx"`
+}
+
+// codes names the retCodes and messages one category answers with, so that
+// the refusal logic is written once for both. The wording follows Bybit's
+// error-code page where it gives one.
+type codes struct {
+	linear                                                                                          bool
+	param, symbol, side, orderType, qty, qtyStep, minQty, price, tick, notional, balance, duplicate int
+}
+
+func codesFor(category string) codes {
+	if category == CategoryLinear {
+		return codes{linear: true, param: 10001, symbol: 10001, side: 10001, orderType: 10001, qty: 10001, qtyStep: 10001,
+			minQty: 10001, price: 10001, tick: 10001, notional: 110094, balance: 110007, duplicate: 110072}
+	}
+	return codes{param: 170130, symbol: 170121, side: 170117, orderType: 170116, qty: 170130, qtyStep: 170137,
+		minQty: 170136, price: 170130, tick: 170134, notional: 170140, balance: 170131, duplicate: 170141}
+}
+
+func (c codes) msg(code int, linear, spot string) reply {
+	if c.linear {
+		return fail(code, linear)
+	}
+	return fail(code, spot)
+}
+
+// serveCreate is POST /v5/order/create; s.mu is held.
+func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
+	var req createRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fail(10001, "params error: request body is not valid json")
+	}
+	if req.Category != CategoryLinear && req.Category != CategorySpot {
+		return fail(10001, "params error: category invalid")
+	}
+	c := codesFor(req.Category)
+	if req.OrderLinkID != "" {
+		s.attempts[req.OrderLinkID]++
+		if !orderLinkIDPattern.MatchString(req.OrderLinkID) {
+			return c.msg(c.param, "params error: orderLinkId invalid", "Data sent for paramter 'orderLinkId' is not valid.")
+		}
+	}
+	in, known := s.instruments[req.Category][req.Symbol]
+	if !known {
+		return c.msg(c.symbol, "params error: symbol invalid", "Invalid symbol.")
+	}
+	if req.Side != "Buy" && req.Side != "Sell" {
+		return c.msg(c.side, "params error: side invalid", "Invalid side.")
+	}
+	if req.OrderType != "Market" && req.OrderType != "Limit" {
+		return c.msg(c.orderType, "params error: orderType invalid", "Invalid orderType.")
+	}
+	qty, err := decimal.NewFromString(req.Qty)
+	if err != nil || !qty.IsPositive() {
+		return c.msg(c.qty, "params error: qty invalid", "Data sent for paramter 'qty' is not valid.")
+	}
+	if req.OrderLinkID != "" {
+		if _, taken := s.orders[orderKey{req.Category, req.OrderLinkID}]; taken {
+			return c.msg(c.duplicate, "OrderLinkedID is duplicate", "Duplicate clientOrderId")
+		}
+	}
+	last, hasTicker := s.tickers[req.Category][req.Symbol]
+	var price decimal.Decimal
+	if req.OrderType == "Limit" {
+		price, err = decimal.NewFromString(req.Price)
+		if err != nil || !price.IsPositive() {
+			return c.msg(c.price, "params error: price invalid", "Data sent for paramter 'price' is not valid.")
+		}
+		if !price.Mod(in.TickSize).IsZero() {
+			return c.msg(c.tick, "params error: price precision invalid", "Order price decimal too long.")
+		}
+	} else if !hasTicker {
+		return c.msg(c.param, "params error: no market price for symbol", "Data sent for paramter 'symbol' is not valid.")
+	}
+	refPrice := price
+	if req.OrderType == "Market" {
+		refPrice = last
+	}
+
+	// Spot market buys are by quote amount unless marketUnit says base.
+	baseQty := qty
+	if req.Category == CategorySpot && req.OrderType == "Market" && req.Side == "Buy" && req.MarketUnit != "baseCoin" {
+		if qty.Exponent() < -8 {
+			return fail(170148, "Market order amount decimal too long")
+		}
+		if qty.LessThan(in.MinNotional) {
+			return fail(c.notional, "Order value exceeded lower limit")
+		}
+		baseQty = qty.Div(refPrice).Truncate(-in.QtyStep.Exponent())
+	} else {
+		if !qty.Mod(in.QtyStep).IsZero() {
+			return c.msg(c.qtyStep, "params error: qty precision invalid", "Order volume decimal too long")
+		}
+		if req.Category == CategoryLinear && qty.LessThan(in.MinOrderQty) {
+			return fail(c.minQty, "The number of contracts exceeds minimum limit allowed")
+		}
+		if qty.Mul(refPrice).LessThan(in.MinNotional) {
+			return c.msg(c.notional, fmt.Sprintf("Order does not meet minimum order value %s%s", in.MinNotional, in.QuoteCoin), "Order value exceeded lower limit")
+		}
+	}
+
+	if req.Category == CategoryLinear && req.ReduceOnly {
+		p := s.positions[req.Symbol]
+		switch {
+		case p.Size.IsZero():
+			return fail(110017, "current position is zero, cannot fix reduce-only order qty")
+		case p.Side == req.Side:
+			return fail(110017, "reduce-only order has same side with current position")
+		case baseQty.GreaterThan(p.Size):
+			baseQty = p.Size // Bybit trims a reduce-only order to the position
+			qty = p.Size
+		}
+	}
+	if req.Category == CategorySpot {
+		base, quote := s.balances[in.BaseCoin], s.balances[in.QuoteCoin]
+		if req.Side == "Sell" && base.WalletBalance.Sub(base.Locked).LessThan(baseQty) ||
+			req.Side == "Buy" && quote.WalletBalance.Sub(quote.Locked).LessThan(baseQty.Mul(refPrice)) {
+			return fail(c.balance, "Balance insufficient")
+		}
+	}
+
+	now := s.clock()
+	s.nextID++
+	o := &Order{
+		Category: req.Category, Symbol: req.Symbol, OrderLinkID: req.OrderLinkID,
+		OrderID: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.nextID, s.nextID),
+		Side:    req.Side, OrderType: req.OrderType, Qty: qty, Price: price,
+		TimeInForce: req.TimeInForce, ReduceOnly: req.ReduceOnly, MarketUnit: req.MarketUnit,
+		Status: "New", CreatedAt: now, VisibleAt: now,
+	}
+	if req.Category == CategorySpot {
+		o.OrderID = fmt.Sprintf("%019d", 1700000000000000000+s.nextID)
+	}
+	if s.lagLeft > 0 {
+		s.lagLeft--
+		o.VisibleAt = now.Add(s.lag)
+	}
+	if req.OrderType == "Market" {
+		o.TimeInForce = "IOC"
+		if req.Category == CategoryLinear {
+			// Bybit shows a linear market order's slippage-protection price.
+			o.Price = last.Mul(decimal.RequireFromString("1.05")).Truncate(-in.TickSize.Exponent())
+		}
+		o.Status, o.CumExecQty, o.AvgPrice = "Filled", baseQty, last
+		s.settle(req.Category, in, req.Side, baseQty, last)
+	} else if req.Category == CategorySpot {
+		s.lock(in, req.Side, qty, price)
+	}
+	if o.TimeInForce == "" {
+		o.TimeInForce = "GTC"
+	}
+	if req.OrderLinkID != "" {
+		s.orders[orderKey{req.Category, req.OrderLinkID}] = o
+	}
+	s.book = append(s.book, o)
+	rep := ok(map[string]string{"orderId": o.OrderID, "orderLinkId": o.OrderLinkID})
+	rep.accepted = true
+	return rep
+}
+
+// settle moves the position (linear) or the balances (spot) for a fill.
+func (s *Server) settle(category string, in Instrument, side string, qty, price decimal.Decimal) {
+	if category == CategoryLinear {
+		p := s.positions[in.Symbol]
+		signed := p.Size
+		if p.Side == "Sell" {
+			signed = signed.Neg()
+		}
+		if side == "Buy" {
+			signed = signed.Add(qty)
+		} else {
+			signed = signed.Sub(qty)
+		}
+		switch {
+		case signed.IsPositive():
+			s.positions[in.Symbol] = Position{Side: "Buy", Size: signed}
+		case signed.IsNegative():
+			s.positions[in.Symbol] = Position{Side: "Sell", Size: signed.Neg()}
+		default:
+			s.positions[in.Symbol] = Position{}
+		}
+		return
+	}
+	base, quote := s.balances[in.BaseCoin], s.balances[in.QuoteCoin]
+	value := qty.Mul(price)
+	if side == "Buy" {
+		base.WalletBalance = base.WalletBalance.Add(qty)
+		quote.WalletBalance = quote.WalletBalance.Sub(value)
+	} else {
+		base.WalletBalance = base.WalletBalance.Sub(qty)
+		quote.WalletBalance = quote.WalletBalance.Add(value)
+	}
+	s.balances[in.BaseCoin], s.balances[in.QuoteCoin] = base, quote
+}
+
+// lock holds what a resting spot order may spend.
+func (s *Server) lock(in Instrument, side string, qty, price decimal.Decimal) {
+	if side == "Sell" {
+		b := s.balances[in.BaseCoin]
+		b.Locked = b.Locked.Add(qty)
+		s.balances[in.BaseCoin] = b
+		return
+	}
+	b := s.balances[in.QuoteCoin]
+	b.Locked = b.Locked.Add(qty.Mul(price))
+	s.balances[in.QuoteCoin] = b
+}

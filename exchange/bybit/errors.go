@@ -1,0 +1,173 @@
+package bybit
+
+import (
+	"fmt"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Class is what a Bybit retCode means for an order: whether anything can
+// have been placed, and what the gateway does next.
+type Class string
+
+// The classes of the error table. The README's error-class table lists the
+// same codes (a test keeps them in step).
+const (
+	// ClassRejected is a refusal for good: the order does not exist and a
+	// retry would be refused again (422 order_rejected).
+	ClassRejected Class = "rejected"
+	// ClassFilter is a refusal for good by a lot-size, tick or notional
+	// filter: also 422, and the symbol's cached filters are refetched
+	// before its next order, since the venue's rules have moved.
+	ClassFilter Class = "rejected (filter)"
+	// ClassDuplicate means the orderLinkId is taken: look the order up and
+	// adopt it.
+	ClassDuplicate Class = "duplicate"
+	// ClassUnknown means the order may exist (server error or timeout
+	// behind the gateway): reconcile by lookup.
+	ClassUnknown Class = "unknown outcome"
+	// ClassUnreachable means the venue refused the request before acting
+	// on it (timestamp outside recv_window): nothing was placed (503).
+	ClassUnreachable Class = "unreachable"
+	// ClassRateLimited is ClassUnreachable because of a rate limit:
+	// requests to that endpoint wait until the limit resets.
+	ClassRateLimited Class = "rate limited"
+	// ClassCredentials is ClassUnreachable because of the API key (wrong
+	// key, signature, permission, IP binding): the operator must act.
+	ClassCredentials Class = "credentials"
+)
+
+// CodeClass is one row of the error table.
+type CodeClass struct {
+	Code  int
+	Class Class
+	// Meaning is Bybit's description, shortened.
+	Meaning string
+}
+
+// ErrorTable is the one table that classifies Bybit v5 retCodes for the
+// endpoints this adapter calls. A code not listed is ClassRejected: Bybit
+// answers a retCode other than 0 only for a request it did not carry out,
+// and the codes that leave the outcome open are listed as ClassUnknown.
+// Set-leverage's 110043 ("leverage not modified") is success and handled
+// where leverage is set, not here.
+func ErrorTable() []CodeClass {
+	return []CodeClass{
+		// Nothing was placed: the request was refused at the door.
+		{10002, ClassUnreachable, "request time outside recv_window (clock skew): resync server time"},
+		{10003, ClassCredentials, "API key is invalid (or belongs to the other environment: mainnet vs testnet)"},
+		{10004, ClassCredentials, "signature error"},
+		{10005, ClassCredentials, "permission denied: the key lacks trade permission"},
+		{10007, ClassCredentials, "user authentication failed"},
+		{10010, ClassCredentials, "unmatched IP: the key is bound to other IP addresses"},
+		{33004, ClassCredentials, "API key expired (derivatives)"},
+		{-2015, ClassCredentials, "API key expired (spot)"},
+		{10006, ClassRateLimited, "too many visits: API rate limit per UID and endpoint"},
+		{10018, ClassRateLimited, "IP rate limit exceeded"},
+		{170005, ClassRateLimited, "too many new spot orders"},
+		{170222, ClassRateLimited, "too many requests in this time frame (spot)"},
+
+		// The order may exist.
+		{10000, ClassUnknown, "server timeout"},
+		{10016, ClassUnknown, "server error or service restarting"},
+		{429, ClassUnknown, "trading service under high load"},
+		{110079, ClassUnknown, "order is being processed"},
+		{170001, ClassUnknown, "internal error (spot)"},
+		{170007, ClassUnknown, "timeout waiting for the backend (spot)"},
+		{170032, ClassUnknown, "network error (spot)"},
+		{170035, ClassUnknown, "submitted to the system for processing (spot)"},
+		{170146, ClassUnknown, "order creation timeout (spot)"},
+		{170234, ClassUnknown, "system error (spot)"},
+
+		// The orderLinkId is taken: adopt.
+		{110072, ClassDuplicate, "OrderLinkedID is duplicate (linear)"},
+		{170141, ClassDuplicate, "duplicate clientOrderId (spot)"},
+		{10014, ClassDuplicate, "invalid duplicate request"},
+
+		// Refused for good by a filter: refetch the symbol's filters.
+		{10001, ClassFilter, "request parameter error (linear qty/price precision, min qty, …)"},
+		{110094, ClassFilter, "order notional below minNotionalValue (linear)"},
+		{170134, ClassFilter, "price has too many decimals (spot)"},
+		{170136, ClassFilter, "quantity below minimum (spot)"},
+		{170137, ClassFilter, "quantity has too many decimals (spot)"},
+		{170140, ClassFilter, "order value below minOrderAmt (spot)"},
+		{170148, ClassFilter, "market order amount has too many decimals (spot)"},
+
+		// Refused for good.
+		{10029, ClassRejected, "symbol not in the key's whitelist"},
+		{110003, ClassRejected, "price outside the allowed range"},
+		{110004, ClassRejected, "wallet balance insufficient"},
+		{110006, ClassRejected, "assets cannot cover the position margin"},
+		{110007, ClassRejected, "available balance insufficient"},
+		{110012, ClassRejected, "insufficient available balance"},
+		{110017, ClassRejected, "reduce-only order with no position to reduce"},
+		{110020, ClassRejected, "more than 500 active orders"},
+		{110021, ClassRejected, "position limit exceeded (open interest)"},
+		{110040, ClassRejected, "order would trigger liquidation"},
+		{110044, ClassRejected, "available margin insufficient"},
+		{110066, ClassRejected, "trading not allowed"},
+		{110074, ClassRejected, "contract not live"},
+		{110090, ClassRejected, "position would exceed the limit for this leverage"},
+		{170121, ClassRejected, "invalid symbol (spot)"},
+		{170131, ClassRejected, "balance insufficient (spot)"},
+		{170151, ClassRejected, "trading pair not open yet (spot)"},
+		{170157, ClassRejected, "trading pair not available for API trading (spot)"},
+		{170193, ClassRejected, "buy price above the limit (spot)"},
+		{170194, ClassRejected, "sell price below the limit (spot)"},
+	}
+}
+
+// classify returns the class of a retCode (ClassRejected when unlisted).
+func classify(code int) Class {
+	for _, row := range ErrorTable() {
+		if row.Code == code {
+			return row.Class
+		}
+	}
+	return ClassRejected
+}
+
+// apiError is a retCode other than 0 (or an HTTP failure) from one
+// request, kept with its class so that callers branch once.
+type apiError struct {
+	class   Class
+	path    string
+	status  int
+	retCode int
+	retMsg  string
+	// sentinel is what the error wraps for the gateway.
+	sentinel []error
+}
+
+func (e *apiError) Error() string {
+	msg := fmt.Sprintf("bybit %s", e.path)
+	if e.retCode != 0 {
+		msg += fmt.Sprintf(": retCode %d %q", e.retCode, e.retMsg)
+	} else if e.status != 0 {
+		msg += fmt.Sprintf(": http %d", e.status)
+		if e.retMsg != "" {
+			msg += " " + e.retMsg
+		}
+	}
+	return msg + " (" + string(e.class) + ")"
+}
+
+func (e *apiError) Unwrap() []error { return e.sentinel }
+
+// newAPIError builds the error for a class, wrapping the exchange sentinel
+// the gateway branches on. Refusals for good wrap nothing: Place turns them
+// into a rejected Report.
+func newAPIError(class Class, path string, status, code int, msg string) *apiError {
+	e := &apiError{class: class, path: path, status: status, retCode: code, retMsg: msg}
+	switch class {
+	case ClassDuplicate:
+		e.sentinel = []error{exchange.ErrDuplicateClientOrderID}
+	case ClassUnknown:
+		e.sentinel = []error{exchange.ErrUnknownOutcome}
+	case ClassUnreachable, ClassRateLimited:
+		e.sentinel = []error{exchange.ErrUnreachable}
+	case ClassCredentials:
+		e.sentinel = []error{exchange.ErrUnreachable, exchange.ErrCredentials}
+	}
+	return e
+}

@@ -1,0 +1,279 @@
+package bybit_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+)
+
+func TestLostAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	for name, fault := range map[string]bybitfake.Fault{
+		"Http500AfterAccept":      bybitfake.ServerErrorAfterAccept(),
+		"RetCode10016AfterAccept": bybitfake.RetCodeAfterAccept(),
+		"DroppedAfterAccept":      bybitfake.DropAfterAccept(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			b.fake.InjectPlacements(1, fault)
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+			require.NotErrorIs(t, err, exchange.ErrUnreachable)
+
+			// The order exists; the reconcile's lookup finds and adopts it.
+			r, err := b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+			require.NoError(t, err)
+			require.True(t, adopted)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Len(t, b.fake.Orders(), 1)
+		})
+	}
+
+	t.Run("TimeoutAfterAccept", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.HangAfterAccept())
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			// Give up once the venue holds the order, as a timeout would.
+			for {
+				if _, ok := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID); ok {
+					cancel()
+					return
+				}
+				select {
+				case <-cctx.Done():
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		_, err := b.venue.Place(cctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+		_, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+	})
+
+	t.Run("LaggingLookupNotFoundThenFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.LagLookups(1, 3*time.Second)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		// Accepted but not yet visible: reported open under Bybit's
+		// orderId, for a later lookup to settle.
+		require.Equal(t, exchange.StatusOpen, r.Status)
+		held, _ := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.Equal(t, held.OrderID, r.ExchangeOrderID)
+
+		_, err = b.venue.Lookup(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrNotFound)
+		b.clock.Advance(3 * time.Second)
+		r, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Less(t, 3*time.Second, b.venue.AcceptWindow(), "the accept window covers the lag")
+	})
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("ConnectionRefusedBeforeFirstRequest", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.Close()
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+	})
+
+	t.Run("ConnectionRefusedOnThePlacement", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		b.fake.Close()
+		// Filters and time are cached: the placement itself is refused.
+		_, err = b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+	})
+
+	t.Run("HTTP429WaitsForRetryAfter", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.TooManyRequests(2*time.Second))
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.Empty(t, b.fake.Orders())
+		sent := b.fake.Requests(bybitfake.PathCreate)
+
+		// Until Retry-After has passed, nothing is sent.
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.ErrorContains(t, err, "rate limited")
+		require.Equal(t, sent, b.fake.Requests(bybitfake.PathCreate))
+
+		b.clock.Advance(2 * time.Second)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
+
+	t.Run("RetCode10006WaitsForLimitReset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.TooManyVisits(1500*time.Millisecond))
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		sent := b.fake.Requests(bybitfake.PathCreate)
+
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.Equal(t, sent, b.fake.Requests(bybitfake.PathCreate))
+		// The limit is per endpoint: lookups still go out.
+		_, err = b.venue.Lookup(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrNotFound)
+
+		b.clock.Advance(1500 * time.Millisecond)
+		_, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
+	})
+
+	t.Run("HTTP403AccessTooFrequentWaitsTenMinutes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.Fault{HTTPStatus: http.StatusForbidden})
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		b.clock.Advance(9 * time.Minute)
+		_, err = b.venue.Lookup(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable, "an IP ban stops every endpoint")
+		b.clock.Advance(time.Minute)
+		_, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
+	})
+}
+
+func TestClockSkew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("HostClockOffIsCorrected", func(t *testing.T) {
+		t.Parallel()
+		var b *testBundle
+		b = setup(t, bybit.Linear, func(c *bybit.Config) {
+			// The host clock runs an hour fast.
+			now := c.Now
+			c.Now = func() time.Time { return now().Add(time.Hour) }
+		})
+		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
+
+	t.Run("Refused10002ThenResynced", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		syncs := b.fake.Requests(bybitfake.PathTime)
+
+		// Bybit's clock jumps after the offset was measured: the next
+		// request's timestamp is outside recv_window.
+		b.fake.SetClockSkew(-30 * time.Second)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrCredentials)
+		require.ErrorContains(t, err, "10002")
+		_, held := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.False(t, held)
+
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, syncs+1, b.fake.Requests(bybitfake.PathTime))
+		require.Contains(t, b.logs.String(), "resynchronised")
+	})
+
+	t.Run("OffsetRefreshedPeriodically", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		syncs := b.fake.Requests(bybitfake.PathTime)
+		b.clock.Advance(bybit.DefaultTimeSyncInterval)
+		_, err = b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, syncs+1, b.fake.Requests(bybitfake.PathTime))
+	})
+}
+
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		code   string
+		break_ func(*testBundle)
+		fix    func(*testBundle)
+	}{
+		{"WrongKey", "10003",
+			func(b *testBundle) { b.fake.SetCredentials("other-key", bybitfake.DefaultAPISecret) },
+			func(b *testBundle) { b.fake.SetCredentials(bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret) }},
+		{"WrongSecret", "10004",
+			func(b *testBundle) { b.fake.SetCredentials(bybitfake.DefaultAPIKey, "other-secret") },
+			func(b *testBundle) { b.fake.SetCredentials(bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret) }},
+		{"ReadOnlyKey", "10005",
+			func(b *testBundle) { b.fake.SetReadOnly(true) },
+			func(b *testBundle) { b.fake.SetReadOnly(false) }},
+		{"UnmatchedIP", "10010",
+			func(b *testBundle) { b.fake.SetIPBlocked(true) },
+			func(b *testBundle) { b.fake.SetIPBlocked(false) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			tt.break_(b)
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			errorsIsAll(t, err, exchange.ErrUnreachable, exchange.ErrCredentials)
+			require.ErrorContains(t, err, tt.code)
+			require.Empty(t, b.fake.Orders())
+			logs := b.logs.String()
+			require.Contains(t, logs, "fix=")
+			require.NotContains(t, logs, bybitfake.DefaultAPISecret)
+			require.NotContains(t, logs, bybitfake.DefaultAPIKey)
+
+			// Once the operator fixes the key, the same signal executes.
+			tt.fix(b)
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}

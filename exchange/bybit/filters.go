@@ -1,0 +1,163 @@
+package bybit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// filters are one symbol's trading rules from /v5/market/instruments-info.
+type filters struct {
+	symbol   string
+	baseCoin string
+	status   string
+	// tick is priceFilter.tickSize.
+	tick decimal.Decimal
+	// step is lotSizeFilter.qtyStep (linear) or basePrecision (spot).
+	step decimal.Decimal
+	// minQty is lotSizeFilter.minOrderQty for linear; zero for spot, whose
+	// minOrderQty Bybit documents as deprecated and no longer checked.
+	minQty decimal.Decimal
+	// minNotional is minNotionalValue (linear) or minOrderAmt (spot), in
+	// the quote coin.
+	minNotional decimal.Decimal
+}
+
+type filterEntry struct {
+	f         filters
+	found     bool
+	fetchedAt time.Time
+}
+
+type instrumentInfo struct {
+	Symbol      string `json:"symbol"`
+	Status      string `json:"status"`
+	BaseCoin    string `json:"baseCoin"`
+	PriceFilter struct {
+		TickSize string `json:"tickSize"`
+	} `json:"priceFilter"`
+	LotSizeFilter struct {
+		QtyStep          string `json:"qtyStep"`
+		MinOrderQty      string `json:"minOrderQty"`
+		MinNotionalValue string `json:"minNotionalValue"`
+		BasePrecision    string `json:"basePrecision"`
+		MinOrderAmt      string `json:"minOrderAmt"`
+	} `json:"lotSizeFilter"`
+}
+
+// filtersFor returns symbol's filters from the cache, or fetches them when
+// absent, older than FilterTTL, or invalidated by a filter failure. found is
+// false when Bybit does not list the symbol in this category.
+func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found bool, err error) {
+	now := v.cfg.Now()
+	v.mu.Lock()
+	e, cached := v.filters[symbol]
+	v.mu.Unlock()
+	if cached && now.Sub(e.fetchedAt) < v.cfg.FilterTTL {
+		return e.f, e.found, nil
+	}
+	var res struct {
+		List []instrumentInfo `json:"list"`
+	}
+	q := url.Values{"category": {string(v.cfg.Category)}, "symbol": {symbol}}
+	err = v.call(ctx, request{method: http.MethodGet, path: "/v5/market/instruments-info", query: q}, &res)
+	if err != nil {
+		if isRefusal(err) {
+			// Bybit refuses the query itself for a symbol it does not know.
+			return filters{}, false, nil
+		}
+		return filters{}, false, fmt.Errorf("instruments-info %s: %w", symbol, err)
+	}
+	for _, in := range res.List {
+		if in.Symbol != symbol {
+			continue
+		}
+		f = filters{symbol: symbol, baseCoin: in.BaseCoin, status: in.Status, tick: dec(in.PriceFilter.TickSize)}
+		if v.cfg.Category == Spot {
+			f.step = dec(in.LotSizeFilter.BasePrecision)
+			f.minNotional = dec(in.LotSizeFilter.MinOrderAmt)
+		} else {
+			f.step = dec(in.LotSizeFilter.QtyStep)
+			f.minQty = dec(in.LotSizeFilter.MinOrderQty)
+			f.minNotional = dec(in.LotSizeFilter.MinNotionalValue)
+		}
+		found = true
+	}
+	v.mu.Lock()
+	v.filters[symbol] = filterEntry{f: f, found: found, fetchedAt: now}
+	v.mu.Unlock()
+	return f, found, nil
+}
+
+// invalidateFilters makes the next order for symbol refetch its filters:
+// Bybit refused an order the cached filters allowed, so they are stale.
+func (v *Venue) invalidateFilters(symbol string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.filters, symbol)
+}
+
+// lastPrice is the ticker's last traded price (mark price when there is
+// none), for a market order's notional.
+func (v *Venue) lastPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
+	var res struct {
+		List []struct {
+			Symbol    string `json:"symbol"`
+			LastPrice string `json:"lastPrice"`
+			MarkPrice string `json:"markPrice"`
+		} `json:"list"`
+	}
+	q := url.Values{"category": {string(v.cfg.Category)}, "symbol": {symbol}}
+	if err := v.call(ctx, request{method: http.MethodGet, path: "/v5/market/tickers", query: q}, &res); err != nil {
+		return decimal.Decimal{}, fmt.Errorf("ticker %s: %w", symbol, err)
+	}
+	for _, t := range res.List {
+		if p := dec(t.LastPrice); p.IsPositive() {
+			return p, nil
+		}
+		if p := dec(t.MarkPrice); p.IsPositive() {
+			return p, nil
+		}
+	}
+	return decimal.Decimal{}, fmt.Errorf("ticker %s: %w", symbol,
+		newAPIError(ClassUnreachable, "/v5/market/tickers", 0, 0, "no price in answer"))
+}
+
+// roundDown rounds q down to a multiple of step (no rounding without a step).
+func roundDown(q, step decimal.Decimal) decimal.Decimal {
+	if !step.IsPositive() {
+		return q
+	}
+	return q.Sub(q.Mod(step))
+}
+
+// roundPrice rounds a limit price to the tick on the passive side: a buy
+// down, a sell up, so rounding never makes an order more aggressive than
+// the signal asked.
+func roundPrice(p, tick decimal.Decimal, side string) decimal.Decimal {
+	if !tick.IsPositive() {
+		return p
+	}
+	rem := p.Mod(tick)
+	if rem.IsZero() {
+		return p
+	}
+	down := p.Sub(rem)
+	if side == "sell" {
+		return down.Add(tick)
+	}
+	return down
+}
+
+// dec parses a Bybit decimal string; "" or garbage is zero.
+func dec(s string) decimal.Decimal {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Zero
+	}
+	return d
+}

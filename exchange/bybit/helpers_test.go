@@ -1,0 +1,131 @@
+package bybit_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testClock is the one clock a test shares between the adapter and the fake,
+// so that time moves for both only when the test says so.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type testBundle struct {
+	fake  *bybitfake.Server
+	venue *bybit.Venue
+	clock *testClock
+	logs  *syncBuffer
+	cfg   bybit.Config
+}
+
+// setup starts a fake and an adapter for category on one test clock; mods
+// adjust the adapter's config before it is built.
+func setup(t *testing.T, category bybit.Category, mods ...func(*bybit.Config)) *testBundle {
+	t.Helper()
+	clock := newTestClock()
+	fake := bybitfake.New(t, bybitfake.Options{Now: clock.Now})
+	logs := &syncBuffer{}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cfg := bybit.Config{
+		Category:   category,
+		APIKey:     bybitfake.DefaultAPIKey,
+		APISecret:  bybitfake.DefaultAPISecret,
+		BaseURL:    fake.URL,
+		HTTPClient: &http.Client{Transport: tr},
+		Now:        clock.Now,
+		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	v, err := bybit.New(cfg)
+	require.NoError(t, err)
+	return &testBundle{fake: fake, venue: v, clock: clock, logs: logs, cfg: cfg}
+}
+
+var idSeq atomic.Int64
+
+// clientID returns a client order ID in hoox's shape: "hx" + 30 characters.
+func clientID() string {
+	n := fmt.Sprint(idSeq.Add(1))
+	return "hx" + strings.Repeat("a", 30-len(n)) + n
+}
+
+func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func marketOrder(symbol, side, qty string) exchange.Order {
+	action := side
+	return exchange.Order{
+		ClientOrderID: clientID(), Symbol: symbol, Action: action, Side: side,
+		OrderType: "market", Quantity: d(qty),
+	}
+}
+
+func limitOrder(symbol, side, qty, price string) exchange.Order {
+	o := marketOrder(symbol, side, qty)
+	o.OrderType, o.Price = "limit", decimal.NewNullDecimal(d(price))
+	return o
+}
+
+func closeOrder(symbol, action string) exchange.Order {
+	return exchange.Order{
+		ClientOrderID: clientID(), Symbol: symbol, Action: action, ReduceOnly: true,
+		OrderType: "market", Quantity: d("1"),
+	}
+}

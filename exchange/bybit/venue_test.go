@@ -1,0 +1,347 @@
+package bybit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+)
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RequiresKeyAndSecret", func(t *testing.T) {
+		t.Parallel()
+		_, err := bybit.New(bybit.Config{APIKey: "k"})
+		require.ErrorContains(t, err, "api secret is empty")
+		_, err = bybit.New(bybit.Config{APISecret: "s"})
+		require.ErrorContains(t, err, "api key is empty")
+		_, err = bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Category: "inverse"})
+		require.ErrorContains(t, err, "category")
+	})
+
+	t.Run("DefaultsAndAcceptWindow", func(t *testing.T) {
+		t.Parallel()
+		cfg := bybit.Config{APIKey: "k", APISecret: "s"}.WithDefaults()
+		require.Equal(t, bybit.Linear, cfg.Category)
+		require.Equal(t, bybit.MainnetURL, cfg.BaseURL)
+		require.Equal(t, 5*time.Second, cfg.RecvWindow)
+		v, err := bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Category: bybit.Spot})
+		require.NoError(t, err)
+		// recv_window 5 s + lookup lag 10 s + clock margin 2 s.
+		require.Equal(t, 17*time.Second, v.AcceptWindow())
+	})
+
+	t.Run("LogValueHidesSecret", func(t *testing.T) {
+		t.Parallel()
+		cfg := bybit.Config{APIKey: "the-key", APISecret: "the-secret"}.WithDefaults()
+		s := cfg.LogValue().String()
+		require.NotContains(t, s, "the-secret")
+		require.NotContains(t, s, "the-key")
+		require.Contains(t, s, "api_key_set=true")
+	})
+}
+
+func TestVenueSymbol(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"BYBIT:BTCUSDT.P": "BTCUSDT", "BTC/USDT": "BTCUSDT", "eth-usdt": "ETHUSDT",
+		"BTC_USDT": "BTCUSDT", "BTCUSDT": "BTCUSDT",
+	} {
+		require.Equal(t, want, bybit.VenueSymbol(in), in)
+	}
+}
+
+func TestPlaceLinear(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("MarketBuyFillsRoundedDownWithTradingViewSymbol", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		o := marketOrder("BYBIT:BTCUSDT.P", "buy", "0.0109")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "BTCUSDT", r.Symbol)
+		require.Equal(t, "buy", r.Side)
+		require.Equal(t, "0.01", r.Quantity.String())
+		require.Equal(t, "60000", r.FillPrice.Decimal.String())
+		require.False(t, r.Price.Valid, "a market order reports no limit price")
+		require.NotEmpty(t, r.ExchangeOrderID)
+
+		held, ok := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.True(t, ok)
+		require.Equal(t, "0.01", held.Qty.String())
+		require.Equal(t, "Market", held.OrderType)
+		require.False(t, held.ReduceOnly)
+		require.Equal(t, bybitfake.Position{Side: "Buy", Size: d("0.01")}, b.fake.Position("BTCUSDT"))
+	})
+
+	t.Run("LimitPricesRoundTowardThePassiveSide", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		buy, err := b.venue.Place(ctx, limitOrder("BTCUSDT", "buy", "0.01", "59999.97"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, buy.Status)
+		require.Equal(t, "59999.9", buy.Price.Decimal.String())
+
+		sell, err := b.venue.Place(ctx, limitOrder("BTCUSDT", "sell", "0.01", "60000.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, sell.Status)
+		require.Equal(t, "60000.1", sell.Price.Decimal.String())
+	})
+
+	t.Run("UnknownSymbolRejectedBeforeSending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		r, err := b.venue.Place(ctx, marketOrder("NOPEUSDT", "buy", "1"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, bybit.ReasonUnknownSymbol)
+		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
+	})
+
+	t.Run("VenueRefusalIsARejectedReportWithItsMessage", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.Refuse(110007, "Available balance is insufficient"))
+		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, "Available balance is insufficient", r.Reason)
+		require.Empty(t, b.fake.Orders())
+	})
+}
+
+func TestPlaceSpot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("MarketBuyIsInBaseCoin", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Spot)
+		o := marketOrder("BTC/USDT", "buy", "0.0123456789")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "0.012345", r.Quantity.String())
+		// Bybit's default unit for a spot market buy is the quote coin;
+		// the adapter asks for base so 0.012345 means BTC, not USDT.
+		require.Equal(t, "0.012345", b.fake.Balance("BTC").WalletBalance.String())
+		require.Equal(t, "99259.3", b.fake.Balance("USDT").WalletBalance.String())
+		held, _ := b.fake.Order(bybitfake.CategorySpot, o.ClientOrderID)
+		require.Equal(t, "baseCoin", held.MarketUnit)
+	})
+
+	t.Run("InsufficientBalanceRejected", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Spot)
+		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "10"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, "Balance insufficient", r.Reason)
+	})
+
+	t.Run("LeverageIgnored", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Spot)
+		o := marketOrder("BTCUSDT", "buy", "0.001")
+		o.Leverage = 20
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Zero(t, b.fake.Requests(bybitfake.PathLeverage))
+	})
+}
+
+func TestLookupStatusMapping(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		status, cumExec string
+		want            exchange.Status
+		wantFill        string
+	}{
+		{"New", "0", exchange.StatusOpen, ""},
+		{"PartiallyFilled", "0.004", exchange.StatusOpen, ""},
+		{"Untriggered", "0", exchange.StatusOpen, ""},
+		{"Filled", "0.01", exchange.StatusFilled, "59000"},
+		{"Cancelled", "0", exchange.StatusRejected, ""},
+		{"Cancelled", "0.004", exchange.StatusFilled, "59000"},
+		{"PartiallyFilledCanceled", "0.004", exchange.StatusFilled, "59000"},
+		{"Rejected", "0", exchange.StatusRejected, ""},
+		{"Deactivated", "0", exchange.StatusRejected, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.status+"_"+tt.cumExec, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			o := limitOrder("BTCUSDT", "buy", "0.01", "59000")
+			_, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.True(t, b.fake.UpdateOrder(bybitfake.CategoryLinear, o.ClientOrderID, func(fo *bybitfake.Order) {
+				fo.Status, fo.CumExecQty, fo.AvgPrice = tt.status, d(tt.cumExec), d("59000")
+				if tt.status == "Rejected" {
+					fo.RejectReason = "EC_PostOnlyWillTakeLiquidity"
+				}
+			}))
+			r, err := b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, r.Status)
+			require.Equal(t, "0.01", r.Quantity.String())
+			require.Equal(t, "59000", r.Price.Decimal.String())
+			if tt.wantFill != "" {
+				require.Equal(t, tt.wantFill, r.FillPrice.Decimal.String())
+			} else {
+				require.False(t, r.FillPrice.Valid)
+			}
+			if tt.want == exchange.StatusRejected {
+				require.Contains(t, r.Reason, strings.ToLower(tt.status))
+			}
+			if tt.status == "Rejected" {
+				require.Contains(t, r.Reason, "EC_PostOnlyWillTakeLiquidity")
+			}
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("NotFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Lookup(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.ErrorIs(t, err, exchange.ErrNotFound)
+		require.Equal(t, 1, b.fake.Requests(bybitfake.PathHistory), "history is asked before giving up")
+	})
+
+	t.Run("FallsBackToHistory", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		o := marketOrder("BTCUSDT", "sell", "0.02")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		b.fake.ForgetClosedInRealtime()
+		r, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, 1, b.fake.Requests(bybitfake.PathHistory))
+	})
+
+	t.Run("MismatchUnderTheSameID", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		o := limitOrder("BTCUSDT", "buy", "0.01", "50000")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+
+		for name, change := range map[string]func(*exchange.Order){
+			"held for quantity 0.01":  func(x *exchange.Order) { x.Quantity = d("0.02") },
+			"held as a buy":           func(x *exchange.Order) { x.Side, x.Action = "sell", "sell" },
+			"held for symbol BTCUSDT": func(x *exchange.Order) { x.Symbol = "ETHUSDT" },
+		} {
+			other := o
+			change(&other)
+			_, err := b.venue.Lookup(ctx, other)
+			require.ErrorIs(t, err, exchange.ErrMismatch, name)
+			require.ErrorContains(t, err, name)
+		}
+		// The same signal, with a quantity that rounds to what was sent,
+		// is the order.
+		same := o
+		same.Quantity = d("0.0104")
+		r, err := b.venue.Lookup(ctx, same)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status)
+	})
+}
+
+func TestDuplicateClientOrderID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	for _, cat := range []bybit.Category{bybit.Linear, bybit.Spot} {
+		t.Run(string(cat)+"/TakenForEverEvenAfterFill", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, cat)
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			first, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, first.Status)
+
+			// Unlike Binance, Bybit keeps an orderLinkId taken after the
+			// order filled: a blind re-place is refused, not doubled.
+			_, err = b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrDuplicateClientOrderID)
+
+			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
+			require.NoError(t, err)
+			require.True(t, adopted)
+			require.Equal(t, first.ExchangeOrderID, r.ExchangeOrderID)
+			require.Len(t, b.fake.Orders(), 1)
+			require.Equal(t, 3, b.fake.Attempts(o.ClientOrderID))
+			if cat == bybit.Linear {
+				require.Equal(t, "0.01", b.fake.Position("BTCUSDT").Size.String())
+			} else {
+				require.Equal(t, "0.01", b.fake.Balance("BTC").WalletBalance.String())
+			}
+		})
+	}
+
+	t.Run("RefusedPlacementDoesNotTakeTheID", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.InjectPlacements(1, bybitfake.Refuse(110007, "Available balance is insufficient"))
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		r, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
+}
+
+// errorsIsAll asserts err wraps every target.
+func errorsIsAll(t *testing.T, err error, targets ...error) {
+	t.Helper()
+	require.Error(t, err)
+	for _, target := range targets {
+		require.True(t, errors.Is(err, target), "%v does not wrap %v", err, target)
+	}
+}
+
+func TestConcurrentPlaceOrAdoptPlacesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, bybit.Linear)
+	o := marketOrder("BTCUSDT", "buy", "0.01")
+	const n = 8
+	ids := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			r, _, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
+			ids <- r.ExchangeOrderID
+			errs <- err
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		require.NoError(t, <-errs)
+		seen[<-ids] = true
+	}
+	require.Len(t, seen, 1, "every attempt reports the one order")
+	require.Len(t, b.fake.Orders(), 1)
+	require.Equal(t, "0.01", b.fake.Position("BTCUSDT").Size.String())
+}
