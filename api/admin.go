@@ -13,6 +13,8 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/notify"
 )
 
 // PurgeFunc runs one purge on demand (db.Purge with the configured batch and
@@ -33,6 +35,9 @@ type Admin struct {
 	River *river.Client[pgx.Tx]
 	// Logger receives the River UI's logs; nil discards them.
 	Logger *slog.Logger
+	// Notifier queues a notification with every kill switch change,
+	// through River, in the change's transaction; nil queues none.
+	Notifier *jobs.Notifier
 
 	// riverUI is built by routes, once, while New runs and before the server
 	// serves, and only read afterwards.
@@ -89,4 +94,14 @@ func adminJSON(c echo.Context, status int, v any) error {
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), v)
+}
+
+// KillSwitchHook returns the hook that queues the kill switch change's
+// notification in its transaction, or nil when none is wanted.
+func (a *Admin) KillSwitchHook(engaged bool, reason, by string) db.TxHook {
+	if a == nil || a.River == nil || !a.Notifier.Enabled(notify.EventKillSwitch) {
+		return nil
+	}
+	msg := notify.Message{Event: notify.EventKillSwitch, Engaged: engaged, By: by, Detail: reason}
+	return func(ctx context.Context, tx pgx.Tx) error { return a.Notifier.InsertTx(ctx, a.River, tx, msg) }
 }

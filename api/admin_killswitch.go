@@ -55,7 +55,8 @@ func (a *Admin) putKillSwitch(c echo.Context) error {
 	if len(req.Reason) > 256 {
 		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
 	}
-	k, err := db.SetKillSwitch(c.Request().Context(), a.Pool, *req.Engaged, req.Reason, "admin")
+	k, err := db.SetKillSwitch(c.Request().Context(), a.Pool, *req.Engaged, req.Reason, "admin",
+		a.KillSwitchHook(*req.Engaged, req.Reason, "admin"))
 	if err != nil {
 		return err
 	}

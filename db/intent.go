@@ -201,3 +201,17 @@ func GetIntent(ctx context.Context, q DBTX, clientOrderID string) (Intent, error
 	}
 	return in, nil
 }
+
+// AppendEvent commits one audit event outside any trace transaction (a
+// venue refusing hoox's credentials), with hook run before the commit.
+func AppendEvent(ctx context.Context, pool *pgxpool.Pool, e Event, hook TxHook) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		queueEvents(b, []Event{e})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return runHooks(ctx, tx, []TxHook{hook})
+	})
+	return translate(err)
+}

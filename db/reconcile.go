@@ -28,6 +28,9 @@ type Resolution struct {
 	// IntentOutcome settles the trace's intent (by the order's client order
 	// ID) in the same commit; empty leaves it.
 	IntentOutcome string
+	// BeforeCommit, when set, runs in the transaction after the writes
+	// (to queue the event's notification with it).
+	BeforeCommit TxHook
 }
 
 // ReconcileState is what a resolution sees of its trace under the lock.
@@ -133,6 +136,9 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID s
 	queueEvents(b, []Event{r.Event})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return status, translate(err)
+	}
+	if err := runHooks(ctx, tx, []TxHook{r.BeforeCommit}); err != nil {
+		return status, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return status, translate(err)

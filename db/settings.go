@@ -66,7 +66,10 @@ VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_r
 // in the same transaction, so the trail never misses a flip. The row is
 // locked while it changes, so two operators flipping it at once are
 // recorded in the order they took effect.
-func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string) (KillSwitch, error) {
+//
+// Each hook runs in the transaction before it commits (to queue a
+// notification with the change: both commit or neither does).
+func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var was bool
@@ -77,8 +80,10 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 		if err := tx.QueryRow(ctx, setKillSwitchSQL, engaged, reason, by, SettingKillSwitch).Scan(&k.At); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was)
-		return err
+		if _, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was); err != nil {
+			return err
+		}
+		return runHooks(ctx, tx, hooks)
 	})
 	if err != nil {
 		return KillSwitch{}, fmt.Errorf("set kill switch: %w", translate(err))
@@ -115,4 +120,21 @@ func LastPurge(ctx context.Context, q DBTX) (*PurgeRecord, error) {
 		r.At = *at
 	}
 	return &r, nil
+}
+
+// TxHook runs inside a transaction that records something an operator may
+// be notified of, just before it commits; an error rolls the whole
+// transaction back.
+type TxHook func(ctx context.Context, tx pgx.Tx) error
+
+func runHooks(ctx context.Context, tx pgx.Tx, hooks []TxHook) error {
+	for _, h := range hooks {
+		if h == nil {
+			continue
+		}
+		if err := h(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -113,6 +113,8 @@ type Recovery struct {
 	// IntentOutcome settles the intent; empty when there is no intent.
 	IntentOutcome string
 	Events        []Event
+	// BeforeCommit, when set, runs in the transaction after the writes.
+	BeforeCommit TxHook
 }
 
 const strandedIntentLockSQL = `SELECT outcome IS NULL FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
@@ -193,6 +195,9 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	queueEvents(b, r.Events)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return false, translate(err)
+	}
+	if err := runHooks(ctx, tx, []TxHook{r.BeforeCommit}); err != nil {
+		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, translate(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -45,9 +46,11 @@ func DefaultConfig() Config {
 	return Config{TraceTTL: 24 * time.Hour, DedupWindow: 60 * time.Second, LockWait: 2 * time.Second, VenueTimeout: 10 * time.Second}
 }
 
-// JobInserter is the part of a River client the gateway uses.
+// JobInserter is the part of a River client the gateway uses: reconcile
+// jobs and notifications are inserted in the claim's transaction.
 type JobInserter interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
 // Deps are the gateway's collaborators.
@@ -59,7 +62,10 @@ type Deps struct {
 	MarkerPool *pgxpool.Pool
 	Venues     *exchange.Registry
 	Jobs       JobInserter
-	Logger     *slog.Logger
+	// Notifier queues operators' notifications (rejected, reconciling,
+	// venue credentials, …) with the events; nil queues none.
+	Notifier *jobs.Notifier
+	Logger   *slog.Logger
 	Metrics    *Metrics
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
@@ -72,6 +78,10 @@ type Service struct {
 	deps Deps
 	// background tracks audit writes that finish after their answer.
 	background sync.WaitGroup
+	// credAlerts is when each venue's credential trouble was last
+	// notified, so a broken key alerts once an hour, not once a signal.
+	credMu     sync.Mutex
+	credAlerts map[string]time.Time
 }
 
 // Close waits for audit writes still in flight; call it after the HTTP
@@ -86,7 +96,7 @@ func New(cfg Config, deps Deps) *Service {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
 	}
-	return &Service{cfg: cfg, deps: deps}
+	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{}}
 }
 
 // Input is one validated signal with its trace.
@@ -325,13 +335,50 @@ func (s *Service) settleIntent(ctx context.Context, clientOrderID, outcome strin
 	}
 }
 
+// notify queues ev's notification in the claim's transaction, so it commits
+// with the event or not at all. Nothing is queued (and no round trip made)
+// for an event operators did not ask for.
+func (s *Service) notify(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, ev db.Event) error {
+	if !s.deps.Notifier.Enabled(ev.Event) || s.deps.Jobs == nil {
+		return nil
+	}
+	return s.deps.Notifier.InsertTx(ctx, s.deps.Jobs, tx.Tx(), jobs.TraceMessage(ev, in.Signal.Exchange, in.Trace.Mode, order))
+}
+
+// credentialAlertEvery is how often one venue's refused credentials are
+// notified while they stay refused.
+const credentialAlertEvery = time.Hour
+
 // venueError notes a venue's failure for operators, and says loudly what to
-// fix when the venue refused hoox's credentials.
+// fix when the venue refused hoox's credentials: an error log every time,
+// and a notification (with its audit event) once an hour.
 func (s *Service) venueError(ctx context.Context, venue string, err error) {
-	s.deps.Venues.NoteError(venue, err, time.Now())
-	if errors.Is(err, exchange.ErrCredentials) {
-		s.deps.Logger.ErrorContext(ctx, "venue refused hoox's API credentials: check the key and secret, the key's trade permission and its IP whitelist; nothing was placed",
-			"exchange", venue, "error", err)
+	now := time.Now()
+	s.deps.Venues.NoteError(venue, err, now)
+	if !errors.Is(err, exchange.ErrCredentials) {
+		return
+	}
+	s.deps.Logger.ErrorContext(ctx, "venue refused hoox's API credentials: check the key and secret, the key's trade permission and its IP whitelist; nothing was placed",
+		"exchange", venue, "error", err)
+	s.credMu.Lock()
+	due := now.Sub(s.credAlerts[venue]) >= credentialAlertEvery
+	if due {
+		s.credAlerts[venue] = now
+	}
+	s.credMu.Unlock()
+	if !due {
+		return
+	}
+	ev := db.Event{TraceID: "admin:venue:" + venue, Event: notify.EventVenueCredentials,
+		Detail: map[string]any{"exchange": venue, "reason": err.Error()}}
+	var hook db.TxHook
+	if s.deps.Notifier.Enabled(ev.Event) && s.deps.Jobs != nil {
+		msg := notify.Message{Event: ev.Event, Exchange: venue, Time: now,
+			Detail: "the venue refused hoox's API key: check the key and secret, its trade permission and IP whitelist (" + err.Error() + ")"}
+		hook = func(ctx context.Context, tx pgx.Tx) error { return s.deps.Notifier.InsertTx(ctx, s.deps.Jobs, tx, msg) }
+	}
+	if err := db.AppendEvent(ctx, s.deps.MarkerPool, ev, hook); err != nil {
+		s.deps.Logger.WarnContext(ctx, "record venue credential error", "exchange", venue, "error", err)
 	}
 }
 
@@ -357,6 +404,11 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 			Detail: map[string]any{"client_order_id": row.ClientOrderID, "exchange_order_id": report.ExchangeOrderID}})
 	}
 	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: detail})
+	if err := s.notify(ctx, tx, in, order, events[len(events)-1]); err != nil {
+		tx.Rollback(ctx)
+		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
+		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
+	}
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: status, Order: row,
 		IntentID: order.ClientOrderID, IntentOutcome: intentOutcome, Events: events})
 	if err != nil {
@@ -389,10 +441,14 @@ func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order
 		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and the reconcile job could not be queued; retry", 5*time.Second, err)
 	}
+	ev := db.Event{TraceID: tr.ID, Event: "reconciling", SourceIP: in.SourceIP,
+		Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}}
+	if err := s.notify(ctx, tx, in, order, ev); err != nil {
+		tx.Rollback(ctx)
+		return nil, unavailable("the venue's answer was lost and the transaction failed; retry to adopt the order", 5*time.Second, err)
+	}
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceReconciling, ClientOrderID: order.ClientOrderID,
-		IntentID: order.ClientOrderID, IntentOutcome: db.IntentReconciling,
-		Events: []db.Event{{TraceID: tr.ID, Event: "reconciling", SourceIP: in.SourceIP,
-			Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}}}})
+		IntentID: order.ClientOrderID, IntentOutcome: db.IntentReconciling, Events: []db.Event{ev}})
 	if err != nil {
 		return nil, unavailable("the database is unavailable; retry to adopt the order", 5*time.Second, err)
 	}

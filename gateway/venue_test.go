@@ -111,6 +111,17 @@ func (j *jobRecorder) InsertTx(_ context.Context, _ pgx.Tx, args river.JobArgs, 
 	return &rivertype.JobInsertResult{Job: &rivertype.JobRow{}}, nil
 }
 
+func (j *jobRecorder) InsertManyTx(_ context.Context, _ pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]*rivertype.JobInsertResult, len(params))
+	for i, p := range params {
+		j.args = append(j.args, p.Args)
+		out[i] = &rivertype.JobInsertResult{Job: &rivertype.JobRow{}}
+	}
+	return out, nil
+}
+
 func (j *jobRecorder) count() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/notify"
 )
 
 // QueuePurge is the purge's own queue, worked one job at a time, so a long
@@ -141,6 +142,16 @@ type Deps struct {
 	// reconcile or sweep holds (the gateway's marker pool); nil uses the
 	// client's pool.
 	IntentPool *pgxpool.Pool
+	// Notifier queues notifications with the events the reconcile and the
+	// sweeper record; nil queues none.
+	Notifier *Notifier
+	// NotifySender delivers queued notifications (a *notify.Client); nil
+	// builds one from nothing, which refuses every channel: set it whenever
+	// Notifier has channels.
+	NotifySender NotifySender
+	// NotifyMetrics, when set, count deliveries; built on Registry
+	// otherwise.
+	NotifyMetrics *NotifyMetrics
 	// Logger receives River's own log and the workers'; discarded when nil.
 	Logger *slog.Logger
 	// Registry, when set, gets the job metrics (see NewMetrics). Ignored
@@ -186,12 +197,34 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	if err := river.AddWorkerSafely(workers, purge); err != nil {
 		return nil, fmt.Errorf("register purge worker: %w", err)
 	}
-	if err := river.AddWorkerSafely(workers, NewReconcileWorker(pool, deps.IntentPool, cfg, deps.Venues, logger, metrics)); err != nil {
+	reconcile := NewReconcileWorker(pool, deps.IntentPool, cfg, deps.Venues, logger, metrics)
+	reconcile.notifier = deps.Notifier
+	if err := river.AddWorkerSafely(workers, reconcile); err != nil {
 		return nil, fmt.Errorf("register reconcile worker: %w", err)
 	}
-
-	if err := river.AddWorkerSafely(workers, NewSweepWorker(pool, cfg, deps.Venues, logger, metrics)); err != nil {
+	sweeper := NewSweepWorker(pool, cfg, deps.Venues, logger, metrics)
+	sweeper.notifier = deps.Notifier
+	if err := river.AddWorkerSafely(workers, sweeper); err != nil {
 		return nil, fmt.Errorf("register sweep worker: %w", err)
+	}
+	// Registered even with no channel configured: River refuses to insert a
+	// kind it has no worker for, and that would fail the transaction
+	// recording the event.
+	sender := deps.NotifySender
+	if sender == nil {
+		// A client with no channel: it refuses (and River cancels) any job.
+		c, err := notify.New(notify.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("notification client: %w", err)
+		}
+		sender = c
+	}
+	notifyMetrics := deps.NotifyMetrics
+	if notifyMetrics == nil {
+		notifyMetrics = NewNotifyMetrics(deps.Registry)
+	}
+	if err := river.AddWorkerSafely(workers, NewNotifyWorker(sender, logger, notifyMetrics)); err != nil {
+		return nil, fmt.Errorf("register notify worker: %w", err)
 	}
 
 	// The constructor runs on the leader only, after Start, so client is
@@ -217,6 +250,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},
 			QueueSweep:         {MaxWorkers: 1},
+			NotifyQueue:        NotifyQueueConfig(),
 		},
 	})
 	if err != nil {

@@ -264,3 +264,17 @@ func snoozes(metadata []byte) int {
 	_ = json.Unmarshal(metadata, &m)
 	return m.Snoozes
 }
+
+// notifyHook returns the hook that queues ev's notification in the
+// transaction recording it, through the River client working the job
+// (nil when nothing would be queued).
+func (n *Notifier) notifyHook(ev db.Event, venue, mode string, o exchange.Order) db.TxHook {
+	if !n.Enabled(ev.Event) {
+		return nil
+	}
+	msg := TraceMessage(ev, venue, mode, o)
+	return func(ctx context.Context, tx pgx.Tx) error {
+		client := river.ClientFromContext[pgx.Tx](ctx)
+		return n.InsertTx(ctx, client, tx, msg)
+	}
+}

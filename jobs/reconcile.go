@@ -43,6 +43,7 @@ type ReconcileWorker struct {
 	venues     *exchange.Registry
 	log        *slog.Logger
 	metrics    *Metrics
+	notifier   *Notifier
 }
 
 // NewReconcileWorker returns a worker recording through pool. intentPool
@@ -75,6 +76,7 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 			var sn *snooze
 			if err == nil || !final || errors.As(err, &sn) {
 				outcome = o
+				r.BeforeCommit = w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order)
 				return r, err
 			}
 			// The venue stayed out of reach for every attempt: give the
@@ -86,7 +88,9 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 				a.Exchange, job.Attempt, err, a.Order.ClientOrderID)
 			w.log.ErrorContext(ctx, "reconcile gave up", "trace_id", a.TraceID,
 				"client_order_id", a.Order.ClientOrderID, "attempts", job.Attempt, "error", err)
-			return w.failed(a, reason, db.IntentFailed, map[string]any{"attempts": job.Attempt}), nil
+			r = w.failed(a, reason, db.IntentFailed, map[string]any{"attempts": job.Attempt})
+			r.BeforeCommit = w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order)
+			return r, nil
 		})
 	var sn *snooze
 	switch {

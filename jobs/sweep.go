@@ -60,11 +60,12 @@ func (SweepArgs) InsertOpts() river.InsertOpts {
 //     stays blocked) with a reason that says where to look.
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
-	pool    *pgxpool.Pool
-	cfg     Config
-	venues  *exchange.Registry
-	log     *slog.Logger
-	metrics *Metrics
+	pool     *pgxpool.Pool
+	cfg      Config
+	venues   *exchange.Registry
+	log      *slog.Logger
+	metrics  *Metrics
+	notifier *Notifier
 }
 
 // NewSweepWorker returns a sweeper working through pool.
@@ -95,6 +96,11 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.TraceTTL, func(ctx context.Context) (db.Recovery, error) {
 			r, o, err := w.decide(ctx, s)
 			outcome = o
+			for _, ev := range r.Events {
+				if ev.Event == "failed" {
+					r.BeforeCommit = w.notifier.notifyHook(ev, s.Intent.Exchange, s.Intent.Mode, s.Intent.Order)
+				}
+			}
 			return r, err
 		})
 		switch {
