@@ -34,7 +34,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.DatabaseURL == "" {
 		return errors.New("DATABASE_URL is not set: hoox serve needs a Postgres connection string (or run 'hoox dev')")
 	}
-	if cfg.WebhookSecret == "" {
+	if cfg.API.WebhookSecret == "" {
 		return errors.New("HOOX_WEBHOOK_SECRET is not set: hoox serve refuses to take signals without a secret")
 	}
 	logger, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -64,6 +64,9 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // startApp wires config → pools → migrations → River → HTTP and starts
 // listening. Close undoes it in reverse.
 func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	a := &App{cfg: cfg, log: logger}
 	defer func() {
 		if err != nil {
@@ -80,7 +83,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			return nil, err
 		}
 	}
-	conns := int32(max(cfg.DBMaxConns, 2))
+	conns := int32(cfg.DBMaxConns)
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
 	// from the same pool. One health signal serves the three: after a
@@ -121,30 +124,19 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	api.RegisterRuntimeMetrics(reg)
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
-	jobCfg := jobs.Config{PurgeInterval: cfg.PurgeInterval, PurgeBatch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention,
-		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait, PollOnly: cfg.TxPooler}
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
+	if a.river, err = jobs.NewClient(a.pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
 		return nil, err
 	}
-	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
+	gw := gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg),
 			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
 	a.gateway = gw
-	allowed, err := api.ParseIPList(cfg.AllowedIPs)
-	if err != nil {
-		return nil, fmt.Errorf("HOOX_ALLOWED_IPS: %w", err)
-	}
-	trusted, err := api.ParseIPList(cfg.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("HOOX_TRUSTED_PROXIES: %w", err)
-	}
-	a.server = api.New(api.Config{WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, MaxBody: int64(cfg.MaxBody),
-		AllowedIPs: allowed, TrustedProxies: trusted, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst},
+	a.server = api.New(cfg.API,
 		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
 			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
+					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
 					jobMetrics.ObservePurge(res)
 					return res, err
 				}}})
