@@ -113,7 +113,9 @@ func TestDefaultsStart(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--no-migrate"}, func(k string) string { return env[k] }, io.Discard, logs) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--no-migrate"}, func(k string) string { return env[k] }, io.Discard, logs)
+	}()
 
 	var addr string
 	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
