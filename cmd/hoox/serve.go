@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	stdsql "database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
@@ -56,6 +58,9 @@ type App struct {
 	server   *api.Server
 	listener net.Listener
 	Paper    *paper.Venue
+
+	// sqldb is database/sql over pool, for goose's readiness check.
+	sqldb *stdsql.DB
 }
 
 // Addr is the address the server listens on (useful with port 0).
@@ -109,6 +114,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			return nil, err
 		}
 	}
+	a.sqldb = stdlib.OpenDBFromPool(a.pool)
 	a.Paper = paper.New(paper.Config{Pool: a.venue})
 	if cfg.PaperFaults != "" {
 		f, err := paper.ParseFaults(cfg.PaperFaults)
@@ -158,19 +164,19 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	return a, nil
 }
 
-// ready is /readyz: the database answers and the schema is current.
+// ready is /readyz: the database answers and the schema is current. It
+// names the failed check with an *api.ReadyError; the error's text (user,
+// database, socket path) only reaches the log.
 func (a *App) ready(ctx context.Context) error {
-	var version int64
-	err := a.pool.QueryRow(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&version)
-	if err != nil {
-		return fmt.Errorf("database: %w", db.Translate(err))
+	if err := a.pool.Ping(ctx); err != nil {
+		return &api.ReadyError{Check: api.ReadyDatabase, Err: db.Translate(err)}
 	}
-	want, err := hooxsql.LatestVersion()
+	current, err := hooxsql.Current(ctx, a.sqldb)
 	if err != nil {
-		return err
+		return &api.ReadyError{Check: api.ReadyMigrations, Err: err}
 	}
-	if version < want {
-		return fmt.Errorf("migrations: schema at version %d, want %d", version, want)
+	if !current {
+		return &api.ReadyError{Check: api.ReadyMigrations, Err: errors.New("migrations are pending: run 'hoox migrate up'")}
 	}
 	return nil
 }
@@ -197,6 +203,9 @@ func (a *App) Close(ctx context.Context) {
 			a.log.Warn("shutdown: background jobs cut off", "error", err)
 		}
 		cancel()
+	}
+	if a.sqldb != nil {
+		_ = a.sqldb.Close()
 	}
 	for _, p := range []*pgxpool.Pool{a.markers, a.venue, a.pool} {
 		if p != nil {
