@@ -3,6 +3,7 @@ package api
 import (
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/hoox/hoox/internal/confcheck"
 )
@@ -32,15 +33,22 @@ type Config struct {
 	// a burst of 0 refuses every signal.
 	RateLimit float64
 	RateBurst int
+	// MaxSignalAge is how far a signed X-Hoox-Timestamp may lie in the past
+	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
+	// past it a captured signed request is refused as a replay. Default
+	// 30s; at least 1s, since the timestamp counts whole seconds. cmd/hoox
+	// also keeps it within the dedup window, so a replay inside the age is
+	// always a duplicate.
+	MaxSignalAge time.Duration
 }
 
 // DefaultConfig is DESIGN.md's defaults.
 func DefaultConfig() Config {
-	return Config{MaxBody: 64 << 10, RateBurst: 20}
+	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second}
 }
 
-// WithDefaults returns c with a zero MaxBody and RateBurst set to
-// DefaultConfig's.
+// WithDefaults returns c with a zero MaxBody, RateBurst and MaxSignalAge set
+// to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.MaxBody == 0 {
@@ -48,6 +56,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RateBurst == 0 {
 		c.RateBurst = d.RateBurst
+	}
+	if c.MaxSignalAge == 0 {
+		c.MaxSignalAge = d.MaxSignalAge
 	}
 	return c
 }
@@ -66,5 +77,7 @@ func (c Config) Validate() error {
 	if c.RateBurst < 0 || (c.RateLimit > 0 && c.RateBurst < 1) {
 		ck.Refuse("RateBurst", strconv.Itoa(c.RateBurst), "must be at least 1 when a rate limit is set, or every signal is refused")
 	}
+	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Second, 0,
+		": X-Hoox-Timestamp counts whole seconds, and less would refuse every signed signal")
 	return ck.Err()
 }

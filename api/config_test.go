@@ -3,6 +3,7 @@ package api_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,6 +26,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative rate", func(c *api.Config) { c.RateLimit = -1 }, "RateLimit", "finite"},
 		{"rate not a number", func(c *api.Config) { c.RateLimit = math.NaN() }, "RateLimit", "finite"},
 		{"infinite rate", func(c *api.Config) { c.RateLimit = math.Inf(1) }, "RateLimit", "finite"},
+		{"max signal age zero", func(c *api.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1s"},
+		{"max signal age below a second", func(c *api.Config) { c.MaxSignalAge = 999 * time.Millisecond }, "MaxSignalAge", "whole seconds"},
 		{"rate with a zero burst refuses everything", func(c *api.Config) { c.RateLimit = 5; c.RateBurst = 0 }, "RateBurst", "every signal is refused"},
 	}
 	for _, tt := range tests {

@@ -405,7 +405,10 @@ func TestQuantitiesAndPricesAreExact(t *testing.T) {
 func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) {
-		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.PurgeInterval = time.Millisecond, time.Millisecond, time.Second
+		// The shortest TTL hoox accepts: the dedup window and the signal
+		// age fit inside it, and the age counts whole seconds.
+		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.MaxSignalAge = time.Second, time.Second, time.Second
+		c.Jobs.PurgeInterval = time.Second
 	})
 	body := sig(`"trace_id":"ttl-1"`)
 	first := post(t, b.url, body)

@@ -79,7 +79,7 @@ func (c *Config) options() []option {
 		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
 		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
 		{"audit-retention", "HOOX_AUDIT_RETENTION", "audit rows kept (0 = forever; else at least the TTL)", durationValue{&c.Jobs.AuditRetention}, "jobs.AuditRetention"},
-		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
+		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to HOOX_DEDUP_WINDOW)", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
 		{"reconcile-workers", "HOOX_RECONCILE_WORKERS", "reconciles one replica runs at once (at most half of HOOX_DB_MAX_CONNS)", intValue{&c.Jobs.Workers}, "jobs.Workers"},
 		{"reconcile-lock-wait", "HOOX_RECONCILE_LOCK_WAIT", "how long a reconcile waits for a held trace before retrying later", durationValue{&c.Jobs.LockWait}, "jobs.LockWait"},
 		{"max-body", "HOOX_MAX_BODY", "largest accepted body (e.g. 64KiB)", byteSizeValue{&c.API.MaxBody}, "api.MaxBody"},
@@ -104,6 +104,7 @@ func (c *Config) share() {
 	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
 	c.Jobs.StopTimeout = c.ShutdownWait
 	c.Jobs.PollOnly = c.TxPooler
+	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
 }
 
 // check shares the common settings and validates the whole config: each
@@ -125,6 +126,10 @@ func (c *Config) check() error {
 		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
 			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
 	}
+	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && age > window {
+		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
+			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
+	}
 	return c.explain(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
 }
 
@@ -134,6 +139,7 @@ func (c *Config) explain(errs ...error) error {
 	copies := map[string]string{
 		"jobs.VenueTimeout": "gateway.VenueTimeout",
 		"jobs.StopTimeout":  "hoox.ShutdownWait",
+		"api.MaxSignalAge":  "jobs.MaxSignalAge",
 	}
 	env := map[string]string{}
 	for _, o := range c.options() {
