@@ -23,22 +23,6 @@ import (
 	"github.com/hoox/hoox/gateway"
 )
 
-// Config is the HTTP layer's configuration.
-type Config struct {
-	WebhookSecret string
-	// AdminToken enables /admin; empty disables it.
-	AdminToken string
-	// MaxBody is the largest accepted webhook body in bytes.
-	MaxBody int64
-	// AllowedIPs limits webhook senders; empty allows any.
-	AllowedIPs IPList
-	// TrustedProxies are the peers whose X-Forwarded-For is believed.
-	TrustedProxies IPList
-	// RateLimit caps signals per second (0 = no limit), with RateBurst.
-	RateLimit float64
-	RateBurst int
-}
-
 // Deps are the server's collaborators.
 type Deps struct {
 	Gateway *gateway.Service
@@ -68,9 +52,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
 	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 64 << 10
-	}
+	cfg = cfg.WithDefaults()
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(deps.Logger)

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,8 +97,8 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	if !s.authentic(raw.Secret(), req.Header.Get("X-Hoox-Signature"), body) {
-		return problem(CodeUnauthorized, "missing or wrong secret or X-Hoox-Signature")
+	if err := s.authenticate(raw.Secret(), req.Header, body, time.Now()); err != nil {
+		return err
 	}
 	if s.limiter != nil && !s.limiter.Allow() {
 		return problem(CodeRateLimited, "too many signals; slow down").withRetryAfter(time.Second)
@@ -153,24 +154,82 @@ func checkContentType(ct string) error {
 	return problem(CodeUnsupportedMedia, fmt.Sprintf("Content-Type %s is not accepted; send application/json or text/plain", mt))
 }
 
-// authentic checks the body's secret, or else an HMAC-SHA256 signature of the
-// raw body, in constant time.
-func (s *Server) authentic(secret, signature string, body []byte) bool {
+// The signature headers. X-Hoox-Signature is the hex HMAC-SHA256, keyed
+// with the webhook secret, of the raw body — or, when X-Hoox-Timestamp is
+// sent, of the timestamp's exact text, a dot and the raw body:
+//
+//	hex(HMAC-SHA256(secret, timestamp + "." + body))
+//
+// The timestamp is Unix seconds; a signed request whose timestamp is more
+// than MaxSignalAge away from the server's clock is refused, so a captured
+// request cannot be replayed later.
+const (
+	HeaderSignature = "X-Hoox-Signature"
+	HeaderTimestamp = "X-Hoox-Timestamp"
+)
+
+// authenticate accepts the body's secret, or else a valid signature, both
+// compared in constant time. It answers a *Problem: 401 unauthorized.
+func (s *Server) authenticate(secret string, h http.Header, body []byte, now time.Time) error {
+	refused := problem(CodeUnauthorized, "missing or wrong secret or "+HeaderSignature)
 	want := []byte(s.cfg.WebhookSecret)
 	if len(want) == 0 {
-		return false
+		return refused
 	}
 	if secret != "" && subtle.ConstantTimeCompare([]byte(secret), want) == 1 {
-		return true
+		// A body secret is a credential in itself; a timestamp header
+		// beside it is not signed, so it proves nothing and is ignored.
+		return nil
 	}
+	signature := h.Get(HeaderSignature)
 	if signature == "" {
-		return false
+		return refused
 	}
 	got, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(signature), "sha256="))
 	if err != nil {
-		return false
+		return refused
 	}
 	mac := hmac.New(sha256.New, want)
+	stamps := h.Values(HeaderTimestamp)
+	if len(stamps) == 0 {
+		mac.Write(body)
+		if !hmac.Equal(got, mac.Sum(nil)) {
+			return refused
+		}
+		return nil
+	}
+	// With a timestamp, only a signature over it counts: a captured
+	// body-only signature must not pass beside a fresh header.
+	if len(stamps) > 1 {
+		return problem(CodeUnauthorized, "send one "+HeaderTimestamp+" header")
+	}
+	stamp := stamps[0]
+	sec, err := parseUnixSeconds(stamp)
+	if err != nil {
+		return problem(CodeUnauthorized, HeaderTimestamp+" "+err.Error())
+	}
+	mac.Write([]byte(stamp))
+	mac.Write([]byte{'.'})
 	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return problem(CodeUnauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
+	}
+	switch age := now.Sub(time.Unix(sec, 0)); {
+	case age > s.cfg.MaxSignalAge:
+		return problem(CodeUnauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
+			HeaderTimestamp, age.Round(time.Second), s.cfg.MaxSignalAge))
+	case -age > s.cfg.MaxSignalAge:
+		return problem(CodeUnauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
+			HeaderTimestamp, (-age).Round(time.Second), s.cfg.MaxSignalAge))
+	}
+	return nil
+}
+
+// parseUnixSeconds reads a timestamp header: decimal digits only, so the
+// signed text has one spelling, and seconds, not milliseconds.
+func parseUnixSeconds(s string) (int64, error) {
+	if s == "" || len(s) > 11 || strings.Trim(s, "0123456789") != "" {
+		return 0, errors.New("must be Unix seconds (decimal digits, e.g. 1700000000)")
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

@@ -26,26 +26,6 @@ import (
 	"github.com/hoox/hoox/signal"
 )
 
-// Config holds the gateway's timing rules.
-type Config struct {
-	// TraceTTL is how long a trace ID blocks repeats (HOOX_TRACE_TTL).
-	TraceTTL time.Duration
-	// DedupWindow is the sliding window for signals with neither a client
-	// key nor a timestamp (HOOX_DEDUP_WINDOW).
-	DedupWindow time.Duration
-	// LockWait is how long a repeat waits for the first attempt
-	// (HOOX_LOCK_WAIT); TradingView gives up after 3 s.
-	LockWait time.Duration
-	// VenueTimeout bounds one venue call; past it the answer counts as lost
-	// and the trace is reconciled.
-	VenueTimeout time.Duration
-}
-
-// DefaultConfig is DESIGN.md's defaults.
-func DefaultConfig() Config {
-	return Config{TraceTTL: 24 * time.Hour, DedupWindow: 60 * time.Second, LockWait: 2 * time.Second, VenueTimeout: 10 * time.Second}
-}
-
 // JobInserter is the part of a River client the gateway uses: reconcile
 // jobs and notifications are inserted in the claim's transaction.
 type JobInserter interface {
@@ -96,7 +76,7 @@ func New(cfg Config, deps Deps) *Service {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
 	}
-	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{}}
+	return &Service{cfg: cfg.WithDefaults(), deps: deps, credAlerts: map[string]time.Time{}}
 }
 
 // Input is one validated signal with its trace.

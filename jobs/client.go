@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,114 +24,6 @@ const QueuePurge = "purge"
 // QueueSweep is the sweeper's own queue, one job at a time, so a long purge
 // never delays recovering a dead attempt's order.
 const QueueSweep = "sweep"
-
-// Config holds the background work's settings. Zero values take the
-// defaults of DefaultConfig.
-type Config struct {
-	// PurgeInterval is how often the leader schedules a purge
-	// (HOOX_PURGE_INTERVAL). River refuses periodic jobs more frequent than
-	// one second.
-	PurgeInterval time.Duration
-	// PurgeBatch is the most rows one purge transaction deletes
-	// (HOOX_PURGE_BATCH).
-	PurgeBatch int
-	// AuditRetention is how long audit rows are kept (HOOX_AUDIT_RETENTION);
-	// zero keeps them forever, so it is not defaulted.
-	AuditRetention time.Duration
-	// MaxSignalAge is the oldest signal a reconcile may still place
-	// (HOOX_MAX_SIGNAL_AGE): past it, a stale market order is never sent.
-	MaxSignalAge time.Duration
-	// VenueTimeout bounds one venue call of a reconcile (HOOX_VENUE_TIMEOUT).
-	VenueTimeout time.Duration
-	// LockWait is how long a reconcile waits for a trace another transaction
-	// holds before retrying later.
-	LockWait time.Duration
-	// Workers is how many reconciles one replica runs at once. Each holds a
-	// connection of the pool across its venue call, so it is kept well
-	// below the pool's size: lost answers must not starve the gateway.
-	Workers int
-	// StopTimeout is how long Stop lets running jobs finish before their
-	// contexts are cancelled (River's SoftStopTimeout). A cancelled
-	// reconcile rolls back and runs again on the next start or replica.
-	StopTimeout time.Duration
-	// PollOnly makes River poll for work instead of using LISTEN/NOTIFY,
-	// which a transaction-pooling PgBouncer cannot carry
-	// (HOOX_TRANSACTION_POOLER).
-	PollOnly bool
-	// SweepInterval is how often the leader sweeps for stranded intents and
-	// orphaned reconciles (HOOX_SWEEP_INTERVAL).
-	SweepInterval time.Duration
-	// SweepGrace is how old an open intent (or an untouched reconciling
-	// trace) must be before the sweeper takes it (HOOX_SWEEP_GRACE): longer
-	// than any live attempt, which holds the trace's lock anyway.
-	SweepGrace time.Duration
-	// SweepGiveUp is how long the sweeper keeps asking an unreachable venue
-	// about a stranded intent before it fails the trace for an operator.
-	SweepGiveUp time.Duration
-	// TraceTTL is the TTL of a trace the sweeper creates for a dead
-	// attempt's order (HOOX_TRACE_TTL).
-	TraceTTL time.Duration
-	// ClientID names this replica in River's tables (river_leader, the jobs
-	// it works); River derives one from the host name and start time when
-	// empty.
-	ClientID string
-}
-
-// DefaultConfig is DESIGN.md's defaults.
-func DefaultConfig() Config {
-	return Config{
-		PurgeInterval:  time.Minute,
-		PurgeBatch:     db.DefaultPurgeBatch,
-		AuditRetention: 90 * 24 * time.Hour,
-		MaxSignalAge:   30 * time.Second,
-		VenueTimeout:   10 * time.Second,
-		LockWait:       5 * time.Second,
-		Workers:        4,
-		StopTimeout:    10 * time.Second,
-		SweepInterval:  30 * time.Second,
-		SweepGrace:     30 * time.Second,
-		SweepGiveUp:    time.Hour,
-		TraceTTL:       24 * time.Hour,
-	}
-}
-
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.PurgeInterval <= 0 {
-		c.PurgeInterval = d.PurgeInterval
-	}
-	if c.PurgeBatch <= 0 {
-		c.PurgeBatch = d.PurgeBatch
-	}
-	if c.MaxSignalAge <= 0 {
-		c.MaxSignalAge = d.MaxSignalAge
-	}
-	if c.VenueTimeout <= 0 {
-		c.VenueTimeout = d.VenueTimeout
-	}
-	if c.LockWait <= 0 {
-		c.LockWait = d.LockWait
-	}
-	if c.Workers <= 0 {
-		c.Workers = d.Workers
-	}
-	if c.StopTimeout <= 0 {
-		c.StopTimeout = d.StopTimeout
-	}
-	if c.SweepInterval <= 0 {
-		c.SweepInterval = d.SweepInterval
-	}
-	if c.SweepGrace <= 0 {
-		c.SweepGrace = d.SweepGrace
-	}
-	if c.SweepGiveUp <= 0 {
-		c.SweepGiveUp = d.SweepGiveUp
-	}
-	if c.TraceTTL <= 0 {
-		c.TraceTTL = d.TraceTTL
-	}
-	return c
-}
 
 // Deps are the background work's collaborators.
 type Deps struct {
@@ -179,9 +70,9 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	if deps.Venues == nil {
 		return nil, errors.New("river client: no venues for the reconcile worker")
 	}
-	cfg = cfg.withDefaults()
-	if cfg.PurgeInterval < time.Second {
-		return nil, fmt.Errorf("purge interval %s: River runs periodic jobs at most once a second", cfg.PurgeInterval)
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
 	}
 	logger := deps.Logger
 	if logger == nil {

@@ -73,8 +73,8 @@ func startBundle(t *testing.T, dbURL string, mutate ...func(*Config)) *testBundl
 	cfg := defaultConfig()
 	cfg.DatabaseURL = dbURL
 	cfg.Addr = "127.0.0.1:0"
-	cfg.WebhookSecret = testSecret
-	cfg.AdminToken = "admin-token-91b2"
+	cfg.API.WebhookSecret = testSecret
+	cfg.API.AdminToken = "admin-token-91b2"
 	cfg.DBMaxConns = 8
 	cfg.NoMigrate = true // the harness migrated the database
 	for _, m := range mutate {
@@ -404,7 +404,12 @@ func TestQuantitiesAndPricesAreExact(t *testing.T) {
 // the same signal executes again, and the audit trail shows both executions.
 func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.TraceTTL = time.Millisecond; c.PurgeInterval = time.Second })
+	b := setup(t, func(c *Config) {
+		// The shortest TTL hoox accepts: the dedup window and the signal
+		// age fit inside it, and the age counts whole seconds.
+		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.MaxSignalAge = time.Second, time.Second, time.Second
+		c.Jobs.PurgeInterval = time.Second
+	})
 	body := sig(`"trace_id":"ttl-1"`)
 	first := post(t, b.url, body)
 	require.Equal(t, http.StatusOK, first.Status, first.Raw)

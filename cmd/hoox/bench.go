@@ -201,8 +201,8 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	cfg := defaultConfig()
 	cfg.DatabaseURL = env.databaseURL
 	cfg.Addr = "127.0.0.1:0"
-	cfg.WebhookSecret = randomToken()
-	cfg.PurgeInterval = time.Hour
+	cfg.API.WebhookSecret = randomToken()
+	cfg.Jobs.PurgeInterval = time.Hour
 	var logOut io.Writer = io.Discard
 	if o.serverLog != "" {
 		f, err := os.Create(o.serverLog)
@@ -218,7 +218,7 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 		return err
 	}
 	env.url = "http://" + env.app.Addr()
-	env.secret = cfg.WebhookSecret
+	env.secret = cfg.API.WebhookSecret
 	return nil
 }
 

@@ -8,96 +8,186 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/jobs"
 )
 
-// Config is every setting hoox reads, with its defaults visible in one place
-// (defaultConfig). Each comes from an environment variable and can be
-// overridden by the flag of the same name.
+// Config is every setting hoox reads. The packages own their settings, with
+// their defaults and rules (gateway.Config, jobs.Config, api.Config); this
+// type holds them side by side with the few that only the process uses, and
+// options maps each to its environment variable and flag.
 type Config struct {
-	DatabaseURL    string
-	Addr           string
-	WebhookSecret  string
-	AdminToken     string
-	TraceTTL       time.Duration
-	DedupWindow    time.Duration
-	LockWait       time.Duration
-	VenueTimeout   time.Duration
-	PurgeInterval  time.Duration
-	PurgeBatch     int
-	AuditRetention time.Duration
-	MaxSignalAge   time.Duration
-	MaxBody        byteSize
-	AllowedIPs     string
-	TrustedProxies string
-	RateLimit      float64
-	RateBurst      int
-	DBMaxConns     int
-	LogFormat      string
-	LogLevel       string
-	PaperFaults    string
-	CrashDrill     bool
-	TxPooler       bool
-	ShutdownWait   time.Duration
-	NoMigrate      bool
+	DatabaseURL string
+	Addr        string
+	// DBMaxConns sizes each of the three pools (claims, attempt markers, the
+	// paper venue); at least 2.
+	DBMaxConns int
+	// TxPooler says DATABASE_URL is a transaction-pooling PgBouncer; it
+	// also makes River poll (jobs.Config.PollOnly).
+	TxPooler bool
+	// ShutdownWait bounds the HTTP server's drain on shutdown and is the
+	// jobs' StopTimeout.
+	ShutdownWait time.Duration
+	LogFormat    string
+	LogLevel     string
+	PaperFaults  string
+	CrashDrill   bool
+	NoMigrate    bool
+
+	Gateway gateway.Config
+	Jobs    jobs.Config
+	API     api.Config
 }
 
 func defaultConfig() Config {
 	return Config{
-		Addr:           ":8080",
-		TraceTTL:       24 * time.Hour,
-		DedupWindow:    60 * time.Second,
-		LockWait:       2 * time.Second,
-		VenueTimeout:   10 * time.Second,
-		PurgeInterval:  time.Minute,
-		PurgeBatch:     5000,
-		AuditRetention: 90 * 24 * time.Hour,
-		MaxSignalAge:   30 * time.Second,
-		MaxBody:        64 << 10,
-		RateBurst:      20,
-		DBMaxConns:     16,
-		LogFormat:      "json",
-		LogLevel:       "info",
-		ShutdownWait:   10 * time.Second,
+		Addr:         ":8080",
+		DBMaxConns:   16,
+		ShutdownWait: 10 * time.Second,
+		LogFormat:    "json",
+		LogLevel:     "info",
+		Gateway:      gateway.DefaultConfig(),
+		Jobs:         jobs.DefaultConfig(),
+		API:          api.DefaultConfig(),
 	}
 }
 
-// option binds one setting to its flag and environment variable.
+// option binds one setting to its flag and environment variable. field is
+// the confcheck key ("gateway.LockWait") of the setting it sets, so a
+// package's refusal is reported under the variable an operator typed.
 type option struct {
 	flag, env, help string
 	value           flag.Value
+	field           string
 }
 
-// options lists every setting; --help prints them in this order.
+// options lists every setting; --help prints them in this order. It is the
+// one table from a package's field to its variable.
 func (c *Config) options() []option {
 	return []option{
-		{"database-url", "DATABASE_URL", "Postgres connection string (dev: the embedded cluster)", stringValue{&c.DatabaseURL}},
-		{"addr", "HOOX_ADDR", "listen address", stringValue{&c.Addr}},
-		{"webhook-secret", "HOOX_WEBHOOK_SECRET", "webhook secret, also the X-Hoox-Signature HMAC key (required)", secretValue{&c.WebhookSecret}},
-		{"admin-token", "HOOX_ADMIN_TOKEN", "bearer token for /admin (unset: admin off)", secretValue{&c.AdminToken}},
-		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.TraceTTL}},
-		{"dedup-window", "HOOX_DEDUP_WINDOW", "window for signals with neither key nor timestamp", durationValue{&c.DedupWindow}},
-		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat waits for the first attempt", durationValue{&c.LockWait}},
-		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.VenueTimeout}},
-		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs", durationValue{&c.PurgeInterval}},
-		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.PurgeBatch}},
-		{"audit-retention", "HOOX_AUDIT_RETENTION", "audit rows kept (0 = forever)", durationValue{&c.AuditRetention}},
-		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place", durationValue{&c.MaxSignalAge}},
-		{"max-body", "HOOX_MAX_BODY", "largest accepted body (e.g. 64KiB)", &c.MaxBody},
-		{"allowed-ips", "HOOX_ALLOWED_IPS", "CIDRs allowed to send signals, or tradingview (empty: any)", stringValue{&c.AllowedIPs}},
-		{"trusted-proxies", "HOOX_TRUSTED_PROXIES", "CIDRs whose X-Forwarded-For is believed", stringValue{&c.TrustedProxies}},
-		{"rate-limit", "HOOX_RATE_LIMIT", "signals per second accepted (0 = no limit)", floatValue{&c.RateLimit}},
-		{"rate-burst", "HOOX_RATE_BURST", "burst allowed above the rate limit", intValue{&c.RateBurst}},
-		{"db-max-conns", "HOOX_DB_MAX_CONNS", "gateway connections to Postgres (the paper venue gets as many)", intValue{&c.DBMaxConns}},
-		{"transaction-pooler", "HOOX_TRANSACTION_POOLER", "DATABASE_URL is a transaction-pooling PgBouncer: no prepared statements, River polls; migrate directly with --no-migrate here", boolValue{&c.TxPooler}},
-		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}},
-		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}},
-		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}},
-		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}},
-		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests may finish on shutdown", durationValue{&c.ShutdownWait}},
+		{"database-url", "DATABASE_URL", "Postgres connection string (dev: the embedded cluster)", stringValue{&c.DatabaseURL}, ""},
+		{"addr", "HOOX_ADDR", "listen address", stringValue{&c.Addr}, ""},
+		{"webhook-secret", "HOOX_WEBHOOK_SECRET", "webhook secret, also the X-Hoox-Signature HMAC key (required)", secretValue{&c.API.WebhookSecret}, "api.WebhookSecret"},
+		{"admin-token", "HOOX_ADMIN_TOKEN", "bearer token for /admin (unset: admin off)", secretValue{&c.API.AdminToken}, "api.AdminToken"},
+		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.Gateway.TraceTTL}, "gateway.TraceTTL"},
+		{"dedup-window", "HOOX_DEDUP_WINDOW", "window for signals with neither key nor timestamp (at most the TTL)", durationValue{&c.Gateway.DedupWindow}, "gateway.DedupWindow"},
+		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat waits for the first attempt (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
+		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.Gateway.VenueTimeout}, "gateway.VenueTimeout"},
+		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
+		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
+		{"audit-retention", "HOOX_AUDIT_RETENTION", "audit rows kept (0 = forever; else at least the TTL)", durationValue{&c.Jobs.AuditRetention}, "jobs.AuditRetention"},
+		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to HOOX_DEDUP_WINDOW)", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
+		{"reconcile-workers", "HOOX_RECONCILE_WORKERS", "reconciles one replica runs at once (at most half of HOOX_DB_MAX_CONNS)", intValue{&c.Jobs.Workers}, "jobs.Workers"},
+		{"reconcile-lock-wait", "HOOX_RECONCILE_LOCK_WAIT", "how long a reconcile waits for a held trace before retrying later", durationValue{&c.Jobs.LockWait}, "jobs.LockWait"},
+		{"max-body", "HOOX_MAX_BODY", "largest accepted body (e.g. 64KiB)", byteSizeValue{&c.API.MaxBody}, "api.MaxBody"},
+		{"allowed-ips", "HOOX_ALLOWED_IPS", "CIDRs allowed to send signals, or tradingview (empty: any)", ipListValue{&c.API.AllowedIPs}, "api.AllowedIPs"},
+		{"trusted-proxies", "HOOX_TRUSTED_PROXIES", "CIDRs whose X-Forwarded-For is believed", ipListValue{&c.API.TrustedProxies}, "api.TrustedProxies"},
+		{"rate-limit", "HOOX_RATE_LIMIT", "signals per second accepted (0 = no limit)", floatValue{&c.API.RateLimit}, "api.RateLimit"},
+		{"rate-burst", "HOOX_RATE_BURST", "burst allowed above the rate limit", intValue{&c.API.RateBurst}, "api.RateBurst"},
+		{"db-max-conns", "HOOX_DB_MAX_CONNS", "gateway connections to Postgres (the paper venue gets as many; at least 2)", intValue{&c.DBMaxConns}, "hoox.DBMaxConns"},
+		{"transaction-pooler", "HOOX_TRANSACTION_POOLER", "DATABASE_URL is a transaction-pooling PgBouncer: no prepared statements, River polls; migrate directly with --no-migrate here", boolValue{&c.TxPooler}, ""},
+		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}, ""},
+		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}, ""},
+		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},
+		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}, ""},
+		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
 	}
 }
 
-// parseConfig applies environment variables, then flags, over the defaults.
+// share copies the settings two packages read from the field their
+// variable sets; explain's copies table reports a refusal of a copy under
+// that variable.
+func (c *Config) share() {
+	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
+	c.Jobs.StopTimeout = c.ShutdownWait
+	c.Jobs.PollOnly = c.TxPooler
+	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
+}
+
+// check shares the common settings and validates the whole config: each
+// package's own rules, then the rules that span packages. Every refusal
+// names its environment variable; hoox starts only when check passes.
+func (c *Config) check() error {
+	c.share()
+	own := confcheck.New("hoox")
+	if c.DBMaxConns < 2 {
+		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
+	}
+	across := confcheck.New("jobs")
+	if c.DBMaxConns >= 2 && c.Jobs.Workers > c.DBMaxConns/2 {
+		across.Refuse("Workers", strconv.Itoa(c.Jobs.Workers), fmt.Sprintf(
+			"must be at most half of HOOX_DB_MAX_CONNS (%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
+			c.DBMaxConns))
+	}
+	if r, ttl := c.Jobs.AuditRetention, c.Gateway.TraceTTL; r > 0 && r < ttl {
+		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
+			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
+	}
+	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && age > window {
+		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
+			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
+	}
+	return c.explain(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
+}
+
+// explain rewrites the packages' refusals under the variables that set
+// them (options' field column, then share's copies), once each.
+func (c *Config) explain(errs ...error) error {
+	copies := map[string]string{
+		"jobs.VenueTimeout": "gateway.VenueTimeout",
+		"jobs.StopTimeout":  "hoox.ShutdownWait",
+		"api.MaxSignalAge":  "jobs.MaxSignalAge",
+	}
+	env := map[string]string{}
+	for _, o := range c.options() {
+		if o.field != "" {
+			env[o.field] = o.env
+		}
+	}
+	var lines []string
+	seen := map[string]bool{}
+	for _, err := range errs {
+		for _, e := range confcheck.All(err) {
+			key := e.Key()
+			if k, ok := copies[key]; ok {
+				key = k
+			}
+			line, once := e.Error(), e.Error()
+			if name, ok := env[key]; ok {
+				// A variable shared by two packages is reported once.
+				once = name
+				line = name + ": " + e.Rule
+				if e.Value != "" {
+					line = name + "=" + e.Value + ": " + e.Rule
+				}
+			}
+			if !seen[once] {
+				seen[once] = true
+				lines = append(lines, line)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &settingsError{lines: lines}
+}
+
+// settingsError is every refused setting, one per line.
+type settingsError struct{ lines []string }
+
+func (e *settingsError) Error() string {
+	if len(e.lines) == 1 {
+		return e.lines[0]
+	}
+	return fmt.Sprintf("%d settings refused:\n  %s", len(e.lines), strings.Join(e.lines, "\n  "))
+}
+
+// parseConfig applies environment variables, then flags, over the defaults,
+// and refuses unsafe settings before the command does anything.
 func parseConfig(name string, args []string, getenv func(string) string, stdout io.Writer, extra func(*flag.FlagSet)) (Config, []string, error) {
 	cfg := defaultConfig()
 	fs := flag.NewFlagSet("hoox "+name, flag.ContinueOnError)
@@ -118,6 +208,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout 
 	fs.Usage = func() { printUsage(stdout, name, fs, opts) }
 	// On -h the flag package prints fs.Usage itself and returns ErrHelp.
 	if err := fs.Parse(args); err != nil {
+		return cfg, nil, err
+	}
+	if err := cfg.check(); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, fs.Args(), nil
@@ -150,6 +243,9 @@ func printUsage(w io.Writer, name string, fs *flag.FlagSet, opts []option) {
 	}
 }
 
+// The values below only parse; the rules (ranges, relations) are the
+// packages' Validate and Config.check, so each lives in one place.
+
 type stringValue struct{ p *string }
 
 func (v stringValue) String() string {
@@ -180,9 +276,6 @@ func (v durationValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	if d < 0 {
-		return fmt.Errorf("must not be negative")
-	}
 	*v.p = d
 	return nil
 }
@@ -199,9 +292,6 @@ func (v intValue) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		return fmt.Errorf("not an integer: %q", s)
-	}
-	if n < 0 {
-		return fmt.Errorf("must not be negative")
 	}
 	*v.p = n
 	return nil
@@ -237,27 +327,53 @@ func (v floatValue) String() string {
 }
 func (v floatValue) Set(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 {
-		return fmt.Errorf("not a non-negative number: %q", s)
+	if err != nil {
+		return fmt.Errorf("not a number: %q", s)
 	}
 	*v.p = f
 	return nil
 }
 
-// byteSize is a size like 64KiB, 1MiB or 65536.
-type byteSize int64
+// ipListValue parses CIDRs (or "tradingview") into an api.IPList.
+type ipListValue struct{ p *api.IPList }
 
-func (b *byteSize) String() string {
-	switch {
-	case *b > 0 && *b%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", *b>>20)
-	case *b > 0 && *b%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", *b>>10)
+func (v ipListValue) String() string {
+	if v.p == nil {
+		return ""
 	}
-	return strconv.FormatInt(int64(*b), 10)
+	parts := make([]string, len(*v.p))
+	for i, p := range *v.p {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ",")
+}
+func (v ipListValue) Set(s string) error {
+	l, err := api.ParseIPList(s)
+	if err != nil {
+		return err
+	}
+	*v.p = l
+	return nil
 }
 
-func (b *byteSize) Set(s string) error {
+// byteSizeValue is a size like 64KiB, 1MiB or 65536.
+type byteSizeValue struct{ p *int64 }
+
+func (v byteSizeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	b := *v.p
+	switch {
+	case b > 0 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b > 0 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return strconv.FormatInt(b, 10)
+}
+
+func (v byteSizeValue) Set(s string) error {
 	units := []struct {
 		suffix string
 		mult   int64
@@ -273,6 +389,6 @@ func (b *byteSize) Set(s string) error {
 	if err != nil || n <= 0 {
 		return fmt.Errorf("not a positive size: %q", s)
 	}
-	*b = byteSize(n * mult)
+	*v.p = n * mult
 	return nil
 }

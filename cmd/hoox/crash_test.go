@@ -181,7 +181,7 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 		t.Skip("fault test with a real Postgres stop")
 	}
 	cluster := testcontainers.NewCluster(t)
-	b := startBundle(t, cluster.DatabaseURL, func(c *Config) { c.LockWait = 500 * time.Millisecond })
+	b := startBundle(t, cluster.DatabaseURL, func(c *Config) { c.Gateway.LockWait = 500 * time.Millisecond })
 	const n = 1500
 	bodies := uniqueSignals("outage", n)
 	done := make(chan []int, 1)

@@ -49,11 +49,11 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	if cfg.WebhookSecret == "" {
-		cfg.WebhookSecret = secrets.WebhookSecret
+	if cfg.API.WebhookSecret == "" {
+		cfg.API.WebhookSecret = secrets.WebhookSecret
 	}
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = secrets.AdminToken
+	if cfg.API.AdminToken == "" {
+		cfg.API.AdminToken = secrets.AdminToken
 	}
 
 	if cfg.DatabaseURL == "" {
@@ -157,5 +157,5 @@ Send it again and hoox answers 409 duplicate. Look at it:
 
   curl -sS http://%[1]s/admin/traces/k:demo-1 -H 'Authorization: Bearer %[3]s'
 
-`, host, cfg.WebhookSecret, cfg.AdminToken)
+`, host, cfg.API.WebhookSecret, cfg.API.AdminToken)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestRepeatDuringASlowVenueIsInProgressThenDuplicate(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.LockWait = 200 * time.Millisecond })
+	b := setup(t, func(c *Config) { c.Gateway.LockWait = 200 * time.Millisecond })
 	b.app.Paper.SetFaults(paper.Faults{Delay: 3 * time.Second})
 	body := sig(`"trace_id":"slow-1"`)
 	first := make(chan reply, 1)

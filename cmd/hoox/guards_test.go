@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/api"
 )
 
 func TestSignatureReplacesTheSecret(t *testing.T) {
@@ -31,14 +34,19 @@ func TestSignatureReplacesTheSecret(t *testing.T) {
 
 func TestAllowedIPsAndTrustedProxies(t *testing.T) {
 	t.Parallel()
-	direct := setup(t, func(c *Config) { c.AllowedIPs = "tradingview" })
+	tradingView, err := api.ParseIPList("tradingview")
+	require.NoError(t, err)
+	direct := setup(t, func(c *Config) { c.API.AllowedIPs = tradingView })
 	r := post(t, direct.url, sig(`"trace_id":"ip-1"`))
 	require.Equal(t, http.StatusForbidden, r.Status, r.Raw)
 	require.Equal(t, "forbidden", r.str("code"))
 	r = post(t, direct.url, sig(`"trace_id":"ip-1"`), "X-Forwarded-For", "52.89.214.238")
 	require.Equal(t, http.StatusForbidden, r.Status, "X-Forwarded-For from an untrusted peer is ignored: %s", r.Raw)
 
-	proxied := setup(t, func(c *Config) { c.AllowedIPs = "tradingview"; c.TrustedProxies = "127.0.0.0/8" })
+	proxied := setup(t, func(c *Config) {
+		c.API.AllowedIPs = tradingView
+		c.API.TrustedProxies = api.IPList{netip.MustParsePrefix("127.0.0.0/8")}
+	})
 	r = post(t, proxied.url, sig(`"trace_id":"ip-2"`), "X-Forwarded-For", "52.89.214.238")
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	r = post(t, proxied.url, sig(`"trace_id":"ip-3"`), "X-Forwarded-For", "52.89.214.238, 203.0.113.9")
@@ -51,7 +59,7 @@ func TestAllowedIPsAndTrustedProxies(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.RateLimit = 0.001; c.RateBurst = 1 })
+	b := setup(t, func(c *Config) { c.API.RateLimit = 0.001; c.API.RateBurst = 1 })
 	require.Equal(t, http.StatusOK, post(t, b.url, sig(`"trace_id":"rl-1"`)).Status)
 	r := post(t, b.url, sig(`"trace_id":"rl-2"`))
 	require.Equal(t, http.StatusTooManyRequests, r.Status, r.Raw)

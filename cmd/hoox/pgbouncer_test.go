@@ -112,7 +112,7 @@ func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 
 	// Migrating through the pooler is refused with the way out.
 	cfg := defaultConfig()
-	cfg.DatabaseURL, cfg.TxPooler, cfg.WebhookSecret = bouncer, true, testSecret
+	cfg.DatabaseURL, cfg.TxPooler, cfg.API.WebhookSecret = bouncer, true, testSecret
 	_, err := startApp(context.Background(), cfg, b.app.log)
 	require.ErrorContains(t, err, "--no-migrate")
 }

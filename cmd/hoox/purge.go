@@ -28,7 +28,7 @@ func runPurge(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer pool.Close()
-	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Actor: "hoox purge"})
+	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Actor: "hoox purge"})
 	if err != nil {
 		return fmt.Errorf("%w (purged %d trace IDs and %d audit events before the error)", err, res.Traces, res.Events)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	stdsql "database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
@@ -34,7 +36,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.DatabaseURL == "" {
 		return errors.New("DATABASE_URL is not set: hoox serve needs a Postgres connection string (or run 'hoox dev')")
 	}
-	if cfg.WebhookSecret == "" {
+	if cfg.API.WebhookSecret == "" {
 		return errors.New("HOOX_WEBHOOK_SECRET is not set: hoox serve refuses to take signals without a secret")
 	}
 	logger, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -56,6 +58,9 @@ type App struct {
 	server   *api.Server
 	listener net.Listener
 	Paper    *paper.Venue
+
+	// sqldb is database/sql over pool, for goose's readiness check.
+	sqldb *stdsql.DB
 }
 
 // Addr is the address the server listens on (useful with port 0).
@@ -64,6 +69,9 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // startApp wires config → pools → migrations → River → HTTP and starts
 // listening. Close undoes it in reverse.
 func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	a := &App{cfg: cfg, log: logger}
 	defer func() {
 		if err != nil {
@@ -80,7 +88,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			return nil, err
 		}
 	}
-	conns := int32(max(cfg.DBMaxConns, 2))
+	conns := int32(cfg.DBMaxConns)
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
 	// from the same pool. One health signal serves the three: after a
@@ -106,6 +114,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			return nil, err
 		}
 	}
+	a.sqldb = stdlib.OpenDBFromPool(a.pool)
 	a.Paper = paper.New(paper.Config{Pool: a.venue})
 	if cfg.PaperFaults != "" {
 		f, err := paper.ParseFaults(cfg.PaperFaults)
@@ -121,30 +130,19 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	api.RegisterRuntimeMetrics(reg)
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
-	jobCfg := jobs.Config{PurgeInterval: cfg.PurgeInterval, PurgeBatch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention,
-		MaxSignalAge: cfg.MaxSignalAge, VenueTimeout: cfg.VenueTimeout, StopTimeout: cfg.ShutdownWait, PollOnly: cfg.TxPooler}
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(a.pool, jobCfg, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
+	if a.river, err = jobs.NewClient(a.pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
 		return nil, err
 	}
-	gw := gateway.New(gateway.Config{TraceTTL: cfg.TraceTTL, DedupWindow: cfg.DedupWindow, LockWait: cfg.LockWait, VenueTimeout: cfg.VenueTimeout},
+	gw := gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg),
 			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
 	a.gateway = gw
-	allowed, err := api.ParseIPList(cfg.AllowedIPs)
-	if err != nil {
-		return nil, fmt.Errorf("HOOX_ALLOWED_IPS: %w", err)
-	}
-	trusted, err := api.ParseIPList(cfg.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("HOOX_TRUSTED_PROXIES: %w", err)
-	}
-	a.server = api.New(api.Config{WebhookSecret: cfg.WebhookSecret, AdminToken: cfg.AdminToken, MaxBody: int64(cfg.MaxBody),
-		AllowedIPs: allowed, TrustedProxies: trusted, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst},
+	a.server = api.New(cfg.API,
 		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
 			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
+					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
 					jobMetrics.ObservePurge(res)
 					return res, err
 				}}})
@@ -166,19 +164,19 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	return a, nil
 }
 
-// ready is /readyz: the database answers and the schema is current.
+// ready is /readyz: the database answers and the schema is current. It
+// names the failed check with an *api.ReadyError; the error's text (user,
+// database, socket path) only reaches the log.
 func (a *App) ready(ctx context.Context) error {
-	var version int64
-	err := a.pool.QueryRow(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&version)
-	if err != nil {
-		return fmt.Errorf("database: %w", db.Translate(err))
+	if err := a.pool.Ping(ctx); err != nil {
+		return &api.ReadyError{Check: api.ReadyDatabase, Err: db.Translate(err)}
 	}
-	want, err := hooxsql.LatestVersion()
+	current, err := hooxsql.Current(ctx, a.sqldb)
 	if err != nil {
-		return err
+		return &api.ReadyError{Check: api.ReadyMigrations, Err: err}
 	}
-	if version < want {
-		return fmt.Errorf("migrations: schema at version %d, want %d", version, want)
+	if !current {
+		return &api.ReadyError{Check: api.ReadyMigrations, Err: errors.New("migrations are pending: run 'hoox migrate up'")}
 	}
 	return nil
 }
@@ -205,6 +203,9 @@ func (a *App) Close(ctx context.Context) {
 			a.log.Warn("shutdown: background jobs cut off", "error", err)
 		}
 		cancel()
+	}
+	if a.sqldb != nil {
+		_ = a.sqldb.Close()
 	}
 	for _, p := range []*pgxpool.Pool{a.markers, a.venue, a.pool} {
 		if p != nil {

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/hoox/hoox/internal/confcheck"
+)
+
+// Config is the HTTP layer's configuration. Zero values take the defaults of
+// DefaultConfig (see WithDefaults); Validate refuses values that would turn
+// a protection off.
+type Config struct {
+	// WebhookSecret authenticates signals, in the body or as the
+	// X-Hoox-Signature HMAC key (HOOX_WEBHOOK_SECRET). Empty refuses every
+	// signal; `hoox serve` refuses to start without one.
+	WebhookSecret string
+	// AdminToken enables /admin (HOOX_ADMIN_TOKEN); empty disables it.
+	AdminToken string
+	// MaxBody is the largest accepted webhook body in bytes
+	// (HOOX_MAX_BODY). Default 64 KiB; at least 1.
+	MaxBody int64
+	// AllowedIPs limits webhook senders (HOOX_ALLOWED_IPS); empty allows
+	// any.
+	AllowedIPs IPList
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (HOOX_TRUSTED_PROXIES).
+	TrustedProxies IPList
+	// RateLimit caps signals per second (HOOX_RATE_LIMIT; 0 = no limit),
+	// with RateBurst (HOOX_RATE_BURST, default 20) above it. A finite,
+	// non-negative rate; a burst of at least 1 when the rate is set, since
+	// a burst of 0 refuses every signal.
+	RateLimit float64
+	RateBurst int
+	// MaxSignalAge is how far a signed X-Hoox-Timestamp may lie in the past
+	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
+	// past it a captured signed request is refused as a replay. Default
+	// 30s; at least 1s, since the timestamp counts whole seconds. cmd/hoox
+	// also keeps it within the dedup window, so a replay inside the age is
+	// always a duplicate.
+	MaxSignalAge time.Duration
+}
+
+// DefaultConfig is DESIGN.md's defaults.
+func DefaultConfig() Config {
+	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second}
+}
+
+// WithDefaults returns c with a zero MaxBody, RateBurst and MaxSignalAge set
+// to DefaultConfig's.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if c.MaxBody == 0 {
+		c.MaxBody = d.MaxBody
+	}
+	if c.RateBurst == 0 {
+		c.RateBurst = d.RateBurst
+	}
+	if c.MaxSignalAge == 0 {
+		c.MaxSignalAge = d.MaxSignalAge
+	}
+	return c
+}
+
+// Validate refuses settings that would turn a protection off or refuse every
+// signal. Its errors are *confcheck.Error values naming the field (Config
+// "api"), all of them joined. It never repeats a secret.
+func (c Config) Validate() error {
+	ck := confcheck.New("api")
+	if c.MaxBody < 1 {
+		ck.Refuse("MaxBody", strconv.FormatInt(c.MaxBody, 10), "must be at least 1 byte")
+	}
+	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+		ck.Refuse("RateLimit", strconv.FormatFloat(c.RateLimit, 'f', -1, 64), "must be a finite number of signals per second, 0 for no limit")
+	}
+	if c.RateBurst < 0 || (c.RateLimit > 0 && c.RateBurst < 1) {
+		ck.Refuse("RateBurst", strconv.Itoa(c.RateBurst), "must be at least 1 when a rate limit is set, or every signal is refused")
+	}
+	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Second, 0,
+		": X-Hoox-Timestamp counts whole seconds, and less would refuse every signed signal")
+	return ck.Err()
+}

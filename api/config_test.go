@@ -1,0 +1,60 @@
+package api_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/internal/confcheck"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(*api.Config)
+		field  string // "" when valid
+		says   string
+	}{
+		{"defaults", func(*api.Config) {}, "", ""},
+		{"no rate limit", func(c *api.Config) { c.RateLimit = 0; c.RateBurst = 0 }, "", ""},
+		{"a slow rate", func(c *api.Config) { c.RateLimit = 0.001; c.RateBurst = 1 }, "", ""},
+		{"max body zero", func(c *api.Config) { c.MaxBody = 0 }, "MaxBody", "at least 1 byte"},
+		{"negative rate", func(c *api.Config) { c.RateLimit = -1 }, "RateLimit", "finite"},
+		{"rate not a number", func(c *api.Config) { c.RateLimit = math.NaN() }, "RateLimit", "finite"},
+		{"infinite rate", func(c *api.Config) { c.RateLimit = math.Inf(1) }, "RateLimit", "finite"},
+		{"max signal age zero", func(c *api.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1s"},
+		{"max signal age below a second", func(c *api.Config) { c.MaxSignalAge = 999 * time.Millisecond }, "MaxSignalAge", "whole seconds"},
+		{"rate with a zero burst refuses everything", func(c *api.Config) { c.RateLimit = 5; c.RateBurst = 0 }, "RateBurst", "every signal is refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := api.DefaultConfig()
+			tt.mutate(&cfg)
+			err := cfg.Validate()
+			if tt.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			errs := confcheck.All(err)
+			require.Len(t, errs, 1, "%v", err)
+			require.Equal(t, "api", errs[0].Config)
+			require.Equal(t, tt.field, errs[0].Field)
+			require.Contains(t, errs[0].Rule, tt.says)
+		})
+	}
+}
+
+func TestConfigValidateNeverRepeatsTheSecret(t *testing.T) {
+	t.Parallel()
+	cfg := api.DefaultConfig()
+	cfg.WebhookSecret, cfg.AdminToken = "hunter2-secret", "hunter2-token"
+	cfg.MaxBody, cfg.RateLimit = -1, -1
+	err := cfg.Validate()
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "hunter2")
+}

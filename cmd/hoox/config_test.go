@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// A database nobody listens on: a refused setting must stop hoox before it
+// dials anything, so these tests need no Postgres.
+const unreachableDB = "postgres://hoox@127.0.0.1:1/hoox?connect_timeout=1"
+
+func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		says []string
+	}{
+		{map[string]string{"HOOX_LOCK_WAIT": "0"}, []string{"HOOX_LOCK_WAIT=0s", "between 1ms and 2.5s", "wait forever"}},
+		{map[string]string{"HOOX_LOCK_WAIT": "500us"}, []string{"HOOX_LOCK_WAIT=500µs", "wait forever"}},
+		{map[string]string{"HOOX_LOCK_WAIT": "5s"}, []string{"HOOX_LOCK_WAIT=5s", "TradingView"}},
+		{map[string]string{"HOOX_TRACE_TTL": "0"}, []string{"HOOX_TRACE_TTL=0s", "at least 1ms"}},
+		{map[string]string{"HOOX_VENUE_TIMEOUT": "0"}, []string{"HOOX_VENUE_TIMEOUT=0s", "lost"}},
+		{map[string]string{"HOOX_DEDUP_WINDOW": "-1s"}, []string{"HOOX_DEDUP_WINDOW=-1s", "at least 1ms"}},
+		{map[string]string{"HOOX_DEDUP_WINDOW": "48h"}, []string{"HOOX_DEDUP_WINDOW=48h0m0s", "trace TTL (24h0m0s)"}},
+		{map[string]string{"HOOX_TRACE_TTL": "1h", "HOOX_DEDUP_WINDOW": "2h"}, []string{"HOOX_DEDUP_WINDOW=2h0m0s", "trace TTL (1h0m0s)"}},
+		{map[string]string{"HOOX_PURGE_INTERVAL": "500ms"}, []string{"HOOX_PURGE_INTERVAL=500ms", "once a second"}},
+		{map[string]string{"HOOX_PURGE_BATCH": "0"}, []string{"HOOX_PURGE_BATCH=0", "at least 1"}},
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "0"}, []string{"HOOX_MAX_SIGNAL_AGE=0s"}},
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "2m"}, []string{"HOOX_MAX_SIGNAL_AGE=2m0s", "HOOX_DEDUP_WINDOW (1m0s)", "replayed"}},
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "500ms"}, []string{"HOOX_MAX_SIGNAL_AGE=500ms", "whole seconds"}},
+		{map[string]string{"HOOX_SHUTDOWN_WAIT": "0"}, []string{"HOOX_SHUTDOWN_WAIT=0s"}},
+		{map[string]string{"HOOX_AUDIT_RETENTION": "1h"}, []string{"HOOX_AUDIT_RETENTION=1h0m0s", "HOOX_TRACE_TTL (24h0m0s)"}},
+		{map[string]string{"HOOX_AUDIT_RETENTION": "-1h"}, []string{"HOOX_AUDIT_RETENTION=-1h0m0s"}},
+		{map[string]string{"HOOX_DB_MAX_CONNS": "1"}, []string{"HOOX_DB_MAX_CONNS=1", "at least 2"}},
+		{map[string]string{"HOOX_DB_MAX_CONNS": "4"}, []string{"HOOX_RECONCILE_WORKERS=4", "half of HOOX_DB_MAX_CONNS (4)"}},
+		{map[string]string{"HOOX_RECONCILE_WORKERS": "0"}, []string{"HOOX_RECONCILE_WORKERS=0"}},
+		{map[string]string{"HOOX_RECONCILE_LOCK_WAIT": "0"}, []string{"HOOX_RECONCILE_LOCK_WAIT=0s"}},
+		{map[string]string{"HOOX_RATE_LIMIT": "NaN"}, []string{"HOOX_RATE_LIMIT=NaN"}},
+		{map[string]string{"HOOX_RATE_LIMIT": "-1"}, []string{"HOOX_RATE_LIMIT=-1"}},
+		{map[string]string{"HOOX_RATE_LIMIT": "10", "HOOX_RATE_BURST": "0"}, []string{"HOOX_RATE_BURST=0", "every signal is refused"}},
+	}
+	for _, tt := range tests {
+		var name []string
+		for k, v := range tt.env {
+			name = append(name, k+"="+v)
+		}
+		t.Run(strings.Join(name, ","), func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DATABASE_URL": unreachableDB, "HOOX_WEBHOOK_SECRET": "s3cret-not-in-errors"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			var stdout, stderr strings.Builder
+			err := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, &stdout, &stderr)
+			require.Error(t, err)
+			for _, want := range tt.says {
+				require.Contains(t, err.Error(), want)
+			}
+			require.NotContains(t, err.Error(), "s3cret")
+			require.Equal(t, 1, strings.Count(err.Error(), "\n")+1, "one refusal, one line: %s", err)
+			require.Empty(t, stderr.String(), "refused before any log")
+		})
+	}
+}
+
+func TestEveryRefusedSettingIsListed(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOX_LOCK_WAIT": "0", "HOOX_TRACE_TTL": "0", "HOOX_VENUE_TIMEOUT": "0"}
+	_, _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	for _, want := range []string{"3 settings refused", "HOOX_LOCK_WAIT=0s", "HOOX_TRACE_TTL=0s", "HOOX_VENUE_TIMEOUT=0s"} {
+		require.Contains(t, err.Error(), want)
+	}
+	require.Equal(t, 1, strings.Count(err.Error(), "HOOX_VENUE_TIMEOUT"), "the gateway and the jobs both read it; it is named once: %s", err)
+}
+
+func TestEveryCommandRefusesUnsafeSettings(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": unreachableDB, "HOOX_LOCK_WAIT": "0"}
+	for _, args := range [][]string{{"dev", "--data", t.TempDir()}, {"purge"}, {"migrate", "status"}} {
+		err := run(context.Background(), args, func(k string) string { return env[k] }, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "HOOX_LOCK_WAIT=0s", "hoox %v", args)
+	}
+}
+
+func TestRefusedSettingExitsTheProcess(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary(t), "serve")
+	cmd.Env = []string{"DATABASE_URL=" + unreachableDB, "HOOX_WEBHOOK_SECRET=x", "HOOX_LOCK_WAIT=0", "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Equal(t, "hoox: HOOX_LOCK_WAIT=0s: must be between 1ms and 2.5s; 0 would make Postgres wait forever for a held trace",
+		strings.TrimSpace(string(out)))
+}
+
+var listening = regexp.MustCompile(`"msg":"hoox listening","addr":"([^"]+)"`)
+
+func TestDefaultsStart(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret", "HOOX_ADDR": "127.0.0.1:0"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--no-migrate"}, func(k string) string { return env[k] }, io.Discard, logs)
+	}()
+
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned %v before listening: %s", err, logs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+		}
+		require.True(t, time.Now().Before(deadline), "serve is not listening: %s", logs)
+	}
+	resp, err := client.Get("http://" + addr + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}

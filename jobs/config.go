@@ -1,0 +1,172 @@
+package jobs
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/confcheck"
+)
+
+// MinPurgeInterval is River's floor: it refuses periodic jobs more frequent
+// than once a second.
+const MinPurgeInterval = time.Second
+
+// Config holds the background work's settings. Zero values take the
+// defaults of DefaultConfig (see WithDefaults); Validate refuses values that
+// would turn a protection off.
+type Config struct {
+	// PurgeInterval is how often the leader schedules a purge
+	// (HOOX_PURGE_INTERVAL). Default 1m; at least MinPurgeInterval.
+	PurgeInterval time.Duration
+	// PurgeBatch is the most rows one purge transaction deletes
+	// (HOOX_PURGE_BATCH). Default db.DefaultPurgeBatch; above zero.
+	PurgeBatch int
+	// AuditRetention is how long audit rows are kept (HOOX_AUDIT_RETENTION).
+	// Default 90 days; zero keeps them forever, so WithDefaults leaves a
+	// zero alone. cmd/hoox also refuses one shorter than the trace TTL: a
+	// live trace would lose its audit trail.
+	AuditRetention time.Duration
+	// MaxSignalAge is the oldest signal a reconcile may still place
+	// (HOOX_MAX_SIGNAL_AGE): past it, a stale market order is never sent.
+	// Default 30s; above zero, or no reconcile could ever place.
+	MaxSignalAge time.Duration
+	// VenueTimeout bounds one venue call of a reconcile (HOOX_VENUE_TIMEOUT,
+	// shared with the gateway). Default 10s; above zero.
+	VenueTimeout time.Duration
+	// LockWait is how long a reconcile waits for a trace another transaction
+	// holds before retrying later (HOOX_RECONCILE_LOCK_WAIT). Default 5s;
+	// at least 1 ms, since Postgres reads lock_timeout in milliseconds and
+	// 0 means wait forever.
+	LockWait time.Duration
+	// Workers is how many reconciles one replica runs at once
+	// (HOOX_RECONCILE_WORKERS). Each holds a connection of the pool across
+	// its venue call, so it is kept well below the pool's size: lost answers
+	// must not starve the gateway. Default 4; at least 1.
+	Workers int
+	// StopTimeout is how long Stop lets running jobs finish before their
+	// contexts are cancelled (River's SoftStopTimeout; HOOX_SHUTDOWN_WAIT).
+	// A cancelled reconcile rolls back and runs again on the next start or
+	// replica. Default 10s; above zero.
+	StopTimeout time.Duration
+	// PollOnly makes River poll for work instead of using LISTEN/NOTIFY,
+	// which a transaction-pooling PgBouncer cannot carry
+	// (HOOX_TRANSACTION_POOLER).
+	PollOnly bool
+	// SweepInterval is how often the leader sweeps for stranded intents and
+	// orphaned reconciles (HOOX_SWEEP_INTERVAL). Default 30s; at least
+	// MinPurgeInterval (River's floor).
+	SweepInterval time.Duration
+	// SweepGrace is how old an open intent (or an untouched reconciling
+	// trace) must be before the sweeper takes it (HOOX_SWEEP_GRACE): longer
+	// than any live attempt, which holds the trace's lock anyway. Default
+	// 30s; above zero.
+	SweepGrace time.Duration
+	// SweepGiveUp is how long the sweeper keeps asking an unreachable venue
+	// about a stranded intent before it fails the trace for an operator.
+	// Default 1h.
+	SweepGiveUp time.Duration
+	// TraceTTL is the TTL of a trace the sweeper creates for a dead
+	// attempt's order (HOOX_TRACE_TTL, shared with the gateway). Default 24h.
+	TraceTTL time.Duration
+	// ClientID names this replica in River's tables (river_leader, the jobs
+	// it works); River derives one from the host name and start time when
+	// empty.
+	ClientID string
+}
+
+// DefaultConfig is DESIGN.md's defaults.
+func DefaultConfig() Config {
+	return Config{
+		PurgeInterval:  time.Minute,
+		PurgeBatch:     db.DefaultPurgeBatch,
+		AuditRetention: 90 * 24 * time.Hour,
+		MaxSignalAge:   30 * time.Second,
+		VenueTimeout:   10 * time.Second,
+		LockWait:       5 * time.Second,
+		Workers:        4,
+		StopTimeout:    10 * time.Second,
+		SweepInterval:  30 * time.Second,
+		SweepGrace:     30 * time.Second,
+		SweepGiveUp:    time.Hour,
+		TraceTTL:       24 * time.Hour,
+	}
+}
+
+// WithDefaults returns c with every zero field except AuditRetention (zero
+// keeps audit rows forever) set to DefaultConfig's. A caller that must
+// refuse an explicit zero (cmd/hoox) validates before, not after.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if c.PurgeInterval == 0 {
+		c.PurgeInterval = d.PurgeInterval
+	}
+	if c.PurgeBatch == 0 {
+		c.PurgeBatch = d.PurgeBatch
+	}
+	if c.MaxSignalAge == 0 {
+		c.MaxSignalAge = d.MaxSignalAge
+	}
+	if c.VenueTimeout == 0 {
+		c.VenueTimeout = d.VenueTimeout
+	}
+	if c.LockWait == 0 {
+		c.LockWait = d.LockWait
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = d.StopTimeout
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = d.SweepInterval
+	}
+	if c.SweepGrace == 0 {
+		c.SweepGrace = d.SweepGrace
+	}
+	if c.SweepGiveUp == 0 {
+		c.SweepGiveUp = d.SweepGiveUp
+	}
+	if c.TraceTTL == 0 {
+		c.TraceTTL = d.TraceTTL
+	}
+	return c
+}
+
+// withDefaults is WithDefaults, under the name the workers call.
+func (c Config) withDefaults() Config { return c.WithDefaults() }
+
+// Validate refuses settings that would disable a protection or that River
+// refuses. Its errors are *confcheck.Error values naming the field (Config
+// "jobs"), all of them joined.
+func (c Config) Validate() error {
+	ck := confcheck.New("jobs")
+	ck.Duration("PurgeInterval", c.PurgeInterval, MinPurgeInterval, 0,
+		": River runs periodic jobs at most once a second")
+	if c.PurgeBatch <= 0 {
+		ck.Refuse("PurgeBatch", strconv.Itoa(c.PurgeBatch), "must be at least 1 row, or the purge never removes anything")
+	}
+	if c.AuditRetention < 0 {
+		ck.Refuse("AuditRetention", c.AuditRetention.String(), "must be 0 (keep forever) or positive")
+	}
+	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Millisecond, 0,
+		"; 0 or less would fail every reconcile instead of placing it")
+	ck.Duration("VenueTimeout", c.VenueTimeout, time.Millisecond, 0,
+		"; 0 or less would count every venue answer as lost")
+	ck.Duration("LockWait", c.LockWait, time.Millisecond, 0,
+		": Postgres reads lock_timeout in milliseconds, and a reconcile must give up on a held trace and retry later")
+	if c.Workers < 1 {
+		ck.Refuse("Workers", strconv.Itoa(c.Workers), "must be at least 1, or no lost answer is ever reconciled")
+	}
+	ck.Duration("StopTimeout", c.StopTimeout, time.Millisecond, 0,
+		"; 0 or less would cancel every running job at once on shutdown")
+	ck.Duration("SweepInterval", c.SweepInterval, MinPurgeInterval, 0,
+		": River runs periodic jobs at most once a second")
+	ck.Duration("SweepGrace", c.SweepGrace, time.Millisecond, 0,
+		"; the sweeper must leave a live attempt its time")
+	ck.Duration("SweepGiveUp", c.SweepGiveUp, time.Millisecond, 0,
+		"; 0 or less would fail a stranded order the first time its venue does not answer")
+	ck.Duration("TraceTTL", c.TraceTTL, time.Millisecond, 0, "; a swept trace must block repeats")
+	return ck.Err()
+}

@@ -1,0 +1,67 @@
+package jobs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/jobs"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(*jobs.Config)
+		field  string // "" when valid
+		says   string
+	}{
+		{"defaults", func(*jobs.Config) {}, "", ""},
+		{"purge interval below River's floor", func(c *jobs.Config) { c.PurgeInterval = 500 * time.Millisecond }, "PurgeInterval", "once a second"},
+		{"purge interval at River's floor", func(c *jobs.Config) { c.PurgeInterval = time.Second }, "", ""},
+		{"purge batch zero", func(c *jobs.Config) { c.PurgeBatch = 0 }, "PurgeBatch", "at least 1"},
+		{"audit retention zero keeps forever", func(c *jobs.Config) { c.AuditRetention = 0 }, "", ""},
+		{"audit retention negative", func(c *jobs.Config) { c.AuditRetention = -time.Hour }, "AuditRetention", "keep forever"},
+		{"max signal age zero", func(c *jobs.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1ms"},
+		{"venue timeout zero", func(c *jobs.Config) { c.VenueTimeout = 0 }, "VenueTimeout", "lost"},
+		{"lock wait zero", func(c *jobs.Config) { c.LockWait = 0 }, "LockWait", "at least 1ms"},
+		{"workers zero", func(c *jobs.Config) { c.Workers = 0 }, "Workers", "at least 1"},
+		{"stop timeout zero", func(c *jobs.Config) { c.StopTimeout = 0 }, "StopTimeout", "shutdown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := jobs.DefaultConfig()
+			tt.mutate(&cfg)
+			err := cfg.Validate()
+			if tt.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			errs := confcheck.All(err)
+			require.Len(t, errs, 1, "%v", err)
+			require.Equal(t, "jobs", errs[0].Config)
+			require.Equal(t, tt.field, errs[0].Field)
+			require.Contains(t, errs[0].Rule, tt.says)
+		})
+	}
+}
+
+func TestConfigWithDefaultsKeepsAuditForeverAndFillsTheRest(t *testing.T) {
+	t.Parallel()
+	got := jobs.Config{}.WithDefaults()
+	want := jobs.DefaultConfig()
+	want.AuditRetention = 0
+	require.Equal(t, want, got)
+	require.NoError(t, got.Validate())
+}
+
+func TestNewClientRefusesAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := jobs.NewClient(b.pool, jobs.Config{PurgeInterval: 10 * time.Millisecond}, jobs.Deps{Venues: b.venues})
+	require.Len(t, confcheck.All(err), 1, "%v", err)
+	require.ErrorContains(t, err, "PurgeInterval=10ms")
+}
