@@ -13,6 +13,7 @@ import (
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
 	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/notify"
 )
 
 // Config is every setting hoox reads. The packages own their settings, with
@@ -40,6 +41,12 @@ type Config struct {
 	Gateway gateway.Config
 	Jobs    jobs.Config
 	API     api.Config
+	// Venues are the real venues' settings, in venueKinds' order.
+	Venues [4]VenueSettings
+	// Notify configures operators' notifications; NotifyEvents is the raw
+	// HOOX_NOTIFY_EVENTS, parsed by check.
+	Notify       notify.Config
+	NotifyEvents string
 }
 
 func defaultConfig() Config {
@@ -67,6 +74,10 @@ type option struct {
 // options lists every setting; --help prints them in this order. It is the
 // one table from a package's field to its variable.
 func (c *Config) options() []option {
+	return append(c.coreOptions(), c.venueOptions()...)
+}
+
+func (c *Config) coreOptions() []option {
 	return []option{
 		{"database-url", "DATABASE_URL", "Postgres connection string (dev: the embedded cluster)", stringValue{&c.DatabaseURL}, ""},
 		{"addr", "HOOX_ADDR", "listen address", stringValue{&c.Addr}, ""},
@@ -94,6 +105,13 @@ func (c *Config) options() []option {
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},
 		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}, ""},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
+		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
+		{"sweep-grace", "HOOX_SWEEP_GRACE", "how old an unrecorded attempt must be before the sweeper asks its venue", durationValue{&c.Jobs.SweepGrace}, "jobs.SweepGrace"},
+		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, ""},
+		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, ""},
+		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, ""},
+		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, ""},
+		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials; also dispatched, reconciled; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
 	}
 }
 
@@ -102,6 +120,7 @@ func (c *Config) options() []option {
 // that variable.
 func (c *Config) share() {
 	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
+	c.Jobs.TraceTTL = c.Gateway.TraceTTL
 	c.Jobs.StopTimeout = c.ShutdownWait
 	c.Jobs.PollOnly = c.TxPooler
 	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
@@ -130,6 +149,17 @@ func (c *Config) check() error {
 		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
 			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
 	}
+	for _, line := range c.checkVenues() {
+		own.Refuse("Venues", "", line)
+	}
+	events, err := notify.ParseEvents(c.NotifyEvents)
+	if err != nil {
+		own.Refuse("NotifyEvents", "", err.Error())
+	}
+	c.Notify.Events = events
+	if err := c.Notify.WithDefaults().Validate(); err != nil {
+		own.Refuse("Notify", "", err.Error())
+	}
 	return c.explain(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
 }
 
@@ -139,6 +169,7 @@ func (c *Config) explain(errs ...error) error {
 	copies := map[string]string{
 		"jobs.VenueTimeout": "gateway.VenueTimeout",
 		"jobs.StopTimeout":  "hoox.ShutdownWait",
+		"jobs.TraceTTL":     "gateway.TraceTTL",
 		"api.MaxSignalAge":  "jobs.MaxSignalAge",
 	}
 	env := map[string]string{}
@@ -163,6 +194,10 @@ func (c *Config) explain(errs ...error) error {
 				if e.Value != "" {
 					line = name + "=" + e.Value + ": " + e.Rule
 				}
+			} else if strings.Contains(e.Rule, "HOOX_") {
+				// A rule that names its variables itself (venues,
+				// notifications).
+				line, once = e.Rule, e.Rule
 			}
 			if !seen[once] {
 				seen[once] = true

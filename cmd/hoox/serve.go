@@ -25,6 +25,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/notify"
 	hooxsql "github.com/hoox/hoox/sql"
 )
 
@@ -124,23 +125,36 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		a.Paper.SetFaults(f)
 		logger.Warn("paper venue fault drill active", "faults", cfg.PaperFaults)
 	}
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": a.Paper})
+	entries, err := cfg.venueEntries(logger)
+	if err != nil {
+		return nil, err
+	}
+	venues := exchange.NewRegistryOf(append([]exchange.Entry{{Name: exchange.PaperName, Live: a.Paper}}, entries...)...)
+	notifier, err := jobs.NewNotifier(cfg.Notify)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w", err)
+	}
+	sender, err := notify.New(cfg.Notify)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	api.RegisterRuntimeMetrics(reg)
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(a.pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics}); err != nil {
+	if a.river, err = jobs.NewClient(a.pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics,
+		IntentPool: a.markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
 		return nil, err
 	}
 	gw := gateway.New(cfg.Gateway,
-		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Logger: logger, Metrics: gateway.NewMetrics(reg),
+		gateway.Deps{Pool: a.pool, MarkerPool: a.markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger, Metrics: gateway.NewMetrics(reg),
 			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
 	a.gateway = gw
 	a.server = api.New(cfg.API,
 		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
-			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger,
+			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger, Notifier: notifier,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
 					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
 					jobMetrics.ObservePurge(res)
