@@ -46,7 +46,7 @@ type Deps struct {
 	// venue credentials, …) with the events; nil queues none.
 	Notifier *jobs.Notifier
 	Logger   *slog.Logger
-	Metrics    *Metrics
+	Metrics  *Metrics
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)

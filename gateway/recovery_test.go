@@ -237,4 +237,3 @@ func intentOutcome(t *testing.T, pool *pgxpool.Pool) string {
 	}
 	return *outcome
 }
-
