@@ -135,11 +135,15 @@ func (c *Config) check() error {
 	if c.DBMaxConns < 2 {
 		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
 	}
+	if c.TxPooler && c.DBMaxConns < 4 {
+		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),
+			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
+	}
 	across := confcheck.New("jobs")
-	if c.DBMaxConns >= 2 && c.Jobs.Workers > c.DBMaxConns/2 {
+	if claims, _, _ := poolBudget(c.DBMaxConns, c.TxPooler); c.DBMaxConns >= 2 && c.Jobs.Workers > int(claims)/2 {
 		across.Refuse("Workers", strconv.Itoa(c.Jobs.Workers), fmt.Sprintf(
-			"must be at most half of HOOX_DB_MAX_CONNS (%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
-			c.DBMaxConns))
+			"must be at most half of the claim pool (%d of HOOX_DB_MAX_CONNS=%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
+			claims, c.DBMaxConns))
 	}
 	if r, ttl := c.Jobs.AuditRetention, c.Gateway.TraceTTL; r > 0 && r < ttl {
 		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(

@@ -25,6 +25,12 @@ import (
 // is not installed (.ci/run installs it).
 func startPgBouncer(t *testing.T, dbURL string) string {
 	t.Helper()
+	return startPgBouncerSized(t, dbURL, 20)
+}
+
+// startPgBouncerSized is startPgBouncer with poolSize server connections.
+func startPgBouncerSized(t *testing.T, dbURL string, poolSize int) string {
+	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		bin = "/usr/sbin/pgbouncer"
@@ -54,11 +60,11 @@ auth_type = trust
 auth_file = %s
 pool_mode = transaction
 max_client_conn = 500
-default_pool_size = 20
+default_pool_size = %d
 ignore_startup_parameters = extra_float_digits
 logfile = %s
 `, target.Host, target.Port, target.Database, target.User, port,
-		filepath.Join(dir, "users.txt"), filepath.Join(dir, "pgbouncer.log"))
+		filepath.Join(dir, "users.txt"), poolSize, filepath.Join(dir, "pgbouncer.log"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "users.txt"), []byte(`"`+target.User+`" ""`+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644))
 
@@ -96,7 +102,7 @@ func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
 	bouncer := startPgBouncer(t, dbURL)
-	viaBouncer := func(c *Config) { c.TxPooler = true }
+	viaBouncer := func(c *Config) { c.TxPooler, c.Jobs.Workers = true, 2 }
 	b := startBundle(t, bouncer, viaBouncer)
 	c := startBundle(t, bouncer, viaBouncer)
 	pool := newTestPool(t, dbURL)
@@ -115,4 +121,36 @@ func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 	cfg.DatabaseURL, cfg.TxPooler, cfg.API.WebhookSecret = bouncer, true, testSecret
 	_, err := startApp(context.Background(), cfg, b.app.log)
 	require.ErrorContains(t, err, "--no-migrate")
+}
+
+// More concurrent new signals than the pooler has server connections must
+// not starve: a claim holds its server connection across the venue call
+// and then needs the intent's, so if hoox's claims alone could take every
+// server connection, each would wait for one that never frees. In pooler
+// mode HOOX_DB_MAX_CONNS is hoox's whole budget, split between the pools,
+// so with a budget no larger than the pooler's pool nothing waits on it.
+func TestPgBouncerSmallerThanTheSendersDoesNotStarve(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("needs pgbouncer and concurrent load")
+	}
+	dbURL := testcontainers.NewDatabase(t)
+	const poolSize = 4
+	bouncer := startPgBouncerSized(t, dbURL, poolSize)
+	b := startBundle(t, bouncer, func(c *Config) {
+		c.TxPooler, c.DBMaxConns, c.Jobs.Workers = true, poolSize, 1
+	})
+	pool := newTestPool(t, dbURL)
+
+	const n = 6 * poolSize // senders, all at once, each a new signal
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = b.url + "|" + sig(fmt.Sprintf(`"trace_id":"starve-%d"`, i))
+	}
+	statuses := sendAll(bodies, n, nil)
+	for i, st := range statuses {
+		require.Equal(t, http.StatusOK, st, "signal %d (0: no answer within the client's 20 s)", i)
+	}
+	require.Equal(t, n, count(t, pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, n, fills(t, pool))
 }

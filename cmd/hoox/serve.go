@@ -89,7 +89,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			return nil, err
 		}
 	}
-	conns := int32(cfg.DBMaxConns)
+	claims, markers, venue := poolBudget(cfg.DBMaxConns, cfg.TxPooler)
 	// The venue and the attempt markers get pools of their own: a request
 	// holding a claim connection must never wait for a second connection
 	// from the same pool. One health signal serves the three: after a
@@ -100,9 +100,9 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 		dst **pgxpool.Pool
 		cfg db.PoolConfig
 	}{
-		{&a.pool, db.PoolConfig{MaxConns: conns, AppName: "hoox"}},
-		{&a.venue, paper.PoolConfig(conns)},
-		{&a.markers, db.PoolConfig{MaxConns: conns, AppName: "hoox-markers"}},
+		{&a.pool, db.PoolConfig{MaxConns: claims, AppName: "hoox"}},
+		{&a.venue, paper.PoolConfig(venue)},
+		{&a.markers, db.PoolConfig{MaxConns: markers, AppName: "hoox-markers"}},
 	}
 	for _, p := range pools {
 		p.cfg.Health, p.cfg.NoPreparedStatements = health, cfg.TxPooler
@@ -176,6 +176,24 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 	}
 	logger.Info("hoox listening", "addr", a.Addr())
 	return a, nil
+}
+
+// poolBudget sizes the claim, intent (marker) and paper venue pools from
+// HOOX_DB_MAX_CONNS. Connected to Postgres directly each gets n: they are
+// separate so a claim holding a connection never waits on its own pool.
+// Through a transaction-pooling PgBouncer the three share the pooler's
+// server connections, and a claim holds one across the venue call while it
+// waits for an intent's: if claims alone could take every server
+// connection, each would wait for one that never frees. There n is hoox's
+// whole budget, split so the pools together never exceed it: with the
+// budgets of all replicas within PgBouncer's pool size, no request ever
+// queues at the pooler.
+func poolBudget(n int, pooler bool) (claims, markers, venue int32) {
+	if !pooler {
+		return int32(n), int32(n), int32(n)
+	}
+	side := max(n/4, 1)
+	return int32(n - 2*side), int32(side), int32(side)
 }
 
 // ready is /readyz: the database answers and the schema is current. It
