@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 )
 
@@ -37,6 +39,12 @@ type Config struct {
 	// RateLimit caps signals per second (0 = no limit), with RateBurst.
 	RateLimit float64
 	RateBurst int
+	// SessionIdle is how long a web page (/ui/) session lives unused;
+	// zero means 8 h.
+	SessionIdle time.Duration
+	// LoginThrottle slows guessing at the web page's login; zero fields
+	// take db.LoginThrottle's defaults.
+	LoginThrottle db.LoginThrottle
 }
 
 // Deps are the server's collaborators.
@@ -50,6 +58,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Admin serves the /admin routes; nil leaves them answering 401.
 	Admin *Admin
+	// Venues lists the configured venues and their last errors on the web
+	// page; nil shows none.
+	Venues *exchange.Registry
 }
 
 // Server is hoox's HTTP server.
