@@ -64,7 +64,7 @@ async function drawChart() {
   const x = (i) => L + (i / Math.max(n - 1, 1)) * (W - L - R);
   const y = (v) => T + (1 - v / max) * (H - T - B);
   fig.replaceChildren();
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "events per minute" }, fig);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "events per minute, UTC" }, fig);
   for (let k = 0; k <= 4; k++) {
     const v = Math.round((max * k) / 4);
     svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#e3e7ee" }, root);
@@ -75,7 +75,8 @@ async function drawChart() {
     const i = Math.round(((n - 1) * k) / 4);
     const t = new Date(start + i * data.step_seconds * 1000);
     const label = t.toISOString().slice(11, 16);
-    svg("text", { x: x(i), y: H - 6, "text-anchor": "middle", "font-size": 11, fill: "#5b6475" }, root).textContent = label;
+    const anchor = k === 0 ? "start" : k === 4 ? "end" : "middle";
+    svg("text", { x: x(i), y: H - 6, "text-anchor": anchor, "font-size": 11, fill: "#5b6475" }, root).textContent = label;
   }
   names.forEach((s) => {
     const pts = data.series[s].map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
@@ -87,7 +88,7 @@ async function drawChart() {
     const total = data.series[s].reduce((a, b) => a + b, 0);
     const item = document.createElement("span");
     item.style.setProperty("--c", colours[s] || "#333");
-    item.textContent = `${s} (${total}, per minute, UTC)`;
+    item.textContent = `${s} (${total})`;
     legend.appendChild(item);
   });
   fig.appendChild(legend);
