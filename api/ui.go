@@ -29,7 +29,7 @@ var uiFS embed.FS
 const defaultSessionIdle = 8 * time.Hour
 
 // uiPages are the templates rendered inside layout.html.
-var uiPages = []string{"login", "traces", "trace", "orders", "stats", "venues", "killswitch", "error"}
+var uiPages = []string{"login", "traces", "trace", "orders", "stats", "venues", "killswitch", "error", "bounce"}
 
 // webUI serves /ui/: the operator's page. It reads through the same db
 // functions as the /admin API and changes state through the same calls, so

@@ -224,6 +224,19 @@ func TestUIInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ks.Engaged)
 
+	// A link to a trace from another site (a chat message) opens the
+	// trace, though the SameSite=Strict cookie is not sent with it.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<a id="out" href="%s/ui/trace/k:live-1">trace</a>`, ts.URL)
+	}))
+	t.Cleanup(other.Close)
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) // another site
+	page.MustNavigate(otherURL).MustWaitLoad()
+	page.MustElement("#out").MustClick()
+	require.Contains(t, page.MustElement("h1").MustText(), "k:live-1", "landed on the trace, not the login")
+	require.Equal(t, "/ui/trace/k:live-1", path())
+
 	// River's UI opens on the same session.
 	navigate("/admin/river/")
 	require.True(t, strings.HasPrefix(path(), "/admin/river"), path())

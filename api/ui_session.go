@@ -100,6 +100,9 @@ func (u *webUI) requireSession(touch bool) echo.MiddlewareFunc {
 			if s == nil {
 				r := c.Request()
 				if r.Method == http.MethodGet && touch {
+					if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+						return u.bounce(c)
+					}
 					return c.Redirect(http.StatusSeeOther, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()))
 				}
 				return problem(CodeUnauthorized, "your session has ended; log in again")
@@ -108,6 +111,16 @@ func (u *webUI) requireSession(touch bool) echo.MiddlewareFunc {
 			return next(c)
 		})
 	}
+}
+
+// bounce answers a link followed from another site (a chat message, a
+// notification): the SameSite=Strict cookie was not sent with it, though
+// the operator may well be logged in. The page reloads the same address
+// from this origin, which sends the cookie; with no session that second
+// visit goes to the login page as usual, so there is no loop.
+func (u *webUI) bounce(c echo.Context) error {
+	return u.render(c, http.StatusOK, "bounce", view{Title: "Opening", KillSwitch: &db.KillSwitch{},
+		Data: c.Request().URL.RequestURI()})
 }
 
 // requireSameOrigin guards every state-changing request of the page: the

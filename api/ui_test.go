@@ -700,3 +700,26 @@ func TestUIOrdersList(t *testing.T) {
 	require.NotContains(t, page, "k:o2")
 	require.Equal(t, http.StatusBadRequest, br.get("/ui/orders?status=bogus").Status)
 }
+
+func TestUILinkFromAnotherSiteReloadsFromThisOrigin(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+
+	// A SameSite=Strict cookie is not sent on a link followed from a chat
+	// message: the page reloads itself from this origin instead of asking
+	// a logged-in operator to log in again.
+	req := httptest.NewRequest(http.MethodGet, "/ui/trace/k:x%2Fy", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res := br.send(req)
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), `<meta http-equiv="refresh" content="0;url=/ui/trace/k:x%2Fy">`)
+
+	// The reload comes from this origin; without a session it goes to the
+	// login page, so there is no loop.
+	req = httptest.NewRequest(http.MethodGet, "/ui/trace/k:x%2Fy", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res = br.send(req)
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	require.Equal(t, "/ui/login?next="+url.QueryEscape("/ui/trace/k:x%2Fy"), res.Header.Get("Location"))
+}
