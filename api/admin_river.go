@@ -2,6 +2,9 @@ package api
 
 import (
 	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"riverqueue.com/riverui"
@@ -10,14 +13,52 @@ import (
 )
 
 // riverUIPrefix is where River's web UI is mounted. It sits inside the admin
-// group, so every request, the UI's assets and JSON API included, needs the
-// bearer token. A browser cannot add that header on navigation: operators
-// reach the UI through a proxy or port-forward that injects
-// "Authorization: Bearer $HOOX_ADMIN_TOKEN" (or a browser extension that
-// adds headers), and scripts call /admin/river/api/… with curl. No cookie or
+// group: scripts call /admin/river/api/… with the bearer token, and a
+// browser opens it on the web page's session (see riverSessionOr). No
 // query-string token is accepted, so the token never lands in logs or
 // browser history.
 const riverUIPrefix = "/admin/river"
+
+// riverSessionOr guards the /admin group: River's UI, and only it, also
+// accepts the web page's session cookie, so an operator logged in at /ui/
+// can open it. Everything else under /admin keeps accepting only the bearer
+// token, so a page on another site can never drive the JSON API with a
+// browser's cookie. River's own script cannot send the page's CSRF token,
+// so its state-changing calls (retry, cancel) made on the cookie must come
+// from this server's origin; the cookie is SameSite=Strict besides.
+func (u *webUI) riverSessionOr(bearer echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		withBearer := bearer(next)
+		return func(c echo.Context) error {
+			// c.Path is the matched route, so only requests Echo routed to
+			// River's handler get here, whatever the raw path says.
+			route := c.Path()
+			r := c.Request()
+			if (route != riverUIPrefix && route != riverUIPrefix+"/*") || r.Header.Get(echo.HeaderAuthorization) != "" {
+				return withBearer(c)
+			}
+			navigation := r.Method == http.MethodGet && strings.Contains(r.Header.Get(echo.HeaderAccept), "text/html")
+			s, err := u.session(c, navigation)
+			if err != nil {
+				return err
+			}
+			if s == nil {
+				if navigation && u.s.cfg.AdminToken != "" {
+					return c.Redirect(http.StatusSeeOther, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()))
+				}
+				return withBearer(c)
+			}
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+			default:
+				if !u.sameOrigin(r) {
+					return problem(CodeForbidden, "a change through River's UI on the web session must come from this server's page")
+				}
+			}
+			return next(c)
+		}
+	}
+}
 
 // mountRiverUI serves River's UI (jobs, queues, retries) when a River client
 // was given.

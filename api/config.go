@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/confcheck"
 )
 
@@ -40,11 +41,17 @@ type Config struct {
 	// also keeps it within the dedup window, so a replay inside the age is
 	// always a duplicate.
 	MaxSignalAge time.Duration
+	// SessionIdle is how long a web page (/ui/) session lives unused
+	// (HOOX_UI_SESSION_IDLE). Default 8h.
+	SessionIdle time.Duration
+	// LoginThrottle slows guessing at the web page's login; zero fields
+	// take db.LoginThrottle's defaults.
+	LoginThrottle db.LoginThrottle
 }
 
 // DefaultConfig is DESIGN.md's defaults.
 func DefaultConfig() Config {
-	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second}
+	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second, SessionIdle: 8 * time.Hour}
 }
 
 // WithDefaults returns c with a zero MaxBody, RateBurst and MaxSignalAge set
@@ -53,6 +60,9 @@ func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.MaxBody == 0 {
 		c.MaxBody = d.MaxBody
+	}
+	if c.SessionIdle == 0 {
+		c.SessionIdle = d.SessionIdle
 	}
 	if c.RateBurst == 0 {
 		c.RateBurst = d.RateBurst
@@ -79,5 +89,6 @@ func (c Config) Validate() error {
 	}
 	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Second, 0,
 		": X-Hoox-Timestamp counts whole seconds, and less would refuse every signed signal")
+	ck.Duration("SessionIdle", c.SessionIdle, time.Minute, 0, ": a web session must outlive a page's polling")
 	return ck.Err()
 }

@@ -17,7 +17,12 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{Registry: s.deps.Registry})))
 	e.POST("/webhook", s.webhook)
 
-	admin := e.Group("/admin", s.requireAdmin)
+	// The operator's web page (/ui/, and / redirecting to it). River's UI
+	// under /admin also accepts its session; the rest of /admin only ever
+	// the bearer token (see riverSessionOr).
+	ui := newWebUI(s)
+	ui.routes(e)
+	admin := e.Group("/admin", ui.riverSessionOr(s.requireAdmin))
 	if a := s.deps.Admin; a != nil {
 		a.routes(admin)
 	} else {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 )
 
@@ -34,6 +35,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Admin serves the /admin routes; nil leaves them answering 401.
 	Admin *Admin
+	// Venues lists the configured venues and their last errors on the web
+	// page; nil shows none.
+	Venues *exchange.Registry
 }
 
 // Server is hoox's HTTP server.

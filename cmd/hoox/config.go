@@ -105,6 +105,7 @@ func (c *Config) coreOptions() []option {
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},
 		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}, ""},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
+		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
 		{"sweep-grace", "HOOX_SWEEP_GRACE", "how old an unrecorded attempt must be before the sweeper asks its venue", durationValue{&c.Jobs.SweepGrace}, "jobs.SweepGrace"},
 		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, ""},

@@ -153,7 +153,7 @@ func startApp(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err
 			AfterVenue: crashDrill(cfg.CrashDrill, logger)})
 	a.gateway = gw
 	a.server = api.New(cfg.API,
-		api.Deps{Gateway: gw, Pool: a.pool, Ready: a.ready, Logger: logger, Registry: reg,
+		api.Deps{Gateway: gw, Pool: a.pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg,
 			Admin: &api.Admin{Pool: a.pool, River: a.river, Logger: logger, Notifier: notifier,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
 					res, err := db.Purge(ctx, a.pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})

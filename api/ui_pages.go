@@ -1,0 +1,352 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/gateway"
+)
+
+// uiPageSize is how many rows a listing shows per page.
+const uiPageSize = 50
+
+var (
+	traceStatuses = []string{db.TraceClaimed, db.TraceDispatched, db.TraceRejected, db.TraceReconciling, db.TraceFailed}
+	orderStatuses = []string{"filled", "open", "rejected"}
+)
+
+// uiFilter is a listing's filter form as the operator typed it.
+type uiFilter struct {
+	Status   string
+	Exchange string
+	Symbol   string
+	Mode     string
+	Since    string
+	Until    string
+}
+
+// query is the filter as URL parameters, blanks left out.
+func (f uiFilter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": f.Status, "exchange": f.Exchange, "symbol": f.Symbol, "mode": f.Mode,
+		"since": f.Since, "until": f.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// uiTimeLayouts are what a datetime-local field sends, and RFC 3339.
+var uiTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano}
+
+// parseUIFilter reads a listing's filter form into the admin listings'
+// filter. Times without a zone are UTC, as the page shows them.
+func parseUIFilter(c echo.Context, statuses []string) (db.ListFilter, uiFilter, error) {
+	q := c.QueryParams()
+	form := uiFilter{Status: strings.TrimSpace(q.Get("status")), Exchange: strings.TrimSpace(q.Get("exchange")),
+		Symbol: strings.TrimSpace(q.Get("symbol")), Mode: strings.TrimSpace(q.Get("mode")),
+		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until"))}
+	f := db.ListFilter{Limit: uiPageSize + 1}
+	if form.Status != "" {
+		if !slices.Contains(statuses, form.Status) {
+			return f, form, problem(CodeInvalidRequest, "status must be one of "+strings.Join(statuses, ", "))
+		}
+		f.Status = form.Status
+	}
+	if form.Mode != "" {
+		if form.Mode != "live" && form.Mode != "test" {
+			return f, form, problem(CodeInvalidRequest, "mode must be live or test")
+		}
+		f.Mode = form.Mode
+	}
+	if len(form.Exchange) > 64 || len(form.Symbol) > 32 {
+		return f, form, problem(CodeInvalidRequest, "exchange or symbol is too long")
+	}
+	// Stored the way package signal folds them.
+	f.Exchange, f.Symbol = strings.ToLower(form.Exchange), strings.ToUpper(form.Symbol)
+	for _, p := range []struct {
+		text string
+		dst  *time.Time
+		name string
+	}{{form.Since, &f.Since, "since"}, {form.Until, &f.Until, "until"}} {
+		if p.text == "" {
+			continue
+		}
+		var err error
+		for _, layout := range uiTimeLayouts {
+			var t time.Time
+			if t, err = time.ParseInLocation(layout, p.text, time.UTC); err == nil {
+				*p.dst = t
+				break
+			}
+		}
+		if err != nil {
+			return f, form, problem(CodeInvalidRequest, p.name+" must be a time such as 2025-01-02T15:04 (UTC)")
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, form, problem(CodeInvalidRequest, "until must be after since")
+	}
+	return f, form, nil
+}
+
+// tracesView is the traces page.
+type tracesView struct {
+	Filter   uiFilter
+	Statuses []string
+	Rows     []db.TraceRow
+	// Older is the query of the next page; empty on the last one.
+	Older string
+	// Live is true on the first page, which the script keeps current from
+	// RowsURL.
+	Live    bool
+	RowsURL string
+}
+
+func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
+	f, form, err := parseUIFilter(c, traceStatuses)
+	v := tracesView{Filter: form, Statuses: traceStatuses}
+	if err != nil {
+		return v, err
+	}
+	cursor := c.QueryParam("cursor")
+	after, err := traceCursor(cursor)
+	if err != nil {
+		return v, err
+	}
+	rows, err := db.ListTraces(c.Request().Context(), u.s.deps.Pool, f, after)
+	if err != nil {
+		return v, err
+	}
+	if len(rows) > uiPageSize {
+		rows = rows[:uiPageSize]
+		last := rows[len(rows)-1]
+		q := form.query()
+		q.Set("cursor", encodeCursor("traces", last.ReceivedAt, last.TraceID))
+		v.Older = q.Encode()
+	}
+	v.Rows, v.Live = rows, cursor == ""
+	v.RowsURL = "/ui/traces/rows?" + form.query().Encode()
+	return v, nil
+}
+
+// tracesPage lists traces newest first with filters.
+func (u *webUI) tracesPage(c echo.Context) error {
+	v, err := u.listTraces(c)
+	var p *Problem
+	if errors.As(err, &p) && p.Code == CodeInvalidRequest {
+		return u.render(c, http.StatusBadRequest, "traces", view{Title: "Traces", Nav: "traces", Error: p.Detail, Data: v})
+	}
+	if err != nil {
+		return err
+	}
+	return u.render(c, http.StatusOK, "traces", view{Title: "Traces", Nav: "traces", Data: v})
+}
+
+// traceRows is the traces table's body alone, which the page's script
+// fetches every few seconds: rendered by the same template as the page, so
+// a live row looks exactly like a loaded one.
+func (u *webUI) traceRows(c echo.Context) error {
+	v, err := u.listTraces(c)
+	if err != nil {
+		return err
+	}
+	return u.renderPart(c, "traces", "trace_rows", v)
+}
+
+func (u *webUI) renderPart(c echo.Context, page, name string, data any) error {
+	var b strings.Builder
+	if err := u.pages[page].ExecuteTemplate(&b, name, data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	return c.HTML(http.StatusOK, b.String())
+}
+
+// traceView is one trace's page.
+type traceView struct {
+	TraceID  string
+	Detail   db.TraceDetail
+	Released bool
+}
+
+// tracePage shows one trace: the signal as stored (which never holds the
+// secret), its audit timeline and its orders.
+func (u *webUI) tracePage(c echo.Context) error {
+	id, err := traceIDParam(c)
+	if err != nil {
+		return err
+	}
+	d, err := db.GetTrace(c.Request().Context(), u.s.deps.Pool, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return problem(CodeNotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
+	}
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Trace " + id, Nav: "traces", Data: traceView{TraceID: id, Detail: d}}
+	if c.QueryParam("released") != "" {
+		v.Notice = "Released: the trace ID is free, so the same signal will execute again."
+	}
+	return u.render(c, http.StatusOK, "trace", v)
+}
+
+// release frees a trace ID, the same call as DELETE /admin/traces/{id},
+// after the operator ticked the confirmation.
+func (u *webUI) release(c echo.Context) error {
+	id := c.FormValue("trace_id")
+	if id == "" || len(id) > 512 {
+		return problem(CodeInvalidRequest, "trace ID is missing or too long")
+	}
+	if c.FormValue("confirm") != "yes" {
+		return problem(CodeInvalidRequest, "tick the confirmation box to release the trace")
+	}
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	if len(reason) > 256 {
+		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
+	}
+	_, err := db.ReleaseTrace(c.Request().Context(), u.s.deps.Pool, db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason})
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return problem(CodeNotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+	case errors.Is(err, db.ErrLockTimeout):
+		return problem(gateway.CodeInProgress, fmt.Sprintf("trace %s: an attempt is still running; go back and retry the release", id))
+	case err != nil:
+		return err
+	}
+	u.s.deps.Logger.InfoContext(c.Request().Context(), "ui: trace released", "trace_id", id, "remote_ip", c.RealIP())
+	return c.Redirect(http.StatusSeeOther, traceURL(id)+"?released=1")
+}
+
+// who names the operator in the audit trail: the page and the client's
+// address (there is one admin token, so no user name).
+func (u *webUI) who(c echo.Context) string { return "ui " + c.RealIP() }
+
+// ordersView is the orders page.
+type ordersView struct {
+	Filter   uiFilter
+	Statuses []string
+	Rows     []db.OrderRow
+	Older    string
+}
+
+// ordersPage lists orders newest first with filters.
+func (u *webUI) ordersPage(c echo.Context) error {
+	f, form, err := parseUIFilter(c, orderStatuses)
+	v := ordersView{Filter: form, Statuses: orderStatuses}
+	var p *Problem
+	if errors.As(err, &p) {
+		return u.render(c, http.StatusBadRequest, "orders", view{Title: "Orders", Nav: "orders", Error: p.Detail, Data: v})
+	}
+	after, err := orderCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return err
+	}
+	rows, err := db.ListOrders(c.Request().Context(), u.s.deps.Pool, f, after)
+	if err != nil {
+		return err
+	}
+	if len(rows) > uiPageSize {
+		rows = rows[:uiPageSize]
+		last := rows[len(rows)-1]
+		q := form.query()
+		q.Set("cursor", encodeCursor("orders", last.CreatedAt, last.ID.String()))
+		v.Older = q.Encode()
+	}
+	v.Rows = rows
+	return u.render(c, http.StatusOK, "orders", view{Title: "Orders", Nav: "orders", Data: v})
+}
+
+// venuesView is the venues page; Configured is false when the server was
+// built without the venue registry.
+type venuesView struct {
+	Configured bool
+	Venues     []exchange.VenueStatus
+}
+
+// venuesPage lists the configured venues, whether each trades for real, and
+// the last error each gave.
+func (u *webUI) venuesPage(c echo.Context) error {
+	v := venuesView{}
+	if r := u.s.deps.Venues; r != nil {
+		v.Configured, v.Venues = true, r.Describe()
+	}
+	return u.render(c, http.StatusOK, "venues", view{Title: "Venues", Nav: "venues", Data: v})
+}
+
+// killSwitchView is the kill switch page.
+type killSwitchView struct {
+	State db.KillSwitch
+}
+
+// Words the operator types to confirm a kill switch change.
+const (
+	confirmEngage    = "ENGAGE"
+	confirmDisengage = "DISENGAGE"
+)
+
+func (u *webUI) killSwitchPage(c echo.Context) error {
+	ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Kill switch", Nav: "kill-switch", KillSwitch: &ks, Data: killSwitchView{State: ks}}
+	switch c.QueryParam("done") {
+	case "engaged":
+		v.Notice = "Kill switch engaged: every replica refuses new signals."
+	case "released":
+		v.Notice = "Kill switch released: signals execute again."
+	}
+	return u.render(c, http.StatusOK, "killswitch", v)
+}
+
+// setKillSwitch engages or releases the halt, the same call as PUT
+// /admin/kill-switch, once the operator typed the confirmation word.
+func (u *webUI) setKillSwitch(c echo.Context) error {
+	var engaged bool
+	switch c.FormValue("engaged") {
+	case "true":
+		engaged = true
+	case "false":
+	default:
+		return problem(CodeInvalidRequest, `engaged must be "true" or "false"`)
+	}
+	word := confirmDisengage
+	if engaged {
+		word = confirmEngage
+	}
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	v := view{Title: "Kill switch", Nav: "kill-switch"}
+	if c.FormValue("confirm") != word || len(reason) > 256 {
+		ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
+		if err != nil {
+			return err
+		}
+		v.KillSwitch, v.Data = &ks, killSwitchView{State: ks}
+		v.Error = fmt.Sprintf("Nothing changed: type %s exactly to confirm.", word)
+		if len(reason) > 256 {
+			v.Error = "Nothing changed: the reason is longer than 256 characters."
+		}
+		return u.render(c, http.StatusBadRequest, "killswitch", v)
+	}
+	who := u.who(c)
+	if _, err := db.SetKillSwitch(c.Request().Context(), u.s.deps.Pool, engaged, reason, who,
+		u.s.deps.Admin.KillSwitchHook(engaged, reason, who)); err != nil {
+		return err
+	}
+	u.s.deps.Logger.InfoContext(c.Request().Context(), "ui: kill switch set", "engaged", engaged, "remote_ip", c.RealIP())
+	done := "released"
+	if engaged {
+		done = "engaged"
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/kill-switch?done="+done)
+}

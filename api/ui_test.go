@@ -1,0 +1,725 @@
+package api_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// uiBundle is one test's whole server, web page included, on its own
+// database.
+type uiBundle struct {
+	dsn     string
+	pool    *pgxpool.Pool
+	venues  *exchange.Registry
+	handler http.Handler
+	cfg     api.Config
+	deps    api.Deps
+}
+
+type uiOpts struct {
+	adminToken string
+	throttle   db.LoginThrottle
+	trusted    string
+}
+
+func setupUI(t *testing.T, o uiOpts) *uiBundle {
+	t.Helper()
+	dsn := testcontainers.NewDatabase(t)
+	pool := openPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: openPool(t, dsn)})
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})
+	reg := prometheus.NewRegistry()
+	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
+		gateway.Deps{Pool: pool, MarkerPool: openPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
+	t.Cleanup(gw.Close)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	trusted, err := api.ParseIPList(o.trusted)
+	require.NoError(t, err)
+	if o.throttle == (db.LoginThrottle{}) {
+		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
+	}
+	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle}
+	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
+	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
+}
+
+// browser is a cookie jar and CSRF token over one handler, sending what a
+// browser on the page would send.
+type browser struct {
+	t       *testing.T
+	h       http.Handler
+	cookie  string
+	csrf    string
+	origin  string
+	remote  string
+	lastSet []*http.Cookie
+}
+
+func newBrowser(t *testing.T, h http.Handler) *browser {
+	return &browser{t: t, h: h, origin: "http://example.com", remote: "192.0.2.1:1234"}
+}
+
+func (b *browser) send(req *http.Request) response {
+	b.t.Helper()
+	req.RemoteAddr = b.remote
+	if b.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "hoox_session", Value: b.cookie})
+	}
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	b.lastSet = rec.Result().Cookies()
+	for _, c := range b.lastSet {
+		if c.Name == "hoox_session" {
+			b.cookie = c.Value
+		}
+	}
+	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+func (b *browser) get(path string) response {
+	b.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Header.Set("Accept", "text/html")
+	return b.send(req)
+}
+
+// post sends a form as the page would: with Origin and, unless the form
+// says otherwise, the session's CSRF token.
+func (b *browser) post(path string, form url.Values, header http.Header) response {
+	b.t.Helper()
+	if _, ok := form["csrf"]; !ok && b.csrf != "" {
+		form.Set("csrf", b.csrf)
+	}
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if b.origin != "" {
+		req.Header.Set("Origin", b.origin)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return b.send(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// login logs in with the right token and picks up the CSRF token.
+func (b *browser) login(token string) {
+	b.t.Helper()
+	res := b.post("/ui/login", url.Values{"token": {token}}, nil)
+	require.Equal(b.t, http.StatusSeeOther, res.Status, string(res.Body))
+	require.NotEmpty(b.t, b.cookie)
+	page := b.get("/ui/")
+	require.Equal(b.t, http.StatusOK, page.Status, string(page.Body))
+	m := csrfRE.FindSubmatch(page.Body)
+	require.NotNil(b.t, m, "the page carries a CSRF token")
+	b.csrf = string(m[1])
+}
+
+func (b *browser) sessionCookie() *http.Cookie {
+	for _, c := range b.lastSet {
+		if c.Name == "hoox_session" {
+			return c
+		}
+	}
+	return nil
+}
+
+func sendSignal(t *testing.T, h http.Handler, traceID string) response {
+	t.Helper()
+	sig := fmt.Sprintf(`{"secret":%q,"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":%q}`, webhookSecret, traceID)
+	return do(t, h, http.MethodPost, "/webhook", "", sig)
+}
+
+func TestUIRootAndPagesRedirectToLogin(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+
+	res := br.get("/")
+	require.Equal(t, http.StatusFound, res.Status)
+	require.Equal(t, "/ui/", res.Header.Get("Location"))
+
+	for _, p := range []string{"/ui/", "/ui/orders", "/ui/stats", "/ui/venues", "/ui/kill-switch", "/ui/trace/k:x"} {
+		res := br.get(p)
+		require.Equal(t, http.StatusSeeOther, res.Status, p)
+		require.Equal(t, "/ui/login?next="+url.QueryEscape(p), res.Header.Get("Location"), p)
+	}
+	// The live parts answer 401 to a script rather than a redirect.
+	require.Equal(t, http.StatusUnauthorized, br.get("/ui/traces/rows").Status)
+	require.Equal(t, http.StatusUnauthorized, br.get("/ui/stats.json").Status)
+
+	login := br.get("/ui/login")
+	require.Equal(t, http.StatusOK, login.Status)
+	require.Contains(t, string(login.Body), `type="password"`)
+	require.Contains(t, login.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+}
+
+func TestUILoginSaysWhenNoAdminTokenIsConfigured(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	br := newBrowser(t, b.handler)
+	res := br.get("/ui/login")
+	require.Equal(t, http.StatusServiceUnavailable, res.Status)
+	require.Contains(t, string(res.Body), "no admin token is configured")
+	require.NotContains(t, string(res.Body), `type="password"`)
+
+	res = br.post("/ui/login", url.Values{"token": {""}}, nil)
+	require.Equal(t, http.StatusServiceUnavailable, res.Status)
+	require.Empty(t, br.cookie)
+}
+
+func TestUIWrongTokensAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+
+	for i, token := range []string{"wrong", adminToken + "x", ""} {
+		res := br.post("/ui/login", url.Values{"token": {token}}, nil)
+		require.Equal(t, http.StatusUnauthorized, res.Status, "try %d", i)
+		require.Contains(t, string(res.Body), "Wrong token.")
+		require.Empty(t, br.cookie, "no cookie for a wrong token")
+		require.Nil(t, br.sessionCookie())
+	}
+	// The third wrong try started a wait: now even the right token is
+	// refused, with the same answer a wrong one would get.
+	res := br.post("/ui/login", url.Values{"token": {adminToken}}, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.Status)
+	require.Contains(t, string(res.Body), "Too many wrong tokens")
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+	require.Empty(t, br.cookie)
+	wrong := br.post("/ui/login", url.Values{"token": {"guess"}}, nil)
+	require.Equal(t, res.Status, wrong.Status)
+	require.Equal(t, string(res.Body), string(wrong.Body), "no oracle while waiting")
+
+	// Another address logs in.
+	other := newBrowser(t, b.handler)
+	other.remote = "198.51.100.4:5555"
+	other.login(adminToken)
+
+	// After the wait, the right token works.
+	_, err := b.pool.Exec(context.Background(), "UPDATE ui_login_failures SET blocked_until = now() - interval '1 second'")
+	require.NoError(t, err)
+	res = br.post("/ui/login", url.Values{"token": {adminToken}}, nil)
+	require.Equal(t, http.StatusSeeOther, res.Status, string(res.Body))
+	require.NotEmpty(t, br.cookie)
+}
+
+func TestUISessionCookieFlags(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken, trusted: "10.0.0.0/8"})
+	cases := []struct {
+		name   string
+		remote string
+		tls    bool
+		proto  string
+		secure bool
+	}{
+		{"plain http", "192.0.2.1:1", false, "", false},
+		{"direct TLS", "192.0.2.1:1", true, "", true},
+		{"trusted proxy says https", "10.1.2.3:1", false, "https", true},
+		{"untrusted peer says https", "192.0.2.1:1", false, "https", false},
+		{"trusted proxy says http", "10.1.2.3:1", false, "http", false},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(url.Values{"token": {adminToken}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = tc.remote
+		if tc.tls {
+			req.TLS = &tls.ConnectionState{}
+		}
+		if tc.proto != "" {
+			req.Header.Set("X-Forwarded-Proto", tc.proto)
+		}
+		rec := httptest.NewRecorder()
+		b.handler.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusSeeOther, rec.Code, tc.name)
+		require.Equal(t, "/ui/", rec.Header().Get("Location"))
+		cookies := rec.Result().Cookies()
+		require.Len(t, cookies, 1, tc.name)
+		c := cookies[0]
+		require.Equal(t, "hoox_session", c.Name)
+		require.True(t, c.HttpOnly, tc.name)
+		require.Equal(t, http.SameSiteStrictMode, c.SameSite, tc.name)
+		require.Equal(t, "/", c.Path)
+		require.Equal(t, tc.secure, c.Secure, tc.name)
+		require.GreaterOrEqual(t, len(c.Value), 40, "a long random token")
+	}
+}
+
+func TestUISessionIsStoredHashedAndOutlivesTheProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+
+	var hash []byte
+	var csrf string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT token_hash, csrf_token FROM ui_sessions").Scan(&hash, &csrf))
+	require.Len(t, hash, 32, "a SHA-256")
+	require.NotContains(t, string(hash), br.cookie, "the cookie's token is not stored")
+	require.NotEqual(t, br.cookie, csrf)
+	require.Equal(t, br.csrf, csrf)
+
+	// A second server on the same database (a restart, another replica)
+	// accepts the session.
+	deps := b.deps
+	deps.Registry = prometheus.NewRegistry()
+	br.h = api.New(b.cfg, deps).Handler()
+	require.Equal(t, http.StatusOK, br.get("/ui/orders").Status)
+
+	// A new admin token logs every browser out.
+	rotated := b.cfg
+	rotated.AdminToken = adminToken + "-rotated"
+	deps.Registry = prometheus.NewRegistry()
+	br.h = api.New(rotated, deps).Handler()
+	require.Equal(t, http.StatusSeeOther, br.get("/ui/orders").Status)
+}
+
+func TestUISessionExpiresWhenIdle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	expiry := func() time.Time {
+		var at time.Time
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT expires_at FROM ui_sessions").Scan(&at))
+		return at
+	}
+	first := expiry()
+	require.WithinDuration(t, time.Now().Add(8*time.Hour), first, time.Minute, "8 h idle by default")
+
+	// Polling does not keep the session alive; a page visit does.
+	require.Equal(t, http.StatusOK, br.get("/ui/traces/rows").Status)
+	require.Equal(t, first, expiry())
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, br.get("/ui/stats").Status)
+		return expiry().After(first)
+	}, 5*time.Second, 5*time.Millisecond)
+
+	_, err := b.pool.Exec(ctx, "UPDATE ui_sessions SET expires_at = now() - interval '1 second'")
+	require.NoError(t, err)
+	res := br.get("/ui/")
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	require.True(t, strings.HasPrefix(res.Header.Get("Location"), "/ui/login"))
+	require.Equal(t, http.StatusUnauthorized, br.get("/ui/traces/rows").Status)
+}
+
+func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "csrf-target").Status)
+
+	engage := url.Values{"engaged": {"true"}, "confirm": {"ENGAGE"}, "reason": {"forged"}}
+	release := url.Values{"trace_id": {"k:csrf-target"}, "confirm": {"yes"}}
+	forged := []struct {
+		name   string
+		csrf   string
+		origin string
+		header http.Header
+	}{
+		{"no CSRF token", "", "http://example.com", nil},
+		{"wrong CSRF token", "x" + br.csrf[1:], "http://example.com", nil},
+		{"no Origin or Referer", br.csrf, "", nil},
+		{"foreign Origin", br.csrf, "https://evil.example", nil},
+		{"null Origin", br.csrf, "null", nil},
+		{"same host, other port", br.csrf, "http://example.com:8081", nil},
+		{"cross-site fetch", br.csrf, "http://example.com", http.Header{"Sec-Fetch-Site": {"cross-site"}}},
+	}
+	for _, f := range forged {
+		br.origin = f.origin
+		for path, form := range map[string]url.Values{"/ui/kill-switch": engage, "/ui/release": release, "/ui/logout": {}} {
+			form := cloneValues(form)
+			form.Set("csrf", f.csrf)
+			res := br.post(path, form, f.header)
+			require.Equal(t, http.StatusForbidden, res.Status, "%s: %s", f.name, path)
+		}
+	}
+	ks, err := db.GetKillSwitch(ctx, b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged, "no forged request engaged the kill switch")
+	d, err := db.GetTrace(ctx, b.pool, "k:csrf-target")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "no forged request released the trace")
+	require.Equal(t, http.StatusOK, br.get("/ui/").Status, "no forged request logged out")
+
+	// Referer stands in for a missing Origin; the header stands in for
+	// the form field.
+	br.origin = ""
+	res := br.post("/ui/kill-switch", cloneValues(engage), http.Header{"Referer": {"http://example.com/ui/kill-switch"}})
+	require.Equal(t, http.StatusSeeOther, res.Status, string(res.Body))
+	br.origin = "http://example.com"
+	form := url.Values{"engaged": {"false"}, "confirm": {"DISENGAGE"}, "csrf": {""}}
+	res = br.post("/ui/kill-switch", form, http.Header{"X-Csrf-Token": {br.csrf}})
+	require.Equal(t, http.StatusSeeOther, res.Status, string(res.Body))
+
+	// Another session's CSRF token is not this one's.
+	other := newBrowser(t, b.handler)
+	other.remote = "198.51.100.9:1"
+	other.login(adminToken)
+	form = cloneValues(engage)
+	form.Set("csrf", other.csrf)
+	require.Equal(t, http.StatusForbidden, br.post("/ui/kill-switch", form, nil).Status)
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+func TestUICookieNeverOpensTheAdminAPIOnlyRiversUI(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+
+	// Without a session River's UI sends a browser to the login page and
+	// comes back after it.
+	res := br.get("/admin/river/")
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	require.Equal(t, "/ui/login?next=%2Fadmin%2Friver%2F", res.Header.Get("Location"))
+	br.login(adminToken)
+	res = br.post("/ui/login", url.Values{"token": {adminToken}, "next": {"/admin/river/"}}, nil)
+	require.Equal(t, "/admin/river/", res.Header.Get("Location"))
+
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodGet, "/admin/traces", ""},
+		{http.MethodGet, "/admin/orders", ""},
+		{http.MethodGet, "/admin/stats", ""},
+		{http.MethodGet, "/admin/kill-switch", ""},
+		{http.MethodPut, "/admin/kill-switch", `{"engaged": true}`},
+		{http.MethodDelete, "/admin/traces/k:x", ""},
+		{http.MethodPost, "/admin/purge", ""},
+	} {
+		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		req.Header.Set("Origin", "http://example.com")
+		req.Header.Set("X-CSRF-Token", br.csrf)
+		res := br.send(req)
+		require.Equal(t, http.StatusUnauthorized, res.Status, "%s %s with only the cookie: %s", r.method, r.path, res.Body)
+	}
+	ks, err := db.GetKillSwitch(context.Background(), b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged)
+	// A path that Echo routes to River's handler is only ever River's.
+	for _, p := range []string{"/admin/river/../traces", "/admin/river/%2E%2E/traces"} {
+		res := br.get(p)
+		require.NotContains(t, string(res.Body), "next_cursor", p)
+	}
+
+	require.Equal(t, http.StatusOK, br.get("/admin/river/").Status, "River's UI opens on the session")
+	api := httptest.NewRequest(http.MethodGet, "/admin/river/api/jobs?state=available", nil)
+	require.Equal(t, http.StatusOK, br.send(api).Status)
+
+	// A change through River's UI on the cookie must come from this origin.
+	for _, origin := range []string{"https://evil.example", ""} {
+		req := httptest.NewRequest(http.MethodPost, "/admin/river/api/jobs/retry", strings.NewReader(`{"job_ids":["1"]}`))
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		require.Equal(t, http.StatusForbidden, br.send(req).Status, "origin %q", origin)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/admin/river/api/jobs/retry", strings.NewReader(`{"job_ids":["1"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://example.com")
+	require.NotEqual(t, http.StatusForbidden, br.send(req).Status)
+}
+
+func TestUILoginRedirectStaysOnThisServer(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/admin/traces", "/ui/../admin/stats", "/\\evil.example"} {
+		br := newBrowser(t, b.handler)
+		res := br.post("/ui/login", url.Values{"token": {adminToken}, "next": {next}}, nil)
+		require.Equal(t, http.StatusSeeOther, res.Status)
+		require.Equal(t, "/ui/", res.Header.Get("Location"), next)
+	}
+	br := newBrowser(t, b.handler)
+	res := br.post("/ui/login", url.Values{"token": {adminToken}, "next": {"/ui/orders?status=filled"}}, nil)
+	require.Equal(t, "/ui/orders?status=filled", res.Header.Get("Location"))
+	// A login posted from another site is refused.
+	br = newBrowser(t, b.handler)
+	br.origin = "https://evil.example"
+	require.Equal(t, http.StatusForbidden, br.post("/ui/login", url.Values{"token": {adminToken}}, nil).Status)
+	require.Empty(t, br.cookie)
+}
+
+func TestUILogoutEndsTheSessionOnTheServer(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	stolen := br.cookie
+
+	res := br.post("/ui/logout", url.Values{}, nil)
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	require.Equal(t, "/ui/login?out=1", res.Header.Get("Location"))
+	c := br.sessionCookie()
+	require.NotNil(t, c)
+	require.Less(t, c.MaxAge, 0, "the browser drops the cookie")
+
+	// Even a copy of the cookie no longer works.
+	br.cookie = stolen
+	require.Equal(t, http.StatusSeeOther, br.get("/ui/").Status)
+	require.Contains(t, string(br.get("/ui/login?out=1").Body), "You are logged out.")
+}
+
+func TestUITracesListNewestFirstWithFiltersAndLiveRows(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	ab := &adminBundle{pool: b.pool, handler: b.handler}
+	now := time.Now()
+	ab.insertTrace(t, "k:old", db.TraceRejected, "paper", "ETHUSDT", "live", now.Add(-2*time.Hour), now.Add(time.Hour))
+	ab.insertTrace(t, "k:new/with slash", db.TraceDispatched, "paper", "BTCUSDT", "test", now.Add(-time.Minute), now.Add(time.Hour))
+
+	page := string(br.get("/ui/").Body)
+	require.Less(t, strings.Index(page, "k:new/with slash"), strings.Index(page, "k:old"), "newest first")
+	require.Contains(t, page, `href="/ui/trace/k:new%2Fwith%20slash"`)
+
+	page = string(br.get("/ui/?status=rejected").Body)
+	require.Contains(t, page, "k:old")
+	require.NotContains(t, page, "k:new/with slash")
+	page = string(br.get("/ui/?symbol=btcusdt&exchange=PAPER").Body)
+	require.NotContains(t, page, "k:old")
+	require.Contains(t, page, "k:new/with slash")
+	since := now.Add(-time.Hour).UTC().Format("2006-01-02T15:04")
+	page = string(br.get("/ui/?since=" + since).Body)
+	require.NotContains(t, page, "k:old")
+	res := br.get("/ui/?since=yesterday")
+	require.Equal(t, http.StatusBadRequest, res.Status)
+	require.Contains(t, string(res.Body), "since must be a time")
+
+	// The rows the page polls show a signal sent after the page loaded.
+	require.NotContains(t, string(br.get("/ui/traces/rows").Body), "k:fresh")
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "fresh").Status)
+	rows := br.get("/ui/traces/rows")
+	require.Equal(t, http.StatusOK, rows.Status)
+	require.True(t, strings.HasPrefix(strings.TrimSpace(string(rows.Body)), `<tr data-id="k:fresh"`), string(rows.Body))
+	require.NotContains(t, string(br.get("/ui/traces/rows?status=rejected").Body), "k:fresh", "the filter applies to live rows")
+
+	// The trace's page is linked and shows the trace.
+	trace := br.get("/ui/trace/k:new%2Fwith%20slash")
+	require.Equal(t, http.StatusOK, trace.Status)
+	require.Contains(t, string(trace.Body), "BTCUSDT")
+	require.Equal(t, http.StatusNotFound, br.get("/ui/trace/k:nothing").Status)
+}
+
+func TestUITracePageShowsTheTimelineAndReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	sent := sendSignal(t, b.handler, "shown")
+	require.Equal(t, http.StatusOK, sent.Status, string(sent.Body))
+	order := sent.json(t)["order"].(map[string]any)
+
+	page := string(br.get("/ui/trace/k:shown").Body)
+	for _, want := range []string{"k:shown", "received", "dispatched", order["client_order_id"].(string),
+		order["exchange_order_id"].(string), "filled", "192.0.2.1", `action="/ui/release"`} {
+		require.Contains(t, page, want)
+	}
+	if fp, ok := order["fill_price"].(string); ok {
+		require.Contains(t, page, fp)
+	}
+	require.NotContains(t, page, webhookSecret, "the secret is never shown")
+
+	res := br.post("/ui/release", url.Values{"trace_id": {"k:shown"}}, nil)
+	require.Equal(t, http.StatusBadRequest, res.Status, "release needs the confirmation")
+	require.Contains(t, string(res.Body), "confirmation")
+	d, err := db.GetTrace(ctx, b.pool, "k:shown")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace)
+
+	res = br.post("/ui/release", url.Values{"trace_id": {"k:shown"}, "confirm": {"yes"}, "reason": {"retry after fix"}}, nil)
+	require.Equal(t, http.StatusSeeOther, res.Status, string(res.Body))
+	require.Equal(t, "/ui/trace/k:shown?released=1", res.Header.Get("Location"))
+	page = string(br.get(res.Header.Get("Location")).Body)
+	require.Contains(t, page, "Released: the trace ID is free")
+	require.Contains(t, page, "retry after fix")
+	require.NotContains(t, page, `action="/ui/release"`, "no release button once released")
+
+	d, err = db.GetTrace(ctx, b.pool, "k:shown")
+	require.NoError(t, err)
+	require.Nil(t, d.Trace)
+	last := d.Events[len(d.Events)-1]
+	require.Equal(t, "released", last.Event)
+	require.Contains(t, string(last.Detail), `"by": "ui 192.0.2.1"`)
+
+	res = br.post("/ui/release", url.Values{"trace_id": {"k:shown"}, "confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusNotFound, res.Status)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "shown").Status, "the signal executes again")
+}
+
+func TestUIKillSwitchNeedsTheTypedWord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+
+	for _, word := range []string{"", "engage", "DISENGAGE", "ENGAGE "} {
+		res := br.post("/ui/kill-switch", url.Values{"engaged": {"true"}, "confirm": {word}}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, word)
+		require.Contains(t, string(res.Body), "type ENGAGE exactly")
+	}
+	ks, err := db.GetKillSwitch(ctx, b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged)
+
+	res := br.post("/ui/kill-switch", url.Values{"engaged": {"true"}, "confirm": {"ENGAGE"}, "reason": {"venue outage"}}, nil)
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	page := string(br.get(res.Header.Get("Location")).Body)
+	require.Contains(t, page, "Kill switch engaged")
+	require.Contains(t, page, "venue outage")
+	require.Contains(t, page, "ui 192.0.2.1")
+	require.Contains(t, string(br.get("/ui/orders").Body), `id="halted"`, "every page shows the halt")
+	sent := sendSignal(t, b.handler, "halted")
+	require.Equal(t, http.StatusServiceUnavailable, sent.Status, "the gateway obeys")
+
+	res = br.post("/ui/kill-switch", url.Values{"engaged": {"false"}, "confirm": {"ENGAGE"}}, nil)
+	require.Equal(t, http.StatusBadRequest, res.Status)
+	res = br.post("/ui/kill-switch", url.Values{"engaged": {"false"}, "confirm": {"DISENGAGE"}}, nil)
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	ks, err = db.GetKillSwitch(ctx, b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged)
+	require.NotContains(t, string(br.get("/ui/orders").Body), `id="halted"`)
+}
+
+func TestUIStatsChartDataAndLatency(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	for i := range 3 {
+		require.Equal(t, http.StatusOK, sendSignal(t, b.handler, fmt.Sprintf("stat-%d", i)).Status)
+	}
+	require.Equal(t, http.StatusConflict, sendSignal(t, b.handler, "stat-0").Status)
+
+	var body map[string]any
+	require.Eventually(t, func() bool {
+		res := br.get("/ui/stats.json?hours=2")
+		require.Equal(t, http.StatusOK, res.Status)
+		body = res.json(t)
+		return sum(body["series"].(map[string]any)["duplicates"]) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the duplicate's audit row commits just after its answer")
+	series := body["series"].(map[string]any)
+	require.Len(t, series["signals"], 120, "one point a minute")
+	require.EqualValues(t, 3, sum(series["signals"]))
+	require.EqualValues(t, 0, sum(series["rejections"]))
+	claim := body["claim_seconds"].(map[string]any)
+	require.EqualValues(t, 4, claim["count"])
+	require.NotNil(t, claim["p50"])
+	require.NotNil(t, claim["p99"])
+	require.LessOrEqual(t, claim["p50"].(float64), claim["p99"].(float64))
+	require.EqualValues(t, 3, body["dispatch_seconds"].(map[string]any)["count"])
+
+	page := br.get("/ui/stats")
+	require.Equal(t, http.StatusOK, page.Status)
+	require.Contains(t, string(page.Body), `data-src="/ui/stats.json?hours=3"`)
+	require.Regexp(t, `<td>received</td><td>3</td><td>3</td>`, string(page.Body))
+	require.Regexp(t, `<td>Claim</td><td>4</td><td>[0-9.]+ ms</td>`, string(page.Body))
+}
+
+func sum(v any) float64 {
+	var s float64
+	for _, x := range v.([]any) {
+		s += x.(float64)
+	}
+	return s
+}
+
+func TestUIVenuesShowModeAndLastError(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	venues := exchange.NewRegistryOf(
+		exchange.Entry{Name: "paper"},
+		exchange.Entry{Name: "binance", Testnet: true, BaseURL: "https://testnet.binance.example"},
+		exchange.Entry{Name: "bybit", BaseURL: "https://api.bybit.example"},
+	)
+	venues.NoteError("bybit", errors.New("invalid api key (code 10003)"), time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
+	deps := b.deps
+	deps.Venues = venues
+	deps.Registry = prometheus.NewRegistry()
+	br := newBrowser(t, api.New(b.cfg, deps).Handler())
+	br.login(adminToken)
+
+	page := string(br.get("/ui/venues").Body)
+	require.Regexp(t, `(?s)<td>binance</td>\s*<td><span class="status s-test">testnet</span>`, page)
+	require.Regexp(t, `(?s)<td>bybit</td>\s*<td><span class="status s-live">live</span>.*2025-03-04 05:06:07Z: invalid api key \(code 10003\)`, page)
+	require.Regexp(t, `(?s)<td>paper</td>\s*<td>simulated</td>`, page)
+}
+
+func TestUIOrdersList(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	ab := &adminBundle{pool: b.pool, handler: b.handler}
+	ab.insertOrder(t, "k:o1", "BTCUSDT", "rejected", time.Now().Add(-time.Minute))
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "o2").Status)
+
+	page := string(br.get("/ui/orders").Body)
+	require.Less(t, strings.Index(page, "k:o2"), strings.Index(page, "k:o1"), "newest first")
+	require.Contains(t, page, "12345.678901234567890123", "decimals exact")
+	page = string(br.get("/ui/orders?status=rejected").Body)
+	require.Contains(t, page, "k:o1")
+	require.NotContains(t, page, "k:o2")
+	require.Equal(t, http.StatusBadRequest, br.get("/ui/orders?status=bogus").Status)
+}
+
+func TestUILinkFromAnotherSiteReloadsFromThisOrigin(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+
+	// A SameSite=Strict cookie is not sent on a link followed from a chat
+	// message: the page reloads itself from this origin instead of asking
+	// a logged-in operator to log in again.
+	req := httptest.NewRequest(http.MethodGet, "/ui/trace/k:x%2Fy", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res := br.send(req)
+	require.Equal(t, http.StatusOK, res.Status)
+	require.Contains(t, string(res.Body), `<meta http-equiv="refresh" content="0;url=/ui/trace/k:x%2Fy">`)
+
+	// The reload comes from this origin; without a session it goes to the
+	// login page, so there is no loop.
+	req = httptest.NewRequest(http.MethodGet, "/ui/trace/k:x%2Fy", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res = br.send(req)
+	require.Equal(t, http.StatusSeeOther, res.Status)
+	require.Equal(t, "/ui/login?next="+url.QueryEscape("/ui/trace/k:x%2Fy"), res.Header.Get("Location"))
+}
