@@ -52,7 +52,7 @@ type ordersPage struct {
 
 // listOrders pages through orders newest first; status is the order status.
 func (a *Admin) listOrders(c echo.Context) error {
-	f, cur, err := parseListQuery(c.QueryParams(), []string{"filled", "open", "rejected"})
+	f, cur, err := parseListQuery(c.QueryParams(), orderStatuses())
 	if err != nil {
 		return err
 	}

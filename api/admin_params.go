@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 )
 
 // Page sizes of the admin listings.
@@ -32,6 +33,20 @@ func isListParam(name string) bool {
 		return true
 	}
 	return false
+}
+
+// traceStatuses are the values a trace listing's status filter accepts.
+func traceStatuses() []string {
+	var out []string
+	for _, s := range db.TraceStatuses() {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// orderStatuses are the values an order listing's status filter accepts.
+func orderStatuses() []string {
+	return []string{string(exchange.StatusFilled), string(exchange.StatusOpen), string(exchange.StatusRejected)}
 }
 
 // parseListQuery reads the shared filters and the page size. statuses are

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -24,6 +23,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -38,25 +38,17 @@ type adminBundle struct {
 	handler http.Handler
 }
 
-func openPool(t *testing.T, dsn string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // setupAdmin builds the whole HTTP server: the admin API over a fresh
 // database, the webhook with a paper venue (so a release can be followed by
 // a real re-execution) and River's UI.
 func setupAdmin(t *testing.T) *adminBundle {
 	t.Helper()
 	dsn := testcontainers.NewDatabase(t)
-	pool := openPool(t, dsn)
-	venue := paper.New(paper.Config{Pool: openPool(t, dsn)})
+	pool := testcontainers.OpenPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
 	reg := prometheus.NewRegistry()
 	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
-		gateway.Deps{Pool: pool, MarkerPool: openPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
+		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
 			Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close) // before the pools close
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
@@ -114,29 +106,18 @@ func (b *adminBundle) do(t *testing.T, method, target, body string) response {
 	return do(t, b.handler, method, target, adminToken, body)
 }
 
-const seedTraceSQL = `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
-                       received_at, updated_at, expires_at)
-VALUES ($1, 'fp', $2, 'client', $3, $4, $5, 'buy', '{}', $6, $6, $7)`
-
-func (b *adminBundle) insertTrace(t *testing.T, id, status, exchange, symbol, mode string, receivedAt, expiresAt time.Time) {
+func (b *adminBundle) insertTrace(t *testing.T, id string, status db.TraceStatus, exchange, symbol, mode string, receivedAt, expiresAt time.Time) {
 	t.Helper()
-	_, err := b.pool.Exec(context.Background(), seedTraceSQL, id, mode, status, exchange, symbol, receivedAt, expiresAt)
-	require.NoError(t, err)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: id, Status: status, Exchange: exchange, Symbol: symbol, Mode: mode,
+		ReceivedAt: receivedAt, ExpiresAt: expiresAt})
 }
 
-const seedOrderSQL = `
-INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price, mode,
-                    status, created_at)
-VALUES ($1, $2, $3, 'paper', $4, 'buy', 'buy', 'limit', 0.000000000000000001, 12345.678901234567890123, 'live', $5, $6)`
-
-func (b *adminBundle) insertOrder(t *testing.T, traceID, symbol, status string, at time.Time) string {
+// insertOrder writes a limit order whose quantity and price need every
+// digit numeric(38,18) has.
+func (b *adminBundle) insertOrder(t *testing.T, traceID, symbol string, status exchange.Status, at time.Time) string {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(context.Background(), seedOrderSQL, id, traceID, "hx"+strings.ReplaceAll(id.String(), "-", "")[:30],
-		symbol, status, at)
-	require.NoError(t, err)
-	return id.String()
+	return testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: traceID, Symbol: symbol, Status: status, CreatedAt: at,
+		OrderType: "limit", Quantity: "0.000000000000000001", Price: "12345.678901234567890123"}).ID.String()
 }
 
 func TestAdminRoutesNeedTheToken(t *testing.T) {
@@ -567,10 +548,7 @@ func TestAdminRiverUI(t *testing.T) {
 func TestAdminReleaseRefusesAReconcilingTrace(t *testing.T) {
 	t.Parallel()
 	b := setupAdmin(t)
-	_, err := b.pool.Exec(context.Background(), `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, expires_at)
-VALUES ('k:unsure', 'fp', 'live', 'client', 'reconciling', 'paper', 'BTCUSDT', 'buy', '{}', now() + interval '1 day')`)
-	require.NoError(t, err)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:unsure", Status: db.TraceReconciling})
 
 	res := b.do(t, http.MethodDelete, "/admin/traces/k:unsure", `{"reason":"try again"}`)
 	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))

@@ -37,7 +37,7 @@ type adminTrace struct {
 }
 
 func newAdminTrace(t db.TraceRow) adminTrace {
-	a := adminTrace{TraceID: t.TraceID, Status: t.Status, Mode: t.Mode, KeySource: t.KeySource, Exchange: t.Exchange,
+	a := adminTrace{TraceID: t.TraceID, Status: string(t.Status), Mode: t.Mode, KeySource: t.KeySource, Exchange: t.Exchange,
 		Symbol: t.Symbol, Action: t.Action, Fingerprint: t.Fingerprint, ClientOrderID: t.ClientOrderID,
 		SourceIP: t.SourceIP, SignalTime: utc(t.SignalTime), ReceivedAt: t.ReceivedAt.UTC(),
 		UpdatedAt: t.UpdatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), Signal: t.Signal}
@@ -65,8 +65,7 @@ type tracesPage struct {
 
 // listTraces pages through trace_ids newest first.
 func (a *Admin) listTraces(c echo.Context) error {
-	statuses := []string{db.TraceClaimed, db.TraceDispatched, db.TraceRejected, db.TraceReconciling, db.TraceFailed}
-	f, cur, err := parseListQuery(c.QueryParams(), statuses)
+	f, cur, err := parseListQuery(c.QueryParams(), traceStatuses())
 	if err != nil {
 		return err
 	}
@@ -185,7 +184,7 @@ func (a *Admin) releaseTrace(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: status, Released: true})
+	return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: string(status), Released: true})
 }
 
 // decodeAdminBody reads a small JSON body into v, refusing unknown fields so

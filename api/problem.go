@@ -90,7 +90,7 @@ func fromGateway(e *gateway.Error) *Problem {
 	p.RetryAfter = e.RetryAfter
 	if o := e.Original; o != nil {
 		p.TraceID = o.TraceID
-		orig := &original{Status: o.Status, ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC()}
+		orig := &original{Status: string(o.Status), ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC()}
 		if o.OrderID != nil {
 			id := o.OrderID.String()
 			orig.OrderID = &id

@@ -19,11 +19,6 @@ import (
 // uiPageSize is how many rows a listing shows per page.
 const uiPageSize = 50
 
-var (
-	traceStatuses = []string{db.TraceClaimed, db.TraceDispatched, db.TraceRejected, db.TraceReconciling, db.TraceFailed}
-	orderStatuses = []string{"filled", "open", "rejected"}
-)
-
 // uiFilter is a listing's filter form as the operator typed it.
 type uiFilter struct {
 	Status   string
@@ -114,8 +109,8 @@ type tracesView struct {
 }
 
 func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
-	f, form, err := parseUIFilter(c, traceStatuses)
-	v := tracesView{Filter: form, Statuses: traceStatuses}
+	f, form, err := parseUIFilter(c, traceStatuses())
+	v := tracesView{Filter: form, Statuses: traceStatuses()}
 	if err != nil {
 		return v, err
 	}
@@ -241,8 +236,8 @@ type ordersView struct {
 
 // ordersPage lists orders newest first with filters.
 func (u *webUI) ordersPage(c echo.Context) error {
-	f, form, err := parseUIFilter(c, orderStatuses)
-	v := ordersView{Filter: form, Statuses: orderStatuses}
+	f, form, err := parseUIFilter(c, orderStatuses())
+	v := ordersView{Filter: form, Statuses: orderStatuses()}
 	var p *Problem
 	if errors.As(err, &p) {
 		return u.render(c, http.StatusBadRequest, "orders", view{Title: "Orders", Nav: "orders", Error: p.Detail, Data: v})

@@ -25,10 +25,10 @@ var chartSeries = []struct {
 	Name   string
 	Events []string
 }{
-	{"signals", []string{"received"}},
-	{"duplicates", []string{"duplicate", "key_reused"}},
-	{"rejections", []string{"rejected"}},
-	{"reconciles", []string{"reconciling"}},
+	{"signals", []string{db.EventReceived}},
+	{"duplicates", []string{db.EventDuplicate, db.EventKeyReused}},
+	{"rejections", []string{db.EventRejected}},
+	{"reconciles", []string{db.EventReconciling}},
 }
 
 // latency is one histogram's quantiles in seconds; nil before any sample.

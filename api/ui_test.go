@@ -47,12 +47,12 @@ type uiOpts struct {
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	t.Helper()
 	dsn := testcontainers.NewDatabase(t)
-	pool := openPool(t, dsn)
-	venue := paper.New(paper.Config{Pool: openPool(t, dsn)})
+	pool := testcontainers.OpenPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})
 	reg := prometheus.NewRegistry()
 	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
-		gateway.Deps{Pool: pool, MarkerPool: openPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
+		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)

@@ -121,7 +121,7 @@ func (s *Server) webhook(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
-	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: out.Status,
+	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
 		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order)})
 }
 

@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/app"
 )
 
 // rtCounter counts what a pool sends to Postgres. With pgx's statement cache
@@ -64,7 +63,7 @@ type PoolTrips struct {
 }
 
 // RoundTrips is the per-signal count of the gateway's hot path, measured
-// through Service.Execute with the same three pools startApp builds.
+// through Service.Execute on the three pools hoox runs on (app.OpenPools).
 type RoundTrips struct {
 	Signals int
 	// New and Repeat are per new signal and per repeat of a settled key.
@@ -75,32 +74,24 @@ type RoundTrips struct {
 }
 
 // CountRoundTrips runs n new signals and n repeats through a gateway.Service
-// wired like hoox's (claim pool, marker pool, paper venue pool) on traced
-// pools, after a warm-up that fills pgx's statement caches.
+// on hoox's own pools (claims, markers, paper venue; app.OpenPools), traced,
+// after a warm-up that fills pgx's statement caches.
 func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips, error) {
-	names := []string{"gateway", "markers", "paper"}
-	counters := make([]*rtCounter, len(names))
-	pools := make([]*pgxpool.Pool, len(names))
-	defer func() {
-		for _, p := range pools {
-			if p != nil {
-				p.Close()
-			}
-		}
-	}()
-	// The same pool settings as startApp's, with a counting tracer.
-	configs := []db.PoolConfig{{MaxConns: 2}, {MaxConns: 2}, paper.PoolConfig(2)}
-	for i, name := range names {
-		counters[i] = &rtCounter{}
-		pc := configs[i]
-		pc.AppName, pc.Tracer = "hoox-bench-"+name, counters[i]
-		var err error
-		if pools[i], err = db.NewPool(ctx, databaseURL, pc); err != nil {
-			return RoundTrips{}, err
-		}
+	// The pools hoox runs on (app.OpenPools, two connections each), with a
+	// counting tracer on each.
+	names := []string{"claims", "markers", "paper"}
+	counters := map[string]*rtCounter{}
+	for _, name := range names {
+		counters[name] = &rtCounter{}
 	}
-	venue := paper.New(paper.Config{Pool: pools[2]})
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pools[0], MarkerPool: pools[1],
+	pools, err := app.OpenPools(ctx, app.PoolsConfig{DatabaseURL: databaseURL, MaxConns: 2,
+		Tracer: func(pool string) pgx.QueryTracer { return counters[pool] }})
+	if err != nil {
+		return RoundTrips{}, err
+	}
+	defer pools.Close()
+	venue := paper.New(paper.Config{Pool: pools.Paper})
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pools.Claims, MarkerPool: pools.Markers,
 		Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})})
 	// A repeat's audit row commits after its answer; count those round
 	// trips too before the pools close.
@@ -124,9 +115,9 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	}
 	per := func() []PoolTrips {
 		out := make([]PoolTrips, len(names))
-		for i, c := range counters {
-			f := float64(n)
-			out[i] = PoolTrips{Pool: names[i], RoundTrips: float64(c.queries.Load()+c.batches.Load()+c.prepares.Load()) / f,
+		for i, name := range names {
+			c, f := counters[name], float64(n)
+			out[i] = PoolTrips{Pool: name, RoundTrips: float64(c.queries.Load()+c.batches.Load()+c.prepares.Load()) / f,
 				Statements: float64(c.queries.Load()+c.batchStatements.Load()) / f, Prepares: float64(c.prepares.Load()) / f,
 				Conns: float64(c.connects.Load()) / f}
 			c.reset()

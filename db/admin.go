@@ -15,21 +15,21 @@ import (
 
 // TraceRow is a trace_ids row as operators see it through the admin API.
 type TraceRow struct {
-	TraceID       string     `db:"trace_id"`
-	Fingerprint   string     `db:"fingerprint"`
-	Mode          string     `db:"mode"`
-	KeySource     string     `db:"key_source"`
-	Status        string     `db:"status"`
-	Exchange      string     `db:"exchange"`
-	Symbol        string     `db:"symbol"`
-	Action        string     `db:"action"`
-	ClientOrderID *string    `db:"client_order_id"`
-	OrderID       *uuid.UUID `db:"order_id"`
-	SourceIP      *string    `db:"source_ip"`
-	SignalTime    *time.Time `db:"signal_time"`
-	ReceivedAt    time.Time  `db:"received_at"`
-	UpdatedAt     time.Time  `db:"updated_at"`
-	ExpiresAt     time.Time  `db:"expires_at"`
+	TraceID       string      `db:"trace_id"`
+	Fingerprint   string      `db:"fingerprint"`
+	Mode          string      `db:"mode"`
+	KeySource     string      `db:"key_source"`
+	Status        TraceStatus `db:"status"`
+	Exchange      string      `db:"exchange"`
+	Symbol        string      `db:"symbol"`
+	Action        string      `db:"action"`
+	ClientOrderID *string     `db:"client_order_id"`
+	OrderID       *uuid.UUID  `db:"order_id"`
+	SourceIP      *string     `db:"source_ip"`
+	SignalTime    *time.Time  `db:"signal_time"`
+	ReceivedAt    time.Time   `db:"received_at"`
+	UpdatedAt     time.Time   `db:"updated_at"`
+	ExpiresAt     time.Time   `db:"expires_at"`
 	// Signal is the stored canonical request (never holding the secret).
 	// List queries leave it empty to keep pages small.
 	Signal json.RawMessage `db:"signal"`
@@ -274,12 +274,12 @@ RETURNING detail->>'status'`
 // that is still dispatching. Orders stay: the next execution counts them and
 // so gets a new client order ID. It returns the released trace's status, or
 // ErrNotFound when no such trace exists.
-func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (string, error) {
+func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (TraceStatus, error) {
 	wait := p.LockWait
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
-	var status string
+	var status TraceStatus
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueTraceLock(b, LockKeyOf(p.TraceID), wait)
@@ -370,8 +370,8 @@ func GetStats(ctx context.Context, q DBTX) (Stats, error) {
 }
 
 func duplicateRatio(ev map[string]int64) float64 {
-	repeats := ev["duplicate"] + ev["key_reused"]
-	total := ev["received"] + repeats
+	repeats := ev[EventDuplicate] + ev[EventKeyReused]
+	total := ev[EventReceived] + repeats
 	if total == 0 {
 		return 0
 	}

@@ -12,96 +12,33 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/testcontainers"
 )
 
-// seedTrace is a trace row written straight into the table, bypassing the
-// claim, so listings can be tested over any history.
-type seedTrace struct {
-	ID         string
-	Status     string
-	Exchange   string
-	Symbol     string
-	Mode       string
-	KeySource  string
-	ReceivedAt time.Time
-	ExpiresAt  time.Time
-}
+// seedTrace and seedOrder are rows written straight into the tables,
+// bypassing the claim, so listings can be tested over any history.
+type (
+	seedTrace = testfactory.TraceOpts
+	seedOrder = testfactory.OrderOpts
+)
 
-const seedTraceSQL = `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
-                       received_at, updated_at, expires_at)
-VALUES ($1, 'fp-' || $1, $2, $3, $4, $5, $6, 'buy', '{"symbol":"x"}', $7, $7, $8)`
-
+// insertTrace gives every trace its own fingerprint ("fp-<id>") and a
+// stored signal, which the audit queries read back.
 func insertTrace(t *testing.T, pool *pgxpool.Pool, s seedTrace) {
 	t.Helper()
-	if s.Status == "" {
-		s.Status = db.TraceDispatched
-	}
-	if s.Exchange == "" {
-		s.Exchange = "paper"
-	}
-	if s.Symbol == "" {
-		s.Symbol = "BTCUSDT"
-	}
-	if s.Mode == "" {
-		s.Mode = "live"
-	}
-	if s.KeySource == "" {
-		s.KeySource = "client"
-	}
-	if s.ReceivedAt.IsZero() {
-		s.ReceivedAt = time.Now()
-	}
-	if s.ExpiresAt.IsZero() {
-		s.ExpiresAt = s.ReceivedAt.Add(24 * time.Hour)
-	}
-	_, err := pool.Exec(context.Background(), seedTraceSQL, s.ID, s.Mode, s.KeySource, s.Status, s.Exchange, s.Symbol,
-		s.ReceivedAt, s.ExpiresAt)
-	require.NoError(t, err)
+	s.Fingerprint, s.Signal = "fp-"+s.ID, `{"symbol":"x"}`
+	testfactory.Trace(t, pool, s)
 }
-
-// seedOrder is an order row written straight into the table.
-type seedOrder struct {
-	TraceID      string
-	Symbol       string
-	Status       string
-	RejectReason string
-	CreatedAt    time.Time
-}
-
-const seedOrderSQL = `
-INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode,
-                    status, reject_reason, created_at)
-VALUES ($1, $2, $3, 'paper', $4, 'buy', 'buy', 'market', 0.5, 'live', $5, NULLIF($6, ''), $7)`
 
 func insertOrder(t *testing.T, pool *pgxpool.Pool, o seedOrder) uuid.UUID {
 	t.Helper()
-	if o.Symbol == "" {
-		o.Symbol = "BTCUSDT"
-	}
-	if o.Status == "" {
-		o.Status = "filled"
-	}
-	if o.CreatedAt.IsZero() {
-		o.CreatedAt = time.Now()
-	}
-	id := uuid.Must(uuid.NewV7())
-	_, err := pool.Exec(context.Background(), seedOrderSQL, id, o.TraceID, "hx"+id.String()[:30], o.Symbol, o.Status,
-		o.RejectReason, o.CreatedAt)
-	require.NoError(t, err)
-	return id
+	return testfactory.Order(t, pool, o).ID
 }
-
-const seedEventSQL = `INSERT INTO trace_events (trace_id, event, at, detail) VALUES ($1, $2, $3, $4)`
 
 func insertEvent(t *testing.T, pool *pgxpool.Pool, traceID, event string, at time.Time, detail map[string]any) {
 	t.Helper()
-	if detail == nil {
-		detail = map[string]any{}
-	}
-	_, err := pool.Exec(context.Background(), seedEventSQL, traceID, event, at, detail)
-	require.NoError(t, err)
+	testfactory.Event(t, pool, traceID, event, at, detail)
 }
 
 func TestListTracesPagesEveryRowOnceNewestFirst(t *testing.T) {
@@ -157,13 +94,13 @@ func TestListTracesFilters(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"test:k:c", "k:b", "k:a"}, ids(db.ListFilter{}))
-	require.Equal(t, []string{"k:b"}, ids(db.ListFilter{Status: db.TraceRejected}))
+	require.Equal(t, []string{"k:b"}, ids(db.ListFilter{Status: string(db.TraceRejected)}))
 	require.Equal(t, []string{"k:b"}, ids(db.ListFilter{Symbol: "ETHUSDT"}))
 	require.Equal(t, []string{"test:k:c"}, ids(db.ListFilter{Mode: "test"}))
 	require.Equal(t, []string{"test:k:c"}, ids(db.ListFilter{Exchange: "other"}))
 	require.Equal(t, []string{"test:k:c", "k:b"}, ids(db.ListFilter{Since: now.Add(-150 * time.Minute)}))
 	require.Equal(t, []string{"k:a"}, ids(db.ListFilter{Until: now.Add(-150 * time.Minute)}))
-	require.Empty(t, ids(db.ListFilter{Status: db.TraceRejected, Mode: "test"}))
+	require.Empty(t, ids(db.ListFilter{Status: string(db.TraceRejected), Mode: "test"}))
 }
 
 func TestListOrdersPagesAndFilters(t *testing.T) {

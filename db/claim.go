@@ -17,16 +17,6 @@ import (
 	"github.com/hoox/hoox/internal/pgconv"
 )
 
-// Trace statuses. A trace is claimed while its first attempt runs; the other
-// four are what operators see.
-const (
-	TraceClaimed     = "claimed"
-	TraceDispatched  = "dispatched"
-	TraceRejected    = "rejected"
-	TraceReconciling = "reconciling"
-	TraceFailed      = "failed"
-)
-
 // ClaimParams describe one signal's claim on its trace ID.
 type ClaimParams struct {
 	TraceID     string
@@ -68,7 +58,7 @@ func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
 type ClaimedTrace struct {
 	TraceID       string
 	Fingerprint   string
-	Status        string
+	Status        TraceStatus
 	OrderID       *uuid.UUID
 	ClientOrderID *string
 	ReceivedAt    time.Time
@@ -212,7 +202,8 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window, p.LockKey).
 		QueryRow(func(row pgx.Row) error {
 			var claimed *bool
-			var traceID, fingerprint, status *string
+			var traceID, fingerprint *string
+			var status *TraceStatus
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
 			var pendingID, pendingTrace, pendingFP *string
@@ -296,7 +287,7 @@ INSERT INTO trace_events (trace_id, event, source_ip, detail) VALUES ($1, $2, $3
 type Settlement struct {
 	TraceID string
 	// Status is the trace's new status.
-	Status string
+	Status TraceStatus
 	// Order is recorded when the venue holds (or refused) one; nil when no
 	// order is known (reconciling).
 	Order *OrderRow
@@ -307,7 +298,7 @@ type Settlement struct {
 	// commit, so an order is never recorded without its intent being closed
 	// (and the sweeper never re-asks the venue about it).
 	IntentID      string
-	IntentOutcome string
+	IntentOutcome IntentOutcome
 	Events        []Event
 }
 

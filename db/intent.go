@@ -14,18 +14,6 @@ import (
 	"github.com/hoox/hoox/exchange"
 )
 
-// Intent outcomes. An intent with no outcome is an attempt that may have
-// reached its venue and was never recorded.
-const (
-	IntentDispatched  = "dispatched"  // the order is recorded
-	IntentRejected    = "rejected"    // the venue (or its filters) refused it; recorded
-	IntentReconciling = "reconciling" // the answer was lost; a reconcile job owns it
-	IntentUnsent      = "unsent"      // provably never sent; the ID may be used again
-	IntentNotPlaced   = "not_placed"  // the venue holds nothing and its window has closed
-	IntentKeyReused   = "key_reused"  // the venue holds a different order under the ID
-	IntentFailed      = "failed"      // gave up; an operator must check the venue
-)
-
 // ErrIntentConsumed means a client order ID was about to be sent again
 // although its intent is already settled with an order: a bug that must
 // stop the attempt rather than risk a second order.
@@ -100,7 +88,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 			}
 			return rows.Err()
 		})
-	queueEvents(b, []Event{{TraceID: in.TraceID, Event: "dispatch_started", SourceIP: in.SourceIP,
+	queueEvents(b, []Event{{TraceID: in.TraceID, Event: EventDispatchStarted, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": in.ClientOrderID}}})
 	b.Queue("COMMIT")
 	conn, err := pool.Acquire(ctx)
@@ -127,7 +115,7 @@ UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_
 // rollback that proved nothing was sent, or a key reuse — with its events.
 // It commits asynchronously: losing it costs one venue lookup by the
 // sweeper, never an order.
-func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID, outcome string, events ...Event) error {
+func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, outcome IntentOutcome, events ...Event) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")

@@ -20,14 +20,14 @@ var ErrNotReconciling = errors.New("trace is not reconciling")
 // one exists at the venue, and the audit event that explains it.
 type Resolution struct {
 	// Status is dispatched, rejected or failed.
-	Status string
+	Status TraceStatus
 	// Order is the order found or placed; nil when there is none (failed).
 	Order *OrderRow
 	// Event is appended to the trace's audit trail.
 	Event Event
 	// IntentOutcome settles the trace's intent (by the order's client order
 	// ID) in the same commit; empty leaves it.
-	IntentOutcome string
+	IntentOutcome IntentOutcome
 	// BeforeCommit, when set, runs in the transaction after the writes
 	// (to queue the event's notification with it).
 	BeforeCommit TxHook
@@ -84,7 +84,7 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // ErrNotFound. An error from decide rolls back and is returned as is, so the
 // caller can tell a venue failure from a database one.
 func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID string, lockWait time.Duration,
-	decide func(ctx context.Context, st ReconcileState) (Resolution, error)) (status string, err error) {
+	decide func(ctx context.Context, st ReconcileState) (Resolution, error)) (status TraceStatus, err error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return "", translate(err)

@@ -107,11 +107,11 @@ type Recovery struct {
 	// TraceStatus is the trace's status after recovery; empty leaves the
 	// trace alone (a bare intent whose order was never placed: there is no
 	// trace, and the signal may be sent again).
-	TraceStatus string
+	TraceStatus TraceStatus
 	// Order is the order found at the venue; nil when none is.
 	Order *OrderRow
 	// IntentOutcome settles the intent; empty when there is no intent.
-	IntentOutcome string
+	IntentOutcome IntentOutcome
 	Events        []Event
 	// BeforeCommit, when set, runs in the transaction after the writes.
 	BeforeCommit TxHook

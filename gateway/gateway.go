@@ -89,7 +89,7 @@ type Input struct {
 // Outcome is what a signal produced.
 type Outcome struct {
 	TraceID    string
-	Status     string // dispatched, rejected, reconciling
+	Status     db.TraceStatus // dispatched, rejected, reconciling
 	ReceivedAt time.Time
 	Order      *db.OrderRow
 }
@@ -97,7 +97,7 @@ type Outcome struct {
 // Original describes the first attempt of a trace, for repeats.
 type Original struct {
 	TraceID       string
-	Status        string
+	Status        db.TraceStatus
 	OrderID       *uuid.UUID
 	ClientOrderID *string
 	FirstSeen     time.Time
@@ -156,9 +156,9 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 	orig := &Original{TraceID: t.TraceID, Status: t.Status, OrderID: t.OrderID, ClientOrderID: t.ClientOrderID, FirstSeen: t.ReceivedAt}
 	e := &Error{Code: CodeDuplicate, Original: orig,
 		Detail: fmt.Sprintf("trace %s was already received at %s; its outcome was %s", t.TraceID, t.ReceivedAt.UTC().Format(time.RFC3339Nano), t.Status)}
-	event := "duplicate"
+	event := db.EventDuplicate
 	if t.Fingerprint != in.Trace.Fingerprint {
-		event = "key_reused"
+		event = db.EventKeyReused
 		e.Code = CodeKeyReused
 		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
 	}
@@ -307,8 +307,8 @@ func keyReusedAtVenue(traceID string, err error) *Error {
 
 // settleIntent closes an intent after its claim rolled back. A failure is
 // only logged: the sweeper settles the intent later.
-func (s *Service) settleIntent(ctx context.Context, clientOrderID, outcome string, in Input, cause error) {
-	ev := db.Event{TraceID: in.Trace.ID, Event: "dispatch_aborted", SourceIP: in.SourceIP,
+func (s *Service) settleIntent(ctx context.Context, clientOrderID string, outcome db.IntentOutcome, in Input, cause error) {
+	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": clientOrderID, "outcome": outcome, "cause": cause.Error()}}
 	if err := db.SettleIntent(ctx, s.deps.MarkerPool, clientOrderID, outcome, ev); err != nil {
 		s.deps.Logger.WarnContext(ctx, "settle intent after rollback", "client_order_id", clientOrderID, "error", err)
@@ -366,31 +366,29 @@ func (s *Service) venueError(ctx context.Context, venue string, err error) {
 // settles the trace and its intent, in the claim's commit.
 func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, report exchange.Report, adopted bool) (*Outcome, error) {
 	sig, tr := in.Signal, in.Trace
-	row := db.NewOrderRow(tr.ID, sig.Exchange, tr.Mode, order, report)
-	out.Order = row
-	status, event, intentOutcome := db.TraceDispatched, "dispatched", db.IntentDispatched
-	if report.Status == exchange.StatusRejected {
-		status, event, intentOutcome = db.TraceRejected, "rejected", db.IntentRejected
-	}
-	out.Status = status
-	detail := map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status}
-	if report.Reason != "" {
-		detail["reason"] = report.Reason
+	rec := db.RecordReport(tr.ID, sig.Exchange, tr.Mode, order, report)
+	row, status := rec.Order, rec.Status
+	out.Order, out.Status = row, status
+	// The event is named after the trace's new status: dispatched or
+	// rejected.
+	event := db.EventDispatched
+	if status == db.TraceRejected {
+		event = db.EventRejected
 	}
 	var events []db.Event
 	if adopted {
-		detail["adopted"] = true
-		events = append(events, db.Event{TraceID: tr.ID, Event: "adopted", SourceIP: in.SourceIP,
+		rec.Detail["adopted"] = true
+		events = append(events, db.Event{TraceID: tr.ID, Event: db.EventAdopted, SourceIP: in.SourceIP,
 			Detail: map[string]any{"client_order_id": row.ClientOrderID, "exchange_order_id": report.ExchangeOrderID}})
 	}
-	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: detail})
+	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: rec.Detail})
 	if err := s.notify(ctx, tx, in, order, events[len(events)-1]); err != nil {
 		tx.Rollback(ctx)
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: status, Order: row,
-		IntentID: order.ClientOrderID, IntentOutcome: intentOutcome, Events: events})
+		IntentID: order.ClientOrderID, IntentOutcome: rec.IntentOutcome, Events: events})
 	if err != nil {
 		// The venue holds the order but the commit failed: the claim rolled
 		// back, and the open intent makes the next attempt (or the sweeper)
@@ -421,7 +419,7 @@ func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order
 		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and the reconcile job could not be queued; retry", 5*time.Second, err)
 	}
-	ev := db.Event{TraceID: tr.ID, Event: "reconciling", SourceIP: in.SourceIP,
+	ev := db.Event{TraceID: tr.ID, Event: db.EventReconciling, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
 		tx.Rollback(ctx)

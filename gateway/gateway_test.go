@@ -27,12 +27,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	url := testcontainers.NewDatabase(t)
-	open := func() *pgxpool.Pool {
-		p, err := pgxpool.New(context.Background(), url)
-		require.NoError(t, err)
-		t.Cleanup(p.Close)
-		return p
-	}
+	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
 	b := &testBundle{pool: open()}
 	b.paper = paper.New(paper.Config{Pool: open()})
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(),

@@ -42,7 +42,7 @@ func (m *Metrics) observeOutcome(out *Outcome, err error) {
 	var e *Error
 	switch {
 	case err == nil && out != nil:
-		m.Signals.WithLabelValues(out.Status).Inc()
+		m.Signals.WithLabelValues(string(out.Status)).Inc()
 	case errors.As(err, &e):
 		m.Signals.WithLabelValues(e.Code).Inc()
 	default:

@@ -29,12 +29,7 @@ type crash struct{}
 
 func setupMem(t *testing.T, url string, venue *memVenue, afterVenue func(string)) *memBundle {
 	t.Helper()
-	open := func() *pgxpool.Pool {
-		p, err := pgxpool.New(context.Background(), url)
-		require.NoError(t, err)
-		t.Cleanup(p.Close)
-		return p
-	}
+	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
 	b := &memBundle{pool: open(), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),

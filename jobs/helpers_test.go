@@ -11,8 +11,10 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -29,18 +31,10 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	url := testcontainers.NewDatabase(t)
-	b := &testBundle{url: url, pool: newPool(t, url)}
-	b.paper = paper.New(paper.Config{Pool: newPool(t, url)})
+	b := &testBundle{url: url, pool: testcontainers.OpenPool(t, url)}
+	b.paper = paper.New(paper.Config{Pool: testcontainers.OpenPool(t, url)})
 	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": b.paper})
 	return b
-}
-
-func newPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // startClient starts a River client with hoox's workers and stops it when
@@ -58,27 +52,19 @@ func startClient(t *testing.T, b *testBundle, cfg jobs.Config) *river.Client[pgx
 	return client
 }
 
-// seedTrace inserts a settled trace that expires ttl from now (negative:
-// already expired).
-func seedTrace(t *testing.T, pool *pgxpool.Pool, traceID, status string, ttl time.Duration) {
+// seedTrace inserts a settled trace received a day ago that expires ttl
+// from now (negative: already expired).
+func seedTrace(t *testing.T, pool *pgxpool.Pool, traceID string, status db.TraceStatus, ttl time.Duration) {
 	t.Helper()
-	_, err := pool.Exec(context.Background(), `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
-                       received_at, expires_at)
-VALUES ($1, 'fp', 'live', 'client', $2, 'paper', 'BTCUSDT', 'buy', '{}',
-        now() - interval '1 day', now() + $3::bigint * interval '1 millisecond')`,
-		traceID, status, ttl.Milliseconds())
-	require.NoError(t, err)
+	now := time.Now()
+	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: traceID, Status: status,
+		ReceivedAt: now.Add(-24 * time.Hour), UpdatedAt: now, ExpiresAt: now.Add(ttl)})
 }
 
 // seedOrder inserts a filled order under traceID.
 func seedOrder(t *testing.T, pool *pgxpool.Pool, traceID, clientOrderID string) {
 	t.Helper()
-	_, err := pool.Exec(context.Background(), `
-INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status)
-VALUES (gen_random_uuid(), $1, $2, 'paper', 'BTCUSDT', 'buy', 'buy', 'market', 1, 'live', 'filled')`,
-		traceID, clientOrderID)
-	require.NoError(t, err)
+	testfactory.Order(t, pool, testfactory.OrderOpts{TraceID: traceID, ClientOrderID: clientOrderID, Quantity: "1"})
 }
 
 func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int64 {
@@ -93,9 +79,9 @@ func traceExists(t *testing.T, pool *pgxpool.Pool, traceID string) bool {
 	return count(t, pool, `SELECT count(*) FROM trace_ids WHERE trace_id = $1`, traceID) == 1
 }
 
-func traceStatus(t *testing.T, pool *pgxpool.Pool, traceID string) string {
+func traceStatus(t *testing.T, pool *pgxpool.Pool, traceID string) db.TraceStatus {
 	t.Helper()
-	var s string
+	var s db.TraceStatus
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM trace_ids WHERE trace_id = $1`, traceID).Scan(&s))
 	return s
 }

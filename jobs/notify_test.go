@@ -141,7 +141,7 @@ func rejectedMessage(traceID string) notify.Message {
 
 func TestNotifyWorker(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t, testcontainers.NewDatabase(t))
+	pool := testcontainers.NewPool(t)
 	ctx := context.Background()
 	channels := []string{notify.ChannelTelegram, notify.ChannelDiscord, notify.ChannelSlack}
 
@@ -294,7 +294,7 @@ func notifyJobs(t *testing.T, pool *pgxpool.Pool) []*rivertype.JobRow {
 func TestNotifyInsertTx(t *testing.T) {
 	t.Parallel()
 	fake := notifyfake.New(t)
-	pool := newPool(t, testcontainers.NewDatabase(t))
+	pool := testcontainers.NewPool(t)
 	ctx := context.Background()
 	// An insert-only client, as the gateway holds.
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
@@ -368,7 +368,7 @@ func TestNotifyEndToEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fake := notifyfake.New(t)
-	pool := newPool(t, testcontainers.NewDatabase(t))
+	pool := testcontainers.NewPool(t)
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 

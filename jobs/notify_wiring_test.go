@@ -16,6 +16,7 @@ import (
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
+	"github.com/hoox/hoox/testcontainers"
 )
 
 // A rejected order is notified on every configured channel: the jobs
@@ -33,7 +34,7 @@ func TestRejectedOrderIsNotifiedOnEveryChannel(t *testing.T) {
 	require.NoError(t, err)
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues, Notifier: notifier, NotifySender: sender})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: newPool(t, b.url), Venues: b.venues,
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues,
 		Jobs: client, Notifier: notifier})
 	t.Cleanup(gw.Close)
 

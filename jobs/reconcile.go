@@ -184,30 +184,22 @@ func (w *ReconcileWorker) mismatch(ctx context.Context, a ReconcileArgs, err err
 }
 
 // failed ends the trace failed with reason.
-func (w *ReconcileWorker) failed(a ReconcileArgs, reason, intentOutcome string, extra map[string]any) db.Resolution {
+func (w *ReconcileWorker) failed(a ReconcileArgs, reason string, intentOutcome db.IntentOutcome, extra map[string]any) db.Resolution {
 	detail := map[string]any{"reason": reason, "client_order_id": a.Order.ClientOrderID}
 	for k, v := range extra {
 		detail[k] = v
 	}
 	return db.Resolution{Status: db.TraceFailed, IntentOutcome: intentOutcome,
-		Event: db.Event{TraceID: a.TraceID, Event: "failed", Detail: detail}}
+		Event: db.Event{TraceID: a.TraceID, Event: db.EventFailed, Detail: detail}}
 }
 
 // recorded is the resolution for an order the venue holds or just took.
 func (w *ReconcileWorker) recorded(a ReconcileArgs, r exchange.Report, adopted bool) db.Resolution {
-	row := db.NewOrderRow(a.TraceID, a.Exchange, a.Mode, a.Order, r)
-	status, intent := db.TraceDispatched, db.IntentDispatched
-	if r.Status == exchange.StatusRejected {
-		status, intent = db.TraceRejected, db.IntentRejected
-	}
-	detail := map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status,
-		"adopted": adopted}
+	rec := db.RecordReport(a.TraceID, a.Exchange, a.Mode, a.Order, r)
+	rec.Detail["adopted"] = adopted
 	if !adopted {
-		detail["placed"] = true
+		rec.Detail["placed"] = true
 	}
-	if r.Reason != "" {
-		detail["reason"] = r.Reason
-	}
-	return db.Resolution{Status: status, Order: row, IntentOutcome: intent,
-		Event: db.Event{TraceID: a.TraceID, Event: "reconciled", Detail: detail}}
+	return db.Resolution{Status: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
+		Event: db.Event{TraceID: a.TraceID, Event: db.EventReconciled, Detail: rec.Detail}}
 }

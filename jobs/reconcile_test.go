@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -20,7 +19,9 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/testcontainers"
 )
 
 // TestReconcileAdoptsLostAnswer drives the whole flow: the venue fills the
@@ -35,7 +36,7 @@ func TestReconcileAdoptsLostAnswer(t *testing.T) {
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
 	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{
-		Pool: b.pool, MarkerPool: newPool(t, b.url), Venues: b.venues, Jobs: client,
+		Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client,
 	})
 	t.Cleanup(gw.Close) // repeats' audit writes finish before the pools close
 	in := input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"lost-1"}`)
@@ -230,26 +231,15 @@ func beginTx(t *testing.T, pool *pgxpool.Pool) pgx.Tx {
 // arguments.
 func seedReconciling(t *testing.T, pool *pgxpool.Pool, traceID string, o exchange.Order, receivedAt time.Time) jobs.ReconcileArgs {
 	t.Helper()
-	_, err := pool.Exec(context.Background(), `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
-                       client_order_id, received_at, expires_at)
-VALUES ($1, 'fp', 'live', 'client', 'reconciling', 'paper', $2, $3, '{}', $5, $4::timestamptz, $4::timestamptz + interval '1 day')`,
-		traceID, o.Symbol, o.Action, receivedAt, o.ClientOrderID)
-	require.NoError(t, err)
-	seedIntent(t, pool, traceID, o, receivedAt, "reconciling")
+	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: traceID, Status: db.TraceReconciling, Symbol: o.Symbol,
+		Action: o.Action, ClientOrderID: o.ClientOrderID, ReceivedAt: receivedAt, UpdatedAt: time.Now()})
+	seedIntent(t, pool, traceID, o, receivedAt, db.IntentReconciling)
 	return jobs.ReconcileArgs{TraceID: traceID, Exchange: "paper", Mode: "live", Order: o, ReceivedAt: receivedAt}
 }
 
 // seedIntent writes o's intent as sent at sentAt, with outcome ("" for an
 // open intent: an attempt that died).
-func seedIntent(t *testing.T, pool *pgxpool.Pool, traceID string, o exchange.Order, sentAt time.Time, outcome string) {
+func seedIntent(t *testing.T, pool *pgxpool.Pool, traceID string, o exchange.Order, sentAt time.Time, outcome db.IntentOutcome) {
 	t.Helper()
-	spec, err := json.Marshal(o)
-	require.NoError(t, err)
-	_, err = pool.Exec(context.Background(), `
-INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
-                              action, order_spec, signal, received_at, sent_at, outcome)
-VALUES ($1, $2, $2, 'fp', 'live', 'client', 'paper', $3, $4, $5, '{"exchange":"paper"}', $6, $6, NULLIF($7, ''))`,
-		o.ClientOrderID, traceID, o.Symbol, o.Action, spec, sentAt, outcome)
-	require.NoError(t, err)
+	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: traceID, Order: o, SentAt: sentAt, Outcome: outcome})
 }

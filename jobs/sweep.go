@@ -97,7 +97,7 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 			r, o, err := w.decide(ctx, s)
 			outcome = o
 			for _, ev := range r.Events {
-				if ev.Event == "failed" {
+				if ev.Event == db.EventFailed {
 					r.BeforeCommit = w.notifier.notifyHook(ev, s.Intent.Exchange, s.Intent.Mode, s.Intent.Order)
 				}
 			}
@@ -151,25 +151,20 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	report, err := venue.Lookup(vctx, in.Order)
 	switch {
 	case err == nil:
-		row := db.NewOrderRow(traceID, in.Exchange, in.Mode, in.Order, report)
-		status, outcome := db.TraceDispatched, db.IntentDispatched
-		if report.Status == exchange.StatusRejected {
-			status, outcome = db.TraceRejected, db.IntentRejected
-		}
-		return db.Recovery{TraceStatus: status, Order: row, IntentOutcome: outcome,
-			Events: []db.Event{{TraceID: traceID, Event: "swept", Detail: map[string]any{
-				"found": true, "order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status,
-				"exchange_order_id": report.ExchangeOrderID}}}}, sweepAdopted, nil
+		rec := db.RecordReport(traceID, in.Exchange, in.Mode, in.Order, report)
+		rec.Detail["found"], rec.Detail["exchange_order_id"] = true, report.ExchangeOrderID
+		return db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
+			Events: []db.Event{{TraceID: traceID, Event: db.EventSwept, Detail: rec.Detail}}}, sweepAdopted, nil
 	case errors.Is(err, exchange.ErrNotFound):
 		if s.TraceID == "" {
-			return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: traceID, Event: "swept",
+			return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: traceID, Event: db.EventSwept,
 				Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID}}}}, sweepNotPlaced, nil
 		}
 		return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentNotPlaced,
-			Events: []db.Event{{TraceID: traceID, Event: "failed", Detail: map[string]any{"client_order_id": in.ClientOrderID,
+			Events: []db.Event{{TraceID: traceID, Event: db.EventFailed, Detail: map[string]any{"client_order_id": in.ClientOrderID,
 				"reason": fmt.Sprintf("its reconcile job ended without settling it; the venue holds no order %s: not placed", in.ClientOrderID)}}}}, sweepNotPlaced, nil
 	case errors.Is(err, exchange.ErrMismatch):
-		r := db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: traceID, Event: "failed",
+		r := db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: traceID, Event: db.EventFailed,
 			Detail: map[string]any{"client_order_id": in.ClientOrderID,
 				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", in.ClientOrderID, err)}}}}
 		if s.TraceID != "" {
@@ -195,6 +190,6 @@ func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string,
 // so the key stays blocked while nobody knows whether the order exists).
 func (w *SweepWorker) giveUp(s db.Stranded, reason string) db.Recovery {
 	return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed,
-		Events: []db.Event{{TraceID: traceOf(s), Event: "failed",
+		Events: []db.Event{{TraceID: traceOf(s), Event: db.EventFailed,
 			Detail: map[string]any{"client_order_id": s.Intent.ClientOrderID, "reason": reason}}}}
 }

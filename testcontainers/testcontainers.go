@@ -78,7 +78,15 @@ func NewDatabase(t testing.TB) string {
 // closed when the test ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := NewDatabase(t)
+	return OpenPool(t, NewDatabase(t))
+}
+
+// OpenPool opens and pings a pool on url (a database from NewDatabase, or a
+// Cluster's), closed when the test ends. Tests that need several pools on
+// one database (the gateway's claim, marker and venue pools) call it once
+// for each.
+func OpenPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	cfg, err := pgxpool.ParseConfig(url)
@@ -89,8 +97,8 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("test pool: %v", err)
 	}
-	// Registered after the drop, so it runs first: the pool lets go of the
-	// database before it is dropped.
+	// Registered after NewDatabase's drop, so it runs first: the pool lets
+	// go of the database before it is dropped.
 	t.Cleanup(pool.Close)
 	if err := pool.Ping(ctx); err != nil {
 		t.Fatalf("test pool: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -43,7 +44,7 @@ func (b *syncBuffer) String() string {
 
 // testBundle is one hoox on a fresh database, with a pool for assertions.
 type testBundle struct {
-	app   *App
+	app   *app.App
 	url   string
 	pool  *pgxpool.Pool
 	logs  *syncBuffer
@@ -61,16 +62,13 @@ func setup(t *testing.T, mutate ...func(*Config)) *testBundle {
 // newTestPool opens a pool for the test's own assertions.
 func newTestPool(t *testing.T, dbURL string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+	return testcontainers.OpenPool(t, dbURL)
 }
 
 // startBundle starts a hoox on dbURL, stopped when the test ends.
 func startBundle(t *testing.T, dbURL string, mutate ...func(*Config)) *testBundle {
 	t.Helper()
-	cfg := defaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.DatabaseURL = dbURL
 	cfg.Addr = "127.0.0.1:0"
 	cfg.API.WebhookSecret = testSecret
@@ -82,10 +80,10 @@ func startBundle(t *testing.T, dbURL string, mutate ...func(*Config)) *testBundl
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	app, err := startApp(context.Background(), cfg, logger)
+	a, err := app.New(context.Background(), cfg, logger)
 	require.NoError(t, err)
-	t.Cleanup(func() { app.Close(context.Background()) })
-	return &testBundle{app: app, url: "http://" + app.Addr(), logs: logs, dbURL: dbURL}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	return &testBundle{app: a, url: "http://" + a.Addr(), logs: logs, dbURL: dbURL}
 }
 
 type reply struct {
@@ -284,14 +282,14 @@ func TestRestartedServerRemembersClaims(t *testing.T) {
 func TestUnreachableVenueRollsBackSoTheRetryExecutes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.app.Paper.SetFaults(paper.Faults{Unreachable: true})
+	b.app.Paper().SetFaults(paper.Faults{Unreachable: true})
 	down := post(t, b.url, sig(`"trace_id":"venue-down"`))
 	require.Equal(t, http.StatusServiceUnavailable, down.Status, down.Raw)
 	require.Equal(t, "unavailable", down.str("code"))
 	require.NotEmpty(t, down.Header.Get("Retry-After"))
 	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
 
-	b.app.Paper.SetFaults(paper.Faults{})
+	b.app.Paper().SetFaults(paper.Faults{})
 	retry := post(t, b.url, sig(`"trace_id":"venue-down"`))
 	require.Equal(t, http.StatusOK, retry.Status, retry.Raw)
 	again := post(t, b.url, sig(`"trace_id":"venue-down"`))

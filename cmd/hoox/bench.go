@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/bench"
+	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
 
@@ -141,7 +142,7 @@ type benchEnv struct {
 	url, secret, databaseURL, where, binDir string
 	// pid is whose memory is sampled: "self" in-process, else the child's.
 	pid     string
-	app     *App
+	app     *app.App
 	child   *exec.Cmd
 	cluster *localpg.Cluster
 	tmp     string
@@ -198,7 +199,7 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	if o.spawn {
 		return env.startChild(ctx, o, stderr)
 	}
-	cfg := defaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.DatabaseURL = env.databaseURL
 	cfg.Addr = "127.0.0.1:0"
 	cfg.API.WebhookSecret = randomToken()
@@ -214,7 +215,7 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	// Same handler as serve (JSON, info): the cost of the request log is
 	// part of what is measured.
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if env.app, err = startApp(ctx, cfg, logger); err != nil {
+	if env.app, err = app.New(ctx, cfg, logger); err != nil {
 		return err
 	}
 	env.url = "http://" + env.app.Addr()

@@ -10,57 +10,14 @@ import (
 	"time"
 
 	"github.com/hoox/hoox/api"
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/confcheck"
-	"github.com/hoox/hoox/jobs"
-	"github.com/hoox/hoox/notify"
 )
 
-// Config is every setting hoox reads. The packages own their settings, with
-// their defaults and rules (gateway.Config, jobs.Config, api.Config); this
-// type holds them side by side with the few that only the process uses, and
-// options maps each to its environment variable and flag.
-type Config struct {
-	DatabaseURL string
-	Addr        string
-	// DBMaxConns sizes each of the three pools (claims, attempt markers, the
-	// paper venue); at least 2.
-	DBMaxConns int
-	// TxPooler says DATABASE_URL is a transaction-pooling PgBouncer; it
-	// also makes River poll (jobs.Config.PollOnly).
-	TxPooler bool
-	// ShutdownWait bounds the HTTP server's drain on shutdown and is the
-	// jobs' StopTimeout.
-	ShutdownWait time.Duration
-	LogFormat    string
-	LogLevel     string
-	PaperFaults  string
-	CrashDrill   bool
-	NoMigrate    bool
-
-	Gateway gateway.Config
-	Jobs    jobs.Config
-	API     api.Config
-	// Venues are the real venues' settings, in venueKinds' order.
-	Venues [4]VenueSettings
-	// Notify configures operators' notifications; NotifyEvents is the raw
-	// HOOX_NOTIFY_EVENTS, parsed by check.
-	Notify       notify.Config
-	NotifyEvents string
-}
-
-func defaultConfig() Config {
-	return Config{
-		Addr:         ":8080",
-		DBMaxConns:   16,
-		ShutdownWait: 10 * time.Second,
-		LogFormat:    "json",
-		LogLevel:     "info",
-		Gateway:      gateway.DefaultConfig(),
-		Jobs:         jobs.DefaultConfig(),
-		API:          api.DefaultConfig(),
-	}
-}
+// Config is app.Config: every setting a hoox process runs with. This
+// package only maps flags and environment variables onto it (options), and
+// reports the packages' refusals under those variables (explain).
+type Config = app.Config
 
 // option binds one setting to its flag and environment variable. field is
 // the confcheck key ("gateway.LockWait") of the setting it sets, so a
@@ -73,11 +30,11 @@ type option struct {
 
 // options lists every setting; --help prints them in this order. It is the
 // one table from a package's field to its variable.
-func (c *Config) options() []option {
-	return append(c.coreOptions(), c.venueOptions()...)
+func options(c *Config) []option {
+	return append(coreOptions(c), venueOptions(c)...)
 }
 
-func (c *Config) coreOptions() []option {
+func coreOptions(c *Config) []option {
 	return []option{
 		{"database-url", "DATABASE_URL", "Postgres connection string (dev: the embedded cluster)", stringValue{&c.DatabaseURL}, ""},
 		{"addr", "HOOX_ADDR", "listen address", stringValue{&c.Addr}, ""},
@@ -116,98 +73,44 @@ func (c *Config) coreOptions() []option {
 	}
 }
 
-// share copies the settings two packages read from the field their
-// variable sets; explain's copies table reports a refusal of a copy under
-// that variable.
-func (c *Config) share() {
-	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
-	c.Jobs.TraceTTL = c.Gateway.TraceTTL
-	c.Jobs.StopTimeout = c.ShutdownWait
-	c.Jobs.PollOnly = c.TxPooler
-	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
-}
-
-// check shares the common settings and validates the whole config: each
-// package's own rules, then the rules that span packages. Every refusal
-// names its environment variable; hoox starts only when check passes.
-func (c *Config) check() error {
-	c.share()
-	own := confcheck.New("hoox")
-	if c.DBMaxConns < 2 {
-		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
-	}
-	if c.TxPooler && c.DBMaxConns < 4 {
-		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),
-			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
-	}
-	across := confcheck.New("jobs")
-	if claims, _, _ := poolBudget(c.DBMaxConns, c.TxPooler); c.DBMaxConns >= 2 && c.Jobs.Workers > int(claims)/2 {
-		across.Refuse("Workers", strconv.Itoa(c.Jobs.Workers), fmt.Sprintf(
-			"must be at most half of the claim pool (%d of HOOX_DB_MAX_CONNS=%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
-			claims, c.DBMaxConns))
-	}
-	if r, ttl := c.Jobs.AuditRetention, c.Gateway.TraceTTL; r > 0 && r < ttl {
-		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
-			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
-	}
-	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && age > window {
-		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
-			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
-	}
-	for _, line := range c.checkVenues() {
-		own.Refuse("Venues", "", line)
-	}
-	events, err := notify.ParseEvents(c.NotifyEvents)
-	if err != nil {
-		own.Refuse("NotifyEvents", "", err.Error())
-	}
-	c.Notify.Events = events
-	if err := c.Notify.WithDefaults().Validate(); err != nil {
-		own.Refuse("Notify", "", err.Error())
-	}
-	return c.explain(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
-}
+// check validates the whole config (app.Config.Validate) and reports every
+// refusal under the variable that set it; hoox starts only when check
+// passes.
+func check(c *Config) error { return explain(c, c.Validate()) }
 
 // explain rewrites the packages' refusals under the variables that set
-// them (options' field column, then share's copies), once each.
-func (c *Config) explain(errs ...error) error {
-	copies := map[string]string{
-		"jobs.VenueTimeout": "gateway.VenueTimeout",
-		"jobs.StopTimeout":  "hoox.ShutdownWait",
-		"jobs.TraceTTL":     "gateway.TraceTTL",
-		"api.MaxSignalAge":  "jobs.MaxSignalAge",
-	}
+// them (options' field column, then app.Copies), once each.
+func explain(c *Config, err error) error {
+	copies := app.Copies()
 	env := map[string]string{}
-	for _, o := range c.options() {
+	for _, o := range options(c) {
 		if o.field != "" {
 			env[o.field] = o.env
 		}
 	}
 	var lines []string
 	seen := map[string]bool{}
-	for _, err := range errs {
-		for _, e := range confcheck.All(err) {
-			key := e.Key()
-			if k, ok := copies[key]; ok {
-				key = k
+	for _, e := range confcheck.All(err) {
+		key := e.Key()
+		if k, ok := copies[key]; ok {
+			key = k
+		}
+		line, once := e.Error(), e.Error()
+		if name, ok := env[key]; ok {
+			// A variable shared by two packages is reported once.
+			once = name
+			line = name + ": " + e.Rule
+			if e.Value != "" {
+				line = name + "=" + e.Value + ": " + e.Rule
 			}
-			line, once := e.Error(), e.Error()
-			if name, ok := env[key]; ok {
-				// A variable shared by two packages is reported once.
-				once = name
-				line = name + ": " + e.Rule
-				if e.Value != "" {
-					line = name + "=" + e.Value + ": " + e.Rule
-				}
-			} else if strings.Contains(e.Rule, "HOOX_") {
-				// A rule that names its variables itself (venues,
-				// notifications).
-				line, once = e.Rule, e.Rule
-			}
-			if !seen[once] {
-				seen[once] = true
-				lines = append(lines, line)
-			}
+		} else if strings.Contains(e.Rule, "HOOX_") {
+			// A rule that names its variables itself (venues,
+			// notifications).
+			line, once = e.Rule, e.Rule
+		}
+		if !seen[once] {
+			seen[once] = true
+			lines = append(lines, line)
 		}
 	}
 	if len(lines) == 0 {
@@ -229,10 +132,10 @@ func (e *settingsError) Error() string {
 // parseConfig applies environment variables, then flags, over the defaults,
 // and refuses unsafe settings before the command does anything.
 func parseConfig(name string, args []string, getenv func(string) string, stdout io.Writer, extra func(*flag.FlagSet)) (Config, []string, error) {
-	cfg := defaultConfig()
+	cfg := app.DefaultConfig()
 	fs := flag.NewFlagSet("hoox "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	opts := cfg.options()
+	opts := options(&cfg)
 	for _, o := range opts {
 		if v := getenv(o.env); v != "" {
 			if err := o.value.Set(v); err != nil {
@@ -250,7 +153,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout 
 	if err := fs.Parse(args); err != nil {
 		return cfg, nil, err
 	}
-	if err := cfg.check(); err != nil {
+	if err := check(&cfg); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, fs.Args(), nil
@@ -259,8 +162,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout 
 func printUsage(w io.Writer, name string, fs *flag.FlagSet, opts []option) {
 	fmt.Fprintf(w, "Usage: hoox %s [flags]\n\nSettings (environment variable, flag, default):\n", name)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	defaults := defaultConfig()
-	for _, o := range defaults.options() {
+	defaults := app.DefaultConfig()
+	for _, o := range options(&defaults) {
 		def := o.value.String()
 		if def == "" {
 			def = "-"

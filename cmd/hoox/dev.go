@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
 
@@ -77,7 +78,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		cfg.DatabaseURL = cluster.URL("hoox")
 		fmt.Fprintf(stdout, "embedded postgres: psql %q\n", cfg.DatabaseURL)
 	}
-	return serve(ctx, cfg, logger, func(a *App) { printDevBanner(stdout, a.Addr(), cfg) })
+	return serve(ctx, cfg, logger, func(a *app.App) { printDevBanner(stdout, a.Addr(), cfg) })
 }
 
 func flagGiven(args []string, name string) bool {

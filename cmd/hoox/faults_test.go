@@ -13,7 +13,7 @@ import (
 func TestRepeatDuringASlowVenueIsInProgressThenDuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.Gateway.LockWait = 200 * time.Millisecond })
-	b.app.Paper.SetFaults(paper.Faults{Delay: 3 * time.Second})
+	b.app.Paper().SetFaults(paper.Faults{Delay: 3 * time.Second})
 	body := sig(`"trace_id":"slow-1"`)
 	first := make(chan reply, 1)
 	go func() { first <- post(t, b.url, body) }()
@@ -40,12 +40,12 @@ func TestRepeatDuringASlowVenueIsInProgressThenDuplicate(t *testing.T) {
 func TestLostAnswerIs202ThenReconciledToOneFill(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.app.Paper.SetFaults(paper.Faults{LoseAnswer: true})
+	b.app.Paper().SetFaults(paper.Faults{LoseAnswer: true})
 	body := sig(`"trace_id":"lost-1"`)
 	r := post(t, b.url, body)
 	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 	require.Equal(t, "reconciling", r.str("status"))
-	b.app.Paper.SetFaults(paper.Faults{})
+	b.app.Paper().SetFaults(paper.Faults{})
 
 	// The reconcile job (River, in this same process) adopts the fill.
 	require.Eventually(t, func() bool {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -117,9 +119,9 @@ func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 	require.Equal(t, 21, fills(t, pool))
 
 	// Migrating through the pooler is refused with the way out.
-	cfg := defaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.DatabaseURL, cfg.TxPooler, cfg.API.WebhookSecret = bouncer, true, testSecret
-	_, err := startApp(context.Background(), cfg, b.app.log)
+	_, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "--no-migrate")
 }
 

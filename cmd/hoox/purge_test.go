@@ -5,7 +5,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/testcontainers"
@@ -15,10 +14,8 @@ func TestPurgeCommand(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = pool.Exec(ctx, `
+	pool := testcontainers.OpenPool(t, dbURL)
+	_, err := pool.Exec(ctx, `
 INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, expires_at)
 SELECT 'k:' || i, 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}',
        CASE WHEN i <= 3 THEN now() - interval '1 minute' ELSE now() + interval '1 hour' END

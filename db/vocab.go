@@ -1,0 +1,88 @@
+package db
+
+import "github.com/hoox/hoox/exchange"
+
+// TraceStatus is where a trace stands, as trace_ids.status stores it. A
+// trace is claimed while its first attempt runs; the other four are what
+// operators see.
+type TraceStatus string
+
+// The trace statuses.
+const (
+	TraceClaimed     TraceStatus = "claimed"
+	TraceDispatched  TraceStatus = "dispatched"
+	TraceRejected    TraceStatus = "rejected"
+	TraceReconciling TraceStatus = "reconciling"
+	TraceFailed      TraceStatus = "failed"
+)
+
+// TraceStatuses lists every trace status in lifecycle order, for filters
+// that accept one.
+func TraceStatuses() []TraceStatus {
+	return []TraceStatus{TraceClaimed, TraceDispatched, TraceRejected, TraceReconciling, TraceFailed}
+}
+
+// IntentOutcome is how a dispatch intent was settled. An intent with no
+// outcome is an attempt that may have reached its venue and was never
+// recorded.
+type IntentOutcome string
+
+// The intent outcomes.
+const (
+	IntentDispatched  IntentOutcome = "dispatched"  // the order is recorded
+	IntentRejected    IntentOutcome = "rejected"    // the venue (or its filters) refused it; recorded
+	IntentReconciling IntentOutcome = "reconciling" // the answer was lost; a reconcile job owns it
+	IntentUnsent      IntentOutcome = "unsent"      // provably never sent; the ID may be used again
+	IntentNotPlaced   IntentOutcome = "not_placed"  // the venue holds nothing and its window has closed
+	IntentKeyReused   IntentOutcome = "key_reused"  // the venue holds a different order under the ID
+	IntentFailed      IntentOutcome = "failed"      // gave up; an operator must check the venue
+)
+
+// Audit event names (trace_events.event) that Go code writes; the purge
+// ('purged'), a release ('released') and the kill switch
+// ('kill_switch_engaged', 'kill_switch_released') write theirs in SQL.
+const (
+	EventReceived        = "received"
+	EventDuplicate       = "duplicate"
+	EventKeyReused       = "key_reused"
+	EventDispatchStarted = "dispatch_started"
+	EventDispatchAborted = "dispatch_aborted"
+	EventAdopted         = "adopted"
+	EventDispatched      = "dispatched"
+	EventRejected        = "rejected"
+	EventReconciling     = "reconciling"
+	EventReconciled      = "reconciled"
+	EventSwept           = "swept"
+	EventFailed          = "failed"
+)
+
+// Recorded is what an order the venue holds (or refused) makes of its
+// trace: the one mapping from a venue report to the trace's status, the
+// intent's outcome and the event's detail, shared by the gateway, the
+// reconcile and the sweeper so an order looks the same however it was
+// found.
+type Recorded struct {
+	Order         *OrderRow
+	Status        TraceStatus
+	IntentOutcome IntentOutcome
+	// Detail is the audit event's detail: the order, its client order ID
+	// and status, and the venue's reason when it gave one. Callers add
+	// their own keys (adopted, placed, found, …).
+	Detail map[string]any
+}
+
+// RecordReport builds the order row for o as the venue reported it (see
+// NewOrderRow) and says how it settles the trace: dispatched, or rejected
+// when the venue refused the order.
+func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchange.Report) Recorded {
+	row := NewOrderRow(traceID, exchangeName, mode, o, r)
+	rec := Recorded{Order: row, Status: TraceDispatched, IntentOutcome: IntentDispatched,
+		Detail: map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status}}
+	if r.Status == exchange.StatusRejected {
+		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected
+	}
+	if r.Reason != "" {
+		rec.Detail["reason"] = r.Reason
+	}
+	return rec
+}

@@ -1,0 +1,128 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/notify"
+)
+
+// Config is every setting a hoox process runs with. The packages own their
+// settings, with their defaults and rules (gateway.Config, jobs.Config,
+// api.Config); this type holds them side by side with the few that only
+// the process uses. cmd/hoox maps each field to its environment variable
+// and flag; nothing here reads the environment.
+type Config struct {
+	DatabaseURL string
+	Addr        string
+	// DBMaxConns sizes each of the three pools (claims, attempt markers, the
+	// paper venue); at least 2. See Budget.
+	DBMaxConns int
+	// TxPooler says DATABASE_URL is a transaction-pooling PgBouncer; it
+	// also makes River poll (jobs.Config.PollOnly).
+	TxPooler bool
+	// ShutdownWait bounds the HTTP server's drain on shutdown and is the
+	// jobs' StopTimeout.
+	ShutdownWait time.Duration
+	LogFormat    string
+	LogLevel     string
+	PaperFaults  string
+	CrashDrill   bool
+	NoMigrate    bool
+
+	Gateway gateway.Config
+	Jobs    jobs.Config
+	API     api.Config
+	// Venues are the real venues' settings, in VenueKinds' order.
+	Venues [4]VenueSettings
+	// Notify configures operators' notifications; NotifyEvents is the raw
+	// HOOX_NOTIFY_EVENTS, parsed by Validate.
+	Notify       notify.Config
+	NotifyEvents string
+}
+
+// DefaultConfig is the config hoox starts from before flags and the
+// environment apply.
+func DefaultConfig() Config {
+	return Config{
+		Addr:         ":8080",
+		DBMaxConns:   16,
+		ShutdownWait: 10 * time.Second,
+		LogFormat:    "json",
+		LogLevel:     "info",
+		Gateway:      gateway.DefaultConfig(),
+		Jobs:         jobs.DefaultConfig(),
+		API:          api.DefaultConfig(),
+	}
+}
+
+// Copies maps each setting Validate copies from one package's config into
+// another's ("jobs.VenueTimeout") to the field it is copied from
+// ("gateway.VenueTimeout"), so a refusal of a copy is reported under the
+// setting an operator set.
+func Copies() map[string]string {
+	return map[string]string{
+		"jobs.VenueTimeout": "gateway.VenueTimeout",
+		"jobs.StopTimeout":  "hoox.ShutdownWait",
+		"jobs.TraceTTL":     "gateway.TraceTTL",
+		"api.MaxSignalAge":  "jobs.MaxSignalAge",
+	}
+}
+
+// share copies the settings two packages read from the one field that sets
+// them (see Copies).
+func (c *Config) share() {
+	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
+	c.Jobs.TraceTTL = c.Gateway.TraceTTL
+	c.Jobs.StopTimeout = c.ShutdownWait
+	c.Jobs.PollOnly = c.TxPooler
+	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
+}
+
+// Validate shares the common settings and validates the whole config: each
+// package's own rules, then the rules that span packages. Every refusal is
+// a *confcheck.Error keyed by its field ("hoox.DBMaxConns" for this type's
+// own); hoox starts only when Validate passes.
+func (c *Config) Validate() error {
+	c.share()
+	own := confcheck.New("hoox")
+	if c.DBMaxConns < 2 {
+		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
+	}
+	if c.TxPooler && c.DBMaxConns < 4 {
+		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),
+			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
+	}
+	across := confcheck.New("jobs")
+	if claims, _, _ := Budget(c.DBMaxConns, c.TxPooler); c.DBMaxConns >= 2 && c.Jobs.Workers > int(claims)/2 {
+		across.Refuse("Workers", strconv.Itoa(c.Jobs.Workers), fmt.Sprintf(
+			"must be at most half of the claim pool (%d of HOOX_DB_MAX_CONNS=%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
+			claims, c.DBMaxConns))
+	}
+	if r, ttl := c.Jobs.AuditRetention, c.Gateway.TraceTTL; r > 0 && r < ttl {
+		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
+			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
+	}
+	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && age > window {
+		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
+			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
+	}
+	for _, line := range c.checkVenues() {
+		own.Refuse("Venues", "", line)
+	}
+	events, err := notify.ParseEvents(c.NotifyEvents)
+	if err != nil {
+		own.Refuse("NotifyEvents", "", err.Error())
+	}
+	c.Notify.Events = events
+	if err := c.Notify.WithDefaults().Validate(); err != nil {
+		own.Refuse("Notify", "", err.Error())
+	}
+	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
+}
