@@ -13,6 +13,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 )
@@ -76,13 +77,13 @@ func (a *Admin) Start(ctx context.Context) error {
 func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.AdminToken == "" {
-			return problem(CodeUnauthorized, "admin is disabled: set HOOX_ADMIN_TOKEN to enable it")
+			return problem(codes.Unauthorized, "admin is disabled: set HOOX_ADMIN_TOKEN to enable it")
 		}
 		auth := c.Request().Header.Get(echo.HeaderAuthorization)
 		token, ok := strings.CutPrefix(auth, "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.AdminToken)) != 1 {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="hoox admin"`)
-			return problem(CodeUnauthorized, "missing or wrong bearer token")
+			return problem(codes.Unauthorized, "missing or wrong bearer token")
 		}
 		return next(c)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // killSwitchRequest is PUT /admin/kill-switch. Engaged is a pointer so a body
@@ -50,10 +51,10 @@ func (a *Admin) putKillSwitch(c echo.Context) error {
 		return err
 	}
 	if req.Engaged == nil {
-		return problem(CodeInvalidRequest, `body must say "engaged": true or false`)
+		return problem(codes.InvalidRequest, `body must say "engaged": true or false`)
 	}
 	if len(req.Reason) > 256 {
-		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
+		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
 	}
 	k, err := db.SetKillSwitch(c.Request().Context(), a.Pool, *req.Engaged, req.Reason, "admin",
 		a.KillSwitchHook(*req.Engaged, req.Reason, "admin"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // Page sizes of the admin listings.
@@ -124,7 +125,7 @@ func param(q url.Values, name string) (string, bool) {
 }
 
 func invalidParam(name, msg string) *Problem {
-	return problem(CodeInvalidRequest, fmt.Sprintf("query parameter %q %s", name, msg))
+	return problem(codes.InvalidRequest, fmt.Sprintf("query parameter %q %s", name, msg))
 }
 
 // pageCursor is the opaque next_cursor: the keyset position after a page's

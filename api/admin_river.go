@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"riverqueue.com/riverui"
 
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // riverUIPrefix is where River's web UI is mounted. It sits inside the admin
@@ -52,7 +52,7 @@ func (u *webUI) riverSessionOr(bearer echo.MiddlewareFunc) echo.MiddlewareFunc {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
 			default:
 				if !u.sameOrigin(r) {
-					return problem(CodeForbidden, "a change through River's UI on the web session must come from this server's page")
+					return problem(codes.Forbidden, "a change through River's UI on the web session must come from this server's page")
 				}
 			}
 			return next(c)
@@ -80,7 +80,7 @@ func (a *Admin) mountRiverUI(g *echo.Group) {
 		// gets here; the rest of the admin API must still work.
 		logger.Error("river ui unavailable", "error", err)
 		unavailable := func(echo.Context) error {
-			return problem(gateway.CodeUnavailable, "River's UI could not be built; see the server log")
+			return problem(codes.Unavailable, "River's UI could not be built; see the server log")
 		}
 		g.Any("/river", unavailable)
 		g.Any("/river/*", unavailable)

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // outcomeWindow counts audit events (received, duplicate, key_reused,
@@ -88,7 +88,7 @@ type purgeResponse struct {
 // purge runs the purge now, the same code as the periodic job.
 func (a *Admin) purge(c echo.Context) error {
 	if a.Purge == nil {
-		return problem(gateway.CodeUnavailable, "purge is not configured on this server")
+		return problem(codes.Unavailable, "purge is not configured on this server")
 	}
 	res, err := a.Purge(c.Request().Context())
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // adminTrace is a trace as the admin API shows it.
@@ -109,12 +109,12 @@ func traceIDParam(c echo.Context) (string, error) {
 	if c.Request().URL.RawPath != "" {
 		u, err := url.PathUnescape(id)
 		if err != nil {
-			return "", problem(CodeInvalidRequest, "trace ID is not a valid escaped path segment")
+			return "", problem(codes.InvalidRequest, "trace ID is not a valid escaped path segment")
 		}
 		id = u
 	}
 	if id == "" || len(id) > 512 {
-		return "", problem(CodeInvalidRequest, "trace ID is missing or too long")
+		return "", problem(codes.InvalidRequest, "trace ID is missing or too long")
 	}
 	return id, nil
 }
@@ -127,7 +127,7 @@ func (a *Admin) getTrace(c echo.Context) error {
 	}
 	d, err := db.GetTrace(c.Request().Context(), a.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
-		return problem(CodeNotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
+		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
 	}
 	if err != nil {
 		return err
@@ -170,16 +170,16 @@ func (a *Admin) releaseTrace(c echo.Context) error {
 		return err
 	}
 	if len(req.Reason) > 256 {
-		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
+		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
 	}
 	status, err := db.ReleaseTrace(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason})
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return problem(CodeNotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+		return problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
 	case errors.Is(err, db.ErrReconciling):
-		return problem(CodeReconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue; it can be released once the reconcile settles it", id))
+		return problem(codes.Reconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue; it can be released once the reconcile settles it", id))
 	case errors.Is(err, db.ErrLockTimeout):
-		return problem(gateway.CodeInProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", id)).
+		return problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", id)).
 			withRetryAfter(time.Second)
 	case err != nil:
 		return err
@@ -193,24 +193,24 @@ func (a *Admin) releaseTrace(c echo.Context) error {
 func decodeAdminBody(c echo.Context, v any, required bool) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxAdminBody+1))
 	if err != nil {
-		return problem(CodeInvalidRequest, "could not read the body")
+		return problem(codes.InvalidRequest, "could not read the body")
 	}
 	if len(body) > maxAdminBody {
-		return problem(CodeTooLarge, fmt.Sprintf("body exceeds %d bytes", maxAdminBody))
+		return problem(codes.TooLarge, fmt.Sprintf("body exceeds %d bytes", maxAdminBody))
 	}
 	if strings.TrimSpace(string(body)) == "" {
 		if required {
-			return problem(CodeInvalidRequest, "a JSON body is required")
+			return problem(codes.InvalidRequest, "a JSON body is required")
 		}
 		return nil
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return problem(CodeInvalidRequest, "body is not valid JSON for this route: "+err.Error())
+		return problem(codes.InvalidRequest, "body is not valid JSON for this route: "+err.Error())
 	}
 	if dec.More() {
-		return problem(CodeInvalidRequest, "body holds more than one JSON value")
+		return problem(codes.InvalidRequest, "body holds more than one JSON value")
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // The checks /readyz names when one fails.
@@ -54,7 +54,7 @@ func (s *Server) readyz(c echo.Context) error {
 			check = re.Check
 		}
 		s.deps.Logger.WarnContext(ctx, "not ready", "check", check, "error", err)
-		return problem(gateway.CodeUnavailable, "not ready: the "+check+" check failed").withRetryAfter(5 * time.Second)
+		return problem(codes.Unavailable, "not ready: the "+check+" check failed").withRetryAfter(5 * time.Second)
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -10,43 +10,28 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/gateway"
-)
-
-// Codes the HTTP layer raises itself; the gateway's are in package gateway.
-const (
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeTooLarge         = "payload_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeRateLimited      = "rate_limited"
-	CodeNotFound         = "not_found"
-	CodeInvalidRequest   = "invalid_request"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeInternal         = "internal"
-	// CodeReconciling refuses to release a trace whose order may exist at
-	// the venue: the reconcile settles it first.
-	CodeReconciling = "reconciling"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // statusOf is the one table from a problem code to its HTTP status.
 var statusOf = map[string]int{
-	gateway.CodeInvalid:       http.StatusBadRequest,
-	CodeInvalidRequest:        http.StatusBadRequest,
-	CodeUnauthorized:          http.StatusUnauthorized,
-	CodeForbidden:             http.StatusForbidden,
-	CodeNotFound:              http.StatusNotFound,
-	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
-	gateway.CodeDuplicate:     http.StatusConflict,
-	gateway.CodeInProgress:    http.StatusConflict,
-	CodeReconciling:           http.StatusConflict,
-	CodeTooLarge:              http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMedia:      http.StatusUnsupportedMediaType,
-	gateway.CodeKeyReused:     http.StatusUnprocessableEntity,
-	gateway.CodeOrderRejected: http.StatusUnprocessableEntity,
-	CodeRateLimited:           http.StatusTooManyRequests,
-	gateway.CodeUnavailable:   http.StatusServiceUnavailable,
-	gateway.CodeKillSwitch:    http.StatusServiceUnavailable,
-	CodeInternal:              http.StatusInternalServerError,
+	codes.InvalidSignal:    http.StatusBadRequest,
+	codes.InvalidRequest:   http.StatusBadRequest,
+	codes.Unauthorized:     http.StatusUnauthorized,
+	codes.Forbidden:        http.StatusForbidden,
+	codes.NotFound:         http.StatusNotFound,
+	codes.MethodNotAllowed: http.StatusMethodNotAllowed,
+	codes.Duplicate:        http.StatusConflict,
+	codes.InProgress:       http.StatusConflict,
+	codes.Reconciling:      http.StatusConflict,
+	codes.TooLarge:         http.StatusRequestEntityTooLarge,
+	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
+	codes.KeyReused:        http.StatusUnprocessableEntity,
+	codes.OrderRejected:    http.StatusUnprocessableEntity,
+	codes.RateLimited:      http.StatusTooManyRequests,
+	codes.Unavailable:      http.StatusServiceUnavailable,
+	codes.KillSwitch:       http.StatusServiceUnavailable,
+	codes.Internal:         http.StatusInternalServerError,
 }
 
 // Problem is an RFC 9457 problem+json body with hoox's stable code and the
@@ -96,7 +81,7 @@ func fromGateway(e *gateway.Error) *Problem {
 			orig.OrderID = &id
 		}
 		p.Original = orig
-		if e.Code == gateway.CodeDuplicate {
+		if e.Code == codes.Duplicate {
 			dup := true
 			p.Duplicate = &dup
 		}
@@ -108,6 +93,25 @@ func fromGateway(e *gateway.Error) *Problem {
 	return p
 }
 
+// classify is the one place an error gets its problem, and so its status:
+// a *Problem as is, a gateway refusal and an Echo error translated. known
+// is false for any other error, which is answered as internal.
+func classify(err error) (p *Problem, known bool) {
+	var (
+		ge *gateway.Error
+		he *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &p):
+		return p, true
+	case errors.As(err, &ge):
+		return fromGateway(ge), true
+	case errors.As(err, &he):
+		return fromHTTPError(he), true
+	}
+	return problem(codes.Internal, "internal error"), false
+}
+
 // errorHandler is Echo's single error writer: every error leaves as
 // problem+json. Internal causes are logged, never shown.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
@@ -115,25 +119,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
-		var (
-			p  *Problem
-			ge *gateway.Error
-			he *echo.HTTPError
-		)
-		switch {
-		case errors.As(err, &p):
-		case errors.As(err, &ge):
-			p = fromGateway(ge)
-			if ge.Err != nil {
-				log.WarnContext(c.Request().Context(), "signal refused", "code", ge.Code, "error", ge.Err,
-					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-			}
-		case errors.As(err, &he):
-			p = fromHTTPError(he)
-		default:
-			log.ErrorContext(c.Request().Context(), "internal error", "error", err,
-				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-			p = problem(CodeInternal, "internal error; see the server log for request "+c.Response().Header().Get(echo.HeaderXRequestID))
+		requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+		p, known := classify(err)
+		if ge := (*gateway.Error)(nil); errors.As(err, &ge) && ge.Err != nil {
+			log.WarnContext(c.Request().Context(), "signal refused", "code", ge.Code, "error", ge.Err, "request_id", requestID)
+		}
+		if !known {
+			log.ErrorContext(c.Request().Context(), "internal error", "error", err, "request_id", requestID)
+			p.Detail = "internal error; see the server log for request " + requestID
 		}
 		if p.Instance == "" {
 			p.Instance = c.Request().URL.Path
@@ -157,20 +150,20 @@ func fromHTTPError(he *echo.HTTPError) *Problem {
 	}
 	switch he.Code {
 	case http.StatusNotFound:
-		return problem(CodeNotFound, detail)
+		return problem(codes.NotFound, detail)
 	case http.StatusMethodNotAllowed:
-		return problem(CodeMethodNotAllowed, detail)
+		return problem(codes.MethodNotAllowed, detail)
 	case http.StatusRequestEntityTooLarge:
-		return problem(CodeTooLarge, detail)
+		return problem(codes.TooLarge, detail)
 	case http.StatusUnsupportedMediaType:
-		return problem(CodeUnsupportedMedia, detail)
+		return problem(codes.UnsupportedMedia, detail)
 	case http.StatusUnauthorized:
-		return problem(CodeUnauthorized, detail)
+		return problem(codes.Unauthorized, detail)
 	case http.StatusTooManyRequests:
-		return problem(CodeRateLimited, detail)
+		return problem(codes.RateLimited, detail)
 	}
 	if he.Code >= 500 {
-		return problem(CodeInternal, detail)
+		return problem(codes.Internal, detail)
 	}
-	return problem(CodeInvalidRequest, detail)
+	return problem(codes.InvalidRequest, detail)
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // routes is the one place every route is declared.
@@ -26,7 +28,7 @@ func (s *Server) routes() {
 	if a := s.deps.Admin; a != nil {
 		a.routes(admin)
 	} else {
-		admin.Any("/*", func(echo.Context) error { return problem(CodeUnauthorized, "admin is not available") })
+		admin.Any("/*", func(echo.Context) error { return problem(codes.Unauthorized, "admin is not available") })
 	}
 }
 

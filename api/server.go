@@ -24,9 +24,18 @@ import (
 	"github.com/hoox/hoox/gateway"
 )
 
+// Executor is what the webhook needs of the core: execute one authenticated,
+// parsed signal exactly once, answering refusals as *gateway.Error.
+// *gateway.Service is the one implementation; the api tests use a fake, so
+// the handler's guards are tested without a database.
+type Executor interface {
+	Execute(ctx context.Context, in gateway.Input) (*gateway.Outcome, error)
+}
+
 // Deps are the server's collaborators.
 type Deps struct {
-	Gateway *gateway.Service
+	// Gateway executes signals; nil refuses every signal as unavailable.
+	Gateway Executor
 	Pool    *pgxpool.Pool
 	// Ready reports nil when the database answers and migrations are
 	// current.
@@ -131,8 +140,10 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 			err := next(c)
 			status := c.Response().Status
 			if err != nil {
-				// The error handler has not run yet; predict its status.
-				status = statusForError(err)
+				// The error handler has not run yet; its status is the
+				// problem the error classifies as.
+				p, _ := classify(err)
+				status = p.Status
 			}
 			route := c.Path()
 			if route == "" {
@@ -142,23 +153,6 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 			return err
 		}
 	}
-}
-
-func statusForError(err error) int {
-	var (
-		p  *Problem
-		ge *gateway.Error
-		he *echo.HTTPError
-	)
-	switch {
-	case asErr(err, &p):
-		return p.Status
-	case asErr(err, &ge):
-		return statusOf[ge.Code]
-	case asErr(err, &he):
-		return he.Code
-	}
-	return http.StatusInternalServerError
 }
 
 // ipExtractor believes X-Forwarded-For only when the direct peer is a trusted

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // uiPageSize is how many rows a listing shows per page.
@@ -54,18 +54,18 @@ func parseUIFilter(c echo.Context, statuses []string) (db.ListFilter, uiFilter, 
 	f := db.ListFilter{Limit: uiPageSize + 1}
 	if form.Status != "" {
 		if !slices.Contains(statuses, form.Status) {
-			return f, form, problem(CodeInvalidRequest, "status must be one of "+strings.Join(statuses, ", "))
+			return f, form, problem(codes.InvalidRequest, "status must be one of "+strings.Join(statuses, ", "))
 		}
 		f.Status = form.Status
 	}
 	if form.Mode != "" {
 		if form.Mode != "live" && form.Mode != "test" {
-			return f, form, problem(CodeInvalidRequest, "mode must be live or test")
+			return f, form, problem(codes.InvalidRequest, "mode must be live or test")
 		}
 		f.Mode = form.Mode
 	}
 	if len(form.Exchange) > 64 || len(form.Symbol) > 32 {
-		return f, form, problem(CodeInvalidRequest, "exchange or symbol is too long")
+		return f, form, problem(codes.InvalidRequest, "exchange or symbol is too long")
 	}
 	// Stored the way package signal folds them.
 	f.Exchange, f.Symbol = strings.ToLower(form.Exchange), strings.ToUpper(form.Symbol)
@@ -86,11 +86,11 @@ func parseUIFilter(c echo.Context, statuses []string) (db.ListFilter, uiFilter, 
 			}
 		}
 		if err != nil {
-			return f, form, problem(CodeInvalidRequest, p.name+" must be a time such as 2025-01-02T15:04 (UTC)")
+			return f, form, problem(codes.InvalidRequest, p.name+" must be a time such as 2025-01-02T15:04 (UTC)")
 		}
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return f, form, problem(CodeInvalidRequest, "until must be after since")
+		return f, form, problem(codes.InvalidRequest, "until must be after since")
 	}
 	return f, form, nil
 }
@@ -139,7 +139,7 @@ func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
 func (u *webUI) tracesPage(c echo.Context) error {
 	v, err := u.listTraces(c)
 	var p *Problem
-	if errors.As(err, &p) && p.Code == CodeInvalidRequest {
+	if errors.As(err, &p) && p.Code == codes.InvalidRequest {
 		return u.render(c, http.StatusBadRequest, "traces", view{Title: "Traces", Nav: "traces", Error: p.Detail, Data: v})
 	}
 	if err != nil {
@@ -183,7 +183,7 @@ func (u *webUI) tracePage(c echo.Context) error {
 	}
 	d, err := db.GetTrace(c.Request().Context(), u.s.deps.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
-		return problem(CodeNotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
+		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
 	}
 	if err != nil {
 		return err
@@ -200,21 +200,21 @@ func (u *webUI) tracePage(c echo.Context) error {
 func (u *webUI) release(c echo.Context) error {
 	id := c.FormValue("trace_id")
 	if id == "" || len(id) > 512 {
-		return problem(CodeInvalidRequest, "trace ID is missing or too long")
+		return problem(codes.InvalidRequest, "trace ID is missing or too long")
 	}
 	if c.FormValue("confirm") != "yes" {
-		return problem(CodeInvalidRequest, "tick the confirmation box to release the trace")
+		return problem(codes.InvalidRequest, "tick the confirmation box to release the trace")
 	}
 	reason := strings.TrimSpace(c.FormValue("reason"))
 	if len(reason) > 256 {
-		return problem(CodeInvalidRequest, "reason is longer than 256 characters")
+		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
 	}
 	_, err := db.ReleaseTrace(c.Request().Context(), u.s.deps.Pool, db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason})
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return problem(CodeNotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+		return problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
 	case errors.Is(err, db.ErrLockTimeout):
-		return problem(gateway.CodeInProgress, fmt.Sprintf("trace %s: an attempt is still running; go back and retry the release", id))
+		return problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; go back and retry the release", id))
 	case err != nil:
 		return err
 	}
@@ -313,7 +313,7 @@ func (u *webUI) setKillSwitch(c echo.Context) error {
 		engaged = true
 	case "false":
 	default:
-		return problem(CodeInvalidRequest, `engaged must be "true" or "false"`)
+		return problem(codes.InvalidRequest, `engaged must be "true" or "false"`)
 	}
 	word := confirmDisengage
 	if engaged {

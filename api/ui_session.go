@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // sessionCookie names the operator page's session cookie. Its path is / so
@@ -105,7 +106,7 @@ func (u *webUI) requireSession(touch bool) echo.MiddlewareFunc {
 					}
 					return c.Redirect(http.StatusSeeOther, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()))
 				}
-				return problem(CodeUnauthorized, "your session has ended; log in again")
+				return problem(codes.Unauthorized, "your session has ended; log in again")
 			}
 			c.Set(ctxSession, s)
 			return next(c)
@@ -132,7 +133,7 @@ func (u *webUI) requireSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxUIForm)
 		if !u.sameOrigin(r) {
-			return problem(CodeForbidden, "this request did not come from this server's page (Origin does not match); reload the page and try again")
+			return problem(codes.Forbidden, "this request did not come from this server's page (Origin does not match); reload the page and try again")
 		}
 		s := sessionOf(c)
 		got := r.Header.Get(csrfHeader)
@@ -140,7 +141,7 @@ func (u *webUI) requireSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 			got = c.FormValue(csrfField)
 		}
 		if s == nil || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRFToken)) != 1 {
-			return problem(CodeForbidden, "missing or wrong CSRF token; reload the page and try again")
+			return problem(codes.Forbidden, "missing or wrong CSRF token; reload the page and try again")
 		}
 		return next(c)
 	})
@@ -249,7 +250,7 @@ func (u *webUI) login(c echo.Context) error {
 	// Login needs no CSRF token (there is no session yet), but a foreign
 	// page may not log a browser in either.
 	if r.Header.Get(echo.HeaderOrigin) != "" && !u.sameOrigin(r) {
-		return problem(CodeForbidden, "this login did not come from this server's page")
+		return problem(codes.Forbidden, "this login did not come from this server's page")
 	}
 	given := c.FormValue("token")
 	want := sha256.Sum256([]byte(u.s.cfg.AdminToken))

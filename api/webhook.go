@@ -20,6 +20,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -76,22 +77,22 @@ func (s *Server) webhook(c echo.Context) error {
 		return err
 	}
 	if req.ContentLength > s.cfg.MaxBody {
-		return problem(CodeTooLarge, fmt.Sprintf("body is %d bytes; the limit is %d", req.ContentLength, s.cfg.MaxBody))
+		return problem(codes.TooLarge, fmt.Sprintf("body is %d bytes; the limit is %d", req.ContentLength, s.cfg.MaxBody))
 	}
 	ip, err := netip.ParseAddr(c.RealIP())
 	if err != nil {
-		return problem(CodeForbidden, "source address could not be determined")
+		return problem(codes.Forbidden, "source address could not be determined")
 	}
 	ip = ip.Unmap()
 	if !s.cfg.AllowedIPs.Allows(ip) {
-		return problem(CodeForbidden, fmt.Sprintf("source address %s is not allowed", ip))
+		return problem(codes.Forbidden, fmt.Sprintf("source address %s is not allowed", ip))
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, s.cfg.MaxBody+1))
 	if err != nil {
-		return problem(CodeInvalidRequest, "could not read the body")
+		return problem(codes.InvalidRequest, "could not read the body")
 	}
 	if int64(len(body)) > s.cfg.MaxBody {
-		return problem(CodeTooLarge, fmt.Sprintf("body exceeds the limit of %d bytes", s.cfg.MaxBody))
+		return problem(codes.TooLarge, fmt.Sprintf("body exceeds the limit of %d bytes", s.cfg.MaxBody))
 	}
 	raw, err := signal.Decode(body)
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Server) webhook(c echo.Context) error {
 		return err
 	}
 	if s.limiter != nil && !s.limiter.Allow() {
-		return problem(CodeRateLimited, "too many signals; slow down").withRetryAfter(time.Second)
+		return problem(codes.RateLimited, "too many signals; slow down").withRetryAfter(time.Second)
 	}
 	sig, err := raw.Signal()
 	if err != nil {
@@ -110,6 +111,9 @@ func (s *Server) webhook(c echo.Context) error {
 	tr, err := signal.DeriveTrace(sig, req.Header.Get("Idempotency-Key"), time.Now())
 	if err != nil {
 		return invalidSignal(err)
+	}
+	if s.deps.Gateway == nil {
+		return problem(codes.Unavailable, "this server executes no signals").withRetryAfter(5 * time.Second)
 	}
 	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig, Trace: tr, SourceIP: ip})
 	if err != nil {
@@ -133,25 +137,25 @@ func (p *Problem) withRetryAfter(d time.Duration) *Problem {
 func invalidSignal(err error) error {
 	var se *signal.Error
 	if errors.As(err, &se) {
-		return problem(gateway.CodeInvalid, se.Error())
+		return problem(codes.InvalidSignal, se.Error())
 	}
-	return problem(gateway.CodeInvalid, err.Error())
+	return problem(codes.InvalidSignal, err.Error())
 }
 
 // checkContentType accepts JSON and text/plain, which TradingView sends when
 // it does not recognise the message as JSON.
 func checkContentType(ct string) error {
 	if ct == "" {
-		return problem(CodeUnsupportedMedia, "Content-Type is missing; send application/json or text/plain")
+		return problem(codes.UnsupportedMedia, "Content-Type is missing; send application/json or text/plain")
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return problem(CodeUnsupportedMedia, "Content-Type could not be parsed; send application/json or text/plain")
+		return problem(codes.UnsupportedMedia, "Content-Type could not be parsed; send application/json or text/plain")
 	}
 	if mt == "application/json" || mt == "text/plain" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
 		return nil
 	}
-	return problem(CodeUnsupportedMedia, fmt.Sprintf("Content-Type %s is not accepted; send application/json or text/plain", mt))
+	return problem(codes.UnsupportedMedia, fmt.Sprintf("Content-Type %s is not accepted; send application/json or text/plain", mt))
 }
 
 // The signature headers. X-Hoox-Signature is the hex HMAC-SHA256, keyed
@@ -171,7 +175,7 @@ const (
 // authenticate accepts the body's secret, or else a valid signature, both
 // compared in constant time. It answers a *Problem: 401 unauthorized.
 func (s *Server) authenticate(secret string, h http.Header, body []byte, now time.Time) error {
-	refused := problem(CodeUnauthorized, "missing or wrong secret or "+HeaderSignature)
+	refused := problem(codes.Unauthorized, "missing or wrong secret or "+HeaderSignature)
 	want := []byte(s.cfg.WebhookSecret)
 	if len(want) == 0 {
 		return refused
@@ -201,25 +205,25 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 	// With a timestamp, only a signature over it counts: a captured
 	// body-only signature must not pass beside a fresh header.
 	if len(stamps) > 1 {
-		return problem(CodeUnauthorized, "send one "+HeaderTimestamp+" header")
+		return problem(codes.Unauthorized, "send one "+HeaderTimestamp+" header")
 	}
 	stamp := stamps[0]
 	sec, err := parseUnixSeconds(stamp)
 	if err != nil {
-		return problem(CodeUnauthorized, HeaderTimestamp+" "+err.Error())
+		return problem(codes.Unauthorized, HeaderTimestamp+" "+err.Error())
 	}
 	mac.Write([]byte(stamp))
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return problem(CodeUnauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
+		return problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
 	}
 	switch age := now.Sub(time.Unix(sec, 0)); {
 	case age > s.cfg.MaxSignalAge:
-		return problem(CodeUnauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
+		return problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
 			HeaderTimestamp, age.Round(time.Second), s.cfg.MaxSignalAge))
 	case -age > s.cfg.MaxSignalAge:
-		return problem(CodeUnauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
+		return problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
 			HeaderTimestamp, (-age).Round(time.Second), s.cfg.MaxSignalAge))
 	}
 	return nil

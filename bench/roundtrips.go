@@ -15,6 +15,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/app"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // rtCounter counts what a pool sends to Postgres. With pgx's statement cache
@@ -108,7 +109,7 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 		_, err = svc.Execute(ctx, in)
 		d := time.Since(start)
 		var ge *gateway.Error
-		if errors.As(err, &ge) && ge.Code == gateway.CodeDuplicate {
+		if errors.As(err, &ge) && ge.Code == codes.Duplicate {
 			err = nil
 		}
 		return d, err

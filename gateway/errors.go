@@ -3,21 +3,11 @@ package gateway
 import (
 	"fmt"
 	"time"
+
+	"github.com/hoox/hoox/internal/codes"
 )
 
-// Error codes the gateway returns. They are the stable `code` of the
-// problem+json body; the HTTP layer maps each to a status in one table.
-const (
-	CodeInvalid       = "invalid_signal"
-	CodeDuplicate     = "duplicate"
-	CodeInProgress    = "in_progress"
-	CodeKeyReused     = "key_reused"
-	CodeOrderRejected = "order_rejected"
-	CodeUnavailable   = "unavailable"
-	CodeKillSwitch    = "kill_switch"
-)
-
-// Error is a signal's refusal with a stable code. Detail is safe to show the
+// Error is a signal's refusal with a stable code (package codes). Detail is safe to show the
 // sender; Err, when set, is the internal cause, for logs only.
 type Error struct {
 	Code       string
@@ -41,9 +31,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 func invalid(field, msg string) *Error {
-	return &Error{Code: CodeInvalid, Detail: field + ": " + msg}
+	return &Error{Code: codes.InvalidSignal, Detail: field + ": " + msg}
 }
 
 func unavailable(detail string, retryAfter time.Duration, err error) *Error {
-	return &Error{Code: CodeUnavailable, Detail: detail, RetryAfter: retryAfter, Err: err}
+	return &Error{Code: codes.Unavailable, Detail: detail, RetryAfter: retryAfter, Err: err}
 }

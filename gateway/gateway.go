@@ -21,6 +21,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/signal"
@@ -135,7 +136,7 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	case res.KillSwitch:
 		tx.Rollback(ctx)
-		return nil, &Error{Code: CodeKillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
+		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		tx.Rollback(ctx)
 		return nil, s.inProgress(tr.ID)
@@ -147,19 +148,19 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 
 func (s *Service) inProgress(traceID string) *Error {
 	retry := max(s.cfg.LockWait, time.Second)
-	return &Error{Code: CodeInProgress, RetryAfter: retry,
+	return &Error{Code: codes.InProgress, RetryAfter: retry,
 		Detail: fmt.Sprintf("trace %s: the first attempt is still running; retry to learn its outcome", traceID)}
 }
 
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	orig := &Original{TraceID: t.TraceID, Status: t.Status, OrderID: t.OrderID, ClientOrderID: t.ClientOrderID, FirstSeen: t.ReceivedAt}
-	e := &Error{Code: CodeDuplicate, Original: orig,
+	e := &Error{Code: codes.Duplicate, Original: orig,
 		Detail: fmt.Sprintf("trace %s was already received at %s; its outcome was %s", t.TraceID, t.ReceivedAt.UTC().Format(time.RFC3339Nano), t.Status)}
 	event := db.EventDuplicate
 	if t.Fingerprint != in.Trace.Fingerprint {
 		event = db.EventKeyReused
-		e.Code = CodeKeyReused
+		e.Code = codes.KeyReused
 		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
 	}
 	// The answer is known now; its audit row commits asynchronously (it is
@@ -273,7 +274,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// The key's earlier attempt was another signal; the sweeper records
 		// that one's order, and this one must not adopt it.
 		tx.Rollback(ctx)
-		return nil, &Error{Code: CodeKeyReused,
+		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
 	if tr.Source == signal.KeyWindow && time.Since(p.ReceivedAt) > s.cfg.DedupWindow {
@@ -301,7 +302,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 }
 
 func keyReusedAtVenue(traceID string, err error) *Error {
-	return &Error{Code: CodeKeyReused, Err: err,
+	return &Error{Code: codes.KeyReused, Err: err,
 		Detail: fmt.Sprintf("trace %s: the venue holds a different order under this key's client order id; send a new key", traceID)}
 }
 
@@ -398,7 +399,7 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
 	if status == db.TraceRejected {
-		return nil, &Error{Code: CodeOrderRejected, Outcome: out,
+		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}
 	}
 	return out, nil

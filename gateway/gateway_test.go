@@ -13,6 +13,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -55,7 +56,7 @@ func TestUnknownExchangeIsInvalidAndTouchesNothing(t *testing.T) {
 	_, err := b.svc.Execute(context.Background(), input(t, `{"exchange":"nowhere","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"x"}`))
 	var ge *gateway.Error
 	require.True(t, errors.As(err, &ge))
-	require.Equal(t, gateway.CodeInvalid, ge.Code)
+	require.Equal(t, codes.InvalidSignal, ge.Code)
 	require.Contains(t, ge.Detail, "paper", "the detail names the configured venues")
 	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
 }
@@ -75,7 +76,7 @@ func TestCloseWaitsForRepeatAuditRows(t *testing.T) {
 		_, err := b.svc.Execute(ctx, input(t, body))
 		var ge *gateway.Error
 		require.True(t, errors.As(err, &ge))
-		require.Equal(t, gateway.CodeDuplicate, ge.Code)
+		require.Equal(t, codes.Duplicate, ge.Code)
 		require.Equal(t, out.Order.ID, *ge.Original.OrderID)
 	}
 	b.svc.Close()
@@ -91,7 +92,7 @@ func TestRejectionIsRecordedAndReturned(t *testing.T) {
 	_, err := b.svc.Execute(context.Background(), input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"broke"}`))
 	var ge *gateway.Error
 	require.True(t, errors.As(err, &ge))
-	require.Equal(t, gateway.CodeOrderRejected, ge.Code)
+	require.Equal(t, codes.OrderRejected, ge.Code)
 	require.Contains(t, ge.Detail, "insufficient balance")
 	require.Equal(t, "rejected", ge.Outcome.Order.Status)
 	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_ids WHERE status = 'rejected'"))

@@ -11,6 +11,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -98,7 +99,7 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 			require.Zero(t, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"))
 
 			_, err = b.svc.Execute(ctx, input(t, body))
-			requireCode(t, err, gateway.CodeDuplicate)
+			requireCode(t, err, codes.Duplicate)
 			require.Equal(t, 1, b.venue.count())
 		})
 	}
@@ -152,7 +153,7 @@ func TestKeyReusedAfterCrashIsRefused(t *testing.T) {
 
 	executeCrashing(t, b.svc, input(t, first))
 	_, err := b.svc.Execute(context.Background(), input(t, other))
-	requireCode(t, err, gateway.CodeKeyReused)
+	requireCode(t, err, codes.KeyReused)
 	require.Equal(t, 1, b.venue.count())
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
 
@@ -174,7 +175,7 @@ func TestVenueHoldingADifferentOrderIsKeyReused(t *testing.T) {
 		OrderType: "limit", Quantity: in.Signal.Quantity.Add(in.Signal.Quantity)}, exchange.StatusOpen)
 
 	_, err := b.svc.Execute(context.Background(), in)
-	requireCode(t, err, gateway.CodeKeyReused)
+	requireCode(t, err, codes.KeyReused)
 	require.Equal(t, 1, b.venue.count(), "nothing placed")
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM orders"))
@@ -211,7 +212,7 @@ func TestIntentSurvivesAPostgresCrashAfterTheVenueAccepted(t *testing.T) {
 	})
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"pg-crash"}`
 	_, err = doomed.svc.Execute(ctx, input(t, body))
-	requireCode(t, err, gateway.CodeUnavailable)
+	requireCode(t, err, codes.Unavailable)
 	require.Equal(t, 1, venue.count(), "the venue holds the order")
 
 	require.NoError(t, cluster.Start(ctx))
@@ -223,9 +224,9 @@ func TestIntentSurvivesAPostgresCrashAfterTheVenueAccepted(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
 }
 
-func intentOutcome(t *testing.T, pool *pgxpool.Pool) string {
+func intentOutcome(t *testing.T, pool *pgxpool.Pool) db.IntentOutcome {
 	t.Helper()
-	var outcome *string
+	var outcome *db.IntentOutcome
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT outcome FROM dispatch_intents").Scan(&outcome))
 	if outcome == nil {
 		return ""

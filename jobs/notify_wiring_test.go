@@ -13,6 +13,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
@@ -49,7 +50,7 @@ func TestRejectedOrderIsNotifiedOnEveryChannel(t *testing.T) {
 	_, err = gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"ETHUSDT","action":"sell","quantity":"2","trace_id":"refused"}`))
 	var ge *gateway.Error
 	require.ErrorAs(t, err, &ge)
-	require.Equal(t, gateway.CodeOrderRejected, ge.Code)
+	require.Equal(t, codes.OrderRejected, ge.Code)
 	require.Equal(t, db.TraceRejected, traceStatus(t, b.pool, "k:refused"))
 	require.EqualValues(t, 3, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'notify' AND args->'message'->>'event' = 'rejected'"),
 		"one job per channel, committed with the rejection")

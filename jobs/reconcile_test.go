@@ -19,6 +19,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
@@ -78,7 +79,7 @@ func TestReconcileAdoptsLostAnswer(t *testing.T) {
 	_, err = gw.Execute(ctx, in)
 	var gerr *gateway.Error
 	require.ErrorAs(t, err, &gerr)
-	require.Equal(t, gateway.CodeDuplicate, gerr.Code)
+	require.Equal(t, codes.Duplicate, gerr.Code)
 	require.Equal(t, db.TraceDispatched, gerr.Original.Status)
 	fills, err = b.paper.Orders(ctx)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -125,7 +126,7 @@ func TestSweeperRecordsADeadAttemptsOrderWithoutAResend(t *testing.T) {
 	_, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.25"}`))
 	var ge *gateway.Error
 	require.ErrorAs(t, err, &ge)
-	require.Equal(t, gateway.CodeDuplicate, ge.Code, "inside the window, the resend is a duplicate of the swept trace")
+	require.Equal(t, codes.Duplicate, ge.Code, "inside the window, the resend is a duplicate of the swept trace")
 	fills, err := b.paper.Orders(ctx)
 	require.NoError(t, err)
 	require.Len(t, fills, 1)

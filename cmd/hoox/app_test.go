@@ -381,7 +381,6 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 	require.NotContains(t, logs, token)
 }
 
-func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 func TestQuantitiesAndPricesAreExact(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,33 @@
+// Package codes is every problem code hoox answers with: the stable `code`
+// member of a problem+json body, which senders and operators branch on.
+// The gateway refuses signals with some, the HTTP layer raises the rest;
+// declaring them in one leaf keeps the vocabulary in one place, and api's
+// one table maps each to its HTTP status.
+package codes
+
+// Codes the gateway returns for a signal.
+const (
+	InvalidSignal = "invalid_signal"
+	Duplicate     = "duplicate"
+	InProgress    = "in_progress"
+	KeyReused     = "key_reused"
+	OrderRejected = "order_rejected"
+	Unavailable   = "unavailable"
+	KillSwitch    = "kill_switch"
+)
+
+// Codes the HTTP layer raises itself.
+const (
+	Unauthorized     = "unauthorized"
+	Forbidden        = "forbidden"
+	TooLarge         = "payload_too_large"
+	UnsupportedMedia = "unsupported_media_type"
+	RateLimited      = "rate_limited"
+	NotFound         = "not_found"
+	InvalidRequest   = "invalid_request"
+	MethodNotAllowed = "method_not_allowed"
+	Internal         = "internal"
+	// Reconciling refuses to release a trace whose order may exist at the
+	// venue: the reconcile settles it first.
+	Reconciling = "reconciling"
+)
