@@ -381,7 +381,6 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 	require.NotContains(t, logs, token)
 }
 
-
 func TestQuantitiesAndPricesAreExact(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
