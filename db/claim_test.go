@@ -1,0 +1,249 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// claimParams is a client-keyed live signal's claim on traceID.
+func claimParams(traceID string) db.ClaimParams {
+	return db.ClaimParams{TraceID: traceID, LockKey: traceID, Fingerprint: "fp-" + traceID, Mode: "live", KeySource: "client",
+		Exchange: "paper", Symbol: "BTCUSDT", Action: "buy", Signal: []byte(`{"symbol":"BTCUSDT"}`),
+		SourceIP: netip.MustParseAddr("52.89.214.238"), TTL: time.Hour, LockWait: time.Second}
+}
+
+// claim runs db.Claim and requires it to succeed.
+func claim(t *testing.T, pool *pgxpool.Pool, p db.ClaimParams) (*db.ClaimTx, db.ClaimResult) {
+	t.Helper()
+	tx, res, err := db.Claim(context.Background(), pool, p)
+	require.NoError(t, err)
+	return tx, res
+}
+
+func countRows(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), query, args...).Scan(&n))
+	return n
+}
+
+func order(clientOrderID string) exchange.Order {
+	return exchange.Order{ClientOrderID: clientOrderID, Symbol: "BTCUSDT", Action: "buy", Side: "buy", OrderType: "market",
+		Quantity: decimal.RequireFromString("0.5")}
+}
+
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a new trace is claimed, received and settled in one commit", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		tx, res := claim(t, pool, claimParams("k:new"))
+		require.True(t, res.Found)
+		require.True(t, res.Claimed)
+		require.False(t, res.KillSwitch)
+		require.Equal(t, db.TraceClaimed, res.Trace.Status)
+		require.Zero(t, res.Executions)
+		require.Nil(t, res.Pending)
+
+		rec := db.RecordReport("k:new", "paper", "live", order("hx-new-0"), exchange.Report{Status: exchange.StatusFilled, ExchangeOrderID: "42"})
+		require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: "k:new", Status: rec.Status, Order: rec.Order,
+			Events: []db.Event{{TraceID: "k:new", Event: db.EventDispatched, Detail: rec.Detail}}}))
+		var status db.TraceStatus
+		var ip string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT status, host(source_ip) FROM trace_ids WHERE trace_id = 'k:new'`).Scan(&status, &ip))
+		require.Equal(t, db.TraceDispatched, status)
+		require.Equal(t, "52.89.214.238", ip, "the sender's address is recorded")
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:new' AND exchange_order_id = '42'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:new' AND event = 'received'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:new' AND event = 'dispatched'`))
+	})
+
+	t.Run("a rolled back claim leaves nothing", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		tx, res := claim(t, pool, claimParams("k:gone"))
+		require.True(t, res.Claimed)
+		tx.Rollback(ctx)
+		tx.Rollback(ctx) // safe twice
+		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
+		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_events`))
+	})
+
+	t.Run("a repeat finds the settled trace and its order", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		tx, _ := claim(t, pool, claimParams("k:dup"))
+		rec := db.RecordReport("k:dup", "paper", "live", order("hx-dup-0"), exchange.Report{Status: exchange.StatusFilled})
+		require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: "k:dup", Status: rec.Status, Order: rec.Order}))
+
+		again, res := claim(t, pool, claimParams("k:dup"))
+		require.True(t, res.Found)
+		require.False(t, res.Claimed)
+		require.Equal(t, db.TraceDispatched, res.Trace.Status)
+		require.Equal(t, rec.Order.ID, *res.Trace.OrderID)
+		require.Equal(t, "hx-dup-0", *res.Trace.ClientOrderID)
+		require.NoError(t, again.Duplicate(ctx, db.Event{TraceID: "k:dup", Event: db.EventDuplicate}))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'duplicate'`))
+		require.Error(t, again.Duplicate(ctx), "a finished claim cannot commit again")
+	})
+
+	t.Run("a window signal inside the window finds the prior execution", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		window := func(id string) db.ClaimParams {
+			p := claimParams(id)
+			p.LockKey, p.Fingerprint, p.KeySource, p.Window = "w:abc", "fp-w", "window", time.Minute
+			return p
+		}
+		tx, res := claim(t, pool, window("w:abc:1"))
+		require.True(t, res.Claimed)
+		require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: "w:abc:1", Status: db.TraceDispatched}))
+
+		tx, res = claim(t, pool, window("w:abc:2"))
+		require.False(t, res.Claimed)
+		require.Equal(t, "w:abc:1", res.Trace.TraceID, "the repeat is answered with the first execution")
+		tx.Rollback(ctx)
+
+		// Once the first is older than the window, the signal executes again.
+		_, err := pool.Exec(ctx, `UPDATE trace_ids SET received_at = received_at - interval '61 seconds'`)
+		require.NoError(t, err)
+		tx, res = claim(t, pool, window("w:abc:3"))
+		require.True(t, res.Claimed)
+		require.Equal(t, "w:abc:3", res.Trace.TraceID)
+		tx.Rollback(ctx)
+	})
+
+	t.Run("the kill switch claims nothing", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		_, err := db.SetKillSwitch(ctx, pool, true, "drill", "test")
+		require.NoError(t, err)
+		tx, res := claim(t, pool, claimParams("k:halted"))
+		require.True(t, res.KillSwitch)
+		require.False(t, res.Claimed)
+		tx.Rollback(ctx)
+		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
+	})
+
+	t.Run("executions count the settled intents that used an ID", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		for i, outcome := range []db.IntentOutcome{db.IntentDispatched, db.IntentRejected, db.IntentFailed, db.IntentUnsent, db.IntentNotPlaced} {
+			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:again", Order: order("hx-again-" + string(rune('0'+i))),
+				SentAt: time.Now().Add(-time.Hour), Outcome: outcome})
+		}
+		tx, res := claim(t, pool, claimParams("k:again"))
+		require.True(t, res.Claimed)
+		require.Equal(t, 3, res.Executions, "unsent and not placed IDs may be used again; the rest are spent")
+		require.Nil(t, res.Pending)
+		tx.Rollback(ctx)
+	})
+
+	t.Run("an open intent is handed to the next attempt", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		sent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:died", Fingerprint: "fp-k:died", Order: order("hx-died-0"), SentAt: sent})
+		tx, res := claim(t, pool, claimParams("k:died"))
+		require.True(t, res.Claimed)
+		require.NotNil(t, res.Pending)
+		require.Equal(t, "hx-died-0", res.Pending.ClientOrderID)
+		require.Equal(t, "fp-k:died", res.Pending.Fingerprint)
+		require.WithinDuration(t, sent, res.Pending.SentAt, time.Millisecond)
+		tx.Rollback(ctx)
+	})
+
+	t.Run("a repeat waits at most LockWait for the first attempt", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		first, _ := claim(t, pool, claimParams("k:busy"))
+		defer first.Rollback(ctx)
+		p := claimParams("k:busy")
+		p.LockWait = 50 * time.Millisecond
+		_, _, err := db.Claim(ctx, pool, p)
+		require.ErrorIs(t, err, db.ErrLockTimeout)
+	})
+}
+
+func TestWriteIntent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	intent := func(clientOrderID string) *db.Intent {
+		return &db.Intent{ClientOrderID: clientOrderID, LockKey: "k:i", TraceID: "k:i", Fingerprint: "fp", Mode: "live",
+			KeySource: "client", Exchange: "paper", Order: order(clientOrderID), Signal: []byte(`{}`), ReceivedAt: time.Now()}
+	}
+	outcome := func(t *testing.T, pool *pgxpool.Pool, id string) *db.IntentOutcome {
+		t.Helper()
+		var o *db.IntentOutcome
+		require.NoError(t, pool.QueryRow(ctx, `SELECT outcome FROM dispatch_intents WHERE client_order_id = $1`, id).Scan(&o))
+		return o
+	}
+
+	t.Run("a new intent is written with its dispatch_started event", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		in := intent("hx-i-0")
+		require.NoError(t, db.WriteIntent(ctx, pool, in, true))
+		require.Equal(t, 1, in.Attempts)
+		require.False(t, in.SentAt.IsZero())
+		require.Nil(t, outcome(t, pool, "hx-i-0"))
+		got, err := db.GetIntent(ctx, pool, "hx-i-0")
+		require.NoError(t, err)
+		require.Equal(t, "0.5", got.Order.Quantity.String())
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'dispatch_started'`))
+	})
+
+	for _, prior := range []db.IntentOutcome{"", db.IntentUnsent, db.IntentNotPlaced} {
+		t.Run(fmt.Sprintf("re-arms an intent with outcome %q", prior), func(t *testing.T) {
+			t.Parallel()
+			pool := testcontainers.NewPool(t)
+			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"),
+				SentAt: time.Now().Add(-time.Hour), Outcome: prior})
+			in := intent("hx-i-0")
+			require.NoError(t, db.WriteIntent(ctx, pool, in, false))
+			require.Equal(t, 2, in.Attempts)
+			require.WithinDuration(t, time.Now(), in.SentAt, time.Minute, "the accept window restarts from this send")
+			require.Nil(t, outcome(t, pool, "hx-i-0"), "open again")
+		})
+	}
+
+	t.Run("refuses an intent settled with an order", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"), Outcome: db.IntentDispatched})
+		err := db.WriteIntent(ctx, pool, intent("hx-i-0"), true)
+		require.True(t, errors.Is(err, db.ErrIntentConsumed), "%v", err)
+		require.Equal(t, db.IntentDispatched, *outcome(t, pool, "hx-i-0"), "the settled intent is untouched")
+	})
+}
+
+func TestSettleIntent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:s", Order: order("hx-s-0")})
+	require.NoError(t, db.SettleIntent(ctx, pool, "hx-s-0", db.IntentUnsent,
+		db.Event{TraceID: "k:s", Event: db.EventDispatchAborted, Detail: map[string]any{"outcome": "unsent"}}))
+	var o db.IntentOutcome
+	var settled bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT outcome, settled_at IS NOT NULL FROM dispatch_intents WHERE client_order_id = 'hx-s-0'`).Scan(&o, &settled))
+	require.Equal(t, db.IntentUnsent, o)
+	require.True(t, settled)
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
+}
