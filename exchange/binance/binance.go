@@ -121,7 +121,7 @@ type outgoing struct {
 // a filter minimum, no position to close) or by Binance — are a rejected
 // Report with a nil error.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	symbol := VenueSymbol(o.Symbol)
+	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
 		return rejected(reason), nil
 	}
@@ -391,7 +391,7 @@ func (a orderAnswer) fillPrice() decimal.Decimal {
 // o in symbol, side or quantity (as o would be sent, rounded to the step) is
 // an error wrapping exchange.ErrMismatch.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	symbol := VenueSymbol(o.Symbol)
+	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
 	weight := 4
 	if v.futures() {

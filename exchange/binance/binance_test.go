@@ -23,19 +23,6 @@ func TestSign(t *testing.T) {
 		binance.Sign(secret, "symbol=%EF%BC%91%EF%BC%92%EF%BC%93%EF%BC%94%EF%BC%95%EF%BC%96&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=0.1&recvWindow=5000&timestamp=1499827319559"))
 }
 
-func TestVenueSymbol(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"BINANCE:BTCUSDT.P": "BTCUSDT",
-		"BTC/USDT":          "BTCUSDT",
-		"btc-usdt":          "BTCUSDT",
-		"ETH_USDT":          "ETHUSDT",
-		"BTCUSDT":           "BTCUSDT",
-	} {
-		require.Equal(t, want, binance.VenueSymbol(in), in)
-	}
-}
-
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	_, err := binance.New(binance.Config{APIKey: "k"})

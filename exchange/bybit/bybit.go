@@ -221,16 +221,3 @@ func (v *Venue) AcceptWindow() time.Duration {
 
 // Category returns the category this venue trades.
 func (v *Venue) Category() Category { return v.cfg.Category }
-
-// VenueSymbol turns a symbol as a TradingView alert may send it into Bybit's
-// form: an exchange prefix (`BYBIT:`), a perpetual suffix (`.P`) and the
-// separators `/`, `-`, `_` are dropped, so `BYBIT:BTCUSDT.P` and `BTC/USDT`
-// both become `BTCUSDT`.
-func VenueSymbol(s string) string {
-	s = strings.ToUpper(strings.TrimSpace(s))
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSuffix(s, ".P")
-	return strings.NewReplacer("/", "", "-", "", "_", "").Replace(s)
-}

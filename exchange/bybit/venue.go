@@ -50,7 +50,7 @@ type createBody struct {
 // reports it. See the package documentation for why an accepted order can
 // come back open.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	sym := VenueSymbol(o.Symbol)
+	sym := exchange.VenueSymbol(o.Symbol)
 	if o.OrderType != "market" && o.OrderType != "limit" {
 		return rejected(ReasonBadOrderType + ": " + o.OrderType), nil
 	}
@@ -175,7 +175,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 // restart). ErrNotFound when neither has it; ErrMismatch when the order
 // held is not the one o would have been sent as.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	sym := VenueSymbol(o.Symbol)
+	sym := exchange.VenueSymbol(o.Symbol)
 	r, err := v.find(ctx, sym, o.ClientOrderID, true)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w", o.ClientOrderID, err)

@@ -49,16 +49,6 @@ func TestConfig(t *testing.T) {
 	})
 }
 
-func TestVenueSymbol(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"BYBIT:BTCUSDT.P": "BTCUSDT", "BTC/USDT": "BTCUSDT", "eth-usdt": "ETHUSDT",
-		"BTC_USDT": "BTCUSDT", "BTCUSDT": "BTCUSDT",
-	} {
-		require.Equal(t, want, bybit.VenueSymbol(in), in)
-	}
-}
-
 func TestPlaceLinear(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
