@@ -66,15 +66,8 @@ func (a *Admin) listOrders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := ordersPage{Orders: make([]adminOrder, 0, min(len(rows), want))}
-	for i, r := range rows {
-		if i == want {
-			last := rows[i-1]
-			next := encodeCursor("orders", last.CreatedAt, last.ID.String())
-			page.NextCursor = &next
-			break
-		}
-		page.Orders = append(page.Orders, newAdminOrder(r))
-	}
+	var page ordersPage
+	page.Orders, page.NextCursor = pageOf(rows, want, newAdminOrder,
+		func(o db.OrderRow) string { return encodeCursor("orders", o.CreatedAt, o.ID.String()) })
 	return adminJSON(c, http.StatusOK, page)
 }

@@ -188,3 +188,18 @@ func utc(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// pageOf turns rows fetched with one more than want into a page: at most
+// want items, and the cursor after the last one shown, nil on the last
+// page.
+func pageOf[R, T any](rows []R, want int, item func(R) T, cursor func(R) string) ([]T, *string) {
+	out := make([]T, 0, min(len(rows), want))
+	for i, r := range rows {
+		if i == want {
+			next := cursor(rows[i-1])
+			return out, &next
+		}
+		out = append(out, item(r))
+	}
+	return out, nil
+}

@@ -79,16 +79,9 @@ func (a *Admin) listTraces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := tracesPage{Traces: make([]adminTrace, 0, min(len(rows), want))}
-	for i, r := range rows {
-		if i == want {
-			last := rows[i-1]
-			next := encodeCursor("traces", last.ReceivedAt, last.TraceID)
-			page.NextCursor = &next
-			break
-		}
-		page.Traces = append(page.Traces, newAdminTrace(r))
-	}
+	var page tracesPage
+	page.Traces, page.NextCursor = pageOf(rows, want, newAdminTrace,
+		func(t db.TraceRow) string { return encodeCursor("traces", t.ReceivedAt, t.TraceID) })
 	return adminJSON(c, http.StatusOK, page)
 }
 

@@ -137,27 +137,26 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	for _, c := range counters {
 		c.reset()
 	}
+	// The same n keys twice: new signals, then repeats of them.
+	pass := func(what string) (trips []PoolTrips, p50, p99 time.Duration, err error) {
+		lats := make([]time.Duration, 0, n)
+		for i := range n {
+			d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("%s: %w", what, err)
+			}
+			lats = append(lats, d)
+		}
+		p50, p99 = quantiles(lats)
+		return per(), p50, p99, nil
+	}
 	res := RoundTrips{Signals: n}
-	lats := make([]time.Duration, 0, n)
-	for i := range n {
-		d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
-		if err != nil {
-			return res, fmt.Errorf("new signal: %w", err)
-		}
-		lats = append(lats, d)
+	if res.New, res.NewP50, res.NewP99, err = pass("new signal"); err != nil {
+		return res, err
 	}
-	res.New = per()
-	res.NewP50, res.NewP99 = quantiles(lats)
-	lats = lats[:0]
-	for i := range n {
-		d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
-		if err != nil {
-			return res, fmt.Errorf("repeat: %w", err)
-		}
-		lats = append(lats, d)
+	if res.Repeat, res.RepeatP50, res.RepeatP99, err = pass("repeat"); err != nil {
+		return res, err
 	}
-	res.Repeat = per()
-	res.RepeatP50, res.RepeatP99 = quantiles(lats)
 	return res, nil
 }
 

@@ -110,14 +110,21 @@ func ListTraces(ctx context.Context, q DBTX, f ListFilter, after *TraceCursor) (
 	if after != nil {
 		afterAt, afterID = &after.ReceivedAt, &after.TraceID
 	}
-	rows, err := q.Query(ctx, listTracesSQL, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
+	return list[TraceRow](ctx, q, "traces", listTracesSQL, f, afterAt, afterID)
+}
+
+// list runs one of the listings (listTracesSQL, listOrdersSQL): the filter's
+// predicates, switched off by NULLs, then the keyset position and the page
+// size, in that order.
+func list[T any](ctx context.Context, q DBTX, what, sql string, f ListFilter, afterAt *time.Time, afterID any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
 		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list traces: %w", translate(err))
+		return nil, fmt.Errorf("list %s: %w", what, translate(err))
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[TraceRow])
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
 	if err != nil {
-		return nil, fmt.Errorf("list traces: %w", translate(err))
+		return nil, fmt.Errorf("list %s: %w", what, translate(err))
 	}
 	return out, nil
 }
@@ -148,16 +155,7 @@ func ListOrders(ctx context.Context, q DBTX, f ListFilter, after *OrderCursor) (
 	if after != nil {
 		afterAt, afterID = &after.CreatedAt, &after.ID
 	}
-	rows, err := q.Query(ctx, listOrdersSQL, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
-		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", translate(err))
-	}
-	return out, nil
+	return list[OrderRow](ctx, q, "orders", listOrdersSQL, f, afterAt, afterID)
 }
 
 // TraceDetail is everything recorded about one trace ID. Trace is nil once

@@ -90,15 +90,8 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		})
 	queueEvents(b, []Event{{TraceID: in.TraceID, Event: EventDispatchStarted, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": in.ClientOrderID}}})
-	b.Queue("COMMIT")
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return translate(err)
-	}
-	defer conn.Release()
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		return translate(err)
+	if err := sendTx(ctx, pool, b); err != nil {
+		return err
 	}
 	if !found {
 		// The COMMIT above wrote only the event; the intent is settled.
@@ -121,6 +114,13 @@ func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string,
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 	b.Queue(SettleIntentSQL, clientOrderID, outcome)
 	queueEvents(b, events)
+	return sendTx(ctx, pool, b)
+}
+
+// sendTx sends b, which opens a transaction with BEGIN, then COMMIT, on one
+// connection of pool: one round trip. On an error the transaction is
+// rolled back before the connection goes back to the pool.
+func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 	b.Queue("COMMIT")
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

@@ -134,16 +134,20 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID s
 		b.Queue(SettleIntentSQL, clientOrderID, r.IntentOutcome)
 	}
 	queueEvents(b, []Event{r.Event})
+	return status, commitWith(ctx, tx, b, r.BeforeCommit)
+}
+
+// commitWith sends a resolution's writes, runs its hook in the same
+// transaction and commits: the order, the settlement, the events and the
+// notification the hook queues land together or not at all.
+func commitWith(ctx context.Context, tx pgx.Tx, b *pgx.Batch, hook TxHook) error {
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return status, translate(err)
+		return translate(err)
 	}
-	if err := runHooks(ctx, tx, []TxHook{r.BeforeCommit}); err != nil {
-		return status, err
+	if err := runHooks(ctx, tx, []TxHook{hook}); err != nil {
+		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return status, translate(err)
-	}
-	return status, nil
+	return translate(tx.Commit(ctx))
 }
 
 // NewOrderRow builds the order row for o as the venue reported it: the one

@@ -193,14 +193,8 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 		b.Queue(SettleIntentSQL, s.Intent.ClientOrderID, r.IntentOutcome)
 	}
 	queueEvents(b, r.Events)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return false, translate(err)
-	}
-	if err := runHooks(ctx, tx, []TxHook{r.BeforeCommit}); err != nil {
+	if err := commitWith(ctx, tx, b, r.BeforeCommit); err != nil {
 		return false, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, translate(err)
 	}
 	return true, nil
 }
