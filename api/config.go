@@ -49,7 +49,7 @@ type Config struct {
 	LoginThrottle db.LoginThrottle
 }
 
-// DefaultConfig is DESIGN.md's defaults.
+// DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
 	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second, SessionIdle: 8 * time.Hour}
 }

@@ -68,9 +68,9 @@ func decimalText(d decimal.NullDecimal) *string {
 	return &s
 }
 
-// webhook takes a signal. The checks run in DESIGN.md's order so each error
+// webhook takes a signal. The checks run in a fixed order so each error
 // means one thing: size and content type → source IP → JSON syntax → secret
-// → fields → (kill switch, claim, dispatch in the gateway).
+// → rate limit → fields → (kill switch, claim, dispatch in the gateway).
 func (s *Server) webhook(c echo.Context) error {
 	req := c.Request()
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {

@@ -95,11 +95,6 @@ func NewPool(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.P
 	return pool, nil
 }
 
-// WithTx runs fn in a transaction, committing when it returns nil.
-func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return translate(pgx.BeginFunc(ctx, pool, fn))
-}
-
 // Translate maps pgx and Postgres errors onto this package's errors, for
 // callers that run their own statements on a pool.
 func Translate(err error) error { return translate(err) }

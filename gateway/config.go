@@ -36,7 +36,7 @@ type Config struct {
 	VenueTimeout time.Duration
 }
 
-// DefaultConfig is DESIGN.md's defaults.
+// DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
 	return Config{TraceTTL: 24 * time.Hour, DedupWindow: 60 * time.Second, LockWait: 2 * time.Second, VenueTimeout: 10 * time.Second}
 }

@@ -75,7 +75,7 @@ type Config struct {
 	ClientID string
 }
 
-// DefaultConfig is DESIGN.md's defaults.
+// DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
 	return Config{
 		PurgeInterval:  time.Minute,
