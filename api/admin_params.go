@@ -15,6 +15,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // Page sizes of the admin listings.
@@ -69,7 +70,7 @@ func parseListQuery(q url.Values, statuses []string) (db.ListFilter, string, err
 		f.Status = v
 	}
 	if v, ok := param(q, "mode"); ok {
-		if v != "live" && v != "test" {
+		if v != signal.ModeLive && v != signal.ModeTest {
 			return f, "", invalidParam("mode", "must be live or test")
 		}
 		f.Mode = v

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"errors"
-
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,5 +34,3 @@ func (s *Server) routes() {
 func RegisterRuntimeMetrics(reg prometheus.Registerer) {
 	reg.MustRegister(prometheusGoCollector(), prometheusProcessCollector())
 }
-
-func asErr[T error](err error, target *T) bool { return errors.As(err, target) }

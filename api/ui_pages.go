@@ -14,6 +14,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // uiPageSize is how many rows a listing shows per page.
@@ -59,7 +60,7 @@ func parseUIFilter(c echo.Context, statuses []string) (db.ListFilter, uiFilter, 
 		f.Status = form.Status
 	}
 	if form.Mode != "" {
-		if form.Mode != "live" && form.Mode != "test" {
+		if form.Mode != signal.ModeLive && form.Mode != signal.ModeTest {
 			return f, form, problem(codes.InvalidRequest, "mode must be live or test")
 		}
 		f.Mode = form.Mode
