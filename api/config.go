@@ -37,9 +37,9 @@ type Config struct {
 	// MaxSignalAge is how far a signed X-Hoox-Timestamp may lie in the past
 	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
 	// past it a captured signed request is refused as a replay. Default
-	// 30s; at least 1s, since the timestamp counts whole seconds. cmd/hoox
-	// also keeps it within the dedup window, so a replay inside the age is
-	// always a duplicate.
+	// 30s; at least 1s, since the timestamp counts whole seconds.
+	// app.Config.Validate also keeps it within the dedup window, so a
+	// replay inside the age is always a duplicate.
 	MaxSignalAge time.Duration
 	// SessionIdle is how long a web page (/ui/) session lives unused
 	// (HOOX_UI_SESSION_IDLE). Default 8h.

@@ -24,8 +24,8 @@ type Config struct {
 	PurgeBatch int
 	// AuditRetention is how long audit rows are kept (HOOX_AUDIT_RETENTION).
 	// Default 90 days; zero keeps them forever, so WithDefaults leaves a
-	// zero alone. cmd/hoox also refuses one shorter than the trace TTL: a
-	// live trace would lose its audit trail.
+	// zero alone. app.Config.Validate also refuses one shorter than the
+	// trace TTL: a live trace would lose its audit trail.
 	AuditRetention time.Duration
 	// MaxSignalAge is the oldest signal a reconcile may still place
 	// (HOOX_MAX_SIGNAL_AGE): past it, a stale market order is never sent.
