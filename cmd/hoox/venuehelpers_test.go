@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -257,4 +259,28 @@ func startVenueServe(t *testing.T, dbURL string, env ...string) (*serveProcess, 
 		t.Fatalf("hoox serve did not start\n%s", logs)
 	}
 	return p, logs
+}
+
+// awaitAll polls every named condition until all hold, failing with the
+// names of those that did not within timeout. The slow venue tests use it
+// to wait out the venues' accept windows together: parallel subtests run
+// only GOMAXPROCS at a time, and each would wait the window alone.
+func awaitAll(t *testing.T, timeout time.Duration, what string, conds map[string]func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	pending := maps.Clone(conds)
+	for {
+		for name, cond := range pending {
+			if cond() {
+				delete(pending, name)
+			}
+		}
+		if len(pending) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s for %v", what, timeout, slices.Sorted(maps.Keys(pending)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
