@@ -133,3 +133,63 @@ func TestVenueWindowModeCrashDrillThenResendPlacesOneOrder(t *testing.T) {
 		require.Len(t, fake.Orders(), 1)
 	})
 }
+
+// Issue 9 item 5 at process level: Postgres dies (pg_ctl stop -m immediate)
+// right after the venue accepted the order, while its answer is still on
+// the way. The attempt's intent committed synchronously before the venue
+// call, so it survives the crash; the resend after the restart finds it,
+// looks the order up and adopts it. (Were the intent asynchronous, it would
+// be lost with the WAL the slowed WAL writer had not written, and on
+// Binance the resend would place the same client order ID a second time.)
+func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("crashes a Postgres cluster per venue")
+	}
+	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		ctx := t.Context()
+		cluster := testcontainers.NewCluster(t)
+		admin, err := pgxpool.New(ctx, cluster.DatabaseURL)
+		require.NoError(t, err)
+		_, err = admin.Exec(ctx, "ALTER SYSTEM SET wal_writer_delay = '10s'")
+		require.NoError(t, err)
+		_, err = admin.Exec(ctx, "SELECT pg_reload_conf()")
+		require.NoError(t, err)
+		admin.Close()
+
+		srv, _ := startVenueServe(t, cluster.DatabaseURL, append(vc.envFor(fake), "HOOX_VENUE_TIMEOUT=2s")...)
+		body := vc.signal(`"trace_id":"pg-crash-1"`)
+		// The venue books the order and holds its answer; Postgres is
+		// crashed in that moment.
+		fake.HangAfterAccept()
+		answered := make(chan int, 1)
+		go func() { answered <- sendOnce(srv.url + "|" + body) }()
+		require.Eventually(t, func() bool { return len(fake.Orders()) == 1 }, 20*time.Second, 5*time.Millisecond,
+			"the venue accepted the order")
+		require.NoError(t, cluster.Crash(ctx))
+		st := <-answered
+		require.NotContains(t, []int{http.StatusOK, http.StatusAccepted}, st,
+			"with Postgres gone the attempt cannot record anything, so it cannot claim an outcome")
+
+		require.NoError(t, cluster.Start(ctx))
+		require.Eventually(t, func() bool {
+			resp, err := client.Get(srv.url + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 30*time.Second, 50*time.Millisecond)
+
+		held := fake.Orders()
+		r := post(t, srv.url, body)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Len(t, fake.Orders(), 1, "the resend adopted the order: the intent survived the crash")
+		require.Equal(t, held[0].ExchangeOrderID, r.str("order", "exchange_order_id"))
+		pool := newTestPool(t, cluster.DatabaseURL)
+		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:pg-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
+		again := post(t, srv.url, body)
+		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+		require.Len(t, fake.Orders(), 1)
+	})
+}
