@@ -57,8 +57,11 @@ type LoadConfig struct {
 	// Timeout bounds one request.
 	Timeout time.Duration
 	// Symbol marks this run's signals so the exactly-once check can find
-	// them; empty picks a fresh one.
+	// them; empty picks a fresh one. A real venue (or its fake) needs one
+	// it lists, e.g. BTCUSDT.
 	Symbol string
+	// Exchange is the signals' exchange; empty means paper.
+	Exchange string
 }
 
 // RunID returns a short random id for a run's keys and symbol.
@@ -72,6 +75,7 @@ func RunID() string {
 // unique client key, or a repeat of a key already sent.
 type signalTargeter struct {
 	url, secret, symbol, prefix string
+	exchange                    string
 	dupRatio                    float64
 	repeatKey                   string
 
@@ -89,7 +93,9 @@ func (t *signalTargeter) body(key string) []byte {
 	b.Grow(192)
 	b.WriteString(`{"secret":`)
 	b.WriteString(strconv.Quote(t.secret))
-	b.WriteString(`,"exchange":"paper","symbol":"`)
+	b.WriteString(`,"exchange":`)
+	b.WriteString(strconv.Quote(t.exchange))
+	b.WriteString(`,"symbol":"`)
 	b.WriteString(t.symbol)
 	b.WriteString(`","action":"buy","quantity":"0.01","strategy":"bench","trace_id":"`)
 	b.WriteString(key)
@@ -157,6 +163,9 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	if cfg.Duration <= 0 {
 		cfg.Duration = 10 * time.Second
 	}
+	if cfg.Exchange == "" {
+		cfg.Exchange = "paper"
+	}
 	base := strings.TrimRight(cfg.URL, "/")
 	run := RunID()
 	if cfg.Symbol == "" {
@@ -170,7 +179,7 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	case TargetHealthz:
 		tr = vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: base + "/healthz"})
 	case TargetWebhook:
-		st = &signalTargeter{url: base + "/webhook", secret: cfg.Secret, symbol: cfg.Symbol,
+		st = &signalTargeter{url: base + "/webhook", secret: cfg.Secret, symbol: cfg.Symbol, exchange: cfg.Exchange,
 			prefix: "bench-" + strings.ToLower(run) + "-", dupRatio: cfg.DupRatio, rng: mrand.New(mrand.NewPCG(1, 2))}
 		if cfg.RepeatOne {
 			// Settle the key first, so every request measured is a repeat
@@ -207,7 +216,7 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 		if interval > 0 {
 			// Time each request from when the constant pacer scheduled it,
 			// so a stall in the generator or the server is not hidden.
-			if d := res.End().Sub(began.Add(time.Duration(res.Seq) * interval)); d > lat {
+			if d := res.End().Sub(scheduled(began, res.Seq, interval)); d > lat {
 				lat = d
 			}
 		}
@@ -219,6 +228,14 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	}
 	rep.finish(began)
 	return rep, nil
+}
+
+// scheduled is when vegeta's constant pacer meant to send request seq
+// (0-based) of a run that began at began: the pacer sends hit n at
+// (n+1)·interval, not at n·interval, so counting from n·interval would add
+// one interval to every latency (1 ms at 1000/s, 50 ms at 20/s).
+func scheduled(began time.Time, seq uint64, interval time.Duration) time.Time {
+	return began.Add(time.Duration(seq+1) * interval)
 }
 
 // settle sends the repeat key once, before the run.

@@ -75,7 +75,7 @@ func bind(sql string, args ...string) (string, error) {
 }
 
 // claimRoundTrips are the statements of one new signal in hoox, grouped as
-// hoox sends them: db.Claim's batch, ClaimTx.Record's batch, db.MarkAttempt's
+// hoox sends them: db.Claim's batch, ClaimTx.Record's batch, db.WriteIntent's
 // batch and the paper venue's autocommit fill.
 type claimRoundTrips struct {
 	claim, record, marker, fill []string
@@ -95,10 +95,11 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 	sourceIP := cast(pgSourceIP, "inet")
 	lockWait := fmt.Sprintf("'%dms'", gateway.DefaultConfig().LockWait.Milliseconds())
 	ttl := strconv.FormatInt(gateway.DefaultConfig().TraceTTL.Milliseconds(), 10)
+	idleWait := fmt.Sprintf("'%dms'", (gateway.DefaultConfig().VenueTimeout + 45*time.Second).Milliseconds())
 
 	rt.claim = []string{
 		"BEGIN;",
-		stmt("SELECT set_config('lock_timeout', $1, true)", cast(lockWait, "text")),
+		stmt(db.TxTimeoutsSQL, cast(lockWait, "text"), cast(idleWait, "text")),
 		stmt(db.ClaimLockSQL, trace, trace),
 		stmt(db.ClaimSQL,
 			trace,                       // $1 trace_id
@@ -114,6 +115,7 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast(ttl, "bigint"),         // $11 TTL in ms
 			cast("jsonb_build_object('fingerprint', "+pgFingerprint+", 'key_source', 'client')", "jsonb"), // $12 detail
 			cast("NULL", "bigint"), // $13 dedup window in ms: none for a client key
+			trace,                  // $14 lock key: the trace ID for a client key
 		),
 	}
 	rt.record = []string{
@@ -123,6 +125,7 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("NULL", "numeric"), cast("NULL", "integer"), cast("'live'", "text"), cast("'filled'", "text"),
 			cast("'paper-' || gen_random_uuid()", "text"), cast("100", "numeric"), cast("NULL", "text")),
 		stmt(db.SettleTraceSQL, trace, cast("'dispatched'", "text"), cast("gen_random_uuid()", "uuid"), clientOrder),
+		stmt(db.SettleIntentSQL, clientOrder, cast("'dispatched'", "text")),
 		stmt(db.InsertEventSQL, trace, cast("'dispatched'", "text"), sourceIP,
 			cast("jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')", "jsonb")),
 		"COMMIT;",
@@ -130,6 +133,10 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 	rt.marker = []string{
 		"BEGIN;",
 		stmt("SELECT set_config('synchronous_commit', 'off', true)"),
+		stmt(db.WriteIntentSQL, clientOrder, trace, trace, cast(pgFingerprint, "text"), cast("'live'", "text"),
+			cast("'client'", "text"), cast("'paper'", "text"), symbol, cast("'buy'", "text"),
+			cast(`'{"Symbol": "PGBENCH", "Side": "buy", "Quantity": "0.01"}'`, "jsonb"), cast(pgSignal, "jsonb"),
+			sourceIP, cast("NULL", "timestamptz"), cast("now()", "timestamptz")),
 		stmt(db.InsertEventSQL, trace, cast("'dispatch_started'", "text"), sourceIP,
 			cast("jsonb_build_object('client_order_id', "+pgClientOrder+")", "jsonb")),
 		"COMMIT;",

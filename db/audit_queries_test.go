@@ -88,6 +88,14 @@ func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 	// k:stuck: the venue's answer was lost an hour ago.
 	insertTrace(t, pool, seedTrace{ID: "k:stuck", Status: db.TraceReconciling, Symbol: "SOLUSDT", ReceivedAt: now.Add(-time.Hour)})
 
+	// k:dead: an attempt sent its order and died before recording it.
+	_, err0 := pool.Exec(ctx, `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
+                              action, order_spec, signal, received_at, sent_at)
+VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSDT', 'buy',
+        '{"Quantity":"0.5"}', '{}', now() - interval '10 minutes', now() - interval '10 minutes')`)
+	require.NoError(t, err0)
+
 	// k:refused: the venue rejected the order.
 	insertTrace(t, pool, seedTrace{ID: "k:refused", Status: db.TraceRejected, Symbol: "DOGEUSDT"})
 	insertOrder(t, pool, seedOrder{TraceID: "k:refused", Symbol: "DOGEUSDT", Status: "rejected", RejectReason: "insufficient balance"})
@@ -160,6 +168,11 @@ func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "k:freed", rows[0]["trace_id"])
 			require.Equal(t, "resend", rows[0]["reason"])
+		},
+		"Orders sent but not yet recorded (an attempt died mid-order)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "hxdead", rows[0]["client_order_id"])
+			require.Equal(t, "0.5", rows[0]["quantity"])
 		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

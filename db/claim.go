@@ -49,10 +49,13 @@ func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
 	if idle > 0 {
 		idleSetting = fmt.Sprintf("%dms", idle.Milliseconds())
 	}
-	b.Queue(`SELECT set_config('lock_timeout', $1, true),
-       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`,
-		fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)), idleSetting)
+	b.Queue(TxTimeoutsSQL, fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)), idleSetting)
 }
+
+// TxTimeoutsSQL sets lock_timeout ($1) and, unless $2 is empty,
+// idle_in_transaction_session_timeout ($2) for the transaction.
+const TxTimeoutsSQL = `SELECT set_config('lock_timeout', $1, true),
+       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`
 
 // ClaimedTrace is a trace row as the claim sees it.
 type ClaimedTrace struct {

@@ -43,11 +43,11 @@ type Intent struct {
 	Attempts int
 }
 
-// writeIntentSQL inserts the intent, or re-arms an intent of the same client
+// WriteIntentSQL inserts the intent, or re-arms an intent of the same client
 // order ID that is still open (a resend after a crash) or provably unsent.
 // It never touches an intent settled with an order: the RETURNING row is
 // missing then.
-const writeIntentSQL = `
+const WriteIntentSQL = `
 INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
                               symbol, action, order_spec, signal, source_ip, signal_time, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
@@ -77,7 +77,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	if !durable {
 		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 	}
-	b.Queue(writeIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
+	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {

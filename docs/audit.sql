@@ -90,3 +90,13 @@ FROM orders
 WHERE status = 'rejected' AND created_at > now() - interval '7 days'
 GROUP BY exchange, symbol, reject_reason
 ORDER BY orders DESC, last_seen DESC;
+
+-- name: Orders sent but not yet recorded (an attempt died mid-order)
+-- The sweeper settles these within about a minute. One that stays here
+-- means its venue cannot be asked (see the venue's last error on /ui/venues).
+SELECT client_order_id, trace_id, exchange, symbol, action,
+       order_spec->>'Quantity' AS quantity, sent_at, attempts,
+       now() - sent_at AS open_for
+FROM dispatch_intents
+WHERE outcome IS NULL
+ORDER BY sent_at;

@@ -143,12 +143,14 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	if !ok {
 		return w.unanswered(s, fmt.Errorf("venue %q is not configured on this replica", in.Exchange))
 	}
-	if closes := in.SentAt.Add(venue.AcceptWindow()); time.Now().Before(closes) {
-		return db.Recovery{}, "", errNotYet
-	}
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
+	if errors.Is(err, exchange.ErrNotFound) && time.Now().Before(in.SentAt.Add(venue.AcceptWindow())) {
+		// The request may still be accepted, or the lookup lag it: a
+		// found order is recorded at once, "not found" only counts later.
+		return db.Recovery{}, "", errNotYet
+	}
 	switch {
 	case err == nil:
 		rec := db.RecordReport(traceID, in.Exchange, in.Mode, in.Order, report)

@@ -20,8 +20,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/bench"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
@@ -48,6 +52,13 @@ type benchOpts struct {
 	serverLog                string
 	spawn                    bool
 	pgbenchScripts           string
+	// venue is "<venue>-fake": compare that venue's adapter on its fake
+	// with paper (see venueBench).
+	venue       string
+	venueOrders int
+	venueRate   int
+	// venues are the real venues the embedded hoox is configured with.
+	venues [4]app.VenueSettings
 }
 
 const benchUsage = `Usage: hoox bench [flags]
@@ -63,6 +74,7 @@ a throwaway local Postgres (fsync and synchronous_commit on).
   hoox bench --pgbench --rounds 3                hoox vs pgbench, same SQL, interleaved
   hoox bench --naive                             SELECT-then-INSERT under a duplicate storm
   hoox bench --suite                             every goal of docs/BENCHMARKS.md
+  hoox bench --venue binance-fake                the Binance adapter on its fake vs paper: Place and webhook latency
 
 Flags:
 `
@@ -94,12 +106,25 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&o.purgeRows, "purge-rows", 0, "purge goal: seed this many expired traces and purge them under 500 signals/s (suite: 1000000)")
 	fs.StringVar(&o.serverLog, "server-log", "", "in-process hoox's JSON log file (empty: formatted and discarded)")
 	fs.BoolVar(&o.spawn, "spawn", false, "run the embedded hoox as a child process ('hoox serve'), so its memory is measured alone")
+	fs.StringVar(&o.venue, "venue", "", "time a real adapter against its in-process fake next to paper: "+strings.Join(fakeVenueNames(), ", "))
+	fs.IntVar(&o.venueOrders, "venue-orders", 500, "--venue: orders placed one at a time on each venue (Binance's weight budget caps a minute at 2000-5000)")
+	fs.IntVar(&o.venueRate, "venue-rate", 20, "--venue: signals/s of the webhook load sent to each venue (open loop; kept under the adapters' rate budgets)")
 	fs.Usage = func() { fmt.Fprint(stdout, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if o.suite && o.purgeRows == 0 {
 		o.purgeRows = 1_000_000
+	}
+
+	var vb *venueBench
+	if o.venue != "" {
+		var err error
+		if vb, err = startVenueBench(o); err != nil {
+			return err
+		}
+		defer vb.close()
+		o.venues[vb.index] = vb.load.settings()
 	}
 
 	env, err := newBenchEnv(ctx, o, stderr)
@@ -110,6 +135,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stdout, "hoox bench: %s, database %s\n", env.url, env.where)
 
 	b := &bencher{o: o, env: env, out: stdout}
+	if vb != nil {
+		return b.venue(ctx, vb)
+	}
 	if o.suite {
 		return b.suite(ctx)
 	}
@@ -204,6 +232,7 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	cfg.Addr = "127.0.0.1:0"
 	cfg.API.WebhookSecret = randomToken()
 	cfg.Jobs.PurgeInterval = time.Hour
+	cfg.Venues = o.venues
 	var logOut io.Writer = io.Discard
 	if o.serverLog != "" {
 		f, err := os.Create(o.serverLog)
@@ -563,3 +592,193 @@ func fmtList(xs []float64, f string) string {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// benchFake is one fake venue running for `hoox bench --venue`.
+type benchFake struct {
+	url, key, secret string
+	// orders counts what the fake accepted in the benchmarked market or
+	// category, and under how many distinct client order IDs.
+	orders func() (total, distinct int)
+	close  func()
+}
+
+func (f *benchFake) settings() app.VenueSettings {
+	return app.VenueSettings{APIKey: f.key, APISecret: f.secret, BaseURL: f.url}
+}
+
+// venueBench is `hoox bench --venue <venue>-fake`: one fake for the timed
+// adapter and one for the in-process hoox, so that the two adapters'
+// rate-limit bookkeeping (Binance reports the weight used per server) does
+// not mix.
+type venueBench struct {
+	kind        app.VenueKind
+	index       int
+	place, load *benchFake
+}
+
+func fakeVenueNames() []string {
+	out := make([]string, len(app.VenueKinds()))
+	for i, k := range app.VenueKinds() {
+		out[i] = k.Name + "-fake"
+	}
+	return out
+}
+
+func startVenueBench(o benchOpts) (_ *venueBench, err error) {
+	if o.url != "" || o.spawn || o.suite {
+		return nil, errors.New("--venue measures the in-process hoox against an in-process fake: drop --url, --spawn and --suite")
+	}
+	idx := slices.Index(fakeVenueNames(), o.venue)
+	if idx < 0 {
+		return nil, fmt.Errorf("--venue %q: want one of %s", o.venue, strings.Join(fakeVenueNames(), ", "))
+	}
+	vb := &venueBench{kind: app.VenueKinds()[idx], index: idx}
+	defer func() {
+		if err != nil {
+			vb.close()
+		}
+	}()
+	if vb.place, err = startBenchFake(vb.kind.Name); err != nil {
+		return nil, err
+	}
+	if vb.load, err = startBenchFake(vb.kind.Name); err != nil {
+		return nil, err
+	}
+	return vb, nil
+}
+
+func (vb *venueBench) close() {
+	for _, f := range []*benchFake{vb.place, vb.load} {
+		if f != nil {
+			f.close()
+		}
+	}
+}
+
+// startBenchFake starts a fake of venue on loopback with balances no
+// benchmark exhausts.
+func startBenchFake(venue string) (*benchFake, error) {
+	plenty := decimal.NewFromInt(1_000_000_000_000)
+	distinct := func(ids []string) (int, int) {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			seen[id] = true
+		}
+		return len(ids), len(seen)
+	}
+	switch venue {
+	case "binance", "binance-futures":
+		market := binancefake.MarketSpot
+		if venue == "binance-futures" {
+			market = binancefake.MarketFutures
+		}
+		s, err := binancefake.Start("127.0.0.1:0", binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": plenty}, FuturesWallet: plenty})
+		if err != nil {
+			return nil, err
+		}
+		return &benchFake{url: s.URL, key: s.APIKey(), secret: s.APISecret(), close: s.Close, orders: func() (int, int) {
+			var ids []string
+			for _, o := range s.Orders() {
+				if o.Market == market {
+					ids = append(ids, o.ClientOrderID)
+				}
+			}
+			return distinct(ids)
+		}}, nil
+	default:
+		category := bybitfake.CategoryLinear
+		if venue == "bybit-spot" {
+			category = bybitfake.CategorySpot
+		}
+		s, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
+		if err != nil {
+			return nil, err
+		}
+		s.SetBalance("USDT", plenty)
+		return &benchFake{url: s.URL, key: bybitfake.DefaultAPIKey, secret: bybitfake.DefaultAPISecret, close: s.Close, orders: func() (int, int) {
+			var ids []string
+			for _, o := range s.Orders() {
+				if o.Category == category {
+					ids = append(ids, o.OrderLinkID)
+				}
+			}
+			return distinct(ids)
+		}}, nil
+	}
+}
+
+// venue compares a real adapter on its fake with paper: first Place alone,
+// one order at a time (the adapter's own cost per order: signing, HTTP,
+// JSON, filters, next to paper's one INSERT), then the whole webhook at the
+// same open-loop rate for each venue, checked for exactly-once.
+func (b *bencher) venue(ctx context.Context, vb *venueBench) error {
+	const symbol, warm = "BTCUSDT", 20
+	qty := decimal.RequireFromString("0.01")
+	run := strings.ToLower(bench.RunID())
+	n := max(b.o.venueOrders, 1)
+	fmt.Fprintf(b.out, "\n== Place, one order at a time, %d orders after %d warm-up: paper vs the %s adapter on its fake (loopback)\n", n, warm, vb.kind.Name)
+	paperT, err := bench.TimePlace(ctx, "paper", b.env.app.Paper(), warm, n, func(i int) exchange.Order {
+		return bench.PlaceOrder("p"+run, i, symbol, qty)
+	})
+	if err != nil {
+		return err
+	}
+	adapter, err := vb.kind.Build(vb.place.key, vb.place.secret, vb.place.url, false, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	venueT, err := bench.TimePlace(ctx, vb.kind.Name+" (fake)", adapter, warm, n, func(i int) exchange.Order {
+		return bench.PlaceOrder("v"+run, i, symbol, qty)
+	})
+	if err != nil {
+		return err
+	}
+	bench.PrintPlaceTimings(b.out, paperT, venueT)
+	fmt.Fprintf(b.out, "the fake's own handling (HMAC check, JSON, matching) is inside the %s figures; a real venue adds its network and matching\n", vb.kind.Name)
+
+	loads := []struct{ exchange, symbol string }{{"paper", ""}, {vb.kind.Name, symbol}}
+	var reps []*bench.Report
+	for _, l := range loads {
+		fmt.Fprintf(b.out, "\n== webhook end to end: exchange %s, open loop %d/s for %s\n", l.exchange, b.o.venueRate, b.o.duration)
+		rep, err := bench.Run(ctx, bench.LoadConfig{URL: b.env.url, Secret: b.env.secret, Rate: b.o.venueRate, Duration: b.o.duration,
+			Workers: b.o.workers, Exchange: l.exchange, Symbol: l.symbol})
+		if err != nil {
+			return err
+		}
+		rep.Print(b.out)
+		reps = append(reps, rep)
+		if l.exchange == "paper" {
+			chk, err := bench.CheckRun(ctx, b.env.check, rep)
+			if err != nil {
+				return err
+			}
+			chk.Print(b.out)
+			if !chk.OK() {
+				return errors.New("the exactly-once check failed")
+			}
+			continue
+		}
+		var rows, ids int
+		if err := b.env.check.QueryRow(ctx, "SELECT count(*), count(DISTINCT client_order_id) FROM orders WHERE exchange = $1",
+			l.exchange).Scan(&rows, &ids); err != nil {
+			return fmt.Errorf("exactly-once check: %w", err)
+		}
+		held, heldIDs := vb.load.orders()
+		ok := rows == ids && held == heldIDs && held == rows && rows <= rep.DistinctKeys && rows >= rep.DistinctKeys-rep.Errors()
+		verdict := "OK"
+		if !ok {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(b.out, "exactly-once: %s — distinct signals sent %d, order rows %d (distinct client order ids %d), orders at the fake %d (distinct %d), unanswered requests %d\n",
+			verdict, rep.DistinctKeys, rows, ids, held, heldIDs, rep.Errors())
+		if !ok {
+			return errors.New("the exactly-once check failed")
+		}
+	}
+	fmt.Fprintf(b.out, "\n== summary (one shared machine: compare the rows, not absolute numbers)\n")
+	fmt.Fprintf(b.out, "Place alone:     paper p50 %s p99 %s; %s (fake) p50 %s p99 %s; adapter overhead p50 %s p99 %s\n",
+		ms(paperT.P50), ms(paperT.P99), vb.kind.Name, ms(venueT.P50), ms(venueT.P99), ms(venueT.P50-paperT.P50), ms(venueT.P99-paperT.P99))
+	fmt.Fprintf(b.out, "webhook at %d/s: paper p50 %s p99 %s; %s (fake) p50 %s p99 %s\n", b.o.venueRate,
+		ms(reps[0].All.P50), ms(reps[0].All.P99), vb.kind.Name, ms(reps[1].All.P50), ms(reps[1].All.P99))
+	return nil
+}

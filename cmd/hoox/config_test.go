@@ -43,7 +43,7 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_AUDIT_RETENTION": "1h"}, []string{"HOOX_AUDIT_RETENTION=1h0m0s", "HOOX_TRACE_TTL (24h0m0s)"}},
 		{map[string]string{"HOOX_AUDIT_RETENTION": "-1h"}, []string{"HOOX_AUDIT_RETENTION=-1h0m0s"}},
 		{map[string]string{"HOOX_DB_MAX_CONNS": "1"}, []string{"HOOX_DB_MAX_CONNS=1", "at least 2"}},
-		{map[string]string{"HOOX_DB_MAX_CONNS": "4"}, []string{"HOOX_RECONCILE_WORKERS=4", "half of HOOX_DB_MAX_CONNS (4)"}},
+		{map[string]string{"HOOX_DB_MAX_CONNS": "4"}, []string{"HOOX_RECONCILE_WORKERS=4", "half of the claim pool (4 of HOOX_DB_MAX_CONNS=4)"}},
 		{map[string]string{"HOOX_RECONCILE_WORKERS": "0"}, []string{"HOOX_RECONCILE_WORKERS=0"}},
 		{map[string]string{"HOOX_RECONCILE_LOCK_WAIT": "0"}, []string{"HOOX_RECONCILE_LOCK_WAIT=0s"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "NaN"}, []string{"HOOX_RATE_LIMIT=NaN"}},

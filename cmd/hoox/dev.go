@@ -11,10 +11,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
@@ -27,15 +30,23 @@ type devSecrets struct {
 }
 
 // runDev is the embedded default: a local Postgres from the installed server
-// binaries under ./.hoox, generated secrets, the paper venue.
+// binaries under ./.hoox, generated secrets, the paper venue, and with
+// --fake-venue in-process fakes of real venues to try the real adapters on.
 func runDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var dataDir string
+	var dataDir, fakeVenues string
 	cfg, _, err := parseConfig("dev", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&dataDir, "data", ".hoox", "where dev keeps its Postgres cluster and secrets")
+		fs.StringVar(&fakeVenues, "fake-venue", "", "start in-process fakes of these venues on loopback and trade on them with the real adapters: "+
+			"comma-separated "+strings.Join(venueNames(), ", ")+", or all")
 	})
 	if err != nil {
 		return err
 	}
+	fakes, err := startFakeVenues(fakeVenues, &cfg)
+	if err != nil {
+		return err
+	}
+	defer fakes.close()
 	if getenv("HOOX_LOG_FORMAT") == "" && !flagGiven(args, "log-format") {
 		cfg.LogFormat = "text" // a person reads dev's log
 	}
@@ -78,7 +89,128 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		cfg.DatabaseURL = cluster.URL("hoox")
 		fmt.Fprintf(stdout, "embedded postgres: psql %q\n", cfg.DatabaseURL)
 	}
-	return serve(ctx, cfg, logger, func(a *app.App) { printDevBanner(stdout, a.Addr(), cfg) })
+	return serve(ctx, cfg, logger, func(a *app.App) {
+		printDevBanner(stdout, a.Addr(), cfg)
+		fakes.printBanner(stdout, a.Addr(), cfg)
+	})
+}
+
+// devFakes are the venue fakes `hoox dev --fake-venue` runs in-process: one
+// Binance fake serves spot and futures, one Bybit fake linear and spot, as
+// the real venues do behind one host.
+type devFakes struct {
+	binance *binancefake.Server
+	bybit   *bybitfake.Server
+	// names are the exchange names configured at a fake, in app.VenueKinds()'
+	// order.
+	names []string
+}
+
+func venueNames() []string {
+	out := make([]string, len(app.VenueKinds()))
+	for i, k := range app.VenueKinds() {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// startFakeVenues starts the fakes list names and points cfg's venues at
+// them with the fakes' own keys. A venue that already has credentials is
+// refused: a dev session must not mix a real account with a fake one
+// under one exchange name.
+func startFakeVenues(list string, cfg *Config) (_ *devFakes, err error) {
+	f := &devFakes{}
+	if strings.TrimSpace(list) == "" {
+		return f, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		switch {
+		case n == "all":
+			for _, k := range app.VenueKinds() {
+				want[k.Name] = true
+			}
+		case slices.Contains(venueNames(), n):
+			want[n] = true
+		case n != "":
+			return nil, fmt.Errorf("--fake-venue %q: want a comma-separated list of %s, or all", n, strings.Join(venueNames(), ", "))
+		}
+	}
+	defer func() {
+		if err != nil {
+			f.close()
+		}
+	}()
+	for i, k := range app.VenueKinds() {
+		if !want[k.Name] {
+			continue
+		}
+		if cfg.Venues[i] != (app.VenueSettings{}) {
+			return nil, fmt.Errorf("--fake-venue %s: HOOX_%s_* is set too; unset it to trade on the fake, or drop %s from --fake-venue", k.Name, k.Env, k.Name)
+		}
+		var key, secret, url string
+		switch k.Name {
+		case "binance", "binance-futures":
+			if f.binance == nil {
+				if f.binance, err = binancefake.Start("127.0.0.1:0", binancefake.Options{}); err != nil {
+					return nil, fmt.Errorf("start the binance fake: %w", err)
+				}
+			}
+			key, secret, url = f.binance.APIKey(), f.binance.APISecret(), f.binance.URL
+		default:
+			if f.bybit == nil {
+				if f.bybit, err = bybitfake.Start("127.0.0.1:0", bybitfake.Options{}); err != nil {
+					return nil, fmt.Errorf("start the bybit fake: %w", err)
+				}
+			}
+			key, secret, url = bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret, f.bybit.URL
+		}
+		cfg.Venues[i] = app.VenueSettings{APIKey: key, APISecret: secret, BaseURL: url}
+		f.names = append(f.names, k.Name)
+	}
+	return f, nil
+}
+
+func (f *devFakes) close() {
+	if f == nil {
+		return
+	}
+	if f.binance != nil {
+		f.binance.Close()
+	}
+	if f.bybit != nil {
+		f.bybit.Close()
+	}
+}
+
+// printBanner names the fakes and gives a curl for the first one.
+func (f *devFakes) printBanner(w io.Writer, addr string, cfg Config) {
+	if len(f.names) == 0 {
+		return
+	}
+	host := bannerHost(addr)
+	fmt.Fprintf(w, "Fake venues on loopback, traded through the real adapters (signing, filters, lookups):\n\n")
+	for i, k := range app.VenueKinds() {
+		if slices.Contains(f.names, k.Name) {
+			fmt.Fprintf(w, "  %-16s %s\n", k.Name, cfg.Venues[i].BaseURL)
+		}
+	}
+	fmt.Fprintf(w, `
+Send a signal to %[3]s (BTCUSDT fills at the fake's ticker price):
+
+  curl -sS -X POST http://%[1]s/webhook -H 'Content-Type: application/json' \
+    -d '{"secret":"%[2]s","exchange":"%[3]s","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"fake-demo-1"}'
+
+`, host, cfg.API.WebhookSecret, f.names[0])
+}
+
+// bannerHost is addr as a person pastes it into curl.
+func bannerHost(addr string) string {
+	if strings.HasPrefix(addr, "[::]:") || strings.HasPrefix(addr, "0.0.0.0:") {
+		return "localhost:" + addr[strings.LastIndex(addr, ":")+1:]
+	}
+	return addr
 }
 
 func flagGiven(args []string, name string) bool {
@@ -139,10 +271,7 @@ func ensureDatabase(ctx context.Context, adminURL, dbname string) error {
 }
 
 func printDevBanner(w io.Writer, addr string, cfg Config) {
-	host := addr
-	if strings.HasPrefix(host, "[::]:") || strings.HasPrefix(host, "0.0.0.0:") {
-		host = "localhost:" + host[strings.LastIndex(host, ":")+1:]
-	}
+	host := bannerHost(addr)
 	fmt.Fprintf(w, `
 hoox dev is running on http://%[1]s  (paper exchange, Ctrl-C to stop)
 

@@ -15,7 +15,7 @@ import (
 // The README's error-class table must say what the code does.
 func TestReadmeErrorTableMatchesCode(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../docs/_readme_venues_bybit.md")
+	raw, err := os.ReadFile("../../docs/venues/bybit.md")
 	require.NoError(t, err)
 	rows := map[string]string{}
 	for line := range strings.SplitSeq(string(raw), "\n") {

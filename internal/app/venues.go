@@ -25,12 +25,16 @@ type VenueKind struct {
 	// Name is what a signal's exchange field says.
 	Name string
 	// Env is the infix of the venue's variables: HOOX_<Env>_API_KEY, …
-	Env string
-	// build returns the adapter for a key pair at baseURL ("" = the
-	// venue's production URL, or its testnet URL with testnet).
+	Env   string
 	build func(key, secret, baseURL string, testnet bool, log *slog.Logger) (exchange.Venue, error)
 	// testnetURL is the venue's testnet, where test signals go.
 	testnetURL string
+}
+
+// Build returns the kind's adapter for a key pair at baseURL ("" = the
+// venue's production URL, or its testnet URL with testnet).
+func (k VenueKind) Build(key, secret, baseURL string, testnet bool, log *slog.Logger) (exchange.Venue, error) {
+	return k.build(key, secret, baseURL, testnet, log)
 }
 
 // VenueKinds is every real venue, in Config.Venues' order (and the order
