@@ -23,6 +23,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/bench"
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
@@ -414,13 +415,10 @@ func (b *bencher) storm(ctx context.Context) error {
 	return nil
 }
 
+// benchPool is the bench's own pool (the naive baseline, seeding), apart
+// from hoox's.
 func benchPool(ctx context.Context, url string, conns int32) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse database url: %w", err)
-	}
-	cfg.MaxConns = conns
-	return pgxpool.NewWithConfig(ctx, cfg)
+	return db.NewPool(ctx, url, db.PoolConfig{MaxConns: conns, AppName: "hoox-bench"})
 }
 
 // versusPgbench interleaves closed-loop hoox rounds with pgbench rounds at
