@@ -170,16 +170,6 @@ func (f *bybitFake) RefuseCredentials() func() {
 	return func() { f.SetCredentials(bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret) }
 }
 
-// countFor counts the fake's orders under clientOrderID.
-func countFor(orders []fakeOrder, clientOrderID string) int {
-	n := 0
-	for _, o := range orders {
-		if o.ClientOrderID == clientOrderID {
-			n++
-		}
-	}
-	return n
-}
 
 // perClientID groups the fake's orders by client order ID.
 func perClientID(orders []fakeOrder) map[string]int {

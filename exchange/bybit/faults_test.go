@@ -183,8 +183,7 @@ func TestClockSkew(t *testing.T) {
 
 	t.Run("HostClockOffIsCorrected", func(t *testing.T) {
 		t.Parallel()
-		var b *testBundle
-		b = setup(t, bybit.Linear, func(c *bybit.Config) {
+		b := setup(t, bybit.Linear, func(c *bybit.Config) {
 			// The host clock runs an hour fast.
 			now := c.Now
 			c.Now = func() time.Time { return now().Add(time.Hour) }
