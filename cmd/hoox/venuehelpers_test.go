@@ -170,7 +170,6 @@ func (f *bybitFake) RefuseCredentials() func() {
 	return func() { f.SetCredentials(bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret) }
 }
 
-
 // perClientID groups the fake's orders by client order ID.
 func perClientID(orders []fakeOrder) map[string]int {
 	out := map[string]int{}
