@@ -49,6 +49,12 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_RATE_LIMIT": "NaN"}, []string{"HOOX_RATE_LIMIT=NaN"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "-1"}, []string{"HOOX_RATE_LIMIT=-1"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "10", "HOOX_RATE_BURST": "0"}, []string{"HOOX_RATE_BURST=0", "every signal is refused"}},
+		{map[string]string{"HOOX_BINANCE_API_KEY": "k-not-in-errors"}, []string{"HOOX_BINANCE_API_KEY is set but HOOX_BINANCE_API_SECRET is not"}},
+		{map[string]string{"HOOX_BYBIT_SPOT_API_SECRET": "s3cret-venue"}, []string{"HOOX_BYBIT_SPOT_API_SECRET is set but HOOX_BYBIT_SPOT_API_KEY is not"}},
+		{map[string]string{"HOOX_BINANCE_FUTURES_API_KEY": "k", "HOOX_BINANCE_FUTURES_API_SECRET": "s3cret-venue",
+			"HOOX_BINANCE_FUTURES_TESTNET_API_KEY": "tk"}, []string{"HOOX_BINANCE_FUTURES_TESTNET_API_KEY is set but HOOX_BINANCE_FUTURES_TESTNET_API_SECRET is not"}},
+		{map[string]string{"HOOX_TELEGRAM_BOT_TOKEN": "123:s3cret"}, []string{"HOOX_TELEGRAM_CHAT_ID is required"}},
+		{map[string]string{"HOOX_NOTIFY_EVENTS": "rejected,lunch"}, []string{"HOOX_NOTIFY_EVENTS"}},
 	}
 	for _, tt := range tests {
 		var name []string
@@ -68,6 +74,7 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 				require.Contains(t, err.Error(), want)
 			}
 			require.NotContains(t, err.Error(), "s3cret")
+			require.NotContains(t, err.Error(), "k-not-in-errors")
 			require.Equal(t, 1, strings.Count(err.Error(), "\n")+1, "one refusal, one line: %s", err)
 			require.Empty(t, stderr.String(), "refused before any log")
 		})
@@ -142,5 +149,23 @@ func TestDefaultsStart(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// --help lists every venue's variables, and never the value of a key or
+// secret taken from the environment.
+func TestHelpListsVenueSettingsWithoutValues(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOX_BINANCE_API_KEY": "key-value-1234", "HOOX_BINANCE_API_SECRET": "secret-value-5678",
+		"HOOX_TELEGRAM_BOT_TOKEN": "123:tg-token-9", "HOOX_TELEGRAM_CHAT_ID": "42"}
+	var stdout strings.Builder
+	_ = run(context.Background(), []string{"serve", "--help"}, func(k string) string { return env[k] }, &stdout, io.Discard)
+	help := stdout.String()
+	for _, v := range []string{"HOOX_BINANCE_API_KEY", "HOOX_BINANCE_FUTURES_API_SECRET", "HOOX_BYBIT_TESTNET", "HOOX_BYBIT_SPOT_TESTNET_API_KEY",
+		"HOOX_TELEGRAM_BOT_TOKEN", "HOOX_SLACK_WEBHOOK_URL", "HOOX_NOTIFY_EVENTS", "HOOX_SWEEP_INTERVAL", "HOOX_UI_SESSION_IDLE"} {
+		require.Contains(t, help, v)
+	}
+	for _, secret := range []string{"key-value-1234", "secret-value-5678", "tg-token-9"} {
+		require.NotContains(t, help, secret)
 	}
 }
