@@ -273,7 +273,7 @@ func ensureDatabase(ctx context.Context, adminURL, dbname string) error {
 func printDevBanner(w io.Writer, addr string, cfg Config) {
 	host := bannerHost(addr)
 	fmt.Fprintf(w, `
-hoox dev is running on http://%[1]s  (paper exchange, Ctrl-C to stop)
+hoox dev is running on http://%[1]s  (paper exchange%[4]s, Ctrl-C to stop)
 
   webhook secret: %[2]s
   admin token:    %[3]s
@@ -287,5 +287,22 @@ Send it again and hoox answers 409 duplicate. Look at it:
 
   curl -sS http://%[1]s/admin/traces/k:demo-1 -H 'Authorization: Bearer %[3]s'
 
-`, host, cfg.API.WebhookSecret, cfg.API.AdminToken)
+Or open http://%[1]s/ and log in with the admin token.
+
+`, host, cfg.API.WebhookSecret, cfg.API.AdminToken, configuredVenues(cfg))
+}
+
+// configuredVenues names the real venues (or their fakes) hoox dev trades
+// on besides paper, for the banner.
+func configuredVenues(cfg Config) string {
+	var names []string
+	for i, k := range app.VenueKinds() {
+		if cfg.Venues[i].APIKey != "" {
+			names = append(names, k.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " and " + strings.Join(names, ", ")
 }
