@@ -42,6 +42,9 @@ type Deps struct {
 	Ready    func(ctx context.Context) error
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// Stages, when set, times the webhook's own stages (gateway.StageDecode
+	// and gateway.StageAnswer) next to the gateway's.
+	Stages *gateway.Metrics
 	// Admin serves the /admin routes; nil leaves them answering 401.
 	Admin *Admin
 	// Venues lists the configured venues and their last errors on the web

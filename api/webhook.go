@@ -72,6 +72,7 @@ func decimalText(d decimal.NullDecimal) *string {
 // means one thing: size and content type → source IP → JSON syntax → secret
 // → rate limit → fields → (kill switch, claim, dispatch in the gateway).
 func (s *Server) webhook(c echo.Context) error {
+	start := time.Now()
 	req := c.Request()
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
 		return err
@@ -115,10 +116,13 @@ func (s *Server) webhook(c echo.Context) error {
 	if s.deps.Gateway == nil {
 		return problem(codes.Unavailable, "this server executes no signals").withRetryAfter(5 * time.Second)
 	}
+	s.deps.Stages.ObserveStage(gateway.StageDecode, time.Since(start))
 	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig, Trace: tr, SourceIP: ip})
 	if err != nil {
 		return err
 	}
+	answerStart := time.Now()
+	defer func() { s.deps.Stages.ObserveStage(gateway.StageAnswer, time.Since(answerStart)) }()
 	status := http.StatusOK
 	if out.Status == db.TraceReconciling {
 		status = http.StatusAccepted

@@ -13,18 +13,48 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 )
 
-// DefaultScript is the script the throughput goal is measured against.
-const DefaultScript = "claim.sql"
+// DefaultScript is the script the throughput goal is measured against: the
+// least durable work one signal needs (MinimalScript).
+const DefaultScript = "minimal.sql"
 
 // PgbenchVariants are the scripts PgbenchScript writes, DefaultScript first.
 func PgbenchVariants() []string {
-	return []string{DefaultScript, "claim-pipelined.sql", "claim-nomarker.sql"}
+	return []string{DefaultScript, "claim.sql", "claim-pipelined.sql", "claim-nomarker.sql"}
 }
+
+// MinimalSchema holds the four bare tables of the minimal script, in a
+// schema of their own so they never mix with hoox's.
+const MinimalSchema = `
+CREATE SCHEMA IF NOT EXISTS minimal;
+CREATE TABLE IF NOT EXISTS minimal.f (client_order_id text PRIMARY KEY, symbol text NOT NULL, quantity numeric NOT NULL);
+CREATE TABLE IF NOT EXISTS minimal.t (trace_id text PRIMARY KEY, fingerprint bytea NOT NULL, status text NOT NULL,
+                                      expires_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS minimal.o (trace_id text NOT NULL, client_order_id text PRIMARY KEY, symbol text NOT NULL,
+                                      quantity numeric NOT NULL, status text NOT NULL);
+CREATE TABLE IF NOT EXISTS minimal.e (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, trace_id text NOT NULL,
+                                      event text NOT NULL, at timestamptz NOT NULL DEFAULT now(), detail jsonb NOT NULL)`
+
+// minimalScript is the least durable work one new signal needs, one
+// statement per round trip: the venue's write committed (f), then one
+// transaction with the advisory lock, the trace insert, the order insert,
+// one audit event and the trace update — two synchronous commits. :k is
+// the signal's key.
+const minimalScript = `INSERT INTO minimal.f (client_order_id, symbol, quantity) VALUES (md5(:k), 'BTCUSDT', 0.001) ON CONFLICT DO NOTHING;
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtextextended(:k, 0));
+INSERT INTO minimal.t (trace_id, fingerprint, status, expires_at) VALUES (:k, sha256(convert_to(:k, 'UTF8')), 'dispatching', now() + interval '24 hours') ON CONFLICT DO NOTHING;
+INSERT INTO minimal.o (trace_id, client_order_id, symbol, quantity, status) VALUES (:k, md5(:k), 'BTCUSDT', 0.001, 'filled') ON CONFLICT DO NOTHING;
+INSERT INTO minimal.e (trace_id, event, detail) VALUES (:k, 'dispatched', '{}');
+UPDATE minimal.t SET status = 'dispatched' WHERE trace_id = :k;
+COMMIT;
+`
 
 // The pgbench expressions that stand in for one new signal's parameters.
 // Each run writes its own symbol and trace IDs from -D run=..., pgbench's
@@ -153,8 +183,10 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 	return rt, errors.Join(errs...)
 }
 
-// PgbenchScript returns the pgbench script named variant, built from the
-// statements hoox runs (db.ClaimLockSQL, db.ClaimSQL, db.InsertOrderSQL,
+// PgbenchScript returns the pgbench script named variant. minimal.sql is
+// the least durable work one signal needs (see minimalScript; it runs on
+// MinimalSchema's tables, which RunPgbench creates). The others are built
+// from the statements hoox runs (db.ClaimLockSQL, db.ClaimSQL, db.InsertOrderSQL,
 // db.SettleTraceSQL, db.InsertEventSQL, paper.InsertSQL) with pgbench
 // expressions in place of their parameters, so the benchmark cannot drift
 // from the gateway:
@@ -183,6 +215,12 @@ func PgbenchScript(variant string) (string, error) {
 	var trips [][]string
 	pipelined := true
 	switch variant {
+	case "minimal.sql":
+		var b strings.Builder
+		fmt.Fprintf(&b, "-- %s: the least durable work for one signal (bench.MinimalSchema's tables).\n", variant)
+		b.WriteString("\\set r random(1, 9000000000000000000)\n")
+		b.WriteString(strings.ReplaceAll(minimalScript, ":k", cast(pgTraceID, "text")))
+		return b.String(), nil
 	case "claim.sql":
 		trips, pipelined = [][]string{rt.claim, rt.record, rt.marker, rt.fill}, false
 	case "claim-pipelined.sql":
@@ -229,7 +267,26 @@ type PgbenchConfig struct {
 type PgbenchResult struct {
 	TPS     float64
 	Latency time.Duration // pgbench's average latency
-	Output  string
+	// Transactions is how many scripts ran to completion.
+	Transactions int
+	// CPU is the pgbench process's own CPU time (user and system).
+	CPU    time.Duration
+	Output string
+}
+
+var processedRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+
+// createMinimalSchema creates MinimalSchema's tables when missing.
+func createMinimalSchema(ctx context.Context, databaseURL string) error {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("minimal schema: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, MinimalSchema); err != nil {
+		return fmt.Errorf("minimal schema: %w", err)
+	}
+	return nil
 }
 
 var (
@@ -252,6 +309,11 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	if err != nil {
 		return PgbenchResult{}, fmt.Errorf("pgbench script: %w", err)
 	}
+	if cfg.Script == "minimal.sql" {
+		if err := createMinimalSchema(ctx, cfg.DatabaseURL); err != nil {
+			return PgbenchResult{}, err
+		}
+	}
 	script := filepath.Join(dir, cfg.Script)
 	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 		return PgbenchResult{}, err
@@ -265,12 +327,15 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	if err := cmd.Run(); err != nil {
 		return PgbenchResult{Output: out.String()}, fmt.Errorf("pgbench: %w: %s", err, tail(out.String(), 1500))
 	}
-	res := PgbenchResult{Output: out.String()}
+	res := PgbenchResult{Output: out.String(), CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	m := tpsRE.FindStringSubmatch(res.Output)
 	if m == nil {
 		return res, fmt.Errorf("pgbench: no tps in its output: %s", tail(res.Output, 1500))
 	}
 	res.TPS, _ = strconv.ParseFloat(m[1], 64)
+	if m := processedRE.FindStringSubmatch(res.Output); m != nil {
+		res.Transactions, _ = strconv.Atoi(m[1])
+	}
 	if m := latencyRE.FindStringSubmatch(res.Output); m != nil {
 		f, _ := strconv.ParseFloat(m[1], 64)
 		res.Latency = time.Duration(f * float64(time.Millisecond))

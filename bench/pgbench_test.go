@@ -4,11 +4,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/internal/localpg"
+	"github.com/hoox/hoox/testcontainers"
 )
 
 // hooxStatements are the statements every script must run verbatim.
@@ -84,6 +87,9 @@ func expressionEnd(script string, pos int, next string) int {
 func TestPgbenchScriptRunsHooxStatements(t *testing.T) {
 	t.Parallel()
 	for _, variant := range PgbenchVariants() {
+		if variant == "minimal.sql" {
+			continue // the reference, not hoox's statements
+		}
 		t.Run(variant, func(t *testing.T) {
 			t.Parallel()
 			script, err := PgbenchScript(variant)
@@ -194,4 +200,36 @@ func TestBind(t *testing.T) {
 	require.ErrorContains(t, err, "no $2", "a parameter the statement dropped")
 	_, err = bind("SELECT $1, $2", "a")
 	require.ErrorContains(t, err, "has $2", "a parameter the statement gained")
+}
+
+// TestMinimalScriptDoesTheWorkOfOneSignal runs the throughput goal's
+// reference under pgbench: every transaction it counts must have left one
+// venue row, one settled trace, one order and one event, so the ratio
+// compares hoox with real work.
+func TestMinimalScriptDoesTheWorkOfOneSignal(t *testing.T) {
+	binDir, err := localpg.FindBinDir()
+	if err != nil {
+		t.Skipf("no PostgreSQL server binaries (pgbench): %v", err)
+	}
+	url := testcontainers.NewDatabase(t)
+	ctx := t.Context()
+	res, err := RunPgbench(ctx, PgbenchConfig{BinDir: binDir, DatabaseURL: url, Clients: 2, Threads: 1,
+		Duration: time.Second, Script: "minimal.sql"})
+	require.NoError(t, err, "pgbench output: %s", res.Output)
+	require.Positive(t, res.Transactions)
+	require.Positive(t, res.TPS)
+
+	pool := testcontainers.OpenPool(t, url)
+	var venue, traces, settled, orders, events int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM minimal.f), (SELECT count(*) FROM minimal.t),
+       (SELECT count(*) FROM minimal.t WHERE status = 'dispatched'), (SELECT count(*) FROM minimal.o),
+       (SELECT count(*) FROM minimal.e)`).Scan(&venue, &traces, &settled, &orders, &events))
+	// pgbench stops clients at -T; a transaction it cut short rolled back
+	// and is not counted, but its autocommitted venue row stays.
+	require.Equal(t, res.Transactions, traces, "one trace per completed script")
+	require.Equal(t, traces, settled, "every trace settled")
+	require.Equal(t, traces, orders)
+	require.Equal(t, traces, events)
+	require.GreaterOrEqual(t, venue, traces)
+	require.LessOrEqual(t, venue, traces+2, "at most one venue row per client cut short")
 }

@@ -128,7 +128,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
-	s.deps.Metrics.ClaimSeconds.Observe(time.Since(claimStart).Seconds())
+	claimTook := time.Since(claimStart)
+	s.deps.Metrics.ClaimSeconds.Observe(claimTook.Seconds())
+	s.deps.Metrics.ObserveStage(StageClaim, claimTook)
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
 		return nil, s.inProgress(tr.ID)
@@ -233,16 +235,20 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
 	shared, _ := venue.(exchange.SharedDatabase)
 	durable := shared == nil || !shared.SharesHooxDatabase()
+	intentStart := time.Now()
 	if err := db.WriteIntent(ctx, s.deps.MarkerPool, intent, durable); err != nil {
 		tx.Rollback(ctx)
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
+	s.deps.Metrics.ObserveStage(StageIntent, time.Since(intentStart))
 
 	dispatchStart := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
 	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
-	s.deps.Metrics.DispatchSeconds.Observe(time.Since(dispatchStart).Seconds())
+	venueTook := time.Since(dispatchStart)
+	s.deps.Metrics.DispatchSeconds.Observe(venueTook.Seconds())
+	s.deps.Metrics.ObserveStage(StageVenue, venueTook)
 	if s.deps.AfterVenue != nil {
 		s.deps.AfterVenue(tr.ID)
 	}
@@ -388,8 +394,10 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
+	recordStart := time.Now()
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: status, Order: row,
 		IntentID: order.ClientOrderID, IntentOutcome: rec.IntentOutcome, Events: events})
+	s.deps.Metrics.ObserveStage(StageRecord, time.Since(recordStart))
 	if err != nil {
 		// The venue holds the order but the commit failed: the claim rolled
 		// back, and the open intent makes the next attempt (or the sweeper)

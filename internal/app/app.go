@@ -40,6 +40,7 @@ type App struct {
 	server   *api.Server
 	listener net.Listener
 	paper    *paper.Venue
+	registry *prometheus.Registry
 
 	// sqldb is database/sql over the claim pool, for goose's readiness
 	// check.
@@ -48,6 +49,14 @@ type App struct {
 
 // Addr is the address the server listens on (useful with port 0).
 func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Metrics is the process's Prometheus registry (what /metrics serves), so
+// the benchmarks read the stage histograms in-process.
+func (a *App) Metrics() prometheus.Gatherer { return a.registry }
+
+// Pools are the process's database pools, so the benchmarks can read their
+// wait statistics.
+func (a *App) Pools() *Pools { return a.pools }
 
 // Paper is the paper venue, so fault drills and tests can set its faults.
 func (a *App) Paper() *paper.Venue { return a.paper }
@@ -111,11 +120,13 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
 		return nil, err
 	}
+	gwMetrics := gateway.NewMetrics(reg)
 	a.gateway = gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
-			Metrics: gateway.NewMetrics(reg), AfterVenue: crashDrill(cfg.CrashDrill, logger)})
+			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger)})
+	a.registry = reg
 	a.server = api.New(cfg.API,
-		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg,
+		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
 			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {
 					res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})

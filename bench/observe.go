@@ -1,0 +1,523 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ObserveConfig says what to watch during one run.
+type ObserveConfig struct {
+	// DatabaseURL is the Postgres the run writes to.
+	DatabaseURL string
+	// PostmasterPID, when > 0, is the local cluster's postmaster: the CPU
+	// of it and all its children (backends, WAL writer, checkpointer,
+	// autovacuum) is counted.
+	PostmasterPID int
+	// HooxPID is the hoox process: 0 is this process (in-process hoox,
+	// generator included), > 0 a child, < 0 none.
+	HooxPID int
+	// Pools are an in-process hoox's pools, by name, whose acquire waits
+	// are reported.
+	Pools map[string]*pgxpool.Pool
+	// SampleEvery is how often pg_stat_activity is sampled (default 10 ms).
+	SampleEvery time.Duration
+}
+
+// Observation is what Postgres, hoox's pools and the Go runtime did during
+// one run: counters as differences between its start and its end, wait
+// events as shares of the samples of active client backends.
+type Observation struct {
+	Elapsed time.Duration
+	// PostgresCPU is the CPU time of the postmaster and its children.
+	PostgresCPU time.Duration
+	// HooxCPU is the CPU time of the hoox process (with the generator
+	// when in-process).
+	HooxCPU time.Duration
+	// WALBytes is the distance the WAL insert position moved.
+	WALBytes int64
+	// WALRecords, WALFPI and WALSyncs come from pg_stat_wal.
+	WALRecords, WALFPI, WALSyncs int64
+	// Commits and RowsWritten (inserted, updated, deleted) come from
+	// pg_stat_database, less the observer's own transactions.
+	Commits, RowsWritten int64
+	// CheckpointsTimed and CheckpointsReq come from pg_stat_bgwriter.
+	CheckpointsTimed, CheckpointsReq int64
+	// Samples is how many pg_stat_activity samples were taken;
+	// AutovacuumSamples how many saw an autovacuum worker running.
+	Samples, AutovacuumSamples int
+	// ActiveSamples is the number of (sample, active client backend)
+	// pairs; Waits counts them by "type:event" ("CPU" when not waiting).
+	ActiveSamples int
+	Waits         map[string]int
+	// Pools are the in-process pools' acquire statistics.
+	Pools []PoolObservation
+	// GCCycles, GCPauseP99 and SchedLatencyP99 are the in-process Go
+	// runtime's (zero for a child process).
+	GCCycles        uint64
+	GCPauseP99      time.Duration
+	SchedLatencyP99 time.Duration
+}
+
+// PoolObservation is one pool's acquire statistics over a run.
+type PoolObservation struct {
+	Name string
+	// Acquires is how many connections were acquired; Empty how many of
+	// those found no idle connection and waited (or dialled).
+	Acquires, Empty int64
+	// Wait is the total time spent in acquires that waited.
+	Wait time.Duration
+	// MaxConns is the pool's size.
+	MaxConns int32
+}
+
+// Observer watches one run; Stop ends it.
+type Observer struct {
+	cfg    ObserveConfig
+	conn   *pgx.Conn
+	start  snapshot
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu                sync.Mutex
+	samples, autovac  int
+	active            int
+	waits             map[string]int
+	observerQueries   int64
+	sampleErr         error
+	poolsBefore       map[string]*pgxpool.Stat
+	runtimeBefore     []metrics.Sample
+	sampleConnBackend int32
+}
+
+// snapshot is the counters at one moment.
+type snapshot struct {
+	at                               time.Time
+	pgCPU, hooxCPU                   time.Duration
+	walLSN                           int64
+	walRecords, walFPI, walSyncs     int64
+	commits, rows                    int64
+	checkpointsTimed, checkpointsReq int64
+}
+
+var runtimeMetricNames = []string{"/gc/cycles/total:gc-cycles", "/gc/pauses:seconds", "/sched/latencies:seconds"}
+
+// StartObserve takes the first snapshot and starts sampling
+// pg_stat_activity.
+func StartObserve(ctx context.Context, cfg ObserveConfig) (*Observer, error) {
+	if cfg.SampleEvery <= 0 {
+		cfg.SampleEvery = 10 * time.Millisecond
+	}
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	o := &Observer{cfg: cfg, conn: conn, waits: map[string]int{}, done: make(chan struct{}),
+		poolsBefore: map[string]*pgxpool.Stat{}, sampleConnBackend: int32(conn.PgConn().PID())}
+	for name, p := range cfg.Pools {
+		o.poolsBefore[name] = p.Stat()
+	}
+	if cfg.HooxPID == 0 {
+		o.runtimeBefore = readRuntime()
+	}
+	if o.start, err = o.snap(ctx); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	o.cancel = cancel
+	go o.sample(sctx)
+	return o, nil
+}
+
+const activitySQL = `SELECT backend_type, state, coalesce(wait_event_type, ''), coalesce(wait_event, '')
+FROM pg_stat_activity WHERE pid <> pg_backend_pid()`
+
+// sample counts, every SampleEvery, what each active client backend is
+// waiting on and whether autovacuum runs.
+func (o *Observer) sample(ctx context.Context) {
+	defer close(o.done)
+	tick := time.NewTicker(o.cfg.SampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rows, err := o.conn.Query(ctx, activitySQL)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.mu.Lock()
+				o.sampleErr = err
+				o.mu.Unlock()
+			}
+			return
+		}
+		var autovac bool
+		var active int
+		waits := map[string]int{}
+		for rows.Next() {
+			var backendType, state, waitType, wait string
+			if err := rows.Scan(&backendType, &state, &waitType, &wait); err != nil {
+				break
+			}
+			switch {
+			case backendType == "autovacuum worker":
+				autovac = true
+			case backendType == "client backend" && state == "active":
+				active++
+				key := "CPU"
+				if waitType != "" {
+					key = waitType + ":" + wait
+				}
+				waits[key]++
+			}
+		}
+		rows.Close()
+		o.mu.Lock()
+		o.observerQueries++
+		o.samples++
+		if autovac {
+			o.autovac++
+		}
+		o.active += active
+		for k, v := range waits {
+			o.waits[k] += v
+		}
+		o.mu.Unlock()
+	}
+}
+
+const countersSQL = `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint,
+  w.wal_records, w.wal_fpi, w.wal_sync,
+  d.xact_commit, d.tup_inserted + d.tup_updated + d.tup_deleted,
+  b.checkpoints_timed, b.checkpoints_req
+FROM pg_stat_wal w, pg_stat_database d, pg_stat_bgwriter b
+WHERE d.datname = current_database()`
+
+// snap reads the counters. pg_stat_clear_snapshot makes each read see the
+// statistics as they are now, not as this transaction first saw them.
+func (o *Observer) snap(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now()}
+	if _, err := o.conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return s, fmt.Errorf("observer: %w", err)
+	}
+	err := o.conn.QueryRow(ctx, countersSQL).Scan(&s.walLSN, &s.walRecords, &s.walFPI, &s.walSyncs,
+		&s.commits, &s.rows, &s.checkpointsTimed, &s.checkpointsReq)
+	if err != nil {
+		return s, fmt.Errorf("observer: %w", err)
+	}
+	o.mu.Lock()
+	o.observerQueries += 2
+	o.mu.Unlock()
+	if o.cfg.PostmasterPID > 0 {
+		if s.pgCPU, err = treeCPU(o.cfg.PostmasterPID); err != nil {
+			return s, err
+		}
+	}
+	switch {
+	case o.cfg.HooxPID == 0:
+		s.hooxCPU, err = processCPU("self")
+	case o.cfg.HooxPID > 0:
+		s.hooxCPU, err = processCPU(strconv.Itoa(o.cfg.HooxPID))
+	}
+	return s, err
+}
+
+// statsSettle is how long a backend may hold its statistics before it
+// reports them (PGSTAT_MIN_INTERVAL is 1 s) once it goes idle.
+const statsSettle = 1200 * time.Millisecond
+
+// Stop ends the run's observation and reports it. It waits statsSettle for
+// the backends to flush their statistics, so call it after the load ended.
+func (o *Observer) Stop(ctx context.Context) (Observation, error) {
+	defer o.conn.Close(context.WithoutCancel(ctx))
+	end := time.Now()
+	o.cancel()
+	<-o.done
+	var obs Observation
+	pools := make([]PoolObservation, 0, len(o.cfg.Pools))
+	for name, p := range o.cfg.Pools {
+		after, before := p.Stat(), o.poolsBefore[name]
+		pools = append(pools, PoolObservation{Name: name, Acquires: after.AcquireCount() - before.AcquireCount(),
+			Empty: after.EmptyAcquireCount() - before.EmptyAcquireCount(),
+			Wait:  after.EmptyAcquireWaitTime() - before.EmptyAcquireWaitTime(), MaxConns: after.MaxConns()})
+	}
+	slices.SortFunc(pools, func(a, b PoolObservation) int { return strings.Compare(a.Name, b.Name) })
+	obs.Pools = pools
+	if o.cfg.HooxPID == 0 {
+		obs.GCCycles, obs.GCPauseP99, obs.SchedLatencyP99 = runtimeDelta(o.runtimeBefore, readRuntime())
+	}
+	// CPU is read at the run's end, before the settle wait.
+	var err error
+	var cpuEnd snapshot
+	if o.cfg.PostmasterPID > 0 {
+		if cpuEnd.pgCPU, err = treeCPU(o.cfg.PostmasterPID); err != nil {
+			return obs, err
+		}
+	}
+	switch {
+	case o.cfg.HooxPID == 0:
+		cpuEnd.hooxCPU, err = processCPU("self")
+	case o.cfg.HooxPID > 0:
+		cpuEnd.hooxCPU, err = processCPU(strconv.Itoa(o.cfg.HooxPID))
+	}
+	if err != nil {
+		return obs, err
+	}
+	select {
+	case <-time.After(statsSettle):
+	case <-ctx.Done():
+		return obs, ctx.Err()
+	}
+	last, err := o.snap(ctx)
+	if err != nil {
+		return obs, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sampleErr != nil {
+		return obs, fmt.Errorf("observer: sample pg_stat_activity: %w", o.sampleErr)
+	}
+	s := o.start
+	obs.Elapsed = end.Sub(s.at)
+	obs.PostgresCPU = cpuEnd.pgCPU - s.pgCPU
+	obs.HooxCPU = cpuEnd.hooxCPU - s.hooxCPU
+	obs.WALBytes = last.walLSN - s.walLSN
+	obs.WALRecords, obs.WALFPI, obs.WALSyncs = last.walRecords-s.walRecords, last.walFPI-s.walFPI, last.walSyncs-s.walSyncs
+	// The observer's own statements each commit a read-only transaction;
+	// the first snapshot's two were counted before it was read.
+	obs.Commits = last.commits - s.commits - (o.observerQueries - 2)
+	obs.RowsWritten = last.rows - s.rows
+	obs.CheckpointsTimed, obs.CheckpointsReq = last.checkpointsTimed-s.checkpointsTimed, last.checkpointsReq-s.checkpointsReq
+	obs.Samples, obs.AutovacuumSamples, obs.ActiveSamples = o.samples, o.autovac, o.active
+	obs.Waits = o.waits
+	return obs, nil
+}
+
+func per(x int64, units int) float64 {
+	if units <= 0 {
+		return 0
+	}
+	return float64(x) / float64(units)
+}
+
+// PostgresCPUPer is Postgres' CPU µs per unit of work.
+func (o Observation) PostgresCPUPer(units int) float64 {
+	return per(o.PostgresCPU.Microseconds(), units)
+}
+
+// HooxCPUPer is the hoox process's CPU µs per unit of work.
+func (o Observation) HooxCPUPer(units int) float64 { return per(o.HooxCPU.Microseconds(), units) }
+
+// WALBytesPer is the WAL written per unit of work.
+func (o Observation) WALBytesPer(units int) float64 { return per(o.WALBytes, units) }
+
+// WALRecordsPer is the WAL records per unit of work.
+func (o Observation) WALRecordsPer(units int) float64 { return per(o.WALRecords, units) }
+
+// CommitsPer is the committed transactions per unit of work.
+func (o Observation) CommitsPer(units int) float64 { return per(o.Commits, units) }
+
+// RowsWrittenPer is the rows inserted, updated or deleted per unit of work.
+func (o Observation) RowsWrittenPer(units int) float64 { return per(o.RowsWritten, units) }
+
+// Print writes the observation in a few lines, per unit where it is a cost.
+func (o Observation) Print(w io.Writer, units int, unit string) {
+	if o.Elapsed == 0 {
+		return
+	}
+	fmt.Fprintf(w, "postgres per %s: CPU %.0f µs, WAL %.0f bytes (%.1f records, %.2f full pages), %.2f commits, %.1f rows written; WAL syncs %d",
+		unit, o.PostgresCPUPer(units), o.WALBytesPer(units), o.WALRecordsPer(units), per(o.WALFPI, units),
+		o.CommitsPer(units), o.RowsWrittenPer(units), o.WALSyncs)
+	if o.HooxCPU > 0 {
+		fmt.Fprintf(w, "; hoox CPU %.0f µs per %s", o.HooxCPUPer(units), unit)
+	}
+	fmt.Fprintln(w)
+	autovac := 0.0
+	if o.Samples > 0 {
+		autovac = 100 * float64(o.AutovacuumSamples) / float64(o.Samples)
+	}
+	fmt.Fprintf(w, "postgres during the run: checkpoints %d timed, %d requested; autovacuum running in %.0f%% of %d samples",
+		o.CheckpointsTimed, o.CheckpointsReq, autovac, o.Samples)
+	if o.ActiveSamples > 0 {
+		type kv struct {
+			k string
+			v int
+		}
+		var top []kv
+		for k, v := range o.Waits {
+			top = append(top, kv{k, v})
+		}
+		slices.SortFunc(top, func(a, b kv) int { return b.v - a.v })
+		fmt.Fprintf(w, "; active backends (%.1f on average) were:", float64(o.ActiveSamples)/float64(max(o.Samples, 1)))
+		for i, e := range top {
+			if i == 6 {
+				break
+			}
+			fmt.Fprintf(w, " %s %.0f%%", e.k, 100*float64(e.v)/float64(o.ActiveSamples))
+		}
+	}
+	fmt.Fprintln(w)
+	if len(o.Pools) > 0 {
+		fmt.Fprintf(w, "pools:")
+		for _, p := range o.Pools {
+			mean := time.Duration(0)
+			if p.Empty > 0 {
+				mean = p.Wait / time.Duration(p.Empty)
+			}
+			fmt.Fprintf(w, " %s %d acquires, %d found none idle (mean wait %s, size %d);", p.Name, p.Acquires, p.Empty, mean.Round(time.Microsecond), p.MaxConns)
+		}
+		fmt.Fprintln(w)
+	}
+	if o.GCCycles > 0 || o.SchedLatencyP99 > 0 {
+		fmt.Fprintf(w, "go runtime: %d GC cycles, GC pause p99 %s, goroutine scheduling latency p99 %s\n",
+			o.GCCycles, o.GCPauseP99.Round(time.Microsecond), o.SchedLatencyP99.Round(time.Microsecond))
+	}
+}
+
+// PostmasterPID reads the postmaster's PID from its data directory.
+func PostmasterPID(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("postmaster pid: %w", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("postmaster pid: %w", err)
+	}
+	return pid, nil
+}
+
+// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTick = 100
+
+// processStat reads a process's own user and system time, its reaped
+// children's, and its parent from /proc/<pid>/stat.
+func processStat(pid string) (self, reaped time.Duration, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	// The command name is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// Fields after the name: state(0) ppid(1) … utime(11) stime(12)
+	// cutime(13) cstime(14).
+	if len(f) < 15 {
+		return 0, 0, 0, errors.New("short /proc stat")
+	}
+	ticks := func(s string) time.Duration {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return time.Duration(n) * time.Second / clockTick
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ticks(f[11]) + ticks(f[12]), ticks(f[13]) + ticks(f[14]), ppid, nil
+}
+
+// processCPU is a process's own user and system time.
+func processCPU(pid string) (time.Duration, error) {
+	self, _, _, err := processStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("process cpu: %w", err)
+	}
+	return self, nil
+}
+
+// treeCPU is the CPU time of a process, its live children and the
+// children it has reaped (Postgres backends are the postmaster's direct
+// children).
+func treeCPU(root int) (time.Duration, error) {
+	self, reaped, _, err := processStat(strconv.Itoa(root))
+	if err != nil {
+		return 0, fmt.Errorf("postgres cpu: %w", err)
+	}
+	total := self + reaped
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("postgres cpu: %w", err)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cpu, _, ppid, err := processStat(e.Name())
+		if err != nil || ppid != root {
+			continue // gone, or not a child
+		}
+		total += cpu
+	}
+	return total, nil
+}
+
+func readRuntime() []metrics.Sample {
+	s := make([]metrics.Sample, len(runtimeMetricNames))
+	for i, n := range runtimeMetricNames {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	runtime.KeepAlive(s)
+	return s
+}
+
+// runtimeDelta is the GC cycles and the p99 of the GC pauses and of the
+// scheduling latencies observed between two reads.
+func runtimeDelta(before, after []metrics.Sample) (cycles uint64, gcP99, schedP99 time.Duration) {
+	if len(before) != len(after) || len(after) < 3 {
+		return 0, 0, 0
+	}
+	if after[0].Value.Kind() == metrics.KindUint64 {
+		cycles = after[0].Value.Uint64() - before[0].Value.Uint64()
+	}
+	return cycles, histP99(before[1], after[1]), histP99(before[2], after[2])
+}
+
+func histP99(before, after metrics.Sample) time.Duration {
+	if before.Value.Kind() != metrics.KindFloat64Histogram || after.Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	b, a := before.Value.Float64Histogram(), after.Value.Float64Histogram()
+	if len(a.Counts) != len(b.Counts) {
+		return 0
+	}
+	var total uint64
+	delta := make([]uint64, len(a.Counts))
+	for i := range a.Counts {
+		delta[i] = a.Counts[i] - b.Counts[i]
+		total += delta[i]
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(float64(total) * 0.99)
+	var seen uint64
+	for i, c := range delta {
+		seen += c
+		if seen > rank {
+			upper := a.Buckets[i+1]
+			if upper > 1e9 { // +Inf
+				upper = a.Buckets[i]
+			}
+			return time.Duration(upper * float64(time.Second))
+		}
+	}
+	return 0
+}
