@@ -35,6 +35,18 @@ type ObserveConfig struct {
 	Pools map[string]*pgxpool.Pool
 	// SampleEvery is how often pg_stat_activity is sampled (default 10 ms).
 	SampleEvery time.Duration
+	// Statements reads pg_stat_statements (which the server must preload):
+	// reset at the start, reported at the end.
+	Statements bool
+}
+
+// StatementStat is one statement's share of a run, from pg_stat_statements.
+type StatementStat struct {
+	Query string
+	Calls int64
+	// Exec is the total execution time (planning excluded).
+	Exec time.Duration
+	Rows int64
 }
 
 // Observation is what Postgres, hoox's pools and the Go runtime did during
@@ -70,6 +82,10 @@ type Observation struct {
 	GCCycles        uint64
 	GCPauseP99      time.Duration
 	SchedLatencyP99 time.Duration
+	// Calls is every statement executed (pg_stat_statements), and
+	// Statements the costliest of them by execution time.
+	Calls      int64
+	Statements []StatementStat
 }
 
 // PoolObservation is one pool's acquire statistics over a run.
@@ -137,6 +153,16 @@ func StartObserve(ctx context.Context, cfg ObserveConfig) (*Observer, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	if cfg.Statements {
+		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("observer: pg_stat_statements (start the server with shared_preload_libraries=pg_stat_statements): %w", err)
+		}
+		if _, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("observer: %w", err)
+		}
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
 	go o.sample(sctx)
@@ -158,7 +184,9 @@ func (o *Observer) sample(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		rows, err := o.conn.Query(ctx, activitySQL)
+		// Not ctx: pgx closes a connection whose query is cancelled, and
+		// Stop still needs it.
+		rows, err := o.conn.Query(context.WithoutCancel(ctx), activitySQL)
 		if err != nil {
 			if ctx.Err() == nil {
 				o.mu.Lock()
@@ -288,6 +316,11 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	if err != nil {
 		return obs, err
 	}
+	if o.cfg.Statements {
+		if obs.Calls, obs.Statements, err = o.statements(ctx); err != nil {
+			return obs, err
+		}
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.sampleErr != nil {
@@ -307,6 +340,34 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	obs.Samples, obs.AutovacuumSamples, obs.ActiveSamples = o.samples, o.autovac, o.active
 	obs.Waits = o.waits
 	return obs, nil
+}
+
+const statementsSQL = `SELECT query, calls, total_exec_time, rows, sum(calls) OVER ()
+FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%pg_stat%'
+ORDER BY total_exec_time DESC`
+
+// statements reads every statement's calls and the costliest ones.
+func (o *Observer) statements(ctx context.Context) (int64, []StatementStat, error) {
+	rows, err := o.conn.Query(ctx, statementsSQL)
+	if err != nil {
+		return 0, nil, fmt.Errorf("observer: pg_stat_statements: %w", err)
+	}
+	defer rows.Close()
+	var total int64
+	var top []StatementStat
+	for rows.Next() {
+		var st StatementStat
+		var ms float64
+		if err := rows.Scan(&st.Query, &st.Calls, &ms, &st.Rows, &total); err != nil {
+			return 0, nil, err
+		}
+		st.Exec = time.Duration(ms * float64(time.Millisecond))
+		if len(top) < 10 {
+			top = append(top, st)
+		}
+	}
+	return total, top, rows.Err()
 }
 
 func per(x int64, units int) float64 {
@@ -383,6 +444,16 @@ func (o Observation) Print(w io.Writer, units int, unit string) {
 			fmt.Fprintf(w, " %s %d acquires, %d found none idle (mean wait %s, size %d);", p.Name, p.Acquires, p.Empty, mean.Round(time.Microsecond), p.MaxConns)
 		}
 		fmt.Fprintln(w)
+	}
+	if o.Calls > 0 {
+		fmt.Fprintf(w, "statements: %.1f per %s; the costliest by execution time (µs per %s, calls per %s):\n", per(o.Calls, units), unit, unit, unit)
+		for _, st := range o.Statements {
+			q := strings.Join(strings.Fields(st.Query), " ")
+			if len(q) > 110 {
+				q = q[:110] + "…"
+			}
+			fmt.Fprintf(w, "  %7.1f µs  %5.2f×  %s\n", per(st.Exec.Microseconds(), units), per(st.Calls, units), q)
+		}
 	}
 	if o.GCCycles > 0 || o.SchedLatencyP99 > 0 {
 		fmt.Fprintf(w, "go runtime: %d GC cycles, GC pause p99 %s, goroutine scheduling latency p99 %s\n",

@@ -57,6 +57,23 @@ func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
 const TxTimeoutsSQL = `SELECT set_config('lock_timeout', $1, true),
        CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`
 
+// AsyncCommitSQL makes the transaction's commit asynchronous.
+const AsyncCommitSQL = "SELECT set_config('synchronous_commit', 'off', true)"
+
+// ClaimStatements are the statements a claim's connection runs for a new
+// signal or a repeat, so a new connection can prepare them up front
+// (PoolConfig.Prepare).
+func ClaimStatements() []string {
+	return []string{"BEGIN", TxTimeoutsSQL, ClaimLockSQL, ClaimSQL, InsertOrderSQL, SettleTraceSQL, SettleIntentSQL,
+		InsertEventSQL, AsyncCommitSQL, "COMMIT"}
+}
+
+// IntentStatements are what an intent's connection runs (see
+// ClaimStatements).
+func IntentStatements() []string {
+	return []string{"BEGIN", AsyncCommitSQL, WriteIntentSQL, InsertEventSQL, "COMMIT"}
+}
+
 // ClaimedTrace is a trace row as the claim sees it.
 type ClaimedTrace struct {
 	TraceID       string
@@ -361,7 +378,7 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 	}
 	b := &pgx.Batch{}
 	if async {
-		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+		b.Queue(AsyncCommitSQL)
 	}
 	queue(b)
 	b.Queue("COMMIT")

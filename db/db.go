@@ -51,6 +51,13 @@ type PoolConfig struct {
 	// PgBouncer before 1.21 requires: a prepared statement lives on one
 	// server connection, the next transaction may run on another.
 	NoPreparedStatements bool
+	// Prepare lists statements every new connection prepares as soon as it
+	// is made (named by their text, so pgx uses them for that very SQL):
+	// the first signal on a fresh connection then pays no Parse/Describe
+	// round trip. A statement that fails to prepare (its table is not
+	// migrated yet) is left to be prepared on first use. Ignored with
+	// NoPreparedStatements.
+	Prepare []string
 	// Health, shared by a process's pools, makes every pool check its
 	// connections for a while after any of them died (see ConnHealth).
 	Health *ConnHealth
@@ -83,6 +90,15 @@ func NewPool(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.P
 	}
 	if pc.Health != nil {
 		pc.Health.apply(cfg)
+	}
+	if len(pc.Prepare) > 0 && !pc.NoPreparedStatements {
+		statements := pc.Prepare
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			for _, sql := range statements {
+				_, _ = conn.Prepare(ctx, sql, sql)
+			}
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -75,7 +75,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	if !durable {
-		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+		b.Queue(AsyncCommitSQL)
 	}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt).
@@ -111,7 +111,7 @@ UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_
 func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, outcome IntentOutcome, events ...Event) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	b.Queue(AsyncCommitSQL)
 	b.Queue(SettleIntentSQL, clientOrderID, outcome)
 	queueEvents(b, events)
 	return sendTx(ctx, pool, b)

@@ -62,6 +62,12 @@ type benchOpts struct {
 	venueRate   int
 	// rates are the suite's open-loop rates.
 	rates []int
+	// pgSettings are extra settings of the embedded Postgres; statements
+	// reports pg_stat_statements for every run.
+	pgSettings []string
+	statements bool
+	// minConns is the embedded hoox's HOOX_DB_MIN_CONNS (-1: its default).
+	minConns int
 	// venues are the real venues the embedded hoox is configured with.
 	venues [4]app.VenueSettings
 }
@@ -114,6 +120,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&o.venue, "venue", "", "time a real adapter against its in-process fake next to paper: "+strings.Join(fakeVenueNames(), ", "))
 	fs.IntVar(&o.venueOrders, "venue-orders", 500, "--venue: orders placed one at a time on each venue (Binance's weight budget caps a minute at 2000-5000)")
 	fs.IntVar(&o.venueRate, "venue-rate", 20, "--venue: signals/s of the webhook load sent to each venue (open loop; kept under the adapters' rate budgets)")
+	fs.Func("pg-setting", "an extra setting of the embedded Postgres, name=value (repeatable), e.g. commit_delay=100", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("%q is not name=value", v)
+		}
+		o.pgSettings = append(o.pgSettings, v)
+		return nil
+	})
+	fs.IntVar(&o.minConns, "db-min-conns", -1, "the embedded hoox's HOOX_DB_MIN_CONNS (-1: hoox's default)")
+	fs.BoolVar(&o.statements, "statements", false, "report pg_stat_statements per run: statements per signal and the costliest (preloads it in the embedded Postgres)")
 	rates := fs.String("rates", "100,300,600,1000", "--suite: the open-loop rates of the latency table (new, repeat, floor at each)")
 	fs.Usage = func() { fmt.Fprint(stdout, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -230,7 +245,11 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	if err := os.Chmod(env.tmp, 0o755); err != nil {
 		return err
 	}
-	env.cluster, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(env.tmp, "pg"), BinDir: env.binDir})
+	settings := slices.Clone(o.pgSettings)
+	if o.statements {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
+	}
+	env.cluster, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(env.tmp, "pg"), BinDir: env.binDir, Settings: settings})
 	if err != nil {
 		return fmt.Errorf("start embedded postgres: %w", err)
 	}
@@ -248,6 +267,9 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o benchOpts, stderr io.W
 	cfg.Addr = "127.0.0.1:0"
 	cfg.API.WebhookSecret = randomToken()
 	cfg.Jobs.PurgeInterval = time.Hour
+	if o.minConns >= 0 {
+		cfg.DBMinConns = o.minConns
+	}
 	cfg.Venues = o.venues
 	var logOut io.Writer = io.Discard
 	if o.serverLog != "" {
@@ -285,6 +307,9 @@ func (env *benchEnv) startChild(ctx context.Context, o benchOpts, stderr io.Writ
 	cmd := exec.Command(exe, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.databaseURL, "HOOX_WEBHOOK_SECRET="+env.secret,
 		"HOOX_ADDR="+addr, "HOOX_PURGE_INTERVAL=1h", "HOOX_LOG_FORMAT=json", "HOOX_LOG_LEVEL=info")
+	if o.minConns >= 0 {
+		cmd.Env = append(cmd.Env, "HOOX_DB_MIN_CONNS="+strconv.Itoa(o.minConns))
+	}
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if o.serverLog != "" {
 		f, err := os.Create(o.serverLog)
@@ -422,7 +447,7 @@ func (b *bencher) observe(ctx context.Context) (func(context.Context) (bench.Obs
 	if b.env.databaseURL == "" {
 		return func(context.Context) (bench.Observation, error) { return bench.Observation{}, nil }, nil
 	}
-	cfg := bench.ObserveConfig{DatabaseURL: b.env.databaseURL, HooxPID: -1}
+	cfg := bench.ObserveConfig{DatabaseURL: b.env.databaseURL, HooxPID: -1, Statements: b.o.statements}
 	switch {
 	case b.env.app != nil:
 		p := b.env.app.Pools()

@@ -93,7 +93,7 @@ var _ exchange.Venue = (*Venue)(nil)
 // places the order once. This takes one of the two WAL flushes off every
 // new signal.
 func PoolConfig(maxConns int32) db.PoolConfig {
-	return db.PoolConfig{MaxConns: maxConns, AppName: "hoox-paper", AsyncCommit: true}
+	return db.PoolConfig{MaxConns: maxConns, AppName: "hoox-paper", AsyncCommit: true, Prepare: []string{InsertSQL}}
 }
 
 // New returns a paper venue writing through cfg.Pool, with no faults set.

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 			return nil, err
 		}
 	}
-	if a.pools, err = OpenPools(ctx, PoolsConfig{DatabaseURL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, TxPooler: cfg.TxPooler}); err != nil {
+	if a.pools, err = OpenPools(ctx, PoolsConfig{DatabaseURL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, MinConns: cfg.DBMinConns, TxPooler: cfg.TxPooler}); err != nil {
 		return nil, err
 	}
 	pool := a.pools.Claims

@@ -24,6 +24,10 @@ type Config struct {
 	// DBMaxConns sizes each of the three pools (claims, attempt markers, the
 	// paper venue); at least 2. See Budget.
 	DBMaxConns int
+	// DBMinConns is how many connections each pool keeps open, and
+	// prepared, while idle (at most DBMaxConns): a burst then never waits
+	// for Postgres to start backends.
+	DBMinConns int
 	// TxPooler says DATABASE_URL is a transaction-pooling PgBouncer; it
 	// also makes River poll (jobs.Config.PollOnly).
 	TxPooler bool
@@ -94,6 +98,9 @@ func (c *Config) Validate() error {
 	own := confcheck.New("hoox")
 	if c.DBMaxConns < 2 {
 		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
+	}
+	if c.DBMinConns < 0 || c.DBMinConns > c.DBMaxConns {
+		own.Refuse("DBMinConns", strconv.Itoa(c.DBMinConns), "must be between 0 and HOOX_DB_MAX_CONNS")
 	}
 	if c.TxPooler && c.DBMaxConns < 4 {
 		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),

@@ -15,6 +15,9 @@ type PoolsConfig struct {
 	DatabaseURL string
 	// MaxConns is HOOX_DB_MAX_CONNS (see Budget).
 	MaxConns int
+	// MinConns is HOOX_DB_MIN_CONNS: connections each pool keeps open (and
+	// prepared) even when idle, so a burst does not wait for new ones.
+	MinConns int
 	// TxPooler says DatabaseURL is a transaction-pooling PgBouncer.
 	TxPooler bool
 	// Tracer, when set, returns the query tracer of the named pool
@@ -50,12 +53,13 @@ func OpenPools(ctx context.Context, c PoolsConfig) (_ *Pools, err error) {
 		dst  **pgxpool.Pool
 		cfg  db.PoolConfig
 	}{
-		{"claims", &p.Claims, db.PoolConfig{MaxConns: claims, AppName: "hoox"}},
+		{"claims", &p.Claims, db.PoolConfig{MaxConns: claims, AppName: "hoox", Prepare: db.ClaimStatements()}},
 		{"paper", &p.Paper, paper.PoolConfig(venue)},
-		{"markers", &p.Markers, db.PoolConfig{MaxConns: markers, AppName: "hoox-markers"}},
+		{"markers", &p.Markers, db.PoolConfig{MaxConns: markers, AppName: "hoox-markers", Prepare: db.IntentStatements()}},
 	} {
 		pc := spec.cfg
 		pc.Health, pc.NoPreparedStatements = health, c.TxPooler
+		pc.MinConns = min(int32(c.MinConns), pc.MaxConns)
 		if c.TxPooler {
 			// A pooler refuses (or drops) session settings sent at
 			// startup; the venue's fills then commit synchronously.

@@ -57,6 +57,10 @@ type Config struct {
 	// Fast turns off fsync and full-page writes: a crash of the machine can
 	// then corrupt the cluster, which only throwaway test clusters accept.
 	Fast bool
+	// Settings are extra server settings, each "name=value", passed to
+	// postgres as -c options (hoox dev's production-like tuning, the
+	// benchmark's experiments).
+	Settings []string
 }
 
 // Cluster is a local PostgreSQL server. It is safe for concurrent use.
@@ -71,6 +75,7 @@ type Cluster struct {
 	logFile   string
 	lockPath  string
 	fast      bool
+	settings  []string
 	pgUser    *osUser // non-nil when running as root
 
 	mu   sync.Mutex
@@ -97,7 +102,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("localpg: Config.DataDir is required")
 	}
-	c := &Cluster{logger: cfg.Logger, port: cfg.Port, fast: cfg.Fast, binDir: cfg.BinDir}
+	c := &Cluster{logger: cfg.Logger, port: cfg.Port, fast: cfg.Fast, settings: cfg.Settings, binDir: cfg.BinDir}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -332,6 +337,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if c.fast {
 		opts = append(opts, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	for _, kv := range c.settings {
+		opts = append(opts, "-c", shellQuote(kv))
 	}
 	for attempt := 1; ; attempt++ {
 		out, err := c.command(ctx, "pg_ctl", "start", "-w", "-t", "60", "-s",
