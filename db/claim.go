@@ -71,7 +71,7 @@ func ClaimStatements() []string {
 // IntentStatements are what an intent's connection runs (see
 // ClaimStatements).
 func IntentStatements() []string {
-	return []string{"BEGIN", AsyncCommitSQL, WriteIntentSQL, InsertEventSQL, "COMMIT"}
+	return []string{AsyncCommitSQL, WriteIntentSQL}
 }
 
 // ClaimedTrace is a trace row as the claim sees it.

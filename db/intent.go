@@ -44,24 +44,32 @@ type Intent struct {
 }
 
 // WriteIntentSQL inserts the intent, or re-arms an intent of the same client
-// order ID that is still open (a resend after a crash) or provably unsent.
-// It never touches an intent settled with an order: the RETURNING row is
-// missing then.
+// order ID that is still open (a resend after a crash) or provably unsent,
+// and appends its dispatch_started event — one statement, so it commits on
+// its own as one implicit transaction. It never touches an intent settled
+// with an order: no row comes back then, and no event is written.
 const WriteIntentSQL = `
-INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                              symbol, action, order_spec, signal, source_ip, signal_time, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-ON CONFLICT (client_order_id) DO UPDATE
-SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
-    source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
-    sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
-WHERE dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed')
-RETURNING sent_at, attempts`
+WITH i AS (
+    INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+    ON CONFLICT (client_order_id) DO UPDATE
+    SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
+        source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
+        sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
+    WHERE dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed')
+    RETURNING trace_id, sent_at, attempts
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
+    SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
+)
+SELECT sent_at, attempts FROM i`
 
 // WriteIntent commits the intent and its dispatch_started event on a
 // connection of pool (not the claim's: the claim commits only after the
-// venue answers). durable asks for a synchronous commit; only a venue whose
-// own write lands later in the same Postgres WAL (paper) may pass false.
+// venue answers), in one round trip. durable asks for a synchronous commit;
+// only a venue whose own write lands later in the same Postgres WAL (paper)
+// may pass false.
 func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bool) error {
 	spec, err := json.Marshal(in.Order)
 	if err != nil {
@@ -72,8 +80,9 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		signalTime = &in.SignalTime
 	}
 	found := false
+	// Without BEGIN the batch is one implicit transaction: the async
+	// setting holds until its commit.
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
 	if !durable {
 		b.Queue(AsyncCommitSQL)
 	}
@@ -88,13 +97,10 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 			}
 			return rows.Err()
 		})
-	queueEvents(b, []Event{{TraceID: in.TraceID, Event: EventDispatchStarted, SourceIP: in.SourceIP,
-		Detail: map[string]any{"client_order_id": in.ClientOrderID}}})
-	if err := sendTx(ctx, pool, b); err != nil {
-		return err
+	if err := pool.SendBatch(ctx, b).Close(); err != nil {
+		return translate(err)
 	}
 	if !found {
-		// The COMMIT above wrote only the event; the intent is settled.
 		return fmt.Errorf("intent %s: %w", in.ClientOrderID, ErrIntentConsumed)
 	}
 	return nil
