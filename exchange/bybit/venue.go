@@ -23,6 +23,7 @@ const (
 	ReasonNotTrading        = "symbol is not trading"
 	ReasonNoPosition        = "no position to close"
 	ReasonSpotCloseShort    = "close_short is not supported on spot: there is no short position to buy back"
+	ReasonSpotShort         = "short is not supported on spot: spot cannot open a short position (send sell to sell the base coin held)"
 	ReasonLimitWithoutPrice = "limit order without price"
 	ReasonBadOrderType      = "unsupported order type"
 	ReasonBelowMinQty       = "quantity below the symbol's minimum"
@@ -65,6 +66,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	}
 	if o.OrderType != "market" && o.OrderType != "limit" {
 		return rejected(ReasonBadOrderType + ": " + o.OrderType), nil
+	}
+	if v.cfg.Category == Spot && o.Action == "short" {
+		// A short on spot would be a plain sell of the base coin held:
+		// the strategy meant to open a short, and selling what the
+		// account holds instead is a trade nobody asked for.
+		return rejected(ReasonSpotShort), nil
 	}
 	f, found, err := v.filtersFor(ctx, sym)
 	if err != nil {
