@@ -66,7 +66,9 @@ type Recorded struct {
 	Status        TraceStatus
 	IntentOutcome IntentOutcome
 	// Detail is the audit event's detail: the order, its client order ID
-	// and status, and the venue's reason when it gave one. Callers add
+	// and status, what the signal asked (asked_quantity, and asked_price
+	// when it gave one: the order row holds what was sent, rounded to the
+	// venue's steps), and the venue's reason when it gave one. Callers add
 	// their own keys (adopted, placed, found, …).
 	Detail map[string]any
 }
@@ -77,7 +79,11 @@ type Recorded struct {
 func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchange.Report) Recorded {
 	row := NewOrderRow(traceID, exchangeName, mode, o, r)
 	rec := Recorded{Order: row, Status: TraceDispatched, IntentOutcome: IntentDispatched,
-		Detail: map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status}}
+		Detail: map[string]any{"order_id": row.ID, "client_order_id": row.ClientOrderID, "order_status": row.Status,
+			"asked_quantity": o.Quantity.String()}}
+	if o.Price.Valid {
+		rec.Detail["asked_price"] = o.Price.Decimal.String()
+	}
 	if r.Status == exchange.StatusRejected {
 		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected
 	}

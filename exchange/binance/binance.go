@@ -47,6 +47,7 @@ import (
 const (
 	ReasonNoPosition        = "no position to close"
 	ReasonSpotNoShort       = "spot has no short position to close"
+	ReasonSpotShort         = "short is not supported on spot: spot cannot open a short position (send sell to sell the base asset held)"
 	ReasonInvalidOrder      = "invalid order"
 	ReasonLimitWithoutPrice = "limit order without price"
 	ReasonClientOrderID     = "client order id not allowed by binance (1-36 of A-Z a-z 0-9 . : / _ -)"
@@ -214,6 +215,11 @@ func (v *Venue) validate(o exchange.Order, symbol string) string {
 		return ReasonLimitWithoutPrice
 	case !v.futures() && o.Action == "close_short":
 		return ReasonSpotNoShort
+	case !v.futures() && o.Action == "short":
+		// A short on spot would be a plain sell of the base asset held:
+		// the strategy meant to open a short, and selling what the
+		// account holds instead is a trade nobody asked for.
+		return ReasonSpotShort
 	}
 	return ""
 }

@@ -92,6 +92,43 @@ func TestSpotClose(t *testing.T) {
 	})
 }
 
+// A short signal on spot is refused before anything is sent: spot cannot
+// open a short, and sending it as a sell would sell the BTC the account
+// holds, which the strategy never asked for. On futures it opens a short;
+// on spot a sell still sells.
+func TestShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("spot refuses it and keeps the asset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketSpot)
+		b.fake.SetBalance("BTC", d("1"))
+		o := marketOrder("sell", "0.01")
+		o.Action = "short"
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, binance.ReasonSpotShort, r.Reason)
+		require.Equal(t, 0, b.fake.Requests(b.path), "nothing is sent")
+		require.Equal(t, "1", b.fake.Balance("BTC").String())
+
+		r, err = b.venue.Place(ctx, marketOrder("sell", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, "sell is how spot sells")
+		require.Equal(t, "0.99", b.fake.Balance("BTC").String())
+	})
+	t.Run("futures opens a short", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		o := marketOrder("sell", "0.01")
+		o.Action = "short"
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "-0.01", b.fake.Position("BTCUSDT").String())
+	})
+}
+
 func TestLeverage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

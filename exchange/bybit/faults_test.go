@@ -161,6 +161,37 @@ func TestUnreachable(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+	t.Run("LimitStatusZeroOnA200WaitsForLimitReset", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		// The placement succeeds, and its answer says it was the last one
+		// the endpoint allows until the reset: Bybit would refuse the next
+		// with 10006, and an IP that keeps hitting the limit gets banned.
+		b.fake.ExhaustLimit(bybitfake.PathCreate, 1500*time.Millisecond)
+		first, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, first.Status)
+		sent := b.fake.Requests(bybitfake.PathCreate)
+
+		// Until the reset, the next order waits without being sent.
+		o := marketOrder("BTCUSDT", "buy", "0.02")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+		require.ErrorContains(t, err, "rate limited")
+		require.Equal(t, sent, b.fake.Requests(bybitfake.PathCreate), "nothing is sent before the reset")
+		require.Len(t, b.fake.Orders(), 1)
+		// The limit is per endpoint: lookups still go out.
+		_, err = b.venue.Lookup(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrNotFound)
+
+		b.clock.Advance(1500 * time.Millisecond)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "0.03", b.fake.Position("BTCUSDT").Size.String())
+	})
+
 	t.Run("HTTP403AccessTooFrequentWaitsTenMinutes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.Linear)

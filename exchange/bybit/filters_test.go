@@ -236,6 +236,45 @@ func TestClose(t *testing.T) {
 	})
 }
 
+// A short signal on spot is refused before anything is sent: spot cannot
+// open a short, and sending it as a sell would sell the BTC the account
+// holds, which the strategy never asked for. On linear it opens a short;
+// on spot a sell still sells.
+func TestShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("SpotRefusesItAndKeepsTheCoin", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Spot)
+		b.fake.SetBalance("BTC", d("1"))
+		o := marketOrder("BTCUSDT", "sell", "0.01")
+		o.Action = "short"
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, bybit.ReasonSpotShort, r.Reason)
+		require.Zero(t, b.fake.Requests(bybitfake.PathCreate), "nothing is sent")
+		require.Equal(t, "1", b.fake.Balance("BTC").WalletBalance.String())
+
+		r, err = b.venue.Place(ctx, marketOrder("BTCUSDT", "sell", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, "sell is how spot sells")
+		require.Equal(t, "0.99", b.fake.Balance("BTC").WalletBalance.String())
+	})
+	t.Run("LinearOpensAShort", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		o := marketOrder("BTCUSDT", "sell", "0.01")
+		o.Action = "short"
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		p := b.fake.Position("BTCUSDT")
+		require.Equal(t, "Sell", p.Side)
+		require.Equal(t, "0.01", p.Size.String())
+	})
+}
+
 func TestLeverage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -22,11 +23,18 @@ const (
 	ReasonNotTrading        = "symbol is not trading"
 	ReasonNoPosition        = "no position to close"
 	ReasonSpotCloseShort    = "close_short is not supported on spot: there is no short position to buy back"
+	ReasonSpotShort         = "short is not supported on spot: spot cannot open a short position (send sell to sell the base coin held)"
 	ReasonLimitWithoutPrice = "limit order without price"
 	ReasonBadOrderType      = "unsupported order type"
 	ReasonBelowMinQty       = "quantity below the symbol's minimum"
 	ReasonBelowMinNotional  = "order value below the symbol's minimum notional"
+	ReasonClientOrderID     = "client order id not allowed by bybit (1-36 of A-Z a-z 0-9 _ -)"
 )
+
+// orderLinkIDPattern is Bybit's documented rule for orderLinkId: at most 36
+// letters, digits, dashes and underscores. hoox needs the ID to find the
+// order again, so an empty one is refused too.
+var orderLinkIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,36}$`)
 
 // createBody is POST /v5/order/create's body. Field order is the signed
 // JSON's order; empty optional fields are left out.
@@ -51,8 +59,19 @@ type createBody struct {
 // come back open.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	sym := exchange.VenueSymbol(o.Symbol)
+	// Refused here, before anything is sent: Bybit would answer a param
+	// error, and an order hoox cannot look up by its ID must not exist.
+	if !orderLinkIDPattern.MatchString(o.ClientOrderID) {
+		return rejected(ReasonClientOrderID), nil
+	}
 	if o.OrderType != "market" && o.OrderType != "limit" {
 		return rejected(ReasonBadOrderType + ": " + o.OrderType), nil
+	}
+	if v.cfg.Category == Spot && o.Action == "short" {
+		// A short on spot would be a plain sell of the base coin held:
+		// the strategy meant to open a short, and selling what the
+		// account holds instead is a trade nobody asked for.
+		return rejected(ReasonSpotShort), nil
 	}
 	f, found, err := v.filtersFor(ctx, sym)
 	if err != nil {

@@ -302,6 +302,53 @@ func TestDuplicateClientOrderID(t *testing.T) {
 	})
 }
 
+// Bybit's orderLinkId is at most 36 letters, digits, dashes and
+// underscores. An ID outside that rule is refused before anything is sent
+// (Bybit would answer a param error), and one at the limit is placed.
+func TestClientOrderIDCheckedBeforeSending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	refused := map[string]string{
+		"Empty":        "",
+		"37Characters": "hx" + strings.Repeat("a", 35),
+		// Binance allows '.', ':' and '/'; Bybit does not.
+		"Dot":      "hx.abc",
+		"Colon":    "hx:abc",
+		"Slash":    "hx/abc",
+		"Space":    "hx abc",
+		"NonASCII": "hxéabc",
+	}
+	for _, cat := range []bybit.Category{bybit.Linear, bybit.Spot} {
+		for name, id := range refused {
+			t.Run(string(cat)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, cat)
+				o := marketOrder("BTCUSDT", "buy", "0.01")
+				o.ClientOrderID = id
+				r, err := b.venue.Place(ctx, o)
+				require.NoError(t, err)
+				require.Equal(t, exchange.StatusRejected, r.Status)
+				require.Equal(t, bybit.ReasonClientOrderID, r.Reason)
+				require.Zero(t, b.fake.Requests(bybitfake.PathCreate), "nothing is sent")
+				require.Empty(t, b.fake.Orders())
+			})
+		}
+		t.Run(string(cat)+"/36CharactersWithDashAndUnderscore", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, cat)
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			o.ClientOrderID = "hx-" + strings.Repeat("Z9_", 11)
+			require.Len(t, o.ClientOrderID, 36)
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			held, ok := b.fake.Order(string(cat), o.ClientOrderID)
+			require.True(t, ok)
+			require.Equal(t, r.ExchangeOrderID, held.OrderID)
+		})
+	}
+}
+
 // errorsIsAll asserts err wraps every target.
 func errorsIsAll(t *testing.T, err error, targets ...error) {
 	t.Helper()

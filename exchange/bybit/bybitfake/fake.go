@@ -23,8 +23,9 @@
 // Faults: a test can make the next N calls of a path fail before the request
 // is accepted (429, 403, a retCode) or after the order is booked (HTTP 5xx, a
 // server-error retCode, a dropped connection, a hang until the client gives
-// up), make the next N placements invisible to lookups for a while, change
-// the credentials it accepts, and skew its clock.
+// up), use up an endpoint's rate limit on a successful answer (ExhaustLimit),
+// make the next N placements invisible to lookups for a while, change the
+// credentials it accepts, and skew its clock.
 package bybitfake
 
 import (
@@ -241,6 +242,16 @@ type Server struct {
 	requests    map[string]int
 	attempts    map[string]int
 	forgetReal  bool
+	// exhaustNext and limitReset are ExhaustLimit's state: the next
+	// successful answer's reset delay, and until when a path refuses.
+	exhaustNext map[string]time.Duration
+	limitReset  map[string]usedUp
+}
+
+// usedUp is an endpoint whose rate limit ExhaustLimit used up.
+type usedUp struct {
+	until time.Time
+	limit int
 }
 
 // New starts a fake on a loopback port. When tb is not nil the fake closes
@@ -299,6 +310,8 @@ func newServer(opts Options) *Server {
 		faults:      map[string][]*injected{},
 		requests:    map[string]int{},
 		attempts:    map[string]int{},
+		exhaustNext: map[string]time.Duration{},
+		limitReset:  map[string]usedUp{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -444,6 +457,19 @@ func (s *Server) Inject(path string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[path] = append(s.faults[path], &injected{left: n, fault: f})
+}
+
+// ExhaustLimit makes the next successful answer on path (a private
+// endpoint) report its rate limit used up, as Bybit does on the last request
+// a window allows: HTTP 200 with X-Bapi-Limit-Status 0 and
+// X-Bapi-Limit-Reset-Timestamp now+resetAfter on the fake's clock. Until
+// then the fake refuses every request to path with retCode 10006 "Too many
+// visits!" and executes nothing, so a client that ignored the header is
+// seen sending (Requests counts it) and refused.
+func (s *Server) ExhaustLimit(path string, resetAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exhaustNext[path] = resetAfter
 }
 
 // InjectPlacements makes the next n order placements answer with f.

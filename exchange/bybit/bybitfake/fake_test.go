@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,49 @@ func TestFakeChecksSignatureAndTimestampWindow(t *testing.T) {
 	// Cancelling the order does not free its orderLinkId.
 	require.True(t, f.UpdateOrder(bybitfake.CategorySpot, "abc", func(o *bybitfake.Order) { o.Status = "Cancelled" }))
 	require.Equal(t, 170141, post())
+}
+
+// After ExhaustLimit the next successful answer reports the limit used up,
+// and the fake refuses the endpoint (10006, nothing executed) until the
+// reset it announced; other endpoints are not limited.
+func TestFakeExhaustLimitRefusesUntilReset(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var elapsed atomic.Int64 // the fake reads its clock on its own goroutines
+	clock := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	f := bybitfake.New(t, bybitfake.Options{Now: clock})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	f.ExhaustLimit(bybitfake.PathCreate, 2*time.Second)
+	place := func(link string) (*http.Response, int) {
+		body := `{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.01","orderLinkId":"` + link + `"}`
+		resp, err := http.DefaultClient.Do(signedRequest(t, f.URL, http.MethodPost, bybitfake.PathCreate, body, clock(), bybitfake.DefaultAPISecret))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var env struct {
+			RetCode int `json:"retCode"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+		return resp, env.RetCode
+	}
+
+	resp, code := place("first")
+	require.Equal(t, 0, code)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "0", resp.Header.Get("X-Bapi-Limit-Status"))
+	reset := strconv.FormatInt(start.Add(2*time.Second).UnixMilli(), 10)
+	require.Equal(t, reset, resp.Header.Get("X-Bapi-Limit-Reset-Timestamp"))
+
+	_, code = place("second")
+	require.Equal(t, 10006, code)
+	_, booked := f.Order(bybitfake.CategoryLinear, "second")
+	require.False(t, booked, "a refused request executes nothing")
+	q := "category=linear&orderLinkId=first&symbol=BTCUSDT"
+	require.Equal(t, 0, retCode(t, signedRequest(t, f.URL, http.MethodGet, bybitfake.PathRealtime, q, clock(), bybitfake.DefaultAPISecret)))
+
+	elapsed.Add(int64(2 * time.Second))
+	resp, code = place("second")
+	require.Equal(t, 0, code)
+	require.NotEqual(t, "0", resp.Header.Get("X-Bapi-Limit-Status"))
+	require.Len(t, f.Orders(), 2)
 }
 
 func TestFakeStartServesACLI(t *testing.T) {

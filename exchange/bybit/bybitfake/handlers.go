@@ -25,6 +25,9 @@ type reply struct {
 	accepted bool
 	// limit is the X-Bapi-Limit to report for a private endpoint.
 	limit int
+	// exhaustedUntil, when set, reports the limit used up (status 0)
+	// until then instead of limit-1 left.
+	exhaustedUntil time.Time
 }
 
 func ok(result any) reply { return reply{status: http.StatusOK, retMsg: "OK", result: result} }
@@ -52,8 +55,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeFault(w, r, f, now)
 		return
 	}
-	rep := s.route(r, body)
 	now := s.clock()
+	if u, limited := s.limitReset[r.URL.Path]; limited {
+		if now.Before(u.until) {
+			s.mu.Unlock()
+			s.write(w, reply{status: http.StatusOK, retCode: 10006, retMsg: "Too many visits!", limit: u.limit, exhaustedUntil: u.until}, now)
+			return
+		}
+		delete(s.limitReset, r.URL.Path)
+	}
+	rep := s.route(r, body)
+	if after, exhaust := s.exhaustNext[r.URL.Path]; exhaust && rep.limit > 0 && rep.status == http.StatusOK && rep.retCode == 0 {
+		delete(s.exhaustNext, r.URL.Path)
+		rep.exhaustedUntil = now.Add(after)
+		s.limitReset[r.URL.Path] = usedUp{until: rep.exhaustedUntil, limit: rep.limit}
+	}
 	s.mu.Unlock()
 	if faulted && rep.accepted {
 		s.writeFault(w, r, f, now)
@@ -64,7 +80,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) write(w http.ResponseWriter, rep reply, now time.Time) {
 	h := w.Header()
-	if rep.limit > 0 {
+	switch {
+	case !rep.exhaustedUntil.IsZero():
+		h.Set("X-Bapi-Limit", strconv.Itoa(rep.limit))
+		h.Set("X-Bapi-Limit-Status", "0")
+		h.Set("X-Bapi-Limit-Reset-Timestamp", strconv.FormatInt(rep.exhaustedUntil.UnixMilli(), 10))
+	case rep.limit > 0:
 		h.Set("X-Bapi-Limit", strconv.Itoa(rep.limit))
 		h.Set("X-Bapi-Limit-Status", strconv.Itoa(rep.limit-1))
 		h.Set("X-Bapi-Limit-Reset-Timestamp", strconv.FormatInt(now.UnixMilli(), 10))

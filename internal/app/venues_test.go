@@ -1,0 +1,40 @@
+package app
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A venue's HOOX_<VENUE>_TESTNET_API_KEY/_SECRET pair becomes the account
+// its test signals trade on; without the pair they go to paper. Nothing is
+// sent while the venues are built.
+func TestVenueEntriesTestnetPairReceivesTestSignals(t *testing.T) {
+	t.Parallel()
+	for i, k := range VenueKinds() {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := DefaultConfig()
+			cfg.Venues[i] = VenueSettings{APIKey: "live-key", APISecret: "live-secret", BaseURL: "http://127.0.0.1:1",
+				TestnetAPIKey: "testnet-key", TestnetAPISecret: "testnet-secret"}
+			withPair := cfg
+			withoutPair := cfg
+			withoutPair.Venues[i].TestnetAPIKey, withoutPair.Venues[i].TestnetAPISecret = "", ""
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+			entries, err := withPair.venueEntries(log)
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			require.Equal(t, k.Name, entries[0].Name)
+			require.NotNil(t, entries[0].Test, "test signals trade on the testnet account")
+			require.NotSame(t, entries[0].Live, entries[0].Test, "never on the live one")
+
+			entries, err = withoutPair.venueEntries(log)
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			require.Nil(t, entries[0].Test, "without a testnet pair test signals go to paper")
+		})
+	}
+}
