@@ -89,6 +89,18 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 	}
 }
 
+func TestConfigUISessionIdleReachesTheWebPage(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOX_UI_SESSION_IDLE": "2m"}
+	cfg, _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, cfg.API.SessionIdle, "the api config the web page's sessions are made with")
+
+	cfg, _, err = parseConfig("serve", nil, func(string) string { return "" }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 8*time.Hour, cfg.API.SessionIdle, "unset keeps the 8 h default")
+}
+
 func TestEveryRefusedSettingIsListed(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"HOOX_LOCK_WAIT": "0", "HOOX_TRACE_TTL": "0", "HOOX_VENUE_TIMEOUT": "0"}
