@@ -29,6 +29,9 @@ func TestConfigValidate(t *testing.T) {
 		{"max signal age zero", func(c *api.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1s"},
 		{"max signal age below a second", func(c *api.Config) { c.MaxSignalAge = 999 * time.Millisecond }, "MaxSignalAge", "whole seconds"},
 		{"rate with a zero burst refuses everything", func(c *api.Config) { c.RateLimit = 5; c.RateBurst = 0 }, "RateBurst", "every signal is refused"},
+		{"session idle zero", func(c *api.Config) { c.SessionIdle = 0 }, "SessionIdle", "at least 1m0s"},
+		{"session idle below a minute", func(c *api.Config) { c.SessionIdle = 59 * time.Second }, "SessionIdle", "outlive a page's polling"},
+		{"session idle a minute", func(c *api.Config) { c.SessionIdle = time.Minute }, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

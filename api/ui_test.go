@@ -42,6 +42,7 @@ type uiOpts struct {
 	adminToken string
 	throttle   db.LoginThrottle
 	trusted    string
+	idle       time.Duration // SessionIdle (HOOX_UI_SESSION_IDLE); zero: the default
 }
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
@@ -61,7 +62,8 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	if o.throttle == (db.LoginThrottle{}) {
 		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	}
-	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle}
+	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle,
+		SessionIdle: o.idle}
 	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
 	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
 }
@@ -328,6 +330,45 @@ func TestUISessionExpiresWhenIdle(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.Status)
 	require.True(t, strings.HasPrefix(res.Header.Get("Location"), "/ui/login"))
 	require.Equal(t, http.StatusUnauthorized, br.get("/ui/traces/rows").Status)
+}
+
+// HOOX_UI_SESSION_IDLE is honoured: with 2 minutes set, a session lives 2
+// minutes past each page visit, and an operator away for 3 minutes must log
+// in again — where at the default 8 h the same absence keeps the session.
+func TestUISessionIdleIsTheConfiguredOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	short := setupUI(t, uiOpts{adminToken: adminToken, idle: 2 * time.Minute})
+	long := setupUI(t, uiOpts{adminToken: adminToken})
+	expiry := func(b *uiBundle) time.Time {
+		var at time.Time
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT expires_at FROM ui_sessions").Scan(&at))
+		return at
+	}
+	// away moves the session's last use d into the past, as if the
+	// operator had left the page alone that long.
+	away := func(b *uiBundle, d time.Duration) {
+		_, err := b.pool.Exec(ctx, "UPDATE ui_sessions SET last_seen_at = last_seen_at - $1::bigint * interval '1 millisecond', "+
+			"expires_at = expires_at - $1::bigint * interval '1 millisecond'", d.Milliseconds())
+		require.NoError(t, err)
+	}
+
+	shortBr, longBr := newBrowser(t, short.handler), newBrowser(t, long.handler)
+	shortBr.login(adminToken)
+	longBr.login(adminToken)
+	require.WithinDuration(t, time.Now().Add(2*time.Minute), expiry(short), 30*time.Second, "the login lives the configured idle time")
+
+	// A visit after a minute away renews the configured idle time, not 8 h.
+	away(short, time.Minute)
+	require.Equal(t, http.StatusOK, shortBr.get("/ui/orders").Status, "a minute away is within the 2 minutes")
+	require.WithinDuration(t, time.Now().Add(2*time.Minute), expiry(short), 30*time.Second)
+
+	away(short, 3*time.Minute)
+	away(long, 3*time.Minute)
+	res := shortBr.get("/ui/orders")
+	require.Equal(t, http.StatusSeeOther, res.Status, "3 minutes away outlives a 2 minute session")
+	require.True(t, strings.HasPrefix(res.Header.Get("Location"), "/ui/login"))
+	require.Equal(t, http.StatusOK, longBr.get("/ui/orders").Status, "at the default, 3 minutes away keeps the session")
 }
 
 func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {

@@ -247,3 +247,46 @@ func TestSettleIntent(t *testing.T) {
 	require.True(t, settled)
 	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
 }
+
+// An attempt that hangs or dies without rolling back (a panic that escapes
+// every recover, a stuck venue call) leaves its claim idle in transaction,
+// holding the trace's lock: every repeat would be in_progress until a
+// restart. Postgres ends such a session after the claim's IdleTimeout, and
+// the next claim of the trace wins it.
+func TestClaimLeftIdleIsEndedByPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	p := claimParams("k:hung")
+	p.IdleTimeout = 2 * time.Second
+	hung, res := claim(t, pool, p)
+	require.True(t, res.Claimed)
+	t.Cleanup(func() { hung.Rollback(ctx) }) // returns the dead connection, so the pool can close
+
+	// The claim holds the trace's advisory lock from an idle transaction,
+	// and a repeat cannot get past it.
+	var pid int32
+	require.NoError(t, pool.QueryRow(ctx, `
+SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+WHERE a.datname = current_database() AND a.state = 'idle in transaction' AND l.locktype = 'advisory' AND l.granted`).Scan(&pid))
+	repeat := claimParams("k:hung")
+	repeat.LockWait = 50 * time.Millisecond
+	_, _, err := db.Claim(ctx, pool, repeat)
+	require.ErrorIs(t, err, db.ErrLockTimeout, "while the hung claim lives, a repeat waits on its lock")
+
+	// Nobody finishes the claim: Postgres ends its session, and the lock
+	// goes with it.
+	require.Eventually(t, func() bool {
+		return countRows(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid) == 0 &&
+			countRows(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`) == 0
+	}, 30*time.Second, 50*time.Millisecond, "Postgres never ended the idle claim's session")
+
+	next, res := claim(t, pool, claimParams("k:hung"))
+	require.True(t, res.Claimed, "the hung claim rolled back: the next attempt owns the trace")
+	require.NoError(t, next.Record(ctx, db.Settlement{TraceID: "k:hung", Status: db.TraceDispatched}))
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:hung' AND event = 'received'`),
+		"only the winning claim's received event committed")
+
+	err = hung.Record(ctx, db.Settlement{TraceID: "k:hung", Status: db.TraceDispatched})
+	require.ErrorIs(t, err, db.ErrUnavailable, "the hung attempt, coming back late, can no longer commit")
+}

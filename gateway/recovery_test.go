@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -89,7 +90,9 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 			require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"),
 				"the attempt's intent is durable and open")
 
-			resend := input(t, body) // a fresh arrival: in window mode, a new trace ID
+			// A fresh arrival, a moment later: in window mode, a new trace ID.
+			resend, err := gateway.ParseInput([]byte(body), "", time.Now().Add(time.Millisecond))
+			require.NoError(t, err)
 			out, err := b.svc.Execute(ctx, resend)
 			require.NoError(t, err)
 			require.Equal(t, db.TraceDispatched, out.Status)
@@ -98,11 +101,42 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 			require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
 			require.Zero(t, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"))
 
+			// Where an operator finds the story: with a key, under one trace
+			// ID; in window mode the dead attempt's dispatch_started sits
+			// under its own arrival's trace ID.
+			if name == "Window" {
+				require.NotEqual(t, first.Trace.ID, resend.Trace.ID)
+				require.Equal(t, []string{"dispatch_started"}, eventsOf(t, b.pool, first.Trace.ID))
+				require.Equal(t, []string{"received", "adopted", "dispatched"}, eventsOf(t, b.pool, resend.Trace.ID))
+			} else {
+				require.Equal(t, first.Trace.ID, resend.Trace.ID)
+				require.Equal(t, []string{"dispatch_started", "received", "adopted", "dispatched"}, eventsOf(t, b.pool, resend.Trace.ID))
+			}
+
 			_, err = b.svc.Execute(ctx, input(t, body))
 			requireCode(t, err, codes.Duplicate)
 			require.Equal(t, 1, b.venue.count())
 		})
 	}
+}
+
+// hoox died after a request the venue never took: the resend finds the open
+// intent, the venue holds nothing and its accept window has closed, so the
+// resend places the order — once, under the dead attempt's client order ID.
+func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
+	t.Parallel()
+	venue := &memVenue{dropNext: true}
+	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"dropped"}`
+
+	executeCrashing(t, b.svc, input(t, body))
+	require.Zero(t, venue.count())
+	out, err := b.svc.Execute(context.Background(), input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, 1, venue.count())
+	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM dispatch_intents"), "the same client order ID, sent again")
+	require.Equal(t, []string{"dispatch_started", "received", "dispatch_started", "dispatched"}, eventsOf(t, b.pool, "k:dropped"))
 }
 
 // A panic while dispatching must roll the claim back at once: a connection
@@ -141,6 +175,8 @@ func TestResendInsideTheAcceptWindowReconcilesInsteadOfPlacing(t *testing.T) {
 	require.Equal(t, 1, venue.count(), "nothing placed while the first request may still be accepted")
 	require.Equal(t, 1, b.jobs.count(), "a reconcile job is queued with the trace")
 	require.Equal(t, db.IntentReconciling, intentOutcome(t, b.pool))
+	require.Equal(t, []string{"dispatch_started", "received", "reconciling"}, eventsOf(t, b.pool, "k:lagging"),
+		"the resend sends nothing, so it starts no dispatch of its own")
 }
 
 // The same client key for a different signal after a crash must not adopt
@@ -222,6 +258,16 @@ func TestIntentSurvivesAPostgresCrashAfterTheVenueAccepted(t *testing.T) {
 	require.Equal(t, db.TraceDispatched, out.Status)
 	require.Equal(t, 1, venue.count(), "the resend adopted the order: the intent survived the crash")
 	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
+}
+
+// eventsOf lists traceID's audit events, oldest first.
+func eventsOf(t *testing.T, pool *pgxpool.Pool, traceID string) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "SELECT event FROM trace_events WHERE trace_id = $1 ORDER BY id", traceID)
+	require.NoError(t, err)
+	events, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return events
 }
 
 func intentOutcome(t *testing.T, pool *pgxpool.Pool) db.IntentOutcome {

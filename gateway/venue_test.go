@@ -29,6 +29,9 @@ type memVenue struct {
 	panicNext bool
 	// loseNext accepts the next order and reports its outcome unknown.
 	loseNext bool
+	// dropNext loses the next order before the venue takes it (the request
+	// timed out on the way) and reports its outcome unknown.
+	dropNext bool
 }
 
 type memOrder struct {
@@ -45,6 +48,10 @@ func (v *memVenue) Place(_ context.Context, o exchange.Order) (exchange.Report, 
 	if v.panicNext {
 		v.panicNext = false
 		panic("memVenue: blew up before sending")
+	}
+	if v.dropNext {
+		v.dropNext = false
+		return exchange.Report{}, fmt.Errorf("memVenue: request timed out: %w", exchange.ErrUnknownOutcome)
 	}
 	for _, held := range v.orders {
 		if held.order.ClientOrderID == o.ClientOrderID && held.r.Status == exchange.StatusOpen {

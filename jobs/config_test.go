@@ -29,6 +29,14 @@ func TestConfigValidate(t *testing.T) {
 		{"lock wait zero", func(c *jobs.Config) { c.LockWait = 0 }, "LockWait", "at least 1ms"},
 		{"workers zero", func(c *jobs.Config) { c.Workers = 0 }, "Workers", "at least 1"},
 		{"stop timeout zero", func(c *jobs.Config) { c.StopTimeout = 0 }, "StopTimeout", "shutdown"},
+		{"sweep interval below River's floor", func(c *jobs.Config) { c.SweepInterval = 999 * time.Millisecond }, "SweepInterval", "once a second"},
+		{"sweep interval at River's floor", func(c *jobs.Config) { c.SweepInterval = time.Second }, "", ""},
+		{"sweep grace zero", func(c *jobs.Config) { c.SweepGrace = 0 }, "SweepGrace", "live attempt"},
+		{"sweep grace negative", func(c *jobs.Config) { c.SweepGrace = -time.Second }, "SweepGrace", "at least 1ms"},
+		{"sweep grace a millisecond", func(c *jobs.Config) { c.SweepGrace = time.Millisecond }, "", ""},
+		{"sweep give-up zero", func(c *jobs.Config) { c.SweepGiveUp = 0 }, "SweepGiveUp", "first time its venue does not answer"},
+		{"trace ttl zero", func(c *jobs.Config) { c.TraceTTL = 0 }, "TraceTTL", "block repeats"},
+		{"trace ttl negative", func(c *jobs.Config) { c.TraceTTL = -time.Hour }, "TraceTTL", "at least 1ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,13 +1,18 @@
 package jobs_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
@@ -114,4 +119,43 @@ func eventNames(es []event) []string {
 		names[i] = e.Event
 	}
 	return names
+}
+
+// jsonLogs is a logger writing JSON lines into a buffer a test can read
+// back, as an operator's log pipeline would.
+func jsonLogs() (*slog.Logger, *logBuffer) {
+	buf := &logBuffer{}
+	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+// requireLogged fails unless logs hold a record with message msg at level
+// whose attributes include attrs.
+func requireLogged(t *testing.T, logs *logBuffer, level slog.Level, msg string, attrs map[string]any) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	for sc.Scan() {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+		if rec[slog.MessageKey] != msg || rec[slog.LevelKey] != level.String() {
+			continue
+		}
+		matches := true
+		for k, v := range attrs {
+			if rec[k] != v {
+				matches = false
+			}
+		}
+		if matches {
+			return
+		}
+	}
+	require.Failf(t, "log record missing", "no %s %q with %v in:\n%s", level, msg, attrs, logs.String())
+}
+
+// counterOf reads one series of a counter vector.
+func counterOf(t *testing.T, c *prometheus.CounterVec, labels ...string) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, c.WithLabelValues(labels...).(prometheus.Metric).Write(&out))
+	return out.GetCounter().GetValue()
 }

@@ -26,8 +26,10 @@ type Metrics struct {
 	// venue stayed unreachable: failed, fate unknown).
 	Reconciles *prometheus.CounterVec
 	// Sweeps counts what the sweeper settled, by outcome: adopted (a dead
-	// attempt's order recorded), not_placed, mismatch, failed (an operator
-	// must check the venue).
+	// attempt's order recorded), not_placed (a bare intent closed, no
+	// trace), mismatch, failed (a trace ended failed — an orphaned
+	// reconcile, or a venue that could not be asked: an operator must
+	// check the venue).
 	Sweeps *prometheus.CounterVec
 }
 

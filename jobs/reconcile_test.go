@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -143,7 +144,10 @@ func TestReconcileWorker(t *testing.T) {
 		b := setup(t)
 		b.paper.SetFaults(paper.Faults{Unreachable: true})
 		args := seedReconciling(t, b.pool, "k:down", order, time.Now())
-		w := newTestWorker(t, b)
+		logger, logs := jsonLogs()
+		metrics := jobs.NewMetrics(nil)
+		w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
+			jobs.NewReconcileWorker(b.pool, nil, jobs.Config{}, b.venues, logger, metrics))
 
 		// Not the last attempt: River retries later, the trace waits.
 		res, err := w.Work(ctx, t, beginTx(t, b.pool), args, nil)
@@ -152,8 +156,10 @@ func TestReconcileWorker(t *testing.T) {
 		require.NotContains(t, []rivertype.JobState{rivertype.JobStateDiscarded, rivertype.JobStateCompleted,
 			rivertype.JobStateCancelled}, res.Job.State, "the job must stay to be retried")
 		require.Equal(t, db.TraceReconciling, traceStatus(t, b.pool, "k:down"))
+		require.Zero(t, counterOf(t, metrics.Reconciles, "exhausted"), "a retried attempt settles nothing")
 
-		// The last attempt settles the trace as failed for an operator.
+		// The last attempt settles the trace as failed for an operator:
+		// a reason on the trace, the exhausted series, an error log.
 		res, err = w.Work(ctx, t, beginTx(t, b.pool), args, &river.InsertOpts{MaxAttempts: 1})
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
@@ -161,6 +167,9 @@ func TestReconcileWorker(t *testing.T) {
 		es := events(t, b.pool, "k:down")
 		require.Equal(t, "failed", es[len(es)-1].Event)
 		require.Contains(t, es[len(es)-1].Detail["reason"], "unknown")
+		require.Contains(t, es[len(es)-1].Detail["reason"], "check the venue")
+		require.Equal(t, 1.0, counterOf(t, metrics.Reconciles, "exhausted"))
+		requireLogged(t, logs, slog.LevelError, "reconcile gave up", map[string]any{"trace_id": "k:down", "client_order_id": order.ClientOrderID})
 		fills, err := b.paper.Orders(ctx)
 		require.NoError(t, err)
 		require.Empty(t, fills)

@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -103,6 +105,29 @@ func crashingGateway(t *testing.T, b *testBundle, client *river.Client[pgx.Tx]) 
 	return gw
 }
 
+// sweeper is a sweep worker (SweepGrace 1ms) whose log and metrics a test
+// reads.
+type sweeper struct {
+	*jobs.SweepWorker
+	logs    *logBuffer
+	metrics *jobs.Metrics
+}
+
+func newSweeper(t *testing.T, b *testBundle) sweeper {
+	t.Helper()
+	logger, logs := jsonLogs()
+	metrics := jobs.NewMetrics(nil)
+	return sweeper{jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, logger, metrics), logs, metrics}
+}
+
+// lostRequest is a venue whose placements time out before it took them:
+// the gateway cannot tell, and reconciles an order that does not exist.
+type lostRequest struct{ *paper.Venue }
+
+func (lostRequest) Place(context.Context, exchange.Order) (exchange.Report, error) {
+	return exchange.Report{}, fmt.Errorf("read timeout: %w", exchange.ErrUnknownOutcome)
+}
+
 // Nobody resends after a crash (TradingView does not retry a reset
 // connection): the sweeper, run by River's leader, records the order the
 // dead attempt placed and creates its trace, so a later resend is a
@@ -145,12 +170,15 @@ func TestSweeperClosesAnIntentWhoseOrderNeverArrived(t *testing.T) {
 	require.Panics(t, func() { _, _ = gw.Execute(ctx, input(t, body)) })
 	b.paper.SetFaults(paper.Faults{})
 
-	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
-	n, err := sweeper.Sweep(ctx)
+	sw := newSweeper(t, b)
+	n, err := sw.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.False(t, traceExists(t, b.pool, "k:never-sent"))
 	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome = 'not_placed'"))
+	require.Equal(t, 1.0, counterOf(t, sw.metrics.Sweeps, "not_placed"), "nobody was told anything: routine, not failed")
+	require.Zero(t, counterOf(t, sw.metrics.Sweeps, "failed"))
+	requireLogged(t, sw.logs, slog.LevelInfo, "swept", map[string]any{"outcome": "not_placed", "orphaned_reconcile": false})
 
 	out, err := gw.Execute(ctx, input(t, body))
 	require.NoError(t, err)
@@ -179,8 +207,8 @@ func TestSweeperSettlesAReconcileWhoseJobWasCancelled(t *testing.T) {
 	_, err = client.JobCancel(ctx, jobID)
 	require.NoError(t, err)
 
-	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
-	n, err := sweeper.Sweep(ctx)
+	sw := newSweeper(t, b)
+	n, err := sw.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, db.TraceDispatched, traceStatus(t, b.pool, "k:orphan"), "the venue's order is adopted")
@@ -188,6 +216,50 @@ func TestSweeperSettlesAReconcileWhoseJobWasCancelled(t *testing.T) {
 	fills, err := b.paper.Orders(ctx)
 	require.NoError(t, err)
 	require.Len(t, fills, 1)
+	es := events(t, b.pool, "k:orphan")
+	require.Equal(t, "swept", es[len(es)-1].Event)
+	require.Equal(t, 1.0, counterOf(t, sw.metrics.Sweeps, "adopted"))
+	require.Zero(t, counterOf(t, sw.metrics.Sweeps, "failed"))
+	requireLogged(t, sw.logs, slog.LevelInfo, "swept", map[string]any{"trace_id": "k:orphan", "outcome": "adopted", "orphaned_reconcile": true})
+}
+
+// A cancelled reconcile whose order never reached the venue (the request
+// timed out before the venue took it) ends failed: its sender was told
+// "reconciling", so an operator must see it end — a reason on the trace,
+// the failed series of hoox_sweeps_total, an error in the log — and the
+// sweeper still places nothing.
+func TestSweeperFailsACancelledReconcileWhoseOrderNeverArrived(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": lostRequest{b.paper}})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"orphan-lost"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	var jobID int64
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = 'reconcile'").Scan(&jobID))
+	_, err = client.JobCancel(ctx, jobID)
+	require.NoError(t, err)
+
+	sw := newSweeper(t, b)
+	n, err := sw.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:orphan-lost"))
+	es := events(t, b.pool, "k:orphan-lost")
+	require.Equal(t, "failed", es[len(es)-1].Event)
+	require.Contains(t, es[len(es)-1].Detail["reason"], "reconcile job ended")
+	require.Contains(t, es[len(es)-1].Detail["reason"], "holds no order")
+	require.Equal(t, 1.0, counterOf(t, sw.metrics.Sweeps, "failed"), "an orphaned reconcile that ends failed counts as failed")
+	require.Zero(t, counterOf(t, sw.metrics.Sweeps, "not_placed"))
+	requireLogged(t, sw.logs, slog.LevelError, "swept", map[string]any{"trace_id": "k:orphan-lost", "outcome": "failed", "orphaned_reconcile": true})
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Empty(t, fills, "the sweeper never places")
 }
 
 // A reconciling trace with no job at all (its last attempt was discarded)
@@ -199,14 +271,17 @@ func TestSweeperFailsAnOrphanedReconcileWithNoOrder(t *testing.T) {
 	b := setup(t)
 	seedReconciling(t, b.pool, "k:orphan-none", reconcileOrder, time.Now().Add(-time.Minute))
 
-	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
-	n, err := sweeper.Sweep(ctx)
+	sw := newSweeper(t, b)
+	n, err := sw.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:orphan-none"))
 	es := events(t, b.pool, "k:orphan-none")
 	require.Equal(t, "failed", es[len(es)-1].Event)
 	require.Contains(t, es[len(es)-1].Detail["reason"], "reconcile job ended")
+	require.Equal(t, 1.0, counterOf(t, sw.metrics.Sweeps, "failed"))
+	require.Zero(t, counterOf(t, sw.metrics.Sweeps, "not_placed"))
+	requireLogged(t, sw.logs, slog.LevelError, "swept", map[string]any{"trace_id": "k:orphan-none", "outcome": "failed", "orphaned_reconcile": true})
 	fills, err := b.paper.Orders(ctx)
 	require.NoError(t, err)
 	require.Empty(t, fills, "the sweeper never places")

@@ -18,9 +18,9 @@ import (
 // Sweep outcomes, as counted in hoox_sweeps_total.
 const (
 	sweepAdopted   = "adopted"    // the venue held the order: recorded, trace settled
-	sweepNotPlaced = "not_placed" // nothing at the venue once its window closed
+	sweepNotPlaced = "not_placed" // a bare intent, nothing at the venue once its window closed: no trace
 	sweepMismatch  = "mismatch"   // another order under the ID: not adopted
-	sweepFailed    = "failed"     // given up: an operator must check the venue
+	sweepFailed    = "failed"     // a trace ended failed (orphaned reconcile, or given up): an operator must look
 )
 
 // sweepBatch bounds the items one sweep handles; the next sweep takes the
@@ -159,12 +159,17 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 			Events: []db.Event{{TraceID: traceID, Event: db.EventSwept, Detail: rec.Detail}}}, sweepAdopted, nil
 	case errors.Is(err, exchange.ErrNotFound):
 		if s.TraceID == "" {
+			// A bare intent: no trace, no answer given; the signal may be
+			// sent again.
 			return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: traceID, Event: db.EventSwept,
 				Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID}}}}, sweepNotPlaced, nil
 		}
+		// An orphaned reconcile: its sender was told 202 reconciling and the
+		// trace now ends failed, which an operator must see (failed metric,
+		// error log), not a routine "not placed".
 		return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentNotPlaced,
 			Events: []db.Event{{TraceID: traceID, Event: db.EventFailed, Detail: map[string]any{"client_order_id": in.ClientOrderID,
-				"reason": fmt.Sprintf("its reconcile job ended without settling it; the venue holds no order %s: not placed", in.ClientOrderID)}}}}, sweepNotPlaced, nil
+				"reason": fmt.Sprintf("its reconcile job ended without settling it; the venue holds no order %s: not placed", in.ClientOrderID)}}}}, sweepFailed, nil
 	case errors.Is(err, exchange.ErrMismatch):
 		r := db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: traceID, Event: db.EventFailed,
 			Detail: map[string]any{"client_order_id": in.ClientOrderID,

@@ -46,6 +46,14 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_DB_MAX_CONNS": "4"}, []string{"HOOX_RECONCILE_WORKERS=4", "half of the claim pool (4 of HOOX_DB_MAX_CONNS=4)"}},
 		{map[string]string{"HOOX_RECONCILE_WORKERS": "0"}, []string{"HOOX_RECONCILE_WORKERS=0"}},
 		{map[string]string{"HOOX_RECONCILE_LOCK_WAIT": "0"}, []string{"HOOX_RECONCILE_LOCK_WAIT=0s"}},
+		{map[string]string{"HOOX_SWEEP_INTERVAL": "500ms"}, []string{"HOOX_SWEEP_INTERVAL=500ms", "once a second"}},
+		{map[string]string{"HOOX_SWEEP_INTERVAL": "0"}, []string{"HOOX_SWEEP_INTERVAL=0s", "at least 1s"}},
+		{map[string]string{"HOOX_SWEEP_GRACE": "0"}, []string{"HOOX_SWEEP_GRACE=0s", "at least 1ms", "live attempt"}},
+		{map[string]string{"HOOX_SWEEP_GRACE": "-30s"}, []string{"HOOX_SWEEP_GRACE=-30s", "live attempt"}},
+		{map[string]string{"HOOX_UI_SESSION_IDLE": "30s"}, []string{"HOOX_UI_SESSION_IDLE=30s", "at least 1m0s", "polling"}},
+		{map[string]string{"HOOX_UI_SESSION_IDLE": "0"}, []string{"HOOX_UI_SESSION_IDLE=0s", "at least 1m0s"}},
+		{map[string]string{"HOOX_TRANSACTION_POOLER": "true", "HOOX_DB_MAX_CONNS": "3"},
+			[]string{"HOOX_DB_MAX_CONNS=3", "at least 4 with HOOX_TRANSACTION_POOLER"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "NaN"}, []string{"HOOX_RATE_LIMIT=NaN"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "-1"}, []string{"HOOX_RATE_LIMIT=-1"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "10", "HOOX_RATE_BURST": "0"}, []string{"HOOX_RATE_BURST=0", "every signal is refused"}},
@@ -79,6 +87,18 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 			require.Empty(t, stderr.String(), "refused before any log")
 		})
 	}
+}
+
+func TestConfigUISessionIdleReachesTheWebPage(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOX_UI_SESSION_IDLE": "2m"}
+	cfg, _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, cfg.API.SessionIdle, "the api config the web page's sessions are made with")
+
+	cfg, _, err = parseConfig("serve", nil, func(string) string { return "" }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 8*time.Hour, cfg.API.SessionIdle, "unset keeps the 8 h default")
 }
 
 func TestEveryRefusedSettingIsListed(t *testing.T) {

@@ -96,18 +96,23 @@ func (c *Config) share() {
 func (c *Config) Validate() error {
 	c.share()
 	own := confcheck.New("hoox")
+	poolOK := true
 	if c.DBMaxConns < 2 {
 		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns), "must be at least 2: River and the claims share the pool")
+		poolOK = false
+	} else if c.TxPooler && c.DBMaxConns < 4 {
+		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),
+			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
+		poolOK = false
 	}
 	if c.DBMinConns < 0 || c.DBMinConns > c.DBMaxConns {
 		own.Refuse("DBMinConns", strconv.Itoa(c.DBMinConns), "must be between 0 and HOOX_DB_MAX_CONNS")
 	}
-	if c.TxPooler && c.DBMaxConns < 4 {
-		own.Refuse("DBMaxConns", strconv.Itoa(c.DBMaxConns),
-			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
-	}
 	across := confcheck.New("jobs")
-	if claims, _, _ := Budget(c.DBMaxConns, c.TxPooler); c.DBMaxConns >= 2 && c.Jobs.Workers > int(claims)/2 {
+	// The workers are measured against a pool that can exist: against a
+	// refused one, every value would be refused too, naming the wrong
+	// variable.
+	if claims, _, _ := Budget(c.DBMaxConns, c.TxPooler); poolOK && c.Jobs.Workers > int(claims)/2 {
 		across.Refuse("Workers", strconv.Itoa(c.Jobs.Workers), fmt.Sprintf(
 			"must be at most half of the claim pool (%d of HOOX_DB_MAX_CONNS=%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
 			claims, c.DBMaxConns))

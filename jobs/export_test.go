@@ -1,0 +1,8 @@
+package jobs
+
+// WithNotifier gives a worker the notifier NewClient would, so an external
+// test can work it with rivertest and see what it queues.
+func (w *ReconcileWorker) WithNotifier(n *Notifier) *ReconcileWorker { w.notifier = n; return w }
+
+// WithNotifier gives the sweeper the notifier NewClient would.
+func (w *SweepWorker) WithNotifier(n *Notifier) *SweepWorker { w.notifier = n; return w }
