@@ -25,9 +25,6 @@ import (
 //go:embed ui
 var uiFS embed.FS
 
-// defaultSessionIdle is how long an operator's web session lives unused.
-const defaultSessionIdle = 8 * time.Hour
-
 // uiPages are the templates rendered inside layout.html.
 var uiPages = []string{"login", "traces", "trace", "orders", "stats", "venues", "killswitch", "error", "bounce"}
 
@@ -43,10 +40,9 @@ type webUI struct {
 }
 
 func newWebUI(s *Server) *webUI {
-	u := &webUI{s: s, idle: s.cfg.SessionIdle, throttle: s.cfg.LoginThrottle.WithDefaults(), pages: map[string]*template.Template{}}
-	if u.idle <= 0 {
-		u.idle = defaultSessionIdle
-	}
+	// s.cfg has its defaults (New): the idle time and the throttle are the
+	// Config's, never a second default here.
+	u := &webUI{s: s, idle: s.cfg.SessionIdle, throttle: s.cfg.LoginThrottle, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
 		"when":     formatTime,
 		"traceURL": traceURL,

@@ -72,6 +72,7 @@ func Copies() map[string]string {
 		"jobs.StopTimeout":  "hoox.ShutdownWait",
 		"jobs.TraceTTL":     "gateway.TraceTTL",
 		"api.MaxSignalAge":  "jobs.MaxSignalAge",
+		"api.LockWait":      "gateway.LockWait",
 	}
 }
 
@@ -83,6 +84,7 @@ func (c *Config) share() {
 	c.Jobs.StopTimeout = c.ShutdownWait
 	c.Jobs.PollOnly = c.TxPooler
 	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
+	c.API.LockWait = c.Gateway.LockWait
 }
 
 // Validate shares the common settings and validates the whole config: each
