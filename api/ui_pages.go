@@ -170,9 +170,11 @@ func (u *webUI) renderPart(c echo.Context, page, name string, data any) error {
 
 // traceView is one trace's page.
 type traceView struct {
-	TraceID  string
-	Detail   db.TraceDetail
-	Released bool
+	TraceID string
+	Detail  db.TraceDetail
+	// CanRelease shows the release form: the trace is held and its status
+	// allows a release (db.TraceStatus.Releasable).
+	CanRelease bool
 }
 
 // tracePage shows one trace: the signal as stored (which never holds the
@@ -182,6 +184,15 @@ func (u *webUI) tracePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	v := view{}
+	if c.QueryParam("released") != "" {
+		v.Notice = "Released: the trace ID is free, so the same signal will execute again."
+	}
+	return u.showTrace(c, id, http.StatusOK, v)
+}
+
+// showTrace renders trace id's page with status and v's messages.
+func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
 	d, err := db.GetTrace(c.Request().Context(), u.s.deps.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
@@ -189,11 +200,9 @@ func (u *webUI) tracePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Trace " + id, Nav: "traces", Data: traceView{TraceID: id, Detail: d}}
-	if c.QueryParam("released") != "" {
-		v.Notice = "Released: the trace ID is free, so the same signal will execute again."
-	}
-	return u.render(c, http.StatusOK, "trace", v)
+	v.Title, v.Nav = "Trace "+id, "traces"
+	v.Data = traceView{TraceID: id, Detail: d, CanRelease: d.Trace != nil && d.Trace.Status.Releasable()}
+	return u.render(c, status, "trace", v)
 }
 
 // release frees a trace ID, the same call as DELETE /admin/traces/{id},
@@ -207,17 +216,25 @@ func (u *webUI) release(c echo.Context) error {
 		return problem(codes.InvalidRequest, "tick the confirmation box to release the trace")
 	}
 	reason := strings.TrimSpace(c.FormValue("reason"))
-	if len(reason) > 256 {
-		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
+	if len(reason) > maxReleaseReason {
+		return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
 	}
-	_, err := db.ReleaseTrace(c.Request().Context(), u.s.deps.Pool, db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason})
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		return problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
-	case errors.Is(err, db.ErrLockTimeout):
-		return problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; go back and retry the release", id))
-	case err != nil:
-		return err
+	_, err := release(c.Request().Context(), u.s.deps.Pool,
+		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.LockWait})
+	if err != nil {
+		var p *Problem
+		if !errors.As(err, &p) || p.Status != http.StatusConflict {
+			return err
+		}
+		// Refused for where the trace stands (reconciling, an attempt in
+		// flight): its page again, with the reason, shows the operator why;
+		// with nothing recorded yet to show, the reason alone.
+		p = problemFor(c, u.s.deps.Logger, err)
+		serr := u.showTrace(c, id, p.Status, view{Error: "Not released: " + p.Detail})
+		if np := (*Problem)(nil); errors.As(serr, &np) && np.Code == codes.NotFound {
+			return p
+		}
+		return serr
 	}
 	u.s.deps.Logger.InfoContext(c.Request().Context(), "ui: trace released", "trace_id", id, "remote_ip", c.RealIP())
 	return c.Redirect(http.StatusSeeOther, traceURL(id)+"?released=1")

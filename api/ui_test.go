@@ -24,6 +24,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -42,6 +43,7 @@ type uiOpts struct {
 	adminToken string
 	throttle   db.LoginThrottle
 	trusted    string
+	lockWait   time.Duration
 }
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
@@ -61,7 +63,8 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	if o.throttle == (db.LoginThrottle{}) {
 		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	}
-	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle}
+	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle,
+		LockWait: o.lockWait}
 	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
 	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
 }
@@ -583,6 +586,48 @@ func TestUITracePageShowsTheTimelineAndReleases(t *testing.T) {
 	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "shown").Status, "the signal executes again")
 }
 
+// Where the trace's status or an attempt in flight forbids a release, the
+// page offers none, and a release posted anyway (an old tab, a crafted
+// form) is refused with 409 and the reason on the trace's page.
+func TestUIReleaseIsRefusedWhereTheTraceIsHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken, lockWait: 50 * time.Millisecond})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:unsure", Status: db.TraceReconciling})
+
+	page := br.get("/ui/trace/k:unsure")
+	require.Equal(t, http.StatusOK, page.Status)
+	require.NotContains(t, string(page.Body), `action="/ui/release"`, "no release button while reconciling")
+	require.Contains(t, string(page.Body), `id="no-release"`)
+
+	res := br.post("/ui/release", url.Values{"trace_id": {"k:unsure"}, "confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, string(res.Body), "Not released: trace k:unsure is reconciling: its order may exist at the venue")
+	require.Contains(t, string(res.Body), `id="trace-status">reconciling<`, "the trace's own page, with the reason")
+	d, err := db.GetTrace(ctx, b.pool, "k:unsure")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
+	require.Equal(t, db.TraceReconciling, d.Trace.Status)
+
+	// An attempt in flight (a repeat, the next window's signal) holds the
+	// trace's lock past the configured lock wait.
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:busy"})
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+	_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", db.LockKeyOf("k:busy"))
+	require.NoError(t, err)
+	res = br.post("/ui/release", url.Values{"trace_id": {"k:busy"}, "confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, string(res.Body), "Not released: trace k:busy: an attempt is still running; retry the release")
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	d, err = db.GetTrace(ctx, b.pool, "k:busy")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
+}
+
 func TestUIKillSwitchNeedsTheTypedWord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -722,4 +767,42 @@ func TestUILinkFromAnotherSiteReloadsFromThisOrigin(t *testing.T) {
 	res = br.send(req)
 	require.Equal(t, http.StatusSeeOther, res.Status)
 	require.Equal(t, "/ui/login?next="+url.QueryEscape("/ui/trace/k:x%2Fy"), res.Header.Get("Location"))
+}
+
+// An unreachable database is 503 with Retry-After on the JSON API and on
+// the web page alike, its cause logged and never shown: one classification
+// for both.
+func TestUnreachableDatabaseIs503OnTheAPIAndThePage(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://hoox@127.0.0.1:1/hoox?connect_timeout=1")
+	require.NoError(t, err)
+	pool.Close()
+	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret},
+		api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}}).Handler()
+
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/admin/traces"},
+		{http.MethodGet, "/admin/orders"},
+		{http.MethodGet, "/admin/traces/k:x"},
+		{http.MethodDelete, "/admin/traces/k:x"},
+		{http.MethodGet, "/admin/kill-switch"},
+	} {
+		res := do(t, h, r.method, r.path, adminToken, "")
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, "%s %s: %s", r.method, r.path, res.Body)
+		p := res.problem(t)
+		require.Equal(t, "unavailable", p["code"])
+		require.Equal(t, "the database is unavailable; try again shortly", p["detail"])
+		require.Equal(t, "5", res.Header.Get("Retry-After"))
+	}
+
+	// The page needs the database from the session lookup on.
+	br := newBrowser(t, h)
+	br.cookie = "a-session-from-before-the-outage"
+	for _, path := range []string{"/ui/", "/ui/traces/rows"} {
+		res := br.get(path)
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, path)
+		require.Contains(t, string(res.Body), "the database is unavailable; try again shortly", path)
+		require.NotContains(t, string(res.Body), "closed pool", "the cause stays in the log")
+		require.Equal(t, "5", res.Header.Get("Retry-After"), path)
+	}
 }
