@@ -67,24 +67,11 @@ type tracesPage struct {
 
 // listTraces pages through trace_ids newest first.
 func (a *Admin) listTraces(c echo.Context) error {
-	f, cur, err := parseListQuery(c.QueryParams(), traceStatuses())
+	rows, next, err := listTraceRows(c.Request().Context(), a.Pool, c.QueryParams())
 	if err != nil {
 		return err
 	}
-	after, err := traceCursor(cur)
-	if err != nil {
-		return err
-	}
-	want := f.Limit
-	f.Limit++ // one more tells whether another page exists
-	rows, err := db.ListTraces(c.Request().Context(), a.Pool, f, after)
-	if err != nil {
-		return err
-	}
-	var page tracesPage
-	page.Traces, page.NextCursor = pageOf(rows, want, newAdminTrace,
-		func(t db.TraceRow) string { return encodeCursor("traces", t.ReceivedAt, t.TraceID) })
-	return adminJSON(c, http.StatusOK, page)
+	return adminJSON(c, http.StatusOK, tracesPage{Traces: items(rows, newAdminTrace), NextCursor: next})
 }
 
 // traceDetail is GET /admin/traces/{trace_id}. Trace is null once the trace

@@ -53,7 +53,7 @@ func newWebUI(s *Server) *webUI {
 	for _, p := range uiPages {
 		// A template error is a bug in the embedded files, caught by every
 		// test that builds a server.
-		u.pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(uiFS, "ui/layout.html", "ui/"+p+".html"))
+		u.pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(uiFS, "ui/layout.html", "ui/filters.html", "ui/"+p+".html"))
 	}
 	static, err := fs.Sub(uiFS, "ui/static")
 	if err != nil {

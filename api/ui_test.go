@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -522,7 +523,7 @@ func TestUITracesListNewestFirstWithFiltersAndLiveRows(t *testing.T) {
 	require.NotContains(t, page, "k:old")
 	res := br.get("/ui/?since=yesterday")
 	require.Equal(t, http.StatusBadRequest, res.Status)
-	require.Contains(t, string(res.Body), "since must be a time")
+	require.Contains(t, string(res.Body), "must be an RFC 3339 time", "the admin API's reader, and its words")
 
 	// The rows the page polls show a signal sent after the page loaded.
 	require.NotContains(t, string(br.get("/ui/traces/rows").Body), "k:fresh")
@@ -537,6 +538,48 @@ func TestUITracesListNewestFirstWithFiltersAndLiveRows(t *testing.T) {
 	require.Equal(t, http.StatusOK, trace.Status)
 	require.Contains(t, string(trace.Body), "BTCUSDT")
 	require.Equal(t, http.StatusNotFound, br.get("/ui/trace/k:nothing").Status)
+}
+
+var olderRE = regexp.MustCompile(`<a href="([^"]+)" rel="next">Older`)
+
+// Both listings page the way the admin API does, the filter kept across
+// pages: the Older link of a full page leads to the rest.
+func TestUIListingsPageWithTheFilter(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	base := time.Now().Add(-time.Hour)
+	for i := range 53 {
+		at := base.Add(time.Duration(i) * time.Second)
+		id := fmt.Sprintf("k:p%02d", i)
+		testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: id, Status: db.TraceRejected, ReceivedAt: at})
+		testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: id, Status: exchange.StatusRejected, CreatedAt: at})
+	}
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:other", Status: db.TraceDispatched, ReceivedAt: base})
+	testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: "k:other", Status: exchange.StatusFilled, CreatedAt: base})
+
+	for _, first := range []string{"/ui/?status=rejected", "/ui/orders?status=rejected"} {
+		page := string(br.get(first).Body)
+		require.Contains(t, page, "k:p52")
+		require.Contains(t, page, "k:p03")
+		require.NotContains(t, page, "k:p02", "50 a page")
+		m := olderRE.FindStringSubmatch(page)
+		require.NotNil(t, m, "a full page links to the next: %s", first)
+		next := html.UnescapeString(m[1])
+		require.Contains(t, next, "status=rejected", "the filter is kept")
+
+		res := br.get(next)
+		require.Equal(t, http.StatusOK, res.Status, next)
+		page = string(res.Body)
+		for _, id := range []string{"k:p02", "k:p01", "k:p00"} {
+			require.Contains(t, page, id, next)
+		}
+		require.NotContains(t, page, "k:p03", next)
+		require.NotContains(t, page, "k:other", "the filter applies on the next page too")
+		require.Nil(t, olderRE.FindStringSubmatch(page), "the last page links nowhere")
+	}
+	require.Equal(t, http.StatusBadRequest, br.get("/ui/orders?cursor=not-a-cursor").Status)
 }
 
 func TestUITracePageShowsTheTimelineAndReleases(t *testing.T) {
