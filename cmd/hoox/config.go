@@ -65,10 +65,10 @@ func coreOptions(c *Config) []option {
 		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
 		{"sweep-grace", "HOOX_SWEEP_GRACE", "how old an unrecorded attempt must be before the sweeper asks its venue", durationValue{&c.Jobs.SweepGrace}, "jobs.SweepGrace"},
-		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, ""},
-		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, ""},
-		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, ""},
-		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, ""},
+		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, "notify.TelegramBotToken"},
+		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, "notify.TelegramChatID"},
+		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, "notify.DiscordWebhookURL"},
+		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, "notify.SlackWebhookURL"},
 		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials; also dispatched, reconciled; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
 	}
 }
@@ -99,13 +99,21 @@ func explain(c *Config, err error) error {
 		if name, ok := env[key]; ok {
 			// A variable shared by two packages is reported once.
 			once = name
-			line = name + ": " + e.Rule
-			if e.Value != "" {
+			switch {
+			case e.Value != "":
 				line = name + "=" + e.Value + ": " + e.Rule
+			case strings.Contains(e.Rule, name):
+				// A parser's message names its variable already
+				// (HOOX_NOTIFY_EVENTS).
+				line = e.Rule
+			default:
+				// Unset, or a secret never repeated: the rule completes
+				// the sentence ("HOOX_TELEGRAM_CHAT_ID is required with
+				// a Telegram bot token").
+				line = name + " " + e.Rule
 			}
 		} else if strings.Contains(e.Rule, "HOOX_") {
-			// A rule that names its variables itself (venues,
-			// notifications).
+			// A rule that names its variables itself (venues).
 			line, once = e.Rule, e.Rule
 		}
 		if !seen[once] {

@@ -73,6 +73,7 @@ func Copies() map[string]string {
 		"jobs.TraceTTL":     "gateway.TraceTTL",
 		"api.MaxSignalAge":  "jobs.MaxSignalAge",
 		"api.LockWait":      "gateway.LockWait",
+		"notify.Events":     "hoox.NotifyEvents",
 	}
 }
 
@@ -123,8 +124,6 @@ func (c *Config) Validate() error {
 		own.Refuse("NotifyEvents", "", err.Error())
 	}
 	c.Notify.Events = events
-	if err := c.Notify.WithDefaults().Validate(); err != nil {
-		own.Refuse("Notify", "", err.Error())
-	}
-	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
+	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), c.Notify.WithDefaults().Validate(),
+		own.Err(), across.Err())
 }
