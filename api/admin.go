@@ -48,12 +48,14 @@ type Admin struct {
 // maxAdminBody bounds admin request bodies; they are a few fields.
 const maxAdminBody = 16 << 10
 
-func (a *Admin) routes(g *echo.Group) {
+// routes declares the admin routes; cfg is the server's, with its
+// defaults.
+func (a *Admin) routes(g *echo.Group, cfg Config) {
 	g.GET("/traces", a.listTraces)
 	// A wildcard, not a :param, so a client key holding '/' (sent escaped
 	// as %2F) still names one trace.
 	g.GET("/traces/*", a.getTrace)
-	g.DELETE("/traces/*", a.releaseTrace)
+	g.DELETE("/traces/*", a.releaseTrace(cfg.LockWait))
 	g.GET("/orders", a.listOrders)
 	g.POST("/purge", a.purge)
 	g.GET("/stats", a.stats)

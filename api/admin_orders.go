@@ -52,22 +52,9 @@ type ordersPage struct {
 
 // listOrders pages through orders newest first; status is the order status.
 func (a *Admin) listOrders(c echo.Context) error {
-	f, cur, err := parseListQuery(c.QueryParams(), orderStatuses())
+	rows, next, err := listOrderRows(c.Request().Context(), a.Pool, c.QueryParams())
 	if err != nil {
 		return err
 	}
-	after, err := orderCursor(cur)
-	if err != nil {
-		return err
-	}
-	want := f.Limit
-	f.Limit++ // one more tells whether another page exists
-	rows, err := db.ListOrders(c.Request().Context(), a.Pool, f, after)
-	if err != nil {
-		return err
-	}
-	var page ordersPage
-	page.Orders, page.NextCursor = pageOf(rows, want, newAdminOrder,
-		func(o db.OrderRow) string { return encodeCursor("orders", o.CreatedAt, o.ID.String()) })
-	return adminJSON(c, http.StatusOK, page)
+	return adminJSON(c, http.StatusOK, ordersPage{Orders: items(rows, newAdminOrder), NextCursor: next})
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -190,17 +192,59 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// pageOf turns rows fetched with one more than want into a page: at most
-// want items, and the cursor after the last one shown, nil on the last
-// page.
-func pageOf[R, T any](rows []R, want int, item func(R) T, cursor func(R) string) ([]T, *string) {
-	out := make([]T, 0, min(len(rows), want))
-	for i, r := range rows {
-		if i == want {
-			next := cursor(rows[i-1])
-			return out, &next
+// listPage reads one page of a listing for the query q (parseListQuery),
+// for the admin API and the web page alike: at most the page size of rows,
+// newest first, and the cursor after the last one shown, nil on the last
+// page. fetch runs the listing from the query's cursor; it is asked for one
+// more row than the page holds, which tells whether another page exists.
+func listPage[R any](q url.Values, statuses []string, fetch func(f db.ListFilter, cursor string) ([]R, error),
+	cursorOf func(R) string) ([]R, *string, error) {
+	f, cursor, err := parseListQuery(q, statuses)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := f.Limit
+	f.Limit++
+	rows, err := fetch(f, cursor)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) <= want {
+		return rows, nil, nil
+	}
+	next := cursorOf(rows[want-1])
+	return rows[:want], &next, nil
+}
+
+// listTraceRows is one page of traces for q (see listPage).
+func listTraceRows(ctx context.Context, pool *pgxpool.Pool, q url.Values) ([]db.TraceRow, *string, error) {
+	return listPage(q, traceStatuses(), func(f db.ListFilter, cursor string) ([]db.TraceRow, error) {
+		after, err := traceCursor(cursor)
+		if err != nil {
+			return nil, err
 		}
+		return db.ListTraces(ctx, pool, f, after)
+	}, func(t db.TraceRow) string { return encodeCursor("traces", t.ReceivedAt, t.TraceID) })
+}
+
+// listOrderRows is one page of orders for q (see listPage); status is the
+// order's.
+func listOrderRows(ctx context.Context, pool *pgxpool.Pool, q url.Values) ([]db.OrderRow, *string, error) {
+	return listPage(q, orderStatuses(), func(f db.ListFilter, cursor string) ([]db.OrderRow, error) {
+		after, err := orderCursor(cursor)
+		if err != nil {
+			return nil, err
+		}
+		return db.ListOrders(ctx, pool, f, after)
+	}, func(o db.OrderRow) string { return encodeCursor("orders", o.CreatedAt, o.ID.String()) })
+}
+
+// items maps a page's rows to an answer's items: never nil, so an empty
+// page is [] in JSON, not null.
+func items[R, T any](rows []R, item func(R) T) []T {
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
 		out = append(out, item(r))
 	}
-	return out, nil
+	return out
 }

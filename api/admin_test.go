@@ -556,3 +556,35 @@ func TestAdminReleaseRefusesAReconcilingTrace(t *testing.T) {
 	detail := b.do(t, http.MethodGet, "/admin/traces/k:unsure", "").json(t)
 	require.Equal(t, "reconciling", detail["trace"].(map[string]any)["status"])
 }
+
+// A release waits for an attempt in flight only as long as the configured
+// lock wait (HOOX_LOCK_WAIT), then answers 409 in_progress with
+// Retry-After, well before a request deadline shorter than the old fixed
+// five seconds.
+func TestAdminReleaseWaitsTheConfiguredLockWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret, LockWait: 50 * time.Millisecond},
+		api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}}).Handler()
+	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: "k:busy"})
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+	_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", db.LockKeyOf("k:busy"))
+	require.NoError(t, err)
+
+	deadline, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(deadline, http.MethodDelete, "/admin/traces/k:busy", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Equal(t, "in_progress", res.problem(t)["code"])
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	d, err := db.GetTrace(ctx, pool, "k:busy")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
@@ -65,24 +67,11 @@ type tracesPage struct {
 
 // listTraces pages through trace_ids newest first.
 func (a *Admin) listTraces(c echo.Context) error {
-	f, cur, err := parseListQuery(c.QueryParams(), traceStatuses())
+	rows, next, err := listTraceRows(c.Request().Context(), a.Pool, c.QueryParams())
 	if err != nil {
 		return err
 	}
-	after, err := traceCursor(cur)
-	if err != nil {
-		return err
-	}
-	want := f.Limit
-	f.Limit++ // one more tells whether another page exists
-	rows, err := db.ListTraces(c.Request().Context(), a.Pool, f, after)
-	if err != nil {
-		return err
-	}
-	var page tracesPage
-	page.Traces, page.NextCursor = pageOf(rows, want, newAdminTrace,
-		func(t db.TraceRow) string { return encodeCursor("traces", t.ReceivedAt, t.TraceID) })
-	return adminJSON(c, http.StatusOK, page)
+	return adminJSON(c, http.StatusOK, tracesPage{Traces: items(rows, newAdminTrace), NextCursor: next})
 }
 
 // traceDetail is GET /admin/traces/{trace_id}. Trace is null once the trace
@@ -152,32 +141,49 @@ type releaseResponse struct {
 	Released bool   `json:"released"`
 }
 
-// releaseTrace frees a trace ID so the same signal executes again.
-func (a *Admin) releaseTrace(c echo.Context) error {
-	id, err := traceIDParam(c)
-	if err != nil {
-		return err
+// releaseTrace frees a trace ID so the same signal executes again, waiting
+// at most lockWait (HOOX_LOCK_WAIT) for an attempt in flight.
+func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := traceIDParam(c)
+		if err != nil {
+			return err
+		}
+		var req releaseRequest
+		if err := decodeAdminBody(c, &req, false); err != nil {
+			return err
+		}
+		if len(req.Reason) > maxReleaseReason {
+			return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
+		}
+		status, err := release(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason, LockWait: lockWait})
+		if err != nil {
+			return err
+		}
+		return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: string(status), Released: true})
 	}
-	var req releaseRequest
-	if err := decodeAdminBody(c, &req, false); err != nil {
-		return err
-	}
-	if len(req.Reason) > 256 {
-		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
-	}
-	status, err := db.ReleaseTrace(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason})
+}
+
+// maxReleaseReason bounds an operator's note on a release.
+const maxReleaseReason = 256
+
+// release is the one release of a trace ID, for the admin API and the web
+// page alike, and the one mapping of its refusals to problems: not held
+// (404), reconciling (409: its order may exist at the venue) and an attempt
+// still holding the trace past the lock wait (409 in_progress, retry).
+func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.TraceStatus, error) {
+	status, err := db.ReleaseTrace(ctx, pool, p)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
+		return "", problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", p.TraceID))
 	case errors.Is(err, db.ErrReconciling):
-		return problem(codes.Reconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue; it can be released once the reconcile settles it", id))
+		return "", problem(codes.Reconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue, "+
+			"so it cannot be released until the reconcile settles it", p.TraceID))
 	case errors.Is(err, db.ErrLockTimeout):
-		return problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", id)).
+		return "", problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", p.TraceID)).
 			withRetryAfter(time.Second)
-	case err != nil:
-		return err
 	}
-	return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: string(status), Released: true})
+	return status, err
 }
 
 // decodeAdminBody reads a small JSON body into v, refusing unknown fields so

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
 )
 
@@ -44,18 +45,25 @@ type Config struct {
 	// SessionIdle is how long a web page (/ui/) session lives unused
 	// (HOOX_UI_SESSION_IDLE). Default 8h.
 	SessionIdle time.Duration
-	// LoginThrottle slows guessing at the web page's login; zero fields
-	// take db.LoginThrottle's defaults.
+	// LoginThrottle slows guessing at the web page's login. Default
+	// db.DefaultLoginThrottle; zero fields take its values.
 	LoginThrottle db.LoginThrottle
+	// LockWait is how long a release (DELETE /admin/traces/…, the web
+	// page's release button) waits for an attempt still holding the trace
+	// (HOOX_LOCK_WAIT, shared with the gateway: a release waits as long as
+	// a repeat does). Default gateway.DefaultConfig's; at least 1 ms.
+	LockWait time.Duration
 }
 
 // DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
-	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second, SessionIdle: 8 * time.Hour}
+	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second, SessionIdle: 8 * time.Hour,
+		LoginThrottle: db.DefaultLoginThrottle(), LockWait: gateway.DefaultConfig().LockWait}
 }
 
-// WithDefaults returns c with a zero MaxBody, RateBurst and MaxSignalAge set
-// to DefaultConfig's.
+// WithDefaults returns c with a zero MaxBody, RateBurst, MaxSignalAge,
+// SessionIdle and LockWait, and LoginThrottle's zero fields, set to
+// DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.MaxBody == 0 {
@@ -70,6 +78,10 @@ func (c Config) WithDefaults() Config {
 	if c.MaxSignalAge == 0 {
 		c.MaxSignalAge = d.MaxSignalAge
 	}
+	if c.LockWait == 0 {
+		c.LockWait = d.LockWait
+	}
+	c.LoginThrottle = c.LoginThrottle.WithDefaults()
 	return c
 }
 
@@ -90,5 +102,7 @@ func (c Config) Validate() error {
 	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Second, 0,
 		": X-Hoox-Timestamp counts whole seconds, and less would refuse every signed signal")
 	ck.Duration("SessionIdle", c.SessionIdle, time.Minute, 0, ": a web session must outlive a page's polling")
+	ck.Duration("LockWait", c.LockWait, gateway.MinLockWait, 0,
+		"; Postgres reads lock_timeout in whole milliseconds, and 0 would make a release wait forever for a held trace")
 	return ck.Err()
 }

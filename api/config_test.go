@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
 )
 
@@ -28,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{"infinite rate", func(c *api.Config) { c.RateLimit = math.Inf(1) }, "RateLimit", "finite"},
 		{"max signal age zero", func(c *api.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1s"},
 		{"max signal age below a second", func(c *api.Config) { c.MaxSignalAge = 999 * time.Millisecond }, "MaxSignalAge", "whole seconds"},
+		{"lock wait zero waits forever", func(c *api.Config) { c.LockWait = 0 }, "LockWait", "wait forever"},
+		{"lock wait below a millisecond", func(c *api.Config) { c.LockWait = 500 * time.Microsecond }, "LockWait", "at least 1ms"},
 		{"rate with a zero burst refuses everything", func(c *api.Config) { c.RateLimit = 5; c.RateBurst = 0 }, "RateBurst", "every signal is refused"},
 		{"session idle zero", func(c *api.Config) { c.SessionIdle = 0 }, "SessionIdle", "at least 1m0s"},
 		{"session idle below a minute", func(c *api.Config) { c.SessionIdle = 59 * time.Second }, "SessionIdle", "outlive a page's polling"},
@@ -60,4 +64,21 @@ func TestConfigValidateNeverRepeatsTheSecret(t *testing.T) {
 	err := cfg.Validate()
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
+}
+
+// The defaults live in DefaultConfig alone: WithDefaults fills a zero
+// Config with exactly them, the shared lock wait and the login throttle
+// included.
+func TestConfigWithDefaults(t *testing.T) {
+	t.Parallel()
+	got := api.Config{}.WithDefaults()
+	want := api.DefaultConfig()
+	require.Equal(t, want, got)
+	require.Equal(t, gateway.DefaultConfig().LockWait, got.LockWait, "a release waits as long as a repeat")
+	require.Equal(t, db.DefaultLoginThrottle(), got.LoginThrottle)
+
+	kept := api.Config{LockWait: 300 * time.Millisecond, LoginThrottle: db.LoginThrottle{FreeTries: 7}}.WithDefaults()
+	require.Equal(t, 300*time.Millisecond, kept.LockWait)
+	require.Equal(t, 7, kept.LoginThrottle.FreeTries)
+	require.Equal(t, db.DefaultLoginThrottle().Delay, kept.LoginThrottle.Delay)
 }

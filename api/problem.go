@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 )
@@ -93,9 +94,10 @@ func fromGateway(e *gateway.Error) *Problem {
 	return p
 }
 
-// classify is the one place an error gets its problem, and so its status:
-// a *Problem as is, a gateway refusal and an Echo error translated. known
-// is false for any other error, which is answered as internal.
+// classify is the one place an error gets its problem, and so its status,
+// for the JSON API and the web page alike: a *Problem as is; a gateway
+// refusal, an Echo error and an unreachable database translated. known is
+// false for any other error, which is answered as internal.
 func classify(err error) (p *Problem, known bool) {
 	var (
 		ge *gateway.Error
@@ -108,31 +110,52 @@ func classify(err error) (p *Problem, known bool) {
 		return fromGateway(ge), true
 	case errors.As(err, &he):
 		return fromHTTPError(he), true
+	case errors.Is(err, db.ErrUnavailable):
+		// Nothing was committed, and trying again shortly is what helps:
+		// the same answer, and wait, as the gateway's.
+		return problem(codes.Unavailable, "the database is unavailable; try again shortly").withRetryAfter(5 * time.Second), true
 	}
 	return problem(codes.Internal, "internal error"), false
 }
 
+// problemFor is err's answer to the request c: its problem (classify), with
+// the causes an operator needs logged — a refusal's cause and an unreachable
+// database as warnings, an internal error in full — and Retry-After set
+// when the problem carries one. An internal cause is never shown: the
+// detail names the request to look up in the log. errorHandler and the web
+// page both answer through it.
+func problemFor(c echo.Context, log *slog.Logger, err error) *Problem {
+	ctx := c.Request().Context()
+	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+	p, known := classify(err)
+	var ge *gateway.Error
+	switch {
+	case !known:
+		log.ErrorContext(ctx, "internal error", "error", err, "request_id", requestID)
+		p.Detail = "internal error; see the server log for request " + requestID
+	case errors.As(err, &ge):
+		if ge.Err != nil {
+			log.WarnContext(ctx, "signal refused", "code", ge.Code, "error", ge.Err, "request_id", requestID)
+		}
+	case errors.Is(err, db.ErrUnavailable):
+		log.WarnContext(ctx, "database unavailable", "error", err, "request_id", requestID)
+	}
+	if p.RetryAfter > 0 {
+		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
+	}
+	return p
+}
+
 // errorHandler is Echo's single error writer: every error leaves as
-// problem+json. Internal causes are logged, never shown.
+// problem+json.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
-		requestID := c.Response().Header().Get(echo.HeaderXRequestID)
-		p, known := classify(err)
-		if ge := (*gateway.Error)(nil); errors.As(err, &ge) && ge.Err != nil {
-			log.WarnContext(c.Request().Context(), "signal refused", "code", ge.Code, "error", ge.Err, "request_id", requestID)
-		}
-		if !known {
-			log.ErrorContext(c.Request().Context(), "internal error", "error", err, "request_id", requestID)
-			p.Detail = "internal error; see the server log for request " + requestID
-		}
+		p := problemFor(c, log, err)
 		if p.Instance == "" {
 			p.Instance = c.Request().URL.Path
-		}
-		if p.RetryAfter > 0 {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
 		}
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		c.Response().WriteHeader(p.Status)

@@ -24,7 +24,7 @@ func (s *Server) routes() {
 	ui.routes(e)
 	admin := e.Group("/admin", ui.riverSessionOr(s.requireAdmin))
 	if a := s.deps.Admin; a != nil {
-		a.routes(admin)
+		a.routes(admin, s.cfg)
 	} else {
 		admin.Any("/*", func(echo.Context) error { return problem(codes.Unauthorized, "admin is not available") })
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -25,9 +24,6 @@ import (
 //go:embed ui
 var uiFS embed.FS
 
-// defaultSessionIdle is how long an operator's web session lives unused.
-const defaultSessionIdle = 8 * time.Hour
-
 // uiPages are the templates rendered inside layout.html.
 var uiPages = []string{"login", "traces", "trace", "orders", "stats", "venues", "killswitch", "error", "bounce"}
 
@@ -43,10 +39,9 @@ type webUI struct {
 }
 
 func newWebUI(s *Server) *webUI {
-	u := &webUI{s: s, idle: s.cfg.SessionIdle, throttle: s.cfg.LoginThrottle.WithDefaults(), pages: map[string]*template.Template{}}
-	if u.idle <= 0 {
-		u.idle = defaultSessionIdle
-	}
+	// s.cfg has its defaults (New): the idle time and the throttle are the
+	// Config's, never a second default here.
+	u := &webUI{s: s, idle: s.cfg.SessionIdle, throttle: s.cfg.LoginThrottle, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
 		"when":     formatTime,
 		"traceURL": traceURL,
@@ -58,7 +53,7 @@ func newWebUI(s *Server) *webUI {
 	for _, p := range uiPages {
 		// A template error is a bug in the embedded files, caught by every
 		// test that builds a server.
-		u.pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(uiFS, "ui/layout.html", "ui/"+p+".html"))
+		u.pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(uiFS, "ui/layout.html", "ui/filters.html", "ui/"+p+".html"))
 	}
 	static, err := fs.Sub(uiFS, "ui/static")
 	if err != nil {
@@ -163,34 +158,17 @@ func (u *webUI) render(c echo.Context, status int, name string, v view) error {
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// page turns a handler's error into an HTML error page: a problem's status
-// and detail are shown; anything else is logged and shown as a plain
-// "internal error" with the request ID to look up.
+// page turns a handler's error into an HTML error page with the status
+// and detail the JSON API would answer (problemFor: one classification for
+// both), so an internal cause is logged and never shown.
 func (u *webUI) page(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := h(c)
 		if err == nil || c.Response().Committed {
 			return err
 		}
-		status, msg := http.StatusInternalServerError, ""
-		var p *Problem
-		var he *echo.HTTPError
-		switch {
-		case errors.As(err, &p):
-			status, msg = p.Status, p.Detail
-			if p.RetryAfter > 0 {
-				c.Response().Header().Set(echo.HeaderRetryAfter, fmt.Sprint(int(p.RetryAfter.Seconds()+0.999)))
-			}
-		case errors.As(err, &he):
-			status, msg = he.Code, http.StatusText(he.Code)
-		case errors.Is(err, db.ErrUnavailable):
-			status, msg = http.StatusServiceUnavailable, "the database is unavailable; try again shortly"
-			u.s.deps.Logger.WarnContext(c.Request().Context(), "ui: database unavailable", "error", err)
-		default:
-			id := c.Response().Header().Get(echo.HeaderXRequestID)
-			u.s.deps.Logger.ErrorContext(c.Request().Context(), "ui: internal error", "error", err, "request_id", id)
-			msg = "internal error; the server log has it under request ID " + id
-		}
+		p := problemFor(c, u.s.deps.Logger, err)
+		status, msg := p.Status, p.Detail
 		if strings.HasSuffix(c.Path(), ".json") || c.Path() == "/ui/traces/rows" {
 			return c.String(status, msg)
 		}

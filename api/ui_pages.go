@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +14,6 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
-	"github.com/hoox/hoox/signal"
 )
 
 // uiPageSize is how many rows a listing shows per page.
@@ -30,7 +29,15 @@ type uiFilter struct {
 	Until    string
 }
 
-// query is the filter as URL parameters, blanks left out.
+// readUIFilter reads the filter form from the query string.
+func readUIFilter(q url.Values) uiFilter {
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	return uiFilter{Status: get("status"), Exchange: get("exchange"), Symbol: get("symbol"), Mode: get("mode"),
+		Since: get("since"), Until: get("until")}
+}
+
+// query is the filter as URL parameters, blanks left out, for the page's
+// own links.
 func (f uiFilter) query() url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"status": f.Status, "exchange": f.Exchange, "symbol": f.Symbol, "mode": f.Mode,
@@ -42,67 +49,80 @@ func (f uiFilter) query() url.Values {
 	return q
 }
 
-// uiTimeLayouts are what a datetime-local field sends, and RFC 3339.
-var uiTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano}
+// listQuery is the filter as the listings read it (parseListQuery, the
+// admin API's reader): the form's times as RFC 3339, the page's size and
+// the cursor.
+func (f uiFilter) listQuery(cursor string) url.Values {
+	q := f.query()
+	for _, k := range []string{"since", "until"} {
+		if v := q.Get(k); v != "" {
+			q.Set(k, rfc3339(v))
+		}
+	}
+	q.Set("limit", strconv.Itoa(uiPageSize))
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
 
-// parseUIFilter reads a listing's filter form into the admin listings'
-// filter. Times without a zone are UTC, as the page shows them.
-func parseUIFilter(c echo.Context, statuses []string) (db.ListFilter, uiFilter, error) {
-	q := c.QueryParams()
-	form := uiFilter{Status: strings.TrimSpace(q.Get("status")), Exchange: strings.TrimSpace(q.Get("exchange")),
-		Symbol: strings.TrimSpace(q.Get("symbol")), Mode: strings.TrimSpace(q.Get("mode")),
-		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until"))}
-	f := db.ListFilter{Limit: uiPageSize + 1}
-	if form.Status != "" {
-		if !slices.Contains(statuses, form.Status) {
-			return f, form, problem(codes.InvalidRequest, "status must be one of "+strings.Join(statuses, ", "))
-		}
-		f.Status = form.Status
-	}
-	if form.Mode != "" {
-		if form.Mode != signal.ModeLive && form.Mode != signal.ModeTest {
-			return f, form, problem(codes.InvalidRequest, "mode must be live or test")
-		}
-		f.Mode = form.Mode
-	}
-	if len(form.Exchange) > 64 || len(form.Symbol) > 32 {
-		return f, form, problem(codes.InvalidRequest, "exchange or symbol is too long")
-	}
-	// Stored the way package signal folds them.
-	f.Exchange, f.Symbol = strings.ToLower(form.Exchange), strings.ToUpper(form.Symbol)
-	for _, p := range []struct {
-		text string
-		dst  *time.Time
-		name string
-	}{{form.Since, &f.Since, "since"}, {form.Until, &f.Until, "until"}} {
-		if p.text == "" {
-			continue
-		}
-		var err error
-		for _, layout := range uiTimeLayouts {
-			var t time.Time
-			if t, err = time.ParseInLocation(layout, p.text, time.UTC); err == nil {
-				*p.dst = t
-				break
-			}
-		}
-		if err != nil {
-			return f, form, problem(codes.InvalidRequest, p.name+" must be a time such as 2025-01-02T15:04 (UTC)")
+// uiTimeLayouts are what a datetime-local field sends.
+var uiTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05"}
+
+// rfc3339 turns a datetime-local value into RFC 3339, in UTC as the page
+// shows times; anything else is passed on as typed, for parseListQuery to
+// take (an RFC 3339 time) or refuse.
+func rfc3339(s string) string {
+	for _, layout := range uiTimeLayouts {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t.Format(time.RFC3339)
 		}
 	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return f, form, problem(codes.InvalidRequest, "until must be after since")
+	return s
+}
+
+// listView is what the traces and orders pages share: the filter form
+// (filters.html) as typed, and the link to the next page.
+type listView struct {
+	// Action is the page the form submits to.
+	Action   string
+	Filter   uiFilter
+	Statuses []string
+	// Older is the next page's address; empty on the last page.
+	Older string
+}
+
+func newListView(action string, f uiFilter, statuses []string) listView {
+	return listView{Action: action, Filter: f, Statuses: statuses}
+}
+
+// page fills Older from a listing's next cursor.
+func (v *listView) page(next *string) {
+	if next == nil {
+		return
 	}
-	return f, form, nil
+	q := v.Filter.query()
+	q.Set("cursor", *next)
+	v.Older = v.Action + "?" + q.Encode()
+}
+
+// renderList renders a listing page. A filter the listing refused is shown
+// above the empty listing with 400, so the operator can correct it.
+func (u *webUI) renderList(c echo.Context, name, title string, data any, err error) error {
+	var p *Problem
+	if errors.As(err, &p) && p.Code == codes.InvalidRequest {
+		return u.render(c, http.StatusBadRequest, name, view{Title: title, Nav: name, Error: p.Detail, Data: data})
+	}
+	if err != nil {
+		return err
+	}
+	return u.render(c, http.StatusOK, name, view{Title: title, Nav: name, Data: data})
 }
 
 // tracesView is the traces page.
 type tracesView struct {
-	Filter   uiFilter
-	Statuses []string
-	Rows     []db.TraceRow
-	// Older is the query of the next page; empty on the last one.
-	Older string
+	listView
+	Rows []db.TraceRow
 	// Live is true on the first page, which the script keeps current from
 	// RowsURL.
 	Live    bool
@@ -110,27 +130,13 @@ type tracesView struct {
 }
 
 func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
-	f, form, err := parseUIFilter(c, traceStatuses())
-	v := tracesView{Filter: form, Statuses: traceStatuses()}
+	form, cursor := readUIFilter(c.QueryParams()), c.QueryParam("cursor")
+	v := tracesView{listView: newListView("/ui/", form, traceStatuses())}
+	rows, next, err := listTraceRows(c.Request().Context(), u.s.deps.Pool, form.listQuery(cursor))
 	if err != nil {
 		return v, err
 	}
-	cursor := c.QueryParam("cursor")
-	after, err := traceCursor(cursor)
-	if err != nil {
-		return v, err
-	}
-	rows, err := db.ListTraces(c.Request().Context(), u.s.deps.Pool, f, after)
-	if err != nil {
-		return v, err
-	}
-	if len(rows) > uiPageSize {
-		rows = rows[:uiPageSize]
-		last := rows[len(rows)-1]
-		q := form.query()
-		q.Set("cursor", encodeCursor("traces", last.ReceivedAt, last.TraceID))
-		v.Older = q.Encode()
-	}
+	v.page(next)
 	v.Rows, v.Live = rows, cursor == ""
 	v.RowsURL = "/ui/traces/rows?" + form.query().Encode()
 	return v, nil
@@ -139,14 +145,7 @@ func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
 // tracesPage lists traces newest first with filters.
 func (u *webUI) tracesPage(c echo.Context) error {
 	v, err := u.listTraces(c)
-	var p *Problem
-	if errors.As(err, &p) && p.Code == codes.InvalidRequest {
-		return u.render(c, http.StatusBadRequest, "traces", view{Title: "Traces", Nav: "traces", Error: p.Detail, Data: v})
-	}
-	if err != nil {
-		return err
-	}
-	return u.render(c, http.StatusOK, "traces", view{Title: "Traces", Nav: "traces", Data: v})
+	return u.renderList(c, "traces", "Traces", v, err)
 }
 
 // traceRows is the traces table's body alone, which the page's script
@@ -170,9 +169,11 @@ func (u *webUI) renderPart(c echo.Context, page, name string, data any) error {
 
 // traceView is one trace's page.
 type traceView struct {
-	TraceID  string
-	Detail   db.TraceDetail
-	Released bool
+	TraceID string
+	Detail  db.TraceDetail
+	// CanRelease shows the release form: the trace is held and its status
+	// allows a release (db.TraceStatus.Releasable).
+	CanRelease bool
 }
 
 // tracePage shows one trace: the signal as stored (which never holds the
@@ -182,6 +183,15 @@ func (u *webUI) tracePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	v := view{}
+	if c.QueryParam("released") != "" {
+		v.Notice = "Released: the trace ID is free, so the same signal will execute again."
+	}
+	return u.showTrace(c, id, http.StatusOK, v)
+}
+
+// showTrace renders trace id's page with status and v's messages.
+func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
 	d, err := db.GetTrace(c.Request().Context(), u.s.deps.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
@@ -189,11 +199,9 @@ func (u *webUI) tracePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Trace " + id, Nav: "traces", Data: traceView{TraceID: id, Detail: d}}
-	if c.QueryParam("released") != "" {
-		v.Notice = "Released: the trace ID is free, so the same signal will execute again."
-	}
-	return u.render(c, http.StatusOK, "trace", v)
+	v.Title, v.Nav = "Trace "+id, "traces"
+	v.Data = traceView{TraceID: id, Detail: d, CanRelease: d.Trace != nil && d.Trace.Status.Releasable()}
+	return u.render(c, status, "trace", v)
 }
 
 // release frees a trace ID, the same call as DELETE /admin/traces/{id},
@@ -207,17 +215,25 @@ func (u *webUI) release(c echo.Context) error {
 		return problem(codes.InvalidRequest, "tick the confirmation box to release the trace")
 	}
 	reason := strings.TrimSpace(c.FormValue("reason"))
-	if len(reason) > 256 {
-		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
+	if len(reason) > maxReleaseReason {
+		return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
 	}
-	_, err := db.ReleaseTrace(c.Request().Context(), u.s.deps.Pool, db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason})
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		return problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", id))
-	case errors.Is(err, db.ErrLockTimeout):
-		return problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; go back and retry the release", id))
-	case err != nil:
-		return err
+	_, err := release(c.Request().Context(), u.s.deps.Pool,
+		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.LockWait})
+	if err != nil {
+		var p *Problem
+		if !errors.As(err, &p) || p.Status != http.StatusConflict {
+			return err
+		}
+		// Refused for where the trace stands (reconciling, an attempt in
+		// flight): its page again, with the reason, shows the operator why;
+		// with nothing recorded yet to show, the reason alone.
+		p = problemFor(c, u.s.deps.Logger, err)
+		serr := u.showTrace(c, id, p.Status, view{Error: "Not released: " + p.Detail})
+		if np := (*Problem)(nil); errors.As(serr, &np) && np.Code == codes.NotFound {
+			return p
+		}
+		return serr
 	}
 	u.s.deps.Logger.InfoContext(c.Request().Context(), "ui: trace released", "trace_id", id, "remote_ip", c.RealIP())
 	return c.Redirect(http.StatusSeeOther, traceURL(id)+"?released=1")
@@ -229,37 +245,20 @@ func (u *webUI) who(c echo.Context) string { return "ui " + c.RealIP() }
 
 // ordersView is the orders page.
 type ordersView struct {
-	Filter   uiFilter
-	Statuses []string
-	Rows     []db.OrderRow
-	Older    string
+	listView
+	Rows []db.OrderRow
 }
 
 // ordersPage lists orders newest first with filters.
 func (u *webUI) ordersPage(c echo.Context) error {
-	f, form, err := parseUIFilter(c, orderStatuses())
-	v := ordersView{Filter: form, Statuses: orderStatuses()}
-	var p *Problem
-	if errors.As(err, &p) {
-		return u.render(c, http.StatusBadRequest, "orders", view{Title: "Orders", Nav: "orders", Error: p.Detail, Data: v})
+	form := readUIFilter(c.QueryParams())
+	v := ordersView{listView: newListView("/ui/orders", form, orderStatuses())}
+	rows, next, err := listOrderRows(c.Request().Context(), u.s.deps.Pool, form.listQuery(c.QueryParam("cursor")))
+	if err == nil {
+		v.page(next)
+		v.Rows = rows
 	}
-	after, err := orderCursor(c.QueryParam("cursor"))
-	if err != nil {
-		return err
-	}
-	rows, err := db.ListOrders(c.Request().Context(), u.s.deps.Pool, f, after)
-	if err != nil {
-		return err
-	}
-	if len(rows) > uiPageSize {
-		rows = rows[:uiPageSize]
-		last := rows[len(rows)-1]
-		q := form.query()
-		q.Set("cursor", encodeCursor("orders", last.CreatedAt, last.ID.String()))
-		v.Older = q.Encode()
-	}
-	v.Rows = rows
-	return u.render(c, http.StatusOK, "orders", view{Title: "Orders", Nav: "orders", Data: v})
+	return u.renderList(c, "orders", "Orders", v, err)
 }
 
 // venuesView is the venues page; Configured is false when the server was

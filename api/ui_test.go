@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -43,6 +45,7 @@ type uiOpts struct {
 	throttle   db.LoginThrottle
 	trusted    string
 	idle       time.Duration // SessionIdle (HOOX_UI_SESSION_IDLE); zero: the default
+	lockWait   time.Duration
 }
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
@@ -63,7 +66,7 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	}
 	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle,
-		SessionIdle: o.idle}
+		SessionIdle: o.idle, LockWait: o.lockWait}
 	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
 	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
 }
@@ -560,7 +563,7 @@ func TestUITracesListNewestFirstWithFiltersAndLiveRows(t *testing.T) {
 	require.NotContains(t, page, "k:old")
 	res := br.get("/ui/?since=yesterday")
 	require.Equal(t, http.StatusBadRequest, res.Status)
-	require.Contains(t, string(res.Body), "since must be a time")
+	require.Contains(t, string(res.Body), "must be an RFC 3339 time", "the admin API's reader, and its words")
 
 	// The rows the page polls show a signal sent after the page loaded.
 	require.NotContains(t, string(br.get("/ui/traces/rows").Body), "k:fresh")
@@ -575,6 +578,48 @@ func TestUITracesListNewestFirstWithFiltersAndLiveRows(t *testing.T) {
 	require.Equal(t, http.StatusOK, trace.Status)
 	require.Contains(t, string(trace.Body), "BTCUSDT")
 	require.Equal(t, http.StatusNotFound, br.get("/ui/trace/k:nothing").Status)
+}
+
+var olderRE = regexp.MustCompile(`<a href="([^"]+)" rel="next">Older`)
+
+// Both listings page the way the admin API does, the filter kept across
+// pages: the Older link of a full page leads to the rest.
+func TestUIListingsPageWithTheFilter(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	base := time.Now().Add(-time.Hour)
+	for i := range 53 {
+		at := base.Add(time.Duration(i) * time.Second)
+		id := fmt.Sprintf("k:p%02d", i)
+		testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: id, Status: db.TraceRejected, ReceivedAt: at})
+		testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: id, Status: exchange.StatusRejected, CreatedAt: at})
+	}
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:other", Status: db.TraceDispatched, ReceivedAt: base})
+	testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: "k:other", Status: exchange.StatusFilled, CreatedAt: base})
+
+	for _, first := range []string{"/ui/?status=rejected", "/ui/orders?status=rejected"} {
+		page := string(br.get(first).Body)
+		require.Contains(t, page, "k:p52")
+		require.Contains(t, page, "k:p03")
+		require.NotContains(t, page, "k:p02", "50 a page")
+		m := olderRE.FindStringSubmatch(page)
+		require.NotNil(t, m, "a full page links to the next: %s", first)
+		next := html.UnescapeString(m[1])
+		require.Contains(t, next, "status=rejected", "the filter is kept")
+
+		res := br.get(next)
+		require.Equal(t, http.StatusOK, res.Status, next)
+		page = string(res.Body)
+		for _, id := range []string{"k:p02", "k:p01", "k:p00"} {
+			require.Contains(t, page, id, next)
+		}
+		require.NotContains(t, page, "k:p03", next)
+		require.NotContains(t, page, "k:other", "the filter applies on the next page too")
+		require.Nil(t, olderRE.FindStringSubmatch(page), "the last page links nowhere")
+	}
+	require.Equal(t, http.StatusBadRequest, br.get("/ui/orders?cursor=not-a-cursor").Status)
 }
 
 func TestUITracePageShowsTheTimelineAndReleases(t *testing.T) {
@@ -622,6 +667,48 @@ func TestUITracePageShowsTheTimelineAndReleases(t *testing.T) {
 	res = br.post("/ui/release", url.Values{"trace_id": {"k:shown"}, "confirm": {"yes"}}, nil)
 	require.Equal(t, http.StatusNotFound, res.Status)
 	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "shown").Status, "the signal executes again")
+}
+
+// Where the trace's status or an attempt in flight forbids a release, the
+// page offers none, and a release posted anyway (an old tab, a crafted
+// form) is refused with 409 and the reason on the trace's page.
+func TestUIReleaseIsRefusedWhereTheTraceIsHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken, lockWait: 50 * time.Millisecond})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:unsure", Status: db.TraceReconciling})
+
+	page := br.get("/ui/trace/k:unsure")
+	require.Equal(t, http.StatusOK, page.Status)
+	require.NotContains(t, string(page.Body), `action="/ui/release"`, "no release button while reconciling")
+	require.Contains(t, string(page.Body), `id="no-release"`)
+
+	res := br.post("/ui/release", url.Values{"trace_id": {"k:unsure"}, "confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, string(res.Body), "Not released: trace k:unsure is reconciling: its order may exist at the venue")
+	require.Contains(t, string(res.Body), `id="trace-status">reconciling<`, "the trace's own page, with the reason")
+	d, err := db.GetTrace(ctx, b.pool, "k:unsure")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
+	require.Equal(t, db.TraceReconciling, d.Trace.Status)
+
+	// An attempt in flight (a repeat, the next window's signal) holds the
+	// trace's lock past the configured lock wait.
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:busy"})
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+	_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", db.LockKeyOf("k:busy"))
+	require.NoError(t, err)
+	res = br.post("/ui/release", url.Values{"trace_id": {"k:busy"}, "confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, string(res.Body), "Not released: trace k:busy: an attempt is still running; retry the release")
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	d, err = db.GetTrace(ctx, b.pool, "k:busy")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the trace is kept")
 }
 
 func TestUIKillSwitchNeedsTheTypedWord(t *testing.T) {
@@ -763,4 +850,42 @@ func TestUILinkFromAnotherSiteReloadsFromThisOrigin(t *testing.T) {
 	res = br.send(req)
 	require.Equal(t, http.StatusSeeOther, res.Status)
 	require.Equal(t, "/ui/login?next="+url.QueryEscape("/ui/trace/k:x%2Fy"), res.Header.Get("Location"))
+}
+
+// An unreachable database is 503 with Retry-After on the JSON API and on
+// the web page alike, its cause logged and never shown: one classification
+// for both.
+func TestUnreachableDatabaseIs503OnTheAPIAndThePage(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://hoox@127.0.0.1:1/hoox?connect_timeout=1")
+	require.NoError(t, err)
+	pool.Close()
+	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret},
+		api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}}).Handler()
+
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/admin/traces"},
+		{http.MethodGet, "/admin/orders"},
+		{http.MethodGet, "/admin/traces/k:x"},
+		{http.MethodDelete, "/admin/traces/k:x"},
+		{http.MethodGet, "/admin/kill-switch"},
+	} {
+		res := do(t, h, r.method, r.path, adminToken, "")
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, "%s %s: %s", r.method, r.path, res.Body)
+		p := res.problem(t)
+		require.Equal(t, "unavailable", p["code"])
+		require.Equal(t, "the database is unavailable; try again shortly", p["detail"])
+		require.Equal(t, "5", res.Header.Get("Retry-After"))
+	}
+
+	// The page needs the database from the session lookup on.
+	br := newBrowser(t, h)
+	br.cookie = "a-session-from-before-the-outage"
+	for _, path := range []string{"/ui/", "/ui/traces/rows"} {
+		res := br.get(path)
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, path)
+		require.Contains(t, string(res.Body), "the database is unavailable; try again shortly", path)
+		require.NotContains(t, string(res.Body), "closed pool", "the cause stays in the log")
+		require.Equal(t, "5", res.Header.Get("Retry-After"), path)
+	}
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,26 +12,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/api"
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 )
 
 // fakeGateway stands in for the gateway (api.Executor): it records every
-// input it is asked to execute and answers dispatched, so the webhook's
-// guards are tested without a database.
+// input it is asked to execute and answers dispatched, or the refusal it
+// was told to give, so the webhook's guards and answers are tested without
+// a database.
 type fakeGateway struct {
 	mu     sync.Mutex
 	inputs []gateway.Input
+	err    error
 }
 
 func (f *fakeGateway) Execute(_ context.Context, in gateway.Input) (*gateway.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inputs = append(f.inputs, in)
+	if f.err != nil {
+		return nil, f.err
+	}
 	return &gateway.Outcome{TraceID: in.Trace.ID, Status: db.TraceDispatched, ReceivedAt: time.Now()}, nil
+}
+
+// refuse makes every later execution answer err.
+func (f *fakeGateway) refuse(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
 }
 
 // executed is every input that got past the guards.
@@ -344,4 +360,90 @@ func TestUnauthenticatedSignalsDoNotSpendTheRateLimit(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Body))
 	}
 	require.Equal(t, http.StatusOK, b.post(t, webhookRequest{body: sig(`"trace_id":"real"`)}).Status)
+}
+
+// Each refusal the gateway can give leaves as its status, problem code and
+// headers, with the members a sender branches on, and never with its
+// internal cause.
+func TestGatewayRefusalsBecomeTheirProblems(t *testing.T) {
+	t.Parallel()
+	orderID := uuid.MustParse("0190a7e4-0000-7000-8000-000000000001")
+	clientID := "hx0190a7e400007000800000000001"
+	firstSeen := time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
+	original := &gateway.Original{TraceID: "k:t1", Status: db.TraceDispatched, OrderID: &orderID, ClientOrderID: &clientID, FirstSeen: firstSeen}
+	reason := "insufficient balance"
+	rejected := &gateway.Outcome{TraceID: "k:t1", Status: db.TraceRejected, ReceivedAt: firstSeen, Order: &db.OrderRow{
+		ID: orderID, TraceID: "k:t1", ClientOrderID: clientID, Exchange: "paper", Symbol: "BTCUSDT", Action: "buy", Side: "buy",
+		OrderType: "market", Quantity: decimal.RequireFromString("0.5"), Mode: "live", Status: "rejected", RejectReason: &reason}}
+	cause := errors.New("dial tcp 10.9.8.7:5432: connection refused")
+
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		code       string
+		retryAfter string
+		check      func(t *testing.T, p map[string]any)
+	}{
+		{"duplicate with the original", &gateway.Error{Code: codes.Duplicate, Detail: "trace k:t1 was already received", Original: original},
+			http.StatusConflict, "duplicate", "", func(t *testing.T, p map[string]any) {
+				require.Equal(t, true, p["duplicate"])
+				require.Equal(t, "k:t1", p["trace_id"])
+				o := p["original"].(map[string]any)
+				require.Equal(t, "dispatched", o["status"])
+				require.Equal(t, orderID.String(), o["order_id"])
+				require.Equal(t, clientID, o["client_order_id"])
+				require.Equal(t, "2025-01-02T02:04:05Z", o["first_seen"], "in UTC")
+			}},
+		{"in progress", &gateway.Error{Code: codes.InProgress, Detail: "the first attempt is still running", RetryAfter: 1500 * time.Millisecond},
+			http.StatusConflict, "in_progress", "2", func(t *testing.T, p map[string]any) {
+				require.NotContains(t, p, "duplicate")
+			}},
+		{"key reused", &gateway.Error{Code: codes.KeyReused, Detail: "trace k:t1 was already used for a different signal", Original: original},
+			http.StatusUnprocessableEntity, "key_reused", "", func(t *testing.T, p map[string]any) {
+				require.NotContains(t, p, "duplicate", "a different signal is no duplicate")
+				require.Equal(t, "dispatched", p["original"].(map[string]any)["status"])
+			}},
+		{"order rejected", &gateway.Error{Code: codes.OrderRejected, Detail: "venue paper refused the order: " + reason, Outcome: rejected},
+			http.StatusUnprocessableEntity, "order_rejected", "", func(t *testing.T, p map[string]any) {
+				require.Equal(t, "k:t1", p["trace_id"])
+				o := p["order"].(map[string]any)
+				require.Equal(t, "rejected", o["status"])
+				require.Equal(t, reason, o["reject_reason"])
+				require.Equal(t, "0.5", o["quantity"], "decimals as strings")
+			}},
+		{"kill switch", &gateway.Error{Code: codes.KillSwitch, Detail: "trading is halted", RetryAfter: time.Minute},
+			http.StatusServiceUnavailable, "kill_switch", "60", nil},
+		{"unavailable", &gateway.Error{Code: codes.Unavailable, Detail: "the database is unavailable; nothing was placed", RetryAfter: 5 * time.Second, Err: cause},
+			http.StatusServiceUnavailable, "unavailable", "5", func(t *testing.T, p map[string]any) {
+				require.Equal(t, "the database is unavailable; nothing was placed", p["detail"])
+			}},
+		{"an unreachable database, untranslated", fmt.Errorf("claim: %w: %w", db.ErrUnavailable, cause),
+			http.StatusServiceUnavailable, "unavailable", "5", nil},
+		{"anything else is internal", cause, http.StatusInternalServerError, "internal", "", func(t *testing.T, p map[string]any) {
+			require.Contains(t, p["detail"], "see the server log for request")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupWebhook(t)
+			b.gw.refuse(tt.err)
+			r := b.post(t, webhookRequest{body: sig(`"trace_id":"t1"`)})
+			require.Equal(t, tt.status, r.Status, string(r.Body))
+			require.Equal(t, tt.retryAfter, r.Header.Get("Retry-After"))
+			p := r.problem(t)
+			require.Equal(t, tt.code, p["code"])
+			require.EqualValues(t, tt.status, p["status"])
+			require.Equal(t, "urn:hoox:problem:"+tt.code, p["type"])
+			require.Equal(t, "/webhook", p["instance"])
+			require.NotEmpty(t, p["detail"])
+			require.NotContains(t, string(r.Body), "10.9.8.7", "the cause is logged, never shown")
+			require.NotContains(t, string(r.Body), webhookSecret)
+			if tt.check != nil {
+				tt.check(t, p)
+			}
+			require.Len(t, b.gw.executed(), 1)
+		})
+	}
 }

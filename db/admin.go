@@ -227,7 +227,10 @@ type ReleaseParams struct {
 	// Reason is the operator's optional note.
 	Reason string
 	// LockWait bounds the wait for a first attempt still holding the
-	// trace's lock; zero means 5 s.
+	// trace's lock: the caller's configured lock wait (HOOX_LOCK_WAIT, as
+	// api.Config.LockWait), so a release waits as long as a repeat would.
+	// Postgres counts it in whole milliseconds; less than 1 ms is 1 ms,
+	// never "wait forever".
 	LockWait time.Duration
 }
 
@@ -273,19 +276,15 @@ RETURNING detail->>'status'`
 // so gets a new client order ID. It returns the released trace's status, or
 // ErrNotFound when no such trace exists.
 func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (TraceStatus, error) {
-	wait := p.LockWait
-	if wait <= 0 {
-		wait = 5 * time.Second
-	}
 	var status TraceStatus
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		queueTraceLock(b, LockKeyOf(p.TraceID), wait)
+		queueTraceLock(b, LockKeyOf(p.TraceID), p.LockWait)
 		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		if status == TraceReconciling {
+		if !status.Releasable() {
 			return ErrReconciling
 		}
 		b = &pgx.Batch{}

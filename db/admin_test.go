@@ -196,6 +196,31 @@ func TestReleaseWaitsForTheClaimInFlight(t *testing.T) {
 	tx.Rollback(ctx)
 }
 
+// A release given no lock wait still gives up on a held trace: Postgres
+// would read lock_timeout = 0 as "wait forever".
+func TestReleaseWithoutALockWaitNeverWaitsForever(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	tx, res, err := db.Claim(ctx, pool, db.ClaimParams{TraceID: "k:held", LockKey: "k:held", Fingerprint: "f", Mode: "live",
+		KeySource: "client", Exchange: "paper", Symbol: "BTCUSDT", Action: "buy", Signal: []byte(`{}`),
+		TTL: time.Hour, LockWait: time.Second})
+	require.NoError(t, err)
+	require.True(t, res.Claimed)
+	defer tx.Rollback(ctx)
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = db.ReleaseTrace(wait, pool, db.ReleaseParams{TraceID: "k:held", By: "admin"})
+	require.ErrorIs(t, err, db.ErrLockTimeout, "not the test's deadline")
+}
+
+func TestOnlyAReconcilingTraceIsNotReleasable(t *testing.T) {
+	t.Parallel()
+	for _, s := range db.TraceStatuses() {
+		require.Equal(t, s != db.TraceReconciling, s.Releasable(), s)
+	}
+}
+
 func TestLockKeyOf(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]string{

@@ -116,23 +116,30 @@ type LoginThrottle struct {
 	Forget time.Duration
 }
 
-// WithDefaults fills the zero fields: 3 free tries, then 2 s doubling up to
-// 5 minutes, forgotten after an hour.
+// DefaultLoginThrottle is the throttle the web page's login runs with: 3
+// free tries, then 2 s doubling up to 5 minutes, forgotten after an hour.
+func DefaultLoginThrottle() LoginThrottle {
+	return LoginThrottle{FreeTries: 3, Delay: 2 * time.Second, MaxDelay: 5 * time.Minute, Forget: time.Hour}
+}
+
+// WithDefaults fills the zero (or negative) fields from
+// DefaultLoginThrottle, and raises MaxDelay to Delay when it is below.
 func (t LoginThrottle) WithDefaults() LoginThrottle {
+	d := DefaultLoginThrottle()
 	if t.FreeTries <= 0 {
-		t.FreeTries = 3
+		t.FreeTries = d.FreeTries
 	}
 	if t.Delay <= 0 {
-		t.Delay = 2 * time.Second
+		t.Delay = d.Delay
 	}
 	if t.MaxDelay <= 0 {
-		t.MaxDelay = 5 * time.Minute
+		t.MaxDelay = d.MaxDelay
 	}
 	if t.MaxDelay < t.Delay {
 		t.MaxDelay = t.Delay
 	}
 	if t.Forget <= 0 {
-		t.Forget = time.Hour
+		t.Forget = d.Forget
 	}
 	return t
 }

@@ -120,6 +120,15 @@ func TestAttemptLoginDelaysAfterFreeTries(t *testing.T) {
 	require.Equal(t, db.LoginResult{Failures: 1}, r)
 }
 
+func TestLoginThrottleDefaults(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, db.DefaultLoginThrottle(), db.LoginThrottle{}.WithDefaults())
+	th := db.LoginThrottle{FreeTries: 1, Delay: time.Hour}.WithDefaults()
+	require.Equal(t, 1, th.FreeTries, "a set field is kept")
+	require.Equal(t, time.Hour, th.MaxDelay, "the ceiling is never below the first delay")
+	require.Equal(t, db.DefaultLoginThrottle().Forget, th.Forget)
+}
+
 func TestAttemptLoginCountsParallelGuessesOneByOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -22,6 +22,11 @@ func TraceStatuses() []TraceStatus {
 	return []TraceStatus{TraceClaimed, TraceDispatched, TraceRejected, TraceReconciling, TraceFailed}
 }
 
+// Releasable reports whether an operator may release a trace in status s
+// (ReleaseTrace): every status but reconciling, whose order may exist at
+// the venue, so freeing its key would let a resend place a second one.
+func (s TraceStatus) Releasable() bool { return s != TraceReconciling }
+
 // IntentOutcome is how a dispatch intent was settled. An intent with no
 // outcome is an attempt that may have reached its venue and was never
 // recorded.

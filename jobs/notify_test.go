@@ -358,7 +358,7 @@ func TestNotifyQueuesNothingWhenOff(t *testing.T) {
 	require.Equal(t, 1, ins.calls)
 
 	_, err = jobs.NewNotifier(notify.Config{Events: []string{"exploded"}})
-	require.ErrorContains(t, err, "HOOX_NOTIFY_EVENTS")
+	require.ErrorContains(t, err, "notify.Events=exploded: is not an event")
 }
 
 // TestNotifyEndToEnd runs a River client with the notify worker on its own

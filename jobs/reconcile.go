@@ -55,7 +55,7 @@ func NewReconcileWorker(pool, intentPool *pgxpool.Pool, cfg Config, venues *exch
 	if intentPool == nil {
 		intentPool = pool
 	}
-	return &ReconcileWorker{pool: pool, intentPool: intentPool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
+	return &ReconcileWorker{pool: pool, intentPool: intentPool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics}
 }
 
 // snooze asks River to run the job again after d, without counting an

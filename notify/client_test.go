@@ -355,6 +355,6 @@ func TestAnswersEchoingSecretsAreRedacted(t *testing.T) {
 func TestNewRefusesInvalidConfig(t *testing.T) {
 	t.Parallel()
 	_, err := notify.New(notify.Config{TelegramBotToken: "1:abcdefgh"})
-	require.ErrorContains(t, err, "HOOX_TELEGRAM_CHAT_ID")
+	require.ErrorContains(t, err, "notify.TelegramChatID: is required")
 	require.False(t, errors.Is(err, context.Canceled))
 }

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hoox/hoox/internal/confcheck"
 )
 
 // Event names a kind of notification, as listed in HOOX_NOTIFY_EVENTS. They
@@ -121,41 +123,40 @@ func (c Config) WithDefaults() Config {
 
 // Validate refuses a configuration that would fail at the first event rather
 // than at start: half a Telegram setup, a webhook URL that is not one, an
-// event name that does not exist. Its errors name the environment variable
-// and never quote a secret.
+// event name that does not exist. Its errors are *confcheck.Error values
+// naming the field (Config "notify"), all of them joined, as every
+// package's Validate; the token and the URLs are secrets, so a refusal
+// never quotes them.
 func (c Config) Validate() error {
-	var errs []error
+	ck := confcheck.New("notify")
 	switch {
 	case c.TelegramBotToken != "" && c.TelegramChatID == "":
-		errs = append(errs, errors.New("HOOX_TELEGRAM_CHAT_ID is required with HOOX_TELEGRAM_BOT_TOKEN"))
+		ck.Refuse("TelegramChatID", "", "is required with a Telegram bot token")
 	case c.TelegramBotToken == "" && c.TelegramChatID != "":
-		errs = append(errs, errors.New("HOOX_TELEGRAM_BOT_TOKEN is required with HOOX_TELEGRAM_CHAT_ID"))
+		ck.Refuse("TelegramBotToken", "", "is required with a Telegram chat ID")
 	}
 	if c.TelegramBotToken != "" && strings.ContainsAny(c.TelegramBotToken, "/?#% \t\r\n") {
 		// The token goes into the URL's path; these would change the URL.
-		errs = append(errs, errors.New("HOOX_TELEGRAM_BOT_TOKEN is not a bot token (it holds characters such as '/', '?' or spaces)"))
+		ck.Refuse("TelegramBotToken", "", "is not a bot token (it holds characters such as '/', '?' or spaces)")
 	}
-	if c.TelegramBaseURL != "" {
-		if err := checkURL(c.TelegramBaseURL); err != nil {
-			errs = append(errs, fmt.Errorf("telegram base URL: %w", err))
+	for _, u := range []struct{ field, url string }{
+		{"TelegramBaseURL", c.TelegramBaseURL},
+		{"DiscordWebhookURL", c.DiscordWebhookURL},
+		{"SlackWebhookURL", c.SlackWebhookURL},
+	} {
+		if u.url == "" {
+			continue
 		}
-	}
-	if c.DiscordWebhookURL != "" {
-		if err := checkURL(c.DiscordWebhookURL); err != nil {
-			errs = append(errs, fmt.Errorf("HOOX_DISCORD_WEBHOOK_URL: %w", err))
-		}
-	}
-	if c.SlackWebhookURL != "" {
-		if err := checkURL(c.SlackWebhookURL); err != nil {
-			errs = append(errs, fmt.Errorf("HOOX_SLACK_WEBHOOK_URL: %w", err))
+		if err := checkURL(u.url); err != nil {
+			ck.Refuse(u.field, "", err.Error())
 		}
 	}
 	for _, e := range c.Events {
 		if !slices.Contains(AllEvents(), e) {
-			errs = append(errs, fmt.Errorf("HOOX_NOTIFY_EVENTS: unknown event %q (known: %s)", e, strings.Join(AllEvents(), ", ")))
+			ck.Refuse("Events", e, "is not an event; known: "+strings.Join(AllEvents(), ", "))
 		}
 	}
-	return errors.Join(errs...)
+	return ck.Err()
 }
 
 // checkURL accepts an absolute https URL, or plain http to a loopback
@@ -164,11 +165,11 @@ func (c Config) Validate() error {
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return errors.New("not a URL")
+		return errors.New("is not a URL")
 	}
 	switch {
 	case u.Host == "":
-		return errors.New("not an absolute URL")
+		return errors.New("is not an absolute URL")
 	case u.Scheme == "https":
 		return nil
 	case u.Scheme == "http" && isLoopback(u.Hostname()):

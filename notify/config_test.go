@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/confcheck"
 	"github.com/hoox/hoox/notify"
 )
 
@@ -13,37 +14,56 @@ func TestValidate(t *testing.T) {
 	const token = "123456789:AAsecretsecretsecretsecret"
 	const hook = "http://discord.example.com/api/webhooks/1/verysecretwebhooktoken"
 	tests := []struct {
-		name    string
-		cfg     notify.Config
-		wantErr string
+		name  string
+		cfg   notify.Config
+		field string // "" when valid
+		says  string
 	}{
-		{"nothing configured", notify.Config{}, ""},
+		{"nothing configured", notify.Config{}, "", ""},
 		{"every channel", notify.Config{TelegramBotToken: token, TelegramChatID: "-1001",
 			DiscordWebhookURL: "https://discord.com/api/webhooks/1/x", SlackWebhookURL: "https://hooks.slack.com/services/T/B/x",
-			Events: []string{"dispatched", "kill_switch"}}, ""},
-		{"loopback http", notify.Config{SlackWebhookURL: "http://127.0.0.1:9/services/x"}, ""},
-		{"token without chat", notify.Config{TelegramBotToken: token}, "HOOX_TELEGRAM_CHAT_ID is required"},
-		{"chat without token", notify.Config{TelegramChatID: "42"}, "HOOX_TELEGRAM_BOT_TOKEN is required"},
-		{"token with a slash", notify.Config{TelegramBotToken: "1:abc/../x", TelegramChatID: "1"}, "HOOX_TELEGRAM_BOT_TOKEN is not a bot token"},
-		{"plain http webhook", notify.Config{DiscordWebhookURL: hook}, "HOOX_DISCORD_WEBHOOK_URL: must be an https URL"},
-		{"relative webhook", notify.Config{SlackWebhookURL: "hooks.slack.com/services/secretpart"}, "HOOX_SLACK_WEBHOOK_URL: not an absolute URL"},
-		{"unknown event", notify.Config{Events: []string{"rejected", "exploded"}}, `HOOX_NOTIFY_EVENTS: unknown event "exploded"`},
+			Events: []string{"dispatched", "kill_switch"}}, "", ""},
+		{"loopback http", notify.Config{SlackWebhookURL: "http://127.0.0.1:9/services/x"}, "", ""},
+		{"token without chat", notify.Config{TelegramBotToken: token}, "TelegramChatID", "is required with a Telegram bot token"},
+		{"chat without token", notify.Config{TelegramChatID: "42"}, "TelegramBotToken", "is required with a Telegram chat ID"},
+		{"token with a slash", notify.Config{TelegramBotToken: "1:abc/../x", TelegramChatID: "1"}, "TelegramBotToken", "is not a bot token"},
+		{"plain http webhook", notify.Config{DiscordWebhookURL: hook}, "DiscordWebhookURL", "must be an https URL"},
+		{"relative webhook", notify.Config{SlackWebhookURL: "hooks.slack.com/services/secretpart"}, "SlackWebhookURL", "is not an absolute URL"},
+		{"plain http base URL", notify.Config{TelegramBaseURL: "http://api.telegram.example"}, "TelegramBaseURL", "must be an https URL"},
+		{"unknown event", notify.Config{Events: []string{"rejected", "exploded"}}, "Events", "is not an event; known: rejected, reconciling"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := tt.cfg.Validate()
-			if tt.wantErr == "" {
+			if tt.field == "" {
 				require.NoError(t, err)
 				return
 			}
-			require.ErrorContains(t, err, tt.wantErr)
-			// The error names the variable, never the secret in it.
+			// The shape every package's Validate speaks: the field, which
+			// cmd/hoox reports under its variable.
+			errs := confcheck.All(err)
+			require.Len(t, errs, 1, "%v", err)
+			require.Equal(t, "notify", errs[0].Config)
+			require.Equal(t, tt.field, errs[0].Field)
+			require.Contains(t, errs[0].Rule, tt.says)
+			// It never repeats the secret.
 			for _, secret := range []string{"AAsecretsecret", "verysecretwebhooktoken", "secretpart"} {
 				require.NotContains(t, err.Error(), secret)
 			}
 		})
 	}
+}
+
+// Every refusal is reported at once, one error each.
+func TestValidateJoinsEveryRefusal(t *testing.T) {
+	t.Parallel()
+	err := notify.Config{TelegramChatID: "1", SlackWebhookURL: "ftp://x", Events: []string{"nope"}}.Validate()
+	var fields []string
+	for _, e := range confcheck.All(err) {
+		fields = append(fields, e.Field)
+	}
+	require.Equal(t, []string{"TelegramBotToken", "SlackWebhookURL", "Events"}, fields)
 }
 
 func TestWithDefaults(t *testing.T) {

@@ -42,7 +42,7 @@ func coreOptions(c *Config) []option {
 		{"admin-token", "HOOX_ADMIN_TOKEN", "bearer token for /admin (unset: admin off)", secretValue{&c.API.AdminToken}, "api.AdminToken"},
 		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.Gateway.TraceTTL}, "gateway.TraceTTL"},
 		{"dedup-window", "HOOX_DEDUP_WINDOW", "window for signals with neither key nor timestamp (at most the TTL)", durationValue{&c.Gateway.DedupWindow}, "gateway.DedupWindow"},
-		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat waits for the first attempt (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
+		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat (or a release) waits for the first attempt (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
 		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.Gateway.VenueTimeout}, "gateway.VenueTimeout"},
 		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
 		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
@@ -66,10 +66,10 @@ func coreOptions(c *Config) []option {
 		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
 		{"sweep-grace", "HOOX_SWEEP_GRACE", "how old an unrecorded attempt must be before the sweeper asks its venue", durationValue{&c.Jobs.SweepGrace}, "jobs.SweepGrace"},
-		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, ""},
-		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, ""},
-		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, ""},
-		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, ""},
+		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, "notify.TelegramBotToken"},
+		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, "notify.TelegramChatID"},
+		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, "notify.DiscordWebhookURL"},
+		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, "notify.SlackWebhookURL"},
 		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials; also dispatched, reconciled; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
 	}
 }
@@ -100,13 +100,21 @@ func explain(c *Config, err error) error {
 		if name, ok := env[key]; ok {
 			// A variable shared by two packages is reported once.
 			once = name
-			line = name + ": " + e.Rule
-			if e.Value != "" {
+			switch {
+			case e.Value != "":
 				line = name + "=" + e.Value + ": " + e.Rule
+			case strings.Contains(e.Rule, name):
+				// A parser's message names its variable already
+				// (HOOX_NOTIFY_EVENTS).
+				line = e.Rule
+			default:
+				// Unset, or a secret never repeated: the rule completes
+				// the sentence ("HOOX_TELEGRAM_CHAT_ID is required with
+				// a Telegram bot token").
+				line = name + " " + e.Rule
 			}
 		} else if strings.Contains(e.Rule, "HOOX_") {
-			// A rule that names its variables itself (venues,
-			// notifications).
+			// A rule that names its variables itself (venues).
 			line, once = e.Rule, e.Rule
 		}
 		if !seen[once] {

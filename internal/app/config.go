@@ -76,6 +76,8 @@ func Copies() map[string]string {
 		"jobs.StopTimeout":  "hoox.ShutdownWait",
 		"jobs.TraceTTL":     "gateway.TraceTTL",
 		"api.MaxSignalAge":  "jobs.MaxSignalAge",
+		"api.LockWait":      "gateway.LockWait",
+		"notify.Events":     "hoox.NotifyEvents",
 	}
 }
 
@@ -87,6 +89,7 @@ func (c *Config) share() {
 	c.Jobs.StopTimeout = c.ShutdownWait
 	c.Jobs.PollOnly = c.TxPooler
 	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
+	c.API.LockWait = c.Gateway.LockWait
 }
 
 // Validate shares the common settings and validates the whole config: each
@@ -133,8 +136,6 @@ func (c *Config) Validate() error {
 		own.Refuse("NotifyEvents", "", err.Error())
 	}
 	c.Notify.Events = events
-	if err := c.Notify.WithDefaults().Validate(); err != nil {
-		own.Refuse("Notify", "", err.Error())
-	}
-	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), own.Err(), across.Err())
+	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), c.Notify.WithDefaults().Validate(),
+		own.Err(), across.Err())
 }
