@@ -134,8 +134,6 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// withDefaults is WithDefaults, under the name the workers call.
-func (c Config) withDefaults() Config { return c.WithDefaults() }
 
 // Validate refuses settings that would disable a protection or that River
 // refuses. Its errors are *confcheck.Error values naming the field (Config

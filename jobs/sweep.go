@@ -71,7 +71,7 @@ type SweepWorker struct {
 // NewSweepWorker returns a sweeper working through pool.
 func NewSweepWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *SweepWorker {
 	logger, metrics = orDefaults(logger, metrics)
-	return &SweepWorker{pool: pool, cfg: cfg.withDefaults(), venues: venues, log: logger, metrics: metrics}
+	return &SweepWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics}
 }
 
 // errNotYet leaves an item for a later sweep.
