@@ -134,7 +134,6 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-
 // Validate refuses settings that would disable a protection or that River
 // refuses. Its errors are *confcheck.Error values naming the field (Config
 // "jobs"), all of them joined.
