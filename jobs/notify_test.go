@@ -141,12 +141,15 @@ func rejectedMessage(traceID string) notify.Message {
 
 func TestNotifyWorker(t *testing.T) {
 	t.Parallel()
-	pool := testcontainers.NewPool(t)
+	// Each subtest holds a transaction per channel until it ends: one
+	// pool each, so parallel subtests never wait on each other's.
+	url := testcontainers.NewDatabase(t)
 	ctx := context.Background()
 	channels := []string{notify.ChannelTelegram, notify.ChannelDiscord, notify.ChannelSlack}
 
 	t.Run("Sent", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		for _, ch := range channels {
 			res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: ch, Message: rejectedMessage("sent-1")}, nil)
@@ -162,6 +165,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("RefusedIsCancelledNotRetried", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelTelegram, notifyfake.Refused(http.StatusBadRequest, "Bad Request: chat not found"))
 		b.fake.Script(notify.ChannelDiscord, notifyfake.Refused(http.StatusNotFound, "Unknown Webhook"))
@@ -186,6 +190,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("RateLimitSnoozesForRetryAfter", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		waits := map[string]time.Duration{
 			notify.ChannelTelegram: 7 * time.Second,         // parameters.retry_after
@@ -206,6 +211,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("ServerErrorRetriesWithBackoff", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		for _, ch := range channels {
 			b.fake.Script(ch, notifyfake.ServerError())
@@ -221,6 +227,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("LastAttemptIsExhausted", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelSlack, notifyfake.ServerError())
 		res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: notify.ChannelSlack, Message: rejectedMessage("gone-1")},
@@ -233,6 +240,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("EndlessRateLimitSpendsAttempts", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelDiscord, notifyfake.RateLimited(time.Second))
 		res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: notify.ChannelDiscord, Message: rejectedMessage("limited-2")},
@@ -245,6 +253,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("TransportErrorRetriesWithoutLeakingSecrets", func(t *testing.T) {
 		t.Parallel()
+		pool := testcontainers.OpenPool(t, url)
 		dead := httptest.NewServer(http.NotFoundHandler())
 		deadURL := dead.URL
 		dead.Close()
