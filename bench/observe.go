@@ -64,7 +64,7 @@ type Observation struct {
 	// WALRecords, WALFPI and WALSyncs come from pg_stat_wal.
 	WALRecords, WALFPI, WALSyncs int64
 	// Commits and RowsWritten (inserted, updated, deleted) come from
-	// pg_stat_database, less the observer's own transactions.
+	// pg_stat_database (the observer itself works from another database).
 	Commits, RowsWritten int64
 	// CheckpointsTimed and CheckpointsReq come from pg_stat_bgwriter.
 	CheckpointsTimed, CheckpointsReq int64
@@ -107,12 +107,13 @@ type Observer struct {
 	start  snapshot
 	cancel context.CancelFunc
 	done   chan struct{}
+	// database is the workload's database.
+	database string
 
 	mu                sync.Mutex
 	samples, autovac  int
 	active            int
 	waits             map[string]int
-	observerQueries   int64
 	sampleErr         error
 	poolsBefore       map[string]*pgxpool.Stat
 	runtimeBefore     []metrics.Sample
@@ -122,7 +123,7 @@ type Observer struct {
 // snapshot is the counters at one moment.
 type snapshot struct {
 	at                               time.Time
-	pgCPU, hooxCPU                   time.Duration
+	pgCPU, hooxCPU, observerCPU      time.Duration
 	walLSN                           int64
 	walRecords, walFPI, walSyncs     int64
 	commits, rows                    int64
@@ -137,11 +138,19 @@ func StartObserve(ctx context.Context, cfg ObserveConfig) (*Observer, error) {
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 10 * time.Millisecond
 	}
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	// The observer works from the postgres database, so its own
+	// transactions never count in the workload's pg_stat_database row.
+	cc, err := pgx.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
-	o := &Observer{cfg: cfg, conn: conn, waits: map[string]int{}, done: make(chan struct{}),
+	target := cc.Database
+	cc.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	o := &Observer{cfg: cfg, conn: conn, database: target, waits: map[string]int{}, done: make(chan struct{}),
 		poolsBefore: map[string]*pgxpool.Stat{}, sampleConnBackend: int32(conn.PgConn().PID())}
 	for name, p := range cfg.Pools {
 		o.poolsBefore[name] = p.Stat()
@@ -217,7 +226,6 @@ func (o *Observer) sample(ctx context.Context) {
 		}
 		rows.Close()
 		o.mu.Lock()
-		o.observerQueries++
 		o.samples++
 		if autovac {
 			o.autovac++
@@ -235,7 +243,7 @@ const countersSQL = `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'):
   d.xact_commit, d.tup_inserted + d.tup_updated + d.tup_deleted,
   b.checkpoints_timed, b.checkpoints_req
 FROM pg_stat_wal w, pg_stat_database d, pg_stat_bgwriter b
-WHERE d.datname = current_database()`
+WHERE d.datname = $1`
 
 // snap reads the counters. pg_stat_clear_snapshot makes each read see the
 // statistics as they are now, not as this transaction first saw them.
@@ -244,16 +252,13 @@ func (o *Observer) snap(ctx context.Context) (snapshot, error) {
 	if _, err := o.conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
 		return s, fmt.Errorf("observer: %w", err)
 	}
-	err := o.conn.QueryRow(ctx, countersSQL).Scan(&s.walLSN, &s.walRecords, &s.walFPI, &s.walSyncs,
+	err := o.conn.QueryRow(ctx, countersSQL, o.database).Scan(&s.walLSN, &s.walRecords, &s.walFPI, &s.walSyncs,
 		&s.commits, &s.rows, &s.checkpointsTimed, &s.checkpointsReq)
 	if err != nil {
 		return s, fmt.Errorf("observer: %w", err)
 	}
-	o.mu.Lock()
-	o.observerQueries += 2
-	o.mu.Unlock()
 	if o.cfg.PostmasterPID > 0 {
-		if s.pgCPU, err = treeCPU(o.cfg.PostmasterPID); err != nil {
+		if s.pgCPU, s.observerCPU, err = o.postgresCPU(); err != nil {
 			return s, err
 		}
 	}
@@ -294,7 +299,7 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	var err error
 	var cpuEnd snapshot
 	if o.cfg.PostmasterPID > 0 {
-		if cpuEnd.pgCPU, err = treeCPU(o.cfg.PostmasterPID); err != nil {
+		if cpuEnd.pgCPU, cpuEnd.observerCPU, err = o.postgresCPU(); err != nil {
 			return obs, err
 		}
 	}
@@ -328,13 +333,13 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	}
 	s := o.start
 	obs.Elapsed = end.Sub(s.at)
-	obs.PostgresCPU = cpuEnd.pgCPU - s.pgCPU
+	// The observer's own backend (sampling pg_stat_activity) is not the
+	// workload's.
+	obs.PostgresCPU = (cpuEnd.pgCPU - s.pgCPU) - (cpuEnd.observerCPU - s.observerCPU)
 	obs.HooxCPU = cpuEnd.hooxCPU - s.hooxCPU
 	obs.WALBytes = last.walLSN - s.walLSN
 	obs.WALRecords, obs.WALFPI, obs.WALSyncs = last.walRecords-s.walRecords, last.walFPI-s.walFPI, last.walSyncs-s.walSyncs
-	// The observer's own statements each commit a read-only transaction;
-	// the first snapshot's two were counted before it was read.
-	obs.Commits = last.commits - s.commits - (o.observerQueries - 2)
+	obs.Commits = last.commits - s.commits
 	obs.RowsWritten = last.rows - s.rows
 	obs.CheckpointsTimed, obs.CheckpointsReq = last.checkpointsTimed-s.checkpointsTimed, last.checkpointsReq-s.checkpointsReq
 	obs.Samples, obs.AutovacuumSamples, obs.ActiveSamples = o.samples, o.autovac, o.active
@@ -343,13 +348,13 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 }
 
 const statementsSQL = `SELECT query, calls, total_exec_time, rows, sum(calls) OVER ()
-FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
   AND query NOT LIKE '%pg_stat%'
 ORDER BY total_exec_time DESC`
 
 // statements reads every statement's calls and the costliest ones.
 func (o *Observer) statements(ctx context.Context) (int64, []StatementStat, error) {
-	rows, err := o.conn.Query(ctx, statementsSQL)
+	rows, err := o.conn.Query(ctx, statementsSQL, o.database)
 	if err != nil {
 		return 0, nil, fmt.Errorf("observer: pg_stat_statements: %w", err)
 	}
@@ -368,6 +373,16 @@ func (o *Observer) statements(ctx context.Context) (int64, []StatementStat, erro
 		}
 	}
 	return total, top, rows.Err()
+}
+
+// postgresCPU is the CPU of the postmaster's tree and of the observer's
+// own backend within it.
+func (o *Observer) postgresCPU() (tree, observer time.Duration, err error) {
+	if tree, err = treeCPU(o.cfg.PostmasterPID); err != nil {
+		return 0, 0, err
+	}
+	observer, _ = processCPU(strconv.Itoa(int(o.sampleConnBackend)))
+	return tree, observer, nil
 }
 
 func per(x int64, units int) float64 {

@@ -56,7 +56,7 @@ func coreOptions(c *Config) []option {
 		{"rate-limit", "HOOX_RATE_LIMIT", "signals per second accepted (0 = no limit)", floatValue{&c.API.RateLimit}, "api.RateLimit"},
 		{"rate-burst", "HOOX_RATE_BURST", "burst allowed above the rate limit", intValue{&c.API.RateBurst}, "api.RateBurst"},
 		{"db-max-conns", "HOOX_DB_MAX_CONNS", "gateway connections to Postgres (the paper venue gets as many; at least 2)", intValue{&c.DBMaxConns}, "hoox.DBMaxConns"},
-		{"db-min-conns", "HOOX_DB_MIN_CONNS", "connections each pool keeps open and prepared while idle (at most HOOX_DB_MAX_CONNS)", intValue{&c.DBMinConns}, "hoox.DBMinConns"},
+		{"db-min-conns", "HOOX_DB_MIN_CONNS", "connections each pool keeps open and prepared while idle (capped at each pool's size)", intValue{&c.DBMinConns}, "hoox.DBMinConns"},
 		{"transaction-pooler", "HOOX_TRANSACTION_POOLER", "DATABASE_URL is a transaction-pooling PgBouncer: no prepared statements, River polls; migrate directly with --no-migrate here", boolValue{&c.TxPooler}, ""},
 		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}, ""},
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}, ""},

@@ -25,8 +25,8 @@ type Config struct {
 	// paper venue); at least 2. See Budget.
 	DBMaxConns int
 	// DBMinConns is how many connections each pool keeps open, and
-	// prepared, while idle (at most DBMaxConns): a burst then never waits
-	// for Postgres to start backends.
+	// prepared, while idle (capped at each pool's size): a burst then never
+	// waits for Postgres to start backends.
 	DBMinConns int
 	// TxPooler says DATABASE_URL is a transaction-pooling PgBouncer; it
 	// also makes River poll (jobs.Config.PollOnly).
@@ -57,6 +57,7 @@ func DefaultConfig() Config {
 	return Config{
 		Addr:         ":8080",
 		DBMaxConns:   16,
+		DBMinConns:   4,
 		ShutdownWait: 10 * time.Second,
 		LogFormat:    "json",
 		LogLevel:     "info",
@@ -108,8 +109,8 @@ func (c *Config) Validate() error {
 			"must be at least 4 with HOOX_TRANSACTION_POOLER: it is split between claims, intents and the paper venue")
 		poolOK = false
 	}
-	if c.DBMinConns < 0 || c.DBMinConns > c.DBMaxConns {
-		own.Refuse("DBMinConns", strconv.Itoa(c.DBMinConns), "must be between 0 and HOOX_DB_MAX_CONNS")
+	if c.DBMinConns < 0 {
+		own.Refuse("DBMinConns", strconv.Itoa(c.DBMinConns), "must be 0 or more")
 	}
 	across := confcheck.New("jobs")
 	// The workers are measured against a pool that can exist: against a
