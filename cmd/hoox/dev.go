@@ -69,7 +69,8 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 
 	if cfg.DatabaseURL == "" {
-		cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dataDir, "pg"), Logger: logger})
+		cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dataDir, "pg"), Logger: logger,
+			Settings: localpg.ProductionSettings()})
 		if errors.Is(err, localpg.ErrAlreadyRunning) {
 			return fmt.Errorf("another 'hoox dev' is already running on %s; stop it first or pass --data: %w", dataDir, err)
 		}

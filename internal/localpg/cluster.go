@@ -63,6 +63,16 @@ type Config struct {
 	Settings []string
 }
 
+// ProductionSettings are the server settings docs/BENCHMARKS.md measured
+// for hoox's write pattern and the README recommends for production; hoox
+// dev runs with them. wal_compression=lz4 shrinks the full-page images
+// after each checkpoint (hoox's trace and order keys are spread across
+// their indexes), and a larger max_wal_size keeps checkpoints on their
+// timer instead of being forced by WAL volume under load.
+func ProductionSettings() []string {
+	return []string{"wal_compression=lz4", "max_wal_size=2GB"}
+}
+
 // Cluster is a local PostgreSQL server. It is safe for concurrent use.
 type Cluster struct {
 	logger    *slog.Logger
