@@ -257,9 +257,15 @@ func (o *Observer) snap(ctx context.Context) (snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("observer: %w", err)
 	}
+	return s, o.readCPU(&s)
+}
+
+// readCPU fills in s's CPU times: Postgres' (and the observer's own
+// backend's) and hoox's.
+func (o *Observer) readCPU(s *snapshot) (err error) {
 	if o.cfg.PostmasterPID > 0 {
 		if s.pgCPU, s.observerCPU, err = o.postgresCPU(); err != nil {
-			return s, err
+			return err
 		}
 	}
 	switch {
@@ -268,7 +274,7 @@ func (o *Observer) snap(ctx context.Context) (snapshot, error) {
 	case o.cfg.HooxPID > 0:
 		s.hooxCPU, err = processCPU(strconv.Itoa(o.cfg.HooxPID))
 	}
-	return s, err
+	return err
 }
 
 // statsSettle is how long a backend may hold its statistics before it
@@ -296,20 +302,8 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 		obs.GCCycles, obs.GCPauseP99, obs.SchedLatencyP99 = runtimeDelta(o.runtimeBefore, readRuntime())
 	}
 	// CPU is read at the run's end, before the settle wait.
-	var err error
 	var cpuEnd snapshot
-	if o.cfg.PostmasterPID > 0 {
-		if cpuEnd.pgCPU, cpuEnd.observerCPU, err = o.postgresCPU(); err != nil {
-			return obs, err
-		}
-	}
-	switch {
-	case o.cfg.HooxPID == 0:
-		cpuEnd.hooxCPU, err = processCPU("self")
-	case o.cfg.HooxPID > 0:
-		cpuEnd.hooxCPU, err = processCPU(strconv.Itoa(o.cfg.HooxPID))
-	}
-	if err != nil {
+	if err := o.readCPU(&cpuEnd); err != nil {
 		return obs, err
 	}
 	select {
