@@ -1,0 +1,4 @@
+package binance
+
+// ErrorClasses exposes the code → class table to the tests.
+func ErrorClasses() map[int]Class { return errorClasses }
