@@ -188,7 +188,7 @@ LEFT JOIN LATERAL (
 // with Duplicate or Rollback; a claimed trace ends with Record or Rollback.
 func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, ClaimResult, error) {
 	tx, res, err := claimOnce(ctx, pool, p)
-	if errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+	if errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
 		// A connection that died since the pool last used it (Postgres
 		// restarted or failed over) fails the batch before anything can
 		// commit, so the claim is safe to run again, once, on another.
@@ -198,8 +198,17 @@ func Claim(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, Cl
 }
 
 func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx, ClaimResult, error) {
-	conn, err := pool.Acquire(ctx)
+	// Waiting for a connection is bounded like waiting for the lock: an
+	// overloaded hoox answers 503 while the sender still listens
+	// (TradingView gives up after 3 s and resends only on a 5xx), instead of
+	// queueing signals its senders have already abandoned.
+	actx, cancel := context.WithTimeout(ctx, max(p.LockWait, time.Millisecond))
+	conn, err := pool.Acquire(actx)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, ClaimResult{}, ErrBusy
+		}
 		return nil, ClaimResult{}, translate(err)
 	}
 	var window *int64

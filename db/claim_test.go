@@ -179,6 +179,33 @@ func TestClaim(t *testing.T) {
 		_, _, err := db.Claim(ctx, pool, p)
 		require.ErrorIs(t, err, db.ErrLockTimeout)
 	})
+
+	t.Run("a claim waits at most LockWait for a connection, and then claims nothing", func(t *testing.T) {
+		t.Parallel()
+		pool := testcontainers.OpenPool(t, testcontainers.NewDatabase(t))
+		// Every connection of the pool held by claims still dispatching.
+		var held []*db.ClaimTx
+		for i := range pool.Config().MaxConns {
+			tx, _ := claim(t, pool, claimParams(fmt.Sprintf("k:holding-%d", i)))
+			held = append(held, tx)
+		}
+		p := claimParams("k:one-too-many")
+		p.LockWait = 50 * time.Millisecond
+		// The sender's own patience: without the bound the claim would
+		// wait for all of it.
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _, err := db.Claim(sctx, pool, p)
+		require.ErrorIs(t, err, db.ErrBusy)
+		require.ErrorIs(t, err, db.ErrUnavailable, "a busy pool reads as the database not taking the signal")
+		for _, tx := range held {
+			tx.Rollback(ctx)
+		}
+		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:one-too-many'`))
+		tx, res := claim(t, pool, claimParams("k:one-too-many"))
+		require.True(t, res.Claimed, "once a connection is free the resend claims it")
+		tx.Rollback(ctx)
+	})
 }
 
 func TestWriteIntent(t *testing.T) {

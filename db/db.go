@@ -23,6 +23,11 @@ var (
 	// ErrUnavailable means Postgres could not be reached or dropped the
 	// connection: nothing was committed.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrBusy means every connection of the pool stayed in use for as long
+	// as the caller would wait for one: nothing was done. It wraps
+	// ErrUnavailable, so callers that only tell "the database could not
+	// take it" need not know it.
+	ErrBusy = fmt.Errorf("every database connection is busy: %w", ErrUnavailable)
 )
 
 // DBTX is what both the pool and a transaction offer; every query function

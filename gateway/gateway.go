@@ -134,6 +134,8 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
 		return nil, s.inProgress(tr.ID)
+	case errors.Is(err, db.ErrBusy):
+		return nil, unavailable("hoox is at capacity: every database connection stayed busy; nothing was placed, retry", 5*time.Second, err)
 	case err != nil:
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	case res.KillSwitch:
