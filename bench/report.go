@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -68,6 +69,18 @@ func (r *Report) Errors() int {
 	n := 0
 	for _, o := range r.Outcomes {
 		if len(o.Label) > 6 && o.Label[:6] == "error:" {
+			n += o.Count
+		}
+	}
+	return n
+}
+
+// Refused counts requests answered 503: hoox said nothing was placed (its
+// database or venue could not take the signal, or it was at capacity).
+func (r *Report) Refused() int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if strings.HasPrefix(o.Label, "503") {
 			n += o.Count
 		}
 	}
