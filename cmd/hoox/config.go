@@ -42,7 +42,7 @@ func coreOptions(c *Config) []option {
 		{"admin-token", "HOOX_ADMIN_TOKEN", "bearer token for /admin (unset: admin off)", secretValue{&c.API.AdminToken}, "api.AdminToken"},
 		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.Gateway.TraceTTL}, "gateway.TraceTTL"},
 		{"dedup-window", "HOOX_DEDUP_WINDOW", "window for signals with neither key nor timestamp (at most the TTL)", durationValue{&c.Gateway.DedupWindow}, "gateway.DedupWindow"},
-		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat (or a release) waits for the first attempt (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
+		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat (or a release) waits for the first attempt, and a new signal for a database connection (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
 		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.Gateway.VenueTimeout}, "gateway.VenueTimeout"},
 		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
 		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
