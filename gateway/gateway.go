@@ -128,9 +128,7 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
-	claimTook := time.Since(claimStart)
-	s.deps.Metrics.ClaimSeconds.Observe(claimTook.Seconds())
-	s.deps.Metrics.ObserveStage(StageClaim, claimTook)
+	s.deps.Metrics.ObserveStage(StageClaim, time.Since(claimStart))
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
 		return nil, s.inProgress(tr.ID)
@@ -248,9 +246,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
 	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
-	venueTook := time.Since(dispatchStart)
-	s.deps.Metrics.DispatchSeconds.Observe(venueTook.Seconds())
-	s.deps.Metrics.ObserveStage(StageVenue, venueTook)
+	s.deps.Metrics.ObserveStage(StageVenue, time.Since(dispatchStart))
 	if s.deps.AfterVenue != nil {
 		s.deps.AfterVenue(tr.ID)
 	}
