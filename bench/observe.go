@@ -379,6 +379,9 @@ func (o *Observer) postgresCPU() (tree, observer time.Duration, err error) {
 	return tree, observer, nil
 }
 
+// MicrosPer is d in µs per unit of work (0 without units).
+func MicrosPer(d time.Duration, units int) float64 { return per(d.Microseconds(), units) }
+
 func per(x int64, units int) float64 {
 	if units <= 0 {
 		return 0
@@ -388,11 +391,11 @@ func per(x int64, units int) float64 {
 
 // PostgresCPUPer is Postgres' CPU µs per unit of work.
 func (o Observation) PostgresCPUPer(units int) float64 {
-	return per(o.PostgresCPU.Microseconds(), units)
+	return MicrosPer(o.PostgresCPU, units)
 }
 
 // HooxCPUPer is the hoox process's CPU µs per unit of work.
-func (o Observation) HooxCPUPer(units int) float64 { return per(o.HooxCPU.Microseconds(), units) }
+func (o Observation) HooxCPUPer(units int) float64 { return MicrosPer(o.HooxCPU, units) }
 
 // WALBytesPer is the WAL written per unit of work.
 func (o Observation) WALBytesPer(units int) float64 { return per(o.WALBytes, units) }

@@ -575,7 +575,7 @@ func (b *bencher) versusPgbench(ctx context.Context) (versusResult, error) {
 				return vr, obsErr
 			}
 			fmt.Fprintf(b.out, "pgbench %s: %.0f signals/s (latency average %s), pgbench's own CPU %.0f µs per signal\n",
-				script, r.TPS, r.Latency, perUnit(r.CPU, r.Transactions))
+				script, r.TPS, r.Latency, bench.MicrosPer(r.CPU, r.Transactions))
 			obs.Print(b.out, r.Transactions, "signal")
 			vr.pg[script] = append(vr.pg[script], pgbenchRun{res: r, obs: obs})
 			if i == 0 {
@@ -628,19 +628,13 @@ func (b *bencher) printCost(vr versusResult, scripts []string) {
 		for _, r := range vr.pg[script] {
 			obs, units = append(obs, r.obs), append(units, r.res.Transactions)
 			rates = append(rates, r.res.TPS)
-			cpu = append(cpu, perUnit(r.res.CPU, r.res.Transactions))
+			cpu = append(cpu, bench.MicrosPer(r.res.CPU, r.res.Transactions))
 		}
 		row("pgbench "+script, median(rates), median(cpu), obs, units)
 	}
 	_ = tw.Flush()
 }
 
-func perUnit(d time.Duration, n int) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return float64(d.Microseconds()) / float64(n)
-}
 
 // purge measures the purge goal: open loop at 500 new signals/s without a
 // purge, then the same while db.Purge removes o.purgeRows expired traces.
