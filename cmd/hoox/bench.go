@@ -635,7 +635,6 @@ func (b *bencher) printCost(vr versusResult, scripts []string) {
 	_ = tw.Flush()
 }
 
-
 // purge measures the purge goal: open loop at 500 new signals/s without a
 // purge, then the same while db.Purge removes o.purgeRows expired traces.
 func (b *bencher) purge(ctx context.Context) error {
