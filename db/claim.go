@@ -359,6 +359,16 @@ func (c *ClaimTx) Duplicate(ctx context.Context, events ...Event) error {
 	return c.finish(ctx, true, func(b *pgx.Batch) { queueEvents(b, events) })
 }
 
+// AppendRepeatEvents commits repeats' audit events outside any claim, in
+// one round trip and, like Duplicate, with synchronous_commit off.
+func AppendRepeatEvents(ctx context.Context, pool *pgxpool.Pool, events []Event) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(AsyncCommitSQL)
+	queueEvents(b, events)
+	return sendTx(ctx, pool, b)
+}
+
 // Tx exposes the open transaction for River's InsertTx, so a job commits with
 // the business write or not at all.
 func (c *ClaimTx) Tx() pgx.Tx { return connTx{conn: c.conn.Conn()} }

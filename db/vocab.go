@@ -22,6 +22,13 @@ func TraceStatuses() []TraceStatus {
 	return []TraceStatus{TraceClaimed, TraceDispatched, TraceRejected, TraceReconciling, TraceFailed}
 }
 
+// Settled reports whether a trace in status s is final: its row never
+// changes again until a release or the purge deletes it (ClaimLockSQL lets
+// a repeat of it skip the lock).
+func (s TraceStatus) Settled() bool {
+	return s == TraceDispatched || s == TraceRejected || s == TraceFailed
+}
+
 // Releasable reports whether an operator may release a trace in status s
 // (ReleaseTrace): every status but reconciling, whose order may exist at
 // the venue, so freeing its key would let a resend place a second one.

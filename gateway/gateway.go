@@ -59,6 +59,11 @@ type Service struct {
 	deps Deps
 	// background tracks audit writes that finish after their answer.
 	background sync.WaitGroup
+	// flights are the signals in flight on this replica, by lock key.
+	flights flights
+	// repeats are audit events of repeats answered from a flight, waiting
+	// for one batched write.
+	repeats eventBatch
 	// credAlerts is when each venue's credential trouble was last
 	// notified, so a broken key alerts once an hour, not once a signal.
 	credMu     sync.Mutex
@@ -77,7 +82,8 @@ func New(cfg Config, deps Deps) *Service {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
 	}
-	return &Service{cfg: cfg.WithDefaults(), deps: deps, credAlerts: map[string]time.Time{}}
+	return &Service{cfg: cfg.WithDefaults(), deps: deps, credAlerts: map[string]time.Time{},
+		flights: flights{m: map[string]*flight{}}}
 }
 
 // Input is one validated signal with its trace.
@@ -113,18 +119,24 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 }
 
 func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
-	sig, tr := in.Signal, in.Trace
+	sig := in.Signal
 	venue, ok := s.deps.Venues.For(sig.Exchange, sig.Test)
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
+	return s.coalesce(ctx, in, venue)
+}
 
+// claim runs one attempt against the database: claim the trace (waiting at
+// most lockWait for its lock), then answer a repeat or dispatch.
+func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, lockWait time.Duration) (*Outcome, error) {
+	sig, tr := in.Signal, in.Trace
 	claimStart := time.Now()
 	tx, res, err := db.Claim(ctx, s.deps.Pool, db.ClaimParams{
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow, LockWait: s.cfg.LockWait,
+		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow, LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
@@ -156,20 +168,10 @@ func (s *Service) inProgress(traceID string) *Error {
 
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
-	orig := &Original{TraceID: t.TraceID, Status: t.Status, OrderID: t.OrderID, ClientOrderID: t.ClientOrderID, FirstSeen: t.ReceivedAt}
-	e := &Error{Code: codes.Duplicate, Original: orig,
-		Detail: fmt.Sprintf("trace %s was already received at %s; its outcome was %s", t.TraceID, t.ReceivedAt.UTC().Format(time.RFC3339Nano), t.Status)}
-	event := db.EventDuplicate
-	if t.Fingerprint != in.Trace.Fingerprint {
-		event = db.EventKeyReused
-		e.Code = codes.KeyReused
-		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
-	}
+	e, ev := repeatAnswer(in, t)
 	// The answer is known now; its audit row commits asynchronously (it is
 	// written with synchronous_commit off anyway), so a repeat waits for one
 	// round trip, not two. Close waits for these writes.
-	ev := db.Event{TraceID: t.TraceID, Event: event, SourceIP: in.SourceIP,
-		Detail: map[string]any{"fingerprint": in.Trace.Fingerprint}}
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
@@ -180,6 +182,22 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 		}
 	}()
 	return e
+}
+
+// repeatAnswer is the 409 (or the 422 when the key came with a different
+// signal) for a repeat of trace t, and the audit event that records it.
+func repeatAnswer(in Input, t db.ClaimedTrace) (*Error, db.Event) {
+	orig := &Original{TraceID: t.TraceID, Status: t.Status, OrderID: t.OrderID, ClientOrderID: t.ClientOrderID, FirstSeen: t.ReceivedAt}
+	e := &Error{Code: codes.Duplicate, Original: orig,
+		Detail: fmt.Sprintf("trace %s was already received at %s; its outcome was %s", t.TraceID, t.ReceivedAt.UTC().Format(time.RFC3339Nano), t.Status)}
+	event := db.EventDuplicate
+	if t.Fingerprint != in.Trace.Fingerprint {
+		event = db.EventKeyReused
+		e.Code = codes.KeyReused
+		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
+	}
+	return e, db.Event{TraceID: t.TraceID, Event: event, SourceIP: in.SourceIP,
+		Detail: map[string]any{"fingerprint": in.Trace.Fingerprint}}
 }
 
 // dispatch places the claimed signal's order and records the outcome. It

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +33,26 @@ type crash struct{}
 
 func setupMem(t *testing.T, url string, venue *memVenue, afterVenue func(string)) *memBundle {
 	t.Helper()
+	return setupMemPool(t, url, venue, 0, afterVenue)
+}
+
+// setupMemPool is setupMem with a claim pool of at most maxConns
+// connections (0: pgx's default).
+func setupMemPool(t *testing.T, url string, venue *memVenue, maxConns int, afterVenue func(string)) *memBundle {
+	t.Helper()
 	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
-	b := &memBundle{pool: open(), venue: venue, jobs: &jobRecorder{}}
+	claimURL := url
+	if maxConns > 0 {
+		switch {
+		case !strings.Contains(url, "://"):
+			claimURL += fmt.Sprintf(" pool_max_conns=%d", maxConns)
+		case strings.Contains(url, "?"):
+			claimURL += fmt.Sprintf("&pool_max_conns=%d", maxConns)
+		default:
+			claimURL += fmt.Sprintf("?pool_max_conns=%d", maxConns)
+		}
+	}
+	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
 		AfterVenue: afterVenue})

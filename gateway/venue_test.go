@@ -32,6 +32,10 @@ type memVenue struct {
 	// dropNext loses the next order before the venue takes it (the request
 	// timed out on the way) and reports its outcome unknown.
 	dropNext bool
+	// gated orders (by symbol) wait in Place until gate is closed; entered
+	// receives once per gated Place that reached it.
+	gated         string
+	gate, entered chan struct{}
 }
 
 type memOrder struct {
@@ -43,6 +47,10 @@ type memOrder struct {
 var _ exchange.Venue = (*memVenue)(nil)
 
 func (v *memVenue) Place(_ context.Context, o exchange.Order) (exchange.Report, error) {
+	if v.gated != "" && o.Symbol == v.gated {
+		v.entered <- struct{}{}
+		<-v.gate
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.panicNext {

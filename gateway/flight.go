@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// A storm of one signal (a strategy or a proxy resending it, hundreds of
+// times at once) must neither place it twice nor starve other signals of
+// database connections. Within one replica the copies of a signal queue
+// behind the first one here, in memory, instead of each holding a claim
+// connection while it waits for the trace's advisory lock; when the first
+// ends with a settled trace, the rest are answered from it at once. Nothing
+// here decides what is placed: a copy that cannot be answered from the
+// first one's outcome claims in the database like any signal, where the
+// advisory lock and the unique index decide as always.
+
+// flight is the attempt of one lock key running on this replica.
+type flight struct {
+	done chan struct{}
+	// settled is the trace the attempt left committed and settled, or nil
+	// when its copies must ask the database (rolled back, reconciling, …).
+	settled *db.ClaimedTrace
+}
+
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+	// waiting counts copies queued behind a flight.
+	waiting atomic.Int64
+}
+
+// join returns key's flight and whether the caller leads it: a leader
+// must call land when its attempt ends.
+func (fs *flights) join(key string) (*flight, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f, ok := fs.m[key]; ok {
+		return f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	fs.m[key] = f
+	return f, true
+}
+
+func (fs *flights) land(key string, f *flight, settled *db.ClaimedTrace) {
+	fs.mu.Lock()
+	delete(fs.m, key)
+	fs.mu.Unlock()
+	f.settled = settled
+	close(f.done)
+}
+
+// coalesce runs in's attempt, or, when a copy of it is already in flight
+// here, waits for that one (at most LockWait in all, as for the lock).
+func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) (*Outcome, error) {
+	f, leader := s.flights.join(in.Trace.LockKey)
+	if leader {
+		var out *Outcome
+		var err error
+		defer func() { s.flights.land(in.Trace.LockKey, f, settledBy(in, out, err)) }()
+		out, err = s.claim(ctx, in, venue, s.cfg.LockWait)
+		return out, err
+	}
+	start := time.Now()
+	wait := time.NewTimer(s.cfg.LockWait)
+	defer wait.Stop()
+	s.flights.waiting.Add(1)
+	defer s.flights.waiting.Add(-1)
+	select {
+	case <-f.done:
+	case <-wait.C:
+		return nil, s.inProgress(in.Trace.ID)
+	case <-ctx.Done():
+		return nil, unavailable("the request ended while an earlier copy of this signal was still running; nothing was placed by it", 5*time.Second, ctx.Err())
+	}
+	if t := f.settled; t != nil && t.TraceID == in.Trace.ID {
+		e, ev := repeatAnswer(in, *t)
+		s.repeats.add(s, ev)
+		return nil, e
+	}
+	return s.claim(ctx, in, venue, max(s.cfg.LockWait-time.Since(start), time.Millisecond))
+}
+
+// settledBy is the trace an attempt's answer shows committed and settled:
+// its own placement or rejection, or the settled original it repeated.
+func settledBy(in Input, out *Outcome, err error) *db.ClaimedTrace {
+	if e, ok := err.(*Error); ok {
+		if e.Code == codes.Duplicate && e.Original != nil && e.Original.Status.Settled() {
+			o := e.Original
+			// A duplicate's original has this attempt's fingerprint.
+			return &db.ClaimedTrace{TraceID: o.TraceID, Fingerprint: in.Trace.Fingerprint, Status: o.Status,
+				OrderID: o.OrderID, ClientOrderID: o.ClientOrderID, ReceivedAt: o.FirstSeen}
+		}
+		out = e.Outcome
+	}
+	if out == nil || out.Order == nil || !out.Status.Settled() {
+		return nil
+	}
+	return &db.ClaimedTrace{TraceID: out.TraceID, Fingerprint: in.Trace.Fingerprint, Status: out.Status,
+		OrderID: &out.Order.ID, ClientOrderID: &out.Order.ClientOrderID, ReceivedAt: out.ReceivedAt}
+}
+
+// eventBatch writes the audit events of repeats answered from a flight,
+// many per round trip, after their answers (like any repeat's).
+type eventBatch struct {
+	mu      sync.Mutex
+	pending []db.Event
+	writing bool
+}
+
+func (b *eventBatch) add(s *Service, ev db.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending = append(b.pending, ev)
+	if b.writing {
+		return
+	}
+	b.writing = true
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		for {
+			b.mu.Lock()
+			events := b.pending
+			b.pending = nil
+			if len(events) == 0 {
+				b.writing = false
+				b.mu.Unlock()
+				return
+			}
+			b.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := db.AppendRepeatEvents(ctx, s.deps.Pool, events); err != nil {
+				s.deps.Logger.WarnContext(ctx, "record repeat events", "events", len(events), "error", err)
+			}
+			cancel()
+		}
+	}()
+}
