@@ -317,3 +317,31 @@ WHERE a.datname = current_database() AND a.state = 'idle in transaction' AND l.l
 	err = hung.Record(ctx, db.Settlement{TraceID: "k:hung", Status: db.TraceDispatched})
 	require.ErrorIs(t, err, db.ErrUnavailable, "the hung attempt, coming back late, can no longer commit")
 }
+
+// The sweeper lists stranded intents, then takes each one's lock in turn;
+// meanwhile a resend may have sent the order again (re-arming the intent)
+// and died. Recover must decide on the send as it stands under the lock, or
+// a lagging lookup's "not found" would count against the old send's accept
+// window and close an intent whose order may still arrive.
+func TestRecoverDecidesOnTheSendUnderTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:r", Order: order("hx-r-0"), SentAt: time.Now().Add(-time.Hour)})
+	items, err := db.ListStranded(ctx, pool, time.Minute, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	listed := items[0].Intent.SentAt
+
+	var resent time.Time
+	require.NoError(t, pool.QueryRow(ctx,
+		`UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1 WHERE client_order_id = 'hx-r-0' RETURNING sent_at`).Scan(&resent))
+	var decided time.Time
+	done, err := db.Recover(ctx, pool, items[0], time.Second, time.Hour, func(_ context.Context, s db.Stranded) (db.Recovery, error) {
+		decided = s.Intent.SentAt
+		return db.Recovery{}, nil
+	})
+	require.NoError(t, err)
+	require.True(t, done)
+	require.True(t, decided.Equal(resent), "decided on the send at %v, not the resend at %v (listed %v)", decided, resent, listed)
+}

@@ -117,7 +117,12 @@ type Recovery struct {
 	BeforeCommit TxHook
 }
 
-const strandedIntentLockSQL = `SELECT outcome IS NULL FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
+const strandedIntentLockSQL = `SELECT outcome IS NULL, sent_at FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
+
+// strandedSentAtSQL reads an orphaned reconcile's intent's last send under
+// the lock: a reconcile or a resend may have sent its order again since the
+// sweep listed it.
+const strandedSentAtSQL = `SELECT sent_at FROM dispatch_intents WHERE client_order_id = $1`
 
 const strandedTraceLockSQL = `SELECT status = 'reconciling' FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
 
@@ -142,11 +147,14 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // Recover settles one stranded item in one transaction that holds the
 // trace's advisory lock (waiting at most lockWait, else ErrLockTimeout: an
 // attempt is live, try later) and re-checks that the item is still
-// stranded; decide (which asks the venue, never places) runs only then.
+// stranded; decide (which asks the venue, never places) runs only then,
+// with the item as it stands under the lock (its intent's SentAt re-read:
+// an attempt may have sent the order again since the item was listed, and
+// a "not found" counts only after that send's accept window).
 // ttl is the trace TTL for a trace created from the intent. It reports
 // whether decide ran and its recovery committed.
 func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl time.Duration,
-	decide func(ctx context.Context) (Recovery, error)) (bool, error) {
+	decide func(ctx context.Context, current Stranded) (Recovery, error)) (bool, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return false, translate(err)
@@ -157,9 +165,14 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	b := &pgx.Batch{}
 	queueTraceLock(b, s.Intent.LockKey, lockWait)
 	if s.TraceID == "" {
-		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
+		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&open, &s.Intent.SentAt)
+		})
 	} else {
 		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
+		if !s.NoIntent {
+			b.Queue(strandedSentAtSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error { return row.Scan(&s.Intent.SentAt) })
+		}
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		err = translate(err)
@@ -171,7 +184,7 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	if !open {
 		return false, nil
 	}
-	r, err := decide(ctx)
+	r, err := decide(ctx, s)
 	if err != nil {
 		return false, err
 	}

@@ -93,7 +93,7 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 	settled := 0
 	for _, s := range items {
 		var outcome string
-		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.TraceTTL, func(ctx context.Context) (db.Recovery, error) {
+		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.TraceTTL, func(ctx context.Context, s db.Stranded) (db.Recovery, error) {
 			r, o, err := w.decide(ctx, s)
 			outcome = o
 			for _, ev := range r.Events {
