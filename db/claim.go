@@ -352,19 +352,34 @@ func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 	})
 }
 
-// Duplicate appends the repeat's audit events and commits. It commits with
-// synchronous_commit off: a Postgres crash may lose the last fraction of a
-// second of duplicate events, never a claim or an order.
+// Duplicate appends the repeat's audit events and commits. When they are
+// all `duplicate` events it commits with synchronous_commit off: a Postgres
+// crash may lose the last fraction of a second of duplicate events, never a
+// claim, an order or any other event (a `key_reused` commits durably).
 func (c *ClaimTx) Duplicate(ctx context.Context, events ...Event) error {
-	return c.finish(ctx, true, func(b *pgx.Batch) { queueEvents(b, events) })
+	return c.finish(ctx, onlyDuplicates(events), func(b *pgx.Batch) { queueEvents(b, events) })
+}
+
+// onlyDuplicates reports whether every event is a `duplicate`: the only
+// audit event that may commit asynchronously.
+func onlyDuplicates(events []Event) bool {
+	for _, e := range events {
+		if e.Event != EventDuplicate {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendRepeatEvents commits repeats' audit events outside any claim, in
-// one round trip and, like Duplicate, with synchronous_commit off.
+// one round trip and, like Duplicate, asynchronously when they are all
+// `duplicate` events.
 func AppendRepeatEvents(ctx context.Context, pool *pgxpool.Pool, events []Event) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(AsyncCommitSQL)
+	if onlyDuplicates(events) {
+		b.Queue(AsyncCommitSQL)
+	}
 	queueEvents(b, events)
 	return sendTx(ctx, pool, b)
 }

@@ -270,15 +270,18 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	}
 	switch {
 	case errors.Is(err, exchange.ErrMismatch):
-		tx.Rollback(ctx)
+		// Settled while the claim still holds the trace's lock: after the
+		// rollback another attempt may re-arm the intent, and this must not
+		// overwrite it.
 		s.settleIntent(ctx, order.ClientOrderID, db.IntentKeyReused, in, err)
+		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: roll the claim back so the sender's
 		// retry executes, and free the client order ID for it.
+		s.settleIntent(ctx, order.ClientOrderID, db.IntentUnsent, in, err)
 		tx.Rollback(ctx)
 		s.venueError(ctx, sig.Exchange, err)
-		s.settleIntent(ctx, order.ClientOrderID, db.IntentUnsent, in, err)
 		return nil, unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
 	case err != nil:
 		s.venueError(ctx, sig.Exchange, err)
@@ -328,7 +331,8 @@ func keyReusedAtVenue(traceID string, err error) *Error {
 		Detail: fmt.Sprintf("trace %s: the venue holds a different order under this key's client order id; send a new key", traceID)}
 }
 
-// settleIntent closes an intent after its claim rolled back. A failure is
+// settleIntent closes an intent whose claim is about to roll back; call it
+// before the rollback, while the claim holds the trace's lock. A failure is
 // only logged: the sweeper settles the intent later.
 func (s *Service) settleIntent(ctx context.Context, clientOrderID string, outcome db.IntentOutcome, in Input, cause error) {
 	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
