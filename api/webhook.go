@@ -109,7 +109,7 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	tr, err := signal.DeriveTrace(sig, req.Header.Get("Idempotency-Key"), time.Now())
+	tr, err := signal.DeriveTrace(sig, req.Header.Get("Idempotency-Key"), start)
 	if err != nil {
 		return invalidSignal(err)
 	}
@@ -117,7 +117,7 @@ func (s *Server) webhook(c echo.Context) error {
 		return problem(codes.Unavailable, "this server executes no signals").withRetryAfter(5 * time.Second)
 	}
 	s.deps.Stages.ObserveStage(gateway.StageDecode, time.Since(start))
-	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig, Trace: tr, SourceIP: ip})
+	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig, Trace: tr, SourceIP: ip, Arrived: start})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // A storm of one signal (a strategy or a proxy resending it, hundreds of
@@ -24,9 +25,13 @@ import (
 // flight is the attempt of one lock key running on this replica.
 type flight struct {
 	done chan struct{}
+	// arrived is when the leading copy arrived.
+	arrived time.Time
 	// settled is the trace the attempt left committed and settled, or nil
-	// when its copies must ask the database (rolled back, reconciling, …).
+	// when its copies must ask the database (rolled back, reconciling, …);
+	// fresh says the attempt created it (rather than repeating it).
 	settled *db.ClaimedTrace
+	fresh   bool
 }
 
 type flights struct {
@@ -38,33 +43,36 @@ type flights struct {
 
 // join returns key's flight and whether the caller leads it: a leader
 // must call land when its attempt ends.
-func (fs *flights) join(key string) (*flight, bool) {
+func (fs *flights) join(key string, arrived time.Time) (*flight, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f, ok := fs.m[key]; ok {
 		return f, false
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{done: make(chan struct{}), arrived: arrived}
 	fs.m[key] = f
 	return f, true
 }
 
-func (fs *flights) land(key string, f *flight, settled *db.ClaimedTrace) {
+func (fs *flights) land(key string, f *flight, settled *db.ClaimedTrace, fresh bool) {
 	fs.mu.Lock()
 	delete(fs.m, key)
 	fs.mu.Unlock()
-	f.settled = settled
+	f.settled, f.fresh = settled, fresh
 	close(f.done)
 }
 
 // coalesce runs in's attempt, or, when a copy of it is already in flight
 // here, waits for that one (at most LockWait in all, as for the lock).
 func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) (*Outcome, error) {
-	f, leader := s.flights.join(in.Trace.LockKey)
+	f, leader := s.flights.join(in.Trace.LockKey, in.Arrived)
 	if leader {
 		var out *Outcome
 		var err error
-		defer func() { s.flights.land(in.Trace.LockKey, f, settledBy(in, out, err)) }()
+		defer func() {
+			settled, fresh := settledBy(in, out, err)
+			s.flights.land(in.Trace.LockKey, f, settled, fresh)
+		}()
 		out, err = s.claim(ctx, in, venue, s.cfg.LockWait)
 		return out, err
 	}
@@ -80,31 +88,44 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 	case <-ctx.Done():
 		return nil, unavailable("the request ended while an earlier copy of this signal was still running; nothing was placed by it", 5*time.Second, ctx.Err())
 	}
-	if t := f.settled; t != nil && t.TraceID == in.Trace.ID {
+	if t := f.settled; t != nil && s.repeats(in, f) {
 		e, ev := repeatAnswer(in, *t)
-		s.repeats.add(s, ev)
+		s.repeatEvents.add(s, ev)
 		return nil, e
 	}
 	return s.claim(ctx, in, venue, max(s.cfg.LockWait-time.Since(start), time.Millisecond))
 }
 
-// settledBy is the trace an attempt's answer shows committed and settled:
-// its own placement or rejection, or the settled original it repeated.
-func settledBy(in Input, out *Outcome, err error) *db.ClaimedTrace {
+// repeats reports whether in, a copy that waited for f, repeats f's settled
+// trace: the same trace ID, or — in window mode, where every arrival has
+// its own ID — arriving inside the dedup window of the trace f's leader
+// created. (Same lock key means the same fingerprint in window mode.)
+// Anything else asks the database.
+func (s *Service) repeats(in Input, f *flight) bool {
+	if f.settled.TraceID == in.Trace.ID {
+		return true
+	}
+	return in.Trace.Source == signal.KeyWindow && f.fresh && in.Arrived.Sub(f.arrived) < s.cfg.DedupWindow
+}
+
+// settledBy is the trace an attempt's answer shows committed and settled,
+// and whether the attempt created it: its own placement or rejection
+// (fresh), or the settled original it repeated.
+func settledBy(in Input, out *Outcome, err error) (*db.ClaimedTrace, bool) {
 	if e, ok := err.(*Error); ok {
 		if e.Code == codes.Duplicate && e.Original != nil && e.Original.Status.Settled() {
 			o := e.Original
 			// A duplicate's original has this attempt's fingerprint.
 			return &db.ClaimedTrace{TraceID: o.TraceID, Fingerprint: in.Trace.Fingerprint, Status: o.Status,
-				OrderID: o.OrderID, ClientOrderID: o.ClientOrderID, ReceivedAt: o.FirstSeen}
+				OrderID: o.OrderID, ClientOrderID: o.ClientOrderID, ReceivedAt: o.FirstSeen}, false
 		}
 		out = e.Outcome
 	}
 	if out == nil || out.Order == nil || !out.Status.Settled() {
-		return nil
+		return nil, false
 	}
 	return &db.ClaimedTrace{TraceID: out.TraceID, Fingerprint: in.Trace.Fingerprint, Status: out.Status,
-		OrderID: &out.Order.ID, ClientOrderID: &out.Order.ClientOrderID, ReceivedAt: out.ReceivedAt}
+		OrderID: &out.Order.ID, ClientOrderID: &out.Order.ClientOrderID, ReceivedAt: out.ReceivedAt}, true
 }
 
 // eventBatch writes the audit events of repeats answered from a flight,

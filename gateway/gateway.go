@@ -57,22 +57,47 @@ type Deps struct {
 type Service struct {
 	cfg  Config
 	deps Deps
-	// background tracks audit writes that finish after their answer.
+	// inflight counts Execute calls; closing, set by Close under life,
+	// refuses new ones, so no Add races Close's Wait.
+	life     sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup
+	// background tracks audit writes that finish after their answer; they
+	// are started only by calls counted in inflight.
 	background sync.WaitGroup
 	// flights are the signals in flight on this replica, by lock key.
 	flights flights
-	// repeats are audit events of repeats answered from a flight, waiting
-	// for one batched write.
-	repeats eventBatch
+	// repeatEvents are audit events of repeats answered from a flight,
+	// waiting for one batched write.
+	repeatEvents eventBatch
 	// credAlerts is when each venue's credential trouble was last
 	// notified, so a broken key alerts once an hour, not once a signal.
 	credMu     sync.Mutex
 	credAlerts map[string]time.Time
 }
 
-// Close waits for audit writes still in flight; call it after the HTTP
-// server has stopped and before the pools close.
-func (s *Service) Close() { s.background.Wait() }
+// Close refuses new signals, waits for the ones in flight to be recorded
+// (each is bounded by HOOX_VENUE_TIMEOUT + 30 s) and then for audit writes
+// still running; call it after the HTTP server has stopped and before the
+// pools close. Calling it again returns at once.
+func (s *Service) Close() {
+	s.life.Lock()
+	s.closing = true
+	s.life.Unlock()
+	s.inflight.Wait()
+	s.background.Wait()
+}
+
+// enter counts a signal in flight, unless Close has begun.
+func (s *Service) enter() bool {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
 
 // New returns a Service.
 func New(cfg Config, deps Deps) *Service {
@@ -91,6 +116,10 @@ type Input struct {
 	Signal   signal.Signal
 	Trace    signal.Trace
 	SourceIP netip.Addr
+	// Arrived is when the signal reached hoox (zero: when Execute is
+	// called). The dedup window is measured from it, however long the
+	// signal then waited for a copy in flight, a connection or a lock.
+	Arrived time.Time
 }
 
 // Outcome is what a signal produced.
@@ -113,6 +142,13 @@ type Original struct {
 // Execute claims in.Trace and, when this is the first attempt, places the
 // order and records it. Refusals are *Error values.
 func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
+	if !s.enter() {
+		return nil, unavailable("hoox is shutting down; nothing was placed", 5*time.Second, nil)
+	}
+	defer s.inflight.Done()
+	if in.Arrived.IsZero() {
+		in.Arrived = time.Now()
+	}
 	out, err := s.execute(ctx, in)
 	s.deps.Metrics.observeOutcome(out, err)
 	return out, err
@@ -136,7 +172,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow, LockWait: lockWait,
+		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + time.Since(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
@@ -302,7 +338,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
-	if tr.Source == signal.KeyWindow && time.Since(p.ReceivedAt) > s.cfg.DedupWindow {
+	if tr.Source == signal.KeyWindow && in.Arrived.Sub(p.ReceivedAt) > s.cfg.DedupWindow {
 		// A dead attempt of an earlier window execution: it is a different
 		// order, which the sweeper records under its own trace first.
 		tx.Rollback(ctx)

@@ -22,5 +22,5 @@ func ParseInput(body []byte, headerKey string, now time.Time) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
-	return Input{Signal: sig, Trace: tr}, nil
+	return Input{Signal: sig, Trace: tr, Arrived: now}, nil
 }

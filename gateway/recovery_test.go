@@ -33,29 +33,39 @@ type crash struct{}
 
 func setupMem(t *testing.T, url string, venue *memVenue, afterVenue func(string)) *memBundle {
 	t.Helper()
-	return setupMemPool(t, url, venue, 0, afterVenue)
+	return setupMemWith(t, url, venue, memOpts{afterVenue: afterVenue})
 }
 
-// setupMemPool is setupMem with a claim pool of at most maxConns
-// connections (0: pgx's default).
-func setupMemPool(t *testing.T, url string, venue *memVenue, maxConns int, afterVenue func(string)) *memBundle {
+// memOpts change setupMem's gateway: a claim pool of at most maxConns
+// connections (0: pgx's default), a dedup window (0: the default).
+type memOpts struct {
+	maxConns   int
+	window     time.Duration
+	afterVenue func(string)
+}
+
+func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBundle {
 	t.Helper()
 	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
 	claimURL := url
-	if maxConns > 0 {
+	if o.maxConns > 0 {
 		switch {
 		case !strings.Contains(url, "://"):
-			claimURL += fmt.Sprintf(" pool_max_conns=%d", maxConns)
+			claimURL += fmt.Sprintf(" pool_max_conns=%d", o.maxConns)
 		case strings.Contains(url, "?"):
-			claimURL += fmt.Sprintf("&pool_max_conns=%d", maxConns)
+			claimURL += fmt.Sprintf("&pool_max_conns=%d", o.maxConns)
 		default:
-			claimURL += fmt.Sprintf("?pool_max_conns=%d", maxConns)
+			claimURL += fmt.Sprintf("?pool_max_conns=%d", o.maxConns)
 		}
 	}
+	cfg := gateway.DefaultConfig()
+	if o.window > 0 {
+		cfg.DedupWindow = o.window
+	}
 	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
-	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
+	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
-		AfterVenue: afterVenue})
+		AfterVenue: o.afterVenue})
 	t.Cleanup(b.svc.Close)
 	return b
 }
