@@ -6,7 +6,9 @@
 //   - Every private request is signed as Bybit documents (HMAC-SHA256, lower
 //     hex, of timestamp + api_key + recv_window + payload; headers X-BAPI-*)
 //     with a timestamp corrected by the offset to Bybit's server time, so a
-//     drifting host clock does not get orders refused.
+//     drifting host clock does not get orders refused. An order carries the
+//     time its Place started, not the time it is sent, so that it expires
+//     within AcceptWindow of the gateway's intent.
 //   - Orders carry the client order ID as orderLinkId, which Bybit keeps
 //     unique for ever per category, and are found again by it in
 //     /v5/order/realtime, then /v5/order/history.

@@ -48,6 +48,11 @@ type request struct {
 	query   url.Values // GET
 	body    any        // POST, marshalled once and signed as sent
 	private bool
+	// stamp, when set, is X-BAPI-TIMESTAMP (Bybit's clock) instead of the
+	// time the request is built: an order is stamped when Place starts, so
+	// that the reads before it cannot stretch its recv_window past the
+	// accept window the gateway counts from there.
+	stamp time.Time
 }
 
 // call sends r and decodes the answer's result into out. Its errors are
@@ -97,7 +102,11 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if r.private {
-		ts := strconv.FormatInt(v.serverNow().UnixMilli(), 10)
+		stamp := r.stamp
+		if stamp.IsZero() {
+			stamp = v.serverNow()
+		}
+		ts := strconv.FormatInt(stamp.UnixMilli(), 10)
 		recv := strconv.FormatInt(v.cfg.RecvWindow.Milliseconds(), 10)
 		req.Header.Set("X-BAPI-API-KEY", v.cfg.APIKey)
 		req.Header.Set("X-BAPI-TIMESTAMP", ts)
@@ -271,11 +280,15 @@ func (v *Venue) blockedUntil(path string) (time.Time, bool) {
 }
 
 // serverNow is the local clock corrected to Bybit's.
-func (v *Venue) serverNow() time.Time {
+func (v *Venue) serverNow() time.Time { return v.serverTimeAt(v.cfg.Now()) }
+
+// serverTimeAt is Bybit's clock at local time t, by the last measured
+// offset.
+func (v *Venue) serverTimeAt(t time.Time) time.Time {
 	v.mu.Lock()
 	off := v.offset
 	v.mu.Unlock()
-	return v.cfg.Now().Add(off)
+	return t.Add(off)
 }
 
 func (v *Venue) forgetTime() {

@@ -57,7 +57,16 @@ type createBody struct {
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
 // reports it. See the package documentation for why an accepted order can
 // come back open.
+//
+// The order is stamped (X-BAPI-TIMESTAMP) with Bybit's time at Place's
+// start, before the reads it needs first (server time, instruments-info,
+// ticker, position or balance, set-leverage), so that it expires no later
+// than recv_window after the gateway's intent: a reconcile that waits out
+// AcceptWindow from there knows the order can no longer be accepted. If
+// those reads outlast recv_window, Bybit refuses the order unexecuted
+// (10002, ErrUnreachable) and Place does not send it again.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
 	sym := exchange.VenueSymbol(o.Symbol)
 	// Refused here, before anything is sent: Bybit would answer a param
 	// error, and an order hoox cannot look up by its ID must not exist.
@@ -73,6 +82,10 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		// account holds instead is a trade nobody asked for.
 		return rejected(ReasonSpotShort), nil
 	}
+	if err := v.ensureTime(ctx); err != nil {
+		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
+	}
+	stamp := v.serverTimeAt(start)
 	f, found, err := v.filtersFor(ctx, sym)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, asUnreachable(err))
@@ -156,7 +169,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true}, &ack)
+	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, stamp: stamp}, &ack)
 	if err != nil {
 		var e *apiError
 		if errors.As(err, &e) && (e.class == ClassRejected || e.class == ClassFilter) {

@@ -25,7 +25,9 @@
 // server-error retCode, a dropped connection, a hang until the client gives
 // up), use up an endpoint's rate limit on a successful answer (ExhaustLimit),
 // make the next N placements invisible to lookups for a while, change the
-// credentials it accepts, and skew its clock.
+// credentials it accepts, skew its clock, and make an endpoint slow
+// (SetLatency, on Options.Sleep). RequestLog records each request's
+// X-BAPI-TIMESTAMP, so a test can see when the adapter stamped an order.
 package bybitfake
 
 import (
@@ -79,6 +81,24 @@ type Options struct {
 	// Empty starts the fake without the default instruments, tickers and
 	// balances (see SeedDefaults).
 	Empty bool
+	// Sleep is how the fake lets time pass for SetLatency and
+	// SetMatchingDelay; time.Sleep when nil. Tests that share a clock with
+	// the adapter pass that clock's Advance, so a slow endpoint costs no
+	// real time.
+	Sleep func(time.Duration)
+}
+
+// Request is one request as the fake received it.
+type Request struct {
+	Method string
+	Path   string
+	// At is the fake's clock when the request arrived.
+	At time.Time
+	// Timestamp is X-BAPI-TIMESTAMP, zero for a request without one (a
+	// public endpoint).
+	Timestamp time.Time
+	// RecvWindow is X-BAPI-RECV-WINDOW; zero when absent.
+	RecvWindow time.Duration
 }
 
 // Instrument is one symbol's trading rules, as instruments-info reports them.
@@ -240,6 +260,9 @@ type Server struct {
 	lag         time.Duration
 	lagLeft     int
 	requests    map[string]int
+	log         []Request
+	sleep       func(time.Duration)
+	latency     map[string]time.Duration
 	attempts    map[string]int
 	forgetReal  bool
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
@@ -309,12 +332,17 @@ func newServer(opts Options) *Server {
 		orders:      map[orderKey]*Order{},
 		faults:      map[string][]*injected{},
 		requests:    map[string]int{},
+		sleep:       opts.Sleep,
+		latency:     map[string]time.Duration{},
 		attempts:    map[string]int{},
 		exhaustNext: map[string]time.Duration{},
 		limitReset:  map[string]usedUp{},
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sleep == nil {
+		s.sleep = time.Sleep
 	}
 	if s.apiKey == "" {
 		s.apiKey = DefaultAPIKey
@@ -538,6 +566,32 @@ func (s *Server) Attempts(linkID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.attempts[linkID]
+}
+
+// SetLatency makes every request to path take d before it is answered, on
+// Options.Sleep; zero removes it.
+func (s *Server) SetLatency(path string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.latency, path)
+		return
+	}
+	s.latency[path] = d
+}
+
+// RequestLog returns the requests to path, oldest first, whatever their
+// answer.
+func (s *Server) RequestLog(path string) []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Request
+	for _, r := range s.log {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Requests counts every request to path, whatever its answer.

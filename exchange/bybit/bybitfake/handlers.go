@@ -48,6 +48,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests[r.URL.Path]++
+	s.log = append(s.log, logEntry(r, s.clock()))
+	if d := s.latency[r.URL.Path]; d > 0 {
+		s.mu.Unlock()
+		s.sleep(d)
+		s.mu.Lock()
+	}
 	f, faulted := s.takeFault(r.URL.Path)
 	if faulted && !f.AfterAccept {
 		now := s.clock()
@@ -76,6 +82,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.write(w, rep, now)
+}
+
+// logEntry describes r for RequestLog.
+func logEntry(r *http.Request, now time.Time) Request {
+	e := Request{Method: r.Method, Path: r.URL.Path, At: now}
+	if ms, err := strconv.ParseInt(r.Header.Get("X-BAPI-TIMESTAMP"), 10, 64); err == nil {
+		e.Timestamp = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(r.Header.Get("X-BAPI-RECV-WINDOW"), 10, 64); err == nil {
+		e.RecvWindow = time.Duration(ms) * time.Millisecond
+	}
+	return e
 }
 
 func (s *Server) write(w http.ResponseWriter, rep reply, now time.Time) {
