@@ -72,24 +72,32 @@ func TestLostAnswers(t *testing.T) {
 
 	t.Run("LaggingLookupNotFoundThenFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.Linear, func(c *bybit.Config) { c.ConfirmWait = 100 * time.Millisecond })
 		b.fake.LagLookups(1, 3*time.Second)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
-		r, err := b.venue.Place(ctx, o)
-		require.NoError(t, err)
-		// Accepted but not yet visible: reported open under Bybit's
-		// orderId, for a later lookup to settle.
-		require.Equal(t, exchange.StatusOpen, r.Status)
+		_, err := b.venue.Place(ctx, o)
+		// Accepted but never visible while Place asked: its state is
+		// unknown, for the gateway's reconcile to learn.
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, exchange.ErrUnreachable)
 		held, _ := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
-		require.Equal(t, held.OrderID, r.ExchangeOrderID)
+		require.ErrorContains(t, err, held.OrderID)
 
 		_, err = b.venue.Lookup(ctx, o)
 		require.ErrorIs(t, err, exchange.ErrNotFound)
 		b.clock.Advance(3 * time.Second)
-		r, err = b.venue.Lookup(ctx, o)
+		r, err := b.venue.Lookup(ctx, o)
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
 		require.Less(t, 3*time.Second, b.venue.AcceptWindow(), "the accept window covers the lag")
+
+		// A re-place is refused as a duplicate (orderLinkId is unique for
+		// ever) and the held order adopted.
+		r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
+		require.NoError(t, err)
+		require.True(t, adopted)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Len(t, b.fake.Orders(), 1)
 	})
 }
 

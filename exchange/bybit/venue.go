@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -55,8 +56,8 @@ type createBody struct {
 }
 
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
-// reports it. See the package documentation for why an accepted order can
-// come back open.
+// reports it. An accepted order whose state cannot be learnt (see confirm)
+// is ErrUnknownOutcome, never an open order nobody re-checks.
 //
 // The order is stamped (X-BAPI-TIMESTAMP) with Bybit's time at Place's
 // start, before the reads it needs first (server time, instruments-info,
@@ -189,16 +190,56 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	}
 
 	// The answer only acknowledges; the order's state needs a query.
-	r, err := v.find(ctx, sym, o.ClientOrderID, false)
-	if err == nil {
-		return r, nil
+	return v.confirm(ctx, sym, o.ClientOrderID, ack.OrderID, orderType == "market")
+}
+
+// confirm learns the state of an order Bybit acknowledged. Bybit processes
+// a create asynchronously, and a filled or cancelled order may be found
+// only in history, so it asks realtime, then history, again with a
+// growing pause until ConfirmWait (or the caller's deadline) would be
+// passed. A limit order is reported as soon as it is seen, open or not; a
+// market order only in a final state. When that cannot be learnt, the
+// answer wraps ErrUnknownOutcome — never ErrUnreachable: the order exists —
+// and the gateway's reconcile records it later (orderLinkId stays unique, so
+// a re-place is refused as a duplicate and the order adopted).
+func (v *Venue) confirm(ctx context.Context, sym, linkID, orderID string, market bool) (exchange.Report, error) {
+	pause, waited := 25*time.Millisecond, time.Duration(0)
+	var last error
+	for {
+		r, err := v.find(ctx, sym, linkID, true)
+		switch {
+		case err == nil && (!market || r.Status != exchange.StatusOpen):
+			return r, nil
+		case err == nil:
+			last = fmt.Errorf("bybit shows it %s, not yet final", r.Status)
+		default:
+			last = err
+		}
+		if waited+pause > v.cfg.ConfirmWait {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			last = ctx.Err()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		waited += pause
+		pause = min(2*pause, 400*time.Millisecond)
 	}
-	v.log.DebugContext(ctx, "bybit accepted the order but its query does not show it yet; reporting it open",
-		slog.String("client_order_id", o.ClientOrderID), slog.String("order_id", ack.OrderID), slog.Any("error", err))
-	return exchange.Report{
-		ExchangeOrderID: ack.OrderID, Symbol: sym, Side: side, Quantity: qty, Price: price,
-		Status: exchange.StatusOpen,
-	}, nil
+	v.log.WarnContext(ctx, "bybit accepted the order but its state could not be learnt; the gateway reconciles it",
+		slog.String("client_order_id", linkID), slog.String("order_id", orderID), slog.Any("error", last))
+	// %v, not %w: whatever the query's error wraps (ErrNotFound,
+	// ErrUnreachable), the order was accepted.
+	return exchange.Report{}, fmt.Errorf("bybit place %s: accepted as order %s, but its state is not known (%v): %w",
+		linkID, orderID, last, exchange.ErrUnknownOutcome)
 }
 
 // Lookup finds the order Bybit holds under o.ClientOrderID for o's symbol in

@@ -161,6 +161,9 @@ type Order struct {
 	// VisibleAt is when lookups start to see the order (placement time
 	// unless LagLookups delayed it).
 	VisibleAt time.Time
+	// HiddenFor is how many more realtime or history answers that would
+	// list the order leave it out (HideFromQueries).
+	HiddenFor int
 }
 
 // Fault is a failure the fake answers a request with instead of its normal
@@ -259,6 +262,8 @@ type Server struct {
 	faults      map[string][]*injected
 	lag         time.Duration
 	lagLeft     int
+	hideLeft    int
+	hideFor     int
 	requests    map[string]int
 	log         []Request
 	sleep       func(time.Duration)
@@ -518,8 +523,20 @@ func (s *Server) LagLookups(n int, d time.Duration) {
 	s.lagLeft, s.lag = n, d
 }
 
-// ForgetClosedInRealtime drops closed orders from /v5/order/realtime, as a
-// Bybit service restart does: they are then found only in history.
+// HideFromQueries makes the next n accepted orders missing from the first
+// `queries` realtime or history answers that would otherwise list them, as
+// Bybit's asynchronous order processing does right after a create was
+// acknowledged ("This request is asynchronous"); later answers show them.
+// It counts answers, not time, so a test needs no clock for it.
+func (s *Server) HideFromQueries(n, queries int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hideLeft, s.hideFor = n, queries
+}
+
+// ForgetClosedInRealtime drops closed orders (filled, cancelled, rejected)
+// from /v5/order/realtime, as a Bybit service restart does: they are then
+// found only in history. Open orders stay in realtime.
 func (s *Server) ForgetClosedInRealtime() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -349,6 +349,10 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 		if !history && !open && (s.forgetReal || linkID == "" && orderID == "") {
 			continue
 		}
+		if o.HiddenFor > 0 {
+			o.HiddenFor--
+			continue
+		}
 		list = append(list, orderJSON(o))
 	}
 	return ok(map[string]any{"category": cat, "list": list, "nextPageCursor": ""})

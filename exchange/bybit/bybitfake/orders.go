@@ -162,6 +162,10 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		s.lagLeft--
 		o.VisibleAt = now.Add(s.lag)
 	}
+	if s.hideLeft > 0 {
+		s.hideLeft--
+		o.HiddenFor = s.hideFor
+	}
 	if req.OrderType == "Market" {
 		o.TimeInForce = "IOC"
 		if req.Category == CategoryLinear {
