@@ -146,7 +146,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 	case ClassTimestamp:
 		v.resyncAfterTimestampError(ctx, apiErr)
 	case ClassCredentials:
-		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key may trade this market, and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
+		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key and the account may trade this market (msg says which), and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
 			"market", string(v.cfg.Market), "base_url", v.cfg.BaseURL, "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
 	case ClassRateLimited:
 		v.pause(ctx, time.Second, apiErr.Msg)

@@ -88,6 +88,44 @@ func TestPreCallsPastRecvWindowAreRefusedAndNotRetried(t *testing.T) {
 	}
 }
 
+// TestMatchingEngineRecvWindow: Binance checks the timestamp again before
+// the matching engine takes the order; an order that expired on the way is
+// refused unexecuted (spot -1021, futures -5028): nothing placed, server
+// time resynced, 503 for the sender — never a rejection that uses the
+// signal up.
+func TestMatchingEngineRecvWindow(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+			require.NoError(t, err)
+			syncs := b.fake.Requests(b.path[:len(b.path)-len("order")] + "time")
+
+			b.fake.SetMatchingDelay(6 * time.Second)
+			o := marketOrder("buy", "0.01")
+			_, err = b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable)
+			require.NotErrorIs(t, err, exchange.ErrCredentials)
+			if m == binance.MarketFutures {
+				require.ErrorContains(t, err, "-5028")
+			} else {
+				require.ErrorContains(t, err, "-1021")
+			}
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+			require.Len(t, b.fake.RequestLog(b.path), 2, "not sent again")
+			require.Equal(t, syncs+1, b.fake.Requests(b.path[:len(b.path)-len("order")]+"time"), "server time resynced")
+
+			b.fake.SetMatchingDelay(0)
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
 // TestWeightWaitPastRecvWindowSendsNothing: an order that would have to
 // wait for the next minute's request weight longer than its recvWindow
 // would reach Binance expired; it is not sent (ErrUnreachable) instead of
