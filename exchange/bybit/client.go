@@ -169,7 +169,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		e := newAPIError(class, r.path, resp.StatusCode, env.RetCode, env.RetMsg)
 		switch class {
 		case ClassUnreachable:
-			if env.RetCode == 10002 {
+			if env.RetCode == 10002 || env.RetCode == -1 {
 				v.forgetTime()
 				v.log.WarnContext(ctx, "bybit refused the request's timestamp; server time will be resynchronised before the next request",
 					slog.String("path", r.path), slog.String("ret_msg", env.RetMsg))
@@ -207,6 +207,14 @@ func (v *Venue) credentialsError(ctx context.Context, e *apiError) error {
 		hint = "the API key is bound to other IP addresses: add this host's public IP to the key's IP whitelist"
 	case 33004, -2015:
 		hint = "the API key has expired: create a new one"
+	case 10008, 10027:
+		hint = "bybit does not let this account trade: check the account's mode and status with bybit"
+	case 10009:
+		hint = "bybit does not serve this host's region: run hoox from a region bybit serves, or use the regional base url"
+	case 10028:
+		hint = "the account is not a unified trading account: upgrade it"
+	case 10029:
+		hint = "the API key is limited to other symbols: add this symbol to the key's symbol whitelist"
 	}
 	v.log.ErrorContext(ctx, "bybit refused the API credentials; no order was placed",
 		slog.String("api_key", "set"), slog.Int("ret_code", e.retCode), slog.Int("http_status", e.status),

@@ -2,7 +2,9 @@ package bybit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -310,6 +312,73 @@ func TestCredentials(t *testing.T) {
 			// Once the operator fixes the key, the same signal executes.
 			tt.fix(b)
 			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestNothingSentIsNeverARefusal: Bybit answers that say the order was not
+// carried out for a reason that is not the order's — it expired on the way
+// (-1), the route does not exist (10017), the account or its key may not
+// trade (10008, 10009, 10027, 10028, 10029) — are 503 for the sender,
+// never a 422 that uses the signal up; the account problems are credentials
+// errors the operator is told about.
+func TestNothingSentIsNeverARefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("RequestExpiredOnTheWay", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		syncs := b.fake.Requests(bybitfake.PathTime)
+
+		b.fake.SetMatchingDelay(6 * time.Second)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrCredentials)
+		require.ErrorContains(t, err, "retCode -1 ")
+		_, held := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.False(t, held)
+		require.Len(t, b.fake.RequestLog(bybitfake.PathCreate), 2, "not sent again")
+
+		b.fake.SetMatchingDelay(0)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, syncs+1, b.fake.Requests(bybitfake.PathTime), "server time resynced")
+	})
+
+	for _, c := range []struct {
+		code        int
+		msg         string
+		credentials bool
+	}{
+		{10017, "Route not found.", false},
+		{10008, "Common banned, please check your account mode", true},
+		{10009, "Service Restricted: Access is currently unavailable for your region.", true},
+		{10027, "Transactions are banned.", true},
+		{10028, "The API can only be accessed by unified account users.", true},
+		{10029, "The requested symbol is invalid, please check symbol whitelist", true},
+	} {
+		t.Run(strconv.Itoa(c.code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			b.fake.InjectPlacements(1, bybitfake.Refuse(c.code, c.msg))
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable, "report %+v", r)
+			require.Equal(t, c.credentials, errors.Is(err, exchange.ErrCredentials))
+			require.ErrorContains(t, err, strconv.Itoa(c.code))
+			require.Empty(t, b.fake.Orders())
+			if c.credentials {
+				require.Contains(t, b.logs.String(), "fix=")
+			}
+
+			r, err = b.venue.Place(ctx, o)
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		})

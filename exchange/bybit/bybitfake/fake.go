@@ -268,6 +268,7 @@ type Server struct {
 	log         []Request
 	sleep       func(time.Duration)
 	latency     map[string]time.Duration
+	engineDelay time.Duration
 	attempts    map[string]int
 	forgetReal  bool
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
@@ -595,6 +596,17 @@ func (s *Server) SetLatency(path string, d time.Duration) {
 		return
 	}
 	s.latency[path] = d
+}
+
+// SetMatchingDelay makes every authenticated create request take d
+// before the order is booked (on Options.Sleep), after which the fake checks
+// the request's time again: one whose recv_window ran out on the way is
+// refused unexecuted with retCode -1 "request expired" (Bybit's error page:
+// "-1 | request expired: o@0, now[] diff[]"). Zero removes the delay.
+func (s *Server) SetMatchingDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.engineDelay = max(d, 0)
 }
 
 // RequestLog returns the requests to path, oldest first, whatever their

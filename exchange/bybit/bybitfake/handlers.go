@@ -198,6 +198,17 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 			return rep
 		}
 	}
+	if r.URL.Path == PathCreate && s.engineDelay > 0 {
+		d := s.engineDelay
+		s.mu.Unlock()
+		s.sleep(d)
+		s.mu.Lock()
+		if msg, expired := s.expired(r); expired {
+			rep := fail(-1, msg)
+			rep.limit = ep.limit
+			return rep
+		}
+	}
 	rep := ep.fn(r, body)
 	rep.limit = ep.limit
 	return rep
@@ -242,6 +253,22 @@ func (s *Server) authenticate(r *http.Request, payload string, trading bool) (in
 		return 10005, "Permission denied, please check your API key permissions."
 	}
 	return 0, ""
+}
+
+// expired is the second look at an authenticated request's time, once it
+// has been processed: past timestamp + recv_window it is refused. s.mu is
+// held.
+func (s *Server) expired(r *http.Request) (string, bool) {
+	ts, _ := strconv.ParseInt(r.Header.Get("X-BAPI-TIMESTAMP"), 10, 64)
+	recv := int64(5000)
+	if v, err := strconv.ParseInt(r.Header.Get("X-BAPI-RECV-WINDOW"), 10, 64); err == nil {
+		recv = v
+	}
+	now := s.clock().UnixMilli()
+	if now-ts <= recv {
+		return "", false
+	}
+	return fmt.Sprintf("request expired: o@0, now[%d] diff[%d]", now, now-ts-recv), true
 }
 
 func (s *Server) serveTime(*http.Request, []byte) reply {
