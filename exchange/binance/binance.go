@@ -353,6 +353,7 @@ func (a orderAnswer) report() exchange.Report {
 		Symbol:          a.Symbol,
 		Side:            strings.ToLower(a.Side),
 		Quantity:        a.OrigQty,
+		FilledQuantity:  a.ExecutedQty,
 	}
 	if a.Type == "LIMIT" {
 		r.Price = decimal.NewNullDecimal(a.Price)
@@ -368,7 +369,9 @@ func (a orderAnswer) report() exchange.Report {
 		filled()
 	case "CANCELED", "EXPIRED", "EXPIRED_IN_MATCH", "REJECTED":
 		// Final. With something executed it is a (partial) fill, and what
-		// filled is the position the signal now has.
+		// filled (FilledQuantity) is the position the signal now has: a
+		// MARKET order that meets too little liquidity is EXPIRED after a
+		// partial fill (enums.md), and must never read as rejected.
 		if a.ExecutedQty.IsPositive() {
 			filled()
 			break

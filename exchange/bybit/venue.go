@@ -315,14 +315,14 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, withHistory bool) 
 // after a partial fill — else rejected. A status Bybit may add later counts
 // as open: not final, so the gateway keeps asking.
 func toReport(oi orderInfo) exchange.Report {
+	executed := dec(oi.CumExecQty)
 	r := exchange.Report{
 		ExchangeOrderID: oi.OrderID, Symbol: oi.Symbol, Side: strings.ToLower(oi.Side),
-		Quantity: dec(oi.Qty), Status: exchange.StatusOpen,
+		Quantity: dec(oi.Qty), FilledQuantity: executed, Status: exchange.StatusOpen,
 	}
 	if oi.OrderType == "Limit" {
 		r.Price = decimal.NewNullDecimal(dec(oi.Price))
 	}
-	executed := dec(oi.CumExecQty)
 	fill := dec(oi.AvgPrice)
 	if !fill.IsPositive() && executed.IsPositive() {
 		fill = dec(oi.CumExecValue).DivRound(executed, 16)

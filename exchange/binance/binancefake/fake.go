@@ -518,6 +518,25 @@ func (s *Server) FillOrder(clientOrderID string) error {
 	return nil
 }
 
+// PartialFill fills qty more of the latest open order under clientOrderID
+// at its limit price, moving balances or the position; the order stays
+// open (PARTIALLY_FILLED) until all of it has filled.
+func (s *Server) PartialFill(clientOrderID string, qty decimal.Decimal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil || !o.Open() {
+		return fmt.Errorf("fill %s: %w", clientOrderID, ErrNoOrder)
+	}
+	qty = decimal.Min(qty, o.Quantity.Sub(o.ExecutedQty))
+	s.execute(o, qty, o.Price)
+	o.Status = "PARTIALLY_FILLED"
+	if o.ExecutedQty.Equal(o.Quantity) {
+		o.Status = "FILLED"
+	}
+	return nil
+}
+
 // CancelOrder cancels the latest open order under clientOrderID.
 func (s *Server) CancelOrder(clientOrderID string) error {
 	s.mu.Lock()

@@ -271,6 +271,7 @@ type Server struct {
 	engineDelay time.Duration
 	attempts    map[string]int
 	forgetReal  bool
+	liquidity   map[orderKey]decimal.Decimal // category, symbol
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
@@ -343,6 +344,7 @@ func newServer(opts Options) *Server {
 		attempts:    map[string]int{},
 		exhaustNext: map[string]time.Duration{},
 		limitReset:  map[string]usedUp{},
+		liquidity:   map[orderKey]decimal.Decimal{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -542,6 +544,46 @@ func (s *Server) ForgetClosedInRealtime() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgetReal = true
+}
+
+// SetMarketLiquidity caps how much of a market order on symbol (in
+// category) fills; Bybit cancels the rest of the IOC: PartiallyFilledCanceled
+// after a partial fill, Cancelled with nothing filled. A negative qty
+// removes the cap.
+func (s *Server) SetMarketLiquidity(category, symbol string, qty decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if qty.IsNegative() {
+		delete(s.liquidity, orderKey{category, symbol})
+		return
+	}
+	s.liquidity[orderKey{category, symbol}] = qty
+}
+
+// PartialFill fills qty more of the open limit order under linkID at its
+// price, moving the position or balances; it stays open (PartiallyFilled)
+// until all of it has filled (Filled). It reports whether such an order
+// exists.
+func (s *Server) PartialFill(category, linkID string, qty decimal.Decimal) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[orderKey{category, linkID}]
+	if !ok || !isOpen(o.Status) {
+		return false
+	}
+	qty = decimal.Min(qty, o.Qty.Sub(o.CumExecQty))
+	in := s.instruments[category][o.Symbol]
+	if category == CategorySpot {
+		s.unlock(in, o.Side, qty, o.Price)
+	}
+	s.settle(category, in, o.Side, qty, o.Price)
+	o.AvgPrice = o.Price
+	o.CumExecQty = o.CumExecQty.Add(qty)
+	o.Status = "PartiallyFilled"
+	if o.CumExecQty.Equal(o.Qty) {
+		o.Status = "Filled"
+	}
+	return true
 }
 
 // UpdateOrder lets a test move an order (fill it, cancel it, …). It reports
