@@ -67,13 +67,23 @@ type Report struct {
 	// after rounding to the venue's step, not what the signal asked. Zero
 	// when rejected before sending.
 	Quantity decimal.Decimal
+	// FilledQuantity is what the venue executed of the order so far
+	// (Binance executedQty, Bybit cumExecQty): zero when nothing filled (a
+	// resting limit, a rejection), equal to Quantity for a full fill, and
+	// in between for a partial fill — a market order that met too little
+	// liquidity (filled, for what moved the position) or a limit order
+	// partly filled while open. The position changed by this much, not by
+	// Quantity.
+	FilledQuantity decimal.Decimal
 	// Price is the limit price as sent (rounded to the tick); invalid for a
 	// market order.
 	Price decimal.NullDecimal
 	// Side is the side actually executed, resolved from the position for
 	// close.
 	Side string
-	// Status is filled, open or rejected.
+	// Status is filled, open or rejected. A market order that expired after
+	// a partial fill is filled (FilledQuantity says how much), never
+	// rejected: something executed.
 	Status Status
 	// FillPrice is set when the order filled.
 	FillPrice decimal.NullDecimal

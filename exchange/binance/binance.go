@@ -14,7 +14,9 @@
 // Requests are signed with HMAC-SHA256 over the query string plus the body
 // (Sign), stamped with Binance's clock as estimated from /time (refreshed
 // every Config.TimeSync and after every -1021), and valid for
-// Config.RecvWindow. Quantities are rounded down to the symbol's step and
+// Config.RecvWindow. An order is stamped with the time its Place started,
+// not the time it is sent, so that it expires within AcceptWindow of the
+// gateway's intent however long the reads before it took. Quantities are rounded down to the symbol's step and
 // limit prices to its tick toward the passive side; an order that is then
 // below the minimum quantity or notional is refused before anything is
 // sent. Filters come from exchangeInfo, cached per symbol for
@@ -121,11 +123,25 @@ type outgoing struct {
 // Place sends o. Refusals for good — by this adapter before sending (below
 // a filter minimum, no position to close) or by Binance — are a rejected
 // Report with a nil error.
+//
+// The order is stamped with Binance's time at Place's start, before the
+// reads it needs first (server time, filters, leverage, position or
+// balance, ticker), so that it expires no later than recvWindow after the
+// gateway's intent: a reconcile that waits out AcceptWindow from there
+// knows the order can no longer be accepted. If those reads outlast
+// recvWindow, Binance refuses the order unexecuted (-1021, ErrUnreachable)
+// and Place does not send it again with a fresh timestamp.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
 		return rejected(reason), nil
 	}
+	stamp, err := v.serverTimeAt(ctx, start)
+	if err != nil {
+		return exchange.Report{}, err
+	}
+	ctx = v.withOrderExpiry(ctx, stamp)
 	f, fresh, err := v.filtersFor(ctx, symbol)
 	if r, err, done := refusal(err); done {
 		return r, err
@@ -157,7 +173,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		if reason != "" {
 			return rejected(reason), nil
 		}
-		r, err := v.send(ctx, sent)
+		r, err := v.send(ctx, sent, stamp)
 		apiErr, isAPI := errors.AsType[*APIError](err)
 		if !isAPI || apiErr.Class != ClassFilter {
 			if isAPI && apiErr.refused() {
@@ -293,8 +309,8 @@ type orderAnswer struct {
 	} `json:"fills"`
 }
 
-// send places out and maps the answer.
-func (v *Venue) send(ctx context.Context, out outgoing) (exchange.Report, error) {
+// send places out, signed with timestamp stamp, and maps the answer.
+func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchange.Report, error) {
 	p := params{}.
 		add("symbol", out.symbol).
 		add("side", strings.ToUpper(out.side))
@@ -318,7 +334,7 @@ func (v *Venue) send(ctx context.Context, out outgoing) (exchange.Report, error)
 		p = p.add("newOrderRespType", "FULL")
 	}
 	var a orderAnswer
-	req := request{method: http.MethodPost, path: v.prefix + "/order", params: p, signed: true, weight: 1, placement: true}
+	req := request{method: http.MethodPost, path: v.prefix + "/order", params: p, signed: true, weight: 1, placement: true, stamp: stamp}
 	if err := v.do(ctx, req, &a); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: place order %s: %w", out.clientID, err)
 	}
@@ -337,6 +353,7 @@ func (a orderAnswer) report() exchange.Report {
 		Symbol:          a.Symbol,
 		Side:            strings.ToLower(a.Side),
 		Quantity:        a.OrigQty,
+		FilledQuantity:  a.ExecutedQty,
 	}
 	if a.Type == "LIMIT" {
 		r.Price = decimal.NewNullDecimal(a.Price)
@@ -352,7 +369,9 @@ func (a orderAnswer) report() exchange.Report {
 		filled()
 	case "CANCELED", "EXPIRED", "EXPIRED_IN_MATCH", "REJECTED":
 		// Final. With something executed it is a (partial) fill, and what
-		// filled is the position the signal now has.
+		// filled (FilledQuantity) is the position the signal now has: a
+		// MARKET order that meets too little liquidity is EXPIRED after a
+		// partial fill (enums.md), and must never read as rejected.
 		if a.ExecutedQty.IsPositive() {
 			filled()
 			break

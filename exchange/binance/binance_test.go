@@ -136,6 +136,8 @@ func TestStatusMapping(t *testing.T) {
 				r, err := b.venue.Lookup(ctx, o)
 				require.NoError(t, err, c.status)
 				require.Equal(t, c.want, r.Status, "%s executed %s", c.status, c.executed)
+				require.True(t, d(c.executed).Equal(r.FilledQuantity), "%s: filled %s", c.status, r.FilledQuantity)
+				require.True(t, d("0.01").Equal(r.Quantity), "quantity is what was sent")
 				require.True(t, d("40000").Equal(r.Price.Decimal))
 				if c.wantFillPrice == "" {
 					require.False(t, r.FillPrice.Valid, c.status)
@@ -151,8 +153,10 @@ func TestStatusMapping(t *testing.T) {
 }
 
 // TestMarketOrderExpiry: a market order that meets too little liquidity
-// expires; with a partial fill it is filled (the position moved), with none
-// it is rejected.
+// expires (EXPIRED, enums.md: "MARKET orders that partially fill"); with a
+// partial fill it is filled for what executed (the position moved), with
+// none it is rejected. Quantity stays what was sent, FilledQuantity is
+// executedQty — from the placement's answer and from a lookup alike.
 func TestMarketOrderExpiry(t *testing.T) {
 	t.Parallel()
 	for _, m := range markets {
@@ -161,16 +165,60 @@ func TestMarketOrderExpiry(t *testing.T) {
 			b := setup(t, m)
 			ctx := context.Background()
 			b.fake.SetMarketLiquidity("BTCUSDT", d("0.004"))
-			r, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+			o := marketOrder("buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusFilled, r.Status)
 			require.True(t, d("50000").Equal(r.FillPrice.Decimal))
+			require.True(t, d("0.01").Equal(r.Quantity), "quantity %s", r.Quantity)
+			require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
 
 			b.fake.SetMarketLiquidity("BTCUSDT", decimal.Zero)
 			r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusRejected, r.Status)
 			require.Contains(t, r.Reason, "expired")
+			require.True(t, r.FilledQuantity.IsZero())
+
+			b.fake.SetMarketLiquidity("BTCUSDT", d("-1"))
+			r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.True(t, r.FilledQuantity.Equal(r.Quantity), "a full fill: filled %s of %s", r.FilledQuantity, r.Quantity)
+		})
+	}
+}
+
+// TestLimitPartialFill: a resting limit order reports nothing filled, then
+// what has filled while it stays open, then all of it.
+func TestLimitPartialFill(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			o := limitOrder("buy", "0.01", "40000")
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status)
+			require.True(t, r.FilledQuantity.IsZero())
+
+			require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.003")))
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status)
+			require.True(t, d("0.003").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+
+			require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.007")))
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.True(t, d("0.01").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
 		})
 	}
 }

@@ -33,6 +33,11 @@ type request struct {
 	// placement marks an order placement: an answer lost after the request
 	// was written means the order may exist.
 	placement bool
+	// stamp, when set, is the signed timestamp (Binance's clock) instead of
+	// the time the request is built: an order is stamped when Place starts,
+	// so that the reads before it cannot stretch its recvWindow past the
+	// accept window the gateway counts from there.
+	stamp time.Time
 }
 
 // do sends req and decodes a 2xx answer into out. Every error it returns
@@ -44,13 +49,17 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 	}
 	payload := req.params
 	if req.signed {
-		now, err := v.serverNow(ctx)
-		if err != nil {
-			return err
+		stamp := req.stamp
+		if stamp.IsZero() {
+			now, err := v.serverNow(ctx)
+			if err != nil {
+				return err
+			}
+			stamp = now
 		}
 		payload = append(payload[:len(payload):len(payload)],
 			param{"recvWindow", strconv.FormatInt(v.cfg.RecvWindow.Milliseconds(), 10)},
-			param{"timestamp", strconv.FormatInt(now.UnixMilli(), 10)})
+			param{"timestamp", strconv.FormatInt(stamp.UnixMilli(), 10)})
 	}
 	encoded := payload.encode()
 	if req.signed {
@@ -137,7 +146,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 	case ClassTimestamp:
 		v.resyncAfterTimestampError(ctx, apiErr)
 	case ClassCredentials:
-		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key may trade this market, and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
+		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key and the account may trade this market (msg says which), and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
 			"market", string(v.cfg.Market), "base_url", v.cfg.BaseURL, "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
 	case ClassRateLimited:
 		v.pause(ctx, time.Second, apiErr.Msg)
@@ -186,6 +195,9 @@ func (v *Venue) pause(ctx context.Context, wait time.Duration, why string) {
 
 // gate refuses a request while Binance asked for silence, and waits for the
 // next minute when the request would take the used weight past the budget.
+// Within a Place (see withOrderExpiry), a request is refused at once rather
+// than held past the moment the order's recvWindow ends: Binance would
+// refuse the order with -1021 by then anyway.
 func (v *Venue) gate(ctx context.Context, weight int) error {
 	v.mu.Lock()
 	now := v.cfg.Now()
@@ -204,6 +216,9 @@ func (v *Venue) gate(ctx context.Context, weight int) error {
 		return nil // a new minute: Binance has reset the count
 	}
 	wait := time.Unix((minute+1)*60, 0).Sub(server)
+	if expires, ok := ctx.Value(orderExpiryKey{}).(time.Time); ok && server.Add(wait).After(expires) {
+		return fmt.Errorf("binance: request weight %d of %d used this minute; the order's recvWindow ends before the next minute: %w", used, v.cfg.WeightBudget, exchange.ErrUnreachable)
+	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 		return fmt.Errorf("binance: request weight %d of %d used this minute; next minute starts after the deadline: %w", used, v.cfg.WeightBudget, exchange.ErrUnreachable)
 	}
@@ -215,6 +230,16 @@ func (v *Venue) gate(ctx context.Context, weight int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// orderExpiryKey carries, in a Place's context, when its order's recvWindow
+// ends on Binance's clock.
+type orderExpiryKey struct{}
+
+// withOrderExpiry marks ctx as a Place's whose order, stamped stamp, expires
+// recvWindow later: no request of that Place waits for weight past it.
+func (v *Venue) withOrderExpiry(ctx context.Context, stamp time.Time) context.Context {
+	return context.WithValue(ctx, orderExpiryKey{}, stamp.Add(v.cfg.RecvWindow))
 }
 
 // noteWeight remembers the weight Binance says this IP used this minute.
@@ -232,6 +257,12 @@ func (v *Venue) noteWeight(h http.Header) {
 // serverNow is Binance's clock as this venue estimates it, refreshing the
 // offset when it is older than TimeSync.
 func (v *Venue) serverNow(ctx context.Context) (time.Time, error) {
+	return v.serverTimeAt(ctx, time.Time{})
+}
+
+// serverTimeAt is Binance's clock at local time t (now when t is zero),
+// refreshing the offset first when it is older than TimeSync.
+func (v *Venue) serverTimeAt(ctx context.Context, t time.Time) (time.Time, error) {
 	v.mu.Lock()
 	stale := v.syncedAt.IsZero() || v.cfg.Now().Sub(v.syncedAt) >= v.cfg.TimeSync
 	v.mu.Unlock()
@@ -240,9 +271,12 @@ func (v *Venue) serverNow(ctx context.Context) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
+	if t.IsZero() {
+		t = v.cfg.Now()
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.cfg.Now().Add(v.offset), nil
+	return t.Add(v.offset), nil
 }
 
 // syncTime measures the offset between Binance's clock and the local one,

@@ -46,16 +46,20 @@ var errorClasses = map[int]Class{
 	-1006: ClassUnknown,     // UNEXPECTED_RESP: execution status unknown
 	-1007: ClassUnknown,     // TIMEOUT: send status unknown; execution status unknown
 	-1008: ClassUnknown,     // SERVER_BUSY: not documented as "nothing done", so not assumed
+	-1016: ClassUnreachable, // SERVICE_SHUTTING_DOWN: this service is no longer available (a 5xx stays unknown)
 	-1002: ClassCredentials, // UNAUTHORIZED
+	-1011: ClassCredentials, // futures NON_WHITE_LIST: this IP cannot access this route
+	-2017: ClassCredentials, // futures API_KEYS_LOCKED: API keys are locked on this account
 	-1022: ClassCredentials, // INVALID_SIGNATURE
 	-2014: ClassCredentials, // BAD_API_KEY_FMT
 	-2015: ClassCredentials, // REJECTED_MBX_KEY: invalid key, IP, or permissions
 	-1003: ClassRateLimited, // TOO_MANY_REQUESTS
 	-1015: ClassRateLimited, // TOO_MANY_ORDERS
 	-1021: ClassTimestamp,   // INVALID_TIMESTAMP: outside recvWindow / ahead of server time
+	-5028: ClassTimestamp,   // futures ME_RECVWINDOW_REJECT: outside recvWindow at the matching engine
 	-2013: ClassNotFound,    // NO_SUCH_ORDER
 	-4116: ClassDuplicate,   // futures: ClientOrderId is duplicated (only while open)
-	-2010: ClassRejected,    // NEW_ORDER_REJECTED: "Duplicate order sent." is ClassDuplicate (see classify)
+	-2010: ClassRejected,    // NEW_ORDER_REJECTED: some messages mean otherwise (messageClasses)
 	-1013: ClassFilter,      // INVALID_MESSAGE: "Filter failure: ..."
 	-1111: ClassFilter,      // BAD_PRECISION
 	-4003: ClassFilter,      // futures: quantity less than or equal to zero
@@ -80,14 +84,35 @@ var errorClasses = map[int]Class{
 	-4061: ClassRejected,    // futures: position side does not match (hedge mode account)
 }
 
-// duplicateMessage is how spot's -2010 says the client order ID is held by
-// an open order (errors.md, "Messages for -2010 NEW_ORDER_REJECTED").
-const duplicateMessage = "Duplicate order sent."
+// messageClass is a code whose class depends on its message: -2010
+// NEW_ORDER_REJECTED carries the matching engine's reason, and some
+// reasons are not about the order (errors.md, "Messages for -1010
+// ERROR_MSG_RECEIVED, -2010 NEW_ORDER_REJECTED, and -2011
+// CANCEL_REJECTED").
+type messageClass struct {
+	code int
+	// msg is matched as a substring, without its final period.
+	msg   string
+	class Class
+}
+
+// messageClasses come before errorClasses.
+var messageClasses = []messageClass{
+	// The client order ID is held by an open order (spot).
+	{-2010, "Duplicate order sent.", ClassDuplicate},
+	// The account, or this API server, may not trade: nothing was placed,
+	// and the operator, not the signal, has to change something.
+	{-2010, "This account may not place or cancel orders.", ClassCredentials},
+	{-2010, "This action is disabled on this account.", ClassCredentials},
+	{-2010, "Rest API trading is not enabled.", ClassCredentials},
+}
 
 // classify returns the class of a Binance error answer.
 func classify(httpStatus, code int, msg string) Class {
-	if code == -2010 && strings.Contains(msg, strings.TrimSuffix(duplicateMessage, ".")) {
-		return ClassDuplicate
+	for _, m := range messageClasses {
+		if code == m.code && strings.Contains(msg, strings.TrimSuffix(m.msg, ".")) {
+			return m.class
+		}
 	}
 	if c, ok := errorClasses[code]; ok {
 		return c

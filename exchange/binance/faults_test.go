@@ -272,3 +272,35 @@ func TestConcurrentPlacements(t *testing.T) {
 		})
 	}
 }
+
+// TestTradingDisabledIsACredentialsError: -2010 with "This account may not
+// place or cancel orders.", "Rest API trading is not enabled." or "This
+// action is disabled on this account." (errors.md) refuses the order
+// unexecuted for a reason the operator fixes, not the signal: 503 with
+// ErrCredentials (the operator is told), never a rejection that uses the
+// signal up; once trading is enabled the same signal executes.
+func TestTradingDisabledIsACredentialsError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, m := range markets {
+		for _, msg := range []string{binancefake.MsgAccountCannotTrade, binancefake.MsgRestTradingDisabled, binancefake.MsgActionDisabled} {
+			t.Run(string(m)+"/"+msg, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, m)
+				b.fake.DisableTrading(msg)
+				o := marketOrder("buy", "0.01")
+				r, err := b.venue.Place(ctx, o)
+				require.ErrorIs(t, err, exchange.ErrUnreachable, "report %+v", r)
+				require.ErrorIs(t, err, exchange.ErrCredentials)
+				require.ErrorContains(t, err, msg)
+				require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+				require.Contains(t, b.logs.String(), "binance refused the api credentials")
+
+				b.fake.DisableTrading("")
+				r, err = b.venue.Place(ctx, o)
+				require.NoError(t, err)
+				require.Equal(t, exchange.StatusFilled, r.Status)
+			})
+		}
+	}
+}

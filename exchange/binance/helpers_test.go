@@ -75,7 +75,9 @@ func newID() string {
 func setup(t *testing.T, market binance.Market, mutate ...func(*binance.Config)) *testBundle {
 	t.Helper()
 	clock := &testClock{now: time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC)}
-	fake := binancefake.New(t, binancefake.Options{Now: clock.Now})
+	// A slow endpoint (SetLatency) moves the shared clock, not the wall
+	// clock: both sides see the time pass, and the test does not wait.
+	fake := binancefake.New(t, binancefake.Options{Now: clock.Now, Sleep: clock.Advance})
 	logs := &syncBuffer{}
 	cfg := binance.Config{
 		Market:    market,

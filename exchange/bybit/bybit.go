@@ -6,7 +6,9 @@
 //   - Every private request is signed as Bybit documents (HMAC-SHA256, lower
 //     hex, of timestamp + api_key + recv_window + payload; headers X-BAPI-*)
 //     with a timestamp corrected by the offset to Bybit's server time, so a
-//     drifting host clock does not get orders refused.
+//     drifting host clock does not get orders refused. An order carries the
+//     time its Place started, not the time it is sent, so that it expires
+//     within AcceptWindow of the gateway's intent.
 //   - Orders carry the client order ID as orderLinkId, which Bybit keeps
 //     unique for ever per category, and are found again by it in
 //     /v5/order/realtime, then /v5/order/history.
@@ -19,10 +21,13 @@
 //     or notional is rejected before anything is sent.
 //
 // Bybit's create-order answer is only an acknowledgement (orderId and
-// orderLinkId). Place therefore looks the order up right after; if the
-// lookup does not show it yet (Bybit's order query may lag), Place reports
-// it open with its orderId — the venue accepted it — and a later Lookup
-// (reconcile) learns whether and at what price it filled.
+// orderLinkId; "this request is asynchronous"). Place therefore looks the
+// order up right after, in realtime and then history (a filled or
+// cancelled order may be only there), a few times within
+// Config.ConfirmWait. A limit order is reported as soon as it is seen; a
+// market order once its state is final. If that cannot be learnt, Place
+// answers ErrUnknownOutcome, and the gateway's reconcile (Lookup) learns
+// whether and at what price it filled.
 //
 // Linear positions are read in one-way mode (positionIdx 0); hedge mode is
 // not supported. Spot ignores leverage.
@@ -66,6 +71,10 @@ const (
 	DefaultTimeSyncInterval = 30 * time.Minute
 	DefaultFilterTTL        = time.Hour
 	DefaultHTTPTimeout      = 30 * time.Second
+	// DefaultConfirmWait bounds how long Place keeps asking for an
+	// acknowledged order's state: well inside the gateway's venue
+	// timeout (10 s by default), which the pre-calls and the create share.
+	DefaultConfirmWait = 2 * time.Second
 	// DefaultIPBanWait is how long Bybit says to back off after HTTP 403
 	// "access too frequent" (its rate-limit page: at least 10 minutes).
 	DefaultIPBanWait = 10 * time.Minute
@@ -101,6 +110,11 @@ type Config struct {
 	TimeSyncInterval time.Duration
 	// FilterTTL is how long a symbol's filters are trusted.
 	FilterTTL time.Duration
+	// ConfirmWait is how long Place keeps querying realtime and history
+	// for the state of an order Bybit acknowledged (the create answer says
+	// nothing more) before it gives up with ErrUnknownOutcome; the
+	// caller's deadline bounds it too.
+	ConfirmWait time.Duration
 	// Logger receives the adapter's logs; slog.Default when nil.
 	Logger *slog.Logger
 }
@@ -135,6 +149,9 @@ func (c Config) WithDefaults() Config {
 	if c.FilterTTL == 0 {
 		c.FilterTTL = DefaultFilterTTL
 	}
+	if c.ConfirmWait == 0 {
+		c.ConfirmWait = DefaultConfirmWait
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -155,7 +172,7 @@ func (c Config) validate() error {
 	if c.RecvWindow < time.Millisecond || c.RecvWindow%time.Millisecond != 0 {
 		errs = append(errs, fmt.Errorf("recv window %s is not a positive whole number of milliseconds", c.RecvWindow))
 	}
-	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSyncInterval < 0 || c.FilterTTL < 0 {
+	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSyncInterval < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {

@@ -48,6 +48,11 @@ type request struct {
 	query   url.Values // GET
 	body    any        // POST, marshalled once and signed as sent
 	private bool
+	// stamp, when set, is X-BAPI-TIMESTAMP (Bybit's clock) instead of the
+	// time the request is built: an order is stamped when Place starts, so
+	// that the reads before it cannot stretch its recv_window past the
+	// accept window the gateway counts from there.
+	stamp time.Time
 }
 
 // call sends r and decodes the answer's result into out. Its errors are
@@ -97,7 +102,11 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if r.private {
-		ts := strconv.FormatInt(v.serverNow().UnixMilli(), 10)
+		stamp := r.stamp
+		if stamp.IsZero() {
+			stamp = v.serverNow()
+		}
+		ts := strconv.FormatInt(stamp.UnixMilli(), 10)
 		recv := strconv.FormatInt(v.cfg.RecvWindow.Milliseconds(), 10)
 		req.Header.Set("X-BAPI-API-KEY", v.cfg.APIKey)
 		req.Header.Set("X-BAPI-TIMESTAMP", ts)
@@ -160,7 +169,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		e := newAPIError(class, r.path, resp.StatusCode, env.RetCode, env.RetMsg)
 		switch class {
 		case ClassUnreachable:
-			if env.RetCode == 10002 {
+			if env.RetCode == 10002 || env.RetCode == -1 {
 				v.forgetTime()
 				v.log.WarnContext(ctx, "bybit refused the request's timestamp; server time will be resynchronised before the next request",
 					slog.String("path", r.path), slog.String("ret_msg", env.RetMsg))
@@ -198,6 +207,14 @@ func (v *Venue) credentialsError(ctx context.Context, e *apiError) error {
 		hint = "the API key is bound to other IP addresses: add this host's public IP to the key's IP whitelist"
 	case 33004, -2015:
 		hint = "the API key has expired: create a new one"
+	case 10008, 10027:
+		hint = "bybit does not let this account trade: check the account's mode and status with bybit"
+	case 10009:
+		hint = "bybit does not serve this host's region: run hoox from a region bybit serves, or use the regional base url"
+	case 10028:
+		hint = "the account is not a unified trading account: upgrade it"
+	case 10029:
+		hint = "the API key is limited to other symbols: add this symbol to the key's symbol whitelist"
 	}
 	v.log.ErrorContext(ctx, "bybit refused the API credentials; no order was placed",
 		slog.String("api_key", "set"), slog.Int("ret_code", e.retCode), slog.Int("http_status", e.status),
@@ -271,11 +288,15 @@ func (v *Venue) blockedUntil(path string) (time.Time, bool) {
 }
 
 // serverNow is the local clock corrected to Bybit's.
-func (v *Venue) serverNow() time.Time {
+func (v *Venue) serverNow() time.Time { return v.serverTimeAt(v.cfg.Now()) }
+
+// serverTimeAt is Bybit's clock at local time t, by the last measured
+// offset.
+func (v *Venue) serverTimeAt(t time.Time) time.Time {
 	v.mu.Lock()
 	off := v.offset
 	v.mu.Unlock()
-	return v.cfg.Now().Add(off)
+	return t.Add(off)
 }
 
 func (v *Venue) forgetTime() {

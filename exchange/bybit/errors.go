@@ -27,13 +27,16 @@ const (
 	// behind the gateway): reconcile by lookup.
 	ClassUnknown Class = "unknown outcome"
 	// ClassUnreachable means the venue refused the request before acting
-	// on it (timestamp outside recv_window): nothing was placed (503).
+	// on it (timestamp outside recv_window, request expired, no such
+	// route): nothing was placed (503).
 	ClassUnreachable Class = "unreachable"
 	// ClassRateLimited is ClassUnreachable because of a rate limit:
 	// requests to that endpoint wait until the limit resets.
 	ClassRateLimited Class = "rate limited"
-	// ClassCredentials is ClassUnreachable because of the API key (wrong
-	// key, signature, permission, IP binding): the operator must act.
+	// ClassCredentials is ClassUnreachable because of the API key or the
+	// account (wrong key, signature, permission, IP binding or region,
+	// symbol whitelist, account banned or in the wrong mode): the operator
+	// must act.
 	ClassCredentials Class = "credentials"
 )
 
@@ -55,11 +58,18 @@ func ErrorTable() []CodeClass {
 	return []CodeClass{
 		// Nothing was placed: the request was refused at the door.
 		{10002, ClassUnreachable, "request time outside recv_window (clock skew): resync server time"},
+		{-1, ClassUnreachable, "request expired before Bybit carried it out: resync server time"},
+		{10017, ClassUnreachable, "route not found (base url or path)"},
 		{10003, ClassCredentials, "API key is invalid (or belongs to the other environment: mainnet vs testnet)"},
 		{10004, ClassCredentials, "signature error"},
 		{10005, ClassCredentials, "permission denied: the key lacks trade permission"},
 		{10007, ClassCredentials, "user authentication failed"},
 		{10010, ClassCredentials, "unmatched IP: the key is bound to other IP addresses"},
+		{10008, ClassCredentials, "common banned: check the account mode"},
+		{10009, ClassCredentials, "service restricted for the host's region"},
+		{10027, ClassCredentials, "transactions are banned on this account"},
+		{10028, ClassCredentials, "the API is only for unified account users"},
+		{10029, ClassCredentials, "symbol not in the key's symbol whitelist"},
 		{33004, ClassCredentials, "API key expired (derivatives)"},
 		{-2015, ClassCredentials, "API key expired (spot)"},
 		{10006, ClassRateLimited, "too many visits: API rate limit per UID and endpoint"},
@@ -94,7 +104,6 @@ func ErrorTable() []CodeClass {
 		{170148, ClassFilter, "market order amount has too many decimals (spot)"},
 
 		// Refused for good.
-		{10029, ClassRejected, "symbol not in the key's whitelist"},
 		{110003, ClassRejected, "price outside the allowed range"},
 		{110004, ClassRejected, "wallet balance insufficient"},
 		{110006, ClassRejected, "assets cannot cover the position margin"},

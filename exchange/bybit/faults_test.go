@@ -2,7 +2,9 @@ package bybit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,24 +74,32 @@ func TestLostAnswers(t *testing.T) {
 
 	t.Run("LaggingLookupNotFoundThenFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.Linear, func(c *bybit.Config) { c.ConfirmWait = 100 * time.Millisecond })
 		b.fake.LagLookups(1, 3*time.Second)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
-		r, err := b.venue.Place(ctx, o)
-		require.NoError(t, err)
-		// Accepted but not yet visible: reported open under Bybit's
-		// orderId, for a later lookup to settle.
-		require.Equal(t, exchange.StatusOpen, r.Status)
+		_, err := b.venue.Place(ctx, o)
+		// Accepted but never visible while Place asked: its state is
+		// unknown, for the gateway's reconcile to learn.
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, exchange.ErrUnreachable)
 		held, _ := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
-		require.Equal(t, held.OrderID, r.ExchangeOrderID)
+		require.ErrorContains(t, err, held.OrderID)
 
 		_, err = b.venue.Lookup(ctx, o)
 		require.ErrorIs(t, err, exchange.ErrNotFound)
 		b.clock.Advance(3 * time.Second)
-		r, err = b.venue.Lookup(ctx, o)
+		r, err := b.venue.Lookup(ctx, o)
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
 		require.Less(t, 3*time.Second, b.venue.AcceptWindow(), "the accept window covers the lag")
+
+		// A re-place is refused as a duplicate (orderLinkId is unique for
+		// ever) and the held order adopted.
+		r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
+		require.NoError(t, err)
+		require.True(t, adopted)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Len(t, b.fake.Orders(), 1)
 	})
 }
 
@@ -302,6 +312,73 @@ func TestCredentials(t *testing.T) {
 			// Once the operator fixes the key, the same signal executes.
 			tt.fix(b)
 			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestNothingSentIsNeverARefusal: Bybit answers that say the order was not
+// carried out for a reason that is not the order's — it expired on the way
+// (-1), the route does not exist (10017), the account or its key may not
+// trade (10008, 10009, 10027, 10028, 10029) — are 503 for the sender,
+// never a 422 that uses the signal up; the account problems are credentials
+// errors the operator is told about.
+func TestNothingSentIsNeverARefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("RequestExpiredOnTheWay", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		syncs := b.fake.Requests(bybitfake.PathTime)
+
+		b.fake.SetMatchingDelay(6 * time.Second)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrCredentials)
+		require.ErrorContains(t, err, "retCode -1 ")
+		_, held := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.False(t, held)
+		require.Len(t, b.fake.RequestLog(bybitfake.PathCreate), 2, "not sent again")
+
+		b.fake.SetMatchingDelay(0)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, syncs+1, b.fake.Requests(bybitfake.PathTime), "server time resynced")
+	})
+
+	for _, c := range []struct {
+		code        int
+		msg         string
+		credentials bool
+	}{
+		{10017, "Route not found.", false},
+		{10008, "Common banned, please check your account mode", true},
+		{10009, "Service Restricted: Access is currently unavailable for your region.", true},
+		{10027, "Transactions are banned.", true},
+		{10028, "The API can only be accessed by unified account users.", true},
+		{10029, "The requested symbol is invalid, please check symbol whitelist", true},
+	} {
+		t.Run(strconv.Itoa(c.code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			b.fake.InjectPlacements(1, bybitfake.Refuse(c.code, c.msg))
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnreachable, "report %+v", r)
+			require.Equal(t, c.credentials, errors.Is(err, exchange.ErrCredentials))
+			require.ErrorContains(t, err, strconv.Itoa(c.code))
+			require.Empty(t, b.fake.Orders())
+			if c.credentials {
+				require.Contains(t, b.logs.String(), "fix=")
+			}
+
+			r, err = b.venue.Place(ctx, o)
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		})

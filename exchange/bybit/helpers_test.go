@@ -78,7 +78,9 @@ type testBundle struct {
 func setup(t *testing.T, category bybit.Category, mods ...func(*bybit.Config)) *testBundle {
 	t.Helper()
 	clock := newTestClock()
-	fake := bybitfake.New(t, bybitfake.Options{Now: clock.Now})
+	// A slow endpoint (SetLatency) moves the shared clock, not the wall
+	// clock: both sides see the time pass, and the test does not wait.
+	fake := bybitfake.New(t, bybitfake.Options{Now: clock.Now, Sleep: clock.Advance})
 	logs := &syncBuffer{}
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)

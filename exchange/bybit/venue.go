@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -55,9 +56,18 @@ type createBody struct {
 }
 
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
-// reports it. See the package documentation for why an accepted order can
-// come back open.
+// reports it. An accepted order whose state cannot be learnt (see confirm)
+// is ErrUnknownOutcome, never an open order nobody re-checks.
+//
+// The order is stamped (X-BAPI-TIMESTAMP) with Bybit's time at Place's
+// start, before the reads it needs first (server time, instruments-info,
+// ticker, position or balance, set-leverage), so that it expires no later
+// than recv_window after the gateway's intent: a reconcile that waits out
+// AcceptWindow from there knows the order can no longer be accepted. If
+// those reads outlast recv_window, Bybit refuses the order unexecuted
+// (10002, ErrUnreachable) and Place does not send it again.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
 	sym := exchange.VenueSymbol(o.Symbol)
 	// Refused here, before anything is sent: Bybit would answer a param
 	// error, and an order hoox cannot look up by its ID must not exist.
@@ -73,6 +83,10 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		// account holds instead is a trade nobody asked for.
 		return rejected(ReasonSpotShort), nil
 	}
+	if err := v.ensureTime(ctx); err != nil {
+		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
+	}
+	stamp := v.serverTimeAt(start)
 	f, found, err := v.filtersFor(ctx, sym)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, asUnreachable(err))
@@ -156,7 +170,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true}, &ack)
+	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, stamp: stamp}, &ack)
 	if err != nil {
 		var e *apiError
 		if errors.As(err, &e) && (e.class == ClassRejected || e.class == ClassFilter) {
@@ -176,16 +190,56 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	}
 
 	// The answer only acknowledges; the order's state needs a query.
-	r, err := v.find(ctx, sym, o.ClientOrderID, false)
-	if err == nil {
-		return r, nil
+	return v.confirm(ctx, sym, o.ClientOrderID, ack.OrderID, orderType == "market")
+}
+
+// confirm learns the state of an order Bybit acknowledged. Bybit processes
+// a create asynchronously, and a filled or cancelled order may be found
+// only in history, so it asks realtime, then history, again with a
+// growing pause until ConfirmWait (or the caller's deadline) would be
+// passed. A limit order is reported as soon as it is seen, open or not; a
+// market order only in a final state. When that cannot be learnt, the
+// answer wraps ErrUnknownOutcome — never ErrUnreachable: the order exists —
+// and the gateway's reconcile records it later (orderLinkId stays unique, so
+// a re-place is refused as a duplicate and the order adopted).
+func (v *Venue) confirm(ctx context.Context, sym, linkID, orderID string, market bool) (exchange.Report, error) {
+	pause, waited := 25*time.Millisecond, time.Duration(0)
+	var last error
+	for {
+		r, err := v.find(ctx, sym, linkID, true)
+		switch {
+		case err == nil && (!market || r.Status != exchange.StatusOpen):
+			return r, nil
+		case err == nil:
+			last = fmt.Errorf("bybit shows it %s, not yet final", r.Status)
+		default:
+			last = err
+		}
+		if waited+pause > v.cfg.ConfirmWait {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			last = ctx.Err()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		waited += pause
+		pause = min(2*pause, 400*time.Millisecond)
 	}
-	v.log.DebugContext(ctx, "bybit accepted the order but its query does not show it yet; reporting it open",
-		slog.String("client_order_id", o.ClientOrderID), slog.String("order_id", ack.OrderID), slog.Any("error", err))
-	return exchange.Report{
-		ExchangeOrderID: ack.OrderID, Symbol: sym, Side: side, Quantity: qty, Price: price,
-		Status: exchange.StatusOpen,
-	}, nil
+	v.log.WarnContext(ctx, "bybit accepted the order but its state could not be learnt; the gateway reconciles it",
+		slog.String("client_order_id", linkID), slog.String("order_id", orderID), slog.Any("error", last))
+	// %v, not %w: whatever the query's error wraps (ErrNotFound,
+	// ErrUnreachable), the order was accepted.
+	return exchange.Report{}, fmt.Errorf("bybit place %s: accepted as order %s, but its state is not known (%v): %w",
+		linkID, orderID, last, exchange.ErrUnknownOutcome)
 }
 
 // Lookup finds the order Bybit holds under o.ClientOrderID for o's symbol in
@@ -261,14 +315,14 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, withHistory bool) 
 // after a partial fill — else rejected. A status Bybit may add later counts
 // as open: not final, so the gateway keeps asking.
 func toReport(oi orderInfo) exchange.Report {
+	executed := dec(oi.CumExecQty)
 	r := exchange.Report{
 		ExchangeOrderID: oi.OrderID, Symbol: oi.Symbol, Side: strings.ToLower(oi.Side),
-		Quantity: dec(oi.Qty), Status: exchange.StatusOpen,
+		Quantity: dec(oi.Qty), FilledQuantity: executed, Status: exchange.StatusOpen,
 	}
 	if oi.OrderType == "Limit" {
 		r.Price = decimal.NewNullDecimal(dec(oi.Price))
 	}
-	executed := dec(oi.CumExecQty)
 	fill := dec(oi.AvgPrice)
 	if !fill.IsPositive() && executed.IsPositive() {
 		fill = dec(oi.CumExecValue).DivRound(executed, 16)

@@ -187,6 +187,7 @@ func TestLookupStatusMapping(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, r.Status)
 			require.Equal(t, "0.01", r.Quantity.String())
+			require.Equal(t, tt.cumExec, r.FilledQuantity.String())
 			require.Equal(t, "59000", r.Price.Decimal.String())
 			if tt.wantFill != "" {
 				require.Equal(t, tt.wantFill, r.FillPrice.Decimal.String())
@@ -381,4 +382,75 @@ func TestConcurrentPlaceOrAdoptPlacesOnce(t *testing.T) {
 	require.Len(t, seen, 1, "every attempt reports the one order")
 	require.Len(t, b.fake.Orders(), 1)
 	require.Equal(t, "0.01", b.fake.Position("BTCUSDT").Size.String())
+}
+
+// TestPartialFills: a market order is an IOC that Bybit cancels after a
+// partial fill (PartiallyFilledCanceled): it is filled for what executed,
+// never rejected; with nothing filled (Cancelled) it is rejected. Quantity
+// stays what was sent, FilledQuantity is cumExecQty. A resting limit order
+// reports what has filled while it stays open.
+func TestPartialFills(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	categories := map[bybit.Category]string{bybit.Linear: bybitfake.CategoryLinear, bybit.Spot: bybitfake.CategorySpot}
+	for c, fc := range categories {
+		t.Run(string(c)+"/MarketPartlyFilled", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, c)
+			b.fake.SetMarketLiquidity(fc, "BTCUSDT", d("0.004"))
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Equal(t, "0.01", r.Quantity.String())
+			require.Equal(t, "0.004", r.FilledQuantity.String())
+			require.Equal(t, "60000", r.FillPrice.Decimal.String())
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Equal(t, "0.004", r.FilledQuantity.String())
+		})
+
+		t.Run(string(c)+"/MarketNothingFilled", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, c)
+			b.fake.SetMarketLiquidity(fc, "BTCUSDT", d("0"))
+			r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusRejected, r.Status)
+			require.Contains(t, r.Reason, "cancelled")
+			require.True(t, r.FilledQuantity.IsZero())
+		})
+
+		t.Run(string(c)+"/MarketFullyFilled", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, c)
+			r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.True(t, r.FilledQuantity.Equal(r.Quantity), "filled %s of %s", r.FilledQuantity, r.Quantity)
+		})
+
+		t.Run(string(c)+"/LimitPartlyFilled", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, c)
+			o := limitOrder("BTCUSDT", "buy", "0.01", "59000")
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status)
+			require.True(t, r.FilledQuantity.IsZero())
+
+			require.True(t, b.fake.PartialFill(fc, o.ClientOrderID, d("0.003")))
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status)
+			require.Equal(t, "0.003", r.FilledQuantity.String())
+
+			require.True(t, b.fake.PartialFill(fc, o.ClientOrderID, d("0.007")))
+			r, err = b.venue.Lookup(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Equal(t, "0.01", r.FilledQuantity.String())
+		})
+	}
 }

@@ -17,9 +17,10 @@
 // "unknown symbol". That gives users and tests a deterministic way to see a
 // rejection.
 //
-// Market orders fill at once, at the order's price when it has one, else at
-// Config.ReferencePrice. Limit orders rest (status open) and never fill: the
-// paper venue has no market data.
+// Market orders fill at once and in full (FilledQuantity = Quantity), at the
+// order's price when it has one, else at Config.ReferencePrice. Limit orders
+// rest (status open, nothing filled) and never fill: the paper venue has no
+// market data.
 //
 // Positions are the net filled quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
@@ -301,7 +302,16 @@ RETURNING exchange_order_id`
 // report is the venue's answer for row, stored under exchange order id id.
 func (o PaperOrder) report(id string) exchange.Report {
 	return exchange.Report{ExchangeOrderID: id, Symbol: o.Symbol, Side: o.Side, Quantity: o.Quantity,
-		Price: o.Price, Status: o.Status, FillPrice: o.FillPrice}
+		FilledQuantity: filledQuantity(o.Status, o.Quantity), Price: o.Price, Status: o.Status, FillPrice: o.FillPrice}
+}
+
+// filledQuantity is what a paper order in status executed: the paper venue
+// fills all of an order at once or nothing of it (a resting limit).
+func filledQuantity(status exchange.Status, quantity decimal.Decimal) decimal.Decimal {
+	if status == exchange.StatusFilled {
+		return quantity
+	}
+	return decimal.Zero
 }
 
 // args are the InsertSQL parameters for o.
@@ -352,6 +362,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, classify("look up order", err)
 	}
 	r.Status = exchange.Status(status)
+	r.FilledQuantity = filledQuantity(r.Status, r.Quantity)
 	if err := exchange.Matches(o, o.Symbol, o.Quantity, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("paper: %w", err)
 	}

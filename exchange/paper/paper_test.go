@@ -61,6 +61,10 @@ func TestPlace(t *testing.T) {
 		require.True(t, r.FillPrice.Valid)
 		require.True(t, dec("100").Equal(r.FillPrice.Decimal), "fill price %s", r.FillPrice.Decimal)
 		require.Regexp(t, `^paper-`, r.ExchangeOrderID)
+		require.True(t, r.FilledQuantity.Equal(r.Quantity), "a full fill: filled %s of %s", r.FilledQuantity, r.Quantity)
+		got, err := b.venue.Lookup(ctx, market("c1", "buy", "0.001"))
+		require.NoError(t, err)
+		require.True(t, dec("0.001").Equal(got.FilledQuantity), "lookup: filled %s", got.FilledQuantity)
 
 		orders, err := b.venue.Orders(ctx)
 		require.NoError(t, err)
@@ -103,6 +107,7 @@ func TestPlace(t *testing.T) {
 		require.Equal(t, exchange.StatusOpen, r.Status)
 		require.False(t, r.FillPrice.Valid)
 		require.NotEmpty(t, r.ExchangeOrderID)
+		require.True(t, r.FilledQuantity.IsZero(), "a resting limit has filled nothing")
 
 		got, err := b.venue.Lookup(ctx, o)
 		require.NoError(t, err)
@@ -110,6 +115,7 @@ func TestPlace(t *testing.T) {
 		require.Equal(t, exchange.StatusOpen, got.Status)
 		require.True(t, got.Quantity.Equal(dec("2")), "lookup reports the quantity held, got %s", got.Quantity)
 		require.True(t, got.Price.Decimal.Equal(dec("50")), "lookup reports the limit price held, got %s", got.Price.Decimal)
+		require.True(t, got.FilledQuantity.IsZero(), "lookup: a resting limit has filled nothing")
 	})
 
 	t.Run("LimitWithoutPriceRejected", func(t *testing.T) {
@@ -216,6 +222,7 @@ func TestClose(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
 		require.Equal(t, "sell", r.Side)
+		require.True(t, dec("1.5").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
 
 		// Flat again: a second close has nothing to close.
 		r, err = b.venue.Place(ctx, closeOrder("c2", "1.5"))

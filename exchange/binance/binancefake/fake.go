@@ -14,7 +14,13 @@
 // accepted, a 429 with Retry-After before accepting, credential errors. A
 // lookup lag makes new orders invisible to the order query until the fake's
 // clock has moved past it; the clock is the caller's (Options.Now) plus
-// whatever Advance added, so tests never sleep.
+// whatever Advance added, so tests never sleep. A latency per endpoint
+// (SetLatency) and a matching-engine delay (SetMatchingDelay) make requests
+// take time on Options.Sleep, which tests point at their own clock; with the
+// matching-engine delay the fake checks a placement's timestamp a second
+// time, as Binance does, and refuses one that expired on the way (spot
+// -1021, futures -5028). RequestLog records every request's signed
+// timestamp, so a test can see when the adapter stamped an order.
 package binancefake
 
 import (
@@ -103,6 +109,24 @@ type Options struct {
 	// FuturesWallet is the futures margin balance in USDT; 1,000,000 when
 	// zero.
 	FuturesWallet decimal.Decimal
+	// Sleep is how the fake lets time pass for SetLatency and
+	// SetMatchingDelay; time.Sleep when nil. Tests that share a clock with
+	// the adapter pass that clock's Advance, so a slow endpoint costs no
+	// real time.
+	Sleep func(time.Duration)
+}
+
+// Request is one request as the fake received it.
+type Request struct {
+	Method string
+	Path   string
+	// At is the fake's clock when the request arrived.
+	At time.Time
+	// Timestamp is the request's signed timestamp parameter, zero when it
+	// sent none (an unsigned request).
+	Timestamp time.Time
+	// RecvWindow is its recvWindow parameter; zero when it sent none.
+	RecvWindow time.Duration
 }
 
 // Order is one order in the fake's book.
@@ -155,8 +179,13 @@ type Server struct {
 	lookupLag     time.Duration
 	faults        []Fault
 	requests      map[string]int
+	log           []Request
 	weightMinute  int64
 	usedWeight    int
+	sleep         func(time.Duration)
+	latency       map[string]time.Duration
+	engineDelay   time.Duration
+	tradingOff    string
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -201,7 +230,12 @@ func newServer(opts Options) *Server {
 		leverageCalls: map[string]int{},
 		liquidity:     map[string]decimal.Decimal{},
 		requests:      map[string]int{},
+		latency:       map[string]time.Duration{},
+		sleep:         opts.Sleep,
 		nextID:        1000,
+	}
+	if s.sleep == nil {
+		s.sleep = time.Sleep
 	}
 	if s.apiKey == "" {
 		s.apiKey = DefaultAPIKey
@@ -398,6 +432,64 @@ func (s *Server) Placements(clientOrderID string) int {
 	return n
 }
 
+// SetLatency makes every request to path (e.g. "/api/v3/exchangeInfo")
+// take d before it is answered, on Options.Sleep; zero removes it.
+func (s *Server) SetLatency(path string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.latency, path)
+		return
+	}
+	s.latency[path] = d
+}
+
+// SetMatchingDelay makes every placement take d between the API's check of
+// its timestamp and the matching engine's (on Options.Sleep). Binance's
+// timing logic (rest-api.md, "Timing security") checks serverTime -
+// timestamp <= recvWindow again before the matching engine takes the
+// order, so a placement whose recvWindow ran out on the way is refused
+// unexecuted: -1021 on spot, -5028 "outside of the ME recvWindow" on
+// futures. Zero removes the delay.
+func (s *Server) SetMatchingDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.engineDelay = max(d, 0)
+}
+
+// Messages Binance sends with -2010 NEW_ORDER_REJECTED when the account or
+// the API server may not trade (errors.md, "Messages for -1010, -2010 and
+// -2011"), for DisableTrading.
+const (
+	MsgAccountCannotTrade  = "This account may not place or cancel orders."
+	MsgRestTradingDisabled = "Rest API trading is not enabled."
+	MsgActionDisabled      = "This action is disabled on this account."
+)
+
+// DisableTrading makes every placement that passes authentication answer
+// -2010 with msg (one of the Msg constants), placing nothing, as Binance
+// does for an account whose trading was disabled; an empty msg enables
+// trading again.
+func (s *Server) DisableTrading(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tradingOff = msg
+}
+
+// RequestLog returns the requests the fake received for path, oldest
+// first, whatever their outcome.
+func (s *Server) RequestLog(path string) []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Request
+	for _, r := range s.log {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Requests counts requests the fake received for path (e.g.
 // "/api/v3/order"), whatever their outcome.
 func (s *Server) Requests(path string) int {
@@ -423,6 +515,25 @@ func (s *Server) FillOrder(clientOrderID string) error {
 	rest := o.Quantity.Sub(o.ExecutedQty)
 	s.execute(o, rest, o.Price)
 	o.Status = "FILLED"
+	return nil
+}
+
+// PartialFill fills qty more of the latest open order under clientOrderID
+// at its limit price, moving balances or the position; the order stays
+// open (PARTIALLY_FILLED) until all of it has filled.
+func (s *Server) PartialFill(clientOrderID string, qty decimal.Decimal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil || !o.Open() {
+		return fmt.Errorf("fill %s: %w", clientOrderID, ErrNoOrder)
+	}
+	qty = decimal.Min(qty, o.Quantity.Sub(o.ExecutedQty))
+	s.execute(o, qty, o.Price)
+	o.Status = "PARTIALLY_FILLED"
+	if o.ExecutedQty.Equal(o.Quantity) {
+		o.Status = "FILLED"
+	}
 	return nil
 }
 

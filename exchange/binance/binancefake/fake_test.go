@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +76,31 @@ func TestStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx))
+}
+
+// The matching engine checks the timestamp a second time (rest-api.md,
+// "Timing security"): an order whose recvWindow ran out while it was being
+// processed is refused unexecuted, -1021 on spot, -5028 on futures.
+func TestMatchingEngineRechecksTimestamp(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	s := binancefake.New(t, binancefake.Options{Now: clock, Sleep: advance})
+	s.SetMatchingDelay(4 * time.Second)
+	ts := func() string { return strconv.FormatInt(s.Now().UnixMilli(), 10) }
+
+	status, out := post(t, s, "symbol=BTCUSDT&side=BUY&type=MARKET", "quantity=0.01&newClientOrderId=in-time&recvWindow=5000&timestamp="+ts(), s.APISecret())
+	require.Equal(t, http.StatusOK, status, out)
+
+	status, out = post(t, s, "symbol=BTCUSDT&side=BUY&type=MARKET", "quantity=0.01&newClientOrderId=late&recvWindow=3000&timestamp="+ts(), s.APISecret())
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -1021, out["code"])
+	require.Equal(t, 0, s.Placements("late"))
+
+	log := s.RequestLog("/api/v3/order")
+	require.Len(t, log, 2)
+	require.Equal(t, 3*time.Second, log[1].RecvWindow)
+	require.False(t, log[1].Timestamp.IsZero())
 }

@@ -1,6 +1,7 @@
 package binancefake
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,8 +47,16 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, -1000, "An unknown error occurred while processing the request.")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
 		s.requests[r.URL.Path]++
+		s.log = append(s.log, logEntry(r, body, s.now()))
+		latency := s.latency[r.URL.Path]
 		minute := s.now().Unix() / 60
 		if minute != s.weightMinute {
 			s.weightMinute, s.usedWeight = minute, 0
@@ -59,8 +68,32 @@ func (s *Server) handler() http.Handler {
 		s.usedWeight += weight
 		w.Header().Set("X-MBX-USED-WEIGHT-1M", strconv.Itoa(s.usedWeight))
 		s.mu.Unlock()
+		if latency > 0 {
+			s.sleep(latency)
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// logEntry describes r for RequestLog: its signed timestamp and recvWindow
+// from the query string or the form body, whichever carries them.
+func logEntry(r *http.Request, body []byte, now time.Time) Request {
+	e := Request{Method: r.Method, Path: r.URL.Path, At: now}
+	q, _ := url.ParseQuery(r.URL.RawQuery)
+	f, _ := url.ParseQuery(string(body))
+	get := func(k string) string {
+		if v := q.Get(k); v != "" {
+			return v
+		}
+		return f.Get(k)
+	}
+	if ms, err := strconv.ParseInt(get("timestamp"), 10, 64); err == nil {
+		e.Timestamp = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(get("recvWindow"), 10, 64); err == nil {
+		e.RecvWindow = time.Duration(ms) * time.Millisecond
+	}
+	return e
 }
 
 // apiError is Binance's error body.
@@ -152,6 +185,18 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Value
 		return nil, false
 	}
 	return params, true
+}
+
+// meTimely is the matching engine's second look at a placement's
+// timestamp (rest-api.md, "Timing security"): serverTime - timestamp <=
+// recvWindow, read again once the request has been processed.
+func (s *Server) meTimely(params url.Values) bool {
+	ts, _ := strconv.ParseInt(params.Get("timestamp"), 10, 64)
+	recvWindow := int64(5000)
+	if rw, err := strconv.ParseInt(params.Get("recvWindow"), 10, 64); err == nil {
+		recvWindow = rw
+	}
+	return s.Now().UnixMilli()-ts <= recvWindow
 }
 
 // stripSignature removes the signature parameter from a raw query or form
@@ -423,6 +468,24 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 		params, ok := s.authenticate(w, r)
 		if !ok {
 			return
+		}
+		s.mu.Lock()
+		delay, off := s.engineDelay, s.tradingOff
+		s.mu.Unlock()
+		if off != "" {
+			writeErr(w, http.StatusBadRequest, -2010, off)
+			return
+		}
+		if delay > 0 {
+			s.sleep(delay)
+			if !s.meTimely(params) {
+				if market == MarketFutures {
+					writeErr(w, http.StatusBadRequest, -5028, "Timestamp for this request is outside of the ME recvWindow.")
+					return
+				}
+				writeErr(w, http.StatusBadRequest, -1021, "Timestamp for this request is outside of the recvWindow.")
+				return
+			}
 		}
 		s.mu.Lock()
 		o, status, e := s.place(market, params)

@@ -25,7 +25,9 @@
 // server-error retCode, a dropped connection, a hang until the client gives
 // up), use up an endpoint's rate limit on a successful answer (ExhaustLimit),
 // make the next N placements invisible to lookups for a while, change the
-// credentials it accepts, and skew its clock.
+// credentials it accepts, skew its clock, and make an endpoint slow
+// (SetLatency, on Options.Sleep). RequestLog records each request's
+// X-BAPI-TIMESTAMP, so a test can see when the adapter stamped an order.
 package bybitfake
 
 import (
@@ -79,6 +81,24 @@ type Options struct {
 	// Empty starts the fake without the default instruments, tickers and
 	// balances (see SeedDefaults).
 	Empty bool
+	// Sleep is how the fake lets time pass for SetLatency and
+	// SetMatchingDelay; time.Sleep when nil. Tests that share a clock with
+	// the adapter pass that clock's Advance, so a slow endpoint costs no
+	// real time.
+	Sleep func(time.Duration)
+}
+
+// Request is one request as the fake received it.
+type Request struct {
+	Method string
+	Path   string
+	// At is the fake's clock when the request arrived.
+	At time.Time
+	// Timestamp is X-BAPI-TIMESTAMP, zero for a request without one (a
+	// public endpoint).
+	Timestamp time.Time
+	// RecvWindow is X-BAPI-RECV-WINDOW; zero when absent.
+	RecvWindow time.Duration
 }
 
 // Instrument is one symbol's trading rules, as instruments-info reports them.
@@ -141,6 +161,9 @@ type Order struct {
 	// VisibleAt is when lookups start to see the order (placement time
 	// unless LagLookups delayed it).
 	VisibleAt time.Time
+	// HiddenFor is how many more realtime or history answers that would
+	// list the order leave it out (HideFromQueries).
+	HiddenFor int
 }
 
 // Fault is a failure the fake answers a request with instead of its normal
@@ -239,9 +262,16 @@ type Server struct {
 	faults      map[string][]*injected
 	lag         time.Duration
 	lagLeft     int
+	hideLeft    int
+	hideFor     int
 	requests    map[string]int
+	log         []Request
+	sleep       func(time.Duration)
+	latency     map[string]time.Duration
+	engineDelay time.Duration
 	attempts    map[string]int
 	forgetReal  bool
+	liquidity   map[orderKey]decimal.Decimal // category, symbol
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
@@ -309,12 +339,18 @@ func newServer(opts Options) *Server {
 		orders:      map[orderKey]*Order{},
 		faults:      map[string][]*injected{},
 		requests:    map[string]int{},
+		sleep:       opts.Sleep,
+		latency:     map[string]time.Duration{},
 		attempts:    map[string]int{},
 		exhaustNext: map[string]time.Duration{},
 		limitReset:  map[string]usedUp{},
+		liquidity:   map[orderKey]decimal.Decimal{},
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sleep == nil {
+		s.sleep = time.Sleep
 	}
 	if s.apiKey == "" {
 		s.apiKey = DefaultAPIKey
@@ -490,12 +526,64 @@ func (s *Server) LagLookups(n int, d time.Duration) {
 	s.lagLeft, s.lag = n, d
 }
 
-// ForgetClosedInRealtime drops closed orders from /v5/order/realtime, as a
-// Bybit service restart does: they are then found only in history.
+// HideFromQueries makes the next n accepted orders missing from the first
+// `queries` realtime or history answers that would otherwise list them, as
+// Bybit's asynchronous order processing does right after a create was
+// acknowledged ("This request is asynchronous"); later answers show them.
+// It counts answers, not time, so a test needs no clock for it.
+func (s *Server) HideFromQueries(n, queries int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hideLeft, s.hideFor = n, queries
+}
+
+// ForgetClosedInRealtime drops closed orders (filled, cancelled, rejected)
+// from /v5/order/realtime, as a Bybit service restart does: they are then
+// found only in history. Open orders stay in realtime.
 func (s *Server) ForgetClosedInRealtime() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgetReal = true
+}
+
+// SetMarketLiquidity caps how much of a market order on symbol (in
+// category) fills; Bybit cancels the rest of the IOC: PartiallyFilledCanceled
+// after a partial fill, Cancelled with nothing filled. A negative qty
+// removes the cap.
+func (s *Server) SetMarketLiquidity(category, symbol string, qty decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if qty.IsNegative() {
+		delete(s.liquidity, orderKey{category, symbol})
+		return
+	}
+	s.liquidity[orderKey{category, symbol}] = qty
+}
+
+// PartialFill fills qty more of the open limit order under linkID at its
+// price, moving the position or balances; it stays open (PartiallyFilled)
+// until all of it has filled (Filled). It reports whether such an order
+// exists.
+func (s *Server) PartialFill(category, linkID string, qty decimal.Decimal) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[orderKey{category, linkID}]
+	if !ok || !isOpen(o.Status) {
+		return false
+	}
+	qty = decimal.Min(qty, o.Qty.Sub(o.CumExecQty))
+	in := s.instruments[category][o.Symbol]
+	if category == CategorySpot {
+		s.unlock(in, o.Side, qty, o.Price)
+	}
+	s.settle(category, in, o.Side, qty, o.Price)
+	o.AvgPrice = o.Price
+	o.CumExecQty = o.CumExecQty.Add(qty)
+	o.Status = "PartiallyFilled"
+	if o.CumExecQty.Equal(o.Qty) {
+		o.Status = "Filled"
+	}
+	return true
 }
 
 // UpdateOrder lets a test move an order (fill it, cancel it, …). It reports
@@ -538,6 +626,43 @@ func (s *Server) Attempts(linkID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.attempts[linkID]
+}
+
+// SetLatency makes every request to path take d before it is answered, on
+// Options.Sleep; zero removes it.
+func (s *Server) SetLatency(path string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.latency, path)
+		return
+	}
+	s.latency[path] = d
+}
+
+// SetMatchingDelay makes every authenticated create request take d
+// before the order is booked (on Options.Sleep), after which the fake checks
+// the request's time again: one whose recv_window ran out on the way is
+// refused unexecuted with retCode -1 "request expired" (Bybit's error page:
+// "-1 | request expired: o@0, now[] diff[]"). Zero removes the delay.
+func (s *Server) SetMatchingDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.engineDelay = max(d, 0)
+}
+
+// RequestLog returns the requests to path, oldest first, whatever their
+// answer.
+func (s *Server) RequestLog(path string) []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Request
+	for _, r := range s.log {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Requests counts every request to path, whatever its answer.

@@ -48,6 +48,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests[r.URL.Path]++
+	s.log = append(s.log, logEntry(r, s.clock()))
+	if d := s.latency[r.URL.Path]; d > 0 {
+		s.mu.Unlock()
+		s.sleep(d)
+		s.mu.Lock()
+	}
 	f, faulted := s.takeFault(r.URL.Path)
 	if faulted && !f.AfterAccept {
 		now := s.clock()
@@ -76,6 +82,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.write(w, rep, now)
+}
+
+// logEntry describes r for RequestLog.
+func logEntry(r *http.Request, now time.Time) Request {
+	e := Request{Method: r.Method, Path: r.URL.Path, At: now}
+	if ms, err := strconv.ParseInt(r.Header.Get("X-BAPI-TIMESTAMP"), 10, 64); err == nil {
+		e.Timestamp = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(r.Header.Get("X-BAPI-RECV-WINDOW"), 10, 64); err == nil {
+		e.RecvWindow = time.Duration(ms) * time.Millisecond
+	}
+	return e
 }
 
 func (s *Server) write(w http.ResponseWriter, rep reply, now time.Time) {
@@ -180,6 +198,17 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 			return rep
 		}
 	}
+	if r.URL.Path == PathCreate && s.engineDelay > 0 {
+		d := s.engineDelay
+		s.mu.Unlock()
+		s.sleep(d)
+		s.mu.Lock()
+		if msg, expired := s.expired(r); expired {
+			rep := fail(-1, msg)
+			rep.limit = ep.limit
+			return rep
+		}
+	}
 	rep := ep.fn(r, body)
 	rep.limit = ep.limit
 	return rep
@@ -224,6 +253,22 @@ func (s *Server) authenticate(r *http.Request, payload string, trading bool) (in
 		return 10005, "Permission denied, please check your API key permissions."
 	}
 	return 0, ""
+}
+
+// expired is the second look at an authenticated request's time, once it
+// has been processed: past timestamp + recv_window it is refused. s.mu is
+// held.
+func (s *Server) expired(r *http.Request) (string, bool) {
+	ts, _ := strconv.ParseInt(r.Header.Get("X-BAPI-TIMESTAMP"), 10, 64)
+	recv := int64(5000)
+	if v, err := strconv.ParseInt(r.Header.Get("X-BAPI-RECV-WINDOW"), 10, 64); err == nil {
+		recv = v
+	}
+	now := s.clock().UnixMilli()
+	if now-ts <= recv {
+		return "", false
+	}
+	return fmt.Sprintf("request expired: o@0, now[%d] diff[%d]", now, now-ts-recv), true
 }
 
 func (s *Server) serveTime(*http.Request, []byte) reply {
@@ -329,6 +374,10 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 			continue
 		}
 		if !history && !open && (s.forgetReal || linkID == "" && orderID == "") {
+			continue
+		}
+		if o.HiddenFor > 0 {
+			o.HiddenFor--
 			continue
 		}
 		list = append(list, orderJSON(o))

@@ -162,14 +162,31 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		s.lagLeft--
 		o.VisibleAt = now.Add(s.lag)
 	}
+	if s.hideLeft > 0 {
+		s.hideLeft--
+		o.HiddenFor = s.hideFor
+	}
 	if req.OrderType == "Market" {
 		o.TimeInForce = "IOC"
 		if req.Category == CategoryLinear {
 			// Bybit shows a linear market order's slippage-protection price.
 			o.Price = last.Mul(decimal.RequireFromString("1.05")).Truncate(-in.TickSize.Exponent())
 		}
-		o.Status, o.CumExecQty, o.AvgPrice = "Filled", baseQty, last
-		s.settle(req.Category, in, req.Side, baseQty, last)
+		fill := baseQty
+		if liq, capped := s.liquidity[orderKey{req.Category, req.Symbol}]; capped && liq.LessThan(fill) {
+			fill = liq
+		}
+		switch {
+		case fill.Equal(baseQty):
+			o.Status, o.CumExecQty, o.AvgPrice = "Filled", fill, last
+		case fill.IsPositive():
+			o.Status, o.CumExecQty, o.AvgPrice = "PartiallyFilledCanceled", fill, last
+		default:
+			o.Status = "Cancelled"
+		}
+		if fill.IsPositive() {
+			s.settle(req.Category, in, req.Side, fill, last)
+		}
 	} else if req.Category == CategorySpot {
 		s.lock(in, req.Side, qty, price)
 	}
@@ -218,6 +235,19 @@ func (s *Server) settle(category string, in Instrument, side string, qty, price 
 		quote.WalletBalance = quote.WalletBalance.Add(value)
 	}
 	s.balances[in.BaseCoin], s.balances[in.QuoteCoin] = base, quote
+}
+
+// unlock releases what a resting spot order held for qty of it.
+func (s *Server) unlock(in Instrument, side string, qty, price decimal.Decimal) {
+	if side == "Sell" {
+		b := s.balances[in.BaseCoin]
+		b.Locked = b.Locked.Sub(qty)
+		s.balances[in.BaseCoin] = b
+		return
+	}
+	b := s.balances[in.QuoteCoin]
+	b.Locked = b.Locked.Sub(qty.Mul(price))
+	s.balances[in.QuoteCoin] = b
 }
 
 // lock holds what a resting spot order may spend.
