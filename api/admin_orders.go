@@ -27,6 +27,7 @@ type adminOrder struct {
 	Status          string    `json:"status"`
 	ExchangeOrderID *string   `json:"exchange_order_id"`
 	FillPrice       *string   `json:"fill_price"`
+	FilledQuantity  *string   `json:"filled_quantity"`
 	RejectReason    *string   `json:"reject_reason"`
 	CreatedAt       time.Time `json:"created_at"`
 }
@@ -36,7 +37,7 @@ func newAdminOrder(o db.OrderRow) adminOrder {
 		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
 		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
 		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		RejectReason: o.RejectReason, CreatedAt: o.CreatedAt.UTC()}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, CreatedAt: o.CreatedAt.UTC()}
 	if o.Side != "" {
 		side := o.Side
 		a.Side = &side

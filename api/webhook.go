@@ -45,6 +45,7 @@ type orderDTO struct {
 	Status          string  `json:"status"`
 	ExchangeOrderID *string `json:"exchange_order_id"`
 	FillPrice       *string `json:"fill_price,omitempty"`
+	FilledQuantity  *string `json:"filled_quantity,omitempty"`
 	RejectReason    *string `json:"reject_reason,omitempty"`
 }
 
@@ -55,7 +56,7 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		RejectReason: o.RejectReason}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason}
 }
 
 // decimalText is d as an exact decimal string, nil when d is null: bodies

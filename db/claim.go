@@ -292,6 +292,9 @@ type OrderRow struct {
 	Status          string              `db:"status"`
 	ExchangeOrderID *string             `db:"exchange_order_id"`
 	FillPrice       decimal.NullDecimal `db:"fill_price"`
+	// FilledQuantity is what the venue executed (Quantity is what was
+	// sent); null for a rejected order and for rows older than the column.
+	FilledQuantity decimal.NullDecimal `db:"filled_quantity"`
 	RejectReason    *string             `db:"reject_reason"`
 	CreatedAt       time.Time           `db:"created_at"`
 }
@@ -299,8 +302,8 @@ type OrderRow struct {
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
-                    leverage, mode, status, exchange_order_id, fill_price, reject_reason)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -428,7 +431,7 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 func queueOrder(b *pgx.Batch, o *OrderRow) {
 	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
-		pgconv.NullNumeric(o.FillPrice), o.RejectReason).
+		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
 )
@@ -172,6 +173,16 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	}
 	if r.Price.Valid {
 		row.Price = r.Price
+	}
+	if r.Status != exchange.StatusRejected {
+		// A filled order executed something: a venue (or an older Venue
+		// implementation) that reports no executed quantity for one filled
+		// all of it.
+		filled := r.FilledQuantity
+		if r.Status == exchange.StatusFilled && filled.IsZero() {
+			filled = row.Quantity
+		}
+		row.FilledQuantity = decimal.NullDecimal{Decimal: filled, Valid: true}
 	}
 	if o.Leverage > 0 {
 		l := int32(o.Leverage)

@@ -40,6 +40,7 @@ ORDER BY e.at DESC;
 SELECT exchange, symbol, mode, status,
        count(*)        AS orders,
        sum(quantity)   AS quantity,
+       sum(filled_quantity) AS filled_quantity, -- what executed (null before migration 6)
        min(created_at) AS first_order,
        max(created_at) AS last_order
 FROM orders

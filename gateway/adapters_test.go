@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
@@ -136,6 +137,36 @@ func TestQuantityRoundedToTheVenueStepIsWhatTheOrderRowStores(t *testing.T) {
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(detail->>'asked_quantity', '') FROM trace_events
 				WHERE trace_id = $1 AND event = 'dispatched'`, "k:"+key).Scan(&eventQty))
 			require.Equal(t, tt.asked, eventQty, "the dispatched event holds what was asked")
+		})
+	}
+}
+
+// A market order that meets too little liquidity fills in part and
+// expires: the order row says what was sent and, apart, what executed —
+// the position an operator must reckon with.
+func TestPartialMarketFillRecordsWhatExecuted(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetMarketLiquidity("BTCUSDT", decimal.RequireFromString("0.004"))
+	b.bybit.SetMarketLiquidity(bybitfake.CategoryLinear, "BTCUSDT", decimal.RequireFromString("0.004"))
+	for _, name := range []string{"binance", "bybit"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			key := "partial-" + name
+			out, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
+				`{"exchange":%q,"symbol":"BTCUSDT","action":"buy","quantity":"0.010","trace_id":%q}`, name, key)))
+			require.NoError(t, err)
+			require.Equal(t, db.TraceDispatched, out.Status, "something executed: the position moved")
+			require.True(t, out.Order.FilledQuantity.Valid)
+			require.Equal(t, "0.004", out.Order.FilledQuantity.Decimal.String())
+			var sent, filled decimal.Decimal
+			var status string
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT quantity, filled_quantity, status FROM orders WHERE trace_id = $1`, "k:"+key).
+				Scan(&sent, &filled, &status))
+			require.Equal(t, "0.01", sent.String())
+			require.Equal(t, "0.004", filled.String())
+			require.Equal(t, "filled", status)
 		})
 	}
 }
