@@ -295,8 +295,8 @@ type OrderRow struct {
 	// FilledQuantity is what the venue executed (Quantity is what was
 	// sent); null for a rejected order and for rows older than the column.
 	FilledQuantity decimal.NullDecimal `db:"filled_quantity"`
-	RejectReason    *string             `db:"reject_reason"`
-	CreatedAt       time.Time           `db:"created_at"`
+	RejectReason   *string             `db:"reject_reason"`
+	CreatedAt      time.Time           `db:"created_at"`
 }
 
 // InsertOrderSQL records an order.
