@@ -153,7 +153,7 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("gen_random_uuid()", "uuid"), trace, clientOrder, cast("'paper'", "text"), symbol,
 			cast("'buy'", "text"), cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"),
 			cast("NULL", "numeric"), cast("NULL", "integer"), cast("'live'", "text"), cast("'filled'", "text"),
-			cast("'paper-' || gen_random_uuid()", "text"), cast("100", "numeric"), cast("NULL", "text")),
+			cast("'paper-' || gen_random_uuid()", "text"), cast("100", "numeric"), cast("NULL", "text"), cast("0.01", "numeric")),
 		stmt(db.SettleTraceSQL, trace, cast("'dispatched'", "text"), cast("gen_random_uuid()", "uuid"), clientOrder),
 		stmt(db.SettleIntentSQL, clientOrder, cast("'dispatched'", "text")),
 		stmt(db.InsertEventSQL, trace, cast("'dispatched'", "text"), sourceIP,
