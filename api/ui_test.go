@@ -374,6 +374,15 @@ func TestUISessionIdleIsTheConfiguredOne(t *testing.T) {
 	require.Equal(t, http.StatusOK, longBr.get("/ui/orders").Status, "at the default, 3 minutes away keeps the session")
 }
 
+// otherToken is tok with its first character changed: a token that is
+// wrong, however tok begins.
+func otherToken(tok string) string {
+	if strings.HasPrefix(tok, "x") {
+		return "y" + tok[1:]
+	}
+	return "x" + tok[1:]
+}
+
 func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -391,7 +400,7 @@ func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 		header http.Header
 	}{
 		{"no CSRF token", "", "http://example.com", nil},
-		{"wrong CSRF token", "x" + br.csrf[1:], "http://example.com", nil},
+		{"wrong CSRF token", otherToken(br.csrf), "http://example.com", nil},
 		{"no Origin or Referer", br.csrf, "", nil},
 		{"foreign Origin", br.csrf, "https://evil.example", nil},
 		{"null Origin", br.csrf, "null", nil},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // acquireLock takes an exclusive flock on path and writes our pid into it
@@ -22,13 +23,27 @@ func acquireLock(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			owner, _ := os.ReadFile(path)
-			return nil, fmt.Errorf("%w (owner pid %s, lock %s)", ErrAlreadyRunning, strings.TrimSpace(string(owner)), path)
+	for tries := 0; ; tries++ {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		owner, _ := os.ReadFile(path)
+		ownerPID := strings.TrimSpace(string(owner))
+		// Our own pid: this process released the lock a moment ago (Stop,
+		// then Start), and a child it was forking at that instant still
+		// holds a copy of the descriptor until its exec closes it. That
+		// lasts microseconds; another process's lock is a real owner.
+		if ownerPID == strconv.Itoa(os.Getpid()) && tries < 100 {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		_ = f.Close()
+		return nil, fmt.Errorf("%w (owner pid %s, lock %s)", ErrAlreadyRunning, ownerPID, path)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
