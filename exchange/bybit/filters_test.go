@@ -175,6 +175,22 @@ func TestClose(t *testing.T) {
 		require.True(t, b.fake.Position("ETHUSDT").Size.IsZero())
 	})
 
+	// Whether Bybit's minimum notional applies to a reduce-only order is
+	// not in its docs; refusing one here could leave a small position
+	// hoox can never close, so the close is sent and Bybit decides (this
+	// fake applies the minimum to every order).
+	t.Run("LinearSmallCloseIsLeftToBybit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		b.fake.SetPosition("BTCUSDT", "Buy", d("0.001"))
+		b.fake.SetTicker(bybitfake.CategoryLinear, "BTCUSDT", d("1000"))
+		r, err := b.venue.Place(ctx, closeOrder("BTCUSDT", "close_long"))
+		require.NoError(t, err)
+		require.Equal(t, 1, b.fake.Requests(bybitfake.PathCreate), "the close was sent")
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.NotContains(t, r.Reason, bybit.ReasonBelowMinNotional, "refused by Bybit, not by hoox")
+	})
+
 	t.Run("LinearNoPositionInThatDirection", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.Linear)

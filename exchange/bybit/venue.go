@@ -127,7 +127,11 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		return rejected(fmt.Sprintf("%s: %s rounds down to %s (step %s, minimum %s)",
 			ReasonBelowMinQty, o.Quantity, qty, f.step, f.minQty)), nil
 	}
-	if f.minNotional.IsPositive() {
+	// A reduce-only order (a close) is not checked against the minimum
+	// notional here: Bybit's docs do not say whether it applies to one
+	// (Binance futures exempts them), so Bybit decides. Refusing it here
+	// could leave a small position that hoox can never close.
+	if f.minNotional.IsPositive() && !reduceOnly {
 		ref := price
 		if !ref.Valid && o.Price.Valid && !exchange.IsClose(o.Action) {
 			ref = o.Price
