@@ -93,8 +93,20 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		s.repeatEvents.add(s, ev)
 		return nil, e
 	}
-	return s.claim(ctx, in, venue, max(s.cfg.LockWait-time.Since(start), time.Millisecond))
+	left := s.cfg.LockWait - time.Since(start)
+	if left < minClaimWait {
+		// Its wait is spent: it waited out the first copy, which ended
+		// unsettled a moment ago. Too little is left for a claim (a
+		// connection and the lock), whose timeout would read as hoox
+		// being at capacity; the answer is the lock wait's.
+		return nil, s.inProgress(in.Trace.ID)
+	}
+	return s.claim(ctx, in, venue, left)
 }
+
+// minClaimWait is the least wait a copy that leaves a flight takes into its
+// claim.
+const minClaimWait = 50 * time.Millisecond
 
 // repeats reports whether in, a copy that waited for f, repeats f's settled
 // trace: the same trace ID, or — in window mode, where every arrival has

@@ -41,6 +41,7 @@ func setupMem(t *testing.T, url string, venue *memVenue, afterVenue func(string)
 type memOpts struct {
 	maxConns   int
 	window     time.Duration
+	lockWait   time.Duration
 	afterVenue func(string)
 }
 
@@ -62,11 +63,19 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 	if o.window > 0 {
 		cfg.DedupWindow = o.window
 	}
+	if o.lockWait > 0 {
+		cfg.LockWait = o.lockWait
+	}
 	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
 		AfterVenue: o.afterVenue})
 	t.Cleanup(b.svc.Close)
+	if venue.gate != nil {
+		// Runs before Close (cleanups run last in, first out): a test
+		// that failed with orders still at the gate must not hang there.
+		t.Cleanup(venue.open)
+	}
 	return b
 }
 

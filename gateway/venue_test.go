@@ -32,10 +32,12 @@ type memVenue struct {
 	// dropNext loses the next order before the venue takes it (the request
 	// timed out on the way) and reports its outcome unknown.
 	dropNext bool
-	// gated orders (by symbol) wait in Place until gate is closed; entered
-	// receives once per gated Place that reached it.
+	// gated orders (by symbol) wait in Place until open is called (or
+	// their context ends); entered receives once per gated Place that
+	// reached it.
 	gated         string
 	gate, entered chan struct{}
+	opened        sync.Once
 }
 
 type memOrder struct {
@@ -46,10 +48,14 @@ type memOrder struct {
 
 var _ exchange.Venue = (*memVenue)(nil)
 
-func (v *memVenue) Place(_ context.Context, o exchange.Order) (exchange.Report, error) {
+func (v *memVenue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	if v.gated != "" && o.Symbol == v.gated {
 		v.entered <- struct{}{}
-		<-v.gate
+		select {
+		case <-v.gate:
+		case <-ctx.Done():
+			return exchange.Report{}, fmt.Errorf("memVenue: held at the gate: %v: %w", ctx.Err(), exchange.ErrUnknownOutcome)
+		}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -98,6 +104,15 @@ func (v *memVenue) Lookup(_ context.Context, o exchange.Order) (exchange.Report,
 }
 
 func (v *memVenue) AcceptWindow() time.Duration { return v.window }
+
+// gatedVenue is a memVenue whose orders for symbol wait in Place until
+// open.
+func gatedVenue(symbol string) *memVenue {
+	return &memVenue{gated: symbol, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+}
+
+// open lets gated orders through; safe to call more than once.
+func (v *memVenue) open() { v.opened.Do(func() { close(v.gate) }) }
 
 func (v *memVenue) count() int {
 	v.mu.Lock()
