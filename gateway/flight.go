@@ -22,16 +22,15 @@ import (
 // first one's outcome claims in the database like any signal, where the
 // advisory lock and the unique index decide as always.
 
-// flight is the attempt of one lock key running on this replica.
+// flight is the attempt of one lock key running on this replica: the
+// leading copy, and its answer once done is closed. Only the copies that
+// waited read the answer (settledBy), so a signal nobody copies pays for
+// nothing but the flight itself.
 type flight struct {
 	done chan struct{}
-	// arrived is when the leading copy arrived.
-	arrived time.Time
-	// settled is the trace the attempt left committed and settled, or nil
-	// when its copies must ask the database (rolled back, reconciling, …);
-	// fresh says the attempt created it (rather than repeating it).
-	settled *db.ClaimedTrace
-	fresh   bool
+	lead Input
+	out  *Outcome
+	err  error
 }
 
 type flights struct {
@@ -43,36 +42,36 @@ type flights struct {
 
 // join returns key's flight and whether the caller leads it: a leader
 // must call land when its attempt ends.
-func (fs *flights) join(key string, arrived time.Time) (*flight, bool) {
+func (fs *flights) join(lead Input) (*flight, bool) {
+	key := lead.Trace.LockKey
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f, ok := fs.m[key]; ok {
 		return f, false
 	}
-	f := &flight{done: make(chan struct{}), arrived: arrived}
+	f := &flight{done: make(chan struct{}), lead: lead}
 	fs.m[key] = f
 	return f, true
 }
 
-func (fs *flights) land(key string, f *flight, settled *db.ClaimedTrace, fresh bool) {
+func (fs *flights) land(f *flight, out *Outcome, err error) {
 	fs.mu.Lock()
-	delete(fs.m, key)
+	delete(fs.m, f.lead.Trace.LockKey)
 	fs.mu.Unlock()
-	f.settled, f.fresh = settled, fresh
+	f.out, f.err = out, err
 	close(f.done)
 }
 
 // coalesce runs in's attempt, or, when a copy of it is already in flight
 // here, waits for that one (at most LockWait in all, as for the lock).
 func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) (*Outcome, error) {
-	f, leader := s.flights.join(in.Trace.LockKey, in.Arrived)
+	f, leader := s.flights.join(in)
 	if leader {
 		var out *Outcome
 		var err error
-		defer func() {
-			settled, fresh := settledBy(in, out, err)
-			s.flights.land(in.Trace.LockKey, f, settled, fresh)
-		}()
+		// Deferred, so a panicking attempt still lets its copies go (to
+		// the database: a nil answer settles nothing).
+		defer func() { s.flights.land(f, out, err) }()
 		out, err = s.claim(ctx, in, venue, s.cfg.LockWait)
 		return out, err
 	}
@@ -88,7 +87,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 	case <-ctx.Done():
 		return nil, unavailable("the request ended while an earlier copy of this signal was still running; nothing was placed by it", 5*time.Second, ctx.Err())
 	}
-	if t := f.settled; t != nil && s.repeats(in, f) {
+	if t, fresh := settledBy(f.lead, f.out, f.err); t != nil && s.repeats(in, f, t, fresh) {
 		e, ev := repeatAnswer(in, *t)
 		s.repeatEvents.add(s, ev)
 		return nil, e
@@ -108,21 +107,22 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 // claim.
 const minClaimWait = 50 * time.Millisecond
 
-// repeats reports whether in, a copy that waited for f, repeats f's settled
-// trace: the same trace ID, or — in window mode, where every arrival has
-// its own ID — arriving inside the dedup window of the trace f's leader
-// created. (Same lock key means the same fingerprint in window mode.)
-// Anything else asks the database.
-func (s *Service) repeats(in Input, f *flight) bool {
-	if f.settled.TraceID == in.Trace.ID {
+// repeats reports whether in, a copy that waited for f, repeats t, the
+// settled trace f's attempt left: the same trace ID, or — in window mode,
+// where every arrival has its own ID — arriving inside the dedup window of
+// the trace f's leader created (fresh). (Same lock key means the same
+// fingerprint in window mode.) Anything else asks the database.
+func (s *Service) repeats(in Input, f *flight, t *db.ClaimedTrace, fresh bool) bool {
+	if t.TraceID == in.Trace.ID {
 		return true
 	}
-	return in.Trace.Source == signal.KeyWindow && f.fresh && in.Arrived.Sub(f.arrived) < s.cfg.DedupWindow
+	return in.Trace.Source == signal.KeyWindow && fresh && in.Arrived.Sub(f.lead.Arrived) < s.cfg.DedupWindow
 }
 
 // settledBy is the trace an attempt's answer shows committed and settled,
 // and whether the attempt created it: its own placement or rejection
-// (fresh), or the settled original it repeated.
+// (fresh), or the settled original it repeated. Nil when the copies must
+// ask the database (rolled back, reconciling, kill switch, …).
 func settledBy(in Input, out *Outcome, err error) (*db.ClaimedTrace, bool) {
 	if e, ok := err.(*Error); ok {
 		if e.Code == codes.Duplicate && e.Original != nil && e.Original.Status.Settled() {

@@ -205,9 +205,9 @@ func (s *Service) inProgress(traceID string) *Error {
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
-	// The answer is known now; its audit row commits asynchronously (it is
-	// written with synchronous_commit off anyway), so a repeat waits for one
-	// round trip, not two. Close waits for these writes.
+	// The answer is known now; its audit row commits after it (a duplicate
+	// row with synchronous_commit off), so a repeat waits for one round
+	// trip, not two. Close waits for these writes.
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
