@@ -124,6 +124,26 @@ type SharedDatabase interface {
 	SharesHooxDatabase() bool
 }
 
+// LateRefuser is implemented by a venue that itself refuses a placement
+// request once the request's own expiry has passed (Bybit's recv_window,
+// Binance USDⓈ-M's matching-engine recvWindow with -5028, paper's commit).
+// For such a venue a "not found" after AcceptWindow proves the order will
+// never exist, and the same client order ID may be sent again. A venue that
+// does not implement it, or answers false (Binance spot: its docs say the
+// recvWindow checks do not cover delays inside the matching engine), is
+// never re-sent an order that went missing: the trace ends failed as a
+// missed trade and the operator is notified, rather than risk a second fill.
+type LateRefuser interface {
+	RefusesLateRequests() bool
+}
+
+// RefusesLate reports whether v proves an order's absence once its accept
+// window has closed (see LateRefuser).
+func RefusesLate(v Venue) bool {
+	lr, ok := v.(LateRefuser)
+	return ok && lr.RefusesLateRequests()
+}
+
 // Matches checks a held order against the order hoox would send: the same
 // symbol, the same side (unless o leaves the side to the venue, as a close
 // does) and the same quantity (unless o closes a position, whose size the

@@ -109,6 +109,13 @@ func (v *Venue) AcceptWindow() time.Duration {
 	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
 }
 
+// RefusesLateRequests is true on USDⓈ-M futures, whose matching engine
+// refuses an order it reaches after timestamp + recvWindow (-5028), and
+// false on spot: Binance's spot docs say the recvWindow checks do not cover
+// delays inside the matching engine, so a missing spot order is never sent
+// again (see exchange.LateRefuser).
+func (v *Venue) RefusesLateRequests() bool { return v.futures() }
+
 // outgoing is an order as it goes on the wire, after rounding.
 type outgoing struct {
 	symbol     string

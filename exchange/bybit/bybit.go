@@ -236,5 +236,9 @@ func (v *Venue) AcceptWindow() time.Duration {
 	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
 }
 
+// RefusesLateRequests is true: Bybit refuses a request after timestamp +
+// recv_window and keeps an orderLinkId unique (see exchange.LateRefuser).
+func (v *Venue) RefusesLateRequests() bool { return true }
+
 // Category returns the category this venue trades.
 func (v *Venue) Category() Category { return v.cfg.Category }

@@ -378,6 +378,10 @@ func (v *Venue) SharesHooxDatabase() bool { return true }
 // will.
 func (v *Venue) AcceptWindow() time.Duration { return 0 }
 
+// RefusesLateRequests is true: a paper order that is not committed now never
+// will be (see exchange.LateRefuser).
+func (v *Venue) RefusesLateRequests() bool { return true }
+
 // classify maps a database error to the venue error the gateway branches on:
 // when pgx knows nothing reached the server, nothing was placed; otherwise
 // the write may have committed.
