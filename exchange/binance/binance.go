@@ -435,6 +435,14 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		// No order can exist on a symbol Binance does not list.
 		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w: %w", o.ClientOrderID, exchange.ErrNotFound, err)
 	}
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassArchived {
+		// The order existed and ended with nothing executed (errors.md,
+		// -2026 ORDER_ARCHIVED): final, and never a reason to place
+		// again under the same ID.
+		r := rejected("binance archived the order: " + apiErr.Msg)
+		r.Symbol = symbol
+		return r, nil
+	}
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w", o.ClientOrderID, err)
 	}

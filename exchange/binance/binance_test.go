@@ -360,3 +360,28 @@ func TestFakeServesBothMarketsApart(t *testing.T) {
 	_, err = fut.Place(ctx, o)
 	require.NoError(t, err, "an ID open on spot does not block futures")
 }
+
+// TestArchivedOrderIsNeverNotFound: Binance spot answers a lookup of an
+// order cancelled or expired with nothing executed long ago with -2026
+// ORDER_ARCHIVED (errors.md). The order existed under the client order
+// ID: the lookup reports it final with nothing filled, never "not found",
+// which would let the order be placed again.
+func TestArchivedOrderIsNeverNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketSpot)
+	ctx := context.Background()
+	o := limitOrder("buy", "0.01", "40000")
+	r, err := b.venue.Place(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, r.Status)
+	require.NoError(t, b.fake.CancelOrder(o.ClientOrderID))
+	require.NoError(t, b.fake.ArchiveOrder(o.ClientOrderID))
+
+	r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+	require.NoError(t, err)
+	require.True(t, adopted)
+	require.Equal(t, exchange.StatusRejected, r.Status)
+	require.Contains(t, r.Reason, "archived")
+	require.True(t, r.FilledQuantity.IsZero())
+	require.Equal(t, 1, b.fake.Placements(o.ClientOrderID), "not placed again")
+}

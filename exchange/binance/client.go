@@ -126,12 +126,18 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		Msg  string `json:"msg"`
 	}
 	if json.Unmarshal(raw, &body2) != nil || body2.Code == nil {
-		// Not Binance's error shape: a proxy or the WAF answered.
+		// Not Binance's error shape: a proxy, a gateway or the WAF
+		// answered, after the request was written. Only the WAF's 403
+		// is documented as a refusal before the API ("HTTP 403 return
+		// code is used when a WAF rule has been violated", rest-api.md
+		// "HTTP Return Codes"; 429 and 418 are handled above). Any other
+		// status — a gateway's 408 after "a timeout has occurred while
+		// waiting for a response from the backend server" (USDⓈ-M
+		// general-info), a proxy's 400 or 502 — may follow an order the
+		// matching engine took: unknown.
 		apiErr.Msg = http.StatusText(resp.StatusCode)
 		apiErr.Class = ClassUnknown
-		if resp.StatusCode < 500 {
-			// A 4xx from the WAF or a proxy: the request never reached
-			// the matching engine.
+		if resp.StatusCode == http.StatusForbidden {
 			apiErr.Class = ClassUnreachable
 		}
 	} else {

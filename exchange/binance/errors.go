@@ -34,12 +34,19 @@ const (
 	ClassCredentials
 	// ClassNotFound answers a lookup: no such order.
 	ClassNotFound
+	// ClassArchived answers a spot lookup: the order existed, was
+	// cancelled or expired with nothing executed, and Binance archived
+	// it. Never "not found": the client order ID was used.
+	ClassArchived
 )
 
 // errorClasses is Binance's error code → class table, for spot and USDⓈ-M
 // futures (codes that exist on one market only never appear on the other).
-// Codes not listed are ClassRejected when the HTTP status is 4xx (Binance:
-// "the issue is on the sender's side"), ClassUnknown when it is 5xx.
+// Codes not listed are ClassUnknown, whatever the HTTP status: a code hoox
+// does not know proves nothing about whether the order exists (Binance
+// adds codes, and a 4xx's "the issue is on the sender's side" does not say
+// the matching engine did nothing), so a placement answered with one is
+// reconciled, never recorded as refused for good.
 var errorClasses = map[int]Class{
 	-1000: ClassUnknown,     // UNKNOWN: an unknown error occurred while processing the request
 	-1001: ClassUnknown,     // DISCONNECTED: internal error
@@ -70,18 +77,44 @@ var errorClasses = map[int]Class{
 	-4016: ClassFilter,      // futures: limit price too high
 	-4023: ClassFilter,      // futures: quantity not increased by step size
 	-4164: ClassFilter,      // futures: notional below MIN_NOTIONAL
+	-1014: ClassRejected,    // UNKNOWN_ORDER_COMPOSITION: unsupported order combination
 	-1100: ClassRejected,    // ILLEGAL_CHARS
+	-1101: ClassRejected,    // TOO_MANY_PARAMETERS
 	-1102: ClassRejected,    // MANDATORY_PARAM_EMPTY_OR_MALFORMED
+	-1103: ClassRejected,    // UNKNOWN_PARAM
+	-1104: ClassRejected,    // UNREAD_PARAMETERS
+	-1105: ClassRejected,    // PARAM_EMPTY
 	-1106: ClassRejected,    // PARAM_NOT_REQUIRED
+	-1112: ClassRejected,    // NO_DEPTH: no orders on book for symbol
+	-1114: ClassRejected,    // TIF_NOT_REQUIRED
+	-1115: ClassRejected,    // INVALID_TIF
 	-1116: ClassRejected,    // INVALID_ORDER_TYPE
 	-1117: ClassRejected,    // INVALID_SIDE
 	-1121: ClassRejected,    // BAD_SYMBOL
+	-1128: ClassRejected,    // OPTIONAL_PARAMS_BAD_COMBO
+	-1130: ClassRejected,    // INVALID_PARAMETER
 	-2018: ClassRejected,    // futures: balance is insufficient
 	-2019: ClassRejected,    // futures: margin is insufficient
+	-2020: ClassRejected,    // futures UNABLE_TO_FILL
+	-2021: ClassRejected,    // futures ORDER_WOULD_IMMEDIATELY_TRIGGER (spot: cancel-replace only, never sent)
 	-2022: ClassRejected,    // futures: ReduceOnly order is rejected
+	-2023: ClassRejected,    // futures USER_IN_LIQUIDATION
+	-2024: ClassRejected,    // futures POSITION_NOT_SUFFICIENT
+	-2025: ClassRejected,    // futures MAX_OPEN_ORDER_EXCEEDED
+	-2026: ClassRejected,    // futures REDUCE_ONLY_ORDER_TYPE_NOT_SUPPORTED (spot ORDER_ARCHIVED: messageClasses)
+	-2027: ClassRejected,    // futures MAX_LEVERAGE_RATIO: position too large for the leverage
+	-2028: ClassRejected,    // futures MIN_LEVERAGE_RATIO: insufficient margin balance
+	-4001: ClassRejected,    // futures: price less than 0
+	-4002: ClassRejected,    // futures: price greater than max price
 	-4015: ClassRejected,    // futures: client order id is not valid
 	-4028: ClassRejected,    // futures: leverage is not valid
 	-4061: ClassRejected,    // futures: position side does not match (hedge mode account)
+	-4062: ClassRejected,    // futures REDUCE_ONLY_CONFLICT
+	-4087: ClassCredentials, // futures REDUCE_ONLY_ORDER_PERMISSION: the account may only reduce
+	-4088: ClassCredentials, // futures NO_PLACE_ORDER_PERMISSION: the account may not place orders now
+	-4105: ClassRejected,    // futures: symbol under risk control, reduce-only orders only
+	-4106: ClassRejected,    // futures: symbol under risk control, buys reduce-only only
+	-4107: ClassRejected,    // futures: symbol under risk control, sells reduce-only only
 }
 
 // messageClass is a code whose class depends on its message: -2010
@@ -105,10 +138,15 @@ var messageClasses = []messageClass{
 	{-2010, "This account may not place or cancel orders.", ClassCredentials},
 	{-2010, "This action is disabled on this account.", ClassCredentials},
 	{-2010, "Rest API trading is not enabled.", ClassCredentials},
+	// Spot -2026 ORDER_ARCHIVED (errors.md); the same code on futures is
+	// REDUCE_ONLY_ORDER_TYPE_NOT_SUPPORTED, a refusal.
+	{-2026, "Order was canceled or expired with no executed qty over 90 days ago and has been archived.", ClassArchived},
 }
 
-// classify returns the class of a Binance error answer.
-func classify(httpStatus, code int, msg string) Class {
+// classify returns the class of a Binance error answer. httpStatus does
+// not change it: an unlisted code is unknown in a 4xx as in a 5xx (and
+// do makes every 5xx unknown).
+func classify(_, code int, msg string) Class {
 	for _, m := range messageClasses {
 		if code == m.code && strings.Contains(msg, strings.TrimSuffix(m.msg, ".")) {
 			return m.class
@@ -117,10 +155,7 @@ func classify(httpStatus, code int, msg string) Class {
 	if c, ok := errorClasses[code]; ok {
 		return c
 	}
-	if httpStatus >= 500 {
-		return ClassUnknown
-	}
-	return ClassRejected
+	return ClassUnknown
 }
 
 // APIError is an error answer from Binance: its HTTP status, code and

@@ -3,7 +3,12 @@ package binance_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +308,96 @@ func TestTradingDisabledIsACredentialsError(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestAnswerWithoutBinanceBodyAfterAcceptIsUnknown: a 4xx that is not
+// Binance's error body — a bare 408 from a gateway that gave up waiting
+// for the matching engine (USDⓈ-M general-info, "HTTP Return Codes"), or
+// any other status a proxy answers with — comes after the request was
+// written and may follow an order Binance holds. It is ErrUnknownOutcome,
+// never "nothing sent": a resend after a rollback would place the same
+// client order ID a second time (Binance accepts it again once the first
+// market order has filled).
+func TestAnswerWithoutBinanceBodyAfterAcceptIsUnknown(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		for _, status := range []int{http.StatusRequestTimeout, http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict} {
+			t.Run(string(m)+"/"+strconv.Itoa(status), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, m)
+				ctx := context.Background()
+				b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultBareStatusAfterAccept, HTTPStatus: status})
+				o := marketOrder("buy", "0.01")
+				r, err := b.venue.Place(ctx, o)
+				require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
+				require.NotErrorIs(t, err, exchange.ErrUnreachable)
+				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+
+				// The reconcile finds and adopts it: one order, not two.
+				r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+				require.NoError(t, err)
+				require.True(t, adopted)
+				require.Equal(t, exchange.StatusFilled, r.Status)
+				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+			})
+		}
+	}
+}
+
+// TestUnlistedCodeAfterAcceptIsUnknown: an error code hoox does not table,
+// in a 4xx answer to a placement, proves nothing about the order: Binance
+// adds codes, and one may come after the order exists. It is reconciled
+// (ErrUnknownOutcome), never recorded as refused for good (a 422 that
+// would leave an order hoox does not know of).
+func TestUnlistedCodeAfterAcceptIsUnknown(t *testing.T) {
+	t.Parallel()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			ctx := context.Background()
+			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultCodeAfterAccept, Code: -1099, Msg: "Not found, unauthenticated, or unauthorized."})
+			o := marketOrder("buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
+			require.NotErrorIs(t, err, exchange.ErrUnreachable)
+			require.ErrorContains(t, err, "-1099")
+			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+
+			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+			require.NoError(t, err)
+			require.True(t, adopted)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+		})
+	}
+}
+
+// TestWAFRefusalIsUnreachable: a bare 403 is Binance's WAF refusing the
+// request before it reaches the API (rest-api.md, "HTTP Return Codes"):
+// nothing was placed.
+func TestWAFRefusalIsUnreachable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketSpot)
+	ctx := context.Background()
+	target, err := url.Parse(b.fake.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	waf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == b.path {
+			http.Error(w, "Forbidden", http.StatusForbidden)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(waf.Close)
+	cfg := b.cfg
+	cfg.BaseURL = waf.URL
+	v, err := binance.New(cfg)
+	require.NoError(t, err)
+	o := marketOrder("buy", "0.01")
+	_, err = v.Place(ctx, o)
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+	require.ErrorContains(t, err, "403")
+	require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
 }

@@ -28,6 +28,7 @@ var docClasses = []struct {
 	{"nothing sent; server time", binance.ClassTimestamp},
 	{"nothing sent; credentials", binance.ClassCredentials},
 	{"not found", binance.ClassNotFound},
+	{"archived", binance.ClassArchived},
 }
 
 var binanceCodeRE = regexp.MustCompile(`-[0-9]{4}`)

@@ -148,6 +148,12 @@ type Order struct {
 	// VisibleAt is when the order query starts to find the order (the
 	// lookup lag); the matching engine sees it at once.
 	VisibleAt time.Time
+	// Archived is set by ArchiveOrder: a spot order query answers -2026
+	// ORDER_ARCHIVED for it.
+	Archived bool
+	// fillOnQuery counts down the order queries a held market order
+	// (HoldMarketOrders) waits for before it fills.
+	fillOnQuery int
 }
 
 // Open reports whether the order still blocks its client order ID.
@@ -186,6 +192,10 @@ type Server struct {
 	latency       map[string]time.Duration
 	engineDelay   time.Duration
 	tradingOff    string
+	late          []lateOrder
+	lateRefused   int
+	holdLeft      int
+	holdQueries   int
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -411,6 +421,7 @@ func (s *Server) LeverageCalls(symbol string) int {
 func (s *Server) Orders() []Order {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runEngine()
 	out := make([]Order, 0, len(s.orders))
 	for _, o := range s.orders {
 		out = append(out, *o)
@@ -423,6 +434,7 @@ func (s *Server) Orders() []Order {
 func (s *Server) Placements(clientOrderID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runEngine()
 	n := 0
 	for _, o := range s.orders {
 		if o.ClientOrderID == clientOrderID {
@@ -503,7 +515,7 @@ func (s *Server) Requests(path string) int {
 var ErrNoOrder = errors.New("binancefake: no such order")
 
 // FillOrder fills the latest open order under clientOrderID at its limit
-// price, moving balances or the position, as if the market had traded
+// price (a held market order at the symbol's price), moving balances or the position, as if the market had traded
 // through it.
 func (s *Server) FillOrder(clientOrderID string) error {
 	s.mu.Lock()
@@ -513,7 +525,7 @@ func (s *Server) FillOrder(clientOrderID string) error {
 		return fmt.Errorf("fill %s: %w", clientOrderID, ErrNoOrder)
 	}
 	rest := o.Quantity.Sub(o.ExecutedQty)
-	s.execute(o, rest, o.Price)
+	s.execute(o, rest, s.fillPrice(o))
 	o.Status = "FILLED"
 	return nil
 }
@@ -529,7 +541,7 @@ func (s *Server) PartialFill(clientOrderID string, qty decimal.Decimal) error {
 		return fmt.Errorf("fill %s: %w", clientOrderID, ErrNoOrder)
 	}
 	qty = decimal.Min(qty, o.Quantity.Sub(o.ExecutedQty))
-	s.execute(o, qty, o.Price)
+	s.execute(o, qty, s.fillPrice(o))
 	o.Status = "PARTIALLY_FILLED"
 	if o.ExecutedQty.Equal(o.Quantity) {
 		o.Status = "FILLED"
@@ -549,6 +561,21 @@ func (s *Server) CancelOrder(clientOrderID string) error {
 	return nil
 }
 
+// ArchiveOrder archives the latest order under clientOrderID as Binance
+// spot does with an order "canceled or expired with no executed qty over
+// 90 days ago" (errors.md, -2026 ORDER_ARCHIVED): the spot order query then
+// answers -2026 for it. Only such an order can be archived.
+func (s *Server) ArchiveOrder(clientOrderID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.latest(clientOrderID)
+	if o == nil || o.Market != MarketSpot || (o.Status != "CANCELED" && o.Status != "EXPIRED") || o.ExecutedQty.IsPositive() {
+		return fmt.Errorf("archive %s: %w", clientOrderID, ErrNoOrder)
+	}
+	o.Archived = true
+	return nil
+}
+
 // SetOrderState overwrites the latest order under clientOrderID's status and
 // execution, without touching balances: for status-mapping tests.
 func (s *Server) SetOrderState(clientOrderID, status string, executedQty, cumQuote decimal.Decimal) error {
@@ -562,8 +589,18 @@ func (s *Server) SetOrderState(clientOrderID, status string, executedQty, cumQuo
 	return nil
 }
 
+// fillPrice is where o trades: its limit price, or for a market order
+// (held by HoldMarketOrders) the symbol's price; callers hold mu.
+func (s *Server) fillPrice(o *Order) decimal.Decimal {
+	if o.Type == "MARKET" {
+		return s.symbols[o.Symbol].Price
+	}
+	return o.Price
+}
+
 // latest is the newest order under id; callers hold mu.
 func (s *Server) latest(id string) *Order {
+	s.runEngine()
 	for _, o := range slices.Backward(s.orders) {
 		if o.ClientOrderID == id {
 			return o

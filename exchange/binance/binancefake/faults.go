@@ -30,6 +30,31 @@ const (
 	// FaultCredentials answers 401 with code -2015 ("Invalid API-key, IP,
 	// or permissions for action.") before accepting anything.
 	FaultCredentials
+	// FaultBareStatusAfterAccept stores the order, then answers
+	// Fault.HTTPStatus (408 when zero) with a plain-text body and no
+	// Binance error code, as a proxy or gateway in front of the matching
+	// engine does when it gives up waiting (USDⓈ-M general-info, "HTTP
+	// Return Codes": "HTTP 408 return code is used when a timeout has
+	// occurred while waiting for a response from the backend server").
+	FaultBareStatusAfterAccept
+	// FaultCodeAfterAccept stores the order, then answers Fault.HTTPStatus
+	// (400 when zero) with Binance's JSON error body carrying Fault.Code
+	// and Fault.Msg: an error code a client may not know, although the
+	// order exists.
+	FaultCodeAfterAccept
+	// FaultLateInEngine passes the API's timestamp checks, answers -1007
+	// (HTTP 503, "execution status unknown") at once, and hands the order
+	// to the matching engine Fault.Delay later on the fake's clock
+	// (Advance, or the Options.Now clock moving). What happens then is
+	// each market's documented rule: spot books the order however late it
+	// is (CHANGELOG.md 2025-08-12: the recvWindow check before the
+	// matching engine "does not cover potential delays inside the Matching
+	// Engine itself"), so it can appear after its recvWindow has ended;
+	// USDⓈ-M futures refuses it unexecuted when timestamp + recvWindow has
+	// passed by then (change log 2023-04-17, -5028 "Timestamp for this
+	// request is outside of the ME recvWindow"). The engine's decision is
+	// taken the first time anything looks at the fake after Delay.
+	FaultLateInEngine
 )
 
 // Fault is a fault for the next Count placements (1 when Count is zero).
@@ -39,6 +64,15 @@ type Fault struct {
 	// RetryAfter is the Retry-After for FaultRateLimit and FaultBan; one
 	// second when zero (the header carries whole seconds).
 	RetryAfter time.Duration
+	// HTTPStatus is the answer's status for FaultBareStatusAfterAccept
+	// (408 when zero) and FaultCodeAfterAccept (400 when zero).
+	HTTPStatus int
+	// Code and Msg are the error body of FaultCodeAfterAccept.
+	Code int
+	Msg  string
+	// Delay is how long after the API took it a FaultLateInEngine order
+	// reaches the matching engine, on the fake's clock.
+	Delay time.Duration
 }
 
 // Inject queues f behind any faults already queued: each placement takes

@@ -54,6 +54,7 @@ func (s *Server) handler() http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
+		s.runEngine()
 		s.requests[r.URL.Path]++
 		s.log = append(s.log, logEntry(r, body, s.now()))
 		latency := s.latency[r.URL.Path]
@@ -391,6 +392,11 @@ func (s *Server) handleQuery(market string) http.HandlerFunc {
 				continue
 			}
 			if (id != "" && o.ClientOrderID == id) || (id == "" && strconv.FormatInt(o.OrderID, 10) == params.Get("orderId")) {
+				if o.Archived {
+					writeErr(w, http.StatusBadRequest, -2026, "Order was canceled or expired with no executed qty over 90 days ago and has been archived.")
+					return
+				}
+				s.queried(o)
 				writeJSON(w, http.StatusOK, orderJSON(o, false))
 				return
 			}
@@ -476,6 +482,14 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 			writeErr(w, http.StatusBadRequest, -2010, off)
 			return
 		}
+		if faulted && f.Kind == FaultLateInEngine {
+			s.mu.Lock()
+			now := s.now()
+			s.late = append(s.late, lateOrder{market: market, params: params, due: now.Add(f.Delay)})
+			s.mu.Unlock()
+			writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
+			return
+		}
 		if delay > 0 {
 			s.sleep(delay)
 			if !s.meTimely(params) {
@@ -507,6 +521,22 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 				return
 			case FaultUnknownAfterAccept:
 				writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
+				return
+			case FaultBareStatusAfterAccept:
+				status := f.HTTPStatus
+				if status == 0 {
+					status = http.StatusRequestTimeout
+				}
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, http.StatusText(status))
+				return
+			case FaultCodeAfterAccept:
+				status := f.HTTPStatus
+				if status == 0 {
+					status = http.StatusBadRequest
+				}
+				writeErr(w, status, f.Code, f.Msg)
 				return
 			case FaultHangAfterAccept:
 				<-r.Context().Done()
@@ -666,7 +696,14 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		TimeInForce: p.Get("timeInForce"), Quantity: qty, Price: price, Status: "NEW", ReduceOnly: reduceOnly,
 		Time: now, VisibleAt: now.Add(s.lookupLag),
 	}
-	if typ == "MARKET" {
+	if typ == "MARKET" && s.holdLeft > 0 {
+		// Held (HoldMarketOrders): NEW with nothing filled, for now.
+		s.holdLeft--
+		o.fillOnQuery = s.holdQueries
+		if o.fillOnQuery == 0 {
+			o.fillOnQuery = -1 // never by queries: FillOrder fills it
+		}
+	} else if typ == "MARKET" {
 		fill := qty
 		if liq, ok := s.liquidity[sym.Symbol]; ok && liq.LessThan(fill) {
 			fill = liq
