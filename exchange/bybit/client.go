@@ -86,13 +86,17 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		bodyReader = bytes.NewReader(b)
 	}
 
-	var wrote atomic.Bool
+	// mayHaveWritten is set once the transport has begun writing the
+	// request: after the headers (the body follows them), or when it
+	// reports the request written, with or without an error. A write
+	// that failed part-way still sent whatever went before the failure,
+	// and what reached Bybit is not known here; only a request that
+	// never got that far (refused connection, DNS, TLS, cancelled before
+	// sending) is known not to have reached the venue.
+	var mayHaveWritten atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.Store(true)
-			}
-		},
+		WroteHeaders: func() { mayHaveWritten.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { mayHaveWritten.Store(true) },
 	})
 	req, err := http.NewRequestWithContext(ctx, r.method, target, bodyReader)
 	if err != nil {
@@ -120,7 +124,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		// Written means Bybit may have read and executed it: only a
 		// lookup can tell. Not written (refused connection, DNS, TLS,
 		// cancelled before sending) means nothing reached the venue.
-		if wrote.Load() {
+		if mayHaveWritten.Load() {
 			return newAPIError(ClassUnknown, r.path, 0, 0, "no answer after the request was sent: "+err.Error())
 		}
 		return newAPIError(ClassUnreachable, r.path, 0, 0, "request not sent: "+err.Error())
@@ -155,11 +159,15 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, "")
 	case resp.StatusCode != http.StatusOK && (jsonErr != nil || env.RetCode == 0):
 		if resp.StatusCode == http.StatusNotFound {
-			// Wrong path, or a category the account mode does not serve:
-			// nothing was executed.
+			// "Cannot find path: wrong path, or category value does not
+			// match account mode" (error.mdx, "HTTP Code"): the router
+			// found nothing to execute.
 			return newAPIError(ClassUnreachable, r.path, resp.StatusCode, 0, "not found (base url or account mode)")
 		}
-		return newAPIError(ClassRejected, r.path, resp.StatusCode, 0, http.StatusText(resp.StatusCode))
+		// Not Bybit's answer to this request: a gateway or proxy that
+		// gave up (408) or failed in its own way, after the request was
+		// written. Whatever Bybit did with it is unknown.
+		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, http.StatusText(resp.StatusCode))
 	case jsonErr != nil:
 		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, "answer is not bybit json")
 	}

@@ -1,8 +1,10 @@
 package bybit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -383,4 +385,97 @@ func TestNothingSentIsNeverARefusal(t *testing.T) {
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		})
 	}
+}
+
+// TestAnswerWithoutBybitEnvelopeAfterAcceptIsUnknown: a 4xx without
+// Bybit's JSON envelope that is not one Bybit documents as a refusal at
+// the door (401 key, 403 and 429 rate limits, 404 no such path; error.mdx
+// "HTTP Code") — a gateway's 408, a proxy's 400 or 409 — comes after the
+// request was written and may follow an order Bybit booked. It is
+// ErrUnknownOutcome, never a rejection (422) that records an order that
+// may have filled as refused.
+func TestAnswerWithoutBybitEnvelopeAfterAcceptIsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, status := range []int{http.StatusBadRequest, http.StatusRequestTimeout, http.StatusConflict, http.StatusRequestEntityTooLarge} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.Linear)
+			b.fake.InjectPlacements(1, bybitfake.StatusAfterAccept(status))
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			r, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
+			require.NotErrorIs(t, err, exchange.ErrUnreachable)
+			require.Len(t, b.fake.Orders(), 1)
+
+			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+			require.NoError(t, err)
+			require.True(t, adopted)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+			require.Len(t, b.fake.Orders(), 1)
+		})
+	}
+}
+
+// errCut is the write error of a connection cut in the middle of a body.
+var errCut = errors.New("connection reset by peer")
+
+// cutConn lets a create request through until keep bytes of its body have
+// been written, then closes the connection and fails the write: what the
+// client sees when the venue reads part of the body and closes. Other
+// requests pass untouched.
+type cutConn struct {
+	net.Conn
+	keep int
+	seen []byte
+	cut  bool
+}
+
+func (c *cutConn) Write(p []byte) (int, error) {
+	if c.cut {
+		return 0, errCut
+	}
+	before := len(c.seen)
+	c.seen = append(c.seen, p...)
+	end := bytes.Index(c.seen, []byte("\r\n\r\n"))
+	if !bytes.HasPrefix(c.seen, []byte("POST "+bybitfake.PathCreate)) || end < 0 || len(c.seen) <= end+4+c.keep {
+		return c.Conn.Write(p)
+	}
+	allowed := end + 4 + c.keep - before
+	n, _ := c.Conn.Write(p[:allowed])
+	_ = c.Conn.Close()
+	c.cut = true
+	return n, errCut
+}
+
+// TestPartlyWrittenRequestIsUnknown: once any byte of a placement's body
+// may have left, the order's fate is not known to be "not sent", even when
+// the write itself failed: ErrUnknownOutcome, for a lookup to settle. (A
+// small write buffer makes the transport write the body while building
+// the request, so the failure is reported where httptrace says the
+// request was not written in full.)
+func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := &http.Transport{
+		WriteBufferSize:   64,
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &cutConn{Conn: conn, keep: 20}, nil
+		},
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	b := setup(t, bybit.Linear, func(c *bybit.Config) { c.HTTPClient = &http.Client{Transport: tr} })
+	o := marketOrder("BTCUSDT", "buy", "0.01")
+	_, err := b.venue.Place(ctx, o)
+	require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, exchange.ErrUnreachable)
+	// The fake could not read a whole body and booked nothing; the
+	// reconcile's lookup is what learns that, once the accept window has
+	// passed.
+	require.Empty(t, b.fake.Orders())
 }

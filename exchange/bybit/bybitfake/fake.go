@@ -211,6 +211,14 @@ func HangAfterAccept() Fault {
 	return Fault{AfterAccept: true, Hang: true}
 }
 
+// StatusAfterAccept books the order and answers the HTTP status with a
+// plain-text body and no Bybit envelope, as a gateway or proxy in front of
+// Bybit does when it gives up on the answer (e.g. 408) or fails in its
+// own way (400, 409): the order exists, the client cannot know.
+func StatusAfterAccept(status int) Fault {
+	return Fault{AfterAccept: true, HTTPStatus: status}
+}
+
 // TooManyRequests answers HTTP 429 before accepting anything.
 func TooManyRequests(retryAfter time.Duration) Fault {
 	return Fault{HTTPStatus: http.StatusTooManyRequests, RetryAfter: retryAfter}
