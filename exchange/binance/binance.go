@@ -181,6 +181,9 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 		r, err := v.send(ctx, sent, stamp)
+		if err == nil && sent.market && r.Status == exchange.StatusOpen {
+			return v.confirm(ctx, sent, r)
+		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
 		if !isAPI || apiErr.Class != ClassFilter {
 			if isAPI && apiErr.refused() {
@@ -351,6 +354,60 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 		return exchange.Report{}, fmt.Errorf("binance: place order %s: answer without order status: %w", out.clientID, exchange.ErrUnknownOutcome)
 	}
 	return a.report(), nil
+}
+
+// confirm follows a market order Binance answered as not yet final (NEW,
+// PARTIALLY_FILLED: the matching engine had not finished with it when the
+// API answered) by querying it by its order ID, pausing 25 ms, doubling to
+// 400 ms, for at most ConfirmWait within the caller's deadline. A final
+// state is the answer. Otherwise Place answers ErrUnknownOutcome — never
+// an open market order that nobody looks at again, and never
+// ErrUnreachable: the order exists — and the gateway's reconcile follows
+// it with Lookup.
+func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Report) (exchange.Report, error) {
+	pause, waited := 25*time.Millisecond, time.Duration(0)
+	p := params{}.add("symbol", out.symbol).add("orderId", placed.ExchangeOrderID)
+	weight := 4
+	if v.futures() {
+		weight = 1
+	}
+	last := fmt.Errorf("binance answered it %s", placed.Status)
+	for {
+		if waited+pause > v.cfg.ConfirmWait {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			last = ctx.Err()
+			break
+		}
+		waited += pause
+		pause = min(2*pause, 400*time.Millisecond)
+		var a orderAnswer
+		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order", params: p, signed: true, weight: weight}, &a)
+		if err != nil {
+			last = err
+			continue
+		}
+		if r := a.report(); r.Status != exchange.StatusOpen {
+			return r, nil
+		}
+		last = fmt.Errorf("binance shows it %s, not yet final", a.Status)
+	}
+	v.log.WarnContext(ctx, "binance accepted the market order but it was not final while place asked; the gateway reconciles it",
+		"client_order_id", out.clientID, "order_id", placed.ExchangeOrderID, "error", last)
+	// %v, not %w: whatever the query's error wraps (ErrNotFound,
+	// ErrUnreachable), the order was accepted.
+	return exchange.Report{}, fmt.Errorf("binance: place order %s: accepted as order %s, but not final (%v): %w",
+		out.clientID, placed.ExchangeOrderID, last, exchange.ErrUnknownOutcome)
 }
 
 // report maps Binance's order object onto a Report.

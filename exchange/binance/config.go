@@ -51,6 +51,11 @@ const (
 	// DefaultHTTPTimeout bounds one request when Config.HTTPClient is nil;
 	// Binance itself answers -1007 after 10 s.
 	DefaultHTTPTimeout = 15 * time.Second
+	// DefaultConfirmWait bounds how long Place keeps asking for the final
+	// state of a market order Binance answered NEW or PARTIALLY_FILLED:
+	// well inside the gateway's venue timeout (10 s by default), which
+	// the reads before the order and the order itself share.
+	DefaultConfirmWait = 2 * time.Second
 	// DefaultSpotWeightBudget and DefaultFuturesWeightBudget keep a margin
 	// under Binance's 6000 (spot) and 2400 (futures) weight per minute.
 	DefaultSpotWeightBudget    = 5000
@@ -93,6 +98,11 @@ type Config struct {
 	// the next minute (or fail with ErrUnreachable when the context ends
 	// first). Defaults per market.
 	WeightBudget int
+	// ConfirmWait is how long Place keeps querying a market order that
+	// Binance answered as not yet final (NEW, PARTIALLY_FILLED) before it
+	// gives up with ErrUnknownOutcome for the gateway to reconcile; the
+	// caller's deadline bounds it too.
+	ConfirmWait time.Duration
 	// Logger receives operator-facing messages; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -142,6 +152,9 @@ func (c Config) WithDefaults() Config {
 			c.WeightBudget = DefaultFuturesWeightBudget
 		}
 	}
+	if c.ConfirmWait == 0 {
+		c.ConfirmWait = DefaultConfirmWait
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -161,7 +174,7 @@ func (c Config) validate() error {
 		return errors.New("binance: api key and secret are required")
 	case c.RecvWindow < time.Millisecond || c.RecvWindow > MaxRecvWindow:
 		return fmt.Errorf("binance: recv window %s: want 1ms to %s", c.RecvWindow, MaxRecvWindow)
-	case c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSync < 0 || c.FilterTTL < 0:
+	case c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSync < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0:
 		return errors.New("binance: durations must not be negative")
 	case c.WeightBudget < 0:
 		return errors.New("binance: weight budget must not be negative")
