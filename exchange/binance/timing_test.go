@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
 // stampBound is how far after Place's start the order's timestamp may be:
@@ -152,4 +153,67 @@ func TestWeightWaitPastRecvWindowSendsNothing(t *testing.T) {
 	require.ErrorContains(t, err, "recvWindow")
 	require.Equal(t, sent, b.fake.Requests(b.path), "nothing sent")
 	require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+}
+
+// TestLateInTheMatchingEngine: the recvWindow checks end before the
+// matching engine (spot CHANGELOG.md 2025-08-12: the check "does not cover
+// potential delays inside the Matching Engine itself"), so a spot order
+// the API took can appear in the book after its accept window has closed:
+// "not found" then proves nothing, and the venue says so
+// (RefusesLateRequests false). USDⓈ-M futures checks the timestamp again
+// in the matching engine and refuses a late order unexecuted (-5028, change
+// log 2023-04-17): "not found" after the accept window is final there.
+func TestLateInTheMatchingEngine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, m)
+			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01")) // time and filters cached
+			require.NoError(t, err)
+
+			late := b.venue.AcceptWindow() + 10*time.Second
+			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultLateInEngine, Delay: late})
+			o := marketOrder("buy", "0.01")
+			_, err = b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+			require.ErrorContains(t, err, "-1007")
+
+			// The accept window closes with nothing to find.
+			b.clock.Advance(b.venue.AcceptWindow())
+			_, err = b.venue.Lookup(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrNotFound)
+
+			// Then the matching engine reaches the order.
+			b.clock.Advance(late - b.venue.AcceptWindow())
+			require.Zero(t, b.fake.PendingInEngine())
+			r, err := b.venue.Lookup(ctx, o)
+			if m == binance.MarketSpot {
+				require.False(t, exchange.RefusesLate(b.venue), "spot cannot prove a missing order will never exist")
+				require.NoError(t, err, "spot books the order after its accept window")
+				require.Equal(t, exchange.StatusFilled, r.Status)
+				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+				return
+			}
+			require.True(t, exchange.RefusesLate(b.venue))
+			require.ErrorIs(t, err, exchange.ErrNotFound, "futures refused it in the matching engine")
+			require.Equal(t, 1, b.fake.LateRefused())
+			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+		})
+	}
+
+	t.Run("futures/WithinRecvWindowIsBooked", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultLateInEngine, Delay: 2 * time.Second})
+		o := marketOrder("buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+		b.clock.Advance(2 * time.Second)
+		r, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Zero(t, b.fake.LateRefused())
+	})
 }
