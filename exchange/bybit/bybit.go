@@ -75,6 +75,14 @@ const (
 	// acknowledged order's state: well inside the gateway's venue
 	// timeout (10 s by default), which the pre-calls and the create share.
 	DefaultConfirmWait = 2 * time.Second
+	// DefaultHistoryLookback is how far back Lookup searches order history
+	// when the last 7 days (history's default span) do not hold the
+	// order: a reconcile runs within minutes of a placement, but one held
+	// up by an outage must still find an order filled days ago.
+	DefaultHistoryLookback = 30 * 24 * time.Hour
+	// historySpan is the longest span one history query may cover
+	// (order-list.mdx: "endTime - startTime <= 7 days").
+	historySpan = 7 * 24 * time.Hour
 	// DefaultIPBanWait is how long Bybit says to back off after HTTP 403
 	// "access too frequent" (its rate-limit page: at least 10 minutes).
 	DefaultIPBanWait = 10 * time.Minute
@@ -115,6 +123,11 @@ type Config struct {
 	// nothing more) before it gives up with ErrUnknownOutcome; the
 	// caller's deadline bounds it too.
 	ConfirmWait time.Duration
+	// HistoryLookback is how far back (from now, on Bybit's clock) Lookup
+	// searches order history, 7 days per query, once history's default
+	// last 7 days do not hold the order. Bybit keeps filled orders for
+	// two years, unfilled cancelled ones only a day.
+	HistoryLookback time.Duration
 	// Logger receives the adapter's logs; slog.Default when nil.
 	Logger *slog.Logger
 }
@@ -152,6 +165,9 @@ func (c Config) WithDefaults() Config {
 	if c.ConfirmWait == 0 {
 		c.ConfirmWait = DefaultConfirmWait
 	}
+	if c.HistoryLookback == 0 {
+		c.HistoryLookback = DefaultHistoryLookback
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -172,7 +188,7 @@ func (c Config) validate() error {
 	if c.RecvWindow < time.Millisecond || c.RecvWindow%time.Millisecond != 0 {
 		errs = append(errs, fmt.Errorf("recv window %s is not a positive whole number of milliseconds", c.RecvWindow))
 	}
-	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSyncInterval < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0 {
+	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSyncInterval < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0 || c.HistoryLookback < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {

@@ -210,7 +210,7 @@ func (v *Venue) confirm(ctx context.Context, sym, linkID, orderID string, market
 	pause, waited := 25*time.Millisecond, time.Duration(0)
 	var last error
 	for {
-		r, err := v.find(ctx, sym, linkID, true)
+		r, err := v.find(ctx, sym, linkID, false)
 		switch {
 		case err == nil && (!market || r.Status != exchange.StatusOpen):
 			return r, nil
@@ -289,18 +289,37 @@ type orderInfo struct {
 	RejectReason string `json:"rejectReason"`
 }
 
-// find queries realtime, then (withHistory) history, for linkID.
-func (v *Venue) find(ctx context.Context, sym, linkID string, withHistory bool) (exchange.Report, error) {
-	paths := []string{"/v5/order/realtime"}
-	if withHistory {
-		paths = append(paths, "/v5/order/history")
+// find queries realtime, then history for its default last 7 days, for
+// linkID; older (a Lookup, not Place's confirm) then walks history back 7
+// days per query over HistoryLookback, since a history query without a
+// time range covers only the last 7 days (order-list.mdx, startTime).
+func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (exchange.Report, error) {
+	base := url.Values{"category": {string(v.cfg.Category)}, "symbol": {sym}, "orderLinkId": {linkID}}
+	queries := []struct {
+		path  string
+		query url.Values
+	}{{"/v5/order/realtime", base}, {"/v5/order/history", base}}
+	if older {
+		now := v.serverNow()
+		for back := historySpan; back < v.cfg.HistoryLookback; back += historySpan {
+			q := url.Values{}
+			for k, vs := range base {
+				q[k] = vs
+			}
+			end := now.Add(-back)
+			q.Set("startTime", strconv.FormatInt(end.Add(-historySpan).UnixMilli(), 10))
+			q.Set("endTime", strconv.FormatInt(end.UnixMilli(), 10))
+			queries = append(queries, struct {
+				path  string
+				query url.Values
+			}{"/v5/order/history", q})
+		}
 	}
-	q := url.Values{"category": {string(v.cfg.Category)}, "symbol": {sym}, "orderLinkId": {linkID}}
-	for _, path := range paths {
+	for _, qu := range queries {
 		var res struct {
 			List []orderInfo `json:"list"`
 		}
-		if err := v.call(ctx, request{method: http.MethodGet, path: path, query: q, private: true}, &res); err != nil {
+		if err := v.call(ctx, request{method: http.MethodGet, path: qu.path, query: qu.query, private: true}, &res); err != nil {
 			return exchange.Report{}, err
 		}
 		for _, oi := range res.List {

@@ -213,7 +213,9 @@ func TestLookup(t *testing.T) {
 		b := setup(t, bybit.Linear)
 		_, err := b.venue.Lookup(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.ErrorIs(t, err, exchange.ErrNotFound)
-		require.Equal(t, 1, b.fake.Requests(bybitfake.PathHistory), "history is asked before giving up")
+		// History's last 7 days, then 7 days per query back over the
+		// 30-day lookback.
+		require.Equal(t, 1+4, b.fake.Requests(bybitfake.PathHistory), "history is asked, back over the lookback, before giving up")
 	})
 
 	t.Run("FallsBackToHistory", func(t *testing.T) {
@@ -227,6 +229,24 @@ func TestLookup(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
 		require.Equal(t, 1, b.fake.Requests(bybitfake.PathHistory))
+	})
+
+	// order-list.mdx: history without startTime covers the last 7 days; a
+	// filled order stays queryable for 2 years, by 7-day windows. A lookup
+	// of an order older than a week must find it, never read "not found"
+	// (which would let the gateway try to place it again).
+	t.Run("FilledOrderOlderThanAWeek", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.Linear)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		b.fake.ForgetClosedInRealtime() // as after a Bybit restart
+		b.clock.Advance(10 * 24 * time.Hour)
+		r, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "0.01", r.FilledQuantity.String())
 	})
 
 	t.Run("MismatchUnderTheSameID", func(t *testing.T) {

@@ -357,6 +357,13 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 		return fail(10001, "Missing some parameters that must be filled in, symbol or settleCoin or baseCoin")
 	}
 	now := s.clock()
+	var from, to time.Time
+	if history {
+		var msg string
+		if from, to, msg = historyRange(q.Get("startTime"), q.Get("endTime"), now); msg != "" {
+			return fail(10001, msg)
+		}
+	}
 	list := []any{}
 	for i := len(s.book) - 1; i >= 0; i-- { // newest first, as Bybit sorts
 		o := s.book[i]
@@ -370,7 +377,7 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 			continue
 		}
 		open := isOpen(o.Status)
-		if history && open {
+		if history && (open || !inHistory(o, from, to, now)) {
 			continue
 		}
 		if !history && !open && (s.forgetReal || linkID == "" && orderID == "") {
@@ -383,6 +390,56 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 		list = append(list, orderJSON(o))
 	}
 	return ok(map[string]any{"category": cat, "list": list, "nextPageCursor": ""})
+}
+
+// historyWindow is the longest span one history query covers, and the
+// span it covers by default (order-list.mdx, startTime: "startTime and
+// endTime are not passed, return 7 days by default"; "endTime - startTime
+// <= 7 days").
+const historyWindow = 7 * 24 * time.Hour
+
+// historyRange is the creation-time range a history query asks for, as
+// order-list.mdx documents startTime and endTime, or why it is refused.
+func historyRange(start, end string, now time.Time) (from, to time.Time, msg string) {
+	ms := func(s string) (time.Time, bool) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return time.UnixMilli(n), err == nil
+	}
+	st, hasStart := ms(start)
+	en, hasEnd := ms(end)
+	switch {
+	case start != "" && !hasStart, end != "" && !hasEnd:
+		return time.Time{}, time.Time{}, "params error: startTime or endTime invalid"
+	case hasStart && hasEnd:
+		if en.Sub(st) > historyWindow || en.Before(st) {
+			return time.Time{}, time.Time{}, "params error: The time range between startTime and endTime cannot exceed 7 days"
+		}
+		return st, en, ""
+	case hasStart:
+		return st, st.Add(historyWindow), ""
+	case hasEnd:
+		return en.Add(-historyWindow), en, ""
+	}
+	return now.Add(-historyWindow), now, ""
+}
+
+// inHistory reports whether a closed order shows in a history query for
+// [from, to]: created in the range, and still kept (order-list.mdx: orders
+// beyond 7 days only with fills; Cancelled, Rejected and Deactivated
+// orders without fills only for 24 hours).
+func inHistory(o *Order, from, to, now time.Time) bool {
+	if o.CreatedAt.Before(from) || o.CreatedAt.After(to) {
+		return false
+	}
+	filled := o.CumExecQty.IsPositive()
+	switch {
+	case !filled && now.Sub(o.CreatedAt) > historyWindow:
+		return false
+	case !filled && now.Sub(o.CreatedAt) > 24*time.Hour &&
+		(o.Status == "Cancelled" || o.Status == "Rejected" || o.Status == "Deactivated"):
+		return false
+	}
+	return true
 }
 
 func isOpen(status string) bool {
