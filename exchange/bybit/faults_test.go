@@ -479,3 +479,41 @@ func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
 	// passed.
 	require.Empty(t, b.fake.Orders())
 }
+
+// TestLateOriginalCannotFillTwice: Bybit's docs promise no check of
+// recv_window once its backend has the request, only on receipt
+// (guide.mdx), so the fake lets a create be booked long after its window.
+// What makes a re-place after the accept window safe on Bybit
+// (RefusesLateRequests) is the orderLinkId, "always unique"
+// (create-order.mdx): whichever of the re-place and the late original
+// comes second is refused as a duplicate, and only one order exists.
+func TestLateOriginalCannotFillTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []bybit.Category{bybit.Linear, bybit.Spot} {
+		t.Run(string(c), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, c)
+			require.True(t, exchange.RefusesLate(b.venue))
+			late := b.venue.AcceptWindow() + 10*time.Second
+			b.fake.InjectPlacements(1, bybitfake.LateInEngine(late))
+			o := marketOrder("BTCUSDT", "buy", "0.01")
+			_, err := b.venue.Place(ctx, o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+
+			// The accept window closes with nothing to find, and the
+			// gateway places the order again under the same ID.
+			b.clock.Advance(b.venue.AcceptWindow())
+			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+			require.NoError(t, err)
+			require.False(t, adopted)
+			require.Equal(t, exchange.StatusFilled, r.Status)
+
+			// The original reaches the backend afterwards: refused.
+			b.clock.Advance(late)
+			require.Zero(t, b.fake.PendingLate())
+			require.Equal(t, 1, b.fake.LateRefused())
+			require.Len(t, b.fake.Orders(), 1)
+		})
+	}
+}

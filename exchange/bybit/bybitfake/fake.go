@@ -186,6 +186,13 @@ type Fault struct {
 	// and X-Bapi-Limit-Reset-Timestamp to now+RetryAfter, with
 	// X-Bapi-Limit-Status 0.
 	RetryAfter time.Duration
+	// Late (placements only) takes the request through authentication,
+	// answers with the fault's status and retCode at once, and books the
+	// order Late later on the fake's clock, whatever its recv_window, as
+	// an asynchronous backend that processes it late would: only the
+	// orderLinkId rule of that moment can refuse it then (see
+	// LateInEngine).
+	Late time.Duration
 }
 
 // ServerErrorAfterAccept books the order and answers HTTP 500: the client
@@ -217,6 +224,18 @@ func HangAfterAccept() Fault {
 // own way (400, 409): the order exists, the client cannot know.
 func StatusAfterAccept(status int) Fault {
 	return Fault{AfterAccept: true, HTTPStatus: status}
+}
+
+// LateInEngine answers retCode 10016 "Server error." once the request has
+// passed authentication, and books the order delay later on the fake's
+// clock, after its recv_window has ended. Bybit's docs do not say its
+// backend refuses a request it reaches after timestamp + recv_window
+// (only that the gateway checks the window on receipt, guide.mdx), so the
+// fake assumes the worst: the order is booked then unless its orderLinkId
+// has been taken in the meantime (create-order.mdx: "always unique"), in
+// which case it is refused as a duplicate and nothing is booked.
+func LateInEngine(delay time.Duration) Fault {
+	return Fault{RetCode: 10016, RetMsg: "Server error.", Late: delay}
 }
 
 // TooManyRequests answers HTTP 429 before accepting anything.
@@ -284,6 +303,51 @@ type Server struct {
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
 	limitReset  map[string]usedUp
+	// late holds LateInEngine placements until their time; lateRefused
+	// counts those refused when it came.
+	late        []lateCreate
+	lateRefused int
+}
+
+// lateCreate is a create request that the backend processes at due.
+type lateCreate struct {
+	body []byte
+	due  time.Time
+}
+
+// runLate books every late placement whose time has come; s.mu is held.
+func (s *Server) runLate() {
+	now := s.clock()
+	kept := s.late[:0]
+	for _, l := range s.late {
+		if now.Before(l.due) {
+			kept = append(kept, l)
+			continue
+		}
+		if rep := s.serveCreate(nil, l.body); rep.retCode != 0 {
+			s.lateRefused++
+		}
+	}
+	s.late = kept
+}
+
+// LateRefused counts LateInEngine placements refused when the backend
+// reached them (their orderLinkId was taken by then, or a filter or the
+// balance refused them): nothing was booked for them.
+func (s *Server) LateRefused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runLate()
+	return s.lateRefused
+}
+
+// PendingLate counts LateInEngine placements not yet processed on the
+// fake's clock.
+func (s *Server) PendingLate() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runLate()
+	return len(s.late)
 }
 
 // usedUp is an endpoint whose rate limit ExhaustLimit used up.
@@ -575,6 +639,7 @@ func (s *Server) SetMarketLiquidity(category, symbol string, qty decimal.Decimal
 func (s *Server) PartialFill(category, linkID string, qty decimal.Decimal) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runLate()
 	o, ok := s.orders[orderKey{category, linkID}]
 	if !ok || !isOpen(o.Status) {
 		return false
@@ -599,6 +664,7 @@ func (s *Server) PartialFill(category, linkID string, qty decimal.Decimal) bool 
 func (s *Server) UpdateOrder(category, linkID string, fn func(*Order)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runLate()
 	o, ok := s.orders[orderKey{category, linkID}]
 	if ok {
 		fn(o)
@@ -610,6 +676,7 @@ func (s *Server) UpdateOrder(category, linkID string, fn func(*Order)) bool {
 func (s *Server) Orders() []Order {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runLate()
 	out := make([]Order, 0, len(s.book))
 	for _, o := range s.book {
 		out = append(out, *o)
@@ -621,6 +688,7 @@ func (s *Server) Orders() []Order {
 func (s *Server) Order(category, linkID string) (Order, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runLate()
 	o, ok := s.orders[orderKey{category, linkID}]
 	if !ok {
 		return Order{}, false
@@ -633,6 +701,7 @@ func (s *Server) Order(category, linkID string) (Order, bool) {
 func (s *Server) Attempts(linkID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runLate()
 	return s.attempts[linkID]
 }
 

@@ -47,6 +47,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	s.runLate()
 	s.requests[r.URL.Path]++
 	s.log = append(s.log, logEntry(r, s.clock()))
 	if d := s.latency[r.URL.Path]; d > 0 {
@@ -55,6 +56,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 	}
 	f, faulted := s.takeFault(r.URL.Path)
+	if faulted && f.Late > 0 && r.URL.Path == PathCreate {
+		now := s.clock()
+		if code, msg := s.authenticate(r, string(body), true); code != 0 {
+			s.mu.Unlock()
+			s.write(w, fail(code, msg), now)
+			return
+		}
+		s.late = append(s.late, lateCreate{body: body, due: now.Add(f.Late)})
+		s.mu.Unlock()
+		s.writeFault(w, r, f, now)
+		return
+	}
 	if faulted && !f.AfterAccept {
 		now := s.clock()
 		s.mu.Unlock()
