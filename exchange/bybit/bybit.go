@@ -252,8 +252,12 @@ func (v *Venue) AcceptWindow() time.Duration {
 	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
 }
 
-// RefusesLateRequests is true: Bybit refuses a request after timestamp +
-// recv_window and keeps an orderLinkId unique (see exchange.LateRefuser).
+// RefusesLateRequests is true (see exchange.LateRefuser), and rests on the
+// orderLinkId, not the clock: Bybit documents recv_window as a check on
+// receipt only, but keeps an orderLinkId "always unique" (create-order
+// page), so an order sent again under the same ID and a late original
+// cannot both exist — whichever reaches Bybit second is refused as a
+// duplicate.
 func (v *Venue) RefusesLateRequests() bool { return true }
 
 // Category returns the category this venue trades.

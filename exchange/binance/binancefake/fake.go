@@ -11,7 +11,11 @@
 //
 // Faults that a real venue produces can be injected for the next N order
 // placements (see Fault): a 5xx or a dropped connection after the order was
-// accepted, a 429 with Retry-After before accepting, credential errors. A
+// accepted, a bare 4xx (a gateway's 408) or an error code a client may not
+// know after the order was accepted, a matching engine that takes the
+// order late (spot books it after its recvWindow, futures refuses it with
+// -5028), a 429 with Retry-After before accepting, credential errors.
+// HoldMarketOrders makes market orders answer NEW and fill only later. A
 // lookup lag makes new orders invisible to the order query until the fake's
 // clock has moved past it; the clock is the caller's (Options.Now) plus
 // whatever Advance added, so tests never sleep. A latency per endpoint

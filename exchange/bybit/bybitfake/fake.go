@@ -22,8 +22,10 @@
 //
 // Faults: a test can make the next N calls of a path fail before the request
 // is accepted (429, 403, a retCode) or after the order is booked (HTTP 5xx, a
-// server-error retCode, a dropped connection, a hang until the client gives
-// up), use up an endpoint's rate limit on a successful answer (ExhaustLimit),
+// bare 4xx such as a gateway's 408, a server-error retCode, a dropped
+// connection, a hang until the client gives up), book an order long after
+// its recv_window unless its orderLinkId was taken by then (LateInEngine),
+// use up an endpoint's rate limit on a successful answer (ExhaustLimit),
 // make the next N placements invisible to lookups for a while, change the
 // credentials it accepts, skew its clock, and make an endpoint slow
 // (SetLatency, on Options.Sleep). RequestLog records each request's
