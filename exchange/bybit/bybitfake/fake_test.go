@@ -131,3 +131,19 @@ func TestFakeStartServesACLI(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// History queries span at most 7 days (order-list.mdx, startTime/endTime):
+// a wider range is refused with a parameter error.
+func TestFakeHistoryRangeAtMostSevenDays(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := bybitfake.New(t, bybitfake.Options{Now: func() time.Time { return now }})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	query := func(span time.Duration) int {
+		end := now.Add(-time.Hour)
+		q := "category=linear&endTime=" + strconv.FormatInt(end.UnixMilli(), 10) +
+			"&orderLinkId=x&startTime=" + strconv.FormatInt(end.Add(-span).UnixMilli(), 10) + "&symbol=BTCUSDT"
+		return retCode(t, signedRequest(t, f.URL, http.MethodGet, bybitfake.PathHistory, q, now, bybitfake.DefaultAPISecret))
+	}
+	require.Equal(t, 0, query(7*24*time.Hour))
+	require.Equal(t, 10001, query(7*24*time.Hour+time.Millisecond))
+}
