@@ -124,10 +124,11 @@ type SharedDatabase interface {
 	SharesHooxDatabase() bool
 }
 
-// LateRefuser is implemented by a venue that itself refuses a placement
-// request once the request's own expiry has passed (Bybit's recv_window,
-// Binance USDⓈ-M's matching-engine recvWindow with -5028, paper's commit).
-// For such a venue a "not found" after AcceptWindow proves the order will
+// LateRefuser is implemented by a venue on which a request that went
+// missing can never become an order later: Binance USDⓈ-M's matching engine
+// refuses an order it reaches after timestamp + recvWindow (-5028), Bybit
+// keeps an orderLinkId unique forever (a late original and a re-place make
+// one order), and paper commits or not at all. For such a venue a "not found" after AcceptWindow proves the order will
 // never exist, and the same client order ID may be sent again. A venue that
 // does not implement it, or answers false (Binance spot: its docs say the
 // recvWindow checks do not cover delays inside the matching engine), is
