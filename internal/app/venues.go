@@ -43,8 +43,8 @@ func VenueKinds() []VenueKind {
 	return []VenueKind{
 		{Name: "binance", Env: "BINANCE", testnetURL: binance.SpotTestnetBaseURL, build: buildBinance(binance.MarketSpot)},
 		{Name: "binance-futures", Env: "BINANCE_FUTURES", testnetURL: binance.FuturesTestnetBaseURL, build: buildBinance(binance.MarketFutures)},
-		{Name: "bybit", Env: "BYBIT", testnetURL: bybit.TestnetURL, build: buildBybit(bybit.Linear)},
-		{Name: "bybit-spot", Env: "BYBIT_SPOT", testnetURL: bybit.TestnetURL, build: buildBybit(bybit.Spot)},
+		{Name: "bybit", Env: "BYBIT", testnetURL: bybit.TestnetBaseURL, build: buildBybit(bybit.MarketLinear)},
+		{Name: "bybit-spot", Env: "BYBIT_SPOT", testnetURL: bybit.TestnetBaseURL, build: buildBybit(bybit.MarketSpot)},
 	}
 }
 
@@ -54,12 +54,12 @@ func buildBinance(m binance.Market) func(string, string, string, bool, *slog.Log
 	}
 }
 
-func buildBybit(c bybit.Category) func(string, string, string, bool, *slog.Logger) (exchange.Venue, error) {
+func buildBybit(c bybit.Market) func(string, string, string, bool, *slog.Logger) (exchange.Venue, error) {
 	return func(key, secret, baseURL string, testnet bool, log *slog.Logger) (exchange.Venue, error) {
 		if baseURL == "" && testnet {
-			baseURL = bybit.TestnetURL
+			baseURL = bybit.TestnetBaseURL
 		}
-		return bybit.New(bybit.Config{Category: c, APIKey: key, APISecret: secret, BaseURL: baseURL, Logger: log})
+		return bybit.New(bybit.Config{Market: c, APIKey: key, APISecret: secret, BaseURL: baseURL, Logger: log})
 	}
 }
 
