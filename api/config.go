@@ -42,6 +42,13 @@ type Config struct {
 	// app.Config.Validate also keeps it within the dedup window, so a
 	// replay inside the age is always a duplicate.
 	MaxSignalAge time.Duration
+	// RequireSignedTimestamp refuses an X-Hoox-Signature sent without
+	// X-Hoox-Timestamp (HOOX_REQUIRE_SIGNED_TIMESTAMP). Without it, a
+	// body-only signature never expires: a keyed or timestamped body is
+	// kept from executing twice only by its trace, for HOOX_TRACE_TTL.
+	// A body with neither key nor timestamp is refused a body-only
+	// signature either way, since its window is minutes, not a day.
+	RequireSignedTimestamp bool
 	// SessionIdle is how long a web page (/ui/) session lives unused
 	// (HOOX_UI_SESSION_IDLE). Default 8h.
 	SessionIdle time.Duration
