@@ -177,8 +177,10 @@ func ipExtractor(trusted IPList) echo.IPExtractor {
 		}
 		client := host
 		for i := len(hops) - 1; i >= 0; i-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
+			a, ok := parseHop(hops[i])
+			if !ok {
+				// Not an address: the last hop believed stands. Going on
+				// would reach hops the sender wrote itself.
 				break
 			}
 			client = a.String()
@@ -188,4 +190,26 @@ func ipExtractor(trusted IPList) echo.IPExtractor {
 		}
 		return client
 	}
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, an address with a
+// port (203.0.113.7:4711, [2001:db8::1]:443) as some proxies write it, or
+// a bracketed IPv6 address. IPv4-mapped IPv6 addresses are unmapped so
+// they match IPv4 lists. Anything else is not a hop.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		if inner, ok = strings.CutSuffix(inner, "]"); ok {
+			if a, err := netip.ParseAddr(inner); err == nil && a.Is6() {
+				return a.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }
