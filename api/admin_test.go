@@ -85,11 +85,20 @@ func (r response) problem(t *testing.T) map[string]any {
 
 func do(t *testing.T, h http.Handler, method, target, token, body string) response {
 	t.Helper()
+	return doFrom(t, h, "", method, target, token, body)
+}
+
+// doFrom is do from the peer address remote ("" keeps httptest's).
+func doFrom(t *testing.T, h http.Handler, remote, method, target, token, body string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, target, rd)
+	if remote != "" {
+		req.RemoteAddr = remote
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -141,10 +150,13 @@ func TestAdminRoutesNeedTheToken(t *testing.T) {
 		{http.MethodGet, "/admin/river/api/jobs?state=available", "", http.StatusOK},
 		{http.MethodGet, "/admin/no-such-route", "", http.StatusNotFound},
 	}
-	for _, r := range routes {
+	// Each route is guessed at from its own address: wrong tokens are
+	// throttled per address (TestAdminWrongBearerTokensShareTheLoginThrottle).
+	for i, r := range routes {
 		name := r.method + " " + r.path
+		remote := fmt.Sprintf("198.51.100.%d:1", i+1)
 		for _, token := range []string{"", "wrong-token", adminToken + "x", strings.ToUpper(adminToken)} {
-			res := do(t, b.handler, r.method, r.path, token, r.body)
+			res := doFrom(t, b.handler, remote, r.method, r.path, token, r.body)
 			require.Equal(t, http.StatusUnauthorized, res.Status, "%s with token %q", name, token)
 			require.Equal(t, "unauthorized", res.problem(t)["code"], name)
 		}
