@@ -63,6 +63,9 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 			"HOOX_BINANCE_FUTURES_TESTNET_API_KEY": "tk"}, []string{"HOOX_BINANCE_FUTURES_TESTNET_API_KEY is set but HOOX_BINANCE_FUTURES_TESTNET_API_SECRET is not"}},
 		{map[string]string{"HOOX_TELEGRAM_BOT_TOKEN": "123:s3cret"}, []string{"HOOX_TELEGRAM_CHAT_ID is required"}},
 		{map[string]string{"HOOX_NOTIFY_EVENTS": "rejected,lunch"}, []string{"HOOX_NOTIFY_EVENTS"}},
+		{map[string]string{"HOOX_WEBHOOK_SECRET": "s3cret"}, []string{"HOOX_WEBHOOK_SECRET must be at least 16 characters"}},
+		{map[string]string{"HOOX_ADMIN_TOKEN": "s3cret-token"}, []string{"HOOX_ADMIN_TOKEN must be at least 16 characters"}},
+		{map[string]string{"HOOX_ADMIN_TOKEN": " s3cret-admin-token-x "}, []string{"HOOX_ADMIN_TOKEN", "spaces"}},
 	}
 	for _, tt := range tests {
 		var name []string
@@ -124,7 +127,7 @@ func TestEveryCommandRefusesUnsafeSettings(t *testing.T) {
 func TestRefusedSettingExitsTheProcess(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary(t), "serve")
-	cmd.Env = []string{"DATABASE_URL=" + unreachableDB, "HOOX_WEBHOOK_SECRET=x", "HOOX_LOCK_WAIT=0", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"DATABASE_URL=" + unreachableDB, "HOOX_WEBHOOK_SECRET=s3cret-long-enough", "HOOX_LOCK_WAIT=0", "PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
@@ -137,7 +140,7 @@ var listening = regexp.MustCompile(`"msg":"hoox listening","addr":"([^"]+)"`)
 
 func TestDefaultsStart(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret", "HOOX_ADDR": "127.0.0.1:0"}
+	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret-long-enough", "HOOX_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &syncBuffer{}
