@@ -27,9 +27,11 @@ import (
 	"github.com/hoox/hoox/testcontainers"
 )
 
+// The test secrets are as long as hoox's configuration requires
+// (api.MinSecretLen), though api.New itself does not validate.
 const (
-	adminToken    = "t0ken-for-tests"
-	webhookSecret = "s3cret"
+	adminToken    = "t0ken-for-tests-7c1e"
+	webhookSecret = "s3cret-for-tests-9d2b"
 )
 
 // adminBundle is one test's server on its own database.
@@ -374,7 +376,7 @@ func TestAdminTraceDetailRoutesAnyTraceID(t *testing.T) {
 func TestAdminReleaseLetsTheSignalExecuteAgain(t *testing.T) {
 	t.Parallel()
 	b := setupAdmin(t)
-	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"release-me"}`
+	const sig = `{"secret":"s3cret-for-tests-9d2b","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"release-me"}`
 	send := func() response { return do(t, b.handler, http.MethodPost, "/webhook", "", sig) }
 
 	first := send()
@@ -453,7 +455,7 @@ func TestAdminKillSwitch(t *testing.T) {
 	require.NoError(t, err)
 	tx.Rollback(ctx)
 	require.True(t, claim.KillSwitch)
-	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted"}`
+	const sig = `{"secret":"s3cret-for-tests-9d2b","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted"}`
 	res = do(t, b.handler, http.MethodPost, "/webhook", "", sig)
 	require.Equal(t, http.StatusServiceUnavailable, res.Status)
 	require.Equal(t, "kill_switch", res.problem(t)["code"])

@@ -42,7 +42,7 @@ type Config struct {
 	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
 	// past it a captured signed request is refused as a replay. Default
 	// 30s; at least 1s, since the timestamp counts whole seconds.
-	// app.Config.Validate also keeps it within the dedup window, so a
+	// app.Config.Validate also keeps it within half the dedup window, so a
 	// replay inside the age is always a duplicate.
 	MaxSignalAge time.Duration
 	// RequireSignedTimestamp refuses an X-Hoox-Signature sent without

@@ -63,6 +63,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// The secrets these tests run with are ones hoox would start with.
+func TestTestSecretsAreLongEnough(t *testing.T) {
+	t.Parallel()
+	cfg := api.DefaultConfig()
+	cfg.WebhookSecret, cfg.AdminToken = webhookSecret, adminToken
+	require.NoError(t, cfg.Validate())
+}
+
 func TestConfigValidateNeverRepeatsTheSecret(t *testing.T) {
 	t.Parallel()
 	cfg := api.DefaultConfig()

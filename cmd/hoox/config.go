@@ -47,7 +47,7 @@ func coreOptions(c *Config) []option {
 		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
 		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
 		{"audit-retention", "HOOX_AUDIT_RETENTION", "audit rows kept (0 = forever; else at least the TTL)", durationValue{&c.Jobs.AuditRetention}, "jobs.AuditRetention"},
-		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to HOOX_DEDUP_WINDOW)", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
+		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to half of HOOX_DEDUP_WINDOW)", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
 		{"require-signed-timestamp", "HOOX_REQUIRE_SIGNED_TIMESTAMP", "refuse an X-Hoox-Signature sent without X-Hoox-Timestamp (a body-only signature never expires; its trace guards it for HOOX_TRACE_TTL)", boolValue{&c.API.RequireSignedTimestamp}, "api.RequireSignedTimestamp"},
 		{"reconcile-workers", "HOOX_RECONCILE_WORKERS", "reconciles one replica runs at once (at most half of HOOX_DB_MAX_CONNS)", intValue{&c.Jobs.Workers}, "jobs.Workers"},
 		{"reconcile-lock-wait", "HOOX_RECONCILE_LOCK_WAIT", "how long a reconcile waits for a held trace before retrying later", durationValue{&c.Jobs.LockWait}, "jobs.LockWait"},

@@ -38,6 +38,10 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_PURGE_BATCH": "0"}, []string{"HOOX_PURGE_BATCH=0", "at least 1"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "0"}, []string{"HOOX_MAX_SIGNAL_AGE=0s"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "2m"}, []string{"HOOX_MAX_SIGNAL_AGE=2m0s", "HOOX_DEDUP_WINDOW (1m0s)", "replayed"}},
+		// Accepted from 31 s before to 31 s after its stamp, a signed
+		// request and its replay may arrive 62 s apart: past the window.
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "31s"}, []string{"HOOX_MAX_SIGNAL_AGE=31s", "half of HOOX_DEDUP_WINDOW (1m0s)", "replayed"}},
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "1m"}, []string{"HOOX_MAX_SIGNAL_AGE=1m0s", "half of HOOX_DEDUP_WINDOW (1m0s)"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "500ms"}, []string{"HOOX_MAX_SIGNAL_AGE=500ms", "whole seconds"}},
 		{map[string]string{"HOOX_SHUTDOWN_WAIT": "0"}, []string{"HOOX_SHUTDOWN_WAIT=0s"}},
 		{map[string]string{"HOOX_AUDIT_RETENTION": "1h"}, []string{"HOOX_AUDIT_RETENTION=1h0m0s", "HOOX_TRACE_TTL (24h0m0s)"}},
