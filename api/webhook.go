@@ -71,7 +71,9 @@ func decimalText(d decimal.NullDecimal) *string {
 
 // webhook takes a signal. The checks run in a fixed order so each error
 // means one thing: size and content type → source IP → JSON syntax → secret
-// → rate limit → fields → (kill switch, claim, dispatch in the gateway).
+// → rate limit → fields and trace (what picks the trace must be covered by
+// the credential: credential.covers) → (kill switch, claim, dispatch in the
+// gateway).
 func (s *Server) webhook(c echo.Context) error {
 	start := time.Now()
 	req := c.Request()
@@ -176,7 +178,9 @@ func checkContentType(ct string) error {
 //
 // The timestamp is Unix seconds; a signed request whose timestamp is more
 // than MaxSignalAge away from the server's clock is refused, so a captured
-// request cannot be replayed later.
+// request cannot be replayed later. A body-only signature never expires:
+// only the body's trace refuses its replay (see credential.covers), and
+// Config.RequireSignedTimestamp refuses it altogether.
 const (
 	HeaderSignature = "X-Hoox-Signature"
 	HeaderTimestamp = "X-Hoox-Timestamp"
