@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"strings"
 
@@ -73,21 +72,46 @@ func (a *Admin) Start(ctx context.Context) error {
 	return a.riverUI.Start(ctx)
 }
 
-// requireAdmin checks the bearer token in constant time. A token in the query
-// string is never looked at; with no token configured every admin route
-// answers 401.
+// requireAdmin checks the bearer token in constant time, under the same
+// guessing throttle as the web page's login (attemptAdminToken): a wrong
+// token counts as a wrong login, and a client that must wait gets 429
+// rate_limited with Retry-After, its token not even compared. A request
+// with no Authorization header guesses nothing and is not counted. A token
+// in the query string is never looked at; with no token configured every
+// admin route answers 401.
 func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.AdminToken == "" {
 			return problem(codes.Unauthorized, "admin is disabled: set HOOX_ADMIN_TOKEN to enable it")
 		}
-		auth := c.Request().Header.Get(echo.HeaderAuthorization)
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.AdminToken)) != 1 {
+		refused := func(p *Problem) error {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="hoox admin"`)
-			return problem(codes.Unauthorized, "missing or wrong bearer token")
+			return p
 		}
-		return next(c)
+		auth := c.Request().Header.Get(echo.HeaderAuthorization)
+		if auth == "" {
+			return refused(problem(codes.Unauthorized, "missing bearer token"))
+		}
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			// Any other scheme, or a bare token, is a wrong token and
+			// counted like one; "" never matches a configured token.
+			token = ""
+		}
+		res, err := s.attemptAdminToken(c, token)
+		if err != nil {
+			return err
+		}
+		if res.OK {
+			return next(c)
+		}
+		s.deps.Logger.WarnContext(c.Request().Context(), "admin: bearer token refused", "remote_ip", c.RealIP(),
+			"failures", res.Failures, "blocked", res.Blocked)
+		if res.Blocked {
+			return refused(problem(codes.RateLimited, "too many wrong admin tokens from your address; wait before the next try").
+				withRetryAfter(res.RetryAfter))
+		}
+		return refused(problem(codes.Unauthorized, "missing or wrong bearer token").withRetryAfter(res.RetryAfter))
 	}
 }
 

@@ -27,9 +27,11 @@ import (
 	"github.com/hoox/hoox/testcontainers"
 )
 
+// The test secrets are as long as hoox's configuration requires
+// (api.MinSecretLen), though api.New itself does not validate.
 const (
-	adminToken    = "t0ken-for-tests"
-	webhookSecret = "s3cret"
+	adminToken    = "t0ken-for-tests-7c1e"
+	webhookSecret = "s3cret-for-tests-9d2b"
 )
 
 // adminBundle is one test's server on its own database.
@@ -85,11 +87,20 @@ func (r response) problem(t *testing.T) map[string]any {
 
 func do(t *testing.T, h http.Handler, method, target, token, body string) response {
 	t.Helper()
+	return doFrom(t, h, "", method, target, token, body)
+}
+
+// doFrom is do from the peer address remote ("" keeps httptest's).
+func doFrom(t *testing.T, h http.Handler, remote, method, target, token, body string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, target, rd)
+	if remote != "" {
+		req.RemoteAddr = remote
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -141,10 +152,13 @@ func TestAdminRoutesNeedTheToken(t *testing.T) {
 		{http.MethodGet, "/admin/river/api/jobs?state=available", "", http.StatusOK},
 		{http.MethodGet, "/admin/no-such-route", "", http.StatusNotFound},
 	}
-	for _, r := range routes {
+	// Each route is guessed at from its own address: wrong tokens are
+	// throttled per address (TestAdminWrongBearerTokensShareTheLoginThrottle).
+	for i, r := range routes {
 		name := r.method + " " + r.path
+		remote := fmt.Sprintf("198.51.100.%d:1", i+1)
 		for _, token := range []string{"", "wrong-token", adminToken + "x", strings.ToUpper(adminToken)} {
-			res := do(t, b.handler, r.method, r.path, token, r.body)
+			res := doFrom(t, b.handler, remote, r.method, r.path, token, r.body)
 			require.Equal(t, http.StatusUnauthorized, res.Status, "%s with token %q", name, token)
 			require.Equal(t, "unauthorized", res.problem(t)["code"], name)
 		}
@@ -362,7 +376,7 @@ func TestAdminTraceDetailRoutesAnyTraceID(t *testing.T) {
 func TestAdminReleaseLetsTheSignalExecuteAgain(t *testing.T) {
 	t.Parallel()
 	b := setupAdmin(t)
-	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"release-me"}`
+	const sig = `{"secret":"s3cret-for-tests-9d2b","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"release-me"}`
 	send := func() response { return do(t, b.handler, http.MethodPost, "/webhook", "", sig) }
 
 	first := send()
@@ -441,7 +455,7 @@ func TestAdminKillSwitch(t *testing.T) {
 	require.NoError(t, err)
 	tx.Rollback(ctx)
 	require.True(t, claim.KillSwitch)
-	const sig = `{"secret":"s3cret","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted"}`
+	const sig = `{"secret":"s3cret-for-tests-9d2b","exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted"}`
 	res = do(t, b.handler, http.MethodPost, "/webhook", "", sig)
 	require.Equal(t, http.StatusServiceUnavailable, res.Status)
 	require.Equal(t, "kill_switch", res.problem(t)["code"])

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
@@ -39,9 +42,16 @@ type Config struct {
 	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
 	// past it a captured signed request is refused as a replay. Default
 	// 30s; at least 1s, since the timestamp counts whole seconds.
-	// app.Config.Validate also keeps it within the dedup window, so a
+	// app.Config.Validate also keeps it within half the dedup window, so a
 	// replay inside the age is always a duplicate.
 	MaxSignalAge time.Duration
+	// RequireSignedTimestamp refuses an X-Hoox-Signature sent without
+	// X-Hoox-Timestamp (HOOX_REQUIRE_SIGNED_TIMESTAMP). Without it, a
+	// body-only signature never expires: a keyed or timestamped body is
+	// kept from executing twice only by its trace, for HOOX_TRACE_TTL.
+	// A body with neither key nor timestamp is refused a body-only
+	// signature either way, since its window is minutes, not a day.
+	RequireSignedTimestamp bool
 	// SessionIdle is how long a web page (/ui/) session lives unused
 	// (HOOX_UI_SESSION_IDLE). Default 8h.
 	SessionIdle time.Duration
@@ -54,6 +64,15 @@ type Config struct {
 	// a repeat does). Default gateway.DefaultConfig's; at least 1 ms.
 	LockWait time.Duration
 }
+
+// MinSecretLen is the fewest characters HOOX_WEBHOOK_SECRET and
+// HOOX_ADMIN_TOKEN may have. A length cannot measure how guessable a
+// secret is, but it refuses the obviously guessable ("x", "changeme",
+// "secret123") while every generated secret passes: a UUID, `openssl rand
+// -hex 8` and up, the 48 hex characters `hoox dev` generates. The webhook
+// secret needs it most: wrong secrets on /webhook are not throttled, and a
+// captured signed request lets its HMAC key be guessed offline.
+const MinSecretLen = 16
 
 // DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
@@ -90,6 +109,15 @@ func (c Config) WithDefaults() Config {
 // "api"), all of them joined. It never repeats a secret.
 func (c Config) Validate() error {
 	ck := confcheck.New("api")
+	// A secret is never repeated in a refusal: the value is left empty.
+	if n := utf8.RuneCountInString(c.WebhookSecret); n > 0 && n < MinSecretLen {
+		ck.Refuse("WebhookSecret", "", fmt.Sprintf("must be at least %d characters (it has %d); generate one, e.g. with openssl rand -hex 24", MinSecretLen, n))
+	}
+	if n := utf8.RuneCountInString(c.AdminToken); n > 0 && n < MinSecretLen {
+		ck.Refuse("AdminToken", "", fmt.Sprintf("must be at least %d characters (it has %d); wrong tokens are throttled, but a short one is still guessed in few tries; generate one, e.g. with openssl rand -hex 24", MinSecretLen, n))
+	} else if c.AdminToken != strings.TrimSpace(c.AdminToken) {
+		ck.Refuse("AdminToken", "", "must not begin or end with spaces: a token given at login or as a bearer token is trimmed, so it could never match")
+	}
 	if c.MaxBody < 1 {
 		ck.Refuse("MaxBody", strconv.FormatInt(c.MaxBody, 10), "must be at least 1 byte")
 	}

@@ -36,6 +36,13 @@ func TestConfigValidate(t *testing.T) {
 		{"session idle zero", func(c *api.Config) { c.SessionIdle = 0 }, "SessionIdle", "at least 1m0s"},
 		{"session idle below a minute", func(c *api.Config) { c.SessionIdle = 59 * time.Second }, "SessionIdle", "outlive a page's polling"},
 		{"session idle a minute", func(c *api.Config) { c.SessionIdle = time.Minute }, "", ""},
+		{"a short webhook secret", func(c *api.Config) { c.WebhookSecret = "x" }, "WebhookSecret", "at least 16 characters"},
+		{"a 15-character webhook secret", func(c *api.Config) { c.WebhookSecret = "123456789012345" }, "WebhookSecret", "at least 16 characters"},
+		{"a 16-character webhook secret", func(c *api.Config) { c.WebhookSecret = "1234567890123456" }, "", ""},
+		{"a short admin token", func(c *api.Config) { c.AdminToken = "changeme" }, "AdminToken", "at least 16 characters"},
+		{"a 16-character admin token", func(c *api.Config) { c.AdminToken = "1234567890123456" }, "", ""},
+		{"an admin token with spaces around it", func(c *api.Config) { c.AdminToken = "1234567890123456 " }, "AdminToken", "spaces"},
+		{"16 bytes but fewer characters", func(c *api.Config) { c.AdminToken = "ééééééééé" }, "AdminToken", "at least 16 characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +61,14 @@ func TestConfigValidate(t *testing.T) {
 			require.Contains(t, errs[0].Rule, tt.says)
 		})
 	}
+}
+
+// The secrets these tests run with are ones hoox would start with.
+func TestTestSecretsAreLongEnough(t *testing.T) {
+	t.Parallel()
+	cfg := api.DefaultConfig()
+	cfg.WebhookSecret, cfg.AdminToken = webhookSecret, adminToken
+	require.NoError(t, cfg.Validate())
 }
 
 func TestConfigValidateNeverRepeatsTheSecret(t *testing.T) {

@@ -28,6 +28,10 @@ func (s *Server) routes() {
 	} else {
 		admin.Any("/*", func(echo.Context) error { return problem(codes.Unauthorized, "admin is not available") })
 	}
+	s.routeSet = make(map[string]bool)
+	for _, r := range e.Routes() {
+		s.routeSet[r.Path] = true
+	}
 }
 
 // RegisterRuntimeMetrics adds the Go runtime and process collectors to reg.

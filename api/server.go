@@ -58,6 +58,9 @@ type Server struct {
 	deps    Deps
 	echo    *echo.Echo
 	limiter *rate.Limiter
+	// routeSet holds every declared route template, for the request
+	// metric's route label. Filled by routes, read-only once New returns.
+	routeSet map[string]bool
 }
 
 // New builds the server and its routes.
@@ -126,11 +129,31 @@ func (s *Server) middleware(reg prometheus.Registerer) {
 			return nil
 		},
 	}))
-	e.Use(requestMetrics(reg))
+	e.Use(s.requestMetrics(reg))
 }
 
-// requestMetrics records a request-duration histogram by route and status.
-func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
+// metricMethods are the methods the request metric names; any other is
+// "other", so a client cannot add a time series per made-up method.
+var metricMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// metricRoute is the route label of a request: the template of a route
+// hoox declared, else "unmatched". Only declared templates pass, whatever
+// Echo reports for a request it routed nowhere.
+func (s *Server) metricRoute(c echo.Context) string {
+	if r := c.Path(); s.routeSet[r] {
+		return r
+	}
+	return "unmatched"
+}
+
+// requestMetrics records a request-duration histogram by method, route
+// and status. Every label is from a fixed set (see metricMethods and
+// metricRoute; the status is one hoox wrote), so requests cannot grow the
+// number of series.
+func (s *Server) requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "hoox_http_request_duration_seconds",
 		Help:    "HTTP request duration by route and status.",
@@ -148,11 +171,11 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 				p, _ := classify(err)
 				status = p.Status
 			}
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
+			method := c.Request().Method
+			if !metricMethods[method] {
+				method = "other"
 			}
-			hist.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
+			hist.WithLabelValues(method, s.metricRoute(c), strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
@@ -177,8 +200,10 @@ func ipExtractor(trusted IPList) echo.IPExtractor {
 		}
 		client := host
 		for i := len(hops) - 1; i >= 0; i-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
+			a, ok := parseHop(hops[i])
+			if !ok {
+				// Not an address: the last hop believed stands. Going on
+				// would reach hops the sender wrote itself.
 				break
 			}
 			client = a.String()
@@ -188,4 +213,26 @@ func ipExtractor(trusted IPList) echo.IPExtractor {
 		}
 		return client
 	}
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, an address with a
+// port (203.0.113.7:4711, [2001:db8::1]:443) as some proxies write it, or
+// a bracketed IPv6 address. IPv4-mapped IPv6 addresses are unmapped so
+// they match IPv4 lists. Anything else is not a hop.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		if inner, ok = strings.CutSuffix(inner, "]"); ok {
+			if a, err := netip.ParseAddr(inner); err == nil && a.Is6() {
+				return a.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }

@@ -31,17 +31,16 @@ var uiPages = []string{"login", "traces", "trace", "orders", "stats", "venues", 
 // functions as the /admin API and changes state through the same calls, so
 // the page and the API can never disagree.
 type webUI struct {
-	s        *Server
-	idle     time.Duration
-	throttle db.LoginThrottle
-	pages    map[string]*template.Template
-	static   http.Handler
+	s      *Server
+	idle   time.Duration
+	pages  map[string]*template.Template
+	static http.Handler
 }
 
 func newWebUI(s *Server) *webUI {
-	// s.cfg has its defaults (New): the idle time and the throttle are the
-	// Config's, never a second default here.
-	u := &webUI{s: s, idle: s.cfg.SessionIdle, throttle: s.cfg.LoginThrottle, pages: map[string]*template.Template{}}
+	// s.cfg has its defaults (New): the idle time, and the login throttle
+	// attemptAdminToken reads, are the Config's, never a second default.
+	u := &webUI{s: s, idle: s.cfg.SessionIdle, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
 		"when":     formatTime,
 		"traceURL": traceURL,

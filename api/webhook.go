@@ -71,7 +71,9 @@ func decimalText(d decimal.NullDecimal) *string {
 
 // webhook takes a signal. The checks run in a fixed order so each error
 // means one thing: size and content type → source IP → JSON syntax → secret
-// → rate limit → fields → (kill switch, claim, dispatch in the gateway).
+// → rate limit → fields and trace (what picks the trace must be covered by
+// the credential: credential.covers) → (kill switch, claim, dispatch in the
+// gateway).
 func (s *Server) webhook(c echo.Context) error {
 	start := time.Now()
 	req := c.Request()
@@ -100,7 +102,8 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	if err := s.authenticate(raw.Secret(), req.Header, body, time.Now()); err != nil {
+	cred, err := s.authenticate(raw.Secret(), req.Header, body, time.Now())
+	if err != nil {
 		return err
 	}
 	if s.limiter != nil && !s.limiter.Allow() {
@@ -110,9 +113,13 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	tr, err := signal.DeriveTrace(sig, req.Header.Get("Idempotency-Key"), start)
+	headerKey := req.Header.Get(signal.HeaderIdempotencyKey)
+	tr, err := signal.DeriveTrace(sig, headerKey, start)
 	if err != nil {
 		return invalidSignal(err)
+	}
+	if err := cred.covers(tr, headerKey, sig.ClientKey); err != nil {
+		return err
 	}
 	if s.deps.Gateway == nil {
 		return problem(codes.Unavailable, "this server executes no signals").withRetryAfter(5 * time.Second)
@@ -171,67 +178,117 @@ func checkContentType(ct string) error {
 //
 // The timestamp is Unix seconds; a signed request whose timestamp is more
 // than MaxSignalAge away from the server's clock is refused, so a captured
-// request cannot be replayed later.
+// request cannot be replayed later. A body-only signature never expires:
+// only the body's trace refuses its replay (see credential.covers), and
+// Config.RequireSignedTimestamp refuses it altogether.
 const (
 	HeaderSignature = "X-Hoox-Signature"
 	HeaderTimestamp = "X-Hoox-Timestamp"
 )
 
+// credential is what authenticated a signal. It decides what else the
+// request may carry: only what the credential covers may pick the trace.
+type credential int
+
+const (
+	// credSecret: the secret in the body. Whoever holds the body holds
+	// the secret, so nothing beside it needs more proof.
+	credSecret credential = iota
+	// credBodySignature: an X-Hoox-Signature over the body alone. It
+	// never expires, so only the body's own trace keeps a resend from
+	// executing again.
+	credBodySignature
+	// credStampedSignature: an X-Hoox-Signature over X-Hoox-Timestamp and
+	// the body, valid for MaxSignalAge.
+	credStampedSignature
+)
+
+// covers refuses a signed request whose trace would be picked by something
+// the signature does not cover, or whose trace a resend could escape:
+//   - an Idempotency-Key header (unsigned) that is not the signed body's own
+//     key: otherwise one captured request, resent with fresh keys, would be
+//     as many orders (400 invalid_signal; a header contradicting the body's
+//     key is refused for every credential by signal.DeriveTrace);
+//   - a body-only signature of a window signal (neither key nor timestamp
+//     in the body): its trace lasts HOOX_DEDUP_WINDOW, the signature
+//     forever, so each resend after the window would be a new order (401).
+func (c credential) covers(tr signal.Trace, headerKey, bodyKey string) error {
+	if c == credSecret {
+		return nil
+	}
+	if headerKey != "" && headerKey != bodyKey {
+		return problem(codes.InvalidSignal, signal.HeaderIdempotencyKey+": is not covered by "+HeaderSignature+
+			"; with a signature, put the key in the signed body as trace_id (the header may repeat it)")
+	}
+	if c == credBodySignature && tr.Source == signal.KeyWindow {
+		return problem(codes.Unauthorized, "a signal with neither trace_id nor timestamp, signed without "+HeaderTimestamp+
+			", could be replayed as a new order after the dedup window: send "+HeaderTimestamp+` and sign "<timestamp>.<body>", or put trace_id or timestamp in the body`)
+	}
+	return nil
+}
+
 // authenticate accepts the body's secret, or else a valid signature, both
-// compared in constant time. It answers a *Problem: 401 unauthorized.
-func (s *Server) authenticate(secret string, h http.Header, body []byte, now time.Time) error {
+// compared in constant time, and says which it was. It answers a *Problem:
+// 401 unauthorized.
+func (s *Server) authenticate(secret string, h http.Header, body []byte, now time.Time) (credential, error) {
 	refused := problem(codes.Unauthorized, "missing or wrong secret or "+HeaderSignature)
 	want := []byte(s.cfg.WebhookSecret)
 	if len(want) == 0 {
-		return refused
+		return 0, refused
 	}
 	if secret != "" && subtle.ConstantTimeCompare([]byte(secret), want) == 1 {
 		// A body secret is a credential in itself; a timestamp header
 		// beside it is not signed, so it proves nothing and is ignored.
-		return nil
+		return credSecret, nil
 	}
 	signature := h.Get(HeaderSignature)
 	if signature == "" {
-		return refused
+		return 0, refused
 	}
 	got, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(signature), "sha256="))
 	if err != nil {
-		return refused
+		return 0, refused
 	}
 	mac := hmac.New(sha256.New, want)
 	stamps := h.Values(HeaderTimestamp)
 	if len(stamps) == 0 {
 		mac.Write(body)
 		if !hmac.Equal(got, mac.Sum(nil)) {
-			return refused
+			return 0, refused
 		}
-		return nil
+		if s.cfg.RequireSignedTimestamp {
+			// Checked after the signature, so a wrong one still reads
+			// as wrong.
+			return 0, problem(codes.Unauthorized, "this server requires "+HeaderTimestamp+
+				` with every signature (HOOX_REQUIRE_SIGNED_TIMESTAMP): sign "<timestamp>.<body>"`)
+		}
+		return credBodySignature, nil
 	}
 	// With a timestamp, only a signature over it counts: a captured
 	// body-only signature must not pass beside a fresh header.
 	if len(stamps) > 1 {
-		return problem(codes.Unauthorized, "send one "+HeaderTimestamp+" header")
+		return 0, problem(codes.Unauthorized, "send one "+HeaderTimestamp+" header")
 	}
 	stamp := stamps[0]
 	sec, err := parseUnixSeconds(stamp)
 	if err != nil {
-		return problem(codes.Unauthorized, HeaderTimestamp+" "+err.Error())
+		return 0, problem(codes.Unauthorized, HeaderTimestamp+" "+err.Error())
 	}
 	mac.Write([]byte(stamp))
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
+		return 0, problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
 	}
 	switch age := now.Sub(time.Unix(sec, 0)); {
 	case age > s.cfg.MaxSignalAge:
-		return problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
+		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
 			HeaderTimestamp, age.Round(time.Second), s.cfg.MaxSignalAge))
 	case -age > s.cfg.MaxSignalAge:
-		return problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
+		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
 			HeaderTimestamp, (-age).Round(time.Second), s.cfg.MaxSignalAge))
 	}
-	return nil
+	return credStampedSignature, nil
 }
 
 // parseUnixSeconds reads a timestamp header: decimal digits only, so the

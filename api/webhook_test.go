@@ -337,6 +337,41 @@ func TestAllowedIPsAndTrustedProxies(t *testing.T) {
 	}
 }
 
+// B10 of issue 17: proxies may write a hop with its port (203.0.113.7:4711,
+// [2001:db8::1]:443). Such a hop is an address like any other: it neither
+// stops the right-to-left scan at a trusted proxy (which made every signal
+// look as if the proxy sent it) nor hides the sender. A hop that is no
+// address at all stops the scan at the last hop believed.
+func TestForwardedHopsWithPorts(t *testing.T) {
+	t.Parallel()
+	const peer, sender, sender6 = "127.0.0.1:40000", "52.89.214.238", "2001:db8::1"
+	b := setupWebhook(t, func(c *api.Config) {
+		c.TrustedProxies = api.IPList{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	})
+	tests := []struct {
+		xff, want string
+	}{
+		{sender + ":4711", sender},
+		{"[" + sender6 + "]:443", sender6},
+		{"[" + sender6 + "]", sender6},
+		{sender6, sender6},
+		{"203.0.113.9, " + sender + ", 10.0.0.5:8080", sender},
+		{"203.0.113.9, " + sender + ":1234, [fd00::7]:443, 10.0.0.5", sender},
+		{"[::ffff:" + sender + "]:80, 10.0.0.5:8080", sender},
+		// No address where the sender should be: the scan stops at the
+		// last proxy it believed, never at a hop further left that the
+		// sender could have written.
+		{sender + ", not-an-address, 10.0.0.5:8080", "10.0.0.5"},
+		{sender + ", 10.0.0.5:99999", "127.0.0.1"},
+	}
+	for i, tt := range tests {
+		r := b.post(t, webhookRequest{body: sig(fmt.Sprintf(`"trace_id":"xff-%d"`, i)), remote: peer, headers: []string{"X-Forwarded-For", tt.xff}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		executed := b.gw.executed()
+		require.Equal(t, tt.want, executed[len(executed)-1].SourceIP.String(), "X-Forwarded-For: %s", tt.xff)
+	}
+}
+
 // Over the rate limit a signal is refused with 429 and Retry-After before
 // it reaches the gateway.
 func TestRateLimit(t *testing.T) {

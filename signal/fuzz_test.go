@@ -116,6 +116,7 @@ func FuzzDeriveTrace(f *testing.F) {
 		tr, err := DeriveTrace(s, header, now)
 		if err != nil {
 			var se *Error
+			// An invalid header, or one contradicting the body's key.
 			if !errors.As(err, &se) || se.Field != HeaderIdempotencyKey || header == "" {
 				t.Fatalf("unexpected error %v for header %q", err, header)
 			}
@@ -135,6 +136,9 @@ func FuzzDeriveTrace(f *testing.F) {
 		}
 		key := clientKey
 		if header != "" {
+			if clientKey != "" && clientKey != header {
+				t.Fatalf("header %q contradicting body key %q was accepted: %+v", header, clientKey, tr)
+			}
 			key = header
 		}
 		switch tr.Source {

@@ -48,10 +48,15 @@ type Trace struct {
 }
 
 // DeriveTrace picks the trace identity of s: the client key from the
-// Idempotency-Key header (validated like trace_id; an invalid header is an
-// *Error with Field "Idempotency-Key"), else s.ClientKey; else a derived key
-// when s has a timestamp; else a window key stamped with now. now is passed
-// in, not read, so the package stays pure.
+// Idempotency-Key header (validated like trace_id) or s.ClientKey; else a
+// derived key when s has a timestamp; else a window key stamped with now.
+// now is passed in, not read, so the package stays pure.
+//
+// A header key beside a different body key is refused, never preferred:
+// the body may be signed while the header is not, and a header that could
+// override a signed body's key would let one captured request be resent
+// under any number of fresh keys, each a new order. An invalid or
+// contradicting header is an *Error with Field "Idempotency-Key".
 func DeriveTrace(s Signal, headerKey string, now time.Time) (Trace, error) {
 	tr := Trace{Fingerprint: s.Fingerprint(), Mode: ModeLive}
 	prefix := ""
@@ -64,6 +69,10 @@ func DeriveTrace(s Signal, headerKey string, now time.Time) (Trace, error) {
 	if headerKey != "" {
 		if msg := validKey(headerKey); msg != "" {
 			return Trace{}, &Error{Field: HeaderIdempotencyKey, Msg: msg}
+		}
+		if key != "" && key != headerKey {
+			return Trace{}, &Error{Field: HeaderIdempotencyKey,
+				Msg: "differs from the body's trace_id; send one key, or the same key in both"}
 		}
 		key = headerKey
 	}

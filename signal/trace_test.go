@@ -31,7 +31,11 @@ func TestDeriveTrace(t *testing.T) {
 		wantMode   string
 	}{
 		{
-			name: "header beats body key", body: withKey, header: "hdr-key", wantSource: KeyClient,
+			name: "header repeating the body key", body: withKey, header: "body-key", wantSource: KeyClient,
+			wantID: func(string) string { return "k:body-key" }, wantLock: func(string) string { return "k:body-key" }, wantMode: ModeLive,
+		},
+		{
+			name: "header key on a body without one", body: withTS, header: "hdr-key", wantSource: KeyClient,
 			wantID: func(string) string { return "k:hdr-key" }, wantLock: func(string) string { return "k:hdr-key" }, wantMode: ModeLive,
 		},
 		{
@@ -96,6 +100,25 @@ func TestDeriveTraceInvalidHeader(t *testing.T) {
 			require.Equal(t, HeaderIdempotencyKey, se.Field)
 			require.True(t, strings.HasPrefix(se.Error(), "Idempotency-Key: "))
 		})
+	}
+}
+
+// A header key that names a different signal than the body's own key is
+// refused rather than preferred: the body may be signed and the header is
+// not, so letting the header win would let anyone who saw one request
+// resend it under any number of new keys.
+func TestDeriveTraceRefusesAHeaderKeyContradictingTheBody(t *testing.T) {
+	t.Parallel()
+
+	for _, body := range []string{
+		`{"exchange":"paper","symbol":"X","action":"buy","quantity":1,"trace_id":"body-key"}`,
+		`{"exchange":"paper","symbol":"X","action":"buy","quantity":1,"idempotencyKey":"body-key"}`,
+	} {
+		_, err := DeriveTrace(mustSignal(t, body), "other-key", time.Now())
+		var se *Error
+		require.ErrorAs(t, err, &se, body)
+		require.Equal(t, HeaderIdempotencyKey, se.Field)
+		require.Contains(t, se.Error(), "trace_id")
 	}
 }
 

@@ -401,9 +401,10 @@ func TestQuantitiesAndPricesAreExact(t *testing.T) {
 func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) {
-		// The shortest TTL hoox accepts: the dedup window and the signal
-		// age fit inside it, and the age counts whole seconds.
-		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.MaxSignalAge = time.Second, time.Second, time.Second
+		// The shortest TTL hoox accepts: the dedup window fits inside it,
+		// twice the signal age inside the window, and the age counts whole
+		// seconds.
+		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.MaxSignalAge = 2*time.Second, 2*time.Second, time.Second
 		c.Jobs.PurgeInterval = time.Second
 	})
 	body := sig(`"trace_id":"ttl-1"`)

@@ -38,6 +38,10 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_PURGE_BATCH": "0"}, []string{"HOOX_PURGE_BATCH=0", "at least 1"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "0"}, []string{"HOOX_MAX_SIGNAL_AGE=0s"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "2m"}, []string{"HOOX_MAX_SIGNAL_AGE=2m0s", "HOOX_DEDUP_WINDOW (1m0s)", "replayed"}},
+		// Accepted from 31 s before to 31 s after its stamp, a signed
+		// request and its replay may arrive 62 s apart: past the window.
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "31s"}, []string{"HOOX_MAX_SIGNAL_AGE=31s", "half of HOOX_DEDUP_WINDOW (1m0s)", "replayed"}},
+		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "1m"}, []string{"HOOX_MAX_SIGNAL_AGE=1m0s", "half of HOOX_DEDUP_WINDOW (1m0s)"}},
 		{map[string]string{"HOOX_MAX_SIGNAL_AGE": "500ms"}, []string{"HOOX_MAX_SIGNAL_AGE=500ms", "whole seconds"}},
 		{map[string]string{"HOOX_SHUTDOWN_WAIT": "0"}, []string{"HOOX_SHUTDOWN_WAIT=0s"}},
 		{map[string]string{"HOOX_AUDIT_RETENTION": "1h"}, []string{"HOOX_AUDIT_RETENTION=1h0m0s", "HOOX_TRACE_TTL (24h0m0s)"}},
@@ -63,6 +67,9 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 			"HOOX_BINANCE_FUTURES_TESTNET_API_KEY": "tk"}, []string{"HOOX_BINANCE_FUTURES_TESTNET_API_KEY is set but HOOX_BINANCE_FUTURES_TESTNET_API_SECRET is not"}},
 		{map[string]string{"HOOX_TELEGRAM_BOT_TOKEN": "123:s3cret"}, []string{"HOOX_TELEGRAM_CHAT_ID is required"}},
 		{map[string]string{"HOOX_NOTIFY_EVENTS": "rejected,lunch"}, []string{"HOOX_NOTIFY_EVENTS"}},
+		{map[string]string{"HOOX_WEBHOOK_SECRET": "s3cret"}, []string{"HOOX_WEBHOOK_SECRET must be at least 16 characters"}},
+		{map[string]string{"HOOX_ADMIN_TOKEN": "s3cret-token"}, []string{"HOOX_ADMIN_TOKEN must be at least 16 characters"}},
+		{map[string]string{"HOOX_ADMIN_TOKEN": " s3cret-admin-token-x "}, []string{"HOOX_ADMIN_TOKEN", "spaces"}},
 	}
 	for _, tt := range tests {
 		var name []string
@@ -124,7 +131,7 @@ func TestEveryCommandRefusesUnsafeSettings(t *testing.T) {
 func TestRefusedSettingExitsTheProcess(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary(t), "serve")
-	cmd.Env = []string{"DATABASE_URL=" + unreachableDB, "HOOX_WEBHOOK_SECRET=x", "HOOX_LOCK_WAIT=0", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"DATABASE_URL=" + unreachableDB, "HOOX_WEBHOOK_SECRET=s3cret-long-enough", "HOOX_LOCK_WAIT=0", "PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
@@ -137,7 +144,7 @@ var listening = regexp.MustCompile(`"msg":"hoox listening","addr":"([^"]+)"`)
 
 func TestDefaultsStart(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret", "HOOX_ADDR": "127.0.0.1:0"}
+	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret-long-enough", "HOOX_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &syncBuffer{}

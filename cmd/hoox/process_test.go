@@ -61,7 +61,7 @@ func TestServeWithoutSecretExitsNamingIt(t *testing.T) {
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(string(out)), "\n")+1, "one line: %s", out)
 
 	cmd = exec.Command(binary(t), "serve")
-	cmd.Env = []string{"HOOX_WEBHOOK_SECRET=x", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"HOOX_WEBHOOK_SECRET=s3cret-long-enough", "PATH=" + os.Getenv("PATH")}
 	out, err = cmd.CombinedOutput()
 	require.ErrorAs(t, err, &exit)
 	require.Contains(t, string(out), "DATABASE_URL")

@@ -125,9 +125,13 @@ func (c *Config) Validate() error {
 		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
 			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
 	}
-	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && age > window {
+	// A signed request is accepted from MaxSignalAge before to MaxSignalAge
+	// after its X-Hoox-Timestamp, so it and a replay of it may arrive twice
+	// the age apart; a window signal's replay must still fall inside the
+	// window to be a duplicate.
+	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && 2*age > window {
 		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
-			"must be at most HOOX_DEDUP_WINDOW (%s): a signed request replayed after the window but inside the age would place a second order", window))
+			"must be at most half of HOOX_DEDUP_WINDOW (%s): a signed request is accepted from the age before to the age after its timestamp, and one replayed after the window but inside that span would place a second order", window))
 	}
 	for _, line := range c.checkVenues() {
 		own.Refuse("Venues", "", line)
