@@ -43,8 +43,10 @@ type Config struct {
 	Gateway gateway.Config
 	Jobs    jobs.Config
 	API     api.Config
-	// Venues are the real venues' settings, in VenueKinds' order.
-	Venues [4]VenueSettings
+	// Venues are the real venues' settings, in venues.All()'s order
+	// (NewVenueSettings; DefaultConfig allocates them). A copy of a Config
+	// shares them: clone the slice to change one copy only.
+	Venues []VenueSettings
 	// Notify configures operators' notifications; NotifyEvents is the raw
 	// HOOX_NOTIFY_EVENTS, parsed by Validate.
 	Notify       notify.Config
@@ -64,6 +66,7 @@ func DefaultConfig() Config {
 		Gateway:      gateway.DefaultConfig(),
 		Jobs:         jobs.DefaultConfig(),
 		API:          api.DefaultConfig(),
+		Venues:       NewVenueSettings(),
 	}
 }
 

@@ -3,9 +3,12 @@ package app
 import (
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange/venues"
 )
 
 // A venue's HOOX_<VENUE>_TESTNET_API_KEY/_SECRET pair becomes the account
@@ -13,7 +16,7 @@ import (
 // sent while the venues are built.
 func TestVenueEntriesTestnetPairReceivesTestSignals(t *testing.T) {
 	t.Parallel()
-	for i, k := range VenueKinds() {
+	for i, k := range venues.All() {
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			cfg := DefaultConfig()
@@ -21,6 +24,7 @@ func TestVenueEntriesTestnetPairReceivesTestSignals(t *testing.T) {
 				TestnetAPIKey: "testnet-key", TestnetAPISecret: "testnet-secret"}
 			withPair := cfg
 			withoutPair := cfg
+			withoutPair.Venues = slices.Clone(cfg.Venues)
 			withoutPair.Venues[i].TestnetAPIKey, withoutPair.Venues[i].TestnetAPISecret = "", ""
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
