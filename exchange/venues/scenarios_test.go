@@ -73,7 +73,7 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 			// A resting limit order holds its client order ID on every
 			// venue (Binance only while it is open): a second placement
 			// under it is refused as a duplicate and the first adopted.
-			o := u.order("hxdup00000000000000000000000001", true)
+			o := u.order("hxdup000000000000000000000000001", true)
 			first, err := u.venue.Place(ctx(t), o)
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusOpen, first.Status, first.Reason)
@@ -85,7 +85,7 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 		}},
 		{"LostAnswerIsAdoptedNotPlacedAgain", func(t *testing.T, u venueUnderTest) {
 			for _, f := range []venuefake.Fault{venuefake.ServerErrorAfterAccept, venuefake.DropAfterAccept} {
-				o := u.order(fmt.Sprintf("hxlost%026d", int(f)), false)
+				o := u.order(fmt.Sprintf("hxlost%024d", int(f)), false)
 				u.fake.Inject(f)
 				_, err := u.venue.Place(ctx(t), o)
 				require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "%s: the order may exist", f)
@@ -107,7 +107,7 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 		}},
 		{"RefusedCredentialsSendNothing", func(t *testing.T, u venueUnderTest) {
 			accept := u.fake.RefuseCredentials()
-			o := u.order("hxcreds00000000000000000000000001", false)
+			o := u.order("hxcreds0000000000000000000000001", false)
 			_, err := u.venue.Place(ctx(t), o)
 			require.ErrorIs(t, err, exchange.ErrUnreachable)
 			require.ErrorIs(t, err, exchange.ErrCredentials)

@@ -19,6 +19,8 @@ import (
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/okx"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/exchange/venuefake"
 )
 
@@ -87,6 +89,10 @@ func All() []Kind {
 			Fake: Fake{Server: "bybit", Market: bybitfake.CategoryLinear, Start: startBybit, Symbol: "BTCUSDT", Quantity: "0.003"}},
 		{Name: "bybit-spot", Env: "BYBIT_SPOT", TestnetURL: bybit.TestnetBaseURL, New: newBybit(bybit.MarketSpot),
 			Fake: Fake{Server: "bybit", Market: bybitfake.CategorySpot, Start: startBybit, Symbol: "ETHUSDT", Quantity: "0.0123"}},
+		{Name: "okx", Env: "OKX", Passphrase: true, TestnetURL: okx.TestnetBaseURL, New: newOKX(okx.MarketSpot),
+			Fake: Fake{Server: "okx", Market: okxfake.InstSpot, Start: startOKX, Symbol: "BTCUSDT", Quantity: "0.002"}},
+		{Name: "okx-swap", Env: "OKX_SWAP", Passphrase: true, TestnetURL: okx.TestnetBaseURL, New: newOKX(okx.MarketSwap),
+			Fake: Fake{Server: "okx", Market: okxfake.InstSwap, Start: startOKX, Symbol: "ETHUSDT", Quantity: "0.5"}},
 	}
 }
 
@@ -131,6 +137,21 @@ func newBybit(m bybit.Market) func(Settings) (exchange.Venue, error) {
 	return func(s Settings) (exchange.Venue, error) {
 		return bybit.New(bybit.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, BaseURL: s.BaseURL, Testnet: s.Testnet, Logger: s.Logger})
 	}
+}
+
+func newOKX(m okx.Market) func(Settings) (exchange.Venue, error) {
+	return func(s Settings) (exchange.Venue, error) {
+		return okx.New(okx.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, Passphrase: s.Passphrase,
+			BaseURL: s.BaseURL, Testnet: s.Testnet, Logger: s.Logger})
+	}
+}
+
+func startOKX(addr string) (FakeServer, error) {
+	s, err := okxfake.Start(addr, okxfake.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("okxfake: %w", err)
+	}
+	return s, nil
 }
 
 func startBinance(addr string) (FakeServer, error) {
