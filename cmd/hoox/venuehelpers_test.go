@@ -124,7 +124,11 @@ func startVenueServe(t *testing.T, dbURL string, env ...string) (*serveProcess, 
 	t.Helper()
 	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--no-migrate")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + dbURL,
-		"HOOX_WEBHOOK_SECRET=" + testSecret, "HOOX_LOG_LEVEL=debug"}, env...)
+		"HOOX_WEBHOOK_SECRET=" + testSecret, "HOOX_LOG_LEVEL=debug",
+		// Every venue in the registry runs a server at once in some tests
+		// (six today); smaller pools keep them inside the test cluster's
+		// connection limit.
+		"HOOX_DB_MAX_CONNS=8", "HOOX_DB_MIN_CONNS=1"}, env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -247,10 +247,26 @@ func (s *Server) Advance(d time.Duration) {
 	s.advance += d
 }
 
-// APIKey, APISecret and Passphrase are the credentials the fake accepts.
-func (s *Server) APIKey() string     { s.mu.Lock(); defer s.mu.Unlock(); return s.apiKey }
-func (s *Server) APISecret() string  { s.mu.Lock(); defer s.mu.Unlock(); return s.apiSecret }
-func (s *Server) Passphrase() string { s.mu.Lock(); defer s.mu.Unlock(); return s.passphrase }
+// APIKey is the key the fake accepts.
+func (s *Server) APIKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiKey
+}
+
+// APISecret is the secret the fake accepts.
+func (s *Server) APISecret() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiSecret
+}
+
+// Passphrase is the key's passphrase the fake accepts.
+func (s *Server) Passphrase() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.passphrase
+}
 
 // SetCredentials replaces the only key the fake accepts, as when a key is
 // deleted or rotated at OKX.
