@@ -15,10 +15,6 @@ import (
 	"github.com/hoox/hoox/exchange/okx/okxfake"
 )
 
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
 // setup runs an adapter on a fake; both read the fake's clock, so a test
 // can move time without sleeping.
 func setup(t *testing.T, m okx.Market, mod ...func(*okx.Config)) (*okx.Venue, *okxfake.Server) {

@@ -97,6 +97,22 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 			}
 			require.Len(t, u.fake.Orders(), 2, "one order per signal, none placed twice")
 		}},
+		{"LaggingLookupProvesNothingUntilItCatchesUp", func(t *testing.T, u venueUnderTest) {
+			// Inside the accept window a "not found" after a lost answer
+			// proves nothing: the order query may trail the placement.
+			o := u.order("hxlag000000000000000000000000001", false)
+			u.fake.LagNextLookup(300 * time.Millisecond)
+			u.fake.Inject(venuefake.ServerErrorAfterAccept)
+			_, err := u.venue.Place(ctx(t), o)
+			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+			_, err = u.venue.Lookup(ctx(t), o)
+			require.ErrorIs(t, err, exchange.ErrNotFound, "the query trails the order")
+			require.Len(t, u.fake.Orders(), 1, "yet the venue holds it")
+			require.Eventually(t, func() bool {
+				r, err := u.venue.Lookup(ctx(t), o)
+				return err == nil && r.ExchangeOrderID == u.fake.Orders()[0].ExchangeOrderID
+			}, 5*time.Second, 20*time.Millisecond, "the lookup finds it once the lag has passed")
+		}},
 		{"RefusalIsFinalAndBooksNothing", func(t *testing.T, u venueUnderTest) {
 			u.fake.Inject(venuefake.RefuseInsufficientBalance)
 			r, err := u.venue.Place(ctx(t), u.order("hxrefuse000000000000000000000001", false))

@@ -370,9 +370,7 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	if b.OrdType == "limit" {
 		ref = px
 	}
-	base := sz
 	if in.InstType == InstSwap {
-		base = sz.Mul(in.CtVal)
 		pos := s.positions[b.InstID]
 		if b.ReduceOnly {
 			reduces := (b.Side == "sell" && pos.IsPositive()) || (b.Side == "buy" && pos.IsNegative())
@@ -382,7 +380,7 @@ func (s *Server) place(body []byte, now time.Time) reply {
 		}
 	} else {
 		quote, baseBal := s.balances[in.QuoteCcy], s.balances[in.BaseCcy]
-		if (b.Side == "buy" && quote.LessThan(base.Mul(ref))) || (b.Side == "sell" && baseBal.LessThan(base)) {
+		if (b.Side == "buy" && quote.LessThan(sz.Mul(ref))) || (b.Side == "sell" && baseBal.LessThan(sz)) {
 			ccy := in.QuoteCcy
 			if b.Side == "sell" {
 				ccy = in.BaseCcy
