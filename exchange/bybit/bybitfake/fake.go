@@ -617,6 +617,10 @@ func (s *Server) ClearFaults() {
 }
 
 // LagLookups makes the next n accepted orders invisible to realtime and
+// LagNextLookup hides the next order booked from lookups for d: LagLookups
+// for one order, under the name every fake uses.
+func (s *Server) LagNextLookup(d time.Duration) { s.LagLookups(1, d) }
+
 // history lookups until d has passed on the fake's clock.
 func (s *Server) LagLookups(n int, d time.Duration) {
 	s.mu.Lock()

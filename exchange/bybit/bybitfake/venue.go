@@ -65,7 +65,7 @@ func (v *venueView) Inject(f venuefake.Fault) {
 	}
 }
 
-func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagLookups(1, d) }
+func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
 
 // RefuseCredentials rotates the key the fake accepts (10003 "API key is
 // invalid"), as after the key was deleted or rotated at Bybit.
