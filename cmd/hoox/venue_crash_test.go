@@ -85,7 +85,7 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 		rigs = append(rigs, rig{vc, fake, newTestPool(t, dbURL), survivor, held})
 	}
 	// The sweeper asks only once the adapter's accept window (recvWindow +
-	// lookup lag + clock margin, ~17 s) has passed since the send; the four
+	// lookup lag + clock margin, ~17 s) has passed since the send; the
 	// venues wait it out together.
 	conds := map[string]func() bool{}
 	for _, r := range rigs {
