@@ -97,7 +97,7 @@ func do(t *testing.T, h http.Handler, method, target, token, body string) respon
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	contract(t, h).ServeHTTP(rec, req)
 	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 
