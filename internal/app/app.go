@@ -113,6 +113,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 
 	reg := prometheus.NewRegistry()
 	api.RegisterRuntimeMetrics(reg)
+	reg.MustRegister(newStateCollector(a.ready, a.pools, venues))
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)
