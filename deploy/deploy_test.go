@@ -604,4 +604,3 @@ func readFile(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
-

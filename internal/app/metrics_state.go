@@ -23,8 +23,8 @@ type stateCollector struct {
 	venues *exchange.Registry
 
 	readyDesc, stateOK, killSwitch, reconciling, reconcilingAge, unsettled, unsettledAge, purgeOverdue *prometheus.Desc
-	venueErrors                                                                                         *prometheus.Desc
-	poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyAcquires, poolAcquireWait        *prometheus.Desc
+	venueErrors                                                                                        *prometheus.Desc
+	poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyAcquires, poolAcquireWait       *prometheus.Desc
 }
 
 // stateScrapeTimeout bounds one scrape's reads, under Prometheus's default
