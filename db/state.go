@@ -51,3 +51,30 @@ func ReadState(ctx context.Context, q DBTX) (State, error) {
 	}
 	return s, nil
 }
+
+// Replication is how the server hoox writes to replicates its commits.
+type Replication struct {
+	// Standbys counts the WAL senders streaming to standbys (rows of
+	// pg_stat_replication; visible without privileges).
+	Standbys int64
+	// SyncStandbyNames is synchronous_standby_names: empty means every
+	// standby is asynchronous, so a failover to one can lose commits hoox
+	// already acknowledged.
+	SyncStandbyNames string
+}
+
+// Async reports whether commits reach standbys asynchronously: standbys
+// stream from this server and none is synchronous.
+func (r Replication) Async() bool { return r.Standbys > 0 && r.SyncStandbyNames == "" }
+
+const replicationSQL = `
+SELECT (SELECT count(*) FROM pg_stat_replication), current_setting('synchronous_standby_names')`
+
+// ReadReplication reads Replication in one round trip.
+func ReadReplication(ctx context.Context, q DBTX) (Replication, error) {
+	var r Replication
+	if err := q.QueryRow(ctx, replicationSQL).Scan(&r.Standbys, &r.SyncStandbyNames); err != nil {
+		return Replication{}, fmt.Errorf("read replication: %w", translate(err))
+	}
+	return r, nil
+}

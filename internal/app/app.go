@@ -87,6 +87,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		return nil, err
 	}
 	pool := a.pools.Claims
+	if err := checkReplication(ctx, pool, cfg.AllowAsyncReplication, logger); err != nil {
+		return nil, err
+	}
 	a.sqldb = stdlib.OpenDBFromPool(pool)
 	a.paper = paper.New(paper.Config{Pool: a.pools.Paper})
 	if cfg.PaperFaults != "" {

@@ -23,7 +23,7 @@ type stateCollector struct {
 	venues *exchange.Registry
 
 	readyDesc, stateOK, killSwitch, reconciling, reconcilingAge, unsettled, unsettledAge, purgeOverdue *prometheus.Desc
-	venueErrors                                                                                        *prometheus.Desc
+	venueErrors, asyncReplication                                                                      *prometheus.Desc
 	poolAcquired, poolIdle, poolTotal, poolMax, poolAcquires, poolEmptyAcquires, poolAcquireWait       *prometheus.Desc
 }
 
@@ -52,6 +52,7 @@ func newStateCollector(ready func(context.Context) error, pools *Pools, venues *
 	c.unsettled = g("hoox_unsettled_intents", "Dispatch intents with no recorded outcome: attempts whose order may exist at the venue unrecorded.")
 	c.unsettledAge = g("hoox_unsettled_intent_oldest_seconds", "Age of the oldest unsettled intent (database clock); 0 when none. The sweeper settles them within about two minutes.")
 	c.purgeOverdue = g("hoox_purge_overdue_seconds", "How long the oldest purgeable trace has been past its expiry; 0 when none.")
+	c.asyncReplication = g("hoox_db_async_replication", "1 when the database streams to standbys asynchronously (synchronous_standby_names empty): a failover can lose acknowledged signals.")
 	c.venueErrors = g("hoox_venue_errors_total", "Errors a venue gave this process (placements, lookups, reconciles, sweeps), by venue.", "venue")
 	c.poolAcquired = g("hoox_db_pool_acquired_conns", "Connections in use, by pool.", "pool")
 	c.poolIdle = g("hoox_db_pool_idle_conns", "Idle connections, by pool.", "pool")
@@ -66,7 +67,7 @@ func newStateCollector(ready func(context.Context) error, pools *Pools, venues *
 // Describe sends every descriptor.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.readyDesc, c.stateOK, c.killSwitch, c.reconciling, c.reconcilingAge, c.unsettled,
-		c.unsettledAge, c.purgeOverdue, c.venueErrors, c.poolAcquired, c.poolIdle, c.poolTotal, c.poolMax, c.poolAcquires,
+		c.unsettledAge, c.purgeOverdue, c.venueErrors, c.asyncReplication, c.poolAcquired, c.poolIdle, c.poolTotal, c.poolMax, c.poolAcquires,
 		c.poolEmptyAcquires, c.poolAcquireWait} {
 		ch <- d
 	}
@@ -96,6 +97,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.unsettled, float64(s.UnsettledIntents))
 			gauge(c.unsettledAge, s.OldestUnsettledSeconds)
 			gauge(c.purgeOverdue, s.PurgeOverdueSeconds)
+		}
+		if r, err := db.ReadReplication(ctx, c.state); err == nil {
+			gauge(c.asyncReplication, boolFloat(r.Async()))
 		}
 	}
 	if c.venues != nil {
