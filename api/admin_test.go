@@ -108,7 +108,7 @@ func doFrom(t *testing.T, h http.Handler, remote, method, target, token, body st
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	contract(t, h).ServeHTTP(rec, req)
 	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

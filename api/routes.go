@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hoox/hoox/api/openapi"
 	"github.com/hoox/hoox/internal/codes"
 )
 
@@ -16,6 +17,7 @@ func (s *Server) routes() {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{Registry: s.deps.Registry})))
 	e.POST("/webhook", s.webhook)
+	e.GET(openapi.Path, s.openapiDocument)
 
 	// The operator's web page (/ui/, and / redirecting to it). River's UI
 	// under /admin also accepts its session; the rest of /admin only ever

@@ -34,7 +34,7 @@ func postSigned(t *testing.T, h http.Handler, body string, headers map[string]st
 		req.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	contract(t, h).ServeHTTP(rec, req)
 	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

@@ -94,7 +94,7 @@ func (b *browser) send(req *http.Request) response {
 		req.AddCookie(&http.Cookie{Name: "hoox_session", Value: b.cookie})
 	}
 	rec := httptest.NewRecorder()
-	b.h.ServeHTTP(rec, req)
+	contract(b.t, b.h).ServeHTTP(rec, req)
 	b.lastSet = rec.Result().Cookies()
 	for _, c := range b.lastSet {
 		if c.Name == "hoox_session" {

@@ -97,7 +97,7 @@ func (b *webhookBundle) post(t *testing.T, r webhookRequest) response {
 		req.RemoteAddr = r.remote
 	}
 	rec := httptest.NewRecorder()
-	b.handler.ServeHTTP(rec, req)
+	contract(t, b.handler).ServeHTTP(rec, req)
 	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

@@ -33,6 +33,8 @@ type Registry struct {
 	entries map[string]Entry
 	mu      sync.Mutex
 	errs    map[string]VenueError
+	// errCount counts NoteError calls by venue (hoox_venue_errors_total).
+	errCount map[string]uint64
 }
 
 // VenueError is the last error a venue gave, for operators.
@@ -63,7 +65,7 @@ func NewRegistry(venues map[string]Venue) *Registry {
 // NewRegistryOf returns a registry over entries; a later entry with the same
 // name replaces an earlier one.
 func NewRegistryOf(entries ...Entry) *Registry {
-	r := &Registry{entries: map[string]Entry{}, errs: map[string]VenueError{}}
+	r := &Registry{entries: map[string]Entry{}, errs: map[string]VenueError{}, errCount: map[string]uint64{}}
 	for _, e := range entries {
 		r.entries[e.Name] = e
 	}
@@ -113,6 +115,7 @@ func (r *Registry) NoteError(name string, err error, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.errs[name] = VenueError{At: at, Message: err.Error()}
+	r.errCount[name]++
 }
 
 // Describe lists every configured venue with its last error, sorted by name.

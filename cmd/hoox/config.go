@@ -59,6 +59,7 @@ func coreOptions(c *Config) []option {
 		{"db-max-conns", "HOOX_DB_MAX_CONNS", "gateway connections to Postgres (the paper venue gets as many; at least 2)", intValue{&c.DBMaxConns}, "hoox.DBMaxConns"},
 		{"db-min-conns", "HOOX_DB_MIN_CONNS", "connections each pool keeps open and prepared while idle (capped at each pool's size)", intValue{&c.DBMinConns}, "hoox.DBMinConns"},
 		{"transaction-pooler", "HOOX_TRANSACTION_POOLER", "DATABASE_URL is a transaction-pooling PgBouncer: no prepared statements, River polls; migrate directly with --no-migrate here", boolValue{&c.TxPooler}, ""},
+		{"allow-async-replication", "HOOX_ALLOW_ASYNC_REPLICATION", "start even when the database streams to standbys asynchronously (a failover to one can lose acknowledged signals; docs/FAILOVER.md)", boolValue{&c.AllowAsyncReplication}, ""},
 		{"log-format", "HOOX_LOG_FORMAT", "json or text", stringValue{&c.LogFormat}, ""},
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}, ""},
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},

@@ -87,6 +87,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		return nil, err
 	}
 	pool := a.pools.Claims
+	if err := checkReplication(ctx, pool, cfg.AllowAsyncReplication, logger); err != nil {
+		return nil, err
+	}
 	a.sqldb = stdlib.OpenDBFromPool(pool)
 	a.paper = paper.New(paper.Config{Pool: a.pools.Paper})
 	if cfg.PaperFaults != "" {
@@ -113,6 +116,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 
 	reg := prometheus.NewRegistry()
 	api.RegisterRuntimeMetrics(reg)
+	reg.MustRegister(newStateCollector(a.ready, a.pools, venues))
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)

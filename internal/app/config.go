@@ -39,6 +39,9 @@ type Config struct {
 	PaperFaults  string
 	CrashDrill   bool
 	NoMigrate    bool
+	// AllowAsyncReplication lets hoox start on a primary whose standbys
+	// replicate asynchronously (see checkReplication).
+	AllowAsyncReplication bool
 
 	Gateway gateway.Config
 	Jobs    jobs.Config
