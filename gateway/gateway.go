@@ -184,14 +184,18 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, unavailable("hoox is at capacity: every database connection stayed busy; nothing was placed, retry", 5*time.Second, err)
 	case err != nil:
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	case res.Found && !res.Claimed:
+		// A repeat is answered before the kill switch: its order (or its
+		// refusal) exists, and "nothing was placed" would be a lie that
+		// invites a manual second order. ClaimSQL returns the existing
+		// trace whether or not trading is halted.
+		return nil, s.repeat(ctx, tx, in, res.Trace)
 	case res.KillSwitch:
 		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		tx.Rollback(ctx)
 		return nil, s.inProgress(tr.ID)
-	case !res.Claimed:
-		return nil, s.repeat(ctx, tx, in, res.Trace)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
 }
