@@ -53,12 +53,21 @@ func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
 }
 
 // TxTimeoutsSQL sets lock_timeout ($1) and, unless $2 is empty,
-// idle_in_transaction_session_timeout ($2) for the transaction.
+// idle_in_transaction_session_timeout ($2) for the transaction, and makes
+// its commit synchronous whatever the server's default: every transaction
+// that opens with it (a claim, a reconcile, a sweep, a release) commits
+// something the recovery protocol relies on. A repeat's claim, which only
+// appends `duplicate` events, turns it off again (AsyncCommitSQL).
 const TxTimeoutsSQL = `SELECT set_config('lock_timeout', $1, true),
-       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`
+       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END,
+       set_config('synchronous_commit', 'on', true)`
 
 // AsyncCommitSQL makes the transaction's commit asynchronous.
 const AsyncCommitSQL = "SELECT set_config('synchronous_commit', 'off', true)"
+
+// SyncCommitSQL makes the transaction's commit synchronous, whatever the
+// server's or the session's default (DESIGN: "Durable means durable here").
+const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 
 // ClaimStatements are the statements a claim's connection runs for a new
 // signal or a repeat, so a new connection can prepare them up front
@@ -71,7 +80,7 @@ func ClaimStatements() []string {
 // IntentStatements are what an intent's connection runs (see
 // ClaimStatements).
 func IntentStatements() []string {
-	return []string{AsyncCommitSQL, WriteIntentSQL}
+	return []string{AsyncCommitSQL, SyncCommitSQL, WriteIntentSQL}
 }
 
 // ClaimedTrace is a trace row as the claim sees it.

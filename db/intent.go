@@ -83,7 +83,10 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	// Without BEGIN the batch is one implicit transaction: the async
 	// setting holds until its commit.
 	b := &pgx.Batch{}
-	if !durable {
+	if durable {
+		// In the same round trip: the server's default may be off.
+		b.Queue(SyncCommitSQL)
+	} else {
 		b.Queue(AsyncCommitSQL)
 	}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
@@ -112,12 +115,13 @@ UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_
 
 // SettleIntent closes an intent outside a claim transaction — after a
 // rollback that proved nothing was sent, or a key reuse — with its events.
-// It commits asynchronously: losing it costs one venue lookup by the
-// sweeper, never an order.
+// It commits synchronously like every intent write (losing an `unsent`
+// would cost only a venue lookup, but a lost `key_reused` could let the
+// sweeper record another signal's order under the key).
 func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, outcome IntentOutcome, events ...Event) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(AsyncCommitSQL)
+	b.Queue(SyncCommitSQL)
 	b.Queue(SettleIntentSQL, clientOrderID, outcome)
 	queueEvents(b, events)
 	return sendTx(ctx, pool, b)
@@ -146,10 +150,24 @@ func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 // reconcile (outcome reconciling): the sweeper leaves it alone.
 func TouchIntent(ctx context.Context, q DBTX, clientOrderID string) (time.Time, error) {
 	var sentAt time.Time
-	err := q.QueryRow(ctx, `
-UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
-WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
-RETURNING sent_at`, clientOrderID).Scan(&sentAt)
+	found := false
+	// One implicit transaction (no BEGIN), synchronous whatever the
+	// server's default.
+	b := &pgx.Batch{}
+	b.Queue(SyncCommitSQL)
+	b.Queue(touchIntentSQL, clientOrderID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&sentAt); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	err := q.SendBatch(ctx, b).Close()
+	if err == nil && !found {
+		err = pgx.ErrNoRows
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("intent %s: %w", clientOrderID, ErrIntentConsumed)
 	}
@@ -158,6 +176,11 @@ RETURNING sent_at`, clientOrderID).Scan(&sentAt)
 	}
 	return sentAt, nil
 }
+
+const touchIntentSQL = `
+UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
+WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
+RETURNING sent_at`
 
 // intentColumns are read by every query that returns an Intent.
 const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,

@@ -72,6 +72,11 @@ VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_r
 func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Synchronous whatever the server's default: an operator told
+		// "halted" must not see trading resume after a Postgres crash.
+		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
+			return err
+		}
 		var was bool
 		err := tx.QueryRow(ctx, lockKillSwitchSQL, SettingKillSwitch).Scan(&was)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
