@@ -103,10 +103,17 @@ type ClaimResult struct {
 	// concurrent first attempt committed after this statement's snapshot.
 	Found bool
 	Trace ClaimedTrace
-	// Executions counts the settled intents under the trace's lock key that
-	// used up a client order ID (executions before a purge or release, or
-	// earlier window executions); it seeds the next client order ID.
+	// Executions is the execution number of the next client order ID under
+	// the trace's lock key: one past the highest execution any intent of
+	// the lock key holds, so it only grows (a late settlement of an
+	// earlier execution never lowers it) — or that highest one itself when
+	// its intent is provably unsent (ReuseID).
 	Executions int
+	// ReuseID is the stored client order ID of execution Executions when
+	// its intent is provably unsent: the attempt sends under it again
+	// (stored, not derived: an ID derived before the deployment namespace
+	// existed keeps its old form). Empty otherwise.
+	ReuseID string
 	// Pending is an intent under the lock key with no recorded outcome: an
 	// earlier attempt that may have reached the venue and died before its
 	// commit. The attempt must reuse its client order ID and ask the venue
@@ -171,7 +178,7 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       coalesce(n.executions, 0), p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at
+       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
@@ -182,8 +189,12 @@ FROM ks LEFT JOIN LATERAL (
     LIMIT 1
 ) r ON true
 LEFT JOIN LATERAL (
-    SELECT count(*) AS executions FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14 AND i.outcome NOT IN ('unsent', 'not_placed')
+    SELECT CASE WHEN i.outcome = 'unsent' THEN i.execution ELSE i.execution + 1 END AS executions,
+           CASE WHEN i.outcome = 'unsent' THEN i.client_order_id END AS reuse_id
+    FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14
+    ORDER BY i.execution DESC
+    LIMIT 1
 ) n ON true
 LEFT JOIN LATERAL (
     SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at FROM dispatch_intents i
@@ -244,13 +255,16 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var status *TraceStatus
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
-			var pendingID, pendingTrace, pendingFP *string
+			var reuseID, pendingID, pendingTrace, pendingFP *string
 			var pendingReceived, pendingSent *time.Time
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
-				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions,
+				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
 				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent)
 			if err != nil {
 				return err
+			}
+			if reuseID != nil {
+				res.ReuseID = *reuseID
 			}
 			if pendingID != nil {
 				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,

@@ -23,6 +23,10 @@ var ErrIntentConsumed = errors.New("client order id already used by a settled in
 // sees any of it.
 type Intent struct {
 	ClientOrderID string
+	// Execution is which execution of LockKey the ID was derived for
+	// (ClaimResult.Executions); an intent re-armed under its stored ID
+	// keeps the number it has.
+	Execution int
 	// LockKey is the trace's advisory lock key: what every resend of the
 	// signal shares, even in window mode.
 	LockKey     string
@@ -51,8 +55,8 @@ type Intent struct {
 const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (client_order_id) DO UPDATE
     SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
@@ -90,7 +94,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		b.Queue(AsyncCommitSQL)
 	}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
-		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt).
+		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				found = true

@@ -263,8 +263,12 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 	}()
 	sig, tr := in.Signal, in.Trace
+	clientOrderID := res.ReuseID
+	if clientOrderID == "" {
+		clientOrderID = signal.ClientOrderID(tr.LockKey, res.Executions)
+	}
 	order := exchange.Order{
-		ClientOrderID: signal.ClientOrderID(tr.LockKey, res.Executions),
+		ClientOrderID: clientOrderID,
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
@@ -288,7 +292,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// again under the same ID.
 	}
 
-	intent := &db.Intent{ClientOrderID: order.ClientOrderID, LockKey: tr.LockKey, TraceID: tr.ID,
+	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
 	shared, _ := venue.(exchange.SharedDatabase)

@@ -3,10 +3,12 @@ package gateway_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -44,4 +46,52 @@ func TestKillSwitchStillAnswersRepeatsWithTheirOrder(t *testing.T) {
 	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted-new"}`))
 	requireCode(t, err, codes.KillSwitch)
 	require.Equal(t, 2, b.venue.count())
+}
+
+// B4: the execution number behind a window-mode client order ID only
+// grows. Execution 0's answer is lost (the trace reconciles, its intent
+// counts as used), execution 1 places under the next ID, and then
+// execution 0's intent is settled not_placed (a late reconcile: kill
+// switch, stale signal, or the sweeper). Counting "used" intents would now
+// give execution 2 the ID execution 1 consumed, and every later copy of
+// the signal would be refused 503 for good.
+func TestWindowExecutionNumberNeverGoesDown(t *testing.T) {
+	t.Parallel()
+	const window = 20 * time.Millisecond
+	venue := &memVenue{dropNext: true}
+	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window})
+	ctx := context.Background()
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
+	next := func() gateway.Input {
+		// Each execution arrives after the previous one's dedup window.
+		time.Sleep(window + 5*time.Millisecond)
+		return input(t, body)
+	}
+
+	first := input(t, body)
+	out, err := b.svc.Execute(ctx, first)
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status, "execution 0's answer was lost")
+
+	out, err = b.svc.Execute(ctx, next())
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "execution 1 places")
+	require.Equal(t, 1, venue.count())
+
+	// Execution 0 resolves late: nothing at the venue, not placed.
+	var cid string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT client_order_id FROM trace_ids WHERE trace_id = $1", first.Trace.ID).Scan(&cid))
+	_, err = db.Reconcile(ctx, b.pool, first.Trace.ID, cid, time.Second, func(context.Context, db.ReconcileState) (db.Resolution, error) {
+		return db.Resolution{Status: db.TraceFailed, IntentOutcome: db.IntentNotPlaced,
+			Event: db.Event{TraceID: first.Trace.ID, Event: db.EventFailed}}, nil
+	})
+	require.NoError(t, err)
+
+	for i := 2; i < 4; i++ {
+		out, err = b.svc.Execute(ctx, next())
+		require.NoError(t, err, "execution %d gets a client order ID nobody used", i)
+		require.Equal(t, db.TraceDispatched, out.Status)
+	}
+	require.Equal(t, 3, venue.count())
+	require.Equal(t, 4, count(t, b.pool, "SELECT count(DISTINCT client_order_id) FROM dispatch_intents"))
 }
