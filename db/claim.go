@@ -131,6 +131,14 @@ type PendingIntent struct {
 	// found" at the venue before SentAt plus the venue's accept window
 	// proves nothing.
 	SentAt time.Time
+	// SentAgo is how long ago SentAt was by Postgres's clock, read during
+	// the claim: the only clock a window Postgres stamped is judged by. It
+	// only grows after the claim, so "SentAgo ≥ window" stays true.
+	SentAgo time.Duration
+	// SameWindow is true when the intent's trace was received inside the
+	// claim's dedup window by Postgres's clock (always true outside window
+	// mode): in window mode, the same execution of the signal.
+	SameWindow bool
 }
 
 // ClaimTx is an open claim transaction on one connection. It is begun and
@@ -178,7 +186,8 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at
+       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at,
+       p.sent_ago_us, p.same_window
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
@@ -197,7 +206,10 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) n ON true
 LEFT JOIN LATERAL (
-    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at FROM dispatch_intents i
+    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at,
+           (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint AS sent_ago_us,
+           ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond') AS same_window
+    FROM dispatch_intents i
     WHERE r.claimed AND i.lock_key = $14 AND i.outcome IS NULL
     ORDER BY i.sent_at LIMIT 1
 ) p ON true`
@@ -257,9 +269,11 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var orderID pgtype.UUID
 			var reuseID, pendingID, pendingTrace, pendingFP *string
 			var pendingReceived, pendingSent *time.Time
+			var pendingAgo *int64
+			var pendingSameWindow *bool
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
 				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
-				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent)
+				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent, &pendingAgo, &pendingSameWindow)
 			if err != nil {
 				return err
 			}
@@ -268,7 +282,8 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			}
 			if pendingID != nil {
 				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,
-					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent}
+					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent,
+					SentAgo: time.Duration(*pendingAgo) * time.Microsecond, SameWindow: *pendingSameWindow}
 			}
 			if orderID.Valid {
 				id := uuid.UUID(orderID.Bytes)

@@ -45,6 +45,10 @@ type Intent struct {
 	// SentAt and Attempts are read back, never written by the caller.
 	SentAt   time.Time
 	Attempts int
+	// SentAgo is how long ago SentAt was by Postgres's clock when the
+	// intent was read (queries returning intentColumns); a replica's clock
+	// is never compared with SentAt.
+	SentAgo time.Duration
 }
 
 // WriteIntentSQL inserts the intent, or re-arms an intent of the same client
@@ -188,7 +192,8 @@ RETURNING sent_at`
 
 // intentColumns are read by every query that returns an Intent.
 const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-       order_spec, signal, source_ip, signal_time, received_at, sent_at, attempts`
+       order_spec, signal, source_ip, signal_time, received_at, sent_at, attempts,
+       (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint`
 
 func scanIntent(row pgx.Row) (Intent, error) {
 	var (
@@ -196,12 +201,14 @@ func scanIntent(row pgx.Row) (Intent, error) {
 		spec       []byte
 		sourceIP   *netip.Addr
 		signalTime *time.Time
+		sentAgo    int64
 	)
 	err := row.Scan(&in.ClientOrderID, &in.LockKey, &in.TraceID, &in.Fingerprint, &in.Mode, &in.KeySource,
-		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts)
+		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts, &sentAgo)
 	if err != nil {
 		return Intent{}, err
 	}
+	in.SentAgo = time.Duration(sentAgo) * time.Microsecond
 	if err := json.Unmarshal(spec, &in.Order); err != nil {
 		return Intent{}, fmt.Errorf("intent %s: decode order: %w", in.ClientOrderID, err)
 	}

@@ -117,12 +117,16 @@ type Recovery struct {
 	BeforeCommit TxHook
 }
 
-const strandedIntentLockSQL = `SELECT outcome IS NULL, sent_at FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
+const strandedIntentLockSQL = `
+SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
 
 // strandedSentAtSQL reads an orphaned reconcile's intent's last send under
 // the lock: a reconcile or a resend may have sent its order again since the
 // sweep listed it.
-const strandedSentAtSQL = `SELECT sent_at FROM dispatch_intents WHERE client_order_id = $1`
+const strandedSentAtSQL = `
+SELECT sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+FROM dispatch_intents WHERE client_order_id = $1`
 
 const strandedTraceLockSQL = `SELECT status = 'reconciling' FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
 
@@ -162,16 +166,19 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
 	var open bool
+	sentAgo := int64(s.Intent.SentAgo / time.Microsecond)
 	b := &pgx.Batch{}
 	queueTraceLock(b, s.Intent.LockKey, lockWait)
 	if s.TraceID == "" {
 		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&open, &s.Intent.SentAt)
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
 		})
 	} else {
 		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
 		if !s.NoIntent {
-			b.Queue(strandedSentAtSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error { return row.Scan(&s.Intent.SentAt) })
+			b.Queue(strandedSentAtSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&s.Intent.SentAt, &sentAgo)
+			})
 		}
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -184,6 +191,7 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	if !open {
 		return false, nil
 	}
+	s.Intent.SentAgo = time.Duration(sentAgo) * time.Microsecond
 	r, err := decide(ctx, s)
 	if err != nil {
 		return false, err

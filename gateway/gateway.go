@@ -111,6 +111,11 @@ func New(cfg Config, deps Deps) *Service {
 		flights: flights{m: map[string]*flight{}}}
 }
 
+// Now reads the clock of Config.Now: the clock a caller must read
+// Input.Arrived from, since the claim measures a signal's wait as Now
+// minus Arrived (two readings of one clock, never against Postgres's).
+func (s *Service) Now() time.Time { return s.cfg.now() }
+
 // Input is one validated signal with its trace.
 type Input struct {
 	Signal   signal.Signal
@@ -147,7 +152,7 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 	}
 	defer s.inflight.Done()
 	if in.Arrived.IsZero() {
-		in.Arrived = time.Now()
+		in.Arrived = s.cfg.now()
 	}
 	out, err := s.execute(ctx, in)
 	s.deps.Metrics.observeOutcome(out, err)
@@ -172,7 +177,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + time.Since(in.Arrived), LockWait: lockWait,
+		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.now().Sub(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
@@ -282,7 +287,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			return nil, err
 		case held != nil:
 			return s.record(ctx, tx, in, order, out, *held, true)
-		case time.Now().Before(p.SentAt.Add(venue.AcceptWindow())):
+		case p.SentAgo < venue.AcceptWindow():
 			// Not found, but the dead attempt's request may still be
 			// accepted: whether the order exists is unknown until the
 			// window closes, so the reconcile waits for it.
@@ -346,7 +351,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
-	if tr.Source == signal.KeyWindow && in.Arrived.Sub(p.ReceivedAt) > s.cfg.DedupWindow {
+	if tr.Source == signal.KeyWindow && !p.SameWindow {
 		// A dead attempt of an earlier window execution: it is a different
 		// order, which the sweeper records under its own trace first.
 		tx.Rollback(ctx)
@@ -404,7 +409,7 @@ const credentialAlertEvery = time.Hour
 // fix when the venue refused hoox's credentials: an error log every time,
 // and a notification (with its audit event) once an hour.
 func (s *Service) venueError(ctx context.Context, venue string, err error) {
-	now := time.Now()
+	now := s.cfg.now()
 	s.deps.Venues.NoteError(venue, err, now)
 	if !errors.Is(err, exchange.ErrCredentials) {
 		return

@@ -95,3 +95,61 @@ func TestWindowExecutionNumberNeverGoesDown(t *testing.T) {
 	require.Equal(t, 3, venue.count())
 	require.Equal(t, 4, count(t, b.pool, "SELECT count(DISTINCT client_order_id) FROM dispatch_intents"))
 }
+
+// B2: a replica whose clock is off Postgres's by ±30 s decides exactly as
+// one in step. Whether a dead attempt's accept window has passed, and
+// whether its intent belongs to this window execution, are judged by
+// Postgres's now() against the times Postgres stamped.
+func TestReplicaClockSkewChangesNoDecision(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second} {
+		t.Run("InsideTheAcceptWindow"+skew.String(), func(t *testing.T) {
+			t.Parallel()
+			// The dead attempt's order is at the venue but lookups lag it;
+			// the window (10 s) is still open by Postgres's clock.
+			venue := &memVenue{window: 10 * time.Second, lookupLag: time.Hour}
+			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"skew-open"}`
+			executeCrashing(t, b.svc, skewedInput(t, body, skew))
+			out, err := b.svc.Execute(context.Background(), skewedInput(t, body, skew))
+			require.NoError(t, err)
+			require.Equal(t, db.TraceReconciling, out.Status, "the window is open: not found proves nothing")
+			require.Equal(t, 1, venue.count(), "nothing placed again")
+		})
+		t.Run("PastTheAcceptWindow"+skew.String(), func(t *testing.T) {
+			t.Parallel()
+			const window = 100 * time.Millisecond
+			venue := &memVenue{window: window, dropNext: true}
+			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"skew-closed"}`
+			executeCrashing(t, b.svc, skewedInput(t, body, skew))
+			require.Zero(t, venue.count())
+			time.Sleep(window + 50*time.Millisecond) // the window itself must pass
+			out, err := b.svc.Execute(context.Background(), skewedInput(t, body, skew))
+			require.NoError(t, err)
+			require.Equal(t, db.TraceDispatched, out.Status, "the window has closed: the order is sent again")
+			require.Equal(t, 1, venue.count())
+		})
+		t.Run("WindowModeResendOfTheSameExecution"+skew.String(), func(t *testing.T) {
+			t.Parallel()
+			// A skew larger than the dedup window: still the same execution.
+			skew := skew * 3
+			venue := &memVenue{}
+			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
+			executeCrashing(t, b.svc, skewedInput(t, body, skew))
+			out, err := b.svc.Execute(context.Background(), skewedInput(t, body, skew))
+			require.NoError(t, err)
+			require.Equal(t, db.TraceDispatched, out.Status, "the resend adopts the dead attempt's order")
+			require.Equal(t, 1, venue.count())
+		})
+	}
+}
+
+// skewedInput is a signal arriving at a replica whose clock is off by skew.
+func skewedInput(t *testing.T, body string, skew time.Duration) gateway.Input {
+	t.Helper()
+	in, err := gateway.ParseInput([]byte(body), "", time.Now().Add(skew))
+	require.NoError(t, err)
+	return in
+}

@@ -43,6 +43,8 @@ type memOpts struct {
 	window     time.Duration
 	lockWait   time.Duration
 	afterVenue func(string)
+	// skew offsets the gateway's clock (Config.Now) from the system's.
+	skew time.Duration
 }
 
 func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBundle {
@@ -65,6 +67,9 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 	}
 	if o.lockWait > 0 {
 		cfg.LockWait = o.lockWait
+	}
+	if o.skew != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(o.skew) }
 	}
 	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,

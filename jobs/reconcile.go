@@ -131,14 +131,15 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case !errors.Is(err, exchange.ErrNotFound):
-		w.venues.NoteError(a.Exchange, err, time.Now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.now())
 		return db.Resolution{}, "", fmt.Errorf("look up order %s: %w", a.Order.ClientOrderID, err)
 	}
 
-	if closes := st.SentAt.Add(venue.AcceptWindow()); !st.SentAt.IsZero() && time.Now().Before(closes) {
+	if window := venue.AcceptWindow(); !st.SentAt.IsZero() && st.SentAgo < window {
 		// The request that lost its answer may still be accepted and
-		// lookups may lag it: "not found" proves nothing yet.
-		return db.Resolution{}, "", &snooze{d: time.Until(closes) + 100*time.Millisecond}
+		// lookups may lag it: "not found" proves nothing yet. Judged by
+		// Postgres's clock, which stamped the send.
+		return db.Resolution{}, "", &snooze{d: window - st.SentAgo + 100*time.Millisecond}
 	}
 	if st.KillSwitch {
 		w.log.ErrorContext(ctx, "reconcile: kill switch engaged; not placed", "trace_id", a.TraceID,
@@ -146,7 +147,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
 			db.IntentNotPlaced, nil), outcomeHalted, nil
 	}
-	if age := time.Since(a.ReceivedAt); age >= w.cfg.MaxSignalAge {
+	if age := st.Age; age >= w.cfg.MaxSignalAge {
 		w.log.ErrorContext(ctx, "reconcile: stale signal not placed", "trace_id", a.TraceID,
 			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.MaxSignalAge)
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
@@ -166,7 +167,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case err != nil:
-		w.venues.NoteError(a.Exchange, err, time.Now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.now())
 		return db.Resolution{}, "", err
 	case adopted:
 		return w.recorded(a, report, true), outcomeAdopted, nil

@@ -146,7 +146,7 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
-	if errors.Is(err, exchange.ErrNotFound) && time.Now().Before(in.SentAt.Add(venue.AcceptWindow())) {
+	if errors.Is(err, exchange.ErrNotFound) && in.SentAgo < venue.AcceptWindow() {
 		// The request may still be accepted, or the lookup lag it: a
 		// found order is recorded at once, "not found" only counts later.
 		return db.Recovery{}, "", errNotYet
@@ -179,14 +179,14 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		}
 		return r, sweepMismatch, nil
 	}
-	w.venues.NoteError(in.Exchange, err, time.Now())
+	w.venues.NoteError(in.Exchange, err, w.cfg.now())
 	return w.unanswered(s, err)
 }
 
 // unanswered leaves an item whose venue could not answer for a later sweep,
 // until SweepGiveUp has passed since its send.
 func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string, error) {
-	if time.Since(s.Intent.SentAt) < w.cfg.SweepGiveUp {
+	if s.Intent.SentAgo < w.cfg.SweepGiveUp {
 		return db.Recovery{}, "", fmt.Errorf("%w: %w", errNotYet, err)
 	}
 	return w.giveUp(s, fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",
