@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgconv"
 )
 
@@ -119,6 +121,23 @@ type ClaimResult struct {
 	// commit. The attempt must reuse its client order ID and ask the venue
 	// first. Nil when there is none.
 	Pending *PendingIntent
+	// Unknown are earlier intents under the lock key whose order may exist
+	// at the venue (settled failed: nobody could tell) and whose trace an
+	// operator released by force. The attempt must look each up before it
+	// places anything (DESIGN: "Unknown never frees a key").
+	Unknown []UnknownIntent
+}
+
+// UnknownIntent is an intent whose order's existence is unknown.
+type UnknownIntent struct {
+	ClientOrderID string         `json:"client_order_id"`
+	TraceID       string         `json:"trace_id"`
+	Fingerprint   string         `json:"fingerprint"`
+	Order         exchange.Order `json:"order"`
+	// SentAgo is how long ago it was last sent, by Postgres's clock.
+	SentAgo time.Duration `json:"-"`
+	// SentAgoMicros carries SentAgo out of the query.
+	SentAgoMicros int64 `json:"sent_ago_us"`
 }
 
 // PendingIntent is an unsettled intent as the claim sees it.
@@ -187,7 +206,7 @@ WITH ks AS (
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
        coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at,
-       p.sent_ago_us, p.same_window
+       p.sent_ago_us, p.same_window, u.unknown
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
@@ -212,7 +231,16 @@ LEFT JOIN LATERAL (
     FROM dispatch_intents i
     WHERE r.claimed AND i.lock_key = $14 AND i.outcome IS NULL
     ORDER BY i.sent_at LIMIT 1
-) p ON true`
+) p ON true
+LEFT JOIN LATERAL (
+    SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
+               'fingerprint', i.fingerprint, 'order', i.order_spec,
+               'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint)
+             ORDER BY i.execution) AS unknown
+    FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14 AND i.outcome = 'failed'
+      AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
+) u ON true`
 
 // Claim begins a transaction, waits at most LockWait for the trace's advisory
 // lock, and inserts the trace unless it exists — all in one round trip. When
@@ -271,14 +299,23 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var pendingReceived, pendingSent *time.Time
 			var pendingAgo *int64
 			var pendingSameWindow *bool
+			var unknown []byte
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
 				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
-				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent, &pendingAgo, &pendingSameWindow)
+				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent, &pendingAgo, &pendingSameWindow, &unknown)
 			if err != nil {
 				return err
 			}
 			if reuseID != nil {
 				res.ReuseID = *reuseID
+			}
+			if unknown != nil {
+				if err := json.Unmarshal(unknown, &res.Unknown); err != nil {
+					return fmt.Errorf("decode unknown intents: %w", err)
+				}
+				for i := range res.Unknown {
+					res.Unknown[i].SentAgo = time.Duration(res.Unknown[i].SentAgoMicros) * time.Microsecond
+				}
 			}
 			if pendingID != nil {
 				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,

@@ -279,6 +279,17 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
 
+	for _, u := range res.Unknown {
+		held, err := s.askUnknown(ctx, tx, in, venue, order, u)
+		if err != nil {
+			return nil, err
+		}
+		if held != nil {
+			order.ClientOrderID = u.ClientOrderID
+			return s.record(ctx, tx, in, order, out, *held, true)
+		}
+	}
+
 	if p := res.Pending; p != nil {
 		order.ClientOrderID = p.ClientOrderID
 		held, err := s.askFirst(ctx, tx, in, venue, order, p)
@@ -373,6 +384,49 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	tx.Rollback(ctx)
 	s.venueError(ctx, in.Signal.Exchange, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
+}
+
+// askUnknown looks up an earlier order of the key whose existence was
+// unknown when an operator released its trace by force. It returns the
+// held order (to adopt), or nil when the venue proves it absent (a venue
+// that refuses late requests, past the accept window: the intent is
+// settled not placed); an error, with the claim rolled back, when it may
+// still exist or cannot be asked — nothing may be placed then.
+func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, u db.UnknownIntent) (*exchange.Report, error) {
+	tr := in.Trace
+	if u.Fingerprint != tr.Fingerprint {
+		tx.Rollback(ctx)
+		return nil, &Error{Code: codes.KeyReused,
+			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal and its order %s is unknown; send a new key", tr.ID, u.ClientOrderID)}
+	}
+	order.ClientOrderID = u.ClientOrderID
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	held, err := venue.Lookup(vctx, order)
+	cancel()
+	switch {
+	case err == nil:
+		return &held, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		tx.Rollback(ctx)
+		return nil, keyReusedAtVenue(tr.ID, err)
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue) && u.SentAgo >= venue.AcceptWindow():
+		ev := db.Event{TraceID: u.TraceID, Event: db.EventSwept, SourceIP: in.SourceIP, Detail: map[string]any{
+			"found": false, "client_order_id": u.ClientOrderID, "resolved_by": tr.ID}}
+		if err := db.SettleIntent(ctx, s.deps.MarkerPool, u.ClientOrderID, db.IntentNotPlaced, ev); err != nil {
+			tx.Rollback(ctx)
+			return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		}
+		return nil, nil
+	case errors.Is(err, exchange.ErrNotFound):
+		tx.Rollback(ctx)
+		s.deps.Logger.ErrorContext(ctx, "an earlier order of this key may still exist at the venue; not placed",
+			"trace_id", tr.ID, "client_order_id", u.ClientOrderID, "exchange", in.Signal.Exchange)
+		return nil, unavailable(fmt.Sprintf("an earlier order of this key (%s, released while its outcome was unknown) is not visible at %s, "+
+			"which may still fill a late request; nothing was placed: check the venue", u.ClientOrderID, in.Signal.Exchange), 60*time.Second, nil)
+	}
+	tx.Rollback(ctx)
+	s.venueError(ctx, in.Signal.Exchange, err)
+	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier order of this key; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
 
 func keyReusedAtVenue(traceID string, err error) *Error {

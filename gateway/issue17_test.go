@@ -153,3 +153,76 @@ func skewedInput(t *testing.T, body string, skew time.Duration) gateway.Input {
 	require.NoError(t, err)
 	return in
 }
+
+// forceReleasedUnknown leaves body's trace as the reconcile does when it
+// gives up (failed, "whether order X exists is unknown") and has an
+// operator force its release. It returns the unknown client order ID.
+func forceReleasedUnknown(t *testing.T, b *memBundle, body string) string {
+	t.Helper()
+	ctx := context.Background()
+	in := input(t, body)
+	out, err := b.svc.Execute(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	var cid string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT client_order_id FROM trace_ids WHERE trace_id = $1", in.Trace.ID).Scan(&cid))
+	_, err = db.Reconcile(ctx, b.pool, in.Trace.ID, cid, time.Second, func(context.Context, db.ReconcileState) (db.Resolution, error) {
+		return db.Resolution{Status: db.TraceFailed, IntentOutcome: db.IntentFailed, Event: db.Event{TraceID: in.Trace.ID,
+			Event: db.EventFailed, Detail: map[string]any{"reason": "whether order " + cid + " exists is unknown"}}}, nil
+	})
+	require.NoError(t, err)
+	_, err = db.ReleaseTrace(ctx, b.pool, db.ReleaseParams{TraceID: in.Trace.ID, By: "admin", Force: true, LockWait: time.Second})
+	require.NoError(t, err)
+	return cid
+}
+
+// B3: after an operator forces the release of a trace whose order was
+// unknown, the next attempt under the key looks that order up first: it
+// adopts it when the venue holds it, places only when the venue proves it
+// absent (a venue that refuses late requests), and otherwise places
+// nothing.
+func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
+	t.Parallel()
+	const body = `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"forced"}`
+	t.Run("HeldIsAdopted", func(t *testing.T) {
+		t.Parallel()
+		venue := &memVenue{loseNext: true}
+		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		cid := forceReleasedUnknown(t, b, body)
+		require.Equal(t, 1, venue.count())
+
+		out, err := b.svc.Execute(context.Background(), input(t, body))
+		require.NoError(t, err)
+		require.Equal(t, db.TraceDispatched, out.Status)
+		require.Equal(t, cid, out.Order.ClientOrderID, "the unknown order is adopted")
+		require.Equal(t, 1, venue.count(), "not placed a second time")
+	})
+	t.Run("AbsentAtALateRefusingVenueIsPlaced", func(t *testing.T) {
+		t.Parallel()
+		venue := &memVenue{dropNext: true, refusesLate: true}
+		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		cid := forceReleasedUnknown(t, b, body)
+		require.Zero(t, venue.count())
+
+		out, err := b.svc.Execute(context.Background(), input(t, body))
+		require.NoError(t, err)
+		require.Equal(t, db.TraceDispatched, out.Status)
+		require.NotEqual(t, cid, out.Order.ClientOrderID)
+		require.Equal(t, 1, venue.count())
+		var outcome db.IntentOutcome
+		require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT outcome FROM dispatch_intents WHERE client_order_id = $1", cid).Scan(&outcome))
+		require.Equal(t, db.IntentNotPlaced, outcome, "the unknown order is resolved: absent")
+	})
+	t.Run("AbsentAtAVenueThatMayFillLateIsNotPlaced", func(t *testing.T) {
+		t.Parallel()
+		venue := &memVenue{dropNext: true}
+		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		forceReleasedUnknown(t, b, body)
+
+		_, err := b.svc.Execute(context.Background(), input(t, body))
+		ge := requireCode(t, err, codes.Unavailable)
+		require.Contains(t, ge.Detail, "nothing was placed")
+		require.Zero(t, venue.count(), "a late fill of the unknown order could still double it")
+	})
+}
+
