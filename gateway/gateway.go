@@ -286,7 +286,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 		if held != nil {
 			order.ClientOrderID = u.ClientOrderID
-			return s.record(ctx, tx, in, order, out, *held, true)
+			return s.settle(ctx, tx, in, order, out, *held, true)
 		}
 	}
 
@@ -297,12 +297,18 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		case err != nil:
 			return nil, err
 		case held != nil:
-			return s.record(ctx, tx, in, order, out, *held, true)
+			return s.settle(ctx, tx, in, order, out, *held, true)
 		case p.SentAgo < venue.AcceptWindow():
 			// Not found, but the dead attempt's request may still be
 			// accepted: whether the order exists is unknown until the
 			// window closes, so the reconcile waits for it.
 			return s.reconcile(ctx, tx, in, order, out, errors.New("an earlier attempt's order is not visible yet and its accept window is still open"))
+		case !exchange.RefusesLate(venue):
+			// Not found past the window, but this venue may still fill the
+			// dead attempt's request late: sending again could double it.
+			// The reconcile (one place for the decision) ends the trace
+			// failed as a missed trade.
+			return s.reconcile(ctx, tx, in, order, out, fmt.Errorf("an earlier attempt's order is not at the venue and %s may still fill a late request", in.Signal.Exchange))
 		}
 		// Not found and the window has closed: nothing can appear; send
 		// again under the same ID.
@@ -347,7 +353,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		s.venueError(ctx, sig.Exchange, err)
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
-	return s.record(ctx, tx, in, order, out, report, adopted)
+	return s.settle(ctx, tx, in, order, out, report, adopted)
 }
 
 // askFirst looks up the order an earlier, dead attempt may have left at the
@@ -490,6 +496,18 @@ func (s *Service) venueError(ctx context.Context, venue string, err error) {
 	if err := db.AppendEvent(ctx, s.deps.MarkerPool, ev, hook); err != nil {
 		s.deps.Logger.WarnContext(ctx, "record venue credential error", "exchange", venue, "error", err)
 	}
+}
+
+// settle records the order the venue holds, unless it is a market order
+// the venue still reports open (executing: NEW, PARTIALLY_FILLED): what it
+// executes is not known yet, so the trace reconciles and the reconcile
+// follows the order until it has executed (a resting limit order is
+// recorded open).
+func (s *Service) settle(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, report exchange.Report, adopted bool) (*Outcome, error) {
+	if order.OrderType == "market" && report.Status == exchange.StatusOpen {
+		return s.reconcile(ctx, tx, in, order, out, errors.New("the venue reports the market order still executing"))
+	}
+	return s.record(ctx, tx, in, order, out, report, adopted)
 }
 
 // record writes the order the venue holds (placed now or adopted) and

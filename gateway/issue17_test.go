@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -119,7 +121,7 @@ func TestReplicaClockSkewChangesNoDecision(t *testing.T) {
 		t.Run("PastTheAcceptWindow"+skew.String(), func(t *testing.T) {
 			t.Parallel()
 			const window = 100 * time.Millisecond
-			venue := &memVenue{window: window, dropNext: true}
+			venue := &memVenue{window: window, dropNext: true, refusesLate: true}
 			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
 			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"skew-closed"}`
 			executeCrashing(t, b.svc, skewedInput(t, body, skew))
@@ -226,3 +228,36 @@ func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
 	})
 }
 
+// B7: after a crash, a resend whose earlier order is not found past the
+// accept window sends it again only to a venue that refuses late requests;
+// for one that may still fill it (no exchange.LateRefuser), the trace
+// reconciles — and the reconcile ends it failed as a missed trade.
+func TestResendPastTheWindowIsNotResentToAVenueThatMayFillLate(t *testing.T) {
+	t.Parallel()
+	venue := &memVenue{dropNext: true}
+	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"late-fill"}`
+	executeCrashing(t, b.svc, input(t, body))
+	out, err := b.svc.Execute(context.Background(), input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	require.Zero(t, venue.count(), "not sent again")
+}
+
+// B7: a market order the venue reports still open (executing) is not
+// recorded as final by the request that finds it: the trace reconciles,
+// and the reconcile follows it until it has executed.
+func TestAdoptedMarketOrderStillOpenReconciles(t *testing.T) {
+	t.Parallel()
+	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"working"}`)
+	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID(in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
+		OrderType: "market", Quantity: in.Signal.Quantity}, exchange.StatusOpen)
+
+	out, err := b.svc.Execute(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	require.Equal(t, 1, b.venue.count(), "nothing placed")
+	require.Equal(t, 1, b.jobs.count(), "a reconcile follows the order")
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM orders"))
+}

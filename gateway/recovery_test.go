@@ -167,9 +167,11 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 // hoox died after a request the venue never took: the resend finds the open
 // intent, the venue holds nothing and its accept window has closed, so the
 // resend places the order — once, under the dead attempt's client order ID.
+// (Only at a venue that refuses late requests: see
+// TestResendPastTheWindowIsNotResentToAVenueThatMayFillLate.)
 func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 	t.Parallel()
-	venue := &memVenue{dropNext: true}
+	venue := &memVenue{dropNext: true, refusesLate: true}
 	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"dropped"}`
 
@@ -188,7 +190,7 @@ func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 // repeat would answer in_progress until a restart.
 func TestPanicInDispatchReleasesTheClaim(t *testing.T) {
 	t.Parallel()
-	venue := &memVenue{panicNext: true}
+	venue := &memVenue{panicNext: true, refusesLate: true}
 	b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"boom"}`
 

@@ -152,11 +152,21 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		return db.Recovery{}, "", errNotYet
 	}
 	switch {
+	case err == nil && stillExecuting(in.Order, report) && in.SentAgo < followOpenMarket:
+		// A market order still executing: its fill is not known yet; the
+		// next sweep looks again.
+		return db.Recovery{}, "", errNotYet
 	case err == nil:
 		rec := db.RecordReport(traceID, in.Exchange, in.Mode, in.Order, report)
 		rec.Detail["found"], rec.Detail["exchange_order_id"] = true, report.ExchangeOrderID
 		return db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
 			Events: []db.Event{{TraceID: traceID, Event: db.EventSwept, Detail: rec.Detail}}}, sweepAdopted, nil
+	case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLate(venue):
+		// The venue may still fill the request late (Binance spot): "not
+		// found" proves nothing, so neither is the key freed (a bare
+		// intent's trace is created failed, so a resend is a duplicate)
+		// nor anything sent again. A missed trade, for an operator.
+		return w.giveUp(s, missedReason(in.ClientOrderID, in.Exchange)), sweepFailed, nil
 	case errors.Is(err, exchange.ErrNotFound):
 		if s.TraceID == "" {
 			// A bare intent: no trace, no answer given; the signal may be
