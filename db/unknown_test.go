@@ -85,3 +85,12 @@ func traceIDs(t *testing.T, pool db.DBTX) []string {
 	require.NoError(t, rows.Err())
 	return ids
 }
+
+// B10: every installation has its own client order ID namespace, created by
+// a migration.
+func TestDeploymentIsCreatedByTheMigrations(t *testing.T) {
+	t.Parallel()
+	d, err := db.Deployment(context.Background(), testcontainers.NewPool(t))
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{32}$`, d)
+}

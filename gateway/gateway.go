@@ -48,6 +48,11 @@ type Deps struct {
 	Notifier *jobs.Notifier
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// Deployment is this installation's namespace for client order IDs
+	// (db.Deployment, created by a migration): staging and production on
+	// one venue account never derive each other's IDs, so never adopt each
+	// other's orders.
+	Deployment string
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
@@ -270,7 +275,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	sig, tr := in.Signal, in.Trace
 	clientOrderID := res.ReuseID
 	if clientOrderID == "" {
-		clientOrderID = signal.ClientOrderID(tr.LockKey, res.Executions)
+		clientOrderID = signal.ClientOrderID(s.deps.Deployment, tr.LockKey, res.Executions)
 	}
 	order := exchange.Order{
 		ClientOrderID: clientOrderID,

@@ -251,7 +251,7 @@ func TestAdoptedMarketOrderStillOpenReconciles(t *testing.T) {
 	t.Parallel()
 	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
 	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"working"}`)
-	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID(in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
+	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID("", in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
 		OrderType: "market", Quantity: in.Signal.Quantity}, exchange.StatusOpen)
 
 	out, err := b.svc.Execute(context.Background(), in)
@@ -260,4 +260,25 @@ func TestAdoptedMarketOrderStillOpenReconciles(t *testing.T) {
 	require.Equal(t, 1, b.venue.count(), "nothing placed")
 	require.Equal(t, 1, b.jobs.count(), "a reconcile follows the order")
 	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM orders"))
+}
+
+// B10: staging and production trading on one venue account never adopt
+// each other's orders: the same signal with the same client key derives a
+// different client order ID in each deployment.
+func TestDeploymentsOnOneAccountNeverAdoptEachOthersOrders(t *testing.T) {
+	t.Parallel()
+	venue := &memVenue{} // one account
+	staging := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{deployment: "staging-1f0c"})
+	production := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{deployment: "production-93ab"})
+	// A resting limit order: the venue refuses its client order ID again
+	// while it is open, and a refusal leads to a lookup that would adopt.
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"100","trace_id":"same-key"}`
+
+	a, err := staging.svc.Execute(context.Background(), input(t, body))
+	require.NoError(t, err)
+	b, err := production.svc.Execute(context.Background(), input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, 2, venue.count(), "each deployment placed its own order")
+	require.NotEqual(t, a.Order.ClientOrderID, b.Order.ClientOrderID)
+	require.NotEqual(t, *a.Order.ExchangeOrderID, *b.Order.ExchangeOrderID, "production did not adopt staging's order")
 }

@@ -43,6 +43,8 @@ type memOpts struct {
 	window     time.Duration
 	lockWait   time.Duration
 	afterVenue func(string)
+	// deployment is the gateway's client order ID namespace.
+	deployment string
 	// skew offsets the gateway's clock (Config.Now) from the system's.
 	skew time.Duration
 }
@@ -74,7 +76,7 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
-		AfterVenue: o.afterVenue})
+		AfterVenue: o.afterVenue, Deployment: o.deployment})
 	t.Cleanup(b.svc.Close)
 	if venue.gate != nil {
 		// Runs before Close (cleanups run last in, first out): a test
@@ -253,7 +255,7 @@ func TestVenueHoldingADifferentOrderIsKeyReused(t *testing.T) {
 	t.Parallel()
 	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
 	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"100","trace_id":"taken"}`)
-	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID(in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
+	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID("", in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
 		OrderType: "limit", Quantity: in.Signal.Quantity.Add(in.Signal.Quantity)}, exchange.StatusOpen)
 
 	_, err := b.svc.Execute(context.Background(), in)
