@@ -198,6 +198,15 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	}
 
 	b = &pgx.Batch{}
+	queueRecovery(b, s, r, ttl)
+	if err := commitWith(ctx, tx, b, r.BeforeCommit); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// queueRecovery queues the writes that settle stranded item s as r says.
+func queueRecovery(b *pgx.Batch, s Stranded, r Recovery, ttl time.Duration) {
 	var orderID *uuid.UUID
 	if r.Order != nil {
 		queueOrder(b, r.Order)
@@ -214,8 +223,27 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 		b.Queue(SettleIntentSQL, s.Intent.ClientOrderID, r.IntentOutcome)
 	}
 	queueEvents(b, r.Events)
-	if err := commitWith(ctx, tx, b, r.BeforeCommit); err != nil {
-		return false, err
+}
+
+// RecoverEarlier settles, inside this claim, the open intent of an earlier
+// execution of the same lock key (window mode) as the sweeper would: the
+// claim holds the lock key's advisory lock, so nothing else settles it
+// meanwhile. The writes (a trace created from the intent, its order, the
+// intent's outcome, the events, r.BeforeCommit's) commit with the claim's
+// Record, or roll back with it for the sweeper or the next attempt to redo.
+func (c *ClaimTx) RecoverEarlier(ctx context.Context, clientOrderID string, r Recovery, ttl time.Duration) error {
+	if c.done {
+		return errors.New("claim transaction already finished")
 	}
-	return true, nil
+	b := &pgx.Batch{}
+	queueRecovery(b, Stranded{Intent: Intent{ClientOrderID: clientOrderID}}, r, ttl)
+	if err := c.conn.SendBatch(ctx, b).Close(); err != nil {
+		c.Rollback(ctx)
+		return translate(err)
+	}
+	if err := runHooks(ctx, c.Tx(), []TxHook{r.BeforeCommit}); err != nil {
+		c.Rollback(ctx)
+		return err
+	}
+	return nil
 }

@@ -295,7 +295,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 	}
 
-	if p := res.Pending; p != nil {
+	if p := res.Pending; p != nil && tr.Source == signal.KeyWindow && !p.SameWindow {
+		// A dead attempt of an earlier window execution: a different order,
+		// recovered here under the lock as the sweeper would, so this
+		// execution gets its answer now rather than after a sweep.
+		if err := s.recoverEarlier(ctx, tx, in, venue, order, p); err != nil {
+			return nil, err
+		}
+	} else if p != nil {
 		order.ClientOrderID = p.ClientOrderID
 		held, err := s.askFirst(ctx, tx, in, venue, order, p)
 		switch {
@@ -373,12 +380,6 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
-	if tr.Source == signal.KeyWindow && !p.SameWindow {
-		// A dead attempt of an earlier window execution: it is a different
-		// order, which the sweeper records under its own trace first.
-		tx.Rollback(ctx)
-		return nil, unavailable("an earlier execution of this signal is being recovered; retry shortly", 30*time.Second, nil)
-	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
 	defer cancel()
 	held, err := venue.Lookup(vctx, order)
@@ -395,6 +396,68 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	tx.Rollback(ctx)
 	s.venueError(ctx, in.Signal.Exchange, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
+}
+
+// recoverEarlier settles, in this claim, the open intent p that a dead
+// attempt of an earlier window execution of the signal left: it asks the
+// venue and records what the sweeper would (the order found under its own
+// trace; absent and not placed; a missed trade at a venue that may fill
+// late). While that order may still be accepted it answers in_progress
+// with a Retry-After for the rest of the venue's window; an error rolls
+// the claim back.
+func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, p *db.PendingIntent) error {
+	sig, tr := in.Signal, in.Trace
+	earlier := order
+	earlier.ClientOrderID = p.ClientOrderID
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	held, err := venue.Lookup(vctx, earlier)
+	cancel()
+	var r db.Recovery
+	var failed *db.Event
+	switch {
+	case err == nil && earlier.OrderType == "market" && held.Status == exchange.StatusOpen:
+		tx.Rollback(ctx)
+		return &Error{Code: codes.InProgress, RetryAfter: 2 * time.Second,
+			Detail: fmt.Sprintf("trace %s: the previous execution's order %s is still executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
+	case err == nil:
+		rec := db.RecordReport(p.TraceID, sig.Exchange, tr.Mode, earlier, held)
+		rec.Detail["found"], rec.Detail["exchange_order_id"], rec.Detail["recovered_by"] = true, held.ExchangeOrderID, tr.ID
+		r = db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
+			Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept, Detail: rec.Detail}}}
+	case errors.Is(err, exchange.ErrMismatch):
+		r = db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventFailed,
+			Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
+				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", p.ClientOrderID, err)}}}}
+	case errors.Is(err, exchange.ErrNotFound) && p.SentAgo < venue.AcceptWindow():
+		tx.Rollback(ctx)
+		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, time.Second),
+			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted by the venue; retry when its window has passed", tr.ID, p.ClientOrderID)}
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue):
+		r = db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept,
+			Detail: map[string]any{"found": false, "client_order_id": p.ClientOrderID, "recovered_by": tr.ID}}}}
+	case errors.Is(err, exchange.ErrNotFound):
+		s.deps.Logger.ErrorContext(ctx, "previous execution's order never seen at a venue that may fill late; not re-sent",
+			"trace_id", p.TraceID, "client_order_id", p.ClientOrderID, "exchange", sig.Exchange)
+		ev := db.Event{TraceID: p.TraceID, Event: db.EventFailed, Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
+			"reason": fmt.Sprintf("order %s was never seen at the venue; not re-sent because %s may still fill a late request: check the venue",
+				p.ClientOrderID, sig.Exchange)}}
+		failed = &ev
+		r = db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed, Events: []db.Event{ev}}
+	default:
+		tx.Rollback(ctx)
+		s.venueError(ctx, sig.Exchange, err)
+		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
+	}
+	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.TraceTTL); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
+	if failed != nil {
+		if err := s.notify(ctx, tx, in, earlier, *failed); err != nil {
+			tx.Rollback(ctx)
+			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		}
+	}
+	return nil
 }
 
 // askUnknown looks up an earlier order of the key whose existence was

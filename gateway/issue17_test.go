@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -281,4 +282,48 @@ func TestDeploymentsOnOneAccountNeverAdoptEachOthersOrders(t *testing.T) {
 	require.Equal(t, 2, venue.count(), "each deployment placed its own order")
 	require.NotEqual(t, a.Order.ClientOrderID, b.Order.ClientOrderID)
 	require.NotEqual(t, *a.Order.ExchangeOrderID, *b.Order.ExchangeOrderID, "production did not adopt staging's order")
+}
+
+// B10: a window-mode signal sent again after its dedup window, while the
+// previous execution's dead attempt still has an open intent, gets an
+// honest answer at once (TradingView retries for seconds, not a minute):
+// the attempt recovers the earlier execution itself under the lock —
+// records its order as the sweeper would — and then executes.
+func TestNextWindowExecutionRecoversTheDeadEarlierOneItself(t *testing.T) {
+	t.Parallel()
+	const window = 30 * time.Millisecond
+	venue := &memVenue{}
+	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
+	first := input(t, body)
+	executeCrashing(t, b.svc, first)
+	require.Equal(t, 1, venue.count())
+
+	time.Sleep(window + 10*time.Millisecond) // the next execution comes after the window
+	out, err := b.svc.Execute(context.Background(), input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "this execution is placed")
+	require.Equal(t, 2, venue.count(), "one order per execution")
+	require.Equal(t, 2, count(t, b.pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, 1, count(t, b.pool, fmt.Sprintf("SELECT count(*) FROM trace_ids WHERE trace_id = '%s' AND status = 'dispatched'", first.Trace.ID)),
+		"the earlier execution's order is recorded under its own trace")
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"))
+}
+
+// B10: while the earlier execution's order may still be accepted (its
+// accept window is open), the next execution is told in_progress with a
+// short Retry-After, not 503 for a minute.
+func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T) {
+	t.Parallel()
+	const window = 30 * time.Millisecond
+	venue := &memVenue{dropNext: true, window: 2 * time.Second}
+	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
+	executeCrashing(t, b.svc, input(t, body))
+
+	time.Sleep(window + 10*time.Millisecond)
+	_, err := b.svc.Execute(context.Background(), input(t, body))
+	ge := requireCode(t, err, codes.InProgress)
+	require.LessOrEqual(t, ge.RetryAfter, 3*time.Second)
+	require.Zero(t, venue.count())
 }
