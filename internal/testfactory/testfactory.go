@@ -133,9 +133,10 @@ type IntentOpts struct {
 
 const intentSQL = `
 INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
-                              action, order_spec, signal, received_at, sent_at, outcome, execution)
+                              action, order_spec, signal, received_at, sent_at, outcome, execution, settled_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '{"exchange":"paper"}', $11, $11, NULLIF($12, ''),
-        coalesce($13::integer, (SELECT max(execution) + 1 FROM dispatch_intents WHERE lock_key = $2), 0))`
+        coalesce($13::integer, (SELECT max(execution) + 1 FROM dispatch_intents WHERE lock_key = $2), 0),
+        CASE WHEN $12 = '' THEN NULL ELSE $11::timestamptz END)`
 
 // Intent inserts an intent and returns the options with their defaults
 // filled.
