@@ -327,3 +327,34 @@ func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T)
 	require.LessOrEqual(t, ge.RetryAfter, 3*time.Second)
 	require.Zero(t, venue.count())
 }
+
+// B5: copies of a repeat arriving together under the kill switch (queued
+// behind one another in a flight, or racing on the claim) all get the
+// 409 with the order.
+func TestKillSwitchAnswersConcurrentRepeatsWithTheirOrder(t *testing.T) {
+	t.Parallel()
+	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	ctx := context.Background()
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted-storm"}`
+	out, err := b.svc.Execute(ctx, input(t, body))
+	require.NoError(t, err)
+	_, err = db.SetKillSwitch(ctx, b.pool, true, "test", "admin")
+	require.NoError(t, err)
+
+	const copies = 20
+	errs := make(chan error, copies)
+	start := make(chan struct{})
+	for range copies {
+		go func() {
+			<-start
+			_, err := b.svc.Execute(ctx, input(t, body))
+			errs <- err
+		}()
+	}
+	close(start)
+	for range copies {
+		ge := requireCode(t, <-errs, codes.Duplicate)
+		require.Equal(t, out.Order.ID, *ge.Original.OrderID)
+	}
+	require.Equal(t, 1, b.venue.count())
+}
