@@ -571,6 +571,28 @@ func TestAdminReleaseRefusesAReconcilingTrace(t *testing.T) {
 	require.Equal(t, "reconciling", detail["trace"].(map[string]any)["status"])
 }
 
+// A trace that ended failed with its order unknown is released only with
+// ?force=true, once the operator has checked the venue; the release is
+// audited as forced.
+func TestAdminReleaseOfAnUnknownOrderNeedsForce(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:unknown", Status: db.TraceFailed, ClientOrderID: "hx-unknown"})
+	testfactory.Intent(t, b.pool, testfactory.IntentOpts{TraceID: "k:unknown",
+		Order: exchange.Order{ClientOrderID: "hx-unknown", Symbol: "BTCUSDT"}, Outcome: db.IntentFailed})
+
+	res := b.do(t, http.MethodDelete, "/admin/traces/k:unknown", "")
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, res.problem(t)["detail"], "force=true")
+
+	res = b.do(t, http.MethodDelete, "/admin/traces/k:unknown?force=true", `{"reason":"checked the venue: no order"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	var forced bool
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT (detail->>'forced')::boolean FROM trace_events WHERE trace_id = 'k:unknown' AND event = 'released'`).Scan(&forced))
+	require.True(t, forced)
+}
+
 // A release waits for an attempt in flight only as long as the configured
 // lock wait (HOOX_LOCK_WAIT), then answers 409 in_progress with
 // Retry-After, well before a request deadline shorter than the old fixed

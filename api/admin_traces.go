@@ -156,7 +156,11 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if len(req.Reason) > maxReleaseReason {
 			return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
 		}
-		status, err := release(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason, LockWait: lockWait})
+		// ?force=true releases a trace whose order may exist at the venue,
+		// once the operator has checked it there; audited as forced.
+		force := c.QueryParam("force") == "true"
+		status, err := release(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason,
+			LockWait: lockWait, Force: force})
 		if err != nil {
 			return err
 		}
@@ -179,6 +183,9 @@ func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.Tr
 	case errors.Is(err, db.ErrReconciling):
 		return "", problem(codes.Reconciling, fmt.Sprintf("trace %s is reconciling: its order may exist at the venue, "+
 			"so it cannot be released until the reconcile settles it", p.TraceID))
+	case errors.Is(err, db.ErrOrderUnknown):
+		return "", problem(codes.Reconciling, fmt.Sprintf("trace %s ended failed and whether its order exists at the venue is unknown: "+
+			"check the venue, then release it with ?force=true (the next attempt still looks that order up before placing)", p.TraceID))
 	case errors.Is(err, db.ErrLockTimeout):
 		return "", problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", p.TraceID)).
 			withRetryAfter(time.Second)

@@ -169,7 +169,8 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 		stmt(db.WriteIntentSQL, clientOrder, trace, trace, cast(pgFingerprint, "text"), cast("'live'", "text"),
 			cast("'client'", "text"), cast("'paper'", "text"), symbol, cast("'buy'", "text"),
 			cast(`'{"Symbol": "PGBENCH", "Side": "buy", "Quantity": "0.01"}'`, "jsonb"), cast(pgSignal, "jsonb"),
-			sourceIP, cast("NULL", "timestamptz"), cast("now()", "timestamptz")),
+			sourceIP, cast("NULL", "timestamptz"), cast("now()", "timestamptz"),
+			cast("0", "integer")), // $15 execution: each benchmark trace is a lock key of its own
 		"COMMIT;",
 	}
 	// The venue's pool commits with synchronous_commit off

@@ -172,7 +172,7 @@ func TestPgbenchScriptStructure(t *testing.T) {
 			require.False(t, inPipeline, "the script ends inside a pipeline")
 			require.Equal(t, tt.transactions, transactions)
 			require.Equal(t, tt.pipelines, pipelines)
-			require.Equal(t, tt.marker, strings.Contains(script, "set_config('synchronous_commit'"))
+			require.Equal(t, tt.marker, strings.Contains(script, "set_config('synchronous_commit', 'off'"))
 			require.Contains(t, script, "SET synchronous_commit = off;\n", "the venue's fill commits asynchronously, as paper.PoolConfig does")
 			require.True(t, strings.HasSuffix(strings.TrimSuffix(script, "\\endpipeline\n"), ";\n"), "the last statement is not ended")
 

@@ -232,6 +232,12 @@ type ReleaseParams struct {
 	// Postgres counts it in whole milliseconds; less than 1 ms is 1 ms,
 	// never "wait forever".
 	LockWait time.Duration
+	// Force releases a trace whose order may exist at the venue (it ended
+	// failed with its outcome unknown): the operator has checked the venue.
+	// The release is audited as forced, and the next attempt under the key
+	// still looks up that order before placing. A reconciling trace is
+	// never released.
+	Force bool
 }
 
 // LockKeyOf returns the advisory lock key the claim takes for traceID: the
@@ -254,7 +260,21 @@ func LockKeyOf(traceID string) string {
 // would let a resend place a second one.
 var ErrReconciling = errors.New("trace is reconciling")
 
-const releaseStatusSQL = `SELECT status FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
+// ErrOrderUnknown means a trace cannot be released without Force: it ended
+// failed and whether its order exists at the venue is unknown.
+var ErrOrderUnknown = errors.New("whether the trace's order exists at the venue is unknown")
+
+// OrderUnknownSQL is true for the trace row t when its order may exist at
+// the venue: it is reconciling, or it ended failed without its intent
+// proving the outcome (the reconcile or the sweeper gave up, a venue that
+// may fill a late request never showed the order, or no intent names the
+// order). Such a trace is neither purged nor released unforced (DESIGN:
+// "Unknown never frees a key").
+const OrderUnknownSQL = `(t.status = 'reconciling' OR (t.status = 'failed' AND NOT EXISTS (
+    SELECT 1 FROM dispatch_intents ui WHERE ui.client_order_id = t.client_order_id
+      AND ui.outcome IN ('dispatched', 'rejected', 'unsent', 'not_placed', 'key_reused'))))`
+
+const releaseStatusSQL = `SELECT t.status, ` + OrderUnknownSQL + ` FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE`
 
 const releaseSQL = `
 WITH del AS (
@@ -266,6 +286,7 @@ SELECT trace_id, 'released',
        jsonb_build_object('by', $2::text, 'status', status, 'client_order_id', client_order_id,
                           'received_at', received_at)
        || CASE WHEN $3::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('reason', $3::text) END
+       || CASE WHEN $4::boolean THEN '{"forced": true, "order_unknown": true}'::jsonb ELSE '{}'::jsonb END
 FROM del
 RETURNING detail->>'status'`
 
@@ -277,23 +298,27 @@ RETURNING detail->>'status'`
 // ErrNotFound when no such trace exists.
 func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (TraceStatus, error) {
 	var status TraceStatus
+	var unknown bool
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueTraceLock(b, LockKeyOf(p.TraceID), p.LockWait)
-		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
+		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status, &unknown) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		if !status.Releasable() {
 			return ErrReconciling
 		}
+		if unknown && !p.Force {
+			return ErrOrderUnknown
+		}
 		b = &pgx.Batch{}
-		b.Queue(releaseSQL, p.TraceID, p.By, nullText(p.Reason)).QueryRow(func(row pgx.Row) error {
+		b.Queue(releaseSQL, p.TraceID, p.By, nullText(p.Reason), unknown).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&status)
 		})
 		return tx.SendBatch(ctx, b).Close()
 	})
-	if errors.Is(err, ErrReconciling) {
+	if errors.Is(err, ErrReconciling) || errors.Is(err, ErrOrderUnknown) {
 		return status, fmt.Errorf("release trace %s: %w", p.TraceID, err)
 	}
 	if err != nil {

@@ -91,9 +91,9 @@ func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 	// k:dead: an attempt sent its order and died before recording it.
 	_, err0 := pool.Exec(ctx, `
 INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
-                              action, order_spec, signal, received_at, sent_at)
+                              action, order_spec, signal, received_at, sent_at, execution)
 VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSDT', 'buy',
-        '{"Quantity":"0.5"}', '{}', now() - interval '10 minutes', now() - interval '10 minutes')`)
+        '{"Quantity":"0.5"}', '{}', now() - interval '10 minutes', now() - interval '10 minutes', 0)`)
 	require.NoError(t, err0)
 
 	// k:refused: the venue rejected the order.

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgconv"
 )
 
@@ -53,12 +55,21 @@ func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
 }
 
 // TxTimeoutsSQL sets lock_timeout ($1) and, unless $2 is empty,
-// idle_in_transaction_session_timeout ($2) for the transaction.
+// idle_in_transaction_session_timeout ($2) for the transaction, and makes
+// its commit synchronous whatever the server's default: every transaction
+// that opens with it (a claim, a reconcile, a sweep, a release) commits
+// something the recovery protocol relies on. A repeat's claim, which only
+// appends `duplicate` events, turns it off again (AsyncCommitSQL).
 const TxTimeoutsSQL = `SELECT set_config('lock_timeout', $1, true),
-       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END`
+       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END,
+       set_config('synchronous_commit', 'on', true)`
 
 // AsyncCommitSQL makes the transaction's commit asynchronous.
 const AsyncCommitSQL = "SELECT set_config('synchronous_commit', 'off', true)"
+
+// SyncCommitSQL makes the transaction's commit synchronous, whatever the
+// server's or the session's default (DESIGN: "Durable means durable here").
+const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 
 // ClaimStatements are the statements a claim's connection runs for a new
 // signal or a repeat, so a new connection can prepare them up front
@@ -71,7 +82,7 @@ func ClaimStatements() []string {
 // IntentStatements are what an intent's connection runs (see
 // ClaimStatements).
 func IntentStatements() []string {
-	return []string{AsyncCommitSQL, WriteIntentSQL}
+	return []string{AsyncCommitSQL, SyncCommitSQL, WriteIntentSQL}
 }
 
 // ClaimedTrace is a trace row as the claim sees it.
@@ -94,15 +105,39 @@ type ClaimResult struct {
 	// concurrent first attempt committed after this statement's snapshot.
 	Found bool
 	Trace ClaimedTrace
-	// Executions counts the settled intents under the trace's lock key that
-	// used up a client order ID (executions before a purge or release, or
-	// earlier window executions); it seeds the next client order ID.
+	// Executions is the execution number of the next client order ID under
+	// the trace's lock key: one past the highest execution any intent of
+	// the lock key holds, so it only grows (a late settlement of an
+	// earlier execution never lowers it) — or that highest one itself when
+	// its intent is provably unsent (ReuseID).
 	Executions int
+	// ReuseID is the stored client order ID of execution Executions when
+	// its intent is provably unsent: the attempt sends under it again
+	// (stored, not derived: an ID derived before the deployment namespace
+	// existed keeps its old form). Empty otherwise.
+	ReuseID string
 	// Pending is an intent under the lock key with no recorded outcome: an
 	// earlier attempt that may have reached the venue and died before its
 	// commit. The attempt must reuse its client order ID and ask the venue
 	// first. Nil when there is none.
 	Pending *PendingIntent
+	// Unknown are earlier intents under the lock key whose order may exist
+	// at the venue (settled failed: nobody could tell) and whose trace an
+	// operator released by force. The attempt must look each up before it
+	// places anything (DESIGN: "Unknown never frees a key").
+	Unknown []UnknownIntent
+}
+
+// UnknownIntent is an intent whose order's existence is unknown.
+type UnknownIntent struct {
+	ClientOrderID string         `json:"client_order_id"`
+	TraceID       string         `json:"trace_id"`
+	Fingerprint   string         `json:"fingerprint"`
+	Order         exchange.Order `json:"order"`
+	// SentAgo is how long ago it was last sent, by Postgres's clock.
+	SentAgo time.Duration `json:"-"`
+	// SentAgoMicros carries SentAgo out of the query.
+	SentAgoMicros int64 `json:"sent_ago_us"`
 }
 
 // PendingIntent is an unsettled intent as the claim sees it.
@@ -115,6 +150,14 @@ type PendingIntent struct {
 	// found" at the venue before SentAt plus the venue's accept window
 	// proves nothing.
 	SentAt time.Time
+	// SentAgo is how long ago SentAt was by Postgres's clock, read during
+	// the claim: the only clock a window Postgres stamped is judged by. It
+	// only grows after the claim, so "SentAgo ≥ window" stays true.
+	SentAgo time.Duration
+	// SameWindow is true when the intent's trace was received inside the
+	// claim's dedup window by Postgres's clock (always true outside window
+	// mode): in window mode, the same execution of the signal.
+	SameWindow bool
 }
 
 // ClaimTx is an open claim transaction on one connection. It is begun and
@@ -162,7 +205,8 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       coalesce(n.executions, 0), p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at
+       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at,
+       p.sent_ago_us, p.same_window, u.unknown
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
@@ -173,14 +217,30 @@ FROM ks LEFT JOIN LATERAL (
     LIMIT 1
 ) r ON true
 LEFT JOIN LATERAL (
-    SELECT count(*) AS executions FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14 AND i.outcome NOT IN ('unsent', 'not_placed')
+    SELECT CASE WHEN i.outcome = 'unsent' THEN i.execution ELSE i.execution + 1 END AS executions,
+           CASE WHEN i.outcome = 'unsent' THEN i.client_order_id END AS reuse_id
+    FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14
+    ORDER BY i.execution DESC
+    LIMIT 1
 ) n ON true
 LEFT JOIN LATERAL (
-    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at FROM dispatch_intents i
+    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at,
+           (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint AS sent_ago_us,
+           ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond') AS same_window
+    FROM dispatch_intents i
     WHERE r.claimed AND i.lock_key = $14 AND i.outcome IS NULL
     ORDER BY i.sent_at LIMIT 1
-) p ON true`
+) p ON true
+LEFT JOIN LATERAL (
+    SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
+               'fingerprint', i.fingerprint, 'order', i.order_spec,
+               'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint)
+             ORDER BY i.execution) AS unknown
+    FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14 AND i.outcome = 'failed'
+      AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
+) u ON true`
 
 // Claim begins a transaction, waits at most LockWait for the trace's advisory
 // lock, and inserts the trace unless it exists — all in one round trip. When
@@ -235,17 +295,32 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var status *TraceStatus
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
-			var pendingID, pendingTrace, pendingFP *string
+			var reuseID, pendingID, pendingTrace, pendingFP *string
 			var pendingReceived, pendingSent *time.Time
+			var pendingAgo *int64
+			var pendingSameWindow *bool
+			var unknown []byte
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
-				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions,
-				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent)
+				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
+				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent, &pendingAgo, &pendingSameWindow, &unknown)
 			if err != nil {
 				return err
 			}
+			if reuseID != nil {
+				res.ReuseID = *reuseID
+			}
+			if unknown != nil {
+				if err := json.Unmarshal(unknown, &res.Unknown); err != nil {
+					return fmt.Errorf("decode unknown intents: %w", err)
+				}
+				for i := range res.Unknown {
+					res.Unknown[i].SentAgo = time.Duration(res.Unknown[i].SentAgoMicros) * time.Microsecond
+				}
+			}
 			if pendingID != nil {
 				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,
-					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent}
+					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent,
+					SentAgo: time.Duration(*pendingAgo) * time.Microsecond, SameWindow: *pendingSameWindow}
 			}
 			if orderID.Valid {
 				id := uuid.UUID(orderID.Bytes)

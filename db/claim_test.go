@@ -141,18 +141,30 @@ func TestClaim(t *testing.T) {
 		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
 	})
 
-	t.Run("executions count the settled intents that used an ID", func(t *testing.T) {
+	t.Run("the execution number only grows; only a provably unsent last ID is used again", func(t *testing.T) {
 		t.Parallel()
 		pool := testcontainers.NewPool(t)
-		for i, outcome := range []db.IntentOutcome{db.IntentDispatched, db.IntentRejected, db.IntentFailed, db.IntentUnsent, db.IntentNotPlaced} {
+		// A late not_placed below the top does not lower the number.
+		for i, outcome := range []db.IntentOutcome{db.IntentDispatched, db.IntentNotPlaced, db.IntentRejected, db.IntentFailed, db.IntentUnsent} {
 			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:again", Order: order("hx-again-" + string(rune('0'+i))),
 				SentAt: time.Now().Add(-time.Hour), Outcome: outcome})
 		}
 		tx, res := claim(t, pool, claimParams("k:again"))
+		defer tx.Rollback(ctx)
 		require.True(t, res.Claimed)
-		require.Equal(t, 3, res.Executions, "unsent and not placed IDs may be used again; the rest are spent")
+		require.Equal(t, 4, res.Executions, "the last execution was provably never sent: it is used again")
+		require.Equal(t, "hx-again-4", res.ReuseID)
 		require.Nil(t, res.Pending)
 		tx.Rollback(ctx)
+
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:next", Order: order("hx-next-0"),
+			SentAt: time.Now().Add(-time.Hour), Outcome: db.IntentDispatched})
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:next", Order: order("hx-next-1"),
+			SentAt: time.Now().Add(-time.Hour), Outcome: db.IntentNotPlaced})
+		tx2, res := claim(t, pool, claimParams("k:next"))
+		defer tx2.Rollback(ctx)
+		require.Equal(t, 2, res.Executions, "a not_placed ID is not handed out again")
+		require.Empty(t, res.ReuseID)
 	})
 
 	t.Run("an open intent is handed to the next attempt", func(t *testing.T) {

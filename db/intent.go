@@ -23,6 +23,10 @@ var ErrIntentConsumed = errors.New("client order id already used by a settled in
 // sees any of it.
 type Intent struct {
 	ClientOrderID string
+	// Execution is which execution of LockKey the ID was derived for
+	// (ClaimResult.Executions); an intent re-armed under its stored ID
+	// keeps the number it has.
+	Execution int
 	// LockKey is the trace's advisory lock key: what every resend of the
 	// signal shares, even in window mode.
 	LockKey     string
@@ -41,6 +45,10 @@ type Intent struct {
 	// SentAt and Attempts are read back, never written by the caller.
 	SentAt   time.Time
 	Attempts int
+	// SentAgo is how long ago SentAt was by Postgres's clock when the
+	// intent was read (queries returning intentColumns); a replica's clock
+	// is never compared with SentAt.
+	SentAgo time.Duration
 }
 
 // WriteIntentSQL inserts the intent, or re-arms an intent of the same client
@@ -51,8 +59,8 @@ type Intent struct {
 const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (client_order_id) DO UPDATE
     SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
@@ -83,11 +91,14 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	// Without BEGIN the batch is one implicit transaction: the async
 	// setting holds until its commit.
 	b := &pgx.Batch{}
-	if !durable {
+	if durable {
+		// In the same round trip: the server's default may be off.
+		b.Queue(SyncCommitSQL)
+	} else {
 		b.Queue(AsyncCommitSQL)
 	}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
-		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt).
+		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				found = true
@@ -112,12 +123,13 @@ UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_
 
 // SettleIntent closes an intent outside a claim transaction — after a
 // rollback that proved nothing was sent, or a key reuse — with its events.
-// It commits asynchronously: losing it costs one venue lookup by the
-// sweeper, never an order.
+// It commits synchronously like every intent write (losing an `unsent`
+// would cost only a venue lookup, but a lost `key_reused` could let the
+// sweeper record another signal's order under the key).
 func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, outcome IntentOutcome, events ...Event) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(AsyncCommitSQL)
+	b.Queue(SyncCommitSQL)
 	b.Queue(SettleIntentSQL, clientOrderID, outcome)
 	queueEvents(b, events)
 	return sendTx(ctx, pool, b)
@@ -146,10 +158,24 @@ func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 // reconcile (outcome reconciling): the sweeper leaves it alone.
 func TouchIntent(ctx context.Context, q DBTX, clientOrderID string) (time.Time, error) {
 	var sentAt time.Time
-	err := q.QueryRow(ctx, `
-UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
-WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
-RETURNING sent_at`, clientOrderID).Scan(&sentAt)
+	found := false
+	// One implicit transaction (no BEGIN), synchronous whatever the
+	// server's default.
+	b := &pgx.Batch{}
+	b.Queue(SyncCommitSQL)
+	b.Queue(touchIntentSQL, clientOrderID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&sentAt); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	err := q.SendBatch(ctx, b).Close()
+	if err == nil && !found {
+		err = pgx.ErrNoRows
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("intent %s: %w", clientOrderID, ErrIntentConsumed)
 	}
@@ -159,9 +185,15 @@ RETURNING sent_at`, clientOrderID).Scan(&sentAt)
 	return sentAt, nil
 }
 
+const touchIntentSQL = `
+UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
+WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
+RETURNING sent_at`
+
 // intentColumns are read by every query that returns an Intent.
 const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-       order_spec, signal, source_ip, signal_time, received_at, sent_at, attempts`
+       order_spec, signal, source_ip, signal_time, received_at, sent_at, attempts,
+       (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint`
 
 func scanIntent(row pgx.Row) (Intent, error) {
 	var (
@@ -169,12 +201,14 @@ func scanIntent(row pgx.Row) (Intent, error) {
 		spec       []byte
 		sourceIP   *netip.Addr
 		signalTime *time.Time
+		sentAgo    int64
 	)
 	err := row.Scan(&in.ClientOrderID, &in.LockKey, &in.TraceID, &in.Fingerprint, &in.Mode, &in.KeySource,
-		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts)
+		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts, &sentAgo)
 	if err != nil {
 		return Intent{}, err
 	}
+	in.SentAgo = time.Duration(sentAgo) * time.Microsecond
 	if err := json.Unmarshal(spec, &in.Order); err != nil {
 		return Intent{}, fmt.Errorf("intent %s: decode order: %w", in.ClientOrderID, err)
 	}

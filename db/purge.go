@@ -68,14 +68,15 @@ type PurgeResult struct {
 // SKIP LOCKED passes over rows another transaction holds (a reconcile
 // resolving its trace, an admin release), so the purge never waits on them
 // and two purges (the periodic job and POST /admin/purge) never delete the
-// same row twice. Reconciling traces are kept past expiry: their order's
-// fate is still unknown, and the dedup record must outlive it; the reconcile
-// job settles them and a later purge removes them.
+// same row twice. Traces whose order may exist at the venue
+// (OrderUnknownSQL: reconciling, or failed with the outcome unknown) are
+// kept past expiry: the dedup record must outlive the uncertainty; once a
+// reconcile or the sweeper settles them a later purge removes them.
 const purgeTracesSQL = `
 WITH doomed AS (
-    SELECT trace_id FROM trace_ids
-    WHERE expires_at < now() AND status <> 'reconciling'
-    ORDER BY expires_at
+    SELECT t.trace_id FROM trace_ids t
+    WHERE t.expires_at < now() AND NOT ` + OrderUnknownSQL + `
+    ORDER BY t.expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), d AS (

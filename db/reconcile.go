@@ -40,6 +40,11 @@ type ReconcileState struct {
 	// SentAt plus the venue's accept window proves nothing. Zero when the
 	// trace has no intent (it was reconciling before intents existed).
 	SentAt time.Time
+	// SentAgo is how long ago SentAt was, and Age how long ago the trace
+	// was received, both by Postgres's clock when the trace was locked:
+	// the clock that stamped them (a replica's clock is never compared
+	// with a Postgres timestamp).
+	SentAgo, Age time.Duration
 	// KillSwitch is true when trading is halted: nothing may be placed.
 	KillSwitch bool
 }
@@ -61,10 +66,12 @@ func queueTraceLock(b *pgx.Batch, lockKey string, lockWait time.Duration) {
 }
 
 const reconcileStatusSQL = `
-SELECT t.status,
-       (SELECT i.sent_at FROM dispatch_intents i WHERE i.client_order_id = $2),
+SELECT t.status, i.sent_at,
+       (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
+       (extract(epoch FROM clock_timestamp() - t.received_at) * 1000000)::bigint,
        coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)
-FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE OF t`
+FROM trace_ids t LEFT JOIN dispatch_intents i ON i.client_order_id = $2
+WHERE t.trace_id = $1 FOR UPDATE OF t`
 
 // resolveTraceSQL settles the trace only while it is still reconciling; the
 // row lock already guarantees it, the condition keeps it true if the locking
@@ -96,10 +103,12 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID s
 
 	var st ReconcileState
 	var sentAt *time.Time
+	var sentAgo *int64
+	var age int64
 	b := &pgx.Batch{}
 	queueTraceLock(b, LockKeyOf(traceID), lockWait)
 	b.Queue(reconcileStatusSQL, traceID, clientOrderID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&status, &sentAt, &st.KillSwitch)
+		return row.Scan(&status, &sentAt, &sentAgo, &age, &st.KillSwitch)
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return "", translate(err)
@@ -108,8 +117,9 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID s
 		return status, nil
 	}
 	if sentAt != nil {
-		st.SentAt = *sentAt
+		st.SentAt, st.SentAgo = *sentAt, time.Duration(*sentAgo)*time.Microsecond
 	}
+	st.Age = time.Duration(age) * time.Microsecond
 
 	r, err := decide(ctx, st)
 	if err != nil {

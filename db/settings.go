@@ -72,6 +72,11 @@ VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_r
 func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Synchronous whatever the server's default: an operator told
+		// "halted" must not see trading resume after a Postgres crash.
+		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
+			return err
+		}
 		var was bool
 		err := tx.QueryRow(ctx, lockKillSwitchSQL, SettingKillSwitch).Scan(&was)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -89,6 +94,29 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 		return KillSwitch{}, fmt.Errorf("set kill switch: %w", translate(err))
 	}
 	return k, nil
+}
+
+// SettingDeployment is the settings key of this installation's client
+// order ID namespace, {"id": <32 hex characters>}, created by migration
+// 00008 and never changed.
+const SettingDeployment = "deployment"
+
+// ErrNoDeployment means the database holds no deployment value: it was not
+// migrated.
+var ErrNoDeployment = errors.New("no deployment value in settings: run the migrations")
+
+// Deployment reads this installation's client order ID namespace; read it
+// at start-up and pass it to whatever derives client order IDs.
+func Deployment(ctx context.Context, q DBTX) (string, error) {
+	var id *string
+	err := q.QueryRow(ctx, `SELECT value->>'id' FROM settings WHERE key = $1`, SettingDeployment).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (id == nil || *id == "")) {
+		return "", ErrNoDeployment
+	}
+	if err != nil {
+		return "", fmt.Errorf("read deployment: %w", translate(err))
+	}
+	return *id, nil
 }
 
 // PurgeRecord is the last purge's summary, written by Purge under

@@ -24,7 +24,53 @@ type Stranded struct {
 	// NoIntent is true for a reconciling trace that has no intent (written
 	// before intents existed): nothing can be looked up.
 	NoIntent bool
+	// Unknown is true for a trace that ended failed with its order unknown
+	// (its intent failed): the sweeper asks again (ListUnknown).
+	Unknown bool
 }
+
+// unknownIntentsSQL lists failed intents that still name their failed
+// trace's order, least recently asked first (settled_at is refreshed on
+// each unanswered ask).
+const unknownIntentsSQL = `
+SELECT ` + intentColumns + `
+FROM dispatch_intents i
+WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 millisecond'
+  AND EXISTS (SELECT 1 FROM trace_ids t
+              WHERE t.trace_id = i.trace_id AND t.client_order_id = i.client_order_id AND t.status = 'failed')
+ORDER BY i.settled_at
+LIMIT $2`
+
+// ListUnknown returns at most limit traces that ended failed with their
+// order unknown and were not asked about for every, so the sweeper can
+// resolve them (DESIGN: "Unknown never frees a key" — nor blocks it
+// forever once the venue answers).
+func ListUnknown(ctx context.Context, q DBTX, every time.Duration, limit int) ([]Stranded, error) {
+	rows, err := q.Query(ctx, unknownIntentsSQL, every.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unknown intents: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
+		in, err := scanIntent(row)
+		return Stranded{Intent: in, TraceID: in.TraceID, Unknown: true}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list unknown intents: %w", translate(err))
+	}
+	return out, nil
+}
+
+const unknownLockSQL = `
+SELECT t.status = 'failed' AND i.outcome = 'failed', i.sent_at,
+       (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint
+FROM trace_ids t JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
+WHERE t.trace_id = $1 AND i.client_order_id = $2
+FOR UPDATE`
+
+// resolveUnknownTraceSQL settles a failed trace whose order turned up.
+const resolveUnknownTraceSQL = `
+UPDATE trace_ids SET status = $2, order_id = coalesce($3, order_id), updated_at = now()
+WHERE trace_id = $1 AND status = 'failed'`
 
 const strandedIntentsSQL = `
 SELECT ` + intentColumns + `
@@ -117,12 +163,16 @@ type Recovery struct {
 	BeforeCommit TxHook
 }
 
-const strandedIntentLockSQL = `SELECT outcome IS NULL, sent_at FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
+const strandedIntentLockSQL = `
+SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
 
 // strandedSentAtSQL reads an orphaned reconcile's intent's last send under
 // the lock: a reconcile or a resend may have sent its order again since the
 // sweep listed it.
-const strandedSentAtSQL = `SELECT sent_at FROM dispatch_intents WHERE client_order_id = $1`
+const strandedSentAtSQL = `
+SELECT sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+FROM dispatch_intents WHERE client_order_id = $1`
 
 const strandedTraceLockSQL = `SELECT status = 'reconciling' FROM trace_ids WHERE trace_id = $1 FOR UPDATE`
 
@@ -162,16 +212,24 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
 	var open bool
+	sentAgo := int64(s.Intent.SentAgo / time.Microsecond)
 	b := &pgx.Batch{}
 	queueTraceLock(b, s.Intent.LockKey, lockWait)
-	if s.TraceID == "" {
-		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&open, &s.Intent.SentAt)
+	switch {
+	case s.Unknown:
+		b.Queue(unknownLockSQL, s.TraceID, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
 		})
-	} else {
+	case s.TraceID == "":
+		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
+		})
+	default:
 		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
 		if !s.NoIntent {
-			b.Queue(strandedSentAtSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error { return row.Scan(&s.Intent.SentAt) })
+			b.Queue(strandedSentAtSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&s.Intent.SentAt, &sentAgo)
+			})
 		}
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -184,12 +242,22 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	if !open {
 		return false, nil
 	}
+	s.Intent.SentAgo = time.Duration(sentAgo) * time.Microsecond
 	r, err := decide(ctx, s)
 	if err != nil {
 		return false, err
 	}
 
 	b = &pgx.Batch{}
+	queueRecovery(b, s, r, ttl)
+	if err := commitWith(ctx, tx, b, r.BeforeCommit); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// queueRecovery queues the writes that settle stranded item s as r says.
+func queueRecovery(b *pgx.Batch, s Stranded, r Recovery, ttl time.Duration) {
 	var orderID *uuid.UUID
 	if r.Order != nil {
 		queueOrder(b, r.Order)
@@ -197,6 +265,8 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	}
 	switch {
 	case r.TraceStatus == "":
+	case s.Unknown:
+		b.Queue(resolveUnknownTraceSQL, s.TraceID, r.TraceStatus, pgconv.UUIDPtr(orderID))
 	case s.TraceID == "":
 		b.Queue(createSweptTraceSQL, s.Intent.ClientOrderID, r.TraceStatus, pgconv.UUIDPtr(orderID), ttl.Milliseconds())
 	default:
@@ -206,8 +276,27 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 		b.Queue(SettleIntentSQL, s.Intent.ClientOrderID, r.IntentOutcome)
 	}
 	queueEvents(b, r.Events)
-	if err := commitWith(ctx, tx, b, r.BeforeCommit); err != nil {
-		return false, err
+}
+
+// RecoverEarlier settles, inside this claim, the open intent of an earlier
+// execution of the same lock key (window mode) as the sweeper would: the
+// claim holds the lock key's advisory lock, so nothing else settles it
+// meanwhile. The writes (a trace created from the intent, its order, the
+// intent's outcome, the events, r.BeforeCommit's) commit with the claim's
+// Record, or roll back with it for the sweeper or the next attempt to redo.
+func (c *ClaimTx) RecoverEarlier(ctx context.Context, clientOrderID string, r Recovery, ttl time.Duration) error {
+	if c.done {
+		return errors.New("claim transaction already finished")
 	}
-	return true, nil
+	b := &pgx.Batch{}
+	queueRecovery(b, Stranded{Intent: Intent{ClientOrderID: clientOrderID}}, r, ttl)
+	if err := c.conn.SendBatch(ctx, b).Close(); err != nil {
+		c.Rollback(ctx)
+		return translate(err)
+	}
+	if err := runHooks(ctx, c.Tx(), []TxHook{r.BeforeCommit}); err != nil {
+		c.Rollback(ctx)
+		return err
+	}
+	return nil
 }

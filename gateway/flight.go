@@ -75,7 +75,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		out, err = s.claim(ctx, in, venue, s.cfg.LockWait)
 		return out, err
 	}
-	start := time.Now()
+	start := s.cfg.now()
 	wait := time.NewTimer(s.cfg.LockWait)
 	defer wait.Stop()
 	s.flights.waiting.Add(1)
@@ -92,7 +92,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		s.repeatEvents.add(s, ev)
 		return nil, e
 	}
-	left := s.cfg.LockWait - time.Since(start)
+	left := s.cfg.LockWait - s.cfg.now().Sub(start)
 	if left < minClaimWait {
 		// Its wait is spent: it waited out the first copy, which ended
 		// unsettled a moment ago. Too little is left for a claim (a

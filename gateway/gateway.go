@@ -48,6 +48,11 @@ type Deps struct {
 	Notifier *jobs.Notifier
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// Deployment is this installation's namespace for client order IDs
+	// (db.Deployment, created by a migration): staging and production on
+	// one venue account never derive each other's IDs, so never adopt each
+	// other's orders.
+	Deployment string
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
@@ -111,6 +116,11 @@ func New(cfg Config, deps Deps) *Service {
 		flights: flights{m: map[string]*flight{}}}
 }
 
+// Now reads the clock of Config.Now: the clock a caller must read
+// Input.Arrived from, since the claim measures a signal's wait as Now
+// minus Arrived (two readings of one clock, never against Postgres's).
+func (s *Service) Now() time.Time { return s.cfg.now() }
+
 // Input is one validated signal with its trace.
 type Input struct {
 	Signal   signal.Signal
@@ -147,7 +157,7 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 	}
 	defer s.inflight.Done()
 	if in.Arrived.IsZero() {
-		in.Arrived = time.Now()
+		in.Arrived = s.cfg.now()
 	}
 	out, err := s.execute(ctx, in)
 	s.deps.Metrics.observeOutcome(out, err)
@@ -172,7 +182,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + time.Since(in.Arrived), LockWait: lockWait,
+		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.now().Sub(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
 	})
@@ -184,14 +194,18 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, unavailable("hoox is at capacity: every database connection stayed busy; nothing was placed, retry", 5*time.Second, err)
 	case err != nil:
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	case res.Found && !res.Claimed:
+		// A repeat is answered before the kill switch: its order (or its
+		// refusal) exists, and "nothing was placed" would be a lie that
+		// invites a manual second order. ClaimSQL returns the existing
+		// trace whether or not trading is halted.
+		return nil, s.repeat(ctx, tx, in, res.Trace)
 	case res.KillSwitch:
 		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		tx.Rollback(ctx)
 		return nil, s.inProgress(tr.ID)
-	case !res.Claimed:
-		return nil, s.repeat(ctx, tx, in, res.Trace)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
 }
@@ -259,32 +273,60 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 	}()
 	sig, tr := in.Signal, in.Trace
+	clientOrderID := res.ReuseID
+	if clientOrderID == "" {
+		clientOrderID = signal.ClientOrderID(s.deps.Deployment, tr.LockKey, res.Executions)
+	}
 	order := exchange.Order{
-		ClientOrderID: signal.ClientOrderID(tr.LockKey, res.Executions),
+		ClientOrderID: clientOrderID,
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
 
-	if p := res.Pending; p != nil {
+	for _, u := range res.Unknown {
+		held, err := s.askUnknown(ctx, tx, in, venue, order, u)
+		if err != nil {
+			return nil, err
+		}
+		if held != nil {
+			order.ClientOrderID = u.ClientOrderID
+			return s.settle(ctx, tx, in, order, out, *held, true)
+		}
+	}
+
+	if p := res.Pending; p != nil && tr.Source == signal.KeyWindow && !p.SameWindow {
+		// A dead attempt of an earlier window execution: a different order,
+		// recovered here under the lock as the sweeper would, so this
+		// execution gets its answer now rather than after a sweep.
+		if err := s.recoverEarlier(ctx, tx, in, venue, order, p); err != nil {
+			return nil, err
+		}
+	} else if p != nil {
 		order.ClientOrderID = p.ClientOrderID
 		held, err := s.askFirst(ctx, tx, in, venue, order, p)
 		switch {
 		case err != nil:
 			return nil, err
 		case held != nil:
-			return s.record(ctx, tx, in, order, out, *held, true)
-		case time.Now().Before(p.SentAt.Add(venue.AcceptWindow())):
+			return s.settle(ctx, tx, in, order, out, *held, true)
+		case p.SentAgo < venue.AcceptWindow():
 			// Not found, but the dead attempt's request may still be
 			// accepted: whether the order exists is unknown until the
 			// window closes, so the reconcile waits for it.
 			return s.reconcile(ctx, tx, in, order, out, errors.New("an earlier attempt's order is not visible yet and its accept window is still open"))
+		case !exchange.RefusesLate(venue):
+			// Not found past the window, but this venue may still fill the
+			// dead attempt's request late: sending again could double it.
+			// The reconcile (one place for the decision) ends the trace
+			// failed as a missed trade.
+			return s.reconcile(ctx, tx, in, order, out, fmt.Errorf("an earlier attempt's order is not at the venue and %s may still fill a late request", in.Signal.Exchange))
 		}
 		// Not found and the window has closed: nothing can appear; send
 		// again under the same ID.
 	}
 
-	intent := &db.Intent{ClientOrderID: order.ClientOrderID, LockKey: tr.LockKey, TraceID: tr.ID,
+	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
 	shared, _ := venue.(exchange.SharedDatabase)
@@ -323,7 +365,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		s.venueError(ctx, sig.Exchange, err)
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
-	return s.record(ctx, tx, in, order, out, report, adopted)
+	return s.settle(ctx, tx, in, order, out, report, adopted)
 }
 
 // askFirst looks up the order an earlier, dead attempt may have left at the
@@ -337,12 +379,6 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
-	}
-	if tr.Source == signal.KeyWindow && in.Arrived.Sub(p.ReceivedAt) > s.cfg.DedupWindow {
-		// A dead attempt of an earlier window execution: it is a different
-		// order, which the sweeper records under its own trace first.
-		tx.Rollback(ctx)
-		return nil, unavailable("an earlier execution of this signal is being recovered; retry shortly", 30*time.Second, nil)
 	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
 	defer cancel()
@@ -360,6 +396,111 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	tx.Rollback(ctx)
 	s.venueError(ctx, in.Signal.Exchange, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
+}
+
+// recoverEarlier settles, in this claim, the open intent p that a dead
+// attempt of an earlier window execution of the signal left: it asks the
+// venue and records what the sweeper would (the order found under its own
+// trace; absent and not placed; a missed trade at a venue that may fill
+// late). While that order may still be accepted it answers in_progress
+// with a Retry-After for the rest of the venue's window; an error rolls
+// the claim back.
+func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, p *db.PendingIntent) error {
+	sig, tr := in.Signal, in.Trace
+	earlier := order
+	earlier.ClientOrderID = p.ClientOrderID
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	held, err := venue.Lookup(vctx, earlier)
+	cancel()
+	var r db.Recovery
+	var failed *db.Event
+	switch {
+	case err == nil && earlier.OrderType == "market" && held.Status == exchange.StatusOpen:
+		tx.Rollback(ctx)
+		return &Error{Code: codes.InProgress, RetryAfter: 2 * time.Second,
+			Detail: fmt.Sprintf("trace %s: the previous execution's order %s is still executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
+	case err == nil:
+		rec := db.RecordReport(p.TraceID, sig.Exchange, tr.Mode, earlier, held)
+		rec.Detail["found"], rec.Detail["exchange_order_id"], rec.Detail["recovered_by"] = true, held.ExchangeOrderID, tr.ID
+		r = db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
+			Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept, Detail: rec.Detail}}}
+	case errors.Is(err, exchange.ErrMismatch):
+		r = db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventFailed,
+			Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
+				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", p.ClientOrderID, err)}}}}
+	case errors.Is(err, exchange.ErrNotFound) && p.SentAgo < venue.AcceptWindow():
+		tx.Rollback(ctx)
+		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, time.Second),
+			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted by the venue; retry when its window has passed", tr.ID, p.ClientOrderID)}
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue):
+		r = db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept,
+			Detail: map[string]any{"found": false, "client_order_id": p.ClientOrderID, "recovered_by": tr.ID}}}}
+	case errors.Is(err, exchange.ErrNotFound):
+		s.deps.Logger.ErrorContext(ctx, "previous execution's order never seen at a venue that may fill late; not re-sent",
+			"trace_id", p.TraceID, "client_order_id", p.ClientOrderID, "exchange", sig.Exchange)
+		ev := db.Event{TraceID: p.TraceID, Event: db.EventFailed, Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
+			"reason": fmt.Sprintf("order %s was never seen at the venue; not re-sent because %s may still fill a late request: check the venue",
+				p.ClientOrderID, sig.Exchange)}}
+		failed = &ev
+		r = db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed, Events: []db.Event{ev}}
+	default:
+		tx.Rollback(ctx)
+		s.venueError(ctx, sig.Exchange, err)
+		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
+	}
+	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.TraceTTL); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
+	if failed != nil {
+		if err := s.notify(ctx, tx, in, earlier, *failed); err != nil {
+			tx.Rollback(ctx)
+			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		}
+	}
+	return nil
+}
+
+// askUnknown looks up an earlier order of the key whose existence was
+// unknown when an operator released its trace by force. It returns the
+// held order (to adopt), or nil when the venue proves it absent (a venue
+// that refuses late requests, past the accept window: the intent is
+// settled not placed); an error, with the claim rolled back, when it may
+// still exist or cannot be asked — nothing may be placed then.
+func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, u db.UnknownIntent) (*exchange.Report, error) {
+	tr := in.Trace
+	if u.Fingerprint != tr.Fingerprint {
+		tx.Rollback(ctx)
+		return nil, &Error{Code: codes.KeyReused,
+			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal and its order %s is unknown; send a new key", tr.ID, u.ClientOrderID)}
+	}
+	order.ClientOrderID = u.ClientOrderID
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	held, err := venue.Lookup(vctx, order)
+	cancel()
+	switch {
+	case err == nil:
+		return &held, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		tx.Rollback(ctx)
+		return nil, keyReusedAtVenue(tr.ID, err)
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue) && u.SentAgo >= venue.AcceptWindow():
+		ev := db.Event{TraceID: u.TraceID, Event: db.EventSwept, SourceIP: in.SourceIP, Detail: map[string]any{
+			"found": false, "client_order_id": u.ClientOrderID, "resolved_by": tr.ID}}
+		if err := db.SettleIntent(ctx, s.deps.MarkerPool, u.ClientOrderID, db.IntentNotPlaced, ev); err != nil {
+			tx.Rollback(ctx)
+			return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		}
+		return nil, nil
+	case errors.Is(err, exchange.ErrNotFound):
+		tx.Rollback(ctx)
+		s.deps.Logger.ErrorContext(ctx, "an earlier order of this key may still exist at the venue; not placed",
+			"trace_id", tr.ID, "client_order_id", u.ClientOrderID, "exchange", in.Signal.Exchange)
+		return nil, unavailable(fmt.Sprintf("an earlier order of this key (%s, released while its outcome was unknown) is not visible at %s, "+
+			"which may still fill a late request; nothing was placed: check the venue", u.ClientOrderID, in.Signal.Exchange), 60*time.Second, nil)
+	}
+	tx.Rollback(ctx)
+	s.venueError(ctx, in.Signal.Exchange, err)
+	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier order of this key; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
 
 func keyReusedAtVenue(traceID string, err error) *Error {
@@ -396,7 +537,7 @@ const credentialAlertEvery = time.Hour
 // fix when the venue refused hoox's credentials: an error log every time,
 // and a notification (with its audit event) once an hour.
 func (s *Service) venueError(ctx context.Context, venue string, err error) {
-	now := time.Now()
+	now := s.cfg.now()
 	s.deps.Venues.NoteError(venue, err, now)
 	if !errors.Is(err, exchange.ErrCredentials) {
 		return
@@ -423,6 +564,18 @@ func (s *Service) venueError(ctx context.Context, venue string, err error) {
 	if err := db.AppendEvent(ctx, s.deps.MarkerPool, ev, hook); err != nil {
 		s.deps.Logger.WarnContext(ctx, "record venue credential error", "exchange", venue, "error", err)
 	}
+}
+
+// settle records the order the venue holds, unless it is a market order
+// the venue still reports open (executing: NEW, PARTIALLY_FILLED): what it
+// executes is not known yet, so the trace reconciles and the reconcile
+// follows the order until it has executed (a resting limit order is
+// recorded open).
+func (s *Service) settle(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, report exchange.Report, adopted bool) (*Outcome, error) {
+	if order.OrderType == "market" && report.Status == exchange.StatusOpen {
+		return s.reconcile(ctx, tx, in, order, out, errors.New("the venue reports the market order still executing"))
+	}
+	return s.record(ctx, tx, in, order, out, report, adopted)
 }
 
 // record writes the order the venue holds (placed now or adopted) and

@@ -43,6 +43,10 @@ type memOpts struct {
 	window     time.Duration
 	lockWait   time.Duration
 	afterVenue func(string)
+	// deployment is the gateway's client order ID namespace.
+	deployment string
+	// skew offsets the gateway's clock (Config.Now) from the system's.
+	skew time.Duration
 }
 
 func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBundle {
@@ -66,10 +70,13 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 	if o.lockWait > 0 {
 		cfg.LockWait = o.lockWait
 	}
+	if o.skew != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(o.skew) }
+	}
 	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
-		AfterVenue: o.afterVenue})
+		AfterVenue: o.afterVenue, Deployment: o.deployment})
 	t.Cleanup(b.svc.Close)
 	if venue.gate != nil {
 		// Runs before Close (cleanups run last in, first out): a test
@@ -162,9 +169,11 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 // hoox died after a request the venue never took: the resend finds the open
 // intent, the venue holds nothing and its accept window has closed, so the
 // resend places the order — once, under the dead attempt's client order ID.
+// (Only at a venue that refuses late requests: see
+// TestResendPastTheWindowIsNotResentToAVenueThatMayFillLate.)
 func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 	t.Parallel()
-	venue := &memVenue{dropNext: true}
+	venue := &memVenue{dropNext: true, refusesLate: true}
 	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"dropped"}`
 
@@ -183,7 +192,7 @@ func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 // repeat would answer in_progress until a restart.
 func TestPanicInDispatchReleasesTheClaim(t *testing.T) {
 	t.Parallel()
-	venue := &memVenue{panicNext: true}
+	venue := &memVenue{panicNext: true, refusesLate: true}
 	b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"boom"}`
 
@@ -246,7 +255,7 @@ func TestVenueHoldingADifferentOrderIsKeyReused(t *testing.T) {
 	t.Parallel()
 	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
 	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"100","trace_id":"taken"}`)
-	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID(in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
+	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID("", in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
 		OrderType: "limit", Quantity: in.Signal.Quantity.Add(in.Signal.Quantity)}, exchange.StatusOpen)
 
 	_, err := b.svc.Execute(context.Background(), in)

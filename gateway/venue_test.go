@@ -38,7 +38,12 @@ type memVenue struct {
 	gated         string
 	gate, entered chan struct{}
 	opened        sync.Once
+	// refusesLate makes it a venue that refuses a request past its own
+	// expiry (exchange.LateRefuser): "not found" past the window is proof.
+	refusesLate bool
 }
+
+func (v *memVenue) RefusesLateRequests() bool { return v.refusesLate }
 
 type memOrder struct {
 	order exchange.Order

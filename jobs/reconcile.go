@@ -23,6 +23,9 @@ const (
 	outcomeHalted    = "halted"
 	outcomeMismatch  = "mismatch"
 	outcomeExhausted = "exhausted"
+	// outcomeMissed: never seen at a venue that may still fill a late
+	// request, so not sent again: the trace ends failed (a missed trade).
+	outcomeMissed = "missed"
 )
 
 // ReconcileWorker resolves a trace whose order was sent but whose answer was
@@ -127,18 +130,41 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	report, err := venue.Lookup(ctx, a.Order)
 	switch {
 	case err == nil:
+		elapsed := st.SentAgo
+		if st.SentAt.IsZero() {
+			elapsed = st.Age
+		}
+		if stillExecuting(a.Order, report) {
+			if elapsed < followOpenMarket {
+				// A market order still executing (NEW, PARTIALLY_FILLED):
+				// what it executes is not known yet, so it is not final.
+				return db.Resolution{}, "", &snooze{d: openMarketBackoff(elapsed)}
+			}
+			w.log.ErrorContext(ctx, "reconcile: market order still open at the venue; recorded open", "trace_id", a.TraceID,
+				"client_order_id", a.Order.ClientOrderID, "followed_for", elapsed)
+		}
 		return w.recorded(a, report, true), outcomeAdopted, nil
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case !errors.Is(err, exchange.ErrNotFound):
-		w.venues.NoteError(a.Exchange, err, time.Now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.now())
 		return db.Resolution{}, "", fmt.Errorf("look up order %s: %w", a.Order.ClientOrderID, err)
 	}
 
-	if closes := st.SentAt.Add(venue.AcceptWindow()); !st.SentAt.IsZero() && time.Now().Before(closes) {
+	if window := venue.AcceptWindow(); !st.SentAt.IsZero() && st.SentAgo < window {
 		// The request that lost its answer may still be accepted and
-		// lookups may lag it: "not found" proves nothing yet.
-		return db.Resolution{}, "", &snooze{d: time.Until(closes) + 100*time.Millisecond}
+		// lookups may lag it: "not found" proves nothing yet. Judged by
+		// Postgres's clock, which stamped the send.
+		return db.Resolution{}, "", &snooze{d: window - st.SentAgo + 100*time.Millisecond}
+	}
+	if !exchange.RefusesLate(venue) {
+		// Not found past the window proves nothing at a venue that may
+		// still fill a late request (Binance spot): sending again could
+		// double the order. A missed trade, for an operator; the intent
+		// stays unknown, so the key is not freed.
+		w.log.ErrorContext(ctx, "reconcile: order never seen at a venue that may fill late; not re-sent", "trace_id", a.TraceID,
+			"client_order_id", a.Order.ClientOrderID, "exchange", a.Exchange)
+		return w.failed(a, missedReason(a.Order.ClientOrderID, a.Exchange), db.IntentFailed, nil), outcomeMissed, nil
 	}
 	if st.KillSwitch {
 		w.log.ErrorContext(ctx, "reconcile: kill switch engaged; not placed", "trace_id", a.TraceID,
@@ -146,7 +172,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
 			db.IntentNotPlaced, nil), outcomeHalted, nil
 	}
-	if age := time.Since(a.ReceivedAt); age >= w.cfg.MaxSignalAge {
+	if age := st.Age; age >= w.cfg.MaxSignalAge {
 		w.log.ErrorContext(ctx, "reconcile: stale signal not placed", "trace_id", a.TraceID,
 			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.MaxSignalAge)
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
@@ -166,12 +192,38 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case err != nil:
-		w.venues.NoteError(a.Exchange, err, time.Now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.now())
 		return db.Resolution{}, "", err
 	case adopted:
 		return w.recorded(a, report, true), outcomeAdopted, nil
 	}
 	return w.recorded(a, report, false), outcomePlaced, nil
+}
+
+// followOpenMarket bounds how long a reconcile or the sweeper keeps
+// following a market order the venue still reports open (measured from its
+// last send by Postgres's clock); past it the order is recorded as the
+// venue reports it, open with what has executed, and an error is logged.
+const followOpenMarket = 5 * time.Minute
+
+// stillExecuting reports whether r is a market order the venue has not
+// finished executing: recording it would fix a status and quantity that
+// are still changing. A limit order resting open is final as it is.
+func stillExecuting(o exchange.Order, r exchange.Report) bool {
+	return o.OrderType == "market" && r.Status == exchange.StatusOpen
+}
+
+// openMarketBackoff is the wait before looking at a still-executing market
+// order again: half its age, between 1 s and 30 s.
+func openMarketBackoff(elapsed time.Duration) time.Duration {
+	return min(max(elapsed/2, time.Second), 30*time.Second)
+}
+
+// missedReason is the failed reason of an order never seen at a venue that
+// may still fill a late request.
+func missedReason(clientOrderID, venue string) string {
+	return fmt.Sprintf("order %s was never seen at the venue; not re-sent because %s may still fill a late request: check the venue",
+		clientOrderID, venue)
 }
 
 // mismatch fails a trace whose client order ID holds another signal's order

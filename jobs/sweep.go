@@ -90,6 +90,14 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Traces whose order is unknown are asked about again, each at most
+	// once per SweepGrace, so they are not blocked forever once the venue
+	// answers.
+	unknown, err := db.ListUnknown(ctx, w.pool, w.cfg.SweepGrace, sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	items = append(items, unknown...)
 	settled := 0
 	for _, s := range items {
 		var outcome string
@@ -110,7 +118,9 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 			w.log.WarnContext(ctx, "sweep: item left for the next sweep", "trace_id", s.Intent.TraceID,
 				"client_order_id", s.Intent.ClientOrderID, "error", err)
 			continue
-		case !done:
+		case !done, outcome == "":
+			// Not settled now, or an unknown order asked about again that
+			// stays unknown (only its settled_at was refreshed).
 			continue
 		}
 		settled++
@@ -136,6 +146,9 @@ func traceOf(s db.Stranded) string {
 func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, string, error) {
 	in := s.Intent
 	traceID := traceOf(s)
+	if s.Unknown {
+		return w.decideUnknown(ctx, s)
+	}
 	if s.NoIntent {
 		return w.giveUp(s, "its reconcile job ended without settling it and no intent says which order to look for: check the venue"), sweepFailed, nil
 	}
@@ -146,17 +159,27 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
-	if errors.Is(err, exchange.ErrNotFound) && time.Now().Before(in.SentAt.Add(venue.AcceptWindow())) {
+	if errors.Is(err, exchange.ErrNotFound) && in.SentAgo < venue.AcceptWindow() {
 		// The request may still be accepted, or the lookup lag it: a
 		// found order is recorded at once, "not found" only counts later.
 		return db.Recovery{}, "", errNotYet
 	}
 	switch {
+	case err == nil && stillExecuting(in.Order, report) && in.SentAgo < followOpenMarket:
+		// A market order still executing: its fill is not known yet; the
+		// next sweep looks again.
+		return db.Recovery{}, "", errNotYet
 	case err == nil:
 		rec := db.RecordReport(traceID, in.Exchange, in.Mode, in.Order, report)
 		rec.Detail["found"], rec.Detail["exchange_order_id"] = true, report.ExchangeOrderID
 		return db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
 			Events: []db.Event{{TraceID: traceID, Event: db.EventSwept, Detail: rec.Detail}}}, sweepAdopted, nil
+	case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLate(venue):
+		// The venue may still fill the request late (Binance spot): "not
+		// found" proves nothing, so neither is the key freed (a bare
+		// intent's trace is created failed, so a resend is a duplicate)
+		// nor anything sent again. A missed trade, for an operator.
+		return w.giveUp(s, missedReason(in.ClientOrderID, in.Exchange)), sweepFailed, nil
 	case errors.Is(err, exchange.ErrNotFound):
 		if s.TraceID == "" {
 			// A bare intent: no trace, no answer given; the signal may be
@@ -179,14 +202,56 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		}
 		return r, sweepMismatch, nil
 	}
-	w.venues.NoteError(in.Exchange, err, time.Now())
+	w.venues.NoteError(in.Exchange, err, w.cfg.now())
 	return w.unanswered(s, err)
+}
+
+// sweepResolved counts an unknown order proven absent: the trace stays
+// failed, its key now free to release or purge.
+const sweepResolved = "resolved"
+
+// decideUnknown asks the venue again about a trace that ended failed with
+// its order unknown. The order found is recorded (the trace settles as
+// dispatched or rejected); proven absent (a venue that refuses late
+// requests, past its window) settles the intent not_placed; another order
+// under the ID settles it key_reused. Otherwise the intent is only marked
+// asked (its settled_at refreshed; outcome "", not counted) and stays
+// unknown.
+func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Recovery, string, error) {
+	in := s.Intent
+	stillUnknown := db.Recovery{IntentOutcome: db.IntentFailed}
+	venue, ok := w.venues.For(in.Exchange, in.Mode == signal.ModeTest)
+	if !ok {
+		return stillUnknown, "", nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
+	defer cancel()
+	report, err := venue.Lookup(vctx, in.Order)
+	switch {
+	case err == nil && stillExecuting(in.Order, report):
+		return stillUnknown, "", nil
+	case err == nil:
+		rec := db.RecordReport(s.TraceID, in.Exchange, in.Mode, in.Order, report)
+		rec.Detail["found"], rec.Detail["exchange_order_id"], rec.Detail["was_unknown"] = true, report.ExchangeOrderID, true
+		return db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
+			Events: []db.Event{{TraceID: s.TraceID, Event: db.EventSwept, Detail: rec.Detail}}}, sweepAdopted, nil
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue) && in.SentAgo >= venue.AcceptWindow():
+		return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: s.TraceID, Event: db.EventSwept,
+			Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID, "was_unknown": true}}}}, sweepResolved, nil
+	case errors.Is(err, exchange.ErrMismatch):
+		return db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: s.TraceID, Event: db.EventSwept,
+			Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID, "was_unknown": true,
+				"reason": fmt.Sprintf("the venue holds a different order under %s (%v)", in.ClientOrderID, err)}}}}, sweepResolved, nil
+	case err != nil && !errors.Is(err, exchange.ErrNotFound):
+		w.venues.NoteError(in.Exchange, err, w.cfg.now())
+	}
+	return stillUnknown, "", nil
 }
 
 // unanswered leaves an item whose venue could not answer for a later sweep,
 // until SweepGiveUp has passed since its send.
 func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string, error) {
-	if time.Since(s.Intent.SentAt) < w.cfg.SweepGiveUp {
+	if s.Intent.SentAgo < w.cfg.SweepGiveUp {
 		return db.Recovery{}, "", fmt.Errorf("%w: %w", errNotYet, err)
 	}
 	return w.giveUp(s, fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",

@@ -86,7 +86,7 @@ func FuzzDecode(f *testing.F) {
 		if tr.Fingerprint != fp {
 			t.Fatalf("trace fingerprint %q, signal %q", tr.Fingerprint, fp)
 		}
-		if !clientOrderIDRE.MatchString(ClientOrderID(tr.ID, 0)) {
+		if !clientOrderIDRE.MatchString(ClientOrderID("", tr.ID, 0)) {
 			t.Fatalf("bad client order ID for %q", tr.ID)
 		}
 	})
@@ -159,8 +159,8 @@ func FuzzDeriveTrace(f *testing.F) {
 			t.Fatalf("unknown source %q", tr.Source)
 		}
 
-		id := ClientOrderID(tr.ID, n)
-		if !clientOrderIDRE.MatchString(id) || id != ClientOrderID(tr.ID, n) {
+		id := ClientOrderID("", tr.ID, n)
+		if !clientOrderIDRE.MatchString(id) || id != ClientOrderID("", tr.ID, n) {
 			t.Fatalf("bad client order ID %q", id)
 		}
 	})

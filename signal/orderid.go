@@ -16,15 +16,20 @@ const clientOrderIDPrefix = "hx"
 // the 36 alphanumerics that Binance, Bybit and OKX all accept.
 const clientOrderIDHashLen = 30
 
-// ClientOrderID returns the venue client order ID for the n-th order of a
-// trace (n is the number of orders already recorded for it, 0 the first
-// time): "hx" followed by the first 30 characters of the lower-case,
-// unpadded RFC 4648 base32 of SHA-256(traceID ‖ uint64 big-endian n). The
-// same trace and n always give the same ID, which is what lets a retry
-// after a rollback adopt the order the venue already holds.
-func ClientOrderID(traceID string, n int) string {
+// ClientOrderID returns the venue client order ID for execution n of a
+// trace's lock key (n grows with every execution, 0 the first time): "hx"
+// followed by the first 30 characters of the lower-case, unpadded RFC 4648
+// base32 of SHA-256(deployment ‖ lockKey ‖ uint64 big-endian n). The same
+// deployment, lock key and n always give the same ID, which is what lets a
+// retry after a rollback adopt the order the venue already holds; two
+// deployments (staging and production on one account) never share one.
+// The deployment is a fixed-length value (db.Deployment), so the
+// concatenation is unambiguous; an empty deployment gives the IDs derived
+// before deployments existed.
+func ClientOrderID(deployment, lockKey string, n int) string {
 	h := sha256.New()
-	h.Write([]byte(traceID))
+	h.Write([]byte(deployment))
+	h.Write([]byte(lockKey))
 	var buf [8]byte
 	binary.BigEndian.PutUint64(buf[:], uint64(n))
 	h.Write(buf[:])

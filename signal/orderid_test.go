@@ -22,12 +22,12 @@ func TestClientOrderID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			id := ClientOrderID(tt.traceID, tt.n)
+			id := ClientOrderID("", tt.traceID, tt.n)
 			require.Len(t, id, 32)
 			require.Regexp(t, `^hx[a-z2-7]{30}$`, id, "alphanumeric and at most 36 characters for Binance, Bybit and OKX")
-			require.Equal(t, id, ClientOrderID(tt.traceID, tt.n), "a retry must get the same ID")
-			require.NotEqual(t, id, ClientOrderID(tt.traceID, tt.n+1), "the next execution must get a new ID")
-			require.NotEqual(t, id, ClientOrderID(tt.traceID+"x", tt.n))
+			require.Equal(t, id, ClientOrderID("", tt.traceID, tt.n), "a retry must get the same ID")
+			require.NotEqual(t, id, ClientOrderID("", tt.traceID, tt.n+1), "the next execution must get a new ID")
+			require.NotEqual(t, id, ClientOrderID("", tt.traceID+"x", tt.n))
 		})
 	}
 }
@@ -38,9 +38,20 @@ func TestClientOrderIDKnownValue(t *testing.T) {
 	// Pinned so that a change of encoding, which would make every pending
 	// retry place a second order, fails loudly. SHA-256("k:abc" ‖
 	// 0x0000000000000000) in lower-case base32, first 30 characters.
-	require.Equal(t, pinnedOrderID, ClientOrderID("k:abc", 0))
+	require.Equal(t, pinnedOrderID, ClientOrderID("", "k:abc", 0))
 }
 
 // pinnedOrderID was computed independently (Python hashlib and base64) for
 // trace ID "k:abc" and n = 0.
 const pinnedOrderID = "hxdirhkoyzh4fxad5kyszfgi4pkloz7g"
+
+// B10: the deployment namespaces the ID; without one (IDs derived before
+// deployments existed) it is the pinned value.
+func TestClientOrderIDDeploymentNamespace(t *testing.T) {
+	t.Parallel()
+	staging := ClientOrderID("0123456789abcdef0123456789abcdef", "k:abc", 0)
+	production := ClientOrderID("fedcba9876543210fedcba9876543210", "k:abc", 0)
+	require.NotEqual(t, staging, production)
+	require.NotEqual(t, pinnedOrderID, staging)
+	require.Regexp(t, `^hx[a-z2-7]{30}$`, staging)
+}

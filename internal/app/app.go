@@ -125,9 +125,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		return nil, err
 	}
 	gwMetrics := gateway.NewMetrics(reg)
+	// The client order ID namespace, read once: it never changes.
+	deployment, err := db.Deployment(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
 	a.gateway = gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
-			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger)})
+			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
 	a.registry = reg
 	a.server = api.New(cfg.API,
 		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,

@@ -1,0 +1,96 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// seedEnded writes an expired trace that ended with status, its client
+// order ID's intent settled with outcome ("" writes no intent).
+func seedEnded(t *testing.T, pool db.DBTX, id string, status db.TraceStatus, outcome db.IntentOutcome) {
+	t.Helper()
+	cid := "hx-" + id
+	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: id, Status: status, ClientOrderID: cid,
+		ReceivedAt: time.Now().Add(-48 * time.Hour), ExpiresAt: time.Now().Add(-time.Hour)})
+	if outcome != "" {
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: id, Order: exchange.Order{ClientOrderID: cid, Symbol: "BTCUSDT"},
+			SentAt: time.Now().Add(-48 * time.Hour), Outcome: outcome})
+	}
+}
+
+// B3: a trace whose order may exist at the venue (the reconcile or the
+// sweeper gave up: "whether order X exists is unknown") outlives its TTL;
+// a trace whose outcome is known is purged as before.
+func TestPurgeKeepsTracesWhoseOrderIsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	seedEnded(t, pool, "k:unknown", db.TraceFailed, db.IntentFailed)
+	seedEnded(t, pool, "k:no-intent", db.TraceFailed, "")
+	seedEnded(t, pool, "k:reconciling", db.TraceReconciling, db.IntentReconciling)
+	seedEnded(t, pool, "k:stale", db.TraceFailed, db.IntentNotPlaced)
+	seedEnded(t, pool, "k:other", db.TraceFailed, db.IntentKeyReused)
+	seedEnded(t, pool, "k:done", db.TraceDispatched, db.IntentDispatched)
+
+	res, err := db.Purge(ctx, pool, db.PurgeParams{})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, res.Traces)
+	require.ElementsMatch(t, []string{"k:unknown", "k:no-intent", "k:reconciling"}, traceIDs(t, pool))
+}
+
+// B3: an operator cannot release such a trace by accident; forcing it is
+// audited.
+func TestReleaseRefusesATraceWhoseOrderIsUnknownUnlessForced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	seedEnded(t, pool, "k:unknown", db.TraceFailed, db.IntentFailed)
+	seedEnded(t, pool, "k:stale", db.TraceFailed, db.IntentNotPlaced)
+
+	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:unknown", By: "admin", LockWait: time.Second})
+	require.ErrorIs(t, err, db.ErrOrderUnknown)
+	_, err = db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:stale", By: "admin", LockWait: time.Second})
+	require.NoError(t, err, "a trace whose order is known absent is released as before")
+	require.Equal(t, []string{"k:unknown"}, traceIDs(t, pool))
+
+	status, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:unknown", By: "admin", Force: true, LockWait: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, db.TraceFailed, status)
+	require.Empty(t, traceIDs(t, pool))
+	var forced bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (detail->>'forced')::boolean FROM trace_events
+		WHERE trace_id = 'k:unknown' AND event = 'released'`).Scan(&forced))
+	require.True(t, forced, "the forced release is audited as such")
+}
+
+func traceIDs(t *testing.T, pool db.DBTX) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT trace_id FROM trace_ids ORDER BY trace_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	return ids
+}
+
+// B10: every installation has its own client order ID namespace, created by
+// a migration.
+func TestDeploymentIsCreatedByTheMigrations(t *testing.T) {
+	t.Parallel()
+	d, err := db.Deployment(context.Background(), testcontainers.NewPool(t))
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{32}$`, d)
+}
