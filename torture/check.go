@@ -1,0 +1,369 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+)
+
+// venueOrder is an order as a venue's own book holds it.
+type venueOrder struct {
+	Exchange        string
+	ClientOrderID   string
+	ExchangeOrderID string
+	Symbol          string
+	Side            string // buy or sell
+	Quantity        string // normalised
+	Status          string
+}
+
+func (o venueOrder) String() string {
+	return fmt.Sprintf("%s %s %s qty=%s status=%s client_order_id=%s exchange_order_id=%s",
+		o.Exchange, o.Symbol, o.Side, o.Quantity, o.Status, o.ClientOrderID, o.ExchangeOrderID)
+}
+
+// hooxOrder is a row of hoox's orders table.
+type hooxOrder struct {
+	TraceID, ClientOrderID, Exchange, Symbol, Side, Quantity, Status string
+}
+
+// Failure is one violated check.
+type Failure struct {
+	Check  string
+	Signal int // -1: no one signal
+	Detail string
+	// History is the minimal history that shows it: the signal's events,
+	// the faults around them, and its orders at the venue.
+	History []string
+}
+
+// Result is a run's summary and its failures.
+type Result struct {
+	Seed     uint64
+	Signals  int
+	Ops      map[string]int
+	Faults   map[string]int
+	Answers  map[string]int
+	Checks   map[string]int // passed, by check
+	Failures []Failure
+	Replay   string
+	Elapsed  time.Duration
+	// Recovery is how long after the faults stopped every venue order was
+	// recorded by hoox.
+	Recovery time.Duration
+}
+
+// The checks.
+const (
+	checkAtMostOnce = "at_most_one_order_per_signal"
+	checkRecorded   = "every_venue_order_recorded"
+	checkAttributed = "every_venue_order_is_a_signal's"
+	checkAnswer     = "200/409_names_a_real_order"
+	check422        = "422_means_nothing_executed"
+)
+
+// venueOrders reads every venue's book.
+func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
+	var out []venueOrder
+	for _, o := range s.binance.Orders() {
+		if o.Status == "REJECTED" {
+			continue
+		}
+		ex := "binance"
+		if o.Market == binancefake.MarketFutures {
+			ex = "binance-futures"
+		}
+		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status})
+	}
+	for _, o := range s.bybit.Orders() {
+		if o.Status == "Rejected" {
+			continue
+		}
+		ex := "bybit"
+		if o.Category == "spot" {
+			ex = "bybit-spot"
+		}
+		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status})
+	}
+	rows, err := s.query(ctx, `SELECT client_order_id, exchange_order_id, symbol, side, quantity::text, status FROM paper_orders`)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5]})
+	}
+	return out, nil
+}
+
+// hooxOrders reads hoox's orders table, by client order ID.
+func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
+	rows, err := s.query(ctx, `SELECT trace_id, client_order_id, exchange, symbol, coalesce(side, ''), quantity::text, status FROM orders`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]hooxOrder{}
+	for _, r := range rows {
+		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6]}
+	}
+	return out, nil
+}
+
+// query runs a read as text columns, retrying while Postgres restarts.
+func (s *sim) query(ctx context.Context, sql string) ([][]string, error) {
+	var lastErr error
+	for range 50 {
+		out, err := func() ([][]string, error) {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			conn, err := pgx.Connect(cctx, s.dbURL)
+			if err != nil {
+				return nil, err
+			}
+			defer conn.Close(cctx)
+			rows, err := conn.Query(cctx, sql)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]string, error) {
+				vals, err := r.Values()
+				if err != nil {
+					return nil, err
+				}
+				out := make([]string, len(vals))
+				for i, v := range vals {
+					if v != nil {
+						out[i] = fmt.Sprint(v)
+					}
+				}
+				return out, nil
+			})
+		}()
+		if err == nil {
+			return out, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("torture: query: %w", lastErr)
+}
+
+// check waits (up to the recovery bound) for every venue order to be
+// recorded, then runs every check over the history and the books.
+func (s *sim) check(ctx context.Context) (*Result, error) {
+	quiet := time.Now()
+	var vos []venueOrder
+	var hos map[string]hooxOrder
+	var unrecorded []venueOrder
+	for {
+		var err error
+		if vos, err = s.venueOrders(ctx); err != nil {
+			return nil, err
+		}
+		if hos, err = s.hooxOrders(ctx); err != nil {
+			return nil, err
+		}
+		unrecorded = unrecorded[:0]
+		for _, o := range vos {
+			if h, ok := hos[o.ClientOrderID]; !ok || h.Exchange != o.Exchange {
+				unrecorded = append(unrecorded, o)
+			}
+		}
+		if len(unrecorded) == 0 || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	res := &Result{Seed: s.cfg.Seed, Signals: len(s.plan.signals), Ops: s.ops.snapshot(), Faults: s.faults.snapshot(),
+		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
+		Recovery: time.Since(quiet)}
+	events := s.h.events()
+	fail := func(check string, sig int, format string, args ...any) {
+		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// Group the venues' orders by signal, by (exchange, quantity) alone.
+	bySig := map[int][]venueOrder{}
+	byClientID := map[string]venueOrder{}
+	for _, o := range vos {
+		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
+		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
+		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
+			fail(checkAttributed, -1, "venue order matches no signal: %s", o)
+			continue
+		}
+		res.Checks[checkAttributed]++
+		bySig[id] = append(bySig[id], o)
+	}
+	for _, o := range unrecorded {
+		sig := s.byQuantity[o.Exchange+"|"+o.Quantity]
+		fail(checkRecorded, sig, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
+	}
+	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
+
+	ttl := s.cfg.scaled(20 * time.Second)
+	slack := time.Second
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		st := s.sigState[sp.ID]
+		orders := bySig[sp.ID]
+		reopens := s.reopens(sp, st, ttl, slack)
+		if len(orders) > 1+reopens {
+			fail(checkAtMostOnce, sp.ID, "%d orders at %s for one signal (%d legitimate re-openings by release, purge or window)",
+				len(orders), sp.Venue.name, reopens)
+		} else {
+			res.Checks[checkAtMostOnce]++
+		}
+		for _, a := range st.answers {
+			switch {
+			case a.Status == 422:
+				if len(orders) > reopens {
+					fail(check422, sp.ID, "answered 422 %s at %.3fs, yet %d orders executed (%d re-openings)", a.Code, a.At.Seconds(), len(orders), reopens)
+				} else {
+					res.Checks[check422]++
+				}
+			case a.Status == 200 || (a.Status == 409 && a.Code == "duplicate"):
+				cid, what := "", ""
+				if a.Order != nil && a.Order.Status != "rejected" {
+					cid, what = a.Order.ClientOrderID, "order"
+				} else if a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched" {
+					cid, what = *a.Original.ClientOrderID, "original"
+				}
+				if cid == "" {
+					if a.Status == 200 {
+						fail(checkAnswer, sp.ID, "200 at %.3fs names no order: %s", a.At.Seconds(), a.Body)
+					}
+					continue
+				}
+				o, ok := byClientID[sp.Venue.name+"|"+cid]
+				switch {
+				case !ok:
+					fail(checkAnswer, sp.ID, "%d at %.3fs names %s %s, which %s does not hold", a.Status, a.At.Seconds(), what, cid, sp.Venue.name)
+				case o.Symbol != sp.Symbol || o.Side != sp.Side || o.Quantity != normQty(sp.Quantity):
+					fail(checkAnswer, sp.ID, "%d at %.3fs names %s, which is %s, not the signal's %s %s %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol, sp.Side, sp.Quantity)
+				default:
+					res.Checks[checkAnswer]++
+				}
+			}
+		}
+	}
+	for i := range res.Failures {
+		res.Failures[i].History = s.minimalHistory(res.Failures[i].Signal, events, bySig, hos)
+	}
+	return res, nil
+}
+
+// reopens counts the legitimate extra executions a signal may have: a
+// successful release of its trace followed by a send, a purge after its
+// trace expired followed by a send, and, in window mode, a send after the
+// window.
+func (s *sim) reopens(sp *signalPlan, st *signalState, ttl, slack time.Duration) int {
+	if len(st.sends) == 0 {
+		return 0
+	}
+	first, last := st.sends[0], st.sends[len(st.sends)-1]
+	n := 0
+	for _, at := range s.releases[sp.ID] {
+		if last > at {
+			n++
+		}
+	}
+	for _, at := range s.purges {
+		if at >= first+ttl-slack && last > at {
+			n++
+		}
+	}
+	if sp.Mode == ModeWindow {
+		for _, at := range st.sends[1:] {
+			if at >= first+ttl-slack {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// minimalHistory is the signal's own events, the run-wide faults while it
+// was alive, its venue orders and hoox's records of them.
+func (s *sim) minimalHistory(sig int, events []event, bySig map[int][]venueOrder, hos map[string]hooxOrder) []string {
+	if sig < 0 {
+		return nil
+	}
+	sp := s.plan.signals[sig]
+	var out []string
+	out = append(out, fmt.Sprintf("signal %d: %s %s %s qty=%s mode=%s client=%s lb_retry=%v text_plain=%v planned_fault=%s at %.3fs",
+		sp.ID, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, sp.Mode, sp.Client, sp.LBRetry, sp.TextPlain, orNone(sp.Fault), sp.At.Seconds()))
+	var lo, hi time.Duration = -1, 0
+	for _, e := range events {
+		if e.Signal == sig {
+			if lo < 0 {
+				lo = e.At
+			}
+			hi = e.At
+		}
+	}
+	for _, e := range events {
+		if e.Signal == sig || (e.Signal < 0 && lo >= 0 && e.At >= lo-time.Second && e.At <= hi+2*time.Second && e.Kind != "purge") ||
+			(e.Kind == "purge" && e.At >= lo && e.At <= hi) {
+			out = append(out, e.String())
+		}
+	}
+	for _, o := range bySig[sig] {
+		rec := "NOT recorded by hoox"
+		if h, ok := hos[o.ClientOrderID]; ok {
+			rec = fmt.Sprintf("recorded: trace %s status %s", h.TraceID, h.Status)
+		}
+		out = append(out, fmt.Sprintf("venue order: %s — %s", o, rec))
+	}
+	return out
+}
+
+// print writes the summary, then every failure with its history and the
+// command that replays the run.
+func (r *Result) print(w io.Writer) {
+	fmt.Fprintf(w, "\ntorture summary (seed %d, %s, %d signals, recovery %s)\n", r.Seed, r.Elapsed.Round(time.Millisecond), r.Signals, r.Recovery.Round(time.Millisecond))
+	section := func(title string, m map[string]int) {
+		fmt.Fprintf(w, "  %s:\n", title)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(w, "    %-40s %6d\n", k, m[k])
+		}
+	}
+	section("operations", r.Ops)
+	section("faults", r.Faults)
+	section("answers", r.Answers)
+	section("checks passed", r.Checks)
+	failed := map[string]int{}
+	for _, f := range r.Failures {
+		failed[f.Check]++
+	}
+	section("checks failed", failed)
+	if len(r.Failures) == 0 {
+		fmt.Fprintf(w, "torture: PASS (seed %d)\n", r.Seed)
+		return
+	}
+	shown := map[int]bool{}
+	for i, f := range r.Failures {
+		fmt.Fprintf(w, "\nFAIL %s (signal %d): %s\n", f.Check, f.Signal, f.Detail)
+		if f.Signal >= 0 && !shown[f.Signal] && len(shown) < 5 {
+			shown[f.Signal] = true
+			for _, line := range f.History {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+		if i >= 30 {
+			fmt.Fprintf(w, "\n… %d more failures\n", len(r.Failures)-i-1)
+			break
+		}
+	}
+	fmt.Fprintf(w, "\ntorture: FAIL (seed %d, %d failures). Replay: %s\n", r.Seed, len(r.Failures), r.Replay)
+}
