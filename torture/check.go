@@ -67,6 +67,7 @@ const (
 	checkRecorded   = "every_venue_order_recorded"
 	checkAttributed = "every_venue_order_is_a_signal's"
 	checkAnswer     = "200/409_names_a_real_order"
+	checkTruthful   = "hoox_records_what_the_venue_holds"
 	check422        = "422_means_nothing_executed"
 )
 
@@ -210,6 +211,21 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		fail(checkRecorded, sig, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
 	}
 	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
+	for _, o := range vos {
+		h, ok := hos[o.ClientOrderID]
+		if !ok || h.Exchange != o.Exchange {
+			continue
+		}
+		sig := s.byQuantity[o.Exchange+"|"+o.Quantity]
+		switch {
+		case h.Status == "rejected":
+			fail(checkTruthful, sig, "hoox recorded order %s as rejected, but the venue holds it: %s", o.ClientOrderID, o)
+		case h.Side != "" && (h.Side != o.Side || h.Quantity != o.Quantity || h.Symbol != o.Symbol):
+			fail(checkTruthful, sig, "hoox recorded order %s as %s %s %s, but the venue holds %s", o.ClientOrderID, h.Symbol, h.Side, h.Quantity, o)
+		default:
+			res.Checks[checkTruthful]++
+		}
+	}
 
 	ttl := s.cfg.scaled(20 * time.Second)
 	slack := time.Second
