@@ -118,7 +118,7 @@ func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
 }
 
 // query runs a read as text columns, retrying while Postgres restarts.
-func (s *sim) query(ctx context.Context, sql string) ([][]string, error) {
+func (s *sim) query(ctx context.Context, sql string, args ...any) ([][]string, error) {
 	var lastErr error
 	for range 50 {
 		out, err := func() ([][]string, error) {
@@ -129,7 +129,7 @@ func (s *sim) query(ctx context.Context, sql string) ([][]string, error) {
 				return nil, err
 			}
 			defer conn.Close(cctx)
-			rows, err := conn.Query(cctx, sql)
+			rows, err := conn.Query(cctx, sql, args...)
 			if err != nil {
 				return nil, err
 			}
@@ -140,7 +140,13 @@ func (s *sim) query(ctx context.Context, sql string) ([][]string, error) {
 				}
 				out := make([]string, len(vals))
 				for i, v := range vals {
-					if v != nil {
+					switch v := v.(type) {
+					case nil:
+					case time.Time:
+						// On the history's clock: seconds since the plan
+						// started.
+						out[i] = fmt.Sprintf("%.3fs", v.Sub(s.h.start).Seconds())
+					default:
 						out[i] = fmt.Sprint(v)
 					}
 				}
@@ -273,8 +279,10 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, checkTruthful: 3, checkRecorded: 4, checkAttributed: 5}
+	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
-		res.Failures[i].History = s.minimalHistory(res.Failures[i].Signal, events, bySig, hos)
+		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, events, bySig, hos)
 	}
 	return res, nil
 }
@@ -311,7 +319,7 @@ func (s *sim) reopens(sp *signalPlan, st *signalState, ttl, slack time.Duration)
 
 // minimalHistory is the signal's own events, the run-wide faults while it
 // was alive, its venue orders and hoox's records of them.
-func (s *sim) minimalHistory(sig int, events []event, bySig map[int][]venueOrder, hos map[string]hooxOrder) []string {
+func (s *sim) minimalHistory(ctx context.Context, sig int, events []event, bySig map[int][]venueOrder, hos map[string]hooxOrder) []string {
 	if sig < 0 {
 		return nil
 	}
@@ -341,12 +349,49 @@ func (s *sim) minimalHistory(sig int, events []event, bySig map[int][]venueOrder
 		}
 		out = append(out, fmt.Sprintf("venue order: %s — %s", o, rec))
 	}
+	return append(out, s.hooxRecords(ctx, sig, bySig[sig])...)
+}
+
+// hooxRecords is what hoox wrote about a signal: its intents, traces and
+// audit events, on the history's clock.
+func (s *sim) hooxRecords(ctx context.Context, sig int, orders []venueOrder) []string {
+	traces := append([]string(nil), s.sigState[sig].traces...)
+	var cids []string
+	for _, o := range orders {
+		cids = append(cids, o.ClientOrderID)
+	}
+	sp := s.plan.signals[sig]
+	var out []string
+	intents, err := s.query(ctx, `SELECT client_order_id, trace_id, coalesce(outcome, 'open'), sent_at, settled_at, attempts
+FROM dispatch_intents WHERE trace_id = ANY($1) OR client_order_id = ANY($2) OR (exchange = $3 AND (order_spec->>'quantity')::numeric = $4::numeric)
+ORDER BY sent_at`, traces, cids, sp.Venue.name, sp.Quantity)
+	if err != nil {
+		return append(out, fmt.Sprintf("hoox records unavailable: %v", err))
+	}
+	for _, r := range intents {
+		out = append(out, fmt.Sprintf("hoox intent: client_order_id=%s trace=%s outcome=%s sent=%s settled=%s attempts=%s", r[0], r[1], r[2], r[3], r[4], r[5]))
+		if !contains(traces, r[1]) {
+			traces = append(traces, r[1])
+		}
+	}
+	rows, err := s.query(ctx, `SELECT trace_id, status, coalesce(client_order_id, ''), received_at, updated_at FROM trace_ids WHERE trace_id = ANY($1)`, traces)
+	if err == nil {
+		for _, r := range rows {
+			out = append(out, fmt.Sprintf("hoox trace: %s status=%s client_order_id=%s received=%s updated=%s", r[0], r[1], r[2], r[3], r[4]))
+		}
+	}
+	rows, err = s.query(ctx, `SELECT at, trace_id, event, detail::text FROM trace_events WHERE trace_id = ANY($1) ORDER BY at, id`, traces)
+	if err == nil {
+		for _, r := range rows {
+			out = append(out, fmt.Sprintf("hoox event %9s %s %s %s", r[0], r[2], r[1], clip([]byte(r[3]), 240)))
+		}
+	}
 	return out
 }
 
 // print writes the summary, then every failure with its history and the
 // command that replays the run.
-func (r *Result) print(w io.Writer) {
+func (r *Result) print(w io.Writer, histories int) {
 	fmt.Fprintf(w, "\ntorture summary (seed %d, %s, %d signals, recovery %s)\n", r.Seed, r.Elapsed.Round(time.Millisecond), r.Signals, r.Recovery.Round(time.Millisecond))
 	section := func(title string, m map[string]int) {
 		fmt.Fprintf(w, "  %s:\n", title)
@@ -370,13 +415,13 @@ func (r *Result) print(w io.Writer) {
 	shown := map[int]bool{}
 	for i, f := range r.Failures {
 		fmt.Fprintf(w, "\nFAIL %s (signal %d): %s\n", f.Check, f.Signal, f.Detail)
-		if f.Signal >= 0 && !shown[f.Signal] && len(shown) < 5 {
+		if f.Signal >= 0 && !shown[f.Signal] && len(shown) < histories {
 			shown[f.Signal] = true
 			for _, line := range f.History {
 				fmt.Fprintf(w, "    %s\n", line)
 			}
 		}
-		if i >= 30 {
+		if i >= 30 && histories < len(r.Failures) {
 			fmt.Fprintf(w, "\n… %d more failures\n", len(r.Failures)-i-1)
 			break
 		}

@@ -100,6 +100,8 @@ type plan struct {
 var signalFaults = []string{FaultAnswerLost, FaultHTTP5xx, FaultHTTP408, FaultNonJSON, FaultSlowAnswer, FaultKillAfterAccept, FaultLookupLag}
 
 func makePlan(cfg Config) plan {
+	// Each stream draws from its own PCG, so a shorter --duration plays a
+	// prefix of a longer run with the same seed.
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x686f6f78))
 	on := map[string]bool{}
 	for _, f := range cfg.Faults {
@@ -151,6 +153,7 @@ func makePlan(cfg Config) plan {
 		if perMinute <= 0 {
 			return
 		}
+		r := rand.New(rand.NewPCG(cfg.Seed, streamID(kind)))
 		rate := perMinute / 60 / cfg.TimeScale
 		var t time.Duration
 		for {
@@ -179,6 +182,7 @@ func makePlan(cfg Config) plan {
 	}
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
 	p.skews = make([][]time.Duration, cfg.Replicas)
+	r = rand.New(rand.NewPCG(cfg.Seed, streamID("skew")))
 	for i := range p.skews {
 		for range 64 {
 			var d time.Duration
@@ -189,4 +193,13 @@ func makePlan(cfg Config) plan {
 		}
 	}
 	return p
+}
+
+// streamID names a PCG stream after what it draws.
+func streamID(kind string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(kind); i++ {
+		h = (h ^ uint64(kind[i])) * 1099511628211
+	}
+	return h
 }

@@ -127,8 +127,13 @@ func (s *sim) run(ctx context.Context, workDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.print(s.cfg.Out)
+	res.print(s.cfg.Out, 8)
 	if len(res.Failures) > 0 {
+		if f, err := os.Create(filepath.Join(workDir, "failures.txt")); err == nil {
+			res.print(f, len(res.Failures))
+			f.Close()
+			fmt.Fprintf(s.cfg.Out, "torture: every failure with its history is in %s\n", f.Name())
+		}
 		return res, ErrCheckFailed
 	}
 	return res, nil
@@ -277,6 +282,8 @@ func (s *sim) play(ctx context.Context) {
 			oi++
 		}
 	}
+	stop := s.progress(30 * time.Second)
+	defer stop()
 	for _, it := range items {
 		if wait := it.at - time.Since(s.h.start); wait > 0 {
 			select {
@@ -459,4 +466,28 @@ func (s *sim) setSlowCommit(ctx context.Context, d time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// progress prints a line every interval until stopped, so a long run shows
+// it is alive.
+func (s *sim) progress(every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ops, faults := s.ops.snapshot(), s.faults.snapshot()
+				n := 0
+				for _, v := range faults {
+					n += v
+				}
+				fmt.Fprintf(s.cfg.Out, "torture: %s: %d sends, %d faults\n", time.Since(s.h.start).Round(time.Second), ops["send"], n)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
