@@ -380,6 +380,15 @@ ORDER BY sent_at`, traces, cids, sp.Venue.name, sp.Quantity)
 			out = append(out, fmt.Sprintf("hoox trace: %s status=%s client_order_id=%s received=%s updated=%s", r[0], r[1], r[2], r[3], r[4]))
 		}
 	}
+	rows, err = s.query(ctx, `SELECT id, kind, state, attempt, max_attempts, created_at, scheduled_at, attempted_at, coalesce(finalized_at::text, ''),
+       coalesce(array_to_string(attempted_by, ','), ''), coalesce(errors::text, '')
+FROM river_job WHERE args->>'trace_id' = ANY($1) ORDER BY id`, traces)
+	if err == nil {
+		for _, r := range rows {
+			out = append(out, fmt.Sprintf("river job %s %s state=%s attempt=%s/%s created=%s scheduled=%s attempted=%s finalized=%s by=%s errors=%s",
+				r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], clip([]byte(r[10]), 300)))
+		}
+	}
 	rows, err = s.query(ctx, `SELECT at, trace_id, event, detail::text FROM trace_events WHERE trace_id = ANY($1) ORDER BY at, id`, traces)
 	if err == nil {
 		for _, r := range rows {

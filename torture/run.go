@@ -108,8 +108,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, err
 }
 
-func (s *sim) run(ctx context.Context, workDir string) (*Result, error) {
-	defer s.teardown()
+func (s *sim) run(ctx context.Context, workDir string) (res *Result, err error) {
+	// A failed run keeps its Postgres data (stopped) beside the logs.
+	defer func() { s.teardown(err != nil) }()
 	if err := s.setup(ctx, workDir); err != nil {
 		return nil, err
 	}
@@ -123,9 +124,15 @@ func (s *sim) run(ctx context.Context, workDir string) (*Result, error) {
 	if err := s.quiesce(ctx); err != nil {
 		return nil, err
 	}
-	res, err := s.check(ctx)
+	res, err = s.check(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if f, err := os.Create(filepath.Join(workDir, "history.txt")); err == nil {
+		for _, e := range s.h.events() {
+			fmt.Fprintln(f, e)
+		}
+		f.Close()
 	}
 	res.print(s.cfg.Out, 8)
 	if len(res.Failures) > 0 {
@@ -245,7 +252,7 @@ func (s *sim) startReplica(ctx context.Context, i int) (bool, error) {
 	return started, err
 }
 
-func (s *sim) teardown() {
+func (s *sim) teardown(keep bool) {
 	for _, r := range s.replicas {
 		r.stop()
 	}
@@ -259,7 +266,11 @@ func (s *sim) teardown() {
 		s.bybit.Close()
 	}
 	if s.cluster != nil {
-		_ = s.cluster.Remove(context.Background())
+		if keep {
+			_ = s.cluster.Stop(context.Background())
+		} else {
+			_ = s.cluster.Remove(context.Background())
+		}
 	}
 }
 
