@@ -32,7 +32,14 @@ func (o venueOrder) String() string {
 
 // hooxOrder is a row of hoox's orders table.
 type hooxOrder struct {
-	TraceID, ClientOrderID, Exchange, Symbol, Side, Quantity, Status string
+	TraceID, ClientOrderID, Exchange, Symbol, Side, Quantity, Status, ExchangeOrderID string
+}
+
+// records reports whether h is hoox's record of venue order o: same venue,
+// same client order ID and, when hoox learnt it, the same exchange order
+// ID (Binance books a second order under a reused client order ID).
+func (h hooxOrder) records(o venueOrder) bool {
+	return h.Exchange == o.Exchange && h.ClientOrderID == o.ClientOrderID && (h.ExchangeOrderID == "" || h.ExchangeOrderID == o.ExchangeOrderID)
 }
 
 // Failure is one violated check.
@@ -106,13 +113,13 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 
 // hooxOrders reads hoox's orders table, by client order ID.
 func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
-	rows, err := s.query(ctx, `SELECT trace_id, client_order_id, exchange, symbol, coalesce(side, ''), quantity::text, status FROM orders`)
+	rows, err := s.query(ctx, `SELECT trace_id, client_order_id, exchange, symbol, coalesce(side, ''), quantity::text, status, coalesce(exchange_order_id, '') FROM orders`)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]hooxOrder{}
 	for _, r := range rows {
-		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6]}
+		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6], r[7]}
 	}
 	return out, nil
 }
@@ -182,7 +189,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		}
 		unrecorded = unrecorded[:0]
 		for _, o := range vos {
-			if h, ok := hos[o.ClientOrderID]; !ok || h.Exchange != o.Exchange {
+			if h, ok := hos[o.ClientOrderID]; !ok || !h.records(o) {
 				unrecorded = append(unrecorded, o)
 			}
 		}
@@ -219,7 +226,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
 	for _, o := range vos {
 		h, ok := hos[o.ClientOrderID]
-		if !ok || h.Exchange != o.Exchange {
+		if !ok || !h.records(o) {
 			continue
 		}
 		sig := s.byQuantity[o.Exchange+"|"+o.Quantity]
@@ -344,7 +351,7 @@ func (s *sim) minimalHistory(ctx context.Context, sig int, events []event, bySig
 	}
 	for _, o := range bySig[sig] {
 		rec := "NOT recorded by hoox"
-		if h, ok := hos[o.ClientOrderID]; ok {
+		if h, ok := hos[o.ClientOrderID]; ok && h.records(o) {
 			rec = fmt.Sprintf("recorded: trace %s status %s", h.TraceID, h.Status)
 		}
 		out = append(out, fmt.Sprintf("venue order: %s — %s", o, rec))
