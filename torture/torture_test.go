@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 )
 
 var (
-	seed     = flag.Uint64("torture.seed", 17, "seed of TestTorture's run")
-	duration = flag.Duration("torture.duration", 30*time.Second, "how long TestTorture generates signals and faults")
+	// Seed 61's 25 s plan holds every operation and fault kind at least
+	// once (two Postgres restarts, two kills after acceptance).
+	seed     = flag.Uint64("torture.seed", 61, "seed of TestTorture's run")
+	duration = flag.Duration("torture.duration", 25*time.Second, "how long TestTorture generates signals and faults")
 )
 
 // TestTorture is the fixed-seed fault simulation inside `go test ./...`:
@@ -35,7 +38,7 @@ func TestTorture(t *testing.T) {
 
 	cfg := torture.DefaultConfig()
 	cfg.Seed, cfg.Duration, cfg.Binary = *seed, *duration, bin
-	cfg.Rate, cfg.TimeScale, cfg.RecoveryBound = 2, 0.5, 30*time.Second
+	cfg.Rate, cfg.TimeScale, cfg.RecoveryBound = 2, 0.5, 45*time.Second
 	// http_408 is left out until the Bybit adapter stops reading a bare 408
 	// after acceptance as a refusal (docs/DECISIONS.md, "Issue 17: what the
 	// simulator found"): with it, this seed fails on today's code.
@@ -56,7 +59,7 @@ type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
-	w.t.Log(string(p))
+	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
