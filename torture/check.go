@@ -187,12 +187,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if hos, err = s.hooxOrders(ctx); err != nil {
 			return nil, err
 		}
-		unrecorded = unrecorded[:0]
-		for _, o := range vos {
-			if h, ok := hos[o.ClientOrderID]; !ok || !h.records(o) {
-				unrecorded = append(unrecorded, o)
-			}
-		}
+		unrecorded = unrecordedOrders(vos, hos)
 		if len(unrecorded) == 0 || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
 			break
 		}
@@ -201,95 +196,11 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	res := &Result{Seed: s.cfg.Seed, Signals: len(s.plan.signals), Ops: s.ops.snapshot(), Faults: s.faults.snapshot(),
 		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
 		Recovery: time.Since(quiet)}
-	events := s.h.events()
-	fail := func(check string, sig int, format string, args ...any) {
-		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, Detail: fmt.Sprintf(format, args...)})
-	}
-
-	// Group the venues' orders by signal, by (exchange, quantity) alone.
-	bySig := map[int][]venueOrder{}
-	byClientID := map[string]venueOrder{}
-	for _, o := range vos {
-		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
-		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
-		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
-			fail(checkAttributed, -1, "venue order matches no signal: %s", o)
-			continue
-		}
-		res.Checks[checkAttributed]++
-		bySig[id] = append(bySig[id], o)
-	}
-	for _, o := range unrecorded {
-		sig := s.byQuantity[o.Exchange+"|"+o.Quantity]
-		fail(checkRecorded, sig, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
-	}
-	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
-	for _, o := range vos {
-		h, ok := hos[o.ClientOrderID]
-		if !ok || !h.records(o) {
-			continue
-		}
-		sig := s.byQuantity[o.Exchange+"|"+o.Quantity]
-		switch {
-		case h.Status == "rejected":
-			fail(checkTruthful, sig, "hoox recorded order %s as rejected, but the venue holds it: %s", o.ClientOrderID, o)
-		case h.Side != "" && (h.Side != o.Side || h.Quantity != o.Quantity || h.Symbol != o.Symbol):
-			fail(checkTruthful, sig, "hoox recorded order %s as %s %s %s, but the venue holds %s", o.ClientOrderID, h.Symbol, h.Side, h.Quantity, o)
-		default:
-			res.Checks[checkTruthful]++
-		}
-	}
-
-	ttl := s.cfg.scaled(20 * time.Second)
-	slack := time.Second
-	for i := range s.plan.signals {
-		sp := &s.plan.signals[i]
-		st := s.sigState[sp.ID]
-		orders := bySig[sp.ID]
-		reopens := s.reopens(sp, st, ttl, slack)
-		if len(orders) > 1+reopens {
-			fail(checkAtMostOnce, sp.ID, "%d orders at %s for one signal (%d legitimate re-openings by release, purge or window)",
-				len(orders), sp.Venue.name, reopens)
-		} else {
-			res.Checks[checkAtMostOnce]++
-		}
-		for _, a := range st.answers {
-			switch {
-			case a.Status == 422:
-				if len(orders) > reopens {
-					fail(check422, sp.ID, "answered 422 %s at %.3fs, yet %d orders executed (%d re-openings)", a.Code, a.At.Seconds(), len(orders), reopens)
-				} else {
-					res.Checks[check422]++
-				}
-			case a.Status == 200 || (a.Status == 409 && a.Code == "duplicate"):
-				cid, what := "", ""
-				if a.Order != nil && a.Order.Status != "rejected" {
-					cid, what = a.Order.ClientOrderID, "order"
-				} else if a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched" {
-					cid, what = *a.Original.ClientOrderID, "original"
-				}
-				if cid == "" {
-					if a.Status == 200 {
-						fail(checkAnswer, sp.ID, "200 at %.3fs names no order: %s", a.At.Seconds(), a.Body)
-					}
-					continue
-				}
-				o, ok := byClientID[sp.Venue.name+"|"+cid]
-				switch {
-				case !ok:
-					fail(checkAnswer, sp.ID, "%d at %.3fs names %s %s, which %s does not hold", a.Status, a.At.Seconds(), what, cid, sp.Venue.name)
-				case o.Symbol != sp.Symbol || o.Side != sp.Side || o.Quantity != normQty(sp.Quantity):
-					fail(checkAnswer, sp.ID, "%d at %.3fs names %s, which is %s, not the signal's %s %s %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol, sp.Side, sp.Quantity)
-				default:
-					res.Checks[checkAnswer]++
-				}
-			}
-		}
-	}
+	bySig := s.judge(res, vos, hos, unrecorded)
 	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, checkTruthful: 3, checkRecorded: 4, checkAttributed: 5}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
-		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, events, bySig, hos)
+		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, s.h.events(), bySig, hos)
 	}
 	return res, nil
 }
@@ -443,4 +354,116 @@ func (r *Result) print(w io.Writer, histories int) {
 		}
 	}
 	fmt.Fprintf(w, "\ntorture: FAIL (seed %d, %d failures). Replay: %s\n", r.Seed, len(r.Failures), r.Replay)
+}
+
+// unrecordedOrders are the venue orders hoox holds no record of.
+func unrecordedOrders(vos []venueOrder, hos map[string]hooxOrder) []venueOrder {
+	var out []venueOrder
+	for _, o := range vos {
+		if h, ok := hos[o.ClientOrderID]; !ok || !h.records(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// judge runs every check over the history, the venues' books (vos) and
+// hoox's orders (hos), adding to res; it returns the venue orders grouped
+// by signal. It reads nothing but its arguments and the run's record, so
+// the checker itself is tested on made-up histories.
+func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unrecorded []venueOrder) map[int][]venueOrder {
+	fail := func(check string, sig int, format string, args ...any) {
+		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// Group the venues' orders by signal, by (exchange, quantity) alone.
+	bySig := map[int][]venueOrder{}
+	byClientID := map[string]venueOrder{}
+	for _, o := range vos {
+		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
+		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
+		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
+			fail(checkAttributed, -1, "venue order matches no signal: %s", o)
+			continue
+		}
+		res.Checks[checkAttributed]++
+		bySig[id] = append(bySig[id], o)
+	}
+	for _, o := range unrecorded {
+		sig := s.signalOf(o)
+		fail(checkRecorded, sig, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
+	}
+	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
+	for _, o := range vos {
+		h, ok := hos[o.ClientOrderID]
+		if !ok || !h.records(o) {
+			continue
+		}
+		sig := s.signalOf(o)
+		switch {
+		case h.Status == "rejected":
+			fail(checkTruthful, sig, "hoox recorded order %s as rejected, but the venue holds it: %s", o.ClientOrderID, o)
+		case h.Side != "" && (h.Side != o.Side || h.Quantity != o.Quantity || h.Symbol != o.Symbol):
+			fail(checkTruthful, sig, "hoox recorded order %s as %s %s %s, but the venue holds %s", o.ClientOrderID, h.Symbol, h.Side, h.Quantity, o)
+		default:
+			res.Checks[checkTruthful]++
+		}
+	}
+
+	ttl := s.cfg.scaled(20 * time.Second)
+	slack := time.Second
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		st := s.sigState[sp.ID]
+		orders := bySig[sp.ID]
+		reopens := s.reopens(sp, st, ttl, slack)
+		if len(orders) > 1+reopens {
+			fail(checkAtMostOnce, sp.ID, "%d orders at %s for one signal (%d legitimate re-openings by release, purge or window)",
+				len(orders), sp.Venue.name, reopens)
+		} else {
+			res.Checks[checkAtMostOnce]++
+		}
+		for _, a := range st.answers {
+			switch {
+			case a.Status == 422:
+				if len(orders) > reopens {
+					fail(check422, sp.ID, "answered 422 %s at %.3fs, yet %d orders executed (%d re-openings)", a.Code, a.At.Seconds(), len(orders), reopens)
+				} else {
+					res.Checks[check422]++
+				}
+			case a.Status == 200 || (a.Status == 409 && a.Code == "duplicate"):
+				cid, what := "", ""
+				if a.Order != nil && a.Order.Status != "rejected" {
+					cid, what = a.Order.ClientOrderID, "order"
+				} else if a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched" {
+					cid, what = *a.Original.ClientOrderID, "original"
+				}
+				if cid == "" {
+					if a.Status == 200 {
+						fail(checkAnswer, sp.ID, "200 at %.3fs names no order: %s", a.At.Seconds(), a.Body)
+					}
+					continue
+				}
+				o, ok := byClientID[sp.Venue.name+"|"+cid]
+				switch {
+				case !ok:
+					fail(checkAnswer, sp.ID, "%d at %.3fs names %s %s, which %s does not hold", a.Status, a.At.Seconds(), what, cid, sp.Venue.name)
+				case o.Symbol != sp.Symbol || o.Side != sp.Side || o.Quantity != normQty(sp.Quantity):
+					fail(checkAnswer, sp.ID, "%d at %.3fs names %s, which is %s, not the signal's %s %s %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol, sp.Side, sp.Quantity)
+				default:
+					res.Checks[checkAnswer]++
+				}
+			}
+		}
+	}
+	return bySig
+}
+
+// signalOf is the signal a venue order belongs to by its venue and
+// quantity, -1 when none.
+func (s *sim) signalOf(o venueOrder) int {
+	if id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]; ok {
+		return id
+	}
+	return -1
 }
