@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func runTorture(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg := torture.DefaultConfig()
 	fs := flag.NewFlagSet("hoox torture", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1_000_000), "seed that plans the run (default: from the clock, printed)")
+	seed := fs.String("seed", "", "seed that plans the run (default: from the clock; printed)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long signals and faults are generated")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "new signals per second")
 	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "hoox serve processes")
@@ -33,6 +34,14 @@ func runTorture(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000)
+	if *seed != "" {
+		n, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return fmt.Errorf("torture: --seed %q is not a non-negative integer", *seed)
+		}
+		cfg.Seed = n
 	}
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
