@@ -2,9 +2,11 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +49,12 @@ type Failure struct {
 	Check  string
 	Signal int // -1: no one signal
 	Detail string
+	// Known names the open hoox bug this failure is (KnownIssues), when
+	// the checker could tell; a tolerated one does not fail the run.
+	Known     string
+	Tolerated bool
+	// ClientOrderID is the venue order's, for order checks.
+	ClientOrderID string
 	// History is the minimal history that shows it: the signal's events,
 	// the faults around them, and its orders at the venue.
 	History []string
@@ -191,12 +199,25 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if len(unrecorded) == 0 || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
 			break
 		}
+		// A reconcile stuck 'running' on a dead replica will not move
+		// before River's rescuer (an hour): waiting out the bound for it
+		// shows nothing more.
+		if s.tolerates(KnownStuckReconcile) && len(s.stuckReconciles(ctx, unrecorded)) == len(unrecorded) {
+			break
+		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	res := &Result{Seed: s.cfg.Seed, Signals: len(s.plan.signals), Ops: s.ops.snapshot(), Faults: s.faults.snapshot(),
 		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
 		Recovery: time.Since(quiet)}
 	bySig := s.judge(res, vos, hos, unrecorded)
+	stuck := s.stuckReconciles(ctx, unrecorded)
+	for i, f := range res.Failures {
+		if f.Check == checkRecorded && stuck[f.ClientOrderID] {
+			res.Failures[i].Known = KnownStuckReconcile
+			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
+		}
+	}
 	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, checkTruthful: 3, checkRecorded: 4, checkAttributed: 5}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
@@ -330,18 +351,32 @@ func (r *Result) print(w io.Writer, histories int) {
 	section("faults", r.Faults)
 	section("answers", r.Answers)
 	section("checks passed", r.Checks)
-	failed := map[string]int{}
+	failed, known := map[string]int{}, map[string]int{}
 	for _, f := range r.Failures {
-		failed[f.Check]++
+		if f.Tolerated {
+			known[f.Check+" ("+f.Known+", tolerated)"]++
+		} else {
+			failed[f.Check]++
+		}
 	}
 	section("checks failed", failed)
+	if len(known) > 0 {
+		section("known hoox bugs seen (tolerated by this run's config)", known)
+	}
 	if len(r.Failures) == 0 {
 		fmt.Fprintf(w, "torture: PASS (seed %d)\n", r.Seed)
 		return
 	}
 	shown := map[int]bool{}
 	for i, f := range r.Failures {
-		fmt.Fprintf(w, "\nFAIL %s (signal %d): %s\n", f.Check, f.Signal, f.Detail)
+		label := "FAIL"
+		if f.Known != "" {
+			label = "FAIL [known: " + f.Known + "]"
+			if f.Tolerated {
+				label = "KNOWN (tolerated) " + f.Known + ":"
+			}
+		}
+		fmt.Fprintf(w, "\n%s %s (signal %d): %s\n", label, f.Check, f.Signal, f.Detail)
 		if f.Signal >= 0 && !shown[f.Signal] && len(shown) < histories {
 			shown[f.Signal] = true
 			for _, line := range f.History {
@@ -353,7 +388,11 @@ func (r *Result) print(w io.Writer, histories int) {
 			break
 		}
 	}
-	fmt.Fprintf(w, "\ntorture: FAIL (seed %d, %d failures). Replay: %s\n", r.Seed, len(r.Failures), r.Replay)
+	if r.Failed() == 0 {
+		fmt.Fprintf(w, "\ntorture: PASS (seed %d) with %d known, tolerated failures. Replay: %s\n", r.Seed, len(r.Failures), r.Replay)
+		return
+	}
+	fmt.Fprintf(w, "\ntorture: FAIL (seed %d, %d failures). Replay: %s\n", r.Seed, r.Failed(), r.Replay)
 }
 
 // unrecordedOrders are the venue orders hoox holds no record of.
@@ -375,6 +414,9 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	fail := func(check string, sig int, format string, args ...any) {
 		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, Detail: fmt.Sprintf(format, args...)})
 	}
+	failOrder := func(check string, sig int, cid string, format string, args ...any) {
+		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, ClientOrderID: cid, Detail: fmt.Sprintf(format, args...)})
+	}
 
 	// Group the venues' orders by signal, by (exchange, quantity) alone.
 	bySig := map[int][]venueOrder{}
@@ -391,7 +433,7 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	}
 	for _, o := range unrecorded {
 		sig := s.signalOf(o)
-		fail(checkRecorded, sig, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
+		failOrder(checkRecorded, sig, o.ClientOrderID, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
 	}
 	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
 	for _, o := range vos {
@@ -466,4 +508,73 @@ func (s *sim) signalOf(o venueOrder) int {
 		return id
 	}
 	return -1
+}
+
+func (s *sim) tolerates(issue string) bool { return contains(s.cfg.Tolerate, issue) }
+
+// stuckReconciles are the client order IDs among orders whose trace is
+// reconciling with its reconcile job 'running' on a River client that is
+// no longer alive (its replica was killed): KnownStuckReconcile.
+func (s *sim) stuckReconciles(ctx context.Context, orders []venueOrder) map[string]bool {
+	out := map[string]bool{}
+	if len(orders) == 0 {
+		return out
+	}
+	var cids []string
+	for _, o := range orders {
+		cids = append(cids, o.ClientOrderID)
+	}
+	rows, err := s.query(ctx, `SELECT t.client_order_id, j.attempted_by[array_length(j.attempted_by, 1)]
+FROM trace_ids t JOIN river_job j ON j.kind = 'reconcile' AND j.args->>'trace_id' = t.trace_id
+WHERE t.status = 'reconciling' AND t.client_order_id = ANY($1) AND j.state = 'running'`, cids)
+	if err != nil {
+		return out
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if !live[r[1]] {
+			out[r[0]] = true
+		}
+	}
+	return out
+}
+
+// liveRiverClients are the River client IDs of the replicas' running
+// incarnations: the last "River client started" in each replica's log.
+func (s *sim) liveRiverClients() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range s.replicas {
+		if !r.alive() {
+			continue
+		}
+		b, err := os.ReadFile(r.logPath)
+		if err != nil {
+			continue
+		}
+		last := ""
+		for line := range strings.Lines(string(b)) {
+			var m struct {
+				Msg      string `json:"msg"`
+				ClientID string `json:"client_id"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "River client started" {
+				last = m.ClientID
+			}
+		}
+		if last != "" {
+			out[last] = true
+		}
+	}
+	return out
+}
+
+// Failed counts the failures that fail the run (not tolerated).
+func (r *Result) Failed() int {
+	n := 0
+	for _, f := range r.Failures {
+		if !f.Tolerated {
+			n++
+		}
+	}
+	return n
 }

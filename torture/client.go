@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -71,6 +72,18 @@ func (s *sim) runClient(ctx context.Context, sp *signalPlan) {
 	s.ops.inc("signal_" + sp.Mode)
 	s.ops.inc("client_" + sp.Client)
 	rep := r.IntN(n)
+	if sp.Client == ClientFanout {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.send(ctx, sp, body, ctype, i, timeout)
+			}()
+		}
+		wg.Wait()
+		return
+	}
 	for attempt := 0; attempt <= 3; attempt++ {
 		if attempt > 0 {
 			s.ops.inc("resend_" + sp.Client)

@@ -53,7 +53,22 @@ type Config struct {
 	// Replay is the command line that replays this run, printed with a
 	// failure; Run builds one from the config when empty.
 	Replay string
+	// Tolerate names known hoox bugs (see KnownIssues) whose failures are
+	// reported as known instead of failing the run, so a CI seed stays
+	// green while the bug is open. Empty for the command: every failure
+	// fails.
+	Tolerate []string
 }
+
+// KnownStuckReconcile is an open hoox bug (docs/DECISIONS.md, "Issue 17:
+// what the simulator found"): a reconcile job that was running on a replica
+// killed with -9 stays 'running' in River until River's rescuer moves it
+// (an hour by default), and the sweeper counts a running job as live, so
+// the venue's order stays unrecorded and its trace reconciling that long.
+const KnownStuckReconcile = "stuck_reconcile"
+
+// KnownIssues lists the names Config.Tolerate accepts.
+func KnownIssues() []string { return []string{KnownStuckReconcile} }
 
 // DefaultConfig is a ten-minute run at real TradingView timings.
 func DefaultConfig() Config {
@@ -111,6 +126,11 @@ func (c Config) Validate() error {
 	for _, f := range c.Faults {
 		if !known[f] {
 			errs = append(errs, fmt.Errorf("torture: unknown fault %q (known: %v)", f, AllFaults()))
+		}
+	}
+	for _, k := range c.Tolerate {
+		if k != KnownStuckReconcile {
+			errs = append(errs, fmt.Errorf("torture: unknown known issue %q (known: %v)", k, KnownIssues()))
 		}
 	}
 	return errors.Join(errs...)

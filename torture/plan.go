@@ -22,6 +22,9 @@ const (
 	// ClientImpatient resends at once, to another replica, on a timeout,
 	// a 5xx or an in_progress, at most three times.
 	ClientImpatient = "impatient"
+	// ClientFanout sends the same signal to every replica at once, as two
+	// alerts with one message or a mirroring proxy do, and never resends.
+	ClientFanout = "fanout"
 )
 
 // venue is one exchange name a signal can use and where its orders are.
@@ -127,6 +130,11 @@ func makePlan(cfg Config) plan {
 		s.Client = ClientTradingView
 		if r.IntN(3) == 0 {
 			s.Client = ClientImpatient
+		}
+		// Drawn from the signal's own stream, so adding this kind changed
+		// no other draw of existing seeds.
+		if rand.New(rand.NewPCG(s.Seed, 1)).IntN(8) == 0 {
+			s.Client = ClientFanout
 		}
 		s.TextPlain = r.IntN(4) == 0
 		s.LBRetry = r.IntN(3) == 0

@@ -27,6 +27,7 @@ func runTorture(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "multiplies TradingView's 3s/5s timings (1 = real)")
 	fs.DurationVar(&cfg.RecoveryBound, "recovery-bound", cfg.RecoveryBound, "how long after the faults stop every venue order must be recorded")
 	faults := fs.String("faults", "", "comma-separated fault kinds (default all: "+strings.Join(torture.AllFaults(), ",")+")")
+	tolerate := fs.String("tolerate", "", "known hoox bugs reported without failing the run: "+strings.Join(torture.KnownIssues(), ","))
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "keep Postgres and the replicas' logs here (default: a temp dir, removed after a pass)")
 	fs.Usage = func() {
 		fmt.Fprint(stdout, "Usage: hoox torture [flags]\n\nSeeded fault-injection run against a local Postgres, hoox replicas and the venue fakes (loopback only).\n\nFlags:\n")
@@ -42,6 +43,9 @@ func runTorture(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("torture: --seed %q is not a non-negative integer", *seed)
 		}
 		cfg.Seed = n
+	}
+	if *tolerate != "" {
+		cfg.Tolerate = strings.Split(*tolerate, ",")
 	}
 	if *faults != "" {
 		cfg.Faults = strings.Split(*faults, ",")
