@@ -361,6 +361,9 @@ func replayCommand(cfg Config) string {
 	if len(cfg.Faults) != len(AllFaults()) {
 		cmd += " --faults " + joinComma(cfg.Faults)
 	}
+	if len(cfg.Tolerate) > 0 {
+		cmd += " --tolerate " + joinComma(cfg.Tolerate)
+	}
 	return cmd
 }
 
