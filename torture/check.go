@@ -207,6 +207,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	s.waited = time.Since(quiet)
 	res := &Result{Seed: s.cfg.Seed, Signals: len(s.plan.signals), Ops: s.ops.snapshot(), Faults: s.faults.snapshot(),
 		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
 		Recovery: time.Since(quiet)}
@@ -433,7 +434,8 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	}
 	for _, o := range unrecorded {
 		sig := s.signalOf(o)
-		failOrder(checkRecorded, sig, o.ClientOrderID, "venue order not recorded by hoox %s after the faults stopped: %s", s.cfg.RecoveryBound, o)
+		failOrder(checkRecorded, sig, o.ClientOrderID, "venue order not recorded by hoox %s after the faults stopped (bound %s): %s",
+			s.waited.Round(time.Millisecond), s.cfg.RecoveryBound, o)
 	}
 	res.Checks[checkRecorded] = len(vos) - len(unrecorded)
 	for _, o := range vos {

@@ -59,6 +59,8 @@ type sim struct {
 	releases   map[int][]time.Duration
 	purges     []time.Duration
 	skewUsed   map[int]int
+	// waited is how long the checker waited for recovery.
+	waited time.Duration
 }
 
 // signalState is what the clients learnt about one signal.
