@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,10 +203,6 @@ func contains(list []string, s string) bool {
 }
 
 func joinComma(list []string) string { return strings.Join(list, ",") }
-
-func execCommand(ctx context.Context, bin string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, bin, args...)
-}
 
 // admin sends an operator request to replica rep.
 func (s *sim) admin(ctx context.Context, rep int, method, path, body string) (int, string, error) {

@@ -38,9 +38,6 @@ func startFront(s *sim, fake, target string, replica int) (*front, error) {
 
 func (f *front) close() { _ = f.srv.Close() }
 
-// forwardClient talks to the fakes; requests end with the replica's.
-var forwardClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-
 func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
@@ -62,7 +59,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	out.Header = req.Header.Clone()
-	resp, err := forwardClient.Do(out)
+	resp, err := f.sim.venueClient.Do(out)
 	if err != nil {
 		hangUp(w)
 		return

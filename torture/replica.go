@@ -2,7 +2,6 @@ package torture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -138,5 +137,3 @@ func (r *replica) stop() {
 		<-r.done
 	}
 }
-
-var errNoReplica = errors.New("no replica answers")

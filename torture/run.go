@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -45,6 +46,9 @@ type sim struct {
 	fronts   []*front
 	replicas []*replica
 	client   *http.Client
+	// venueClient is the fronts' client to the fakes; a request ends with
+	// the replica's.
+	venueClient *http.Client
 	faultsOn atomic.Bool
 	// pgMu keeps one Postgres restart at a time.
 	pgMu sync.Mutex
@@ -87,6 +91,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, sigState: map[int]*signalState{},
 		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	s.venueClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	for _, sp := range s.plan.signals {
 		s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
 		s.sigState[sp.ID] = &signalState{}
@@ -227,7 +232,7 @@ func (s *sim) setup(ctx context.Context, workDir string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.startReplica(ctx, i)
+			_, errs[i] = s.startReplica(ctx, i, true)
 		}()
 	}
 	wg.Wait()
@@ -235,15 +240,15 @@ func (s *sim) setup(ctx context.Context, workDir string) error {
 }
 
 // startReplica starts replica i unless it runs, with its next planned
-// clock skew.
-func (s *sim) startReplica(ctx context.Context, i int) (bool, error) {
+// clock skew when skewed (none once the faults are over).
+func (s *sim) startReplica(ctx context.Context, i int, skewed bool) (bool, error) {
 	s.mu.Lock()
 	n := s.skewUsed[i]
 	s.skewUsed[i]++
 	s.mu.Unlock()
 	skews := s.plan.skews[i]
 	skew := skews[n%len(skews)]
-	if !s.faultsOn.Load() {
+	if !skewed {
 		skew = 0
 	}
 	started, err := s.replicas[i].ensureUp(ctx, skew)
@@ -330,7 +335,7 @@ func (s *sim) quiesce(ctx context.Context) error {
 		return err
 	}
 	for i := range s.replicas {
-		if _, err := s.startReplica(ctx, i); err != nil {
+		if _, err := s.startReplica(ctx, i, false); err != nil {
 			return err
 		}
 	}
@@ -351,7 +356,7 @@ func (s *sim) quiesce(ctx context.Context) error {
 
 // runHoox runs the hoox binary to completion.
 func runHoox(ctx context.Context, bin string, env []string, args ...string) ([]byte, error) {
-	cmd := execCommand(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	return cmd.CombinedOutput()
 }
@@ -429,7 +434,7 @@ func (s *sim) restartAfter(i int, d time.Duration) {
 	go func() {
 		defer s.bg.Done()
 		time.Sleep(d)
-		if _, err := s.startReplica(context.Background(), i); err != nil {
+		if _, err := s.startReplica(context.Background(), i, s.faultsOn.Load()); err != nil {
 			s.h.add(-1, "replica_start_failed", i, "%v", err)
 		}
 	}()
