@@ -49,7 +49,7 @@ type sim struct {
 	// venueClient is the fronts' client to the fakes; a request ends with
 	// the replica's.
 	venueClient *http.Client
-	faultsOn atomic.Bool
+	faultsOn    atomic.Bool
 	// pgMu keeps one Postgres restart at a time.
 	pgMu sync.Mutex
 	// bg counts the nemesis's and clients' goroutines.
