@@ -163,7 +163,7 @@ const (
 	// FaultSlowAnswer holds the venue's answer for a while.
 	FaultSlowAnswer = "slow_answer"
 	// FaultLookupLag hides a placement from the venue's order queries for
-	// a while (within the venue's request window).
+	// up to 8 s (within the 10 s lag hoox's accept window allows for).
 	FaultLookupLag = "lookup_lag"
 	// FaultClockSkew starts a replica with its venue clock off by up to
 	// ±30 s (HOOX_DRILL_CLOCK_SKEW).

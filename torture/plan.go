@@ -148,9 +148,10 @@ func makePlan(cfg Config) plan {
 			case FaultSlowAnswer:
 				s.FaultDelay = cfg.scaled(time.Duration(500+r.IntN(4000)) * time.Millisecond)
 			case FaultLookupLag:
-				// Within the venue's request window (5 s), which hoox must
-				// wait out before believing "not found".
-				s.FaultDelay = time.Duration(500+r.IntN(2500)) * time.Millisecond
+				// Within the lookup lag hoox's accept window allows for
+				// (10 s, docs/DECISIONS.md "Recovery protocol"), which
+				// hoox must wait out before believing "not found".
+				s.FaultDelay = time.Duration(500+r.IntN(7500)) * time.Millisecond
 			}
 		}
 		p.signals = append(p.signals, s)
