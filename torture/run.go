@@ -90,7 +90,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, sigState: map[int]*signalState{},
 		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
-	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	// A new connection per request, as TradingView opens one per alert: a
+	// pooled connection to a killed replica would fail sends that a real
+	// client never makes.
+	s.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	s.venueClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	for _, sp := range s.plan.signals {
 		s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
@@ -251,9 +254,10 @@ func (s *sim) startReplica(ctx context.Context, i int, skewed bool) (bool, error
 	if !skewed {
 		skew = 0
 	}
+	t0 := time.Now()
 	started, err := s.replicas[i].ensureUp(ctx, skew)
 	if started && err == nil {
-		s.h.add(-1, "replica_started", i, "clock skew %s", skew)
+		s.h.add(-1, "replica_started", i, "clock skew %s, up in %s", skew, time.Since(t0).Round(time.Millisecond))
 		if skew != 0 {
 			s.faults.inc(FaultClockSkew)
 		}
