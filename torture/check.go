@@ -454,7 +454,7 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		}
 	}
 
-	ttl := s.cfg.scaled(20 * time.Second)
+	ttl := s.cfg.window()
 	slack := time.Second
 	for i := range s.plan.signals {
 		sp := &s.plan.signals[i]

@@ -104,12 +104,12 @@ func TestCheckerAllowsAPurgeOnlyAfterTheTTL(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, binanceSignal(ModeDerived))
 	b.send(0, time.Second, placed("hxa"))
-	b.send(0, 30*time.Second, placed("hxb"))
+	b.send(0, 40*time.Second, placed("hxb"))
 	b.order(0, "hxa", "1", true)
 	b.order(0, "hxb", "2", true)
-	b.s.purges = []time.Duration{5 * time.Second} // before the 20 s TTL
+	b.s.purges = []time.Duration{5 * time.Second} // before the 30 s TTL
 	require.Equal(t, map[string]int{checkAtMostOnce: 1}, b.judge())
-	b.s.purges = []time.Duration{25 * time.Second}
+	b.s.purges = []time.Duration{35 * time.Second}
 	require.Empty(t, b.judge())
 }
 

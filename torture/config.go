@@ -136,6 +136,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// window is the replicas' HOOX_TRACE_TTL and HOOX_DEDUP_WINDOW: longer
+// than any client's resends (TradingView's last comes 24 s after its
+// first), so a window-mode resend is always a duplicate, yet short enough
+// for the operators' purges to delete traces during the run.
+func (c Config) window() time.Duration { return c.scaled(30 * time.Second) }
+
 // scaled is d on the run's time scale.
 func (c Config) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.TimeScale)

@@ -194,7 +194,7 @@ func (s *sim) setup(ctx context.Context, workDir string) error {
 	s.bybit.SetBalance("USDT", d("1000000000000"))
 	s.bybit.SetBalance("HX", d("1000000000000"))
 
-	window := s.cfg.scaled(20 * time.Second)
+	window := s.cfg.window()
 	for i := range s.cfg.Replicas {
 		port, err := freePort()
 		if err != nil {
