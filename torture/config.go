@@ -162,6 +162,9 @@ const (
 	FaultAnswerLost = "answer_lost"
 	// FaultHTTP5xx answers 502 with an HTML body after acceptance.
 	FaultHTTP5xx = "http_5xx"
+	// FaultUnsent5xx answers 502 HTML without forwarding the placement:
+	// the venue never saw it, hoox cannot know that.
+	FaultUnsent5xx = "http_5xx_unsent"
 	// FaultHTTP408 answers a bare 408 after acceptance.
 	FaultHTTP408 = "http_408"
 	// FaultNonJSON answers 200 with an HTML page after acceptance.
@@ -181,6 +184,6 @@ const (
 
 // AllFaults lists every fault kind.
 func AllFaults() []string {
-	return []string{FaultKill, FaultKillAfterAccept, FaultPostgresRestart, FaultAnswerLost, FaultHTTP5xx, FaultHTTP408,
+	return []string{FaultKill, FaultKillAfterAccept, FaultPostgresRestart, FaultAnswerLost, FaultHTTP5xx, FaultUnsent5xx, FaultHTTP408,
 		FaultNonJSON, FaultSlowAnswer, FaultLookupLag, FaultClockSkew, FaultSlowCommit}
 }

@@ -54,6 +54,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			f.sim.lagNextLookup(f.fake, delay)
 		}
 	}
+	if fault == FaultUnsent5xx {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		return
+	}
 	out, err := http.NewRequestWithContext(req.Context(), req.Method, f.target+req.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		return

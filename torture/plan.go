@@ -154,6 +154,10 @@ func makePlan(cfg Config) plan {
 				s.FaultDelay = time.Duration(500+r.IntN(7500)) * time.Millisecond
 			}
 		}
+		// Like the fan-out client, from the signal's own stream.
+		if s.Venue.fake != "paper" && s.Fault == "" && on[FaultUnsent5xx] && rand.New(rand.NewPCG(s.Seed, 2)).IntN(12) == 0 {
+			s.Fault = FaultUnsent5xx
+		}
 		p.signals = append(p.signals, s)
 	}
 	// Operator actions and nemesis events, each a Poisson stream of its own
