@@ -83,6 +83,7 @@ const (
 	checkAttributed = "every_venue_order_is_a_signal's"
 	checkAnswer     = "200/409_names_a_real_order"
 	checkTruthful   = "hoox_records_what_the_venue_holds"
+	check503        = "503_nothing_placed_is_true"
 	check422        = "422_means_nothing_executed"
 )
 
@@ -219,7 +220,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
 		}
 	}
-	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, checkTruthful: 3, checkRecorded: 4, checkAttributed: 5}
+	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, check503: 3, checkTruthful: 4, checkRecorded: 5, checkAttributed: 6}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
 		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, s.h.events(), bySig, hos)
@@ -475,6 +476,14 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 				} else {
 					res.Checks[check422]++
 				}
+			case a.Status == 503 && a.Code == "unavailable" && strings.Contains(a.Body, "nothing was placed"):
+				switch at, ok := placedDuring(st, a); {
+				case !ok:
+					res.Checks[check503]++
+				case at >= 0:
+					fail(check503, sp.ID, "answered 503 %q (sent %.3fs, answered %.3fs), yet %s accepted a placement from replica %d at %.3fs",
+						"nothing was placed", a.At.Seconds(), a.Done.Seconds(), sp.Venue.name, a.Replica, at.Seconds())
+				}
 			case a.Status == 200 || (a.Status == 409 && a.Code == "duplicate"):
 				cid, what := "", ""
 				if a.Order != nil && a.Order.Status != "rejected" {
@@ -579,4 +588,24 @@ func (r *Result) Failed() int {
 		}
 	}
 	return n
+}
+
+// placedDuring finds a venue acceptance of the signal's placement from the
+// replica that answered a while a was in flight: at >= 0 when one proves
+// a's "nothing was placed" wrong, at < 0 (with ok) when one happened but
+// another send of the signal to that replica was also in flight, so it
+// proves nothing.
+func placedDuring(st *signalState, a answer) (at time.Duration, ok bool) {
+	for _, acc := range st.accepted {
+		if acc.Replica != a.Replica || acc.At < a.At || acc.At > a.Done {
+			continue
+		}
+		for _, sp := range st.spans {
+			if sp.Replica == a.Replica && sp.Start != a.At && sp.Start <= acc.At && (sp.End == 0 || sp.End >= acc.At) {
+				return -1, true
+			}
+		}
+		return acc.At, true
+	}
+	return 0, false
 }

@@ -156,3 +156,23 @@ func TestPlanIsTheSeeds(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestChecker503NothingPlacedMustBeTrue(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, binanceSignal(ModeKey))
+	unavailable := answer{Status: 503, Code: "unavailable", Replica: 1, Done: 1500 * time.Millisecond,
+		Body: `{"detail":"venue binance is unreachable; nothing was placed","code":"unavailable"}`}
+	b.send(0, time.Second, unavailable)
+	st := b.s.sigState[0]
+	st.spans = []span{{Replica: 1, Start: time.Second, End: 1500 * time.Millisecond}}
+	require.Empty(t, b.judge(), "no acceptance: the 503 told the truth")
+
+	st.accepted = []acceptance{{At: 1200 * time.Millisecond, Replica: 1}}
+	b.order(0, "hxa", "1", true)
+	require.Equal(t, map[string]int{check503: 1}, b.judge())
+
+	// Another send of the signal in flight on that replica could have
+	// placed it: inconclusive, not a failure.
+	st.spans = append(st.spans, span{Replica: 1, Start: 500 * time.Millisecond})
+	require.Empty(t, b.judge())
+}

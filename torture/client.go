@@ -18,7 +18,9 @@ import (
 
 // answer is what a client heard back from one send.
 type answer struct {
-	At      time.Duration
+	At time.Duration
+	// Done is when the answer (or the failure) came.
+	Done    time.Duration
 	Replica int
 	Status  int // 0: no answer
 	// Err is "timeout" or "connection" when no answer came.
@@ -138,11 +140,22 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	s.sigState[sp.ID].sends = append(s.sigState[sp.ID].sends, at)
 	s.mu.Unlock()
 	a := answer{At: at, Replica: rep}
+	defer func() {
+		s.mu.Lock()
+		st := s.sigState[sp.ID]
+		end := time.Duration(0)
+		if a.Status != 0 {
+			end = a.Done
+		}
+		st.spans = append(st.spans, span{Replica: rep, Start: at, End: end})
+		s.mu.Unlock()
+	}()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, s.replicas[rep].url+"/webhook", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", ctype)
 	resp, err := s.client.Do(req)
+	a.Done = time.Since(s.h.start)
 	if err != nil {
 		a.Err = "connection"
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
@@ -154,6 +167,7 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	}
 	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	a.Done = time.Since(s.h.start)
 	if err != nil {
 		a.Err = "timeout"
 		s.answers.inc(a.Err)

@@ -78,6 +78,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if sig >= 0 {
 		f.sim.h.add(sig, "venue_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))
+		if accepted(f.fake, resp.StatusCode, answer) {
+			f.sim.accepted(sig, f.replica)
+		}
 	}
 	switch fault {
 	case FaultAnswerLost:
@@ -182,4 +185,23 @@ func clip(b []byte, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// accepted reports whether a venue's answer to a placement says it booked
+// the order: Binance answers 200 with the order, Bybit retCode 0.
+func accepted(fake string, status int, body []byte) bool {
+	if status != http.StatusOK {
+		return false
+	}
+	var b struct {
+		OrderID *json.RawMessage `json:"orderId"`
+		RetCode *int             `json:"retCode"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	if fake == "bybit" {
+		return b.RetCode != nil && *b.RetCode == 0
+	}
+	return b.OrderID != nil
 }

@@ -72,6 +72,23 @@ type signalState struct {
 	sends   []time.Duration
 	answers []answer
 	traces  []string
+	// spans are every send's replica, start and end (0: no answer).
+	spans []span
+	// accepted are the venue's acceptances of the signal's placements,
+	// as the fronts saw them (the paper venue has no front).
+	accepted []acceptance
+}
+
+// span is one send of a signal as its client saw it.
+type span struct {
+	Replica    int
+	Start, End time.Duration
+}
+
+// acceptance is a placement the venue accepted, and which replica sent it.
+type acceptance struct {
+	At      time.Duration
+	Replica int
 }
 
 // Run executes one seeded run: it starts Postgres, the venue fakes and
@@ -517,4 +534,13 @@ func (s *sim) progress(every time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// accepted records that the venue booked a placement of sig from replica.
+func (s *sim) accepted(sig, replica int) {
+	at := time.Since(s.h.start)
+	s.mu.Lock()
+	st := s.sigState[sig]
+	st.accepted = append(st.accepted, acceptance{At: at, Replica: replica})
+	s.mu.Unlock()
 }
