@@ -311,7 +311,7 @@ ORDER BY sent_at`, traces, cids, sp.Venue.name, sp.Quantity)
 	}
 	for _, r := range intents {
 		out = append(out, fmt.Sprintf("hoox intent: client_order_id=%s trace=%s outcome=%s sent=%s settled=%s attempts=%s", r[0], r[1], r[2], r[3], r[4], r[5]))
-		if !contains(traces, r[1]) {
+		if !slices.Contains(traces, r[1]) {
 			traces = append(traces, r[1])
 		}
 	}
@@ -521,7 +521,7 @@ func (s *sim) signalOf(o venueOrder) int {
 	return -1
 }
 
-func (s *sim) tolerates(issue string) bool { return contains(s.cfg.Tolerate, issue) }
+func (s *sim) tolerates(issue string) bool { return slices.Contains(s.cfg.Tolerate, issue) }
 
 // stuckReconciles are the client order IDs among orders whose trace is
 // reconciling with its reconcile job 'running' on a River client that is

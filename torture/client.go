@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,7 +193,7 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	s.mu.Lock()
 	st := s.sigState[sp.ID]
 	st.answers = append(st.answers, a)
-	if a.TraceID != "" && !contains(st.traces, a.TraceID) {
+	if a.TraceID != "" && !slices.Contains(st.traces, a.TraceID) {
 		if len(st.traces) == 0 {
 			s.answered = append(s.answered, sp.ID)
 		}
@@ -206,17 +207,6 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func joinComma(list []string) string { return strings.Join(list, ",") }
 
 // admin sends an operator request to replica rep.
 func (s *sim) admin(ctx context.Context, rep int, method, path, body string) (int, string, error) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -387,10 +388,10 @@ func replayCommand(cfg Config) string {
 	cmd := fmt.Sprintf("go run ./cmd/hoox torture --seed %d --duration %s --rate %s --replicas %d --time-scale %s",
 		cfg.Seed, cfg.Duration, strconv.FormatFloat(cfg.Rate, 'f', -1, 64), cfg.Replicas, strconv.FormatFloat(cfg.TimeScale, 'f', -1, 64))
 	if len(cfg.Faults) != len(AllFaults()) {
-		cmd += " --faults " + joinComma(cfg.Faults)
+		cmd += " --faults " + strings.Join(cfg.Faults, ",")
 	}
 	if len(cfg.Tolerate) > 0 {
-		cmd += " --tolerate " + joinComma(cfg.Tolerate)
+		cmd += " --tolerate " + strings.Join(cfg.Tolerate, ",")
 	}
 	return cmd
 }
