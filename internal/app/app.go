@@ -100,6 +100,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 		a.paper.SetFaults(f)
 		logger.Warn("paper venue fault drill active", "faults", cfg.PaperFaults)
 	}
+	if cfg.ClockSkew != 0 {
+		logger.Warn("clock skew drill active: the venue adapters' clock is offset", "skew", cfg.ClockSkew.String())
+	}
 	entries, err := cfg.venueEntries(logger)
 	if err != nil {
 		return nil, err
