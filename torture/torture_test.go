@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,18 +38,7 @@ func TestTorture(t *testing.T) {
 	cfg := torture.DefaultConfig()
 	cfg.Seed, cfg.Duration, cfg.Binary = *seed, *duration, bin
 	cfg.Rate, cfg.TimeScale, cfg.RecoveryBound = 2, 0.5, 45*time.Second
-	// http_408 is left out until the venue adapters stop reading a bare 408
-	// after acceptance as proof (Binance: nothing sent, so it places twice;
-	// Bybit: refused, so 422 for an executed order) — docs/DECISIONS.md,
-	// "Issue 17: what the simulator found". With it, this seed fails on
-	// today's code.
-	// TODO(lead): put it back once that is fixed.
-	cfg.Faults = slices.DeleteFunc(torture.AllFaults(), func(f string) bool { return f == torture.FaultHTTP408 })
-	// A kill -9 of the replica running a reconcile leaves its trace
-	// reconciling for River's hour-long rescue (same section): that can
-	// happen under any seed with kills, so it is reported but tolerated here
-	// rather than making this test flaky. TODO(lead): drop once fixed.
-	cfg.Tolerate = []string{torture.KnownStuckReconcile}
+	cfg.Faults = torture.AllFaults()
 	cfg.Out = testWriter{t}
 	cfg.Replay = "go test ./torture -run TestTorture -count=1 -v -args -torture.seed=" + uintText(*seed) + " -torture.duration=" + duration.String()
 	res, err := torture.Run(context.Background(), cfg)

@@ -96,7 +96,7 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 			continue
 		}
 		vlog := log.With("exchange", k.Name)
-		live, err := k.build(v.APIKey, v.APISecret, v.BaseURL, v.Testnet, c.venueClock(), vlog)
+		live, err := k.build(v.APIKey, v.APISecret, v.BaseURL, v.Testnet, c.clock(), vlog)
 		if err != nil {
 			return nil, fmt.Errorf("HOOX_%s: %w", k.Env, err)
 		}
@@ -108,7 +108,7 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 			}
 		}
 		if v.TestnetAPIKey != "" {
-			if e.Test, err = k.build(v.TestnetAPIKey, v.TestnetAPISecret, k.testnetURL, true, c.venueClock(), vlog.With("testnet", true)); err != nil {
+			if e.Test, err = k.build(v.TestnetAPIKey, v.TestnetAPISecret, k.testnetURL, true, c.clock(), vlog.With("testnet", true)); err != nil {
 				return nil, fmt.Errorf("HOOX_%s_TESTNET: %w", k.Env, err)
 			}
 		}
@@ -118,13 +118,11 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 	return out, nil
 }
 
-// venueClock is the clock the venue adapters sign with: nil (time.Now)
-// unless the HOOX_DRILL_CLOCK_SKEW drill offsets it, as on a replica whose
-// clock drifted from the venue's and from Postgres's.
-//
-// TODO(lead): once gateway.Config.Now and jobs.Config.Now exist, give them
-// this clock too, so the drill skews every judgement a replica makes.
-func (c *Config) venueClock() func() time.Time {
+// clock is this replica's clock, for the venue adapters, the gateway, the
+// jobs and the webhook alike: nil (time.Now) unless the
+// HOOX_DRILL_CLOCK_SKEW drill offsets it, as on a replica whose clock
+// drifted from the venue's and from Postgres's.
+func (c *Config) clock() func() time.Time {
 	if c.ClockSkew == 0 {
 		return nil
 	}
