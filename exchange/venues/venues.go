@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
@@ -34,7 +35,10 @@ type Settings struct {
 	// its testnet URL with Testnet.
 	BaseURL string
 	Testnet bool
-	Logger  *slog.Logger
+	// Now is the clock the adapter signs with; time.Now when nil (a drill
+	// offsets it: HOOX_DRILL_CLOCK_SKEW).
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Kind is one real venue (one market of one exchange).
@@ -129,20 +133,20 @@ func (k Kind) StartFake(tb testing.TB) venuefake.Fake {
 
 func newBinance(m binance.Market) func(Settings) (exchange.Venue, error) {
 	return func(s Settings) (exchange.Venue, error) {
-		return binance.New(binance.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, BaseURL: s.BaseURL, Testnet: s.Testnet, Logger: s.Logger})
+		return binance.New(binance.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, BaseURL: s.BaseURL, Testnet: s.Testnet, Now: s.Now, Logger: s.Logger})
 	}
 }
 
 func newBybit(m bybit.Market) func(Settings) (exchange.Venue, error) {
 	return func(s Settings) (exchange.Venue, error) {
-		return bybit.New(bybit.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, BaseURL: s.BaseURL, Testnet: s.Testnet, Logger: s.Logger})
+		return bybit.New(bybit.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, BaseURL: s.BaseURL, Testnet: s.Testnet, Now: s.Now, Logger: s.Logger})
 	}
 }
 
 func newOKX(m okx.Market) func(Settings) (exchange.Venue, error) {
 	return func(s Settings) (exchange.Venue, error) {
 		return okx.New(okx.Config{Market: m, APIKey: s.APIKey, APISecret: s.APISecret, Passphrase: s.Passphrase,
-			BaseURL: s.BaseURL, Testnet: s.Testnet, Logger: s.Logger})
+			BaseURL: s.BaseURL, Testnet: s.Testnet, Now: s.Now, Logger: s.Logger})
 	}
 }
 

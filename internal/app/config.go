@@ -38,7 +38,11 @@ type Config struct {
 	LogLevel     string
 	PaperFaults  string
 	CrashDrill   bool
-	NoMigrate    bool
+	// ClockSkew offsets the clock the venue adapters, the gateway and the
+	// jobs use (HOOX_DRILL_CLOCK_SKEW): a fault drill for the simulator,
+	// never set in production.
+	ClockSkew time.Duration
+	NoMigrate bool
 	// AllowAsyncReplication lets hoox start on a primary whose standbys
 	// replicate asynchronously (see checkReplication).
 	AllowAsyncReplication bool

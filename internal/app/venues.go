@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/venues"
@@ -90,7 +91,7 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 		}
 		vlog := log.With("exchange", k.Name)
 		live, err := k.New(venues.Settings{APIKey: v.APIKey, APISecret: v.APISecret, Passphrase: v.APIPassphrase,
-			BaseURL: v.BaseURL, Testnet: v.Testnet, Logger: vlog})
+			BaseURL: v.BaseURL, Testnet: v.Testnet, Now: c.clock(), Logger: vlog})
 		if err != nil {
 			return nil, fmt.Errorf("HOOX_%s: %w", k.Env, err)
 		}
@@ -103,7 +104,7 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 		}
 		if v.TestnetAPIKey != "" {
 			e.Test, err = k.New(venues.Settings{APIKey: v.TestnetAPIKey, APISecret: v.TestnetAPISecret, Passphrase: v.TestnetAPIPassphrase,
-				BaseURL: k.TestnetURL, Testnet: true, Logger: vlog.With("testnet", true)})
+				BaseURL: k.TestnetURL, Testnet: true, Now: c.clock(), Logger: vlog.With("testnet", true)})
 			if err != nil {
 				return nil, fmt.Errorf("HOOX_%s_TESTNET: %w", k.Env, err)
 			}
@@ -112,4 +113,16 @@ func (c *Config) venueEntries(log *slog.Logger) ([]exchange.Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// clock is this replica's clock, for the venue adapters, the gateway, the
+// jobs and the webhook alike: nil (time.Now) unless the
+// HOOX_DRILL_CLOCK_SKEW drill offsets it, as on a replica whose clock
+// drifted from the venue's and from Postgres's.
+func (c *Config) clock() func() time.Time {
+	if c.ClockSkew == 0 {
+		return nil
+	}
+	skew := c.ClockSkew
+	return func() time.Time { return time.Now().Add(skew) }
 }
