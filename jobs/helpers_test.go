@@ -20,6 +20,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -121,16 +122,9 @@ func eventNames(es []event) []string {
 	return names
 }
 
-// jsonLogs is a logger writing JSON lines into a buffer a test can read
-// back, as an operator's log pipeline would.
-func jsonLogs() (*slog.Logger, *logBuffer) {
-	buf := &logBuffer{}
-	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
-}
-
 // requireLogged fails unless logs hold a record with message msg at level
 // whose attributes include attrs.
-func requireLogged(t *testing.T, logs *logBuffer, level slog.Level, msg string, attrs map[string]any) {
+func requireLogged(t *testing.T, logs *testutil.LogBuffer, level slog.Level, msg string, attrs map[string]any) {
 	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {

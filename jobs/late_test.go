@@ -13,6 +13,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -31,7 +32,7 @@ func TestReconcileDoesNotResendToAVenueThatMayFillLate(t *testing.T) {
 	b := setup(t)
 	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": mayFillLate{windowed{b.paper, time.Millisecond}}})
 	args := seedReconciling(t, b.pool, "k:missed", reconcileOrder, time.Now().Add(-time.Second))
-	logger, logs := jsonLogs()
+	logger, logs := testutil.JSONLogs()
 	metrics := jobs.NewMetrics(nil)
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
 		jobs.NewReconcileWorker(b.pool, nil, jobs.Config{}, b.venues, logger, metrics))

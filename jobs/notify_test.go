@@ -1,13 +1,11 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,29 +22,12 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
 	"github.com/hoox/hoox/testcontainers"
 )
-
-// logBuffer collects a logger's output; River logs from its own goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // fixedTime stubs River's clock so a snooze's scheduled_at can be checked
 // exactly.
@@ -57,7 +38,7 @@ func (f fixedTime) NowOrNil() *time.Time { return &f.now }
 
 type notifyBundle struct {
 	fake    *notifyfake.Server
-	logs    *logBuffer
+	logs    *testutil.LogBuffer
 	logger  *slog.Logger
 	metrics *jobs.NotifyMetrics
 	now     time.Time
@@ -68,9 +49,9 @@ type notifyBundle struct {
 // logging into a buffer, on River's stubbed clock.
 func setupNotify(t *testing.T, cfg func(notify.Config) notify.Config) *notifyBundle {
 	t.Helper()
-	b := &notifyBundle{fake: notifyfake.New(t), logs: &logBuffer{}, metrics: jobs.NewNotifyMetrics(nil),
+	b := &notifyBundle{fake: notifyfake.New(t), metrics: jobs.NewNotifyMetrics(nil),
 		now: time.Now().UTC().Truncate(time.Millisecond)}
-	b.logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b.logger, b.logs = testutil.TextLogs()
 	c := b.fake.Config()
 	c.HTTPClient = testHTTPClient(t)
 	if cfg != nil {
@@ -378,8 +359,7 @@ func TestNotifyEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	fake := notifyfake.New(t)
 	pool := testcontainers.NewPool(t)
-	logs := &logBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger, logs := testutil.TextLogs()
 
 	cfg := fake.Config()
 	cfg.HTTPClient = testHTTPClient(t)

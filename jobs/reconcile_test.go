@@ -22,6 +22,7 @@ import (
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -144,7 +145,7 @@ func TestReconcileWorker(t *testing.T) {
 		b := setup(t)
 		b.paper.SetFaults(paper.Faults{Unreachable: true})
 		args := seedReconciling(t, b.pool, "k:down", order, time.Now())
-		logger, logs := jsonLogs()
+		logger, logs := testutil.JSONLogs()
 		metrics := jobs.NewMetrics(nil)
 		w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
 			jobs.NewReconcileWorker(b.pool, nil, jobs.Config{}, b.venues, logger, metrics))

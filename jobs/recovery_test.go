@@ -17,6 +17,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
@@ -109,13 +110,13 @@ func crashingGateway(t *testing.T, b *testBundle, client *river.Client[pgx.Tx]) 
 // reads.
 type sweeper struct {
 	*jobs.SweepWorker
-	logs    *logBuffer
+	logs    *testutil.LogBuffer
 	metrics *jobs.Metrics
 }
 
 func newSweeper(t *testing.T, b *testBundle) sweeper {
 	t.Helper()
-	logger, logs := jsonLogs()
+	logger, logs := testutil.JSONLogs()
 	metrics := jobs.NewMetrics(nil)
 	return sweeper{jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, logger, metrics), logs, metrics}
 }

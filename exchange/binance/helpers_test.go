@@ -1,10 +1,7 @@
 package binance_test
 
 import (
-	"bytes"
 	"fmt"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,50 +12,14 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/internal/testutil"
 )
-
-// testClock is a clock both the fake and the venue read, moved by tests
-// instead of sleeping.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type testBundle struct {
 	fake  *binancefake.Server
 	venue *binance.Venue
-	clock *testClock
-	logs  *syncBuffer
+	clock *testutil.Clock
+	logs  *testutil.LogBuffer
 	cfg   binance.Config
 	// path is the market's order endpoint on the fake.
 	path string
@@ -74,18 +35,18 @@ func newID() string {
 
 func setup(t *testing.T, market binance.Market, mutate ...func(*binance.Config)) *testBundle {
 	t.Helper()
-	clock := &testClock{now: time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC))
 	// A slow endpoint (SetLatency) moves the shared clock, not the wall
 	// clock: both sides see the time pass, and the test does not wait.
 	fake := binancefake.New(t, binancefake.Options{Now: clock.Now, Sleep: clock.Advance})
-	logs := &syncBuffer{}
+	logger, logs := testutil.TextLogs()
 	cfg := binance.Config{
 		Market:    market,
 		APIKey:    fake.APIKey(),
 		APISecret: fake.APISecret(),
 		BaseURL:   fake.URL,
 		Now:       clock.Now,
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:    logger,
 	}
 	for _, m := range mutate {
 		m(&cfg)

@@ -1,12 +1,9 @@
 package bybit_test
 
 import (
-	"bytes"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,58 +15,18 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testClock is the one clock a test shares between the adapter and the fake,
-// so that time moves for both only when the test says so.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testBundle struct {
 	fake  *bybitfake.Server
 	venue *bybit.Venue
-	clock *testClock
-	logs  *syncBuffer
+	clock *testutil.Clock
+	logs  *testutil.LogBuffer
 	cfg   bybit.Config
 }
 
@@ -77,11 +34,11 @@ type testBundle struct {
 // adjust the adapter's config before it is built.
 func setup(t *testing.T, category bybit.Market, mods ...func(*bybit.Config)) *testBundle {
 	t.Helper()
-	clock := newTestClock()
+	clock := testutil.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	// A slow endpoint (SetLatency) moves the shared clock, not the wall
 	// clock: both sides see the time pass, and the test does not wait.
 	fake := bybitfake.New(t, bybitfake.Options{Now: clock.Now, Sleep: clock.Advance})
-	logs := &syncBuffer{}
+	logger, logs := testutil.TextLogs()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	cfg := bybit.Config{
@@ -91,7 +48,7 @@ func setup(t *testing.T, category bybit.Market, mods ...func(*bybit.Config)) *te
 		BaseURL:    fake.URL,
 		HTTPClient: &http.Client{Transport: tr},
 		Now:        clock.Now,
-		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:     logger,
 	}
 	for _, m := range mods {
 		m(&cfg)
