@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -148,7 +150,7 @@ func TestDefaultsStart(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret-long-enough", "HOOX_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--no-migrate"}, func(k string) string { return env[k] }, io.Discard, logs)
@@ -166,7 +168,7 @@ func TestDefaultsStart(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "serve is not listening: %s", logs)
 	}
-	resp, err := client.Get("http://" + addr + "/readyz")
+	resp, err := apptest.Client.Get("http://" + addr + "/readyz")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -11,7 +12,7 @@ import (
 // a green run, fails if any goroutine outlived its test: every App must shut
 // down completely.
 func TestMain(m *testing.M) {
-	code := testcontainers.RunLeakChecked(m, client.CloseIdleConnections)
+	code := testcontainers.RunLeakChecked(m, apptest.Client.CloseIdleConnections)
 	_ = os.RemoveAll(binDir)
 	os.Exit(code)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -94,28 +95,6 @@ func TestEnvironmentAndFlagsSetConfig(t *testing.T) {
 		return map[string]string{"HOOX_LOCK_WAIT": "soon"}[k]
 	}, io.Discard, nil)
 	require.ErrorContains(t, err, "HOOX_LOCK_WAIT")
-}
-
-func TestReadyzFollowsTheDatabase(t *testing.T) {
-	t.Parallel()
-	cluster := testcontainers.NewCluster(t)
-	b := startBundle(t, cluster.DatabaseURL)
-	ready := func() int {
-		resp, err := client.Get(b.url + "/readyz")
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, http.StatusOK, ready())
-	ctx := context.Background()
-	require.NoError(t, cluster.Stop(ctx))
-	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 20*time.Second, 50*time.Millisecond)
-	resp, err := client.Get(b.url + "/healthz")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "the process is alive while its database is down")
-	require.NoError(t, cluster.Start(ctx))
-	require.Eventually(t, func() bool { return ready() == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
 }
 
 // devProcess is a running `hoox dev`.
@@ -197,7 +176,7 @@ func TestDevKeepsItsDataAcrossRestartsAndRecoversFromKill(t *testing.T) {
 
 	first, err := startDev(t, data)
 	require.NoError(t, err)
-	r := post(t, first.url, devSignal(first))
+	r := apptest.Post(t, first.url, devSignal(first))
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 
 	_, err = startDev(t, data)
@@ -210,7 +189,7 @@ func TestDevKeepsItsDataAcrossRestartsAndRecoversFromKill(t *testing.T) {
 	second, err := startDev(t, data)
 	require.NoError(t, err)
 	require.Equal(t, first.secret, second.secret, "the secrets survive a restart")
-	r = post(t, second.url, devSignal(second))
+	r = apptest.Post(t, second.url, devSignal(second))
 	require.Equal(t, http.StatusConflict, r.Status, "the trace survives a restart: %s", r.Raw)
 
 	require.NoError(t, second.cmd.Process.Kill())
@@ -218,7 +197,7 @@ func TestDevKeepsItsDataAcrossRestartsAndRecoversFromKill(t *testing.T) {
 
 	third, err := startDev(t, data)
 	require.NoError(t, err, "hoox dev starts after a kill -9")
-	r = post(t, third.url, devSignal(third))
+	r = apptest.Post(t, third.url, devSignal(third))
 	require.Equal(t, http.StatusConflict, r.Status, r.Raw)
 	require.NoError(t, third.cmd.Process.Signal(syscall.SIGINT))
 	require.NoError(t, <-waitOr(third.exited))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -18,23 +19,23 @@ import (
 func TestWindowSignalCrashThenResendPlacesOnce(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
-	pool := newTestPool(t, dbURL)
-	body := sig("") // neither trace_id nor timestamp: window mode
+	pool := testcontainers.OpenPool(t, dbURL)
+	body := apptest.Signal("") // neither trace_id nor timestamp: window mode
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
-	require.Equal(t, 0, sendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
 	var exit *exec.ExitError
 	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
-	require.Equal(t, 1, fills(t, pool), "the venue holds the order")
-	require.Zero(t, count(t, pool, "SELECT count(*) FROM trace_ids"))
+	require.Equal(t, 1, apptest.Fills(t, pool), "the venue holds the order")
+	require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"))
 
 	survivor := startServe(t, dbURL)
-	r := post(t, survivor.url, body)
+	r := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	require.Equal(t, 1, fills(t, pool), "the resend adopted the order: paper_orders holds one row")
-	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
-	require.Equal(t, http.StatusConflict, post(t, survivor.url, body).Status, "inside the window, a duplicate")
+	require.Equal(t, 1, apptest.Fills(t, pool), "the resend adopted the order: paper_orders holds one row")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
+	require.Equal(t, http.StatusConflict, apptest.Post(t, survivor.url, body).Status, "inside the window, a duplicate")
 }
 
 // TradingView does not resend after a reset connection. The process dies
@@ -44,24 +45,24 @@ func TestWindowSignalCrashThenResendPlacesOnce(t *testing.T) {
 func TestCrashWithoutAResendIsRecordedByTheSweeper(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
-	pool := newTestPool(t, dbURL)
-	body := sig(`"trace_id":"nobody-resends"`)
+	pool := testcontainers.OpenPool(t, dbURL)
+	body := apptest.Signal(`"trace_id":"nobody-resends"`)
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
-	require.Equal(t, 0, sendOnce(doomed.url+"|"+body))
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body))
 	<-waitOr(doomed.exited)
-	require.Equal(t, 1, fills(t, pool))
-	require.Zero(t, count(t, pool, "SELECT count(*) FROM orders"), "nothing recorded yet: only the intent")
+	require.Equal(t, 1, apptest.Fills(t, pool))
+	require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM orders"), "nothing recorded yet: only the intent")
 
 	survivor := startServe(t, dbURL, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")
 	require.Eventually(t, func() bool {
-		return count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:nobody-resends' AND status = 'dispatched'") == 1
+		return apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:nobody-resends' AND status = 'dispatched'") == 1
 	}, 60*time.Second, 50*time.Millisecond, "the sweeper never recorded the dead attempt's order")
-	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:nobody-resends'"))
-	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:nobody-resends' AND event = 'swept'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:nobody-resends'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:nobody-resends' AND event = 'swept'"))
 
-	r := post(t, survivor.url, body)
+	r := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, r.Status, r.Raw)
-	require.Equal(t, "duplicate", r.str("code"))
-	require.Equal(t, 1, fills(t, pool))
+	require.Equal(t, "duplicate", r.Str("code"))
+	require.Equal(t, 1, apptest.Fills(t, pool))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/venuefake"
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -19,15 +20,15 @@ import (
 // venue holds the order, Postgres holds no claim.
 func crashAfterVenue(t *testing.T, dbURL string, env []string, body string, fake fakeVenue) fakeOrder {
 	t.Helper()
-	pool := newTestPool(t, dbURL)
+	pool := testcontainers.OpenPool(t, dbURL)
 	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, sendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
 	var exit *exec.ExitError
 	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
 	held := fake.Orders()
 	require.Len(t, held, 1, "the venue holds the order")
-	require.Zero(t, count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim died uncommitted")
-	require.Zero(t, count(t, pool, "SELECT count(*) FROM orders"))
+	require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim died uncommitted")
+	require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
 	return held[0]
 }
 
@@ -39,20 +40,20 @@ func TestVenueCrashDrillThenResendAdoptsTheOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		env := vc.envFor(fake)
 		body := vc.signal(`"trace_id":"crash-1"`)
 		held := crashAfterVenue(t, dbURL, env, body, fake)
 
 		survivor, _ := startVenueServe(t, dbURL, env...)
-		r := post(t, survivor.url, body)
+		r := apptest.Post(t, survivor.url, body)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 		require.Len(t, fake.Orders(), 1, "the resend adopted the order instead of placing another")
-		require.Equal(t, held.ClientOrderID, r.str("order", "client_order_id"))
-		require.Equal(t, held.ExchangeOrderID, r.str("order", "exchange_order_id"))
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
-		again := post(t, survivor.url, body)
+		require.Equal(t, held.ClientOrderID, r.Str("order", "client_order_id"))
+		require.Equal(t, held.ExchangeOrderID, r.Str("order", "exchange_order_id"))
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
+		again := apptest.Post(t, survivor.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 		require.Len(t, fake.Orders(), 1)
 	})
@@ -82,7 +83,7 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 		env := vc.envFor(fake)
 		held := crashAfterVenue(t, dbURL, env, vc.signal(body), fake)
 		survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-		rigs = append(rigs, rig{vc, fake, newTestPool(t, dbURL), survivor, held})
+		rigs = append(rigs, rig{vc, fake, testcontainers.OpenPool(t, dbURL), survivor, held})
 	}
 	// The sweeper asks only once the adapter's accept window (recvWindow +
 	// lookup lag + clock margin, ~17 s) has passed since the send; the
@@ -90,20 +91,20 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 	conds := map[string]func() bool{}
 	for _, r := range rigs {
 		conds[r.vc.name] = func() bool {
-			return count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:swept-1' AND status = 'dispatched'") == 1
+			return apptest.Count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:swept-1' AND status = 'dispatched'") == 1
 		}
 	}
 	awaitAll(t, 60*time.Second, "the sweeper recorded the order", conds)
 
 	for _, r := range rigs {
 		t.Run(r.vc.name, func(t *testing.T) {
-			require.Equal(t, r.held.ExchangeOrderID, count2str(t, r.pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:swept-1'"))
-			require.Equal(t, 1, count(t, r.pool, "SELECT count(*) FROM orders"))
-			require.Equal(t, 1, count(t, r.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:swept-1' AND event = 'swept'"))
-			resend := post(t, r.survivor.url, r.vc.signal(body))
+			require.Equal(t, r.held.ExchangeOrderID, apptest.Text(t, r.pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:swept-1'"))
+			require.Equal(t, 1, apptest.Count(t, r.pool, "SELECT count(*) FROM orders"))
+			require.Equal(t, 1, apptest.Count(t, r.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:swept-1' AND event = 'swept'"))
+			resend := apptest.Post(t, r.survivor.url, r.vc.signal(body))
 			require.Equal(t, http.StatusConflict, resend.Status, resend.Raw)
-			require.Equal(t, "duplicate", resend.str("code"))
-			require.Equal(t, "dispatched", resend.str("original", "status"))
+			require.Equal(t, "duplicate", resend.Str("code"))
+			require.Equal(t, "dispatched", resend.Str("original", "status"))
 			require.Len(t, r.fake.Orders(), 1, "nothing placed twice")
 		})
 	}
@@ -117,19 +118,19 @@ func TestVenueWindowModeCrashDrillThenResendPlacesOneOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		env := vc.envFor(fake)
 		body := vc.signal(`"strategy":"window-drill"`)
 		held := crashAfterVenue(t, dbURL, env, body, fake)
 
 		survivor, _ := startVenueServe(t, dbURL, env...)
-		r := post(t, survivor.url, body)
+		r := apptest.Post(t, survivor.url, body)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
-		require.True(t, strings.HasPrefix(r.str("trace_id"), "w:"), r.Raw)
-		require.Equal(t, held.ClientOrderID, r.str("order", "client_order_id"))
+		require.True(t, strings.HasPrefix(r.Str("trace_id"), "w:"), r.Raw)
+		require.Equal(t, held.ClientOrderID, r.Str("order", "client_order_id"))
 		require.Len(t, fake.Orders(), 1, "one order at the venue")
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
-		again := post(t, survivor.url, body)
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+		again := apptest.Post(t, survivor.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 		require.Len(t, fake.Orders(), 1)
 	})
@@ -164,7 +165,7 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 		// crashed in that moment.
 		fake.Inject(venuefake.HangAfterAccept)
 		answered := make(chan int, 1)
-		go func() { answered <- sendOnce(srv.url + "|" + body) }()
+		go func() { answered <- apptest.SendOnce(srv.url + "|" + body) }()
 		require.Eventually(t, func() bool { return len(fake.Orders()) == 1 }, 20*time.Second, 5*time.Millisecond,
 			"the venue accepted the order")
 		require.NoError(t, cluster.Crash(ctx))
@@ -174,7 +175,7 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 
 		require.NoError(t, cluster.Start(ctx))
 		require.Eventually(t, func() bool {
-			resp, err := client.Get(srv.url + "/readyz")
+			resp, err := apptest.Client.Get(srv.url + "/readyz")
 			if err != nil {
 				return false
 			}
@@ -183,13 +184,13 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 		}, 30*time.Second, 50*time.Millisecond)
 
 		held := fake.Orders()
-		r := post(t, srv.url, body)
+		r := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 		require.Len(t, fake.Orders(), 1, "the resend adopted the order: the intent survived the crash")
-		require.Equal(t, held[0].ExchangeOrderID, r.str("order", "exchange_order_id"))
-		pool := newTestPool(t, cluster.DatabaseURL)
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:pg-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
-		again := post(t, srv.url, body)
+		require.Equal(t, held[0].ExchangeOrderID, r.Str("order", "exchange_order_id"))
+		pool := testcontainers.OpenPool(t, cluster.DatabaseURL)
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:pg-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
+		again := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 		require.Len(t, fake.Orders(), 1)
 	})

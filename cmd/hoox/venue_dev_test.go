@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/testutil"
 )
 
 // curlBody is the JSON a banner's curl example sends.
@@ -40,7 +43,7 @@ func TestDevFakeVenueTradesThroughTheRealAdapter(t *testing.T) {
 		"HOOX_BINANCE_API_KEY=", "HOOX_BINANCE_API_SECRET=", "HOOX_BINANCE_BASE_URL=")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr syncBuffer
+	var stderr testutil.LogBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -71,12 +74,12 @@ func TestDevFakeVenueTradesThroughTheRealAdapter(t *testing.T) {
 	}
 	require.NotEmpty(t, url)
 
-	r := post(t, url, example)
+	r := apptest.Post(t, url, example)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
-	require.Equal(t, "binance", r.str("order", "exchange"))
-	require.Equal(t, "filled", r.str("order", "status"))
-	require.NotEmpty(t, r.str("order", "exchange_order_id"), "the fake venue numbered the order")
-	again := post(t, url, example)
+	require.Equal(t, "binance", r.Str("order", "exchange"))
+	require.Equal(t, "filled", r.Str("order", "status"))
+	require.NotEmpty(t, r.Str("order", "exchange_order_id"), "the fake venue numbered the order")
+	again := apptest.Post(t, url, example)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))

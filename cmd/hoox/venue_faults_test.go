@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/venuefake"
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -20,27 +21,27 @@ func TestVenueServerErrorAfterAcceptIsReconciledToOneOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		body := vc.signal(`"trace_id":"5xx-1"`)
 
 		fake.Inject(venuefake.ServerErrorAfterAccept)
-		r := post(t, srv.url, body)
+		r := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusAccepted, r.Status, "a 5xx after acceptance is unknown, not unreachable: %s", r.Raw)
-		require.Equal(t, "reconciling", r.str("status"))
+		require.Equal(t, "reconciling", r.Str("status"))
 		held := fake.Orders()
 		require.Len(t, held, 1, "the venue took the order despite its 5xx")
 
 		require.Eventually(t, func() bool {
-			return count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:5xx-1' AND status = 'dispatched'") == 1
+			return apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:5xx-1' AND status = 'dispatched'") == 1
 		}, 30*time.Second, 50*time.Millisecond, "the reconcile job adopts the order")
-		require.Equal(t, held[0].ExchangeOrderID, count2str(t, pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:5xx-1'"))
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:5xx-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
+		require.Equal(t, held[0].ExchangeOrderID, apptest.Text(t, pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:5xx-1'"))
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:5xx-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
 		require.Len(t, fake.Orders(), 1, "one order at the venue")
 
-		again := post(t, srv.url, body)
+		again := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
-		require.Equal(t, "dispatched", again.str("original", "status"))
+		require.Equal(t, "dispatched", again.Str("original", "status"))
 		require.Len(t, fake.Orders(), 1)
 	})
 }
@@ -70,9 +71,9 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		fake.LagNextLookup(5 * time.Second)
 		fake.Inject(venuefake.ServerErrorAfterAccept)
-		r := post(t, srv.url, body(vc))
+		r := apptest.Post(t, srv.url, body(vc))
 		require.Equal(t, http.StatusAccepted, r.Status, "%s: %s", vc.name, r.Raw)
-		rigs = append(rigs, rig{vc, fake, newTestPool(t, dbURL), srv.url})
+		rigs = append(rigs, rig{vc, fake, testcontainers.OpenPool(t, dbURL), srv.url})
 	}
 
 	// Wait until the reconcile has acted on its first lookup: snoozed until
@@ -81,31 +82,31 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 	acted := map[string]func() bool{}
 	for _, r := range rigs {
 		acted[r.vc.name] = func() bool {
-			return count(t, r.pool, "SELECT count(*) FROM river_job WHERE kind = 'reconcile' AND state = 'scheduled' AND scheduled_at > now()") == 1 ||
-				count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:lag-1' AND status <> 'reconciling'") == 1 ||
+			return apptest.Count(t, r.pool, "SELECT count(*) FROM river_job WHERE kind = 'reconcile' AND state = 'scheduled' AND scheduled_at > now()") == 1 ||
+				apptest.Count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:lag-1' AND status <> 'reconciling'") == 1 ||
 				len(r.fake.Orders()) > 1
 		}
 	}
 	awaitAll(t, 20*time.Second, "the reconcile looked the order up", acted)
 	for _, r := range rigs {
-		require.Equal(t, "reconciling", count2str(t, r.pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lag-1'"), r.vc.name)
+		require.Equal(t, "reconciling", apptest.Text(t, r.pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lag-1'"), r.vc.name)
 		require.Len(t, r.fake.Orders(), 1, "%s: nothing placed again while the lookup lags", r.vc.name)
 	}
 
 	settled := map[string]func() bool{}
 	for _, r := range rigs {
 		settled[r.vc.name] = func() bool {
-			return count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:lag-1' AND status <> 'reconciling'") == 1
+			return apptest.Count(t, r.pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:lag-1' AND status <> 'reconciling'") == 1
 		}
 	}
 	awaitAll(t, 60*time.Second, "the reconcile settles the trace after the window", settled)
 	for _, r := range rigs {
 		t.Run(r.vc.name, func(t *testing.T) {
-			require.Equal(t, "dispatched", count2str(t, r.pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lag-1'"))
+			require.Equal(t, "dispatched", apptest.Text(t, r.pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lag-1'"))
 			held := r.fake.Orders()
 			require.Len(t, held, 1, "nothing placed twice")
-			require.Equal(t, held[0].ExchangeOrderID, count2str(t, r.pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:lag-1'"))
-			require.Equal(t, 1, count(t, r.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lag-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
+			require.Equal(t, held[0].ExchangeOrderID, apptest.Text(t, r.pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:lag-1'"))
+			require.Equal(t, 1, apptest.Count(t, r.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lag-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
 		})
 	}
 }
@@ -118,17 +119,17 @@ func TestVenueCredentialsErrorIs503ThenTheSignalExecutesOnceFixed(t *testing.T) 
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		srv, logs := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		body := vc.signal(`"trace_id":"creds-1"`)
 
 		accept := fake.RefuseCredentials()
-		r := post(t, srv.url, body)
+		r := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-		require.Equal(t, "unavailable", r.str("code"))
+		require.Equal(t, "unavailable", r.Str("code"))
 		require.NotEmpty(t, r.Header.Get("Retry-After"))
 		require.Empty(t, fake.Orders(), "nothing placed")
-		require.Zero(t, count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim rolled back")
+		require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim rolled back")
 		require.Eventually(t, func() bool {
 			return logs.has("ERROR", "check the key and secret", "exchange", vc.name)
 		}, 10*time.Second, 20*time.Millisecond, "an error line tells the operator to fix the key:\n%s", logs)
@@ -136,9 +137,9 @@ func TestVenueCredentialsErrorIs503ThenTheSignalExecutesOnceFixed(t *testing.T) 
 		require.NotContains(t, logs.String(), fake.APISecret())
 
 		accept()
-		r = post(t, srv.url, body)
+		r = apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusOK, r.Status, "the same signal executes once the key is fixed: %s", r.Raw)
 		require.Len(t, fake.Orders(), 1)
-		require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
 	})
 }

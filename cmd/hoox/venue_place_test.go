@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -18,18 +19,18 @@ func TestVenueSignalIsPlacedAndRecorded(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 
 		body := vc.signal(`"trace_id":"place-1"`)
-		r := post(t, srv.url, body)
+		r := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
-		require.Equal(t, vc.name, r.str("order", "exchange"))
+		require.Equal(t, vc.name, r.Str("order", "exchange"))
 		held := fake.Orders()
 		require.Len(t, held, 1, "the venue holds one order")
-		require.Equal(t, held[0].ClientOrderID, r.str("order", "client_order_id"))
-		require.Equal(t, held[0].ExchangeOrderID, r.str("order", "exchange_order_id"))
-		require.Equal(t, vc.quantity, r.str("order", "quantity"))
+		require.Equal(t, held[0].ClientOrderID, r.Str("order", "client_order_id"))
+		require.Equal(t, held[0].ExchangeOrderID, r.Str("order", "exchange_order_id"))
+		require.Equal(t, vc.quantity, r.Str("order", "quantity"))
 
 		var exchangeOrderID, quantity, exchange, status string
 		require.NoError(t, pool.QueryRow(t.Context(), `SELECT exchange_order_id, trim_scale(quantity)::text, exchange, status
@@ -39,9 +40,9 @@ func TestVenueSignalIsPlacedAndRecorded(t *testing.T) {
 		require.Equal(t, vc.name, exchange)
 		require.Equal(t, "filled", status)
 
-		again := post(t, srv.url, body)
+		again := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
-		require.Equal(t, "duplicate", again.str("code"))
+		require.Equal(t, "duplicate", again.Str("code"))
 		require.Len(t, fake.Orders(), 1, "a repeat places nothing")
 	})
 }
@@ -57,7 +58,7 @@ func TestVenueTwoReplicaStormPlacesOneOrderPerSignal(t *testing.T) {
 	const keys, senders = 20, 20
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		dbURL := testcontainers.NewDatabase(t)
-		pool := newTestPool(t, dbURL)
+		pool := testcontainers.OpenPool(t, dbURL)
 		a, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		b, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		urls := []string{a.url, b.url}
@@ -75,7 +76,7 @@ func TestVenueTwoReplicaStormPlacesOneOrderPerSignal(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					st := sendOnce(urls[(k+s)%2] + "|" + body)
+					st := apptest.SendOnce(urls[(k+s)%2] + "|" + body)
 					mu.Lock()
 					statuses[st]++
 					mu.Unlock()
@@ -92,8 +93,8 @@ func TestVenueTwoReplicaStormPlacesOneOrderPerSignal(t *testing.T) {
 		for id, n := range perClientID(held) {
 			require.Equal(t, 1, n, "client order id %s placed %d times", id, n)
 		}
-		require.Equal(t, keys, count(t, pool, "SELECT count(*) FROM orders"))
-		require.Equal(t, keys, count(t, pool, "SELECT count(DISTINCT trace_id) FROM orders"))
-		require.Equal(t, keys, count(t, pool, "SELECT count(*) FROM orders WHERE exchange_order_id IS NOT NULL AND status = 'filled'"))
+		require.Equal(t, keys, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+		require.Equal(t, keys, apptest.Count(t, pool, "SELECT count(DISTINCT trace_id) FROM orders"))
+		require.Equal(t, keys, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE exchange_order_id IS NOT NULL AND status = 'filled'"))
 	})
 }

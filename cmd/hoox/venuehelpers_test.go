@@ -17,6 +17,8 @@ import (
 
 	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/exchange/venues"
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/testutil"
 )
 
 // fakeOrder is one order a fake venue accepted.
@@ -74,7 +76,7 @@ func (vc venueCase) envFor(fake fakeVenue) []string {
 
 // signal is a body for vc's venue; extra is raw JSON members appended.
 func (vc venueCase) signal(extra string) string {
-	body := fmt.Sprintf(`{"secret":%q,"exchange":%q,"symbol":%q,"action":"buy","quantity":%q`, testSecret, vc.name, vc.symbol, vc.quantity)
+	body := fmt.Sprintf(`{"secret":%q,"exchange":%q,"symbol":%q,"action":"buy","quantity":%q`, apptest.Secret, vc.name, vc.symbol, vc.quantity)
 	if extra != "" {
 		body += "," + extra
 	}
@@ -91,7 +93,7 @@ func perClientID(orders []fakeOrder) map[string]int {
 }
 
 // logLines collects a child process's JSON log lines.
-type logLines struct{ buf syncBuffer }
+type logLines struct{ buf testutil.LogBuffer }
 
 // has reports whether a line at level carries msg (as a substring) and every
 // attribute in attrs (key, value pairs compared as strings).
@@ -124,7 +126,7 @@ func startVenueServe(t *testing.T, dbURL string, env ...string) (*serveProcess, 
 	t.Helper()
 	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--no-migrate")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + dbURL,
-		"HOOX_WEBHOOK_SECRET=" + testSecret, "HOOX_LOG_LEVEL=debug",
+		"HOOX_WEBHOOK_SECRET=" + apptest.Secret, "HOOX_LOG_LEVEL=debug",
 		// Every venue in the registry runs a server at once in some tests
 		// (six today); smaller pools keep them inside the test cluster's
 		// connection limit.

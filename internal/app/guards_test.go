@@ -1,4 +1,4 @@
-package main
+package app_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/internal/apptest"
 )
 
 // The webhook's guards (signature, IP allow-list, rate limit, content
@@ -16,40 +18,40 @@ import (
 
 func TestKillSwitchHaltsEveryReplica(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	other := startBundle(t, b.dbURL)
+	b := apptest.Setup(t)
+	other := apptest.Start(t, b.DBURL)
 	setKillSwitch := func(engaged bool) {
 		body := fmt.Sprintf(`{"engaged":%t,"reason":"drill"}`, engaged)
-		req, err := http.NewRequest(http.MethodPut, b.url+"/admin/kill-switch", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPut, b.URL+"/admin/kill-switch", strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer admin-token-91b2")
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
+		resp, err := apptest.Client.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 	setKillSwitch(true)                              // through one replica …
-	for _, url := range []string{other.url, b.url} { // … halts every replica
-		r := post(t, url, sig(`"trace_id":"halted"`))
+	for _, url := range []string{other.URL, b.URL} { // … halts every replica
+		r := apptest.Post(t, url, apptest.Signal(`"trace_id":"halted"`))
 		require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Raw)
-		require.Equal(t, "kill_switch", r.str("code"))
+		require.Equal(t, "kill_switch", r.Str("code"))
 		require.NotEmpty(t, r.Header.Get("Retry-After"))
 	}
-	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM trace_ids"))
-	require.Equal(t, 0, fills(t, b.pool))
+	require.Equal(t, 0, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_ids"))
+	require.Equal(t, 0, apptest.Fills(t, b.Pool))
 
 	setKillSwitch(false)
-	require.Equal(t, http.StatusOK, post(t, other.url, sig(`"trace_id":"halted"`)).Status)
-	require.Equal(t, 2, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
+	require.Equal(t, http.StatusOK, apptest.Post(t, other.URL, apptest.Signal(`"trace_id":"halted"`)).Status)
+	require.Equal(t, 2, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
 }
 
 func TestMetricsExposeRuntimeRequestsAndOutcomes(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	require.Equal(t, http.StatusOK, post(t, b.url, sig(`"trace_id":"m-1"`)).Status)
-	require.Equal(t, http.StatusConflict, post(t, b.url, sig(`"trace_id":"m-1"`)).Status)
-	resp, err := client.Get(b.url + "/metrics")
+	b := apptest.Setup(t)
+	require.Equal(t, http.StatusOK, apptest.Post(t, b.URL, apptest.Signal(`"trace_id":"m-1"`)).Status)
+	require.Equal(t, http.StatusConflict, apptest.Post(t, b.URL, apptest.Signal(`"trace_id":"m-1"`)).Status)
+	resp, err := apptest.Client.Get(b.URL + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

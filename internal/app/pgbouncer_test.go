@@ -1,4 +1,4 @@
-package main
+package app_test
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/app"
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -80,7 +82,7 @@ logfile = %s
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &syncBuffer{}
+	out := &testutil.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -104,23 +106,23 @@ func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 	t.Parallel()
 	dbURL := testcontainers.NewDatabase(t)
 	bouncer := startPgBouncer(t, dbURL)
-	viaBouncer := func(c *Config) { c.TxPooler, c.Jobs.Workers = true, 2 }
-	b := startBundle(t, bouncer, viaBouncer)
-	c := startBundle(t, bouncer, viaBouncer)
-	pool := newTestPool(t, dbURL)
+	viaBouncer := func(c *app.Config) { c.TxPooler, c.Jobs.Workers = true, 2 }
+	b := apptest.Start(t, bouncer, viaBouncer)
+	c := apptest.Start(t, bouncer, viaBouncer)
+	pool := testcontainers.OpenPool(t, dbURL)
 
 	const n = 200
-	requireOneWinner(t, storm(t, []string{b.url, c.url}, sig(`"trace_id":"bounced"`), n), n)
+	apptest.RequireOneWinner(t, apptest.Storm(t, []string{b.URL, c.URL}, apptest.Signal(`"trace_id":"bounced"`), n), n)
 	for i := range 20 {
-		r := post(t, []string{b.url, c.url}[i%2], sig(fmt.Sprintf(`"trace_id":"bounced-%d"`, i)))
+		r := apptest.Post(t, []string{b.URL, c.URL}[i%2], apptest.Signal(fmt.Sprintf(`"trace_id":"bounced-%d"`, i)))
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	}
-	require.Equal(t, 21, count(t, pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, 21, fills(t, pool))
+	require.Equal(t, 21, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, 21, apptest.Fills(t, pool))
 
 	// Migrating through the pooler is refused with the way out.
 	cfg := app.DefaultConfig()
-	cfg.DatabaseURL, cfg.TxPooler, cfg.API.WebhookSecret = bouncer, true, testSecret
+	cfg.DatabaseURL, cfg.TxPooler, cfg.API.WebhookSecret = bouncer, true, apptest.Secret
 	_, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "--no-migrate")
 }
@@ -139,20 +141,20 @@ func TestPgBouncerSmallerThanTheSendersDoesNotStarve(t *testing.T) {
 	dbURL := testcontainers.NewDatabase(t)
 	const poolSize = 4
 	bouncer := startPgBouncerSized(t, dbURL, poolSize)
-	b := startBundle(t, bouncer, func(c *Config) {
+	b := apptest.Start(t, bouncer, func(c *app.Config) {
 		c.TxPooler, c.DBMaxConns, c.Jobs.Workers = true, poolSize, 1
 	})
-	pool := newTestPool(t, dbURL)
+	pool := testcontainers.OpenPool(t, dbURL)
 
 	const n = 6 * poolSize // senders, all at once, each a new signal
 	bodies := make([]string, n)
 	for i := range bodies {
-		bodies[i] = b.url + "|" + sig(fmt.Sprintf(`"trace_id":"starve-%d"`, i))
+		bodies[i] = b.URL + "|" + apptest.Signal(fmt.Sprintf(`"trace_id":"starve-%d"`, i))
 	}
-	statuses := sendAll(bodies, n, nil)
+	statuses := apptest.SendAll(bodies, n, nil)
 	for i, st := range statuses {
 		require.Equal(t, http.StatusOK, st, "signal %d (0: no answer within the client's 20 s)", i)
 	}
-	require.Equal(t, n, count(t, pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, n, fills(t, pool))
+	require.Equal(t, n, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
+	require.Equal(t, n, apptest.Fills(t, pool))
 }

@@ -1,4 +1,4 @@
-package main
+package app_test
 
 import (
 	"context"
@@ -8,15 +8,17 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/internal/apptest"
 )
 
 // /readyz names the failed check — here migrations — and leaves the cause to
 // the log.
 func TestReadyzNamesPendingMigrations(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := apptest.Setup(t)
 	get := func() (int, map[string]any) {
-		resp, err := client.Get(b.url + "/readyz")
+		resp, err := apptest.Client.Get(b.URL + "/readyz")
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		raw, err := io.ReadAll(resp.Body)
@@ -30,11 +32,11 @@ func TestReadyzNamesPendingMigrations(t *testing.T) {
 
 	// Forget the newest migration, as if this binary were newer than the
 	// schema.
-	_, err := b.pool.Exec(context.Background(),
+	_, err := b.Pool.Exec(context.Background(),
 		"DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)")
 	require.NoError(t, err)
 	status, body := get()
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	require.Equal(t, "not ready: the migrations check failed", body["detail"])
-	require.Contains(t, b.logs.String(), `"check":"migrations"`)
+	require.Contains(t, b.Logs.String(), `"check":"migrations"`)
 }
