@@ -54,7 +54,7 @@ func (a *Admin) routes(g *echo.Group, cfg Config) {
 	// A wildcard, not a :param, so a client key holding '/' (sent escaped
 	// as %2F) still names one trace.
 	g.GET("/traces/*", a.getTrace)
-	g.DELETE("/traces/*", a.releaseTrace(cfg.LockWait))
+	g.DELETE("/traces/*", a.releaseTrace(cfg.Timing.LockWait))
 	g.GET("/orders", a.listOrders)
 	g.POST("/purge", a.purge)
 	g.GET("/stats", a.stats)

@@ -24,6 +24,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/internal/timing"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -49,7 +50,7 @@ func setupAdmin(t *testing.T) *adminBundle {
 	pool := testcontainers.OpenPool(t, dsn)
 	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
 	reg := prometheus.NewRegistry()
-	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
+	gw := gateway.New(gateway.Config{DedupWindow: time.Minute, Timing: timing.Config{TraceTTL: 24 * time.Hour, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second}},
 		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
 			Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close) // before the pools close
@@ -601,7 +602,7 @@ func TestAdminReleaseWaitsTheConfiguredLockWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testcontainers.NewPool(t)
-	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret, LockWait: 50 * time.Millisecond},
+	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret, Timing: timing.Config{LockWait: 50 * time.Millisecond}},
 		api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}}).Handler()
 	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: "k:busy"})
 	tx, err := pool.Begin(ctx)

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/timing"
 )
 
 // Config is the HTTP layer's configuration. Zero values take the defaults of
@@ -38,13 +38,6 @@ type Config struct {
 	// a burst of 0 refuses every signal.
 	RateLimit float64
 	RateBurst int
-	// MaxSignalAge is how far a signed X-Hoox-Timestamp may lie in the past
-	// or the future (HOOX_MAX_SIGNAL_AGE, which also bounds a reconcile):
-	// past it a captured signed request is refused as a replay. Default
-	// 30s; at least 1s, since the timestamp counts whole seconds.
-	// app.Config.Validate also keeps it within half the dedup window, so a
-	// replay inside the age is always a duplicate.
-	MaxSignalAge time.Duration
 	// RequireSignedTimestamp refuses an X-Hoox-Signature sent without
 	// X-Hoox-Timestamp (HOOX_REQUIRE_SIGNED_TIMESTAMP). Without it, a
 	// body-only signature never expires: a keyed or timestamped body is
@@ -58,11 +51,15 @@ type Config struct {
 	// LoginThrottle slows guessing at the web page's login. Default
 	// db.DefaultLoginThrottle; zero fields take its values.
 	LoginThrottle db.LoginThrottle
-	// LockWait is how long a release (DELETE /admin/traces/…, the web
-	// page's release button) waits for an attempt still holding the trace
-	// (HOOX_LOCK_WAIT, shared with the gateway: a release waits as long as
-	// a repeat does). Default gateway.DefaultConfig's; at least 1 ms.
-	LockWait time.Duration
+	// Timing holds the settings the HTTP layer shares with other packages:
+	// how far a signed X-Hoox-Timestamp may lie in the past or the future
+	// before the request is refused as a replay (MaxSignalAge), and how
+	// long a release (DELETE /admin/traces/…, the web page's release
+	// button) waits for an attempt still holding the trace (LockWait, as
+	// long as a repeat waits). They are declared, defaulted and validated
+	// once, in package timing; internal/app passes the operator's
+	// (app.Config.Timing). Validate does not check them.
+	Timing timing.Config
 }
 
 // MinSecretLen is the fewest characters HOOX_WEBHOOK_SECRET and
@@ -76,13 +73,12 @@ const MinSecretLen = 16
 
 // DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
-	return Config{MaxBody: 64 << 10, RateBurst: 20, MaxSignalAge: 30 * time.Second, SessionIdle: 8 * time.Hour,
-		LoginThrottle: db.DefaultLoginThrottle(), LockWait: gateway.DefaultConfig().LockWait}
+	return Config{MaxBody: 64 << 10, RateBurst: 20, SessionIdle: 8 * time.Hour,
+		LoginThrottle: db.DefaultLoginThrottle(), Timing: timing.DefaultConfig()}
 }
 
-// WithDefaults returns c with a zero MaxBody, RateBurst, MaxSignalAge,
-// SessionIdle and LockWait, and LoginThrottle's zero fields, set to
-// DefaultConfig's.
+// WithDefaults returns c with a zero MaxBody, RateBurst and SessionIdle,
+// and LoginThrottle's and Timing's zero fields, set to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.MaxBody == 0 {
@@ -94,19 +90,15 @@ func (c Config) WithDefaults() Config {
 	if c.RateBurst == 0 {
 		c.RateBurst = d.RateBurst
 	}
-	if c.MaxSignalAge == 0 {
-		c.MaxSignalAge = d.MaxSignalAge
-	}
-	if c.LockWait == 0 {
-		c.LockWait = d.LockWait
-	}
 	c.LoginThrottle = c.LoginThrottle.WithDefaults()
+	c.Timing = c.Timing.WithDefaults()
 	return c
 }
 
 // Validate refuses settings that would turn a protection off or refuse every
 // signal. Its errors are *confcheck.Error values naming the field (Config
-// "api"), all of them joined. It never repeats a secret.
+// "api"), all of them joined. It never repeats a secret. The shared Timing
+// is its owner's to validate (timing.Config.Validate).
 func (c Config) Validate() error {
 	ck := confcheck.New("api")
 	// A secret is never repeated in a refusal: the value is left empty.
@@ -127,10 +119,6 @@ func (c Config) Validate() error {
 	if c.RateBurst < 0 || (c.RateLimit > 0 && c.RateBurst < 1) {
 		ck.Refuse("RateBurst", strconv.Itoa(c.RateBurst), "must be at least 1 when a rate limit is set, or every signal is refused")
 	}
-	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Second, 0,
-		": X-Hoox-Timestamp counts whole seconds, and less would refuse every signed signal")
 	ck.Duration("SessionIdle", c.SessionIdle, time.Minute, 0, ": a web session must outlive a page's polling")
-	ck.Duration("LockWait", c.LockWait, gateway.MinLockWait, 0,
-		"; Postgres reads lock_timeout in whole milliseconds, and 0 would make a release wait forever for a held trace")
 	return ck.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/timing"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -28,10 +29,6 @@ func TestConfigValidate(t *testing.T) {
 		{"negative rate", func(c *api.Config) { c.RateLimit = -1 }, "RateLimit", "finite"},
 		{"rate not a number", func(c *api.Config) { c.RateLimit = math.NaN() }, "RateLimit", "finite"},
 		{"infinite rate", func(c *api.Config) { c.RateLimit = math.Inf(1) }, "RateLimit", "finite"},
-		{"max signal age zero", func(c *api.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1s"},
-		{"max signal age below a second", func(c *api.Config) { c.MaxSignalAge = 999 * time.Millisecond }, "MaxSignalAge", "whole seconds"},
-		{"lock wait zero waits forever", func(c *api.Config) { c.LockWait = 0 }, "LockWait", "wait forever"},
-		{"lock wait below a millisecond", func(c *api.Config) { c.LockWait = 500 * time.Microsecond }, "LockWait", "at least 1ms"},
 		{"rate with a zero burst refuses everything", func(c *api.Config) { c.RateLimit = 5; c.RateBurst = 0 }, "RateBurst", "every signal is refused"},
 		{"session idle zero", func(c *api.Config) { c.SessionIdle = 0 }, "SessionIdle", "at least 1m0s"},
 		{"session idle below a minute", func(c *api.Config) { c.SessionIdle = 59 * time.Second }, "SessionIdle", "outlive a page's polling"},
@@ -89,11 +86,11 @@ func TestConfigWithDefaults(t *testing.T) {
 	got := api.Config{}.WithDefaults()
 	want := api.DefaultConfig()
 	require.Equal(t, want, got)
-	require.Equal(t, gateway.DefaultConfig().LockWait, got.LockWait, "a release waits as long as a repeat")
+	require.Equal(t, gateway.DefaultConfig().Timing.LockWait, got.Timing.LockWait, "a release waits as long as a repeat")
 	require.Equal(t, db.DefaultLoginThrottle(), got.LoginThrottle)
 
-	kept := api.Config{LockWait: 300 * time.Millisecond, LoginThrottle: db.LoginThrottle{FreeTries: 7}}.WithDefaults()
-	require.Equal(t, 300*time.Millisecond, kept.LockWait)
+	kept := api.Config{Timing: timing.Config{LockWait: 300 * time.Millisecond}, LoginThrottle: db.LoginThrottle{FreeTries: 7}}.WithDefaults()
+	require.Equal(t, 300*time.Millisecond, kept.Timing.LockWait)
 	require.Equal(t, 7, kept.LoginThrottle.FreeTries)
 	require.Equal(t, db.DefaultLoginThrottle().Delay, kept.LoginThrottle.Delay)
 }

@@ -219,7 +219,7 @@ func (u *webUI) release(c echo.Context) error {
 		return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
 	}
 	_, err := release(c.Request().Context(), u.s.deps.Pool,
-		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.LockWait})
+		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.Timing.LockWait})
 	if err != nil {
 		var p *Problem
 		if !errors.As(err, &p) || p.Status != http.StatusConflict {

@@ -26,6 +26,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/internal/timing"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -55,7 +56,7 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})
 	reg := prometheus.NewRegistry()
-	gw := gateway.New(gateway.Config{TraceTTL: 24 * time.Hour, DedupWindow: time.Minute, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second},
+	gw := gateway.New(gateway.Config{DedupWindow: time.Minute, Timing: timing.Config{TraceTTL: 24 * time.Hour, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second}},
 		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
@@ -66,7 +67,7 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	}
 	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle,
-		SessionIdle: o.idle, LockWait: o.lockWait}
+		SessionIdle: o.idle, Timing: timing.Config{LockWait: o.lockWait}}
 	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
 	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
 }

@@ -281,12 +281,12 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 		return 0, problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
 	}
 	switch age := now.Sub(time.Unix(sec, 0)); {
-	case age > s.cfg.MaxSignalAge:
+	case age > s.cfg.Timing.MaxSignalAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
-			HeaderTimestamp, age.Round(time.Second), s.cfg.MaxSignalAge))
-	case -age > s.cfg.MaxSignalAge:
+			HeaderTimestamp, age.Round(time.Second), s.cfg.Timing.MaxSignalAge))
+	case -age > s.cfg.Timing.MaxSignalAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
-			HeaderTimestamp, (-age).Round(time.Second), s.cfg.MaxSignalAge))
+			HeaderTimestamp, (-age).Round(time.Second), s.cfg.Timing.MaxSignalAge))
 	}
 	return credStampedSignature, nil
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/paper"
-	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/timing"
 )
 
 // DefaultScript is the script the throughput goal is measured against: the
@@ -123,9 +123,9 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 	clientOrder := cast(pgClientOrder, "text")
 	symbol := cast(pgSymbol, "text")
 	sourceIP := cast(pgSourceIP, "inet")
-	lockWait := fmt.Sprintf("'%dms'", gateway.DefaultConfig().LockWait.Milliseconds())
-	ttl := strconv.FormatInt(gateway.DefaultConfig().TraceTTL.Milliseconds(), 10)
-	idleWait := fmt.Sprintf("'%dms'", (gateway.DefaultConfig().VenueTimeout + 45*time.Second).Milliseconds())
+	lockWait := fmt.Sprintf("'%dms'", timing.DefaultConfig().LockWait.Milliseconds())
+	ttl := strconv.FormatInt(timing.DefaultConfig().TraceTTL.Milliseconds(), 10)
+	idleWait := fmt.Sprintf("'%dms'", (timing.DefaultConfig().VenueTimeout + 45*time.Second).Milliseconds())
 
 	rt.claim = []string{
 		"BEGIN;",

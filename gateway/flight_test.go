@@ -12,6 +12,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/timing"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -72,7 +73,7 @@ func runInputs(t *testing.T, b *memBundle, ins []gateway.Input) func() []stormRe
 // wait there is, so a loaded machine's slowness is not read as a copy
 // waiting too long.
 func flightOpts(o memOpts) memOpts {
-	o.lockWait = gateway.MaxLockWait
+	o.lockWait = timing.MaxLockWait
 	return o
 }
 

@@ -182,9 +182,9 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.now().Sub(in.Arrived), LockWait: lockWait,
+		TTL: s.cfg.Timing.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.now().Sub(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
-		IdleTimeout: s.cfg.VenueTimeout + 45*time.Second,
+		IdleTimeout: s.cfg.Timing.VenueTimeout + 45*time.Second,
 	})
 	s.deps.Metrics.ObserveStage(StageClaim, time.Since(claimStart))
 	switch {
@@ -211,7 +211,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 }
 
 func (s *Service) inProgress(traceID string) *Error {
-	retry := max(s.cfg.LockWait, time.Second)
+	retry := max(s.cfg.Timing.LockWait, time.Second)
 	return &Error{Code: codes.InProgress, RetryAfter: retry,
 		Detail: fmt.Sprintf("trace %s: the first attempt is still running; retry to learn its outcome", traceID)}
 }
@@ -262,7 +262,7 @@ func repeatAnswer(in Input, t db.ClaimedTrace) (*Error, db.Event) {
 func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, res db.ClaimResult) (_ *Outcome, err error) {
 	// Bounded all the same: a hung database must not hold the request
 	// forever.
-	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.VenueTimeout+30*time.Second)
+	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timing.VenueTimeout+30*time.Second)
 	defer cancelAll()
 	// A panic anywhere below must not leave the claim's connection idle in
 	// its transaction, holding the trace's lock until a restart.
@@ -339,7 +339,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	s.deps.Metrics.ObserveStage(StageIntent, time.Since(intentStart))
 
 	dispatchStart := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
 	s.deps.Metrics.ObserveStage(StageVenue, time.Since(dispatchStart))
@@ -380,7 +380,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	defer cancel()
 	held, err := venue.Lookup(vctx, order)
 	switch {
@@ -409,7 +409,7 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	held, err := venue.Lookup(vctx, earlier)
 	cancel()
 	var r db.Recovery
@@ -448,7 +448,7 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 		s.venueError(ctx, sig.Exchange, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
-	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.TraceTTL); err != nil {
+	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.Timing.TraceTTL); err != nil {
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	if failed != nil {
@@ -474,7 +474,7 @@ func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venu
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal and its order %s is unknown; send a new key", tr.ID, u.ClientOrderID)}
 	}
 	order.ClientOrderID = u.ClientOrderID
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	held, err := venue.Lookup(vctx, order)
 	cancel()
 	switch {

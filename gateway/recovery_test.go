@@ -68,7 +68,7 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 		cfg.DedupWindow = o.window
 	}
 	if o.lockWait > 0 {
-		cfg.LockWait = o.lockWait
+		cfg.Timing.LockWait = o.lockWait
 	}
 	if o.skew != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(o.skew) }

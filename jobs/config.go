@@ -6,6 +6,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/timing"
 )
 
 // MinPurgeInterval is River's floor: it refuses periodic jobs more frequent
@@ -27,17 +28,11 @@ type Config struct {
 	// zero alone. app.Config.Validate also refuses one shorter than the
 	// trace TTL: a live trace would lose its audit trail.
 	AuditRetention time.Duration
-	// MaxSignalAge is the oldest signal a reconcile may still place
-	// (HOOX_MAX_SIGNAL_AGE): past it, a stale market order is never sent.
-	// Default 30s; above zero, or no reconcile could ever place.
-	MaxSignalAge time.Duration
-	// VenueTimeout bounds one venue call of a reconcile (HOOX_VENUE_TIMEOUT,
-	// shared with the gateway). Default 10s; above zero.
-	VenueTimeout time.Duration
 	// LockWait is how long a reconcile waits for a trace another transaction
 	// holds before retrying later (HOOX_RECONCILE_LOCK_WAIT). Default 5s;
 	// at least 1 ms, since Postgres reads lock_timeout in milliseconds and
-	// 0 means wait forever.
+	// 0 means wait forever. It is the reconcile's own, not Timing.LockWait
+	// (a repeat's).
 	LockWait time.Duration
 	// Workers is how many reconciles one replica runs at once
 	// (HOOX_RECONCILE_WORKERS). Each holds a connection of the pool across
@@ -66,9 +61,14 @@ type Config struct {
 	// about a stranded intent before it fails the trace for an operator.
 	// Default 1h.
 	SweepGiveUp time.Duration
-	// TraceTTL is the TTL of a trace the sweeper creates for a dead
-	// attempt's order (HOOX_TRACE_TTL, shared with the gateway). Default 24h.
-	TraceTTL time.Duration
+	// Timing holds the settings the jobs share with other packages: the
+	// oldest signal a reconcile may still place (MaxSignalAge), the bound
+	// of one venue call of a reconcile or a sweep (VenueTimeout) and the TTL
+	// of a trace the sweeper creates for a dead attempt's order (TraceTTL).
+	// They are declared, defaulted and validated once, in package timing;
+	// internal/app passes the operator's (app.Config.Timing). Validate does
+	// not check them.
+	Timing timing.Config
 	// ClientID names this replica in River's tables (river_leader, the jobs
 	// it works); River derives one from the host name and start time when
 	// empty.
@@ -94,15 +94,13 @@ func DefaultConfig() Config {
 		PurgeInterval:  time.Minute,
 		PurgeBatch:     db.DefaultPurgeBatch,
 		AuditRetention: 90 * 24 * time.Hour,
-		MaxSignalAge:   30 * time.Second,
-		VenueTimeout:   10 * time.Second,
 		LockWait:       5 * time.Second,
 		Workers:        4,
 		StopTimeout:    10 * time.Second,
 		SweepInterval:  30 * time.Second,
 		SweepGrace:     30 * time.Second,
 		SweepGiveUp:    time.Hour,
-		TraceTTL:       24 * time.Hour,
+		Timing:         timing.DefaultConfig(),
 	}
 }
 
@@ -116,12 +114,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PurgeBatch == 0 {
 		c.PurgeBatch = d.PurgeBatch
-	}
-	if c.MaxSignalAge == 0 {
-		c.MaxSignalAge = d.MaxSignalAge
-	}
-	if c.VenueTimeout == 0 {
-		c.VenueTimeout = d.VenueTimeout
 	}
 	if c.LockWait == 0 {
 		c.LockWait = d.LockWait
@@ -141,15 +133,14 @@ func (c Config) WithDefaults() Config {
 	if c.SweepGiveUp == 0 {
 		c.SweepGiveUp = d.SweepGiveUp
 	}
-	if c.TraceTTL == 0 {
-		c.TraceTTL = d.TraceTTL
-	}
+	c.Timing = c.Timing.WithDefaults()
 	return c
 }
 
 // Validate refuses settings that would disable a protection or that River
 // refuses. Its errors are *confcheck.Error values naming the field (Config
-// "jobs"), all of them joined.
+// "jobs"), all of them joined. The shared Timing is its owner's to
+// validate (timing.Config.Validate).
 func (c Config) Validate() error {
 	ck := confcheck.New("jobs")
 	ck.Duration("PurgeInterval", c.PurgeInterval, MinPurgeInterval, 0,
@@ -160,10 +151,6 @@ func (c Config) Validate() error {
 	if c.AuditRetention < 0 {
 		ck.Refuse("AuditRetention", c.AuditRetention.String(), "must be 0 (keep forever) or positive")
 	}
-	ck.Duration("MaxSignalAge", c.MaxSignalAge, time.Millisecond, 0,
-		"; 0 or less would fail every reconcile instead of placing it")
-	ck.Duration("VenueTimeout", c.VenueTimeout, time.Millisecond, 0,
-		"; 0 or less would count every venue answer as lost")
 	ck.Duration("LockWait", c.LockWait, time.Millisecond, 0,
 		": Postgres reads lock_timeout in milliseconds, and a reconcile must give up on a held trace and retry later")
 	if c.Workers < 1 {
@@ -177,14 +164,13 @@ func (c Config) Validate() error {
 		"; the sweeper must leave a live attempt its time")
 	ck.Duration("SweepGiveUp", c.SweepGiveUp, time.Millisecond, 0,
 		"; 0 or less would fail a stranded order the first time its venue does not answer")
-	ck.Duration("TraceTTL", c.TraceTTL, time.Millisecond, 0, "; a swept trace must block repeats")
 	return ck.Err()
 }
 
 // reconcileTimeout bounds one reconcile job (ReconcileWorker.Timeout): a
 // lookup and at most one placement, each bounded by VenueTimeout, and the
 // database work around them.
-func (c Config) reconcileTimeout() time.Duration { return 2*c.VenueTimeout + 30*time.Second }
+func (c Config) reconcileTimeout() time.Duration { return 2*c.Timing.VenueTimeout + 30*time.Second }
 
 // reconcileDeadAfter is how long a reconcile job may stay `running` before
 // the sweeper takes its worker for dead: its timeout, plus a margin for

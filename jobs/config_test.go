@@ -24,8 +24,6 @@ func TestConfigValidate(t *testing.T) {
 		{"purge batch zero", func(c *jobs.Config) { c.PurgeBatch = 0 }, "PurgeBatch", "at least 1"},
 		{"audit retention zero keeps forever", func(c *jobs.Config) { c.AuditRetention = 0 }, "", ""},
 		{"audit retention negative", func(c *jobs.Config) { c.AuditRetention = -time.Hour }, "AuditRetention", "keep forever"},
-		{"max signal age zero", func(c *jobs.Config) { c.MaxSignalAge = 0 }, "MaxSignalAge", "at least 1ms"},
-		{"venue timeout zero", func(c *jobs.Config) { c.VenueTimeout = 0 }, "VenueTimeout", "lost"},
 		{"lock wait zero", func(c *jobs.Config) { c.LockWait = 0 }, "LockWait", "at least 1ms"},
 		{"workers zero", func(c *jobs.Config) { c.Workers = 0 }, "Workers", "at least 1"},
 		{"stop timeout zero", func(c *jobs.Config) { c.StopTimeout = 0 }, "StopTimeout", "shutdown"},
@@ -35,8 +33,6 @@ func TestConfigValidate(t *testing.T) {
 		{"sweep grace negative", func(c *jobs.Config) { c.SweepGrace = -time.Second }, "SweepGrace", "at least 1ms"},
 		{"sweep grace a millisecond", func(c *jobs.Config) { c.SweepGrace = time.Millisecond }, "", ""},
 		{"sweep give-up zero", func(c *jobs.Config) { c.SweepGiveUp = 0 }, "SweepGiveUp", "first time its venue does not answer"},
-		{"trace ttl zero", func(c *jobs.Config) { c.TraceTTL = 0 }, "TraceTTL", "block repeats"},
-		{"trace ttl negative", func(c *jobs.Config) { c.TraceTTL = -time.Hour }, "TraceTTL", "at least 1ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

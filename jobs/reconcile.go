@@ -131,7 +131,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		// the last attempt fail the trace.
 		return db.Resolution{}, "", fmt.Errorf("venue %q is not configured on this replica", a.Exchange)
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 
 	report, err := venue.Lookup(ctx, a.Order)
@@ -179,11 +179,11 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
 			db.IntentNotPlaced, nil), outcomeHalted, nil
 	}
-	if age := st.Age; age >= w.cfg.MaxSignalAge {
+	if age := st.Age; age >= w.cfg.Timing.MaxSignalAge {
 		w.log.ErrorContext(ctx, "reconcile: stale signal not placed", "trace_id", a.TraceID,
-			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.MaxSignalAge)
+			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.Timing.MaxSignalAge)
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
-			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.MaxSignalAge), db.IntentNotPlaced, nil), outcomeStale, nil
+			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.Timing.MaxSignalAge), db.IntentNotPlaced, nil), outcomeStale, nil
 	}
 
 	// Durable before the venue sees the order again, so a crash from here

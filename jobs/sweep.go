@@ -101,7 +101,7 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 	settled := 0
 	for _, s := range items {
 		var outcome string
-		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.TraceTTL, func(ctx context.Context, s db.Stranded) (db.Recovery, error) {
+		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.Timing.TraceTTL, func(ctx context.Context, s db.Stranded) (db.Recovery, error) {
 			r, o, err := w.decide(ctx, s)
 			outcome = o
 			for _, ev := range r.Events {
@@ -156,7 +156,7 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	if !ok {
 		return w.unanswered(s, fmt.Errorf("venue %q is not configured on this replica", in.Exchange))
 	}
-	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
 	if errors.Is(err, exchange.ErrNotFound) && in.SentAgo < venue.AcceptWindow() {
@@ -224,7 +224,7 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Reco
 	if !ok {
 		return stillUnknown, "", nil
 	}
-	vctx, cancel := context.WithTimeout(ctx, w.cfg.VenueTimeout)
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
 	switch {

@@ -20,7 +20,7 @@ import (
 type Config = app.Config
 
 // option binds one setting to its flag and environment variable. field is
-// the confcheck key ("gateway.LockWait") of the setting it sets, so a
+// the confcheck key ("timing.LockWait") of the setting it sets, so a
 // package's refusal is reported under the variable an operator typed.
 type option struct {
 	flag, env, help string
@@ -40,14 +40,14 @@ func coreOptions(c *Config) []option {
 		{"addr", "HOOX_ADDR", "listen address", stringValue{&c.Addr}, ""},
 		{"webhook-secret", "HOOX_WEBHOOK_SECRET", "webhook secret, also the X-Hoox-Signature HMAC key (required)", secretValue{&c.API.WebhookSecret}, "api.WebhookSecret"},
 		{"admin-token", "HOOX_ADMIN_TOKEN", "bearer token for /admin (unset: admin off)", secretValue{&c.API.AdminToken}, "api.AdminToken"},
-		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.Gateway.TraceTTL}, "gateway.TraceTTL"},
+		{"trace-ttl", "HOOX_TRACE_TTL", "how long a trace ID blocks repeats", durationValue{&c.Timing.TraceTTL}, "timing.TraceTTL"},
 		{"dedup-window", "HOOX_DEDUP_WINDOW", "window for signals with neither key nor timestamp (at most the TTL)", durationValue{&c.Gateway.DedupWindow}, "gateway.DedupWindow"},
-		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat (or a release) waits for the first attempt, and a new signal for a database connection (1ms to 2.5s)", durationValue{&c.Gateway.LockWait}, "gateway.LockWait"},
-		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.Gateway.VenueTimeout}, "gateway.VenueTimeout"},
+		{"lock-wait", "HOOX_LOCK_WAIT", "how long a repeat (or a release) waits for the first attempt, and a new signal for a database connection (1ms to 2.5s)", durationValue{&c.Timing.LockWait}, "timing.LockWait"},
+		{"venue-timeout", "HOOX_VENUE_TIMEOUT", "longest wait for a venue's answer before reconciling", durationValue{&c.Timing.VenueTimeout}, "timing.VenueTimeout"},
 		{"purge-interval", "HOOX_PURGE_INTERVAL", "how often the purge job runs (at least 1s)", durationValue{&c.Jobs.PurgeInterval}, "jobs.PurgeInterval"},
 		{"purge-batch", "HOOX_PURGE_BATCH", "rows per purge transaction", intValue{&c.Jobs.PurgeBatch}, "jobs.PurgeBatch"},
 		{"audit-retention", "HOOX_AUDIT_RETENTION", "audit rows kept (0 = forever; else at least the TTL)", durationValue{&c.Jobs.AuditRetention}, "jobs.AuditRetention"},
-		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to half of HOOX_DEDUP_WINDOW)", durationValue{&c.Jobs.MaxSignalAge}, "jobs.MaxSignalAge"},
+		{"max-signal-age", "HOOX_MAX_SIGNAL_AGE", "oldest signal a reconcile may still place, and the X-Hoox-Timestamp tolerance (1s to half of HOOX_DEDUP_WINDOW)", durationValue{&c.Timing.MaxSignalAge}, "timing.MaxSignalAge"},
 		{"require-signed-timestamp", "HOOX_REQUIRE_SIGNED_TIMESTAMP", "refuse an X-Hoox-Signature sent without X-Hoox-Timestamp (a body-only signature never expires; its trace guards it for HOOX_TRACE_TTL)", boolValue{&c.API.RequireSignedTimestamp}, "api.RequireSignedTimestamp"},
 		{"reconcile-workers", "HOOX_RECONCILE_WORKERS", "reconciles one replica runs at once (at most half of HOOX_DB_MAX_CONNS)", intValue{&c.Jobs.Workers}, "jobs.Workers"},
 		{"reconcile-lock-wait", "HOOX_RECONCILE_LOCK_WAIT", "how long a reconcile waits for a held trace before retrying later", durationValue{&c.Jobs.LockWait}, "jobs.LockWait"},
@@ -82,9 +82,9 @@ func coreOptions(c *Config) []option {
 func check(c *Config) error { return explain(c, c.Validate()) }
 
 // explain rewrites the packages' refusals under the variables that set
-// them (options' field column, then app.Copies), once each.
+// them (options' field column, then app.Derived), once each.
 func explain(c *Config, err error) error {
-	copies := app.Copies()
+	derived := app.Derived()
 	env := map[string]string{}
 	for _, o := range options(c) {
 		if o.field != "" {
@@ -95,12 +95,12 @@ func explain(c *Config, err error) error {
 	seen := map[string]bool{}
 	for _, e := range confcheck.All(err) {
 		key := e.Key()
-		if k, ok := copies[key]; ok {
+		if k, ok := derived[key]; ok {
 			key = k
 		}
 		line, once := e.Error(), e.Error()
 		if name, ok := env[key]; ok {
-			// A variable shared by two packages is reported once.
+			// A variable refused by two rules is reported once.
 			once = name
 			switch {
 			case e.Value != "":

@@ -86,7 +86,7 @@ func TestEnvironmentAndFlagsSetConfig(t *testing.T) {
 	env := map[string]string{"HOOX_TRACE_TTL": "1h", "HOOX_ADDR": ":9999", "HOOX_MAX_BODY": "1MiB"}
 	cfg, _, err := parseConfig("serve", []string{"--addr", ":7777"}, func(k string) string { return env[k] }, io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, time.Hour, cfg.Gateway.TraceTTL)
+	require.Equal(t, time.Hour, cfg.Timing.TraceTTL)
 	require.Equal(t, ":7777", cfg.Addr, "a flag beats the environment")
 	require.Equal(t, int64(1<<20), cfg.API.MaxBody)
 	require.Equal(t, 60*time.Second, cfg.Gateway.DedupWindow, "unset keeps the default")

@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics,
+	if a.river, err = jobs.NewClient(pool, cfg.jobsConfig(), jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics,
 		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
 		return nil, err
 	}
@@ -134,11 +134,11 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	if err != nil {
 		return nil, err
 	}
-	a.gateway = gateway.New(cfg.Gateway,
+	a.gateway = gateway.New(cfg.gatewayConfig(),
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
 			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
 	a.registry = reg
-	a.server = api.New(cfg.API,
+	a.server = api.New(cfg.apiConfig(),
 		api.Deps{Gateway: a.gateway, Now: cfg.Gateway.Now, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
 			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier,
 				Purge: func(ctx context.Context) (db.PurgeResult, error) {

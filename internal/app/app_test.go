@@ -226,7 +226,7 @@ func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
 		// The shortest TTL hoox accepts: the dedup window fits inside it,
 		// twice the signal age inside the window, and the age counts whole
 		// seconds.
-		c.Gateway.TraceTTL, c.Gateway.DedupWindow, c.Jobs.MaxSignalAge = 2*time.Second, 2*time.Second, time.Second
+		c.Timing.TraceTTL, c.Gateway.DedupWindow, c.Timing.MaxSignalAge = 2*time.Second, 2*time.Second, time.Second
 		c.Jobs.PurgeInterval = time.Second
 	})
 	body := apptest.Signal(`"trace_id":"ttl-1"`)

@@ -9,15 +9,17 @@ import (
 	"github.com/hoox/hoox/api"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/timing"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 )
 
 // Config is every setting a hoox process runs with. The packages own their
 // settings, with their defaults and rules (gateway.Config, jobs.Config,
-// api.Config); this type holds them side by side with the few that only
-// the process uses. cmd/hoox maps each field to its environment variable
-// and flag; nothing here reads the environment.
+// api.Config); the ones several packages read are declared once in
+// timing.Config (Timing); this type holds them side by side with the few
+// that only the process uses. cmd/hoox maps each field to its environment
+// variable and flag; nothing here reads the environment.
 type Config struct {
 	DatabaseURL string
 	Addr        string
@@ -47,6 +49,11 @@ type Config struct {
 	// replicate asynchronously (see checkReplication).
 	AllowAsyncReplication bool
 
+	// Timing is the one source of the settings the gateway, the jobs and
+	// the HTTP layer share (trace TTL, lock wait, venue timeout, signal
+	// age). New hands it to each package; their configs' own Timing
+	// fields, here, are not read.
+	Timing  timing.Config
 	Gateway gateway.Config
 	Jobs    jobs.Config
 	API     api.Config
@@ -70,6 +77,7 @@ func DefaultConfig() Config {
 		ShutdownWait: 10 * time.Second,
 		LogFormat:    "json",
 		LogLevel:     "info",
+		Timing:       timing.DefaultConfig(),
 		Gateway:      gateway.DefaultConfig(),
 		Jobs:         jobs.DefaultConfig(),
 		API:          api.DefaultConfig(),
@@ -77,38 +85,44 @@ func DefaultConfig() Config {
 	}
 }
 
-// Copies maps each setting Validate copies from one package's config into
-// another's ("jobs.VenueTimeout") to the field it is copied from
-// ("gateway.VenueTimeout"), so a refusal of a copy is reported under the
-// setting an operator set.
-func Copies() map[string]string {
+// Derived maps each package setting the process derives from one of its
+// own ("jobs.StopTimeout") to that setting ("hoox.ShutdownWait"), so a
+// refusal is reported under the setting an operator set.
+func Derived() map[string]string {
 	return map[string]string{
-		"jobs.VenueTimeout": "gateway.VenueTimeout",
-		"jobs.StopTimeout":  "hoox.ShutdownWait",
-		"jobs.TraceTTL":     "gateway.TraceTTL",
-		"api.MaxSignalAge":  "jobs.MaxSignalAge",
-		"api.LockWait":      "gateway.LockWait",
-		"notify.Events":     "hoox.NotifyEvents",
+		"jobs.StopTimeout": "hoox.ShutdownWait",
+		"notify.Events":    "hoox.NotifyEvents",
 	}
 }
 
-// share copies the settings two packages read from the one field that sets
-// them (see Copies).
-func (c *Config) share() {
-	c.Jobs.VenueTimeout = c.Gateway.VenueTimeout
-	c.Jobs.TraceTTL = c.Gateway.TraceTTL
-	c.Jobs.StopTimeout = c.ShutdownWait
-	c.Jobs.PollOnly = c.TxPooler
-	c.API.MaxSignalAge = c.Jobs.MaxSignalAge
-	c.API.LockWait = c.Gateway.LockWait
+// gatewayConfig, jobsConfig and apiConfig are the packages' configs as New
+// hands them over: each reads the one Timing, and the jobs the settings
+// derived from the process's own (see Derived).
+func (c *Config) gatewayConfig() gateway.Config {
+	g := c.Gateway
+	g.Timing = c.Timing
+	return g
 }
 
-// Validate shares the common settings and validates the whole config: each
-// package's own rules, then the rules that span packages. Every refusal is
+func (c *Config) jobsConfig() jobs.Config {
+	j := c.Jobs
+	j.Timing = c.Timing
+	j.StopTimeout = c.ShutdownWait
+	j.PollOnly = c.TxPooler
+	return j
+}
+
+func (c *Config) apiConfig() api.Config {
+	a := c.API
+	a.Timing = c.Timing
+	return a
+}
+
+// Validate validates the whole config: the shared timings, each package's
+// own rules, then the rules that span packages. Every refusal is
 // a *confcheck.Error keyed by its field ("hoox.DBMaxConns" for this type's
 // own); hoox starts only when Validate passes.
 func (c *Config) Validate() error {
-	c.share()
 	own := confcheck.New("hoox")
 	poolOK := true
 	if c.DBMaxConns < 2 {
@@ -123,6 +137,7 @@ func (c *Config) Validate() error {
 		own.Refuse("DBMinConns", strconv.Itoa(c.DBMinConns), "must be 0 or more")
 	}
 	across := confcheck.New("jobs")
+	shared := confcheck.New("timing")
 	// The workers are measured against a pool that can exist: against a
 	// refused one, every value would be refused too, naming the wrong
 	// variable.
@@ -131,7 +146,7 @@ func (c *Config) Validate() error {
 			"must be at most half of the claim pool (%d of HOOX_DB_MAX_CONNS=%d): each reconcile holds a connection across its venue call, and lost answers must not starve the claims",
 			claims, c.DBMaxConns))
 	}
-	if r, ttl := c.Jobs.AuditRetention, c.Gateway.TraceTTL; r > 0 && r < ttl {
+	if r, ttl := c.Jobs.AuditRetention, c.Timing.TraceTTL; r > 0 && r < ttl {
 		across.Refuse("AuditRetention", r.String(), fmt.Sprintf(
 			"must be 0 (keep forever) or at least HOOX_TRACE_TTL (%s): a live trace would lose its audit trail", ttl))
 	}
@@ -139,8 +154,8 @@ func (c *Config) Validate() error {
 	// after its X-Hoox-Timestamp, so it and a replay of it may arrive twice
 	// the age apart; a window signal's replay must still fall inside the
 	// window to be a duplicate.
-	if age, window := c.Jobs.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && 2*age > window {
-		across.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
+	if age, window := c.Timing.MaxSignalAge, c.Gateway.DedupWindow; window > 0 && 2*age > window {
+		shared.Refuse("MaxSignalAge", age.String(), fmt.Sprintf(
 			"must be at most half of HOOX_DEDUP_WINDOW (%s): a signed request is accepted from the age before to the age after its timestamp, and one replayed after the window but inside that span would place a second order", window))
 	}
 	for _, line := range c.checkVenues() {
@@ -151,6 +166,6 @@ func (c *Config) Validate() error {
 		own.Refuse("NotifyEvents", "", err.Error())
 	}
 	c.Notify.Events = events
-	return errors.Join(c.Gateway.Validate(), c.Jobs.Validate(), c.API.Validate(), c.Notify.WithDefaults().Validate(),
-		own.Err(), across.Err())
+	return errors.Join(c.Timing.Validate(), c.gatewayConfig().Validate(), c.jobsConfig().Validate(), c.apiConfig().Validate(),
+		c.Notify.WithDefaults().Validate(), own.Err(), across.Err(), shared.Err())
 }

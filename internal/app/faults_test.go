@@ -14,7 +14,7 @@ import (
 
 func TestRepeatDuringASlowVenueIsInProgressThenDuplicate(t *testing.T) {
 	t.Parallel()
-	b := apptest.Setup(t, func(c *app.Config) { c.Gateway.LockWait = 200 * time.Millisecond })
+	b := apptest.Setup(t, func(c *app.Config) { c.Timing.LockWait = 200 * time.Millisecond })
 	b.App.Paper().SetFaults(paper.Faults{Delay: 3 * time.Second})
 	body := apptest.Signal(`"trace_id":"slow-1"`)
 	first := make(chan apptest.Reply, 1)

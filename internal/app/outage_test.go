@@ -46,7 +46,7 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 		t.Skip("fault test with a real Postgres stop")
 	}
 	cluster := testcontainers.NewCluster(t)
-	b := apptest.Start(t, cluster.DatabaseURL, func(c *app.Config) { c.Gateway.LockWait = 500 * time.Millisecond })
+	b := apptest.Start(t, cluster.DatabaseURL, func(c *app.Config) { c.Timing.LockWait = 500 * time.Millisecond })
 	const n = 1500
 	bodies := apptest.UniqueSignals("outage", n)
 	done := make(chan []int, 1)
