@@ -163,6 +163,12 @@ type PendingIntent struct {
 // ClaimTx is an open claim transaction on one connection. It is begun and
 // claimed in one round trip and finished in one more, so a new signal costs
 // two round trips to Postgres besides the venue's own write.
+//
+// Its owner ends it: with Record (or Duplicate) to commit, and with a
+// deferred Rollback for every other way out, as pgx.BeginFunc does —
+// Rollback is a no-op once the transaction has finished, and a method that
+// fails has already rolled it back (a failed statement leaves nothing to
+// commit), so the deferred call is always safe.
 type ClaimTx struct {
 	conn *pgxpool.Conn
 	done bool

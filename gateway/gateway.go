@@ -199,12 +199,22 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		// refusal) exists, and "nothing was placed" would be a lie that
 		// invites a manual second order. ClaimSQL returns the existing
 		// trace whether or not trading is halted.
+		// The repeat takes the claim's transaction over and ends it off
+		// the answer's path.
 		return nil, s.repeat(ctx, tx, in, res.Trace)
+	}
+	// From here this attempt owns the claim's transaction until it ends: by
+	// a commit (Record), or by this rollback on every other way out — a
+	// refusal, an error, a panic (a connection left idle in its transaction
+	// would hold the trace's lock until a restart). Rollback is a no-op
+	// after the commit. It is called early only where the order is part of
+	// the protocol: an intent settled while the claim still holds the
+	// trace's lock (settleIntent), then the rollback that releases it.
+	defer tx.Rollback(ctx)
+	switch {
 	case res.KillSwitch:
-		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
-		tx.Rollback(ctx)
 		return nil, s.inProgress(tr.ID)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
@@ -252,7 +262,8 @@ func repeatAnswer(in Input, t db.ClaimedTrace) (*Error, db.Event) {
 
 // dispatch places the claimed signal's order and records the outcome. It
 // runs detached from the request's cancellation: once the venue may hold an
-// order, the outcome must be recorded even if the sender hung up.
+// order, the outcome must be recorded even if the sender hung up. It
+// commits the claim or leaves it to its owner (claim) to roll back.
 //
 // The recovery protocol: the attempt's intent commits before the venue
 // sees a byte; an intent left open by a dead attempt (res.Pending) makes
@@ -264,14 +275,6 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	// forever.
 	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timing.VenueTimeout+30*time.Second)
 	defer cancelAll()
-	// A panic anywhere below must not leave the claim's connection idle in
-	// its transaction, holding the trace's lock until a restart.
-	defer func() {
-		if r := recover(); r != nil {
-			tx.Rollback(ctx)
-			panic(r)
-		}
-	}()
 	sig, tr := in.Signal, in.Trace
 	clientOrderID := res.ReuseID
 	if clientOrderID == "" {
@@ -333,7 +336,6 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	durable := shared == nil || !shared.SharesHooxDatabase()
 	intentStart := time.Now()
 	if err := db.WriteIntent(ctx, s.deps.MarkerPool, intent, durable); err != nil {
-		tx.Rollback(ctx)
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	s.deps.Metrics.ObserveStage(StageIntent, time.Since(intentStart))
@@ -348,15 +350,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	}
 	switch {
 	case errors.Is(err, exchange.ErrMismatch):
-		// Settled while the claim still holds the trace's lock: after the
-		// rollback another attempt may re-arm the intent, and this must not
-		// overwrite it.
+		// Settled while the claim still holds the trace's lock, then rolled
+		// back, in this order: after the rollback another attempt may
+		// re-arm the intent, and this must not overwrite it.
 		s.settleIntent(ctx, order.ClientOrderID, db.IntentKeyReused, in, err)
 		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
 	case errors.Is(err, exchange.ErrUnreachable):
-		// Nothing reached the venue: roll the claim back so the sender's
-		// retry executes, and free the client order ID for it.
+		// Nothing reached the venue: free the client order ID under the
+		// lock, then roll the claim back at once, so the sender's retry
+		// executes.
 		s.settleIntent(ctx, order.ClientOrderID, db.IntentUnsent, in, err)
 		tx.Rollback(ctx)
 		s.venueError(ctx, sig.Exchange, err)
@@ -370,13 +373,12 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 
 // askFirst looks up the order an earlier, dead attempt may have left at the
 // venue. It returns the held order, or nil when the venue holds none; an
-// error (with the claim rolled back) when the attempt must stop here.
+// error when the attempt must stop here (the claim then rolls back).
 func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, p *db.PendingIntent) (*exchange.Report, error) {
 	tr := in.Trace
 	if p.Fingerprint != tr.Fingerprint {
 		// The key's earlier attempt was another signal; the sweeper records
 		// that one's order, and this one must not adopt it.
-		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal; send a new key", tr.ID)}
 	}
@@ -389,11 +391,9 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	case errors.Is(err, exchange.ErrNotFound):
 		return nil, nil
 	case errors.Is(err, exchange.ErrMismatch):
-		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
 	}
 	// Without an answer, placing could double the order.
-	tx.Rollback(ctx)
 	s.venueError(ctx, in.Signal.Exchange, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
@@ -403,8 +403,8 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 // venue and records what the sweeper would (the order found under its own
 // trace; absent and not placed; a missed trade at a venue that may fill
 // late). While that order may still be accepted it answers in_progress
-// with a Retry-After for the rest of the venue's window; an error rolls
-// the claim back.
+// with a Retry-After for the rest of the venue's window; after an error
+// the claim rolls back.
 func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, p *db.PendingIntent) error {
 	sig, tr := in.Signal, in.Trace
 	earlier := order
@@ -416,7 +416,6 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	var failed *db.Event
 	switch {
 	case err == nil && earlier.OrderType == "market" && held.Status == exchange.StatusOpen:
-		tx.Rollback(ctx)
 		return &Error{Code: codes.InProgress, RetryAfter: 2 * time.Second,
 			Detail: fmt.Sprintf("trace %s: the previous execution's order %s is still executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
 	case err == nil:
@@ -429,7 +428,6 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 			Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
 				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", p.ClientOrderID, err)}}}}
 	case errors.Is(err, exchange.ErrNotFound) && p.SentAgo < venue.AcceptWindow():
-		tx.Rollback(ctx)
 		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, time.Second),
 			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted by the venue; retry when its window has passed", tr.ID, p.ClientOrderID)}
 	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue):
@@ -444,7 +442,6 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 		failed = &ev
 		r = db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed, Events: []db.Event{ev}}
 	default:
-		tx.Rollback(ctx)
 		s.venueError(ctx, sig.Exchange, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
@@ -453,7 +450,6 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	}
 	if failed != nil {
 		if err := s.notify(ctx, tx, in, earlier, *failed); err != nil {
-			tx.Rollback(ctx)
 			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 		}
 	}
@@ -464,12 +460,11 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 // unknown when an operator released its trace by force. It returns the
 // held order (to adopt), or nil when the venue proves it absent (a venue
 // that refuses late requests, past the accept window: the intent is
-// settled not placed); an error, with the claim rolled back, when it may
-// still exist or cannot be asked — nothing may be placed then.
+// settled not placed); an error when it may still exist or cannot be
+// asked — nothing may be placed then, and the claim rolls back.
 func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, u db.UnknownIntent) (*exchange.Report, error) {
 	tr := in.Trace
 	if u.Fingerprint != tr.Fingerprint {
-		tx.Rollback(ctx)
 		return nil, &Error{Code: codes.KeyReused,
 			Detail: fmt.Sprintf("trace %s: an earlier attempt under this key was a different signal and its order %s is unknown; send a new key", tr.ID, u.ClientOrderID)}
 	}
@@ -481,24 +476,20 @@ func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venu
 	case err == nil:
 		return &held, nil
 	case errors.Is(err, exchange.ErrMismatch):
-		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
 	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue) && u.SentAgo >= venue.AcceptWindow():
 		ev := db.Event{TraceID: u.TraceID, Event: db.EventSwept, SourceIP: in.SourceIP, Detail: map[string]any{
 			"found": false, "client_order_id": u.ClientOrderID, "resolved_by": tr.ID}}
 		if err := db.SettleIntent(ctx, s.deps.MarkerPool, u.ClientOrderID, db.IntentNotPlaced, ev); err != nil {
-			tx.Rollback(ctx)
 			return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 		}
 		return nil, nil
 	case errors.Is(err, exchange.ErrNotFound):
-		tx.Rollback(ctx)
 		s.deps.Logger.ErrorContext(ctx, "an earlier order of this key may still exist at the venue; not placed",
 			"trace_id", tr.ID, "client_order_id", u.ClientOrderID, "exchange", in.Signal.Exchange)
 		return nil, unavailable(fmt.Sprintf("an earlier order of this key (%s, released while its outcome was unknown) is not visible at %s, "+
 			"which may still fill a late request; nothing was placed: check the venue", u.ClientOrderID, in.Signal.Exchange), 60*time.Second, nil)
 	}
-	tx.Rollback(ctx)
 	s.venueError(ctx, in.Signal.Exchange, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier order of this key; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
@@ -599,7 +590,6 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	}
 	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: rec.Detail})
 	if err := s.notify(ctx, tx, in, order, events[len(events)-1]); err != nil {
-		tx.Rollback(ctx)
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
@@ -630,17 +620,14 @@ func (s *Service) reconcile(ctx context.Context, tx *db.ClaimTx, in Input, order
 		"client_order_id", order.ClientOrderID, "error", cause)
 	args := jobs.ReconcileArgs{TraceID: tr.ID, Exchange: in.Signal.Exchange, Mode: tr.Mode, Order: order, ReceivedAt: out.ReceivedAt}
 	if s.deps.Jobs == nil {
-		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and no reconciler runs; retry", 5*time.Second, cause)
 	}
 	if _, err := s.deps.Jobs.InsertTx(ctx, tx.Tx(), args, nil); err != nil {
-		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and the reconcile job could not be queued; retry", 5*time.Second, err)
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventReconciling, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": order.ClientOrderID, "cause": cause.Error()}}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
-		tx.Rollback(ctx)
 		return nil, unavailable("the venue's answer was lost and the transaction failed; retry to adopt the order", 5*time.Second, err)
 	}
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceReconciling, ClientOrderID: order.ClientOrderID,
