@@ -23,9 +23,9 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/internal/timing"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // The test secrets are as long as hoox's configuration requires
@@ -46,12 +46,12 @@ type adminBundle struct {
 // a real re-execution) and River's UI.
 func setupAdmin(t *testing.T) *adminBundle {
 	t.Helper()
-	dsn := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dsn)
-	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
+	dsn := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: pgtest.OpenPool(t, dsn)})
 	reg := prometheus.NewRegistry()
 	gw := gateway.New(gateway.Config{DedupWindow: time.Minute, Timing: timing.Config{TraceTTL: 24 * time.Hour, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second}},
-		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
+		gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
 			Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close) // before the pools close
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
@@ -186,7 +186,7 @@ func TestAdminRoutesNeedTheToken(t *testing.T) {
 
 func TestAdminDisabledWithoutAToken(t *testing.T) {
 	t.Parallel()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	srv := api.New(api.Config{WebhookSecret: webhookSecret}, api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}})
 	for _, token := range []string{"", "anything"} {
 		for _, path := range []string{"/admin/traces", "/admin/stats", "/admin/kill-switch"} {
@@ -601,7 +601,7 @@ func TestAdminReleaseOfAnUnknownOrderNeedsForce(t *testing.T) {
 func TestAdminReleaseWaitsTheConfiguredLockWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	h := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret, Timing: timing.Config{LockWait: 50 * time.Millisecond}},
 		api.Deps{Pool: pool, Admin: &api.Admin{Pool: pool}}).Handler()
 	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: "k:busy"})

@@ -25,9 +25,9 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/internal/timing"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // uiBundle is one test's whole server, web page included, on its own
@@ -51,13 +51,13 @@ type uiOpts struct {
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	t.Helper()
-	dsn := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dsn)
-	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
+	dsn := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dsn)
+	venue := paper.New(paper.Config{Pool: pgtest.OpenPool(t, dsn)})
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})
 	reg := prometheus.NewRegistry()
 	gw := gateway.New(gateway.Config{DedupWindow: time.Minute, Timing: timing.Config{TraceTTL: 24 * time.Hour, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second}},
-		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
+		gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/internal/localpg"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // hooxStatements are the statements every script must run verbatim.
@@ -211,7 +211,7 @@ func TestMinimalScriptDoesTheWorkOfOneSignal(t *testing.T) {
 	if err != nil {
 		t.Skipf("no PostgreSQL server binaries (pgbench): %v", err)
 	}
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	ctx := t.Context()
 	res, err := RunPgbench(ctx, PgbenchConfig{BinDir: binDir, DatabaseURL: url, Clients: 2, Threads: 1,
 		Duration: time.Second, Script: "minimal.sql"})
@@ -219,7 +219,7 @@ func TestMinimalScriptDoesTheWorkOfOneSignal(t *testing.T) {
 	require.Positive(t, res.Transactions)
 	require.Positive(t, res.TPS)
 
-	pool := testcontainers.OpenPool(t, url)
+	pool := pgtest.OpenPool(t, url)
 	var venue, traces, settled, orders, events int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM minimal.f), (SELECT count(*) FROM minimal.t),
        (SELECT count(*) FROM minimal.t WHERE status = 'dispatched'), (SELECT count(*) FROM minimal.o),

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // seedTrace and seedOrder are rows written straight into the tables,
@@ -44,7 +44,7 @@ func insertEvent(t *testing.T, pool *pgxpool.Pool, traceID, event string, at tim
 func TestListTracesPagesEveryRowOnceNewestFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 
 	// Pairs share a received_at, so the trace_id tie-break is exercised at
 	// page boundaries.
@@ -77,7 +77,7 @@ func TestListTracesPagesEveryRowOnceNewestFirst(t *testing.T) {
 func TestListTracesFilters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	now := time.Now()
 	insertTrace(t, pool, seedTrace{ID: "k:a", Status: db.TraceDispatched, Symbol: "BTCUSDT", ReceivedAt: now.Add(-3 * time.Hour)})
 	insertTrace(t, pool, seedTrace{ID: "k:b", Status: db.TraceRejected, Symbol: "ETHUSDT", ReceivedAt: now.Add(-2 * time.Hour)})
@@ -106,7 +106,7 @@ func TestListTracesFilters(t *testing.T) {
 func TestListOrdersPagesAndFilters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	base := time.Now().Add(-time.Hour)
 	same := base.Add(time.Minute)
 	var want []uuid.UUID
@@ -148,7 +148,7 @@ func TestListOrdersPagesAndFilters(t *testing.T) {
 func TestReleaseTraceFreesTheKeyAndAudits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	insertTrace(t, pool, seedTrace{ID: "k:rel", Status: db.TraceDispatched})
 	orderID := insertOrder(t, pool, seedOrder{TraceID: "k:rel"})
 	insertEvent(t, pool, "k:rel", "received", time.Now().Add(-time.Second), nil)
@@ -179,7 +179,7 @@ func TestReleaseTraceFreesTheKeyAndAudits(t *testing.T) {
 func TestReleaseWaitsForTheClaimInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	const id = "w:abc123:1700000000000"
 	lockKey := db.LockKeyOf(id)
 	require.Equal(t, "w:abc123", lockKey)
@@ -201,7 +201,7 @@ func TestReleaseWaitsForTheClaimInFlight(t *testing.T) {
 func TestReleaseWithoutALockWaitNeverWaitsForever(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	tx, res, err := db.Claim(ctx, pool, db.ClaimParams{TraceID: "k:held", LockKey: "k:held", Fingerprint: "f", Mode: "live",
 		KeySource: "client", Exchange: "paper", Symbol: "BTCUSDT", Action: "buy", Signal: []byte(`{}`),
 		TTL: time.Hour, LockWait: time.Second})
@@ -240,7 +240,7 @@ func TestLockKeyOf(t *testing.T) {
 func TestKillSwitchIsSeenByTheClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 
 	k, err := db.GetKillSwitch(ctx, pool)
 	require.NoError(t, err)
@@ -282,7 +282,7 @@ func TestKillSwitchIsSeenByTheClaim(t *testing.T) {
 func TestStatsCountOutcomes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	now := time.Now()
 	insertTrace(t, pool, seedTrace{ID: "k:old", ReceivedAt: now.Add(-5 * time.Hour)})
 	insertTrace(t, pool, seedTrace{ID: "k:new", ReceivedAt: now.Add(-time.Minute)})
@@ -323,7 +323,7 @@ func TestStatsCountOutcomes(t *testing.T) {
 func TestReleaseRefusesAReconcilingTrace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	insertTrace(t, pool, seedTrace{ID: "k:unsure", Status: db.TraceReconciling})
 
 	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:unsure", By: "admin"})

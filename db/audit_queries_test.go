@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // auditQuery is one documented query of docs/audit.sql.
@@ -59,7 +59,7 @@ func readAuditQueries(t *testing.T) []auditQuery {
 func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	now := time.Now()
 
 	// k:demo-1: executed once, then repeated by the sender.

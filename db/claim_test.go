@@ -14,8 +14,8 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // claimParams is a client-keyed live signal's claim on traceID.
@@ -51,7 +51,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a new trace is claimed, received and settled in one commit", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		tx, res := claim(t, pool, claimParams("k:new"))
 		require.True(t, res.Found)
 		require.True(t, res.Claimed)
@@ -75,7 +75,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a rolled back claim leaves nothing", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		tx, res := claim(t, pool, claimParams("k:gone"))
 		require.True(t, res.Claimed)
 		tx.Rollback(ctx)
@@ -86,7 +86,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a repeat finds the settled trace and its order", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		tx, _ := claim(t, pool, claimParams("k:dup"))
 		rec := db.RecordReport("k:dup", "paper", "live", order("hx-dup-0"), exchange.Report{Status: exchange.StatusFilled})
 		require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: "k:dup", Status: rec.Status, Order: rec.Order}))
@@ -105,7 +105,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a window signal inside the window finds the prior execution", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		window := func(id string) db.ClaimParams {
 			p := claimParams(id)
 			p.LockKey, p.Fingerprint, p.KeySource, p.Window = "w:abc", "fp-w", "window", time.Minute
@@ -131,7 +131,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("the kill switch claims nothing", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		_, err := db.SetKillSwitch(ctx, pool, true, "drill", "test")
 		require.NoError(t, err)
 		tx, res := claim(t, pool, claimParams("k:halted"))
@@ -143,7 +143,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("the execution number only grows; only a provably unsent last ID is used again", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		// A late not_placed below the top does not lower the number.
 		for i, outcome := range []db.IntentOutcome{db.IntentDispatched, db.IntentNotPlaced, db.IntentRejected, db.IntentFailed, db.IntentUnsent} {
 			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:again", Order: order("hx-again-" + string(rune('0'+i))),
@@ -169,7 +169,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("an open intent is handed to the next attempt", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		sent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:died", Fingerprint: "fp-k:died", Order: order("hx-died-0"), SentAt: sent})
 		tx, res := claim(t, pool, claimParams("k:died"))
@@ -183,7 +183,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a repeat waits at most LockWait for the first attempt", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		first, _ := claim(t, pool, claimParams("k:busy"))
 		defer first.Rollback(ctx)
 		p := claimParams("k:busy")
@@ -194,7 +194,7 @@ func TestClaim(t *testing.T) {
 
 	t.Run("a claim waits at most LockWait for a connection, and then claims nothing", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, testcontainers.NewDatabase(t))
+		pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
 		// Every connection of the pool held by claims still dispatching.
 		var held []*db.ClaimTx
 		for i := range pool.Config().MaxConns {
@@ -236,7 +236,7 @@ func TestWriteIntent(t *testing.T) {
 
 	t.Run("a new intent is written with its dispatch_started event", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		in := intent("hx-i-0")
 		require.NoError(t, db.WriteIntent(ctx, pool, in, true))
 		require.Equal(t, 1, in.Attempts)
@@ -251,7 +251,7 @@ func TestWriteIntent(t *testing.T) {
 	for _, prior := range []db.IntentOutcome{"", db.IntentUnsent, db.IntentNotPlaced} {
 		t.Run(fmt.Sprintf("re-arms an intent with outcome %q", prior), func(t *testing.T) {
 			t.Parallel()
-			pool := testcontainers.NewPool(t)
+			pool := pgtest.NewPool(t)
 			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"),
 				SentAt: time.Now().Add(-time.Hour), Outcome: prior})
 			in := intent("hx-i-0")
@@ -264,7 +264,7 @@ func TestWriteIntent(t *testing.T) {
 
 	t.Run("refuses an intent settled with an order", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.NewPool(t)
+		pool := pgtest.NewPool(t)
 		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"), Outcome: db.IntentDispatched})
 		err := db.WriteIntent(ctx, pool, intent("hx-i-0"), true)
 		require.True(t, errors.Is(err, db.ErrIntentConsumed), "%v", err)
@@ -275,7 +275,7 @@ func TestWriteIntent(t *testing.T) {
 func TestSettleIntent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:s", Order: order("hx-s-0")})
 	require.NoError(t, db.SettleIntent(ctx, pool, "hx-s-0", db.IntentUnsent,
 		db.Event{TraceID: "k:s", Event: db.EventDispatchAborted, Detail: map[string]any{"outcome": "unsent"}}))
@@ -295,7 +295,7 @@ func TestSettleIntent(t *testing.T) {
 func TestClaimLeftIdleIsEndedByPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	p := claimParams("k:hung")
 	p.IdleTimeout = 2 * time.Second
 	hung, res := claim(t, pool, p)
@@ -338,7 +338,7 @@ WHERE a.datname = current_database() AND a.state = 'idle in transaction' AND l.l
 func TestRecoverDecidesOnTheSendUnderTheLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:r", Order: order("hx-r-0"), SentAt: time.Now().Add(-time.Hour)})
 	items, err := db.ListStranded(ctx, pool, time.Minute, time.Hour, 10)
 	require.NoError(t, err)

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 func TestUISessionLivesWhileUsedAndEndsAtLogout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	hash := sha256.Sum256([]byte("cookie-token"))
 
 	s, err := db.CreateUISession(ctx, pool, db.NewUISession{TokenHash: hash[:], CSRFToken: "csrf", SourceIP: "192.0.2.7", Idle: time.Hour})
@@ -48,7 +48,7 @@ func TestUISessionLivesWhileUsedAndEndsAtLogout(t *testing.T) {
 func TestUISessionExpiresAndIsSweptAtTheNextLogin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	old := sha256.Sum256([]byte("old"))
 	_, err := db.CreateUISession(ctx, pool, db.NewUISession{TokenHash: old[:], CSRFToken: "c", Idle: time.Hour})
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestUISessionExpiresAndIsSweptAtTheNextLogin(t *testing.T) {
 func TestAttemptLoginDelaysAfterFreeTries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	th := db.LoginThrottle{FreeTries: 2, Delay: time.Hour, MaxDelay: 3 * time.Hour}
 	checked := 0
 	wrong := func() bool { checked++; return false }
@@ -132,7 +132,7 @@ func TestLoginThrottleDefaults(t *testing.T) {
 func TestAttemptLoginCountsParallelGuessesOneByOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	th := db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	var mu sync.Mutex
 	checked := 0
@@ -157,7 +157,7 @@ func TestAttemptLoginCountsParallelGuessesOneByOne(t *testing.T) {
 func TestEventsPerMinuteCountsTrafficNotAdminActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	now := time.Now()
 	insertEvent(t, pool, "k:a", "received", now, nil)
 	insertEvent(t, pool, "k:b", "received", now, nil)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // seedEnded writes an expired trace that ended with status, its client
@@ -32,7 +32,7 @@ func seedEnded(t *testing.T, pool db.DBTX, id string, status db.TraceStatus, out
 func TestPurgeKeepsTracesWhoseOrderIsUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	seedEnded(t, pool, "k:unknown", db.TraceFailed, db.IntentFailed)
 	seedEnded(t, pool, "k:no-intent", db.TraceFailed, "")
 	seedEnded(t, pool, "k:reconciling", db.TraceReconciling, db.IntentReconciling)
@@ -51,7 +51,7 @@ func TestPurgeKeepsTracesWhoseOrderIsUnknown(t *testing.T) {
 func TestReleaseRefusesATraceWhoseOrderIsUnknownUnlessForced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	seedEnded(t, pool, "k:unknown", db.TraceFailed, db.IntentFailed)
 	seedEnded(t, pool, "k:stale", db.TraceFailed, db.IntentNotPlaced)
 
@@ -90,7 +90,7 @@ func traceIDs(t *testing.T, pool db.DBTX) []string {
 // a migration.
 func TestDeploymentIsCreatedByTheMigrations(t *testing.T) {
 	t.Parallel()
-	d, err := db.Deployment(context.Background(), testcontainers.NewPool(t))
+	d, err := db.Deployment(context.Background(), pgtest.NewPool(t))
 	require.NoError(t, err)
 	require.Regexp(t, `^[0-9a-f]{32}$`, d)
 }

@@ -17,12 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/app"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // TestMain shares one Postgres server across the package's tests.
 func TestMain(m *testing.M) {
-	testcontainers.MainLeakChecked(m, func() { http.DefaultClient.CloseIdleConnections() })
+	pgtest.MainLeakChecked(m, func() { http.DefaultClient.CloseIdleConnections() })
 }
 
 // rule is one alerting rule of the PrometheusRule.
@@ -192,7 +192,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 func scrapeHoox(t *testing.T) (map[string]string, []string) {
 	t.Helper()
 	cfg := app.DefaultConfig()
-	cfg.DatabaseURL = testcontainers.NewDatabase(t)
+	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.Addr = "127.0.0.1:0"
 	cfg.API.WebhookSecret = "monitoring-test-secret"
 	cfg.DBMaxConns = 8

@@ -18,7 +18,7 @@ import (
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // adaptersBundle is the gateway with the real venue adapters, each against
@@ -34,8 +34,8 @@ type adaptersBundle struct {
 
 func setupAdapters(t *testing.T) *adaptersBundle {
 	t.Helper()
-	url := testcontainers.NewDatabase(t)
-	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
+	url := pgtest.NewDatabase(t)
+	open := func() *pgxpool.Pool { return pgtest.OpenPool(t, url) }
 	b := &adaptersBundle{
 		pool:           open(),
 		binance:        binancefake.New(t, binancefake.Options{}),

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // asyncByDefault turns the database's default to synchronous_commit = off
@@ -57,7 +57,7 @@ func commitModes(t *testing.T, pool *pgxpool.Pool) []commitMode {
 // switch — still commits synchronously.
 func TestProtocolWritesCommitSynchronouslyWhateverTheServerDefault(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	asyncByDefault(t, url)
 	venue := &memVenue{}
 	b := setupMem(t, url, venue, nil)

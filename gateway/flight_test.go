@@ -12,8 +12,8 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/timing"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // stormResult is what one copy of a signal got.
@@ -83,7 +83,7 @@ func flightOpts(o memOpts) memOpts {
 // once, and every copy is then told the first one's outcome.
 func TestCopiesOfASignalInFlightWaitWithoutAConnection(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	venue := gatedVenue("BTCUSDT")
 	b := setupMemWith(t, url, venue, flightOpts(memOpts{maxConns: 2}))
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"storm"}`
@@ -120,7 +120,7 @@ func TestCopiesOfASignalInFlightWaitWithoutAConnection(t *testing.T) {
 // database like any repeat, and still place nothing.
 func TestCopiesOfAnUnsettledSignalAskTheDatabase(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	venue := gatedVenue("BTCUSDT")
 	venue.loseNext = true
 	b := setupMemWith(t, url, venue, flightOpts(memOpts{maxConns: 4}))
@@ -155,7 +155,7 @@ func TestCopiesOfAnUnsettledSignalAskTheDatabase(t *testing.T) {
 // answered from the first one's outcome.
 func TestWindowCopiesInFlightAreAnsweredFromTheFirst(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	venue := gatedVenue("BTCUSDT")
 	b := setupMemWith(t, url, venue, flightOpts(memOpts{maxConns: 2}))
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
@@ -185,7 +185,7 @@ func TestWindowCopiesInFlightAreAnsweredFromTheFirst(t *testing.T) {
 // (Here the first attempt's answer is lost, so the copy asks the database.)
 func TestWindowIsMeasuredFromArrival(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	const window = 100 * time.Millisecond
 	venue := gatedVenue("BTCUSDT")
 	venue.loseNext = true
@@ -211,7 +211,7 @@ func TestWindowIsMeasuredFromArrival(t *testing.T) {
 // recorded: a shutdown never strands an order the venue already holds.
 func TestCloseWaitsForSignalsInFlight(t *testing.T) {
 	t.Parallel()
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	venue := gatedVenue("BTCUSDT")
 	b := setupMemWith(t, url, venue, flightOpts(memOpts{}))
 	first := runCopies(t, b, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"closing"}`, 1)

@@ -14,10 +14,10 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { testcontainers.MainLeakChecked(m, nil) }
+func TestMain(m *testing.M) { pgtest.MainLeakChecked(m, nil) }
 
 type testBundle struct {
 	pool  *pgxpool.Pool
@@ -27,8 +27,8 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	url := testcontainers.NewDatabase(t)
-	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
+	url := pgtest.NewDatabase(t)
+	open := func() *pgxpool.Pool { return pgtest.OpenPool(t, url) }
 	b := &testBundle{pool: open()}
 	b.paper = paper.New(paper.Config{Pool: open()})
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(),

@@ -12,8 +12,8 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/signal"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // B5: a repeat of a placed signal is a duplicate whatever the kill switch
@@ -22,7 +22,7 @@ import (
 // coalesced behind one another get the 409 with the order.
 func TestKillSwitchStillAnswersRepeatsWithTheirOrder(t *testing.T) {
 	t.Parallel()
-	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, nil)
 	ctx := context.Background()
 	for name, body := range map[string]string{
 		"ClientKey": `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted-k"}`,
@@ -62,7 +62,7 @@ func TestWindowExecutionNumberNeverGoesDown(t *testing.T) {
 	t.Parallel()
 	const window = 20 * time.Millisecond
 	venue := &memVenue{dropNext: true}
-	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window})
+	b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{window: window})
 	ctx := context.Background()
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
 	next := func() gateway.Input {
@@ -111,7 +111,7 @@ func TestReplicaClockSkewChangesNoDecision(t *testing.T) {
 			// The dead attempt's order is at the venue but lookups lag it;
 			// the window (10 s) is still open by Postgres's clock.
 			venue := &memVenue{window: 10 * time.Second, lookupLag: time.Hour}
-			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
 			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"skew-open"}`
 			executeCrashing(t, b.svc, skewedInput(t, body, skew))
 			out, err := b.svc.Execute(context.Background(), skewedInput(t, body, skew))
@@ -123,7 +123,7 @@ func TestReplicaClockSkewChangesNoDecision(t *testing.T) {
 			t.Parallel()
 			const window = 100 * time.Millisecond
 			venue := &memVenue{window: window, dropNext: true, refusesLate: true}
-			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
 			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"skew-closed"}`
 			executeCrashing(t, b.svc, skewedInput(t, body, skew))
 			require.Zero(t, venue.count())
@@ -138,7 +138,7 @@ func TestReplicaClockSkewChangesNoDecision(t *testing.T) {
 			// A skew larger than the dedup window: still the same execution.
 			skew := skew * 3
 			venue := &memVenue{}
-			b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
+			b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{afterVenue: crashOnce(), skew: skew})
 			body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
 			executeCrashing(t, b.svc, skewedInput(t, body, skew))
 			out, err := b.svc.Execute(context.Background(), skewedInput(t, body, skew))
@@ -190,7 +190,7 @@ func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
 	t.Run("HeldIsAdopted", func(t *testing.T) {
 		t.Parallel()
 		venue := &memVenue{loseNext: true}
-		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		b := setupMem(t, pgtest.NewDatabase(t), venue, nil)
 		cid := forceReleasedUnknown(t, b, body)
 		require.Equal(t, 1, venue.count())
 
@@ -203,7 +203,7 @@ func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
 	t.Run("AbsentAtALateRefusingVenueIsPlaced", func(t *testing.T) {
 		t.Parallel()
 		venue := &memVenue{dropNext: true, refusesLate: true}
-		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		b := setupMem(t, pgtest.NewDatabase(t), venue, nil)
 		cid := forceReleasedUnknown(t, b, body)
 		require.Zero(t, venue.count())
 
@@ -219,7 +219,7 @@ func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
 	t.Run("AbsentAtAVenueThatMayFillLateIsNotPlaced", func(t *testing.T) {
 		t.Parallel()
 		venue := &memVenue{dropNext: true}
-		b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+		b := setupMem(t, pgtest.NewDatabase(t), venue, nil)
 		forceReleasedUnknown(t, b, body)
 
 		_, err := b.svc.Execute(context.Background(), input(t, body))
@@ -236,7 +236,7 @@ func TestAttemptAfterAForcedReleaseLooksUpTheUnknownOrderFirst(t *testing.T) {
 func TestResendPastTheWindowIsNotResentToAVenueThatMayFillLate(t *testing.T) {
 	t.Parallel()
 	venue := &memVenue{dropNext: true}
-	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
+	b := setupMem(t, pgtest.NewDatabase(t), venue, crashOnce())
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"late-fill"}`
 	executeCrashing(t, b.svc, input(t, body))
 	out, err := b.svc.Execute(context.Background(), input(t, body))
@@ -250,7 +250,7 @@ func TestResendPastTheWindowIsNotResentToAVenueThatMayFillLate(t *testing.T) {
 // and the reconcile follows it until it has executed.
 func TestAdoptedMarketOrderStillOpenReconciles(t *testing.T) {
 	t.Parallel()
-	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, nil)
 	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"working"}`)
 	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID("", in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
 		OrderType: "market", Quantity: in.Signal.Quantity}, exchange.StatusOpen)
@@ -269,8 +269,8 @@ func TestAdoptedMarketOrderStillOpenReconciles(t *testing.T) {
 func TestDeploymentsOnOneAccountNeverAdoptEachOthersOrders(t *testing.T) {
 	t.Parallel()
 	venue := &memVenue{} // one account
-	staging := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{deployment: "staging-1f0c"})
-	production := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{deployment: "production-93ab"})
+	staging := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{deployment: "staging-1f0c"})
+	production := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{deployment: "production-93ab"})
 	// A resting limit order: the venue refuses its client order ID again
 	// while it is open, and a refusal leads to a lookup that would adopt.
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"100","trace_id":"same-key"}`
@@ -293,7 +293,7 @@ func TestNextWindowExecutionRecoversTheDeadEarlierOneItself(t *testing.T) {
 	t.Parallel()
 	const window = 30 * time.Millisecond
 	venue := &memVenue{}
-	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
+	b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
 	first := input(t, body)
 	executeCrashing(t, b.svc, first)
@@ -317,7 +317,7 @@ func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T)
 	t.Parallel()
 	const window = 30 * time.Millisecond
 	venue := &memVenue{dropNext: true, window: 2 * time.Second}
-	b := setupMemWith(t, testcontainers.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
+	b := setupMemWith(t, pgtest.NewDatabase(t), venue, memOpts{window: window, afterVenue: crashOnce()})
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1"}`
 	executeCrashing(t, b.svc, input(t, body))
 
@@ -333,7 +333,7 @@ func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T)
 // 409 with the order.
 func TestKillSwitchAnswersConcurrentRepeatsWithTheirOrder(t *testing.T) {
 	t.Parallel()
-	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, nil)
 	ctx := context.Background()
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halted-storm"}`
 	out, err := b.svc.Execute(ctx, input(t, body))

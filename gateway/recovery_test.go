@@ -15,8 +15,8 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/signal"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // memBundle is a gateway in front of a venue outside Postgres.
@@ -51,7 +51,7 @@ type memOpts struct {
 
 func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBundle {
 	t.Helper()
-	open := func() *pgxpool.Pool { return testcontainers.OpenPool(t, url) }
+	open := func() *pgxpool.Pool { return pgtest.OpenPool(t, url) }
 	claimURL := url
 	if o.maxConns > 0 {
 		switch {
@@ -73,7 +73,7 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 	if o.skew != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(o.skew) }
 	}
-	b := &memBundle{pool: testcontainers.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
+	b := &memBundle{pool: pgtest.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,
 		Venues:     exchange.NewRegistry(map[string]exchange.Venue{"mem": venue}),
 		AfterVenue: o.afterVenue, Deployment: o.deployment})
@@ -126,7 +126,7 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, crashOnce())
+			b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, crashOnce())
 			ctx := context.Background()
 
 			first := input(t, body)
@@ -174,7 +174,7 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 	t.Parallel()
 	venue := &memVenue{dropNext: true, refusesLate: true}
-	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
+	b := setupMem(t, pgtest.NewDatabase(t), venue, crashOnce())
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"dropped"}`
 
 	executeCrashing(t, b.svc, input(t, body))
@@ -193,7 +193,7 @@ func TestResendAfterCrashPlacesAnOrderTheVenueNeverTook(t *testing.T) {
 func TestPanicInDispatchReleasesTheClaim(t *testing.T) {
 	t.Parallel()
 	venue := &memVenue{panicNext: true, refusesLate: true}
-	b := setupMem(t, testcontainers.NewDatabase(t), venue, nil)
+	b := setupMem(t, pgtest.NewDatabase(t), venue, nil)
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"boom"}`
 
 	require.Panics(t, func() { _, _ = b.svc.Execute(context.Background(), input(t, body)) })
@@ -213,7 +213,7 @@ func TestPanicInDispatchReleasesTheClaim(t *testing.T) {
 func TestResendInsideTheAcceptWindowReconcilesInsteadOfPlacing(t *testing.T) {
 	t.Parallel()
 	venue := &memVenue{window: time.Hour, lookupLag: time.Hour}
-	b := setupMem(t, testcontainers.NewDatabase(t), venue, crashOnce())
+	b := setupMem(t, pgtest.NewDatabase(t), venue, crashOnce())
 	body := `{"exchange":"mem","symbol":"ETHUSDT","action":"sell","quantity":"3","trace_id":"lagging"}`
 
 	executeCrashing(t, b.svc, input(t, body))
@@ -231,7 +231,7 @@ func TestResendInsideTheAcceptWindowReconcilesInsteadOfPlacing(t *testing.T) {
 // the first signal's order.
 func TestKeyReusedAfterCrashIsRefused(t *testing.T) {
 	t.Parallel()
-	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, crashOnce())
+	b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, crashOnce())
 	first := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"reused"}`
 	other := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"2","trace_id":"reused"}`
 
@@ -253,7 +253,7 @@ func TestKeyReusedAfterCrashIsRefused(t *testing.T) {
 // lookup that must not adopt it.
 func TestVenueHoldingADifferentOrderIsKeyReused(t *testing.T) {
 	t.Parallel()
-	b := setupMem(t, testcontainers.NewDatabase(t), &memVenue{}, nil)
+	b := setupMem(t, pgtest.NewDatabase(t), &memVenue{}, nil)
 	in := input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"100","trace_id":"taken"}`)
 	b.venue.hold(exchange.Order{ClientOrderID: signal.ClientOrderID("", in.Trace.LockKey, 0), Symbol: "BTCUSDT", Side: "buy",
 		OrderType: "limit", Quantity: in.Signal.Quantity.Add(in.Signal.Quantity)}, exchange.StatusOpen)
@@ -277,7 +277,7 @@ func TestIntentSurvivesAPostgresCrashAfterTheVenueAccepted(t *testing.T) {
 		t.Skip("crashes a Postgres cluster")
 	}
 	ctx := context.Background()
-	cluster := testcontainers.NewCluster(t)
+	cluster := pgtest.NewCluster(t)
 	admin, err := pgxpool.New(ctx, cluster.DatabaseURL)
 	require.NoError(t, err)
 	_, err = admin.Exec(ctx, "ALTER SYSTEM SET wal_writer_delay = '10s'")

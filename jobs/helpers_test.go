@@ -19,10 +19,10 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // testBundle is one fresh database with the gateway's pool, a separate pool
@@ -36,9 +36,9 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	url := testcontainers.NewDatabase(t)
-	b := &testBundle{url: url, pool: testcontainers.OpenPool(t, url)}
-	b.paper = paper.New(paper.Config{Pool: testcontainers.OpenPool(t, url)})
+	url := pgtest.NewDatabase(t)
+	b := &testBundle{url: url, pool: pgtest.OpenPool(t, url)}
+	b.paper = paper.New(paper.Config{Pool: pgtest.OpenPool(t, url)})
 	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": b.paper})
 	return b
 }

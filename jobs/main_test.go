@@ -3,7 +3,7 @@ package jobs_test
 import (
 	"testing"
 
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { testcontainers.MainLeakChecked(m, nil) }
+func TestMain(m *testing.M) { pgtest.MainLeakChecked(m, nil) }

@@ -22,11 +22,11 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // fixedTime stubs River's clock so a snooze's scheduled_at can be checked
@@ -124,13 +124,13 @@ func TestNotifyWorker(t *testing.T) {
 	t.Parallel()
 	// Each subtest holds a transaction per channel until it ends: one
 	// pool each, so parallel subtests never wait on each other's.
-	url := testcontainers.NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	channels := []string{notify.ChannelTelegram, notify.ChannelDiscord, notify.ChannelSlack}
 
 	t.Run("Sent", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		for _, ch := range channels {
 			res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: ch, Message: rejectedMessage("sent-1")}, nil)
@@ -146,7 +146,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("RefusedIsCancelledNotRetried", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelTelegram, notifyfake.Refused(http.StatusBadRequest, "Bad Request: chat not found"))
 		b.fake.Script(notify.ChannelDiscord, notifyfake.Refused(http.StatusNotFound, "Unknown Webhook"))
@@ -171,7 +171,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("RateLimitSnoozesForRetryAfter", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		waits := map[string]time.Duration{
 			notify.ChannelTelegram: 7 * time.Second,         // parameters.retry_after
@@ -192,7 +192,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("ServerErrorRetriesWithBackoff", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		for _, ch := range channels {
 			b.fake.Script(ch, notifyfake.ServerError())
@@ -208,7 +208,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("LastAttemptIsExhausted", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelSlack, notifyfake.ServerError())
 		res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: notify.ChannelSlack, Message: rejectedMessage("gone-1")},
@@ -221,7 +221,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("EndlessRateLimitSpendsAttempts", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		b := setupNotify(t, nil)
 		b.fake.Script(notify.ChannelDiscord, notifyfake.RateLimited(time.Second))
 		res, err := b.worker.Work(ctx, t, beginTx(t, pool), jobs.NotifyArgs{Channel: notify.ChannelDiscord, Message: rejectedMessage("limited-2")},
@@ -234,7 +234,7 @@ func TestNotifyWorker(t *testing.T) {
 
 	t.Run("TransportErrorRetriesWithoutLeakingSecrets", func(t *testing.T) {
 		t.Parallel()
-		pool := testcontainers.OpenPool(t, url)
+		pool := pgtest.OpenPool(t, url)
 		dead := httptest.NewServer(http.NotFoundHandler())
 		deadURL := dead.URL
 		dead.Close()
@@ -284,7 +284,7 @@ func notifyJobs(t *testing.T, pool *pgxpool.Pool) []*rivertype.JobRow {
 func TestNotifyInsertTx(t *testing.T) {
 	t.Parallel()
 	fake := notifyfake.New(t)
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	ctx := context.Background()
 	// An insert-only client, as the gateway holds.
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
@@ -358,7 +358,7 @@ func TestNotifyEndToEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fake := notifyfake.New(t)
-	pool := testcontainers.NewPool(t)
+	pool := pgtest.NewPool(t)
 	logger, logs := testutil.TextLogs()
 
 	cfg := fake.Config()

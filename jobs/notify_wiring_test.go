@@ -20,10 +20,10 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/notify/notifyfake"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // A rejected order is notified on every configured channel: the jobs
@@ -41,7 +41,7 @@ func TestRejectedOrderIsNotifiedOnEveryChannel(t *testing.T) {
 	require.NoError(t, err)
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues, Notifier: notifier, NotifySender: sender})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues,
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues,
 		Jobs: client, Notifier: notifier})
 	t.Cleanup(gw.Close)
 
@@ -139,7 +139,7 @@ func notifyingGateway(t *testing.T, b *testBundle) (*gateway.Service, *river.Cli
 	require.NoError(t, err)
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues, Notifier: notifier})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues,
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues,
 		Jobs: client, Notifier: notifier})
 	t.Cleanup(gw.Close)
 	return gw, client

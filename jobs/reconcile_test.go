@@ -21,10 +21,10 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testfactory"
 	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // TestReconcileAdoptsLostAnswer drives the whole flow: the venue fills the
@@ -39,7 +39,7 @@ func TestReconcileAdoptsLostAnswer(t *testing.T) {
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
 	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{
-		Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client,
+		Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client,
 	})
 	t.Cleanup(gw.Close) // repeats' audit writes finish before the pools close
 	in := input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"lost-1"}`)

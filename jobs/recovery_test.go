@@ -17,9 +17,9 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
 	"github.com/hoox/hoox/jobs"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // windowed is the paper venue with a real venue's accept window: a request
@@ -91,7 +91,7 @@ func TestReconcileRefusesAnotherOrderUnderTheID(t *testing.T) {
 func crashingGateway(t *testing.T, b *testBundle, client *river.Client[pgx.Tx]) *gateway.Service {
 	t.Helper()
 	crashed := false
-	deps := gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues,
+	deps := gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues,
 		AfterVenue: func(string) {
 			if !crashed {
 				crashed = true
@@ -195,7 +195,7 @@ func TestSweeperSettlesAReconcileWhoseJobWasCancelled(t *testing.T) {
 	b := setup(t)
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
 	t.Cleanup(gw.Close)
 	b.paper.SetFaults(paper.Faults{LoseAnswer: true})
 	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"orphan"}`))
@@ -235,7 +235,7 @@ func TestSweeperSettlesAReconcileWhoseWorkerDied(t *testing.T) {
 	b := setup(t)
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
 	t.Cleanup(gw.Close)
 	b.paper.SetFaults(paper.Faults{LoseAnswer: true})
 	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"killed-worker"}`))
@@ -280,7 +280,7 @@ func TestSweeperFailsACancelledReconcileWhoseOrderNeverArrived(t *testing.T) {
 	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": lostRequest{b.paper}})
 	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
 	t.Cleanup(gw.Close)
 	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"orphan-lost"}`))
 	require.NoError(t, err)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // A database nobody listens on: a refused setting must stop hoox before it
@@ -147,7 +147,7 @@ var listening = regexp.MustCompile(`"msg":"hoox listening","addr":"([^"]+)"`)
 
 func TestDefaultsStart(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": testcontainers.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret-long-enough", "HOOX_ADDR": "127.0.0.1:0"}
+	env := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "HOOX_WEBHOOK_SECRET": "s3cret-long-enough", "HOOX_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &testutil.LogBuffer{}

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // serveProcess is a `hoox serve` child process.
@@ -69,8 +69,8 @@ func TestKillNineMidLoadThenResendEverySignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test with real processes")
 	}
-	dbURL := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dbURL)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
 
 	const n = 2000
 	bodies := apptest.UniqueSignals("kill", n)
@@ -98,8 +98,8 @@ func TestKillNineMidLoadThenResendEverySignal(t *testing.T) {
 
 func TestCrashBetweenVenueAnswerAndCommitIsAdoptedOnRetry(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dbURL)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
 	body := apptest.Signal(`"trace_id":"crash-1"`)
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
@@ -128,8 +128,8 @@ func TestTwoProcessesPurgeOnceUnderOneLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real processes")
 	}
-	dbURL := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dbURL)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `
 		INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, expires_at)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	hooxsql "github.com/hoox/hoox/sql"
+	"github.com/hoox/hoox/sql/migrations"
 )
 
 // runMigrate is `hoox migrate up|down|down-to-zero|status`. It holds goose's
@@ -22,12 +22,12 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if cfg.DatabaseURL == "" {
 		return errors.New("DATABASE_URL is not set: hoox migrate needs a Postgres connection string")
 	}
-	sqldb, err := hooxsql.Open(cfg.DatabaseURL)
+	sqldb, err := migrations.Open(cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer sqldb.Close()
-	p, err := hooxsql.NewProvider(sqldb)
+	p, err := migrations.NewProvider(sqldb)
 	if err != nil {
 		return err
 	}

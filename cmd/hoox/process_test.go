@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // binDir holds the hoox binary built for this test binary's process tests;
@@ -205,7 +205,7 @@ func TestDevKeepsItsDataAcrossRestartsAndRecoversFromKill(t *testing.T) {
 
 func TestMigrateCommand(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	env := func(k string) string {
 		if k == "DATABASE_URL" {
 			return dbURL

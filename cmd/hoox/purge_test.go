@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 func TestPurgeCommand(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	pool := testcontainers.OpenPool(t, dbURL)
+	pool := pgtest.OpenPool(t, dbURL)
 	_, err := pool.Exec(ctx, `
 INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, expires_at)
 SELECT 'k:' || i, 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}',

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // A window-mode signal (no key, no timestamp) whose hoox is killed between
@@ -18,8 +18,8 @@ import (
 // process placed, through the intent keyed on the signal's fingerprint.
 func TestWindowSignalCrashThenResendPlacesOnce(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dbURL)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
 	body := apptest.Signal("") // neither trace_id nor timestamp: window mode
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
@@ -44,8 +44,8 @@ func TestWindowSignalCrashThenResendPlacesOnce(t *testing.T) {
 // hoox's books match the venue's and a late resend is a duplicate.
 func TestCrashWithoutAResendIsRecordedByTheSweeper(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
-	pool := testcontainers.OpenPool(t, dbURL)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
 	body := apptest.Signal(`"trace_id":"nobody-resends"`)
 
 	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // crashAfterVenue sends body to a `hoox serve` that SIGKILLs itself between
@@ -20,7 +20,7 @@ import (
 // venue holds the order, Postgres holds no claim.
 func crashAfterVenue(t *testing.T, dbURL string, env []string, body string, fake fakeVenue) fakeOrder {
 	t.Helper()
-	pool := testcontainers.OpenPool(t, dbURL)
+	pool := pgtest.OpenPool(t, dbURL)
 	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
 	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
 	var exit *exec.ExitError
@@ -39,8 +39,8 @@ func crashAfterVenue(t *testing.T, dbURL string, env []string, body string, fake
 func TestVenueCrashDrillThenResendAdoptsTheOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		env := vc.envFor(fake)
 		body := vc.signal(`"trace_id":"crash-1"`)
 		held := crashAfterVenue(t, dbURL, env, body, fake)
@@ -79,11 +79,11 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 	const body = `"trace_id":"swept-1"`
 	for _, vc := range venueCases {
 		fake := vc.newFake(t)
-		dbURL := testcontainers.NewDatabase(t)
+		dbURL := pgtest.NewDatabase(t)
 		env := vc.envFor(fake)
 		held := crashAfterVenue(t, dbURL, env, vc.signal(body), fake)
 		survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-		rigs = append(rigs, rig{vc, fake, testcontainers.OpenPool(t, dbURL), survivor, held})
+		rigs = append(rigs, rig{vc, fake, pgtest.OpenPool(t, dbURL), survivor, held})
 	}
 	// The sweeper asks only once the adapter's accept window (recvWindow +
 	// lookup lag + clock margin, ~17 s) has passed since the send; the
@@ -117,8 +117,8 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 func TestVenueWindowModeCrashDrillThenResendPlacesOneOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		env := vc.envFor(fake)
 		body := vc.signal(`"strategy":"window-drill"`)
 		held := crashAfterVenue(t, dbURL, env, body, fake)
@@ -150,7 +150,7 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 	}
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
 		ctx := t.Context()
-		cluster := testcontainers.NewCluster(t)
+		cluster := pgtest.NewCluster(t)
 		admin, err := pgxpool.New(ctx, cluster.DatabaseURL)
 		require.NoError(t, err)
 		_, err = admin.Exec(ctx, "ALTER SYSTEM SET wal_writer_delay = '10s'")
@@ -188,7 +188,7 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 		require.Len(t, fake.Orders(), 1, "the resend adopted the order: the intent survived the crash")
 		require.Equal(t, held[0].ExchangeOrderID, r.Str("order", "exchange_order_id"))
-		pool := testcontainers.OpenPool(t, cluster.DatabaseURL)
+		pool := pgtest.OpenPool(t, cluster.DatabaseURL)
 		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:pg-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
 		again := apptest.Post(t, srv.url, body)
 		require.Equal(t, http.StatusConflict, again.Status, again.Raw)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // A venue that answers 5xx after it accepted the order: the outcome is
@@ -20,8 +20,8 @@ import (
 func TestVenueServerErrorAfterAcceptIsReconciledToOneOrder(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		body := vc.signal(`"trace_id":"5xx-1"`)
 
@@ -67,13 +67,13 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 	body := func(vc venueCase) string { return vc.signal(`"trace_id":"lag-1"`) }
 	for _, vc := range venueCases {
 		fake := vc.newFake(t)
-		dbURL := testcontainers.NewDatabase(t)
+		dbURL := pgtest.NewDatabase(t)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		fake.LagNextLookup(5 * time.Second)
 		fake.Inject(venuefake.ServerErrorAfterAccept)
 		r := apptest.Post(t, srv.url, body(vc))
 		require.Equal(t, http.StatusAccepted, r.Status, "%s: %s", vc.name, r.Raw)
-		rigs = append(rigs, rig{vc, fake, testcontainers.OpenPool(t, dbURL), srv.url})
+		rigs = append(rigs, rig{vc, fake, pgtest.OpenPool(t, dbURL), srv.url})
 	}
 
 	// Wait until the reconcile has acted on its first lookup: snoozed until
@@ -118,8 +118,8 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 func TestVenueCredentialsErrorIs503ThenTheSignalExecutesOnceFixed(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		srv, logs := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		body := vc.signal(`"trace_id":"creds-1"`)
 

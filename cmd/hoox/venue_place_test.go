@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // A signal for a real venue goes through `hoox serve` to the venue's fake
@@ -18,8 +18,8 @@ import (
 func TestVenueSignalIsPlacedAndRecorded(t *testing.T) {
 	t.Parallel()
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 
 		body := vc.signal(`"trace_id":"place-1"`)
@@ -57,8 +57,8 @@ func TestVenueTwoReplicaStormPlacesOneOrderPerSignal(t *testing.T) {
 	}
 	const keys, senders = 20, 20
 	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
-		dbURL := testcontainers.NewDatabase(t)
-		pool := testcontainers.OpenPool(t, dbURL)
+		dbURL := pgtest.NewDatabase(t)
+		pool := pgtest.OpenPool(t, dbURL)
 		a, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		b, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		urls := []string{a.url, b.url}

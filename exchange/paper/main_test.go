@@ -3,9 +3,9 @@ package paper_test
 import (
 	"testing"
 
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
-	testcontainers.MainLeakChecked(m, nil)
+	pgtest.MainLeakChecked(m, nil)
 }

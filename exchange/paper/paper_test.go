@@ -12,7 +12,7 @@ import (
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 type testBundle struct {
@@ -21,7 +21,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	return &testBundle{venue: paper.New(paper.Config{Pool: testcontainers.NewPool(t)})}
+	return &testBundle{venue: paper.New(paper.Config{Pool: pgtest.NewPool(t)})}
 }
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -91,7 +91,7 @@ func TestPlace(t *testing.T) {
 
 	t.Run("ConfiguredReferencePrice", func(t *testing.T) {
 		t.Parallel()
-		v := paper.New(paper.Config{Pool: testcontainers.NewPool(t), ReferencePrice: dec("42.5")})
+		v := paper.New(paper.Config{Pool: pgtest.NewPool(t), ReferencePrice: dec("42.5")})
 		r, err := v.Place(ctx, market("c1", "buy", "1"))
 		require.NoError(t, err)
 		require.True(t, dec("42.5").Equal(r.FillPrice.Decimal))

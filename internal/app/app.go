@@ -27,7 +27,7 @@ import (
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
-	hooxsql "github.com/hoox/hoox/sql"
+	"github.com/hoox/hoox/sql/migrations"
 )
 
 // App is a running hoox: pools, River, the gateway, the HTTP server.
@@ -171,7 +171,7 @@ func (a *App) ready(ctx context.Context) error {
 	if err := a.pools.Claims.Ping(ctx); err != nil {
 		return &api.ReadyError{Check: api.ReadyDatabase, Err: db.Translate(err)}
 	}
-	current, err := hooxsql.Current(ctx, a.sqldb)
+	current, err := migrations.Current(ctx, a.sqldb)
 	if err != nil {
 		return &api.ReadyError{Check: api.ReadyMigrations, Err: err}
 	}
@@ -229,10 +229,10 @@ func crashDrill(enabled bool, logger *slog.Logger) func(string) {
 
 // migrateUp applies every pending migration to the database at url.
 func migrateUp(ctx context.Context, url string) error {
-	sqldb, err := hooxsql.Open(url)
+	sqldb, err := migrations.Open(url)
 	if err != nil {
 		return err
 	}
 	defer sqldb.Close()
-	return hooxsql.Up(ctx, sqldb)
+	return migrations.Up(ctx, sqldb)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/apptest"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // Whole processes whose Postgres stops and starts again: while it is down
@@ -20,7 +20,7 @@ import (
 
 func TestReadyzFollowsTheDatabase(t *testing.T) {
 	t.Parallel()
-	cluster := testcontainers.NewCluster(t)
+	cluster := pgtest.NewCluster(t)
 	b := apptest.Start(t, cluster.DatabaseURL)
 	ready := func() int {
 		resp, err := apptest.Client.Get(b.URL + "/readyz")
@@ -45,7 +45,7 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test with a real Postgres stop")
 	}
-	cluster := testcontainers.NewCluster(t)
+	cluster := pgtest.NewCluster(t)
 	b := apptest.Start(t, cluster.DatabaseURL, func(c *app.Config) { c.Timing.LockWait = 500 * time.Millisecond })
 	const n = 1500
 	bodies := apptest.UniqueSignals("outage", n)

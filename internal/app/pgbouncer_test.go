@@ -20,8 +20,8 @@ import (
 
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // startPgBouncer runs a transaction-pooling PgBouncer in front of dbURL and
@@ -104,12 +104,12 @@ logfile = %s
 // the pooler.
 func TestThroughPgBouncerInTransactionMode(t *testing.T) {
 	t.Parallel()
-	dbURL := testcontainers.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	bouncer := startPgBouncer(t, dbURL)
 	viaBouncer := func(c *app.Config) { c.TxPooler, c.Jobs.Workers = true, 2 }
 	b := apptest.Start(t, bouncer, viaBouncer)
 	c := apptest.Start(t, bouncer, viaBouncer)
-	pool := testcontainers.OpenPool(t, dbURL)
+	pool := pgtest.OpenPool(t, dbURL)
 
 	const n = 200
 	apptest.RequireOneWinner(t, apptest.Storm(t, []string{b.URL, c.URL}, apptest.Signal(`"trace_id":"bounced"`), n), n)
@@ -138,13 +138,13 @@ func TestPgBouncerSmallerThanTheSendersDoesNotStarve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs pgbouncer and concurrent load")
 	}
-	dbURL := testcontainers.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	const poolSize = 4
 	bouncer := startPgBouncerSized(t, dbURL, poolSize)
 	b := apptest.Start(t, bouncer, func(c *app.Config) {
 		c.TxPooler, c.DBMaxConns, c.Jobs.Workers = true, poolSize, 1
 	})
-	pool := testcontainers.OpenPool(t, dbURL)
+	pool := pgtest.OpenPool(t, dbURL)
 
 	const n = 6 * poolSize // senders, all at once, each a new signal
 	bodies := make([]string, n)

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/app"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
-	"github.com/hoox/hoox/testcontainers"
 )
 
 // Secret is the webhook secret every test hoox runs with.
@@ -52,9 +52,9 @@ type Bundle struct {
 // mutate adjusts its config first.
 func Setup(t *testing.T, mutate ...func(*app.Config)) *Bundle {
 	t.Helper()
-	dbURL := testcontainers.NewDatabase(t)
+	dbURL := pgtest.NewDatabase(t)
 	b := Start(t, dbURL, mutate...)
-	b.Pool = testcontainers.OpenPool(t, dbURL)
+	b.Pool = pgtest.OpenPool(t, dbURL)
 	return b
 }
 

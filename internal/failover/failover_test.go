@@ -24,12 +24,12 @@ import (
 
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
-	hooxsql "github.com/hoox/hoox/sql"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/sql/migrations"
 )
 
 func TestMain(m *testing.M) {
-	testcontainers.MainLeakChecked(m, func() { client.CloseIdleConnections() })
+	pgtest.MainLeakChecked(m, func() { client.CloseIdleConnections() })
 }
 
 var client = &http.Client{Timeout: 15 * time.Second}
@@ -82,9 +82,9 @@ func startPair(t *testing.T, syncNames string) *pair {
 	pconn := connect(t, primary.URL("postgres"))
 	_, err = pconn.Exec(ctx, "CREATE DATABASE hoox")
 	require.NoError(t, err)
-	sqldb, err := hooxsql.Open(primary.URL("hoox"))
+	sqldb, err := migrations.Open(primary.URL("hoox"))
 	require.NoError(t, err)
-	require.NoError(t, hooxsql.Up(ctx, sqldb))
+	require.NoError(t, migrations.Up(ctx, sqldb))
 	require.NoError(t, sqldb.Close())
 
 	standbyDir := filepath.Join(root, "standby")

@@ -1,4 +1,4 @@
-package testcontainers_test
+package pgtest_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { testcontainers.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // tableExists reports whether a table is visible in the pool's database.
 func tableExists(t *testing.T, pool *pgxpool.Pool, table string) bool {
@@ -26,7 +26,7 @@ func TestEachTestGetsAMigratedDatabase(t *testing.T) {
 	for _, name := range []string{"first", "second"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pool := testcontainers.NewPool(t)
+			pool := pgtest.NewPool(t)
 			for _, table := range []string{"trace_ids", "orders", "trace_events", "river_job"} {
 				require.True(t, tableExists(t, pool, table), "table %s", table)
 			}
@@ -40,8 +40,8 @@ func TestEachTestGetsAMigratedDatabase(t *testing.T) {
 func TestDatabasesAreIsolated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a := testcontainers.NewPool(t)
-	b := testcontainers.NewPool(t)
+	a := pgtest.NewPool(t)
+	b := pgtest.NewPool(t)
 	_, err := a.Exec(ctx, "CREATE TABLE scratch (x int); INSERT INTO scratch VALUES (1)")
 	require.NoError(t, err)
 	require.True(t, tableExists(t, a, "scratch"))
@@ -53,7 +53,7 @@ func TestDatabaseIsDroppedAfterTheTest(t *testing.T) {
 	ctx := context.Background()
 	var name string
 	t.Run("user", func(t *testing.T) {
-		url := testcontainers.NewDatabase(t)
+		url := pgtest.NewDatabase(t)
 		cfg, err := pgx.ParseConfig(url)
 		require.NoError(t, err)
 		name = cfg.Database
@@ -68,7 +68,7 @@ func TestDatabaseIsDroppedAfterTheTest(t *testing.T) {
 	})
 	require.NotEmpty(t, name)
 
-	admin, err := pgx.Connect(ctx, testcontainers.Server(t).AdminURL())
+	admin, err := pgx.Connect(ctx, pgtest.Server(t).AdminURL())
 	require.NoError(t, err)
 	defer admin.Close(ctx)
 	var n int
@@ -79,7 +79,7 @@ func TestDatabaseIsDroppedAfterTheTest(t *testing.T) {
 func TestClusterCanBeStoppedAndStarted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := testcontainers.NewCluster(t)
+	c := pgtest.NewCluster(t)
 	pool, err := pgxpool.New(ctx, c.DatabaseURL)
 	require.NoError(t, err)
 	defer pool.Close()

@@ -1,4 +1,4 @@
-package sql_test
+package migrations_test
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	hooxsql "github.com/hoox/hoox/sql"
-	"github.com/hoox/hoox/testcontainers"
+	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/sql/migrations"
 )
 
-func TestMain(m *testing.M) { testcontainers.MainLeakChecked(m, nil) }
+func TestMain(m *testing.M) { pgtest.MainLeakChecked(m, nil) }
 
 func tableExists(t *testing.T, ctx context.Context, url, table string) bool {
 	t.Helper()
-	db, err := hooxsql.Open(url)
+	db, err := migrations.Open(url)
 	require.NoError(t, err)
 	defer db.Close()
 	var ok bool
@@ -32,11 +32,11 @@ var hooxTables = []string{"trace_ids", "orders", "trace_events", "settings", "pa
 // provider over it, all closed when the test ends.
 func freshDatabase(t *testing.T) (string, *stdsql.DB, *goose.Provider) {
 	t.Helper()
-	url := testcontainers.NewDatabase(t)
-	db, err := hooxsql.Open(url)
+	url := pgtest.NewDatabase(t)
+	db, err := migrations.Open(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	p, err := hooxsql.NewProvider(db)
+	p, err := migrations.NewProvider(db)
 	require.NoError(t, err)
 	return url, db, p
 }
@@ -46,7 +46,7 @@ func TestUpDownToZeroAndUpAgain(t *testing.T) {
 	ctx := context.Background()
 	url, db, p := freshDatabase(t)
 
-	current, err := hooxsql.Current(ctx, db)
+	current, err := migrations.Current(ctx, db)
 	require.NoError(t, err)
 	require.True(t, current, "the harness database is fully migrated")
 
@@ -55,15 +55,15 @@ func TestUpDownToZeroAndUpAgain(t *testing.T) {
 	for _, table := range hooxTables {
 		require.False(t, tableExists(t, ctx, url, table), "%s survives down to zero", table)
 	}
-	current, err = hooxsql.Current(ctx, db)
+	current, err = migrations.Current(ctx, db)
 	require.NoError(t, err)
 	require.False(t, current)
 
-	require.NoError(t, hooxsql.Up(ctx, db))
+	require.NoError(t, migrations.Up(ctx, db))
 	for _, table := range hooxTables {
 		require.True(t, tableExists(t, ctx, url, table), "%s is back after up", table)
 	}
-	latest, err := hooxsql.LatestVersion()
+	latest, err := migrations.LatestVersion()
 	require.NoError(t, err)
 	v, err := p.GetDBVersion(ctx)
 	require.NoError(t, err)
@@ -85,20 +85,20 @@ func TestConcurrentMigrationsTakeTurns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			db, err := hooxsql.Open(url)
+			db, err := migrations.Open(url)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			defer db.Close()
-			errs[i] = hooxsql.Up(ctx, db)
+			errs[i] = migrations.Up(ctx, db)
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	current, err := hooxsql.Current(ctx, db)
+	current, err := migrations.Current(ctx, db)
 	require.NoError(t, err)
 	require.True(t, current)
 }

@@ -1,7 +1,7 @@
-// Package sql holds hoox's schema: goose migrations embedded in the binary,
+// Package migrations holds hoox's schema: goose migrations embedded in the binary,
 // and River's own schema applied through a goose Go migration so one tool
 // owns every table and two replicas starting at once cannot race.
-package sql
+package migrations
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
-//go:embed migrations/*.sql
+//go:embed *.sql
 var embedded embed.FS
 
 // RiverMigrationVersion is the goose version of the Go migration that applies
@@ -35,7 +35,7 @@ const (
 // LatestVersion is the highest migration version this binary knows: the
 // schema is current when the database has applied it.
 func LatestVersion() (int64, error) {
-	entries, err := fs.ReadDir(embedded, "migrations")
+	entries, err := fs.ReadDir(embedded, ".")
 	if err != nil {
 		return 0, fmt.Errorf("read migrations: %w", err)
 	}
@@ -66,17 +66,13 @@ func Open(databaseURL string) (*stdsql.DB, error) {
 // NewProvider returns a goose provider over every hoox migration, holding a
 // Postgres session lock while it migrates.
 func NewProvider(db *stdsql.DB) (*goose.Provider, error) {
-	migrations, err := fs.Sub(embedded, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("migrations fs: %w", err)
-	}
 	// Poll every second (goose's default is 5 s) for up to 5 minutes, so a
 	// replica waiting on another's migration starts soon after it.
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("session locker: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations,
+	p, err := goose.NewProvider(goose.DialectPostgres, db, embedded,
 		goose.WithSessionLocker(locker),
 		goose.WithGoMigrations(riverMigration()),
 	)

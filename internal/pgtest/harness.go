@@ -1,16 +1,18 @@
-// Package testcontainers is hoox's test database harness. A test binary gets
-// one PostgreSQL server, chosen in order of preference: TEST_DATABASE_URL; a
-// testcontainers-go container when a Docker engine answers; else a
-// throwaway cluster from the installed server binaries (internal/localpg).
+// Package pgtest is hoox's test database harness. (It was the folder
+// testcontainers/, a name that read as the library it may use.) A test
+// binary gets one PostgreSQL server, chosen in order of preference:
+// TEST_DATABASE_URL; a testcontainers-go container when a Docker engine
+// answers; else a throwaway cluster from the installed server binaries
+// (internal/localpg).
 // The schema is migrated once into a template database, and every test gets
 // its own clone, so tests run in parallel and leave nothing behind.
 //
 // Use it from TestMain:
 //
-//	func TestMain(m *testing.M) { testcontainers.Main(m) }
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
 // then NewPool(t) or NewDatabase(t) in each test.
-package testcontainers
+package pgtest
 
 import (
 	"context"
@@ -33,7 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/internal/localpg"
-	hooxsql "github.com/hoox/hoox/sql"
+	"github.com/hoox/hoox/sql/migrations"
 )
 
 // global is the one harness of this test binary. It is package-level state
@@ -117,7 +119,7 @@ func Run(m *testing.M) int {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := global.close(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "testcontainers: cleanup after signal:", err)
+				fmt.Fprintln(os.Stderr, "pgtest: cleanup after signal:", err)
 			}
 			code := 1
 			if s, ok := sig.(syscall.Signal); ok {
@@ -135,7 +137,7 @@ func Run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := global.close(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "testcontainers: cleanup:", err)
+		fmt.Fprintln(os.Stderr, "pgtest: cleanup:", err)
 		if code == 0 {
 			code = 1
 		}
@@ -221,12 +223,12 @@ func (h *harness) migrateTemplate(ctx context.Context) error {
 }
 
 func migrate(ctx context.Context, url string) error {
-	db, err := hooxsql.Open(url)
+	db, err := migrations.Open(url)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := hooxsql.Up(ctx, db); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return db.Close()

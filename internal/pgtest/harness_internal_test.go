@@ -1,4 +1,4 @@
-package testcontainers
+package pgtest
 
 import (
 	"bufio"
