@@ -83,25 +83,62 @@ func (v *Venue) freeBalance(ctx context.Context, ccy string) (decimal.Decimal, e
 	return decimal.Zero, nil
 }
 
-// ensureLeverage sets the swap's cross leverage when it differs from the
-// last value this venue set. A refusal returns its reason.
+// hedgeMode reads the account's position mode: true in long_short_mode
+// (hedge), false in net_mode (one-way), which hoox trades. Read for every
+// swap order: an operator may switch it at any time.
+func (v *Venue) hedgeMode(ctx context.Context) (bool, error) {
+	var res []struct {
+		PosMode string `json:"posMode"`
+	}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/config", private: true}, &res); err != nil {
+		return false, fmt.Errorf("okx: account config: %w", asUnreachable(err))
+	}
+	for _, c := range res {
+		if c.PosMode == "long_short_mode" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// leverage reads the swap's cross leverage at OKX now (0 when not
+// listed): never a cached value, which another replica or a manual change
+// may have made stale.
+func (v *Venue) leverage(ctx context.Context, instID string) (int, error) {
+	var res []struct {
+		InstID string `json:"instId"`
+		Lever  string `json:"lever"`
+	}
+	q := url.Values{"instId": {instID}, "mgnMode": {"cross"}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/leverage-info", query: q, private: true}, &res); err != nil {
+		return 0, fmt.Errorf("okx: leverage of %s: %w", instID, asUnreachable(err))
+	}
+	for _, l := range res {
+		if l.InstID == instID {
+			return int(venuekit.Dec(l.Lever).IntPart()), nil
+		}
+	}
+	return 0, nil
+}
+
+// ensureLeverage sets the swap's cross leverage when the leverage OKX
+// holds differs. A refusal returns its reason. It is never called for a
+// close: a refused change must not refuse the close.
 func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (string, error) {
-	v.mu.Lock()
-	cur := v.leverage[instID]
-	v.mu.Unlock()
+	cur, err := v.leverage(ctx, instID)
+	if err != nil {
+		return "", err
+	}
 	if cur == lever {
 		return "", nil
 	}
 	body := map[string]string{"instId": instID, "lever": strconv.Itoa(lever), "mgnMode": "cross"}
-	err := v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		return "set leverage " + strconv.Itoa(lever) + ": " + e.Msg, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("okx: set leverage %d on %s: %w", lever, instID, asUnreachable(err))
 	}
-	v.mu.Lock()
-	v.leverage[instID] = lever
-	v.mu.Unlock()
 	return "", nil
 }
