@@ -187,25 +187,25 @@ type Server struct {
 	// Binance refuses one that the open position's notional does not fit.
 	refuseLeverage bool
 	// hedge is the account's position mode: dualSidePosition.
-	hedge     bool
-	liquidity     map[string]decimal.Decimal
-	orders        []*Order
-	nextID        int64
-	lookupLag     time.Duration
-	nextLag       *time.Duration
-	faults        []Fault
-	requests      map[string]int
-	log           []Request
-	weightMinute  int64
-	usedWeight    int
-	sleep         func(time.Duration)
-	latency       map[string]time.Duration
-	engineDelay   time.Duration
-	tradingOff    string
-	late          []lateOrder
-	lateRefused   int
-	holdLeft      int
-	holdQueries   int
+	hedge        bool
+	liquidity    map[string]decimal.Decimal
+	orders       []*Order
+	nextID       int64
+	lookupLag    time.Duration
+	nextLag      *time.Duration
+	faults       []Fault
+	requests     map[string]int
+	log          []Request
+	weightMinute int64
+	usedWeight   int
+	sleep        func(time.Duration)
+	latency      map[string]time.Duration
+	engineDelay  time.Duration
+	tradingOff   string
+	late         []lateOrder
+	lateRefused  int
+	holdLeft     int
+	holdQueries  int
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes

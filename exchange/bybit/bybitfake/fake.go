@@ -288,7 +288,7 @@ type Server struct {
 	// refuseLeverage makes every set-leverage fail with 110013.
 	refuseLeverage bool
 	// hedge is the linear account's position mode (both sides).
-	hedge bool
+	hedge       bool
 	orders      map[orderKey]*Order
 	book        []*Order
 	nextID      int
