@@ -29,6 +29,11 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 			return out, ReasonNoPosition, nil
 		}
 		out.qty, out.reduceOnly = amt.Abs(), true
+		if o.Partial {
+			// A percent_of_position exit: the share sized before the
+			// intent, never more than what is held now.
+			out.qty = decimal.Min(o.Quantity, amt.Abs())
+		}
 		if f.RoundQuantity(out.qty, true).IsZero() {
 			return out, ReasonNoPosition, nil
 		}
@@ -41,6 +46,9 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		return out, "", err
 	}
 	out.side, out.qty = "sell", free
+	if o.Partial {
+		out.qty = decimal.Min(o.Quantity, free)
+	}
 	if f.RoundQuantity(free, true).IsZero() {
 		return out, ReasonNoPosition, nil
 	}

@@ -28,14 +28,14 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f filters, p
 		if !free.IsPositive() {
 			return "", decimal.Zero, ReasonNoPosition, nil
 		}
-		return "sell", free, "", nil
+		return "sell", partialQty(o, free), "", nil
 	}
 	if pos.size.IsPositive() {
 		switch {
 		case pos.side == "Buy" && o.Action != "close_short":
-			return "sell", pos.size, "", nil
+			return "sell", partialQty(o, pos.size), "", nil
 		case pos.side == "Sell" && o.Action != "close_long":
-			return "buy", pos.size, "", nil
+			return "buy", partialQty(o, pos.size), "", nil
 		}
 	}
 	return "", decimal.Zero, ReasonNoPosition, nil

@@ -29,25 +29,17 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 			return out, "", err
 		}
 		out.side, out.qty = "sell", free
+		if o.Partial {
+			out.qty = decimal.Min(o.Quantity, free)
+		}
 		if !venuekit.FloorTo(free, f.Step).IsPositive() {
 			return out, ReasonNoPosition, nil
 		}
 		return out, "", nil
 	}
-	var res []struct {
-		InstID  string `json:"instId"`
-		Pos     string `json:"pos"`
-		PosSide string `json:"posSide"`
-	}
-	q := url.Values{"instType": {"SWAP"}, "instId": {f.InstID}}
-	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/positions", query: q, private: true}, &res); err != nil {
-		return out, "", fmt.Errorf("okx: position %s: %w", f.InstID, asUnreachable(err))
-	}
-	var pos decimal.Decimal
-	for _, p := range res {
-		if p.InstID == f.InstID && (p.PosSide == "net" || p.PosSide == "") {
-			pos = pos.Add(venuekit.Dec(p.Pos))
-		}
+	pos, err := v.netPosition(ctx, f.InstID)
+	if err != nil {
+		return out, "", err
 	}
 	switch {
 	case pos.IsPositive() && o.Action != "close_short":
@@ -58,7 +50,32 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		return out, ReasonNoPosition, nil
 	}
 	out.qty, out.reduceOnly = f.fromWire(pos.Abs()), true
+	if o.Partial {
+		// A percent_of_position exit: the share sized before the intent,
+		// never more than what is held now.
+		out.qty = decimal.Min(o.Quantity, out.qty)
+	}
 	return out, "", nil
+}
+
+// netPosition is the swap's net position in contracts, signed.
+func (v *Venue) netPosition(ctx context.Context, instID string) (decimal.Decimal, error) {
+	var res []struct {
+		InstID  string `json:"instId"`
+		Pos     string `json:"pos"`
+		PosSide string `json:"posSide"`
+	}
+	q := url.Values{"instType": {"SWAP"}, "instId": {instID}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/positions", query: q, private: true}, &res); err != nil {
+		return decimal.Zero, fmt.Errorf("okx: position %s: %w", instID, asUnreachable(err))
+	}
+	var pos decimal.Decimal
+	for _, p := range res {
+		if p.InstID == instID && (p.PosSide == "net" || p.PosSide == "") {
+			pos = pos.Add(venuekit.Dec(p.Pos))
+		}
+	}
+	return pos, nil
 }
 
 // freeBalance is the available balance of ccy in the trading account.

@@ -45,6 +45,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v1/order", s.handleQuery(MarketFutures))
 	mux.HandleFunc("GET /api/v3/account", s.handleAccount)
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
+	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -354,6 +355,19 @@ func (s *Server) handlePositionRisk(w http.ResponseWriter, r *http.Request) {
 		out = append(out, entry("BOTH", s.positions[name]))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handleFuturesBalance is Futures Account Balance V2: the USDT margin
+// wallet, all of it available (the fake keeps no margin in use).
+func (s *Server) handleFuturesBalance(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(w, r); !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	writeJSON(w, http.StatusOK, []map[string]any{{"accountAlias": "fake", "asset": "USDT",
+		"balance": s.futuresWallet.String(), "availableBalance": s.futuresWallet.String(),
+		"crossWalletBalance": s.futuresWallet.String(), "updateTime": s.now().UnixMilli()}})
 }
 
 func (s *Server) handleLeverage(w http.ResponseWriter, r *http.Request) {

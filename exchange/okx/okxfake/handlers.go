@@ -56,6 +56,10 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/account/positions", s.private(s.servePositions))
 	mux.HandleFunc("POST /api/v5/account/set-leverage", s.private(s.serveLeverage))
 	mux.HandleFunc("GET /api/v5/account/config", s.private(s.serveConfig))
+	mux.HandleFunc("GET /api/v5/market/ticker", func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
+		write(w, s.serveTicker(r))
+	})
 	mux.HandleFunc("GET /api/v5/account/leverage-info", s.private(s.serveLeverageInfo))
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
@@ -171,6 +175,18 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 		}
 	}
 	return ok(out)
+}
+
+// serveTicker is GET /api/v5/market/ticker (public): the last price the
+// fake fills market orders at.
+func (s *Server) serveTicker(r *http.Request) reply {
+	inst := r.URL.Query().Get("instId")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, found := s.instruments[inst]; !found {
+		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	return ok([]map[string]string{{"instId": inst, "last": str(s.prices[compact(inst)])}})
 }
 
 // serveConfig is GET /api/v5/account/config: posMode is the account's
