@@ -383,8 +383,12 @@ func parseQuantityType(v value) (string, string) {
 	switch t := strings.ToLower(s); t {
 	case QuantityBase, QuantityQuote, QuantityPercentOfBalance, QuantityPercentOfPosition:
 		return t, ""
-	case "contracts":
-		// TradersPost's word for a base amount on futures.
+	case "fixed_quantity", "contracts":
+		// TradersPost's fixed_quantity is a base amount. Its
+		// dollar_amount, percent_of_equity and risk_dollar_amount are not
+		// taken: hoox would have to guess (a quote currency that is not
+		// dollars; equity that is not the free balance; a stop-loss hoox
+		// does not place).
 		return QuantityBase, ""
 	}
 	return "", rule

@@ -15,6 +15,7 @@ func TestQuantityType(t *testing.T) {
 	}{
 		{"default is base", `"action":"buy","quantity":"0.5"`, QuantityBase, "0.5", "buy"},
 		{"quote", `"action":"buy","quantity":"100","quantity_type":"quote"`, QuantityQuote, "100", "buy"},
+		{"TradersPost fixed_quantity", `"action":"buy","quantity":"2","quantityType":"fixed_quantity"`, QuantityBase, "2", "buy"},
 		{"TradersPost alias", `"action":"buy","quantity":"100","quantityType":"QUOTE"`, QuantityQuote, "100", "buy"},
 		{"percent of balance", `"action":"buy","quantity":25,"quantity_type":"percent_of_balance"`, QuantityPercentOfBalance, "25", "buy"},
 		{"Alertatron percent on an entry", `"action":"long","quantity":"50%"`, QuantityPercentOfBalance, "50", "long"},
@@ -37,6 +38,8 @@ func TestQuantityTypeInvalid(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, body, field string }{
 		{"unknown type", `"action":"buy","quantity":"1","quantity_type":"lots"`, FieldQuantityType},
+		{"TradersPost dollar_amount is not guessed", `"action":"buy","quantity":"1","quantityType":"dollar_amount"`, FieldQuantityType},
+		{"TradersPost percent_of_equity is not guessed", `"action":"buy","quantity":"1","quantityType":"percent_of_equity"`, FieldQuantityType},
 		{"percent above 100", `"action":"buy","quantity":"150%"`, FieldQuantity},
 		{"percent of 0", `"action":"buy","quantity":"0%"`, FieldQuantity},
 		{"negative percent", `"action":"buy","quantity":"-5%"`, FieldQuantity},
