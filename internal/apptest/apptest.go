@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,25 @@ func Post(t testing.TB, url, body string, headers ...string) Reply {
 	return r
 }
 
+// PostRetryingBusy posts like a sender that resends a 503 (TradingView
+// does, after 5 s; here sooner, at most the answer's Retry-After and 200 ms):
+// a hoox at capacity on a loaded machine answers 503 "nothing was placed"
+// honestly, and the resend must then be answered like any other copy.
+func PostRetryingBusy(t testing.TB, url, body string) Reply {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r := Post(t, url, body)
+		if r.Status != http.StatusServiceUnavailable || r.Str("code") != "unavailable" || attempt == 20 {
+			return r
+		}
+		wait := 200 * time.Millisecond
+		if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err == nil && time.Duration(secs)*time.Second < wait {
+			wait = time.Duration(secs) * time.Second
+		}
+		time.Sleep(wait)
+	}
+}
+
 // Signal builds a paper signal's body; extra is raw JSON members appended
 // to it. A symbol in extra replaces the default one.
 func Signal(extra string) string {
@@ -171,7 +191,7 @@ func Storm(t *testing.T, urls []string, body string, n int) map[string]int {
 		go func() {
 			defer wg.Done()
 			<-start
-			r := Post(t, urls[i%len(urls)], body)
+			r := PostRetryingBusy(t, urls[i%len(urls)], body)
 			key := fmt.Sprint(r.Status)
 			if c := r.Str("code"); c != "" {
 				key += " " + c
