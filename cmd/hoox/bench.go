@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.BoolVar(&o.RepeatOne, "repeat-one", false, "every request repeats one settled key")
 	fs.BoolVar(&o.Pgbench, "pgbench", false, "compare closed-loop throughput with pgbench running the same SQL (generated from db's statements, see bench.PgbenchScript)")
 	fs.StringVar(&o.PgbenchScripts, "pgbench-script", bench.DefaultScript+",claim.sql",
-		"comma-separated pgbench scripts: minimal.sql (the least durable work for one signal) or variants generated from hoox's own statements (claim.sql, claim-pipelined.sql, claim-nomarker.sql); the first is the ratio's reference")
+		"comma-separated pgbench scripts: reference.sql (the minimal durable work of the protocol: synchronous intent, venue fill, one claim transaction), minimal.sql (the same without the intent) or variants generated from hoox's own statements (claim.sql, claim-pipelined.sql, claim-nomarker.sql); the first is the ratio's reference")
 	fs.IntVar(&o.Rounds, "rounds", 3, "interleaved hoox/pgbench rounds; the median ratio is reported")
 	fs.BoolVar(&o.Naive, "naive", false, "run the naive SELECT-then-INSERT baseline (and hoox) under a duplicate storm")
 	fs.IntVar(&o.StormSenders, "storm-senders", 50, "concurrent senders of one key in the storm")
