@@ -678,6 +678,10 @@ func (b *bencher) suite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	goals, err := b.referenceGoals(ctx, rows, vr)
+	if err != nil {
+		return err
+	}
 	maxRun, err := b.load(ctx, "memory: closed loop at maximum, 20% repeats", 0, 0.2, false, TargetWebhook, "")
 	if err != nil {
 		return err
@@ -693,14 +697,116 @@ func (b *bencher) suite(ctx context.Context) error {
 			msf(r.again.rep.All.P99), msf(r.floor.rep.All.P50), msf(r.floor.rep.All.P99))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(b.out, "goals: new p99 ≤ 10 ms at 1000/s (moonshot 5), new p50 ≤ 1.5 ms at 100/s, repeat p99 ≤ 2 ms at every rate\n")
-	fmt.Fprintf(b.out, "throughput hoox/pgbench %s (%d senders, median of %d): %.2f× (goal ≥ 0.6×, moonshot 1.0×)\n",
-		strings.Split(b.o.PgbenchScripts, ",")[0], b.o.Workers, b.o.Rounds, vr.ratio)
+	fmt.Fprintf(b.out, "\n== goals against the reference (%s, %d clients), measured in this run\n", strings.Split(b.o.PgbenchScripts, ",")[0], b.o.Workers)
+	tw = tabwriter.NewWriter(b.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\thoox\treference\tgoal\tverdict")
+	for _, g := range goals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.figure, g.hoox, g.reference, g.goal, verdict(g.met))
+	}
+	_ = tw.Flush()
 	fmt.Fprintf(b.out, "memory at maximum:  %s (goal < 100 MB)\n", maxRun.mem)
 	if b.o.PurgeRows > 0 {
 		return b.purge(ctx)
 	}
 	return nil
+}
+
+// goal is one row of the issue 21 table: hoox's figure, the reference's
+// from the same run, and whether the goal held.
+type goal struct {
+	figure, hoox, reference, goal string
+	met                           bool
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// referenceGoals measures what the latency goals compare with, in this
+// run: the reference script under pgbench at 100/s and at 40 % of its own
+// closed-loop rate, and hoox (and the HTTP floor) at that rate; the 100/s
+// and 1,000/s figures come from the suite's rows.
+func (b *bencher) referenceGoals(ctx context.Context, rows []suiteRow, vr versusResult) ([]goal, error) {
+	ref := strings.Split(b.o.PgbenchScripts, ",")[0]
+	var refRates []float64
+	for _, r := range vr.pg[ref] {
+		refRates = append(refRates, r.res.TPS)
+	}
+	refRate := median(refRates)
+	row := func(rate int) (suiteRow, error) {
+		for _, r := range rows {
+			if r.rate == rate {
+				return r, nil
+			}
+		}
+		var r suiteRow
+		var err error
+		r.rate = rate
+		if r.floor, err = b.load(ctx, fmt.Sprintf("floor: GET /healthz, open loop %d/s", rate), rate, 0, false, TargetHealthz, ""); err != nil {
+			return r, err
+		}
+		if r.fresh, err = b.load(ctx, fmt.Sprintf("latency: new signals, open loop %d/s", rate), rate, 0, false, TargetWebhook, ""); err != nil {
+			return r, err
+		}
+		if r.again, err = b.load(ctx, fmt.Sprintf("latency: repeats of one settled key, open loop %d/s", rate), rate, 0, true, TargetWebhook, ""); err != nil {
+			return r, err
+		}
+		return r, nil
+	}
+	pgAt := func(rate int) (PgbenchResult, error) {
+		fmt.Fprintf(b.out, "\n== pgbench %s at %d/s (-R, %d clients)\n", ref, rate, b.o.Workers)
+		r, err := RunPgbench(ctx, PgbenchConfig{BinDir: b.env.binDir, DatabaseURL: b.env.databaseURL,
+			Clients: b.o.Workers, Threads: 2, Duration: b.o.Duration, Script: ref, Rate: rate})
+		if err == nil {
+			fmt.Fprintf(b.out, "pgbench %s at %d/s: p50 %s p99 %s max %s over %d transactions\n", ref, rate,
+				msf(r.Latencies.P50), msf(r.Latencies.P99), msf(r.Latencies.Max), r.Latencies.Count)
+		}
+		return r, err
+	}
+	var goals []goal
+	placedRatio := vr.ratio
+	goals = append(goals, goal{figure: fmt.Sprintf("closed loop, median of %d interleaved rounds", b.o.Rounds),
+		hoox: fmt.Sprintf("%.2f×", placedRatio), reference: fmt.Sprintf("%.0f/s", refRate), goal: "≥ 0.6× (moonshot 0.8×)", met: placedRatio >= 0.6})
+
+	r100, err := row(100)
+	if err != nil {
+		return nil, err
+	}
+	pg100, err := pgAt(100)
+	if err != nil {
+		return nil, err
+	}
+	lim := pg100.Latencies.P50 + r100.floor.rep.All.P50 + time.Millisecond
+	goals = append(goals, goal{figure: "new signal p50 at 100/s", hoox: msf(r100.fresh.rep.All.P50),
+		reference: fmt.Sprintf("pgbench %s; floor %s", msf(pg100.Latencies.P50), msf(r100.floor.rep.All.P50)),
+		goal:      "≤ pgbench + floor + 1 ms = " + msf(lim), met: r100.fresh.rep.All.P50 <= lim})
+
+	at := max(int(0.4*refRate+0.5), 1)
+	fmt.Fprintf(b.out, "\n== 40 %% of the reference's rate: %d/s\n", at)
+	r40, err := row(at)
+	if err != nil {
+		return nil, err
+	}
+	pg40, err := pgAt(at)
+	if err != nil {
+		return nil, err
+	}
+	lim = 2*pg40.Latencies.P99 + r40.floor.rep.All.P99
+	goals = append(goals, goal{figure: fmt.Sprintf("new signal p99 at 40 %% of the reference (%d/s)", at), hoox: msf(r40.fresh.rep.All.P99),
+		reference: fmt.Sprintf("pgbench %s; floor %s", msf(pg40.Latencies.P99), msf(r40.floor.rep.All.P99)),
+		goal:      "≤ 2× pgbench + floor = " + msf(lim), met: r40.fresh.rep.All.P99 <= lim})
+
+	r1000, err := row(1000)
+	if err != nil {
+		return nil, err
+	}
+	lim = r1000.floor.rep.All.P99 + time.Millisecond
+	goals = append(goals, goal{figure: "repeat p99 at 1,000/s", hoox: msf(r1000.again.rep.All.P99),
+		reference: "floor p99 " + msf(r1000.floor.rep.All.P99), goal: "≤ floor + 1 ms = " + msf(lim), met: r1000.again.rep.All.P99 <= lim})
+	return goals, nil
 }
 
 func median(xs []float64) float64 {

@@ -311,6 +311,11 @@ type PgbenchConfig struct {
 	Duration time.Duration
 	// Script names a variant of PgbenchScript; DefaultScript when empty.
 	Script string
+	// Rate, when positive, is pgbench's -R: an open loop at this many
+	// scripts per second, whose latencies (from the scheduled start, so
+	// queueing counts as it does for the HTTP load) are in
+	// PgbenchResult.Latencies.
+	Rate int
 }
 
 // PgbenchResult is what pgbench reported.
@@ -322,6 +327,9 @@ type PgbenchResult struct {
 	// CPU is the pgbench process's own CPU time (user and system).
 	CPU    time.Duration
 	Output string
+	// Latencies summarise every transaction's latency (from pgbench's
+	// per-transaction log) when the run was rate-limited.
+	Latencies Outcome
 }
 
 var processedRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
@@ -376,7 +384,12 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	}
 	secs := max(int(cfg.Duration.Round(time.Second)/time.Second), 1)
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Clients), "-j", strconv.Itoa(cfg.Threads),
-		"-T", strconv.Itoa(secs), "-f", script, "-D", "run=" + RunID(), cfg.DatabaseURL}
+		"-T", strconv.Itoa(secs), "-f", script, "-D", "run=" + RunID()}
+	logPrefix := filepath.Join(dir, "txlog")
+	if cfg.Rate > 0 {
+		args = append(args, "-R", strconv.Itoa(cfg.Rate), "-l", "--log-prefix", logPrefix)
+	}
+	args = append(args, cfg.DatabaseURL)
 	cmd := exec.CommandContext(ctx, filepath.Join(cfg.BinDir, "pgbench"), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -396,6 +409,13 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 		f, _ := strconv.ParseFloat(m[1], 64)
 		res.Latency = time.Duration(f * float64(time.Millisecond))
 	}
+	if cfg.Rate > 0 {
+		lats, err := readTxLogs(dir)
+		if err != nil {
+			return res, err
+		}
+		res.Latencies = summarise("pgbench", lats)
+	}
 	if strings.Contains(res.Output, "number of failed transactions: ") && !strings.Contains(res.Output, "number of failed transactions: 0 ") {
 		return res, fmt.Errorf("pgbench reported failed transactions: %s", tail(res.Output, 1500))
 	}
@@ -407,4 +427,35 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// readTxLogs reads the latencies of pgbench's per-transaction logs (-l)
+// in dir: the third field of each line, in microseconds.
+func readTxLogs(dir string) ([]time.Duration, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "txlog*"))
+	if err != nil {
+		return nil, err
+	}
+	var lats []time.Duration
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 3 {
+				continue
+			}
+			us, err := strconv.ParseInt(fields[2], 10, 64)
+			if err != nil {
+				continue // "skipped" under -L, or a partial line
+			}
+			lats = append(lats, time.Duration(us)*time.Microsecond)
+		}
+	}
+	if len(lats) == 0 {
+		return nil, errors.New("pgbench: no per-transaction log")
+	}
+	return lats, nil
 }

@@ -265,3 +265,18 @@ func TestReferenceScriptDoesTheProtocolsWork(t *testing.T) {
 	require.LessOrEqual(t, intents, traces+2, "at most one unsettled intent per client cut short")
 	require.LessOrEqual(t, venue, traces+2, "at most one venue row per client cut short")
 }
+
+// A rate-limited run reports its transactions' latency distribution.
+func TestPgbenchAtARateReportsLatencies(t *testing.T) {
+	binDir, err := localpg.FindBinDir()
+	if err != nil {
+		t.Skipf("no PostgreSQL server binaries (pgbench): %v", err)
+	}
+	url := testcontainers.NewDatabase(t)
+	res, err := RunPgbench(t.Context(), PgbenchConfig{BinDir: binDir, DatabaseURL: url, Clients: 2, Threads: 1,
+		Duration: time.Second, Script: "reference.sql", Rate: 50})
+	require.NoError(t, err, "pgbench output: %s", res.Output)
+	require.Positive(t, res.Latencies.Count)
+	require.Positive(t, res.Latencies.P50)
+	require.GreaterOrEqual(t, res.Latencies.P99, res.Latencies.P50)
+}
