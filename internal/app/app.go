@@ -136,12 +136,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	a.registry = reg
 	a.server = api.New(cfg.API,
 		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
-			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier,
-				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
-					jobMetrics.ObservePurge(res)
-					return res, err
-				}}})
+			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier}})
 
 	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
