@@ -53,9 +53,17 @@ type Deps struct {
 	// one venue account never derive each other's IDs, so never adopt each
 	// other's orders.
 	Deployment string
+	// Latency, when set, hears how long each Execute took, so background
+	// work (the purge, through internal/pace) can yield to signals.
+	Latency LatencyObserver
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
+}
+
+// LatencyObserver hears each signal's latency (see Deps.Latency).
+type LatencyObserver interface {
+	Observe(d time.Duration)
 }
 
 // Service executes signals exactly once.
@@ -159,7 +167,11 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 	if in.Arrived.IsZero() {
 		in.Arrived = s.cfg.now()
 	}
+	start := time.Now()
 	out, err := s.execute(ctx, in)
+	if s.deps.Latency != nil {
+		s.deps.Latency.Observe(time.Since(start))
+	}
 	s.deps.Metrics.observeOutcome(out, err)
 	return out, err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/pace"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	hooxsql "github.com/hoox/hoox/sql"
@@ -120,7 +121,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics,
+	// The purge yields to the signals this replica serves.
+	signals := pace.New()
+	if a.river, err = jobs.NewClient(pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics, PurgePacer: signals,
 		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
 		return nil, err
 	}
@@ -132,7 +135,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	}
 	a.gateway = gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
-			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
+			Metrics: gwMetrics, Latency: signals, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
 	a.registry = reg
 	a.server = api.New(cfg.API,
 		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
