@@ -102,6 +102,33 @@ WITH doomed AS (
 ), d AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+    RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, 'purged',
+           jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
+    FROM d
+)
+SELECT count(*), coalesce(max(expires_at), $2), count(DISTINCT (row_ctid::text::point)[0]) FROM d`
+
+// purgeTracePagesSQL deletes the expired traces in heap pages [$1, $2) of
+// trace_ids (a TID range scan, PostgreSQL 14+), with the same conditions,
+// locks and purged events as purgeTracesSQL. When the expired rows lie
+// scattered over the table (a restore, or months of vacuum reusing free
+// space, break the link between expiry and place), deleting in expiry
+// order dirties a page per row and, after each checkpoint, writes a full
+// 8 kB page image per row to the WAL that every signal's commit waits
+// on; sweeping the pages in order dirties each page once for all its
+// expired rows.
+const purgeTracePagesSQL = `
+WITH doomed AS (
+    SELECT t.ctid FROM trace_ids t
+    WHERE t.ctid >= format('(%s,0)', $1::bigint)::tid AND t.ctid < format('(%s,0)', $2::bigint)::tid
+      AND t.expires_at < now() AND NOT ` + OrderUnknownSQL + `
+    FOR UPDATE SKIP LOCKED
+), d AS (
+    DELETE FROM trace_ids t
+    WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (
     INSERT INTO trace_events (trace_id, event, detail)
@@ -109,7 +136,11 @@ WITH doomed AS (
            jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
     FROM d
 )
-SELECT count(*), coalesce(max(expires_at), $2) FROM d`
+SELECT count(*) FROM d`
+
+// tracePagesSQL is trace_ids' size in pages when the sweep starts; rows
+// added later are not expired.
+const tracePagesSQL = `SELECT pg_relation_size('trace_ids') / current_setting('block_size')::bigint`
 
 // purgeEventsSQL deletes one batch of audit rows older than the retention,
 // walking trace_events_at_idx from where the previous batch stopped ($3)
@@ -163,17 +194,12 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	}
 	var res PurgeResult
 	var err error
-	from := time.Time{} // -infinity would do; nothing expires before the epoch
-	res.Traces, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
-		var n int64
-		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from)
-		return n, err
-	})
+	res.Traces, err = purgeTraces(ctx, pool, batch, pause)
 	if err != nil {
 		return res, fmt.Errorf("purge expired traces: %w", translate(err))
 	}
 	if p.AuditRetention > 0 {
-		from = time.Time{}
+		from := time.Time{} // nothing was written before the epoch
 		res.Events, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
 			var n int64
 			err := pool.QueryRow(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds(), from).Scan(&n, &from)
@@ -187,6 +213,83 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 		return res, fmt.Errorf("record last purge: %w", translate(err))
 	}
 	return res, nil
+}
+
+// purgeTraces removes the expired traces: in expiry order through the
+// expiry index while the batches find their rows packed together (the
+// steady state: a minute's expiries, written a TTL ago, side by side), and
+// by sweeping the table's pages in order once a full batch finds them
+// scattered (fewer than two rows per page it touched). After a sweep the
+// index pass runs again and finds what the sweep could not lock.
+func purgeTraces(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
+	var total int64
+	from := time.Time{} // nothing expires before the epoch
+	scattered := false
+	n, err := purgeBatches(ctx, batch, pause, func() (int64, error) {
+		var n, pages int64
+		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
+		if err == nil && n == int64(batch) && pages > n/2 {
+			// Committed and counted; a zero stops the index pass and the
+			// sweep takes over.
+			scattered, total = true, total+n
+			return 0, nil
+		}
+		return n, err
+	})
+	total += n
+	if err != nil || !scattered {
+		return total, err
+	}
+	n, err = sweepTracePages(ctx, pool, batch, pause)
+	total += n
+	if err != nil {
+		return total, err
+	}
+	from = time.Time{}
+	n, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
+		var n, pages int64
+		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
+		return n, err
+	})
+	return total + n, err
+}
+
+// sweepTracePages runs purgeTracePagesSQL over the table's pages in
+// order, sizing each chunk of pages so that it deletes about batch rows.
+func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
+	var pages int64
+	if err := pool.QueryRow(ctx, tracePagesSQL).Scan(&pages); err != nil {
+		return 0, err
+	}
+	var total int64
+	chunk := int64(64)
+	for at := int64(0); at < pages; {
+		start := time.Now()
+		var n int64
+		if err := pool.QueryRow(ctx, purgeTracePagesSQL, at, at+chunk).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		at += chunk
+		switch {
+		case n > int64(batch):
+			chunk = max(chunk/2, 1)
+		case n < int64(batch)/2:
+			chunk = min(chunk*2, 1<<14)
+		}
+		if wait := pause(time.Since(start)); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return total, ctx.Err()
+			case <-timer.C:
+			}
+		} else if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // purgeBatches runs one batch after another until a batch comes back short,
