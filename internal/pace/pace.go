@@ -32,12 +32,15 @@ const (
 	// quiet is how long after a batch the baseline resumes learning, and
 	// how long without a signal counts as no traffic to protect.
 	quiet = 3 * time.Second
-	// The pause factor moves between these bounds: halving while the
-	// signals are within relaxed of their baseline, doubling above strained.
-	minFactor = 0.0
+	// While signals arrive the pause factor moves between these bounds:
+	// halving while the signals are within relaxed of their baseline,
+	// doubling above strained. The floor keeps a third of the time free
+	// for them even when they look unhurt: the average moves after the
+	// tail does, and the tail is what the senders feel.
+	minFactor = 0.5
 	maxFactor = 16.0
-	relaxed   = 1.3
-	strained  = 1.8
+	relaxed   = 1.2
+	strained  = 1.5
 )
 
 // New returns a Tracker with the purge's pause at one batch's duration
@@ -71,7 +74,7 @@ func (t *Tracker) Observe(d time.Duration) {
 // Pause says how long background work waits after a batch that took
 // batch: nothing when no signal arrived lately, else a multiple of the
 // batch that doubles while the signals' recent latency is strained
-// against their baseline and halves (to nothing) while it is relaxed.
+// against their baseline and halves (to half a batch) while it is relaxed.
 func (t *Tracker) Pause(batch time.Duration) time.Duration {
 	if t == nil {
 		return 0
@@ -93,12 +96,9 @@ func (t *Tracker) Pause(batch time.Duration) time.Duration {
 	}
 	switch ratio := t.fast / base; {
 	case ratio > strained:
-		t.factor = min(max(t.factor*2, 0.25), maxFactor)
+		t.factor = min(t.factor*2, maxFactor)
 	case ratio < relaxed:
-		t.factor /= 2
-		if t.factor < 0.1 {
-			t.factor = minFactor
-		}
+		t.factor = max(t.factor/2, minFactor)
 	}
 	return time.Duration(float64(batch) * t.factor)
 }
