@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// bearer sends an admin request from remote with the given token.
+// bearer sends an admin request from remote with the given token; the
+// answer (401, 429 or 200) is checked against the OpenAPI document.
 func bearer(t *testing.T, h http.Handler, remote, token string) response {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "/admin/stats", nil)
 	req.RemoteAddr = remote
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	contract(t, h).ServeHTTP(rec, req)
 	return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

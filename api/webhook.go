@@ -75,7 +75,7 @@ func decimalText(d decimal.NullDecimal) *string {
 // the credential: credential.covers) → (kill switch, claim, dispatch in the
 // gateway).
 func (s *Server) webhook(c echo.Context) error {
-	start := time.Now()
+	start := s.now()
 	req := c.Request()
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
 		return err
@@ -102,7 +102,7 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	cred, err := s.authenticate(raw.Secret(), req.Header, body, time.Now())
+	cred, err := s.authenticate(raw.Secret(), req.Header, body, s.now())
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
-	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/venuefake"
+	"github.com/hoox/hoox/exchange/venues"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
@@ -77,7 +77,7 @@ type Options struct {
 	// MinConns is the embedded hoox's HOOX_DB_MIN_CONNS (-1: its default).
 	MinConns int
 	// Venues are the real venues the embedded hoox is configured with.
-	Venues [4]app.VenueSettings
+	Venues []app.VenueSettings
 }
 
 // closeTimeout bounds the shutdown of the embedded hoox and Postgres.
@@ -100,6 +100,7 @@ func Command(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer vb.close()
+		o.Venues = app.NewVenueSettings()
 		o.Venues[vb.index] = vb.load.settings()
 	}
 
@@ -229,7 +230,9 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o Options, stderr io.Wri
 	if o.MinConns >= 0 {
 		cfg.DBMinConns = o.MinConns
 	}
-	cfg.Venues = o.Venues
+	if o.Venues != nil {
+		cfg.Venues = o.Venues
+	}
 	var logOut io.Writer = io.Discard
 	if o.ServerLog != "" {
 		f, err := os.Create(o.ServerLog)
@@ -930,15 +933,22 @@ func fmtList(xs []float64, f string) string {
 
 // benchFake is one fake venue running for `hoox bench --venue`.
 type benchFake struct {
-	url, key, secret string
-	// orders counts what the fake accepted in the benchmarked market or
-	// category, and under how many distinct client order IDs.
-	orders func() (total, distinct int)
-	close  func()
+	venuefake.Fake
 }
 
 func (f *benchFake) settings() app.VenueSettings {
-	return app.VenueSettings{APIKey: f.key, APISecret: f.secret, BaseURL: f.url}
+	return app.VenueSettings{APIKey: f.APIKey(), APISecret: f.APISecret(), APIPassphrase: f.Passphrase(), BaseURL: f.URL()}
+}
+
+// orders counts what the fake accepted in the benchmarked market or
+// category, and under how many distinct client order IDs.
+func (f *benchFake) orders() (total, distinct int) {
+	seen := map[string]bool{}
+	orders := f.Orders()
+	for _, o := range orders {
+		seen[o.ClientOrderID] = true
+	}
+	return len(orders), len(seen)
 }
 
 // venueBench is `hoox bench --venue <venue>-fake`: one fake for the timed
@@ -946,16 +956,16 @@ func (f *benchFake) settings() app.VenueSettings {
 // rate-limit bookkeeping (Binance reports the weight used per server) does
 // not mix.
 type venueBench struct {
-	kind        app.VenueKind
+	kind        venues.Kind
 	index       int
 	place, load *benchFake
 }
 
 // FakeVenueNames are the values --venue accepts.
 func FakeVenueNames() []string {
-	out := make([]string, len(app.VenueKinds()))
-	for i, k := range app.VenueKinds() {
-		out[i] = k.Name + "-fake"
+	var out []string
+	for _, name := range venues.Names() {
+		out = append(out, name+"-fake")
 	}
 	return out
 }
@@ -968,16 +978,16 @@ func startVenueBench(o Options) (_ *venueBench, err error) {
 	if idx < 0 {
 		return nil, fmt.Errorf("--venue %q: want one of %s", o.Venue, strings.Join(FakeVenueNames(), ", "))
 	}
-	vb := &venueBench{kind: app.VenueKinds()[idx], index: idx}
+	vb := &venueBench{kind: venues.All()[idx], index: idx}
 	defer func() {
 		if err != nil {
 			vb.close()
 		}
 	}()
-	if vb.place, err = startBenchFake(vb.kind.Name); err != nil {
+	if vb.place, err = startBenchFake(vb.kind); err != nil {
 		return nil, err
 	}
-	if vb.load, err = startBenchFake(vb.kind.Name); err != nil {
+	if vb.load, err = startBenchFake(vb.kind); err != nil {
 		return nil, err
 	}
 	return vb, nil
@@ -986,61 +996,21 @@ func startVenueBench(o Options) (_ *venueBench, err error) {
 func (vb *venueBench) close() {
 	for _, f := range []*benchFake{vb.place, vb.load} {
 		if f != nil {
-			f.close()
+			f.Close()
 		}
 	}
 }
 
-// startBenchFake starts a fake of venue on loopback with balances no
+// startBenchFake starts a fake of k on loopback with balances no
 // benchmark exhausts.
-func startBenchFake(venue string) (*benchFake, error) {
-	plenty := decimal.NewFromInt(1_000_000_000_000)
-	distinct := func(ids []string) (int, int) {
-		seen := map[string]bool{}
-		for _, id := range ids {
-			seen[id] = true
-		}
-		return len(ids), len(seen)
+func startBenchFake(k venues.Kind) (*benchFake, error) {
+	srv, err := k.Fake.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
-	switch venue {
-	case "binance", "binance-futures":
-		market := binancefake.MarketSpot
-		if venue == "binance-futures" {
-			market = binancefake.MarketFutures
-		}
-		s, err := binancefake.Start("127.0.0.1:0", binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": plenty}, FuturesWallet: plenty})
-		if err != nil {
-			return nil, err
-		}
-		return &benchFake{url: s.URL, key: s.APIKey(), secret: s.APISecret(), close: s.Close, orders: func() (int, int) {
-			var ids []string
-			for _, o := range s.Orders() {
-				if o.Market == market {
-					ids = append(ids, o.ClientOrderID)
-				}
-			}
-			return distinct(ids)
-		}}, nil
-	default:
-		category := bybitfake.CategoryLinear
-		if venue == "bybit-spot" {
-			category = bybitfake.CategorySpot
-		}
-		s, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
-		if err != nil {
-			return nil, err
-		}
-		s.SetBalance("USDT", plenty)
-		return &benchFake{url: s.URL, key: bybitfake.DefaultAPIKey, secret: bybitfake.DefaultAPISecret, close: s.Close, orders: func() (int, int) {
-			var ids []string
-			for _, o := range s.Orders() {
-				if o.Category == category {
-					ids = append(ids, o.OrderLinkID)
-				}
-			}
-			return distinct(ids)
-		}}, nil
-	}
+	f := srv.Venue(k.Fake.Market)
+	f.SetBalance("USDT", decimal.NewFromInt(1_000_000_000_000))
+	return &benchFake{f}, nil
 }
 
 // venue compares a real adapter on its fake with paper: first Place alone,
@@ -1059,7 +1029,8 @@ func (b *bencher) venue(ctx context.Context, vb *venueBench) error {
 	if err != nil {
 		return err
 	}
-	adapter, err := vb.kind.Build(vb.place.key, vb.place.secret, vb.place.url, false, slog.New(slog.DiscardHandler))
+	adapter, err := vb.kind.New(venues.Settings{APIKey: vb.place.APIKey(), APISecret: vb.place.APISecret(), Passphrase: vb.place.Passphrase(),
+		BaseURL: vb.place.URL(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

@@ -340,7 +340,7 @@ func TestRecoverDecidesOnTheSendUnderTheLock(t *testing.T) {
 	ctx := context.Background()
 	pool := testcontainers.NewPool(t)
 	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:r", Order: order("hx-r-0"), SentAt: time.Now().Add(-time.Hour)})
-	items, err := db.ListStranded(ctx, pool, time.Minute, 10)
+	items, err := db.ListStranded(ctx, pool, time.Minute, time.Hour, 10)
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	listed := items[0].Intent.SentAt

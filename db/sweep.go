@@ -79,7 +79,12 @@ WHERE outcome IS NULL AND sent_at < now() - $1::bigint * interval '1 millisecond
 ORDER BY sent_at
 LIMIT $2`
 
-// River's live job states: a reconcile in any of them will still run.
+// River's live job states: a reconcile in any of them will still run — but
+// for a `running` one whose attempt began longer ago than $3 ms: its worker
+// is gone (a replica killed with -9 leaves its job `running` until River's
+// rescuer, an hour later, retries it), and the trace must not wait that
+// long. A worker still alive holds the trace's lock, which the sweeper
+// takes before it decides anything.
 const orphanReconcilingSQL = `
 SELECT t.trace_id, t.lock_key, i.client_order_id IS NULL
 FROM (SELECT trace_id, client_order_id,
@@ -90,13 +95,15 @@ LEFT JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
 WHERE NOT EXISTS (
     SELECT 1 FROM river_job j
     WHERE j.kind = 'reconcile' AND j.args->>'trace_id' = t.trace_id
-      AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
+      AND (j.state IN ('available', 'pending', 'retryable', 'scheduled')
+           OR (j.state = 'running' AND j.attempted_at > now() - $3::bigint * interval '1 millisecond')))
 LIMIT $2`
 
 // ListStranded returns at most limit intents older than grace with no
 // outcome, and reconciling traces untouched for grace whose reconcile job is
-// gone (completed, cancelled or discarded without settling them).
-func ListStranded(ctx context.Context, q DBTX, grace time.Duration, limit int) ([]Stranded, error) {
+// gone (completed, cancelled or discarded without settling them, or
+// `running` for longer than dead: its worker died with its replica).
+func ListStranded(ctx context.Context, q DBTX, grace, dead time.Duration, limit int) ([]Stranded, error) {
 	rows, err := q.Query(ctx, strandedIntentsSQL, grace.Milliseconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
@@ -108,7 +115,7 @@ func ListStranded(ctx context.Context, q DBTX, grace time.Duration, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
 	}
-	rows, err = q.Query(ctx, orphanReconcilingSQL, grace.Milliseconds(), limit)
+	rows, err = q.Query(ctx, orphanReconcilingSQL, grace.Milliseconds(), limit, dead.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
 	}

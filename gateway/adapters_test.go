@@ -52,8 +52,8 @@ func setupAdapters(t *testing.T) *adaptersBundle {
 		require.NoError(t, err)
 		return v
 	}
-	bybitIn := func(c bybit.Category) exchange.Venue {
-		v, err := bybit.New(bybit.Config{Category: c, APIKey: bybitfake.DefaultAPIKey, APISecret: bybitfake.DefaultAPISecret,
+	bybitIn := func(c bybit.Market) exchange.Venue {
+		v, err := bybit.New(bybit.Config{Market: c, APIKey: bybitfake.DefaultAPIKey, APISecret: bybitfake.DefaultAPISecret,
 			BaseURL: b.bybit.URL, HTTPClient: client()})
 		require.NoError(t, err)
 		return v
@@ -62,8 +62,8 @@ func setupAdapters(t *testing.T) *adaptersBundle {
 		exchange.Entry{Name: exchange.PaperName, Live: paper.New(paper.Config{Pool: open()})},
 		exchange.Entry{Name: "binance", Live: binanceAt(binance.MarketSpot, b.binance), Test: binanceAt(binance.MarketSpot, b.binanceTestnet)},
 		exchange.Entry{Name: "binance-futures", Live: binanceAt(binance.MarketFutures, b.binance)},
-		exchange.Entry{Name: "bybit", Live: bybitIn(bybit.Linear)},
-		exchange.Entry{Name: "bybit-spot", Live: bybitIn(bybit.Spot)},
+		exchange.Entry{Name: "bybit", Live: bybitIn(bybit.MarketLinear)},
+		exchange.Entry{Name: "bybit-spot", Live: bybitIn(bybit.MarketSpot)},
 	)
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Venues: reg})
 	t.Cleanup(b.svc.Close)

@@ -90,7 +90,7 @@ func TestProtocolWritesCommitSynchronouslyWhateverTheServerDefault(t *testing.T)
 	// A dead attempt's intent, swept.
 	crashing := setupMem(t, url, venue, crashOnce())
 	executeCrashing(t, crashing.svc, input(t, `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"3","trace_id":"sync-swept"}`))
-	stranded, err := db.ListStranded(ctx, b.pool, 0, 10)
+	stranded, err := db.ListStranded(ctx, b.pool, 0, time.Hour, 10)
 	require.NoError(t, err)
 	require.Len(t, stranded, 1)
 	done, err := db.Recover(ctx, b.pool, stranded[0], time.Second, time.Hour, func(context.Context, db.Stranded) (db.Recovery, error) {

@@ -180,3 +180,13 @@ func (c Config) Validate() error {
 	ck.Duration("TraceTTL", c.TraceTTL, time.Millisecond, 0, "; a swept trace must block repeats")
 	return ck.Err()
 }
+
+// reconcileTimeout bounds one reconcile job (ReconcileWorker.Timeout): a
+// lookup and at most one placement, each bounded by VenueTimeout, and the
+// database work around them.
+func (c Config) reconcileTimeout() time.Duration { return 2*c.VenueTimeout + 30*time.Second }
+
+// reconcileDeadAfter is how long a reconcile job may stay `running` before
+// the sweeper takes its worker for dead: its timeout, plus a margin for
+// River to record the end of a job that timed out.
+func (c Config) reconcileDeadAfter() time.Duration { return c.reconcileTimeout() + 15*time.Second }

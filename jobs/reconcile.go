@@ -69,6 +69,13 @@ func (s *snooze) Error() string { return fmt.Sprintf("venue accept window still 
 
 // Work resolves job.Args' trace in one transaction that holds the trace's
 // lock across the venue call (see db.Reconcile).
+// Timeout bounds one reconcile: a lookup and at most one placement, each
+// bounded by VenueTimeout, and the database work around them. The sweeper
+// counts a reconcile `running` for longer (plus a margin) as dead.
+func (w *ReconcileWorker) Timeout(*river.Job[ReconcileArgs]) time.Duration {
+	return w.cfg.reconcileTimeout()
+}
+
 func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs]) error {
 	a := job.Args
 	final := job.Attempt >= job.MaxAttempts

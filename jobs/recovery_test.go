@@ -223,6 +223,50 @@ func TestSweeperSettlesAReconcileWhoseJobWasCancelled(t *testing.T) {
 	requireLogged(t, sw.logs, slog.LevelInfo, "swept", map[string]any{"trace_id": "k:orphan", "outcome": "adopted", "orphaned_reconcile": true})
 }
 
+// A replica killed with -9 while it worked a reconcile leaves the job
+// `running` until River's rescuer, an hour later, retries it (found by
+// hoox torture). The sweeper takes a reconcile running past its timeout for
+// dead and settles the trace from what the venue holds; one still within
+// its timeout is left to its worker.
+func TestSweeperSettlesAReconcileWhoseWorkerDied(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: testcontainers.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	b.paper.SetFaults(paper.Faults{LoseAnswer: true})
+	out, err := gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"killed-worker"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceReconciling, out.Status)
+	b.paper.SetFaults(paper.Faults{})
+
+	// What a worker leaves behind when its process dies mid-job: the job
+	// running, attempted by a client that no longer exists.
+	running := func(ago time.Duration) {
+		_, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_by = '{killed}',
+			attempted_at = now() - $1::bigint * interval '1 millisecond' WHERE kind = 'reconcile'`, ago.Milliseconds())
+		require.NoError(t, err)
+	}
+	sw := newSweeper(t, b)
+	running(5 * time.Second)
+	n, err := sw.Sweep(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a reconcile within its timeout is its worker's")
+	require.Equal(t, db.TraceReconciling, traceStatus(t, b.pool, "k:killed-worker"))
+
+	running(10 * time.Minute)
+	n, err = sw.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, db.TraceDispatched, traceStatus(t, b.pool, "k:killed-worker"), "the venue's order is adopted without waiting for River's rescue")
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:killed-worker'"))
+	fills, err := b.paper.Orders(ctx)
+	require.NoError(t, err)
+	require.Len(t, fills, 1, "the sweeper adopts, never places")
+}
+
 // A cancelled reconcile whose order never reached the venue (the request
 // timed out before the venue took it) ends failed: its sender was told
 // "reconciling", so an operator must see it end — a reason on the trace,

@@ -86,7 +86,7 @@ func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 // Sweep handles every stranded item it can now and returns how many it
 // settled.
 func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
-	items, err := db.ListStranded(ctx, w.pool, w.cfg.SweepGrace, sweepBatch)
+	items, err := db.ListStranded(ctx, w.pool, w.cfg.SweepGrace, w.cfg.reconcileDeadAfter(), sweepBatch)
 	if err != nil {
 		return 0, err
 	}

@@ -65,6 +65,7 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_BYBIT_SPOT_API_SECRET": "s3cret-venue"}, []string{"HOOX_BYBIT_SPOT_API_SECRET is set but HOOX_BYBIT_SPOT_API_KEY is not"}},
 		{map[string]string{"HOOX_BINANCE_FUTURES_API_KEY": "k", "HOOX_BINANCE_FUTURES_API_SECRET": "s3cret-venue",
 			"HOOX_BINANCE_FUTURES_TESTNET_API_KEY": "tk"}, []string{"HOOX_BINANCE_FUTURES_TESTNET_API_KEY is set but HOOX_BINANCE_FUTURES_TESTNET_API_SECRET is not"}},
+		{map[string]string{"HOOX_OKX_API_KEY": "k", "HOOX_OKX_API_SECRET": "s3cret-venue"}, []string{"HOOX_OKX_API_KEY is set but HOOX_OKX_API_PASSPHRASE is not"}},
 		{map[string]string{"HOOX_TELEGRAM_BOT_TOKEN": "123:s3cret"}, []string{"HOOX_TELEGRAM_CHAT_ID is required"}},
 		{map[string]string{"HOOX_NOTIFY_EVENTS": "rejected,lunch"}, []string{"HOOX_NOTIFY_EVENTS"}},
 		{map[string]string{"HOOX_WEBHOOK_SECRET": "s3cret"}, []string{"HOOX_WEBHOOK_SECRET must be at least 16 characters"}},
@@ -184,15 +185,17 @@ func TestDefaultsStart(t *testing.T) {
 func TestHelpListsVenueSettingsWithoutValues(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"HOOX_BINANCE_API_KEY": "key-value-1234", "HOOX_BINANCE_API_SECRET": "secret-value-5678",
-		"HOOX_TELEGRAM_BOT_TOKEN": "123:tg-token-9", "HOOX_TELEGRAM_CHAT_ID": "42"}
+		"HOOX_TELEGRAM_BOT_TOKEN": "123:tg-token-9", "HOOX_TELEGRAM_CHAT_ID": "42", "HOOX_OKX_API_PASSPHRASE": "pass-phrase-4321"}
 	var stdout strings.Builder
 	_ = run(context.Background(), []string{"serve", "--help"}, func(k string) string { return env[k] }, &stdout, io.Discard)
 	help := stdout.String()
 	for _, v := range []string{"HOOX_BINANCE_API_KEY", "HOOX_BINANCE_FUTURES_API_SECRET", "HOOX_BYBIT_TESTNET", "HOOX_BYBIT_SPOT_TESTNET_API_KEY",
+		"HOOX_OKX_API_PASSPHRASE", "HOOX_OKX_SWAP_BASE_URL", "HOOX_OKX_SWAP_TESTNET_API_PASSPHRASE",
 		"HOOX_TELEGRAM_BOT_TOKEN", "HOOX_SLACK_WEBHOOK_URL", "HOOX_NOTIFY_EVENTS", "HOOX_SWEEP_INTERVAL", "HOOX_UI_SESSION_IDLE"} {
 		require.Contains(t, help, v)
 	}
-	for _, secret := range []string{"key-value-1234", "secret-value-5678", "tg-token-9"} {
+	for _, secret := range []string{"key-value-1234", "secret-value-5678", "tg-token-9", "pass-phrase-4321"} {
 		require.NotContains(t, help, secret)
 	}
+	require.NotContains(t, help, "HOOX_BINANCE_API_PASSPHRASE", "only venues whose keys have a passphrase list one")
 }

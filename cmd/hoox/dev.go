@@ -14,8 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hoox/hoox/exchange/binance/binancefake"
-	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/venues"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
 )
@@ -35,7 +34,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	cfg, _, err := parseConfig("dev", args, getenv, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&dataDir, "data", ".hoox", "where dev keeps its Postgres cluster and secrets")
 		fs.StringVar(&fakeVenues, "fake-venue", "", "start in-process fakes of these venues on loopback and trade on them with the real adapters: "+
-			"comma-separated "+strings.Join(venueNames(), ", ")+", or all")
+			"comma-separated "+strings.Join(venues.Names(), ", ")+", or all")
 	})
 	if err != nil {
 		return err
@@ -94,23 +93,15 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	})
 }
 
-// devFakes are the venue fakes `hoox dev --fake-venue` runs in-process: one
-// Binance fake serves spot and futures, one Bybit fake linear and spot, as
-// the real venues do behind one host.
+// devFakes are the venue fakes `hoox dev --fake-venue` runs in-process:
+// one server per venues.Fake.Server (one Binance fake serves spot and
+// futures, one Bybit fake linear and spot), as the real venues do behind
+// one host.
 type devFakes struct {
-	binance *binancefake.Server
-	bybit   *bybitfake.Server
-	// names are the exchange names configured at a fake, in app.VenueKinds()'
+	servers map[string]venues.FakeServer
+	// names are the exchange names configured at a fake, in venues.All()'s
 	// order.
 	names []string
-}
-
-func venueNames() []string {
-	out := make([]string, len(app.VenueKinds()))
-	for i, k := range app.VenueKinds() {
-		out[i] = k.Name
-	}
-	return out
 }
 
 // startFakeVenues starts the fakes list names and points cfg's venues at
@@ -118,7 +109,7 @@ func venueNames() []string {
 // refused: a dev session must not mix a real account with a fake one
 // under one exchange name.
 func startFakeVenues(list string, cfg *Config) (_ *devFakes, err error) {
-	f := &devFakes{}
+	f := &devFakes{servers: map[string]venues.FakeServer{}}
 	if strings.TrimSpace(list) == "" {
 		return f, nil
 	}
@@ -127,13 +118,13 @@ func startFakeVenues(list string, cfg *Config) (_ *devFakes, err error) {
 		n = strings.ToLower(strings.TrimSpace(n))
 		switch {
 		case n == "all":
-			for _, k := range app.VenueKinds() {
+			for _, k := range venues.All() {
 				want[k.Name] = true
 			}
-		case slices.Contains(venueNames(), n):
+		case slices.Contains(venues.Names(), n):
 			want[n] = true
 		case n != "":
-			return nil, fmt.Errorf("--fake-venue %q: want a comma-separated list of %s, or all", n, strings.Join(venueNames(), ", "))
+			return nil, fmt.Errorf("--fake-venue %q: want a comma-separated list of %s, or all", n, strings.Join(venues.Names(), ", "))
 		}
 	}
 	defer func() {
@@ -141,31 +132,23 @@ func startFakeVenues(list string, cfg *Config) (_ *devFakes, err error) {
 			f.close()
 		}
 	}()
-	for i, k := range app.VenueKinds() {
+	for _, k := range venues.All() {
 		if !want[k.Name] {
 			continue
 		}
-		if cfg.Venues[i] != (app.VenueSettings{}) {
+		v := cfg.Venue(k.Name)
+		if *v != (app.VenueSettings{}) {
 			return nil, fmt.Errorf("--fake-venue %s: HOOX_%s_* is set too; unset it to trade on the fake, or drop %s from --fake-venue", k.Name, k.Env, k.Name)
 		}
-		var key, secret, url string
-		switch k.Name {
-		case "binance", "binance-futures":
-			if f.binance == nil {
-				if f.binance, err = binancefake.Start("127.0.0.1:0", binancefake.Options{}); err != nil {
-					return nil, fmt.Errorf("start the binance fake: %w", err)
-				}
+		srv, ok := f.servers[k.Fake.Server]
+		if !ok {
+			if srv, err = k.Fake.Start("127.0.0.1:0"); err != nil {
+				return nil, fmt.Errorf("start the %s fake: %w", k.Fake.Server, err)
 			}
-			key, secret, url = f.binance.APIKey(), f.binance.APISecret(), f.binance.URL
-		default:
-			if f.bybit == nil {
-				if f.bybit, err = bybitfake.Start("127.0.0.1:0", bybitfake.Options{}); err != nil {
-					return nil, fmt.Errorf("start the bybit fake: %w", err)
-				}
-			}
-			key, secret, url = bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret, f.bybit.URL
+			f.servers[k.Fake.Server] = srv
 		}
-		cfg.Venues[i] = app.VenueSettings{APIKey: key, APISecret: secret, BaseURL: url}
+		fake := srv.Venue(k.Fake.Market)
+		*v = app.VenueSettings{APIKey: fake.APIKey(), APISecret: fake.APISecret(), APIPassphrase: fake.Passphrase(), BaseURL: fake.URL()}
 		f.names = append(f.names, k.Name)
 	}
 	return f, nil
@@ -175,11 +158,8 @@ func (f *devFakes) close() {
 	if f == nil {
 		return
 	}
-	if f.binance != nil {
-		f.binance.Close()
-	}
-	if f.bybit != nil {
-		f.bybit.Close()
+	for _, s := range f.servers {
+		s.Close()
 	}
 }
 
@@ -190,9 +170,9 @@ func (f *devFakes) printBanner(w io.Writer, addr string, cfg Config) {
 	}
 	host := bannerHost(addr)
 	fmt.Fprintf(w, "Fake venues on loopback, traded through the real adapters (signing, filters, lookups):\n\n")
-	for i, k := range app.VenueKinds() {
+	for _, k := range venues.All() {
 		if slices.Contains(f.names, k.Name) {
-			fmt.Fprintf(w, "  %-16s %s\n", k.Name, cfg.Venues[i].BaseURL)
+			fmt.Fprintf(w, "  %-16s %s\n", k.Name, cfg.Venue(k.Name).BaseURL)
 		}
 	}
 	fmt.Fprintf(w, `
@@ -280,8 +260,8 @@ Or open http://%[1]s/ and log in with the admin token.
 // on besides paper, for the banner.
 func configuredVenues(cfg Config) string {
 	var names []string
-	for i, k := range app.VenueKinds() {
-		if cfg.Venues[i].APIKey != "" {
+	for _, k := range venues.All() {
+		if v := cfg.Venue(k.Name); v != nil && v.APIKey != "" {
 			names = append(names, k.Name)
 		}
 	}

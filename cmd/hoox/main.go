@@ -4,6 +4,7 @@
 //	hoox serve     run against DATABASE_URL
 //	hoox migrate   up | down | status
 //	hoox purge     delete expired trace IDs and old audit rows now
+//	hoox torture   seeded fault-injection run against replicas and fakes
 //
 // main stays tiny: everything happens in run, which tests call directly.
 package main
@@ -38,6 +39,7 @@ Usage:
   hoox purge     delete expired trace IDs and old audit rows now (needs DATABASE_URL)
   hoox healthcheck [--url http://127.0.0.1:8080/readyz]   exit 0 when ready (for container health checks)
   hoox bench     load-test hoox and compare it with pgbench (see docs/BENCHMARKS.md)
+  hoox torture   seeded fault-injection run: replicas, Postgres and venue fakes under a nemesis (see README)
 
 Run 'hoox <command> --help' for the settings of a command.
 `
@@ -69,6 +71,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return runPurge(ctx, rest, getenv, stdout)
 	case "bench":
 		return runBench(ctx, rest, getenv, stdout, stderr)
+	case "torture":
+		return runTorture(ctx, rest, stdout)
 	case "healthcheck":
 		return runHealthcheck(ctx, rest, stdout)
 	case "-h", "--help", "help":

@@ -27,6 +27,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// HOOX_DRILL_CLOCK_SKEW is the fault simulator's (hoox torture), kept
+	// out of --help and the settings table: no operator should set it.
+	if v := getenv("HOOX_DRILL_CLOCK_SKEW"); v != "" {
+		if cfg.ClockSkew, err = time.ParseDuration(v); err != nil {
+			return fmt.Errorf("HOOX_DRILL_CLOCK_SKEW: %w", err)
+		}
+	}
 	return serve(ctx, cfg, logger, nil)
 }
 

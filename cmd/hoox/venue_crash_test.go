@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -84,7 +85,7 @@ func TestVenueCrashDrillWithoutResendIsSwept(t *testing.T) {
 		rigs = append(rigs, rig{vc, fake, newTestPool(t, dbURL), survivor, held})
 	}
 	// The sweeper asks only once the adapter's accept window (recvWindow +
-	// lookup lag + clock margin, ~17 s) has passed since the send; the four
+	// lookup lag + clock margin, ~17 s) has passed since the send; the
 	// venues wait it out together.
 	conds := map[string]func() bool{}
 	for _, r := range rigs {
@@ -161,7 +162,7 @@ func TestVenuePostgresCrashAfterTheVenueAcceptedThenResendAdopts(t *testing.T) {
 		body := vc.signal(`"trace_id":"pg-crash-1"`)
 		// The venue books the order and holds its answer; Postgres is
 		// crashed in that moment.
-		fake.HangAfterAccept()
+		fake.Inject(venuefake.HangAfterAccept)
 		answered := make(chan int, 1)
 		go func() { answered <- sendOnce(srv.url + "|" + body) }()
 		require.Eventually(t, func() bool { return len(fake.Orders()) == 1 }, 20*time.Second, 5*time.Millisecond,

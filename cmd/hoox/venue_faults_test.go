@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -23,7 +24,7 @@ func TestVenueServerErrorAfterAcceptIsReconciledToOneOrder(t *testing.T) {
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		body := vc.signal(`"trace_id":"5xx-1"`)
 
-		fake.ServerErrorAfterAccept()
+		fake.Inject(venuefake.ServerErrorAfterAccept)
 		r := post(t, srv.url, body)
 		require.Equal(t, http.StatusAccepted, r.Status, "a 5xx after acceptance is unknown, not unreachable: %s", r.Raw)
 		require.Equal(t, "reconciling", r.str("status"))
@@ -68,7 +69,7 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 		dbURL := testcontainers.NewDatabase(t)
 		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
 		fake.LagNextLookup(5 * time.Second)
-		fake.ServerErrorAfterAccept()
+		fake.Inject(venuefake.ServerErrorAfterAccept)
 		r := post(t, srv.url, body(vc))
 		require.Equal(t, http.StatusAccepted, r.Status, "%s: %s", vc.name, r.Raw)
 		rigs = append(rigs, rig{vc, fake, newTestPool(t, dbURL), srv.url})
@@ -131,8 +132,8 @@ func TestVenueCredentialsErrorIs503ThenTheSignalExecutesOnceFixed(t *testing.T) 
 		require.Eventually(t, func() bool {
 			return logs.has("ERROR", "check the key and secret", "exchange", vc.name)
 		}, 10*time.Second, 20*time.Millisecond, "an error line tells the operator to fix the key:\n%s", logs)
-		require.NotContains(t, r.Raw, fake.Secret())
-		require.NotContains(t, logs.String(), fake.Secret())
+		require.NotContains(t, r.Raw, fake.APISecret())
+		require.NotContains(t, logs.String(), fake.APISecret())
 
 		accept()
 		r = post(t, srv.url, body)

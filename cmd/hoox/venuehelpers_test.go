@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,69 +15,41 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance/binancefake"
-	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/venuefake"
+	"github.com/hoox/hoox/exchange/venues"
 )
 
-// fakeOrder is one order a fake venue accepted, in the words the tests need.
-type fakeOrder struct {
-	ClientOrderID   string
-	ExchangeOrderID string
-	Symbol          string
-}
+// fakeOrder is one order a fake venue accepted.
+type fakeOrder = venuefake.Order
 
-// fakeVenue is what the whole-gateway tests need from a venue's fake: where
-// it listens, what it holds, and the faults a real venue produces. Each
-// method maps onto the fake's own API; nothing here imitates a venue.
-type fakeVenue interface {
-	URL() string
-	Key() string
-	Secret() string
-	// Orders are the orders the fake accepted in this venue's market or
-	// category, oldest first.
-	Orders() []fakeOrder
-	// ServerErrorAfterAccept books the next placement, then answers 5xx.
-	ServerErrorAfterAccept()
-	// HangAfterAccept books the next placement and answers nothing until
-	// the client gives up.
-	HangAfterAccept()
-	// LagNextLookup hides the next placement from order queries for d.
-	LagNextLookup(d time.Duration)
-	// RefuseCredentials makes the next placement fail as with a wrong or
-	// unpermitted key; the returned func makes the fake accept it again.
-	RefuseCredentials() (accept func())
-}
+// fakeVenue is what the whole-gateway tests need from a venue's fake: the
+// interface every fake implements (venuefake.Fake), so that each test runs
+// on every venue in the registry.
+type fakeVenue = venuefake.Fake
 
-// venueCase is one real venue under test: its fake, its HOOX_<ENV>_*
-// variables, the exchange name a signal uses and a symbol and quantity its
-// filters accept as they are (no rounding), so the order row can be
+// venueCase is one real venue under test: its registry entry, the exchange
+// name a signal uses, its HOOX_<ENV>_* infix and a symbol and quantity its
+// fake's filters accept as they are (no rounding), so the order row can be
 // compared with the signal.
 type venueCase struct {
+	kind     venues.Kind
 	name     string // exchange field
 	env      string // HOOX_<env>_*
 	symbol   string
 	quantity string
-	newFake  func(t *testing.T) fakeVenue
 }
 
-var venueCases = []venueCase{
-	{name: "binance", env: "BINANCE", symbol: "BTCUSDT", quantity: "0.002",
-		newFake: func(t *testing.T) fakeVenue {
-			return &binanceFake{binancefake.New(t, binancefake.Options{}), binancefake.MarketSpot}
-		}},
-	{name: "binance-futures", env: "BINANCE_FUTURES", symbol: "ETHUSDT", quantity: "0.05",
-		newFake: func(t *testing.T) fakeVenue {
-			return &binanceFake{binancefake.New(t, binancefake.Options{}), binancefake.MarketFutures}
-		}},
-	{name: "bybit", env: "BYBIT", symbol: "BTCUSDT", quantity: "0.003",
-		newFake: func(t *testing.T) fakeVenue {
-			return &bybitFake{bybitfake.New(t, bybitfake.Options{}), bybitfake.CategoryLinear}
-		}},
-	{name: "bybit-spot", env: "BYBIT_SPOT", symbol: "ETHUSDT", quantity: "0.0123",
-		newFake: func(t *testing.T) fakeVenue {
-			return &bybitFake{bybitfake.New(t, bybitfake.Options{}), bybitfake.CategorySpot}
-		}},
-}
+// newFake starts the venue's fake for one test.
+func (vc venueCase) newFake(t *testing.T) fakeVenue { return vc.kind.StartFake(t) }
+
+// venueCases is every venue in the registry.
+var venueCases = func() []venueCase {
+	var out []venueCase
+	for _, k := range venues.All() {
+		out = append(out, venueCase{kind: k, name: k.Name, env: k.Env, symbol: k.Fake.Symbol, quantity: k.Fake.Quantity})
+	}
+	return out
+}()
 
 // eachVenue runs fn as a parallel subtest per venue, each with its own fake.
 func eachVenue(t *testing.T, fn func(t *testing.T, vc venueCase, fake fakeVenue)) {
@@ -94,7 +65,11 @@ func eachVenue(t *testing.T, fn func(t *testing.T, vc venueCase, fake fakeVenue)
 // env configures vc's venue at fake for a `hoox serve`.
 func (vc venueCase) envFor(fake fakeVenue) []string {
 	p := "HOOX_" + vc.env
-	return []string{p + "_API_KEY=" + fake.Key(), p + "_API_SECRET=" + fake.Secret(), p + "_BASE_URL=" + fake.URL()}
+	env := []string{p + "_API_KEY=" + fake.APIKey(), p + "_API_SECRET=" + fake.APISecret(), p + "_BASE_URL=" + fake.URL()}
+	if vc.kind.Passphrase {
+		env = append(env, p+"_API_PASSPHRASE="+fake.Passphrase())
+	}
+	return env
 }
 
 // signal is a body for vc's venue; extra is raw JSON members appended.
@@ -104,70 +79,6 @@ func (vc venueCase) signal(extra string) string {
 		body += "," + extra
 	}
 	return body + "}"
-}
-
-type binanceFake struct {
-	*binancefake.Server
-	market string
-}
-
-func (f *binanceFake) URL() string    { return f.Server.URL }
-func (f *binanceFake) Key() string    { return f.APIKey() }
-func (f *binanceFake) Secret() string { return f.APISecret() }
-func (f *binanceFake) Orders() []fakeOrder {
-	var out []fakeOrder
-	for _, o := range f.Server.Orders() {
-		if o.Market == f.market {
-			out = append(out, fakeOrder{o.ClientOrderID, strconv.FormatInt(o.OrderID, 10), o.Symbol})
-		}
-	}
-	return out
-}
-func (f *binanceFake) ServerErrorAfterAccept() {
-	f.Inject(binancefake.Fault{Kind: binancefake.FaultServerErrorAfterAccept})
-}
-func (f *binanceFake) HangAfterAccept() {
-	f.Inject(binancefake.Fault{Kind: binancefake.FaultHangAfterAccept})
-}
-
-// LagNextLookup sets the fake's lag for every order placed from now on:
-// binancefake has no per-order lag, and the tests using it place one order.
-func (f *binanceFake) LagNextLookup(d time.Duration) { f.SetLookupLag(d) }
-func (f *binanceFake) RefuseCredentials() func() {
-	// binancefake cannot change the key it accepts; a -2015 fault on the
-	// next placement is the same answer Binance gives a key without trade
-	// permission or from an IP off its whitelist.
-	f.Inject(binancefake.Fault{Kind: binancefake.FaultCredentials})
-	return func() {}
-}
-
-type bybitFake struct {
-	*bybitfake.Server
-	category string
-}
-
-func (f *bybitFake) URL() string    { return f.Server.URL }
-func (f *bybitFake) Key() string    { return bybitfake.DefaultAPIKey }
-func (f *bybitFake) Secret() string { return bybitfake.DefaultAPISecret }
-func (f *bybitFake) Orders() []fakeOrder {
-	var out []fakeOrder
-	for _, o := range f.Server.Orders() {
-		if o.Category == f.category {
-			out = append(out, fakeOrder{o.OrderLinkID, o.OrderID, o.Symbol})
-		}
-	}
-	return out
-}
-func (f *bybitFake) ServerErrorAfterAccept() {
-	f.InjectPlacements(1, bybitfake.ServerErrorAfterAccept())
-}
-func (f *bybitFake) HangAfterAccept()              { f.InjectPlacements(1, bybitfake.HangAfterAccept()) }
-func (f *bybitFake) LagNextLookup(d time.Duration) { f.LagLookups(1, d) }
-func (f *bybitFake) RefuseCredentials() func() {
-	// The fake stops accepting hoox's key (10003 "API key is invalid"),
-	// as after the key was deleted or rotated at Bybit.
-	f.SetCredentials("rotated-key", "rotated-secret")
-	return func() { f.SetCredentials(bybitfake.DefaultAPIKey, bybitfake.DefaultAPISecret) }
 }
 
 // perClientID groups the fake's orders by client order ID.
@@ -213,7 +124,11 @@ func startVenueServe(t *testing.T, dbURL string, env ...string) (*serveProcess, 
 	t.Helper()
 	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--no-migrate")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + dbURL,
-		"HOOX_WEBHOOK_SECRET=" + testSecret, "HOOX_LOG_LEVEL=debug"}, env...)
+		"HOOX_WEBHOOK_SECRET=" + testSecret, "HOOX_LOG_LEVEL=debug",
+		// Every venue in the registry runs a server at once in some tests
+		// (six today); smaller pools keep them inside the test cluster's
+		// connection limit.
+		"HOOX_DB_MAX_CONNS=8", "HOOX_DB_MIN_CONNS=1"}, env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

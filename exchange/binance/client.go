@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // maxBody bounds how much of an answer is read; exchangeInfo for every
@@ -67,10 +66,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		encoded += "&signature=" + Sign(v.cfg.APISecret, encoded)
 	}
 
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
-	})
+	ctx, wrote := venuekit.TraceWrites(ctx)
 	target := v.cfg.BaseURL + req.path
 	var body io.Reader
 	if req.method == http.MethodGet {
@@ -82,7 +78,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.method, target, body)
 	if err != nil {
-		return fmt.Errorf("binance: %s %s: build request: %w: %w", req.method, req.path, exchange.ErrUnreachable, err)
+		return fmt.Errorf("binance: %s %s: %w", req.method, req.path, venuekit.Lost("binance", req.path, false, false, "build request: "+err.Error()))
 	}
 	if body != nil {
 		hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -98,7 +94,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
-		return v.lost(req, wrote.Load(), err)
+		return v.lost(req, wrote(), err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -120,7 +116,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		return nil
 	}
 
-	apiErr := &APIError{HTTPStatus: resp.StatusCode, placement: req.placement}
+	apiErr := &APIError{Venue: "binance", Path: req.path, HTTPStatus: resp.StatusCode, MayExist: req.placement}
 	var body2 struct {
 		Code *int   `json:"code"`
 		Msg  string `json:"msg"`
@@ -136,10 +132,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		// general-info), a proxy's 400 or 502 — may follow an order the
 		// matching engine took: unknown.
 		apiErr.Msg = http.StatusText(resp.StatusCode)
-		apiErr.Class = ClassUnknown
-		if resp.StatusCode == http.StatusForbidden {
-			apiErr.Class = ClassUnreachable
-		}
+		apiErr.Class = venuekit.Bare(resp.StatusCode, http.StatusForbidden)
 	} else {
 		apiErr.Code, apiErr.Msg = *body2.Code, body2.Msg
 		apiErr.Class = classify(resp.StatusCode, apiErr.Code, apiErr.Msg)
@@ -163,20 +156,14 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 // lost classifies a request whose answer never arrived: a placement that
 // was written may have reached Binance; anything else placed nothing.
 func (v *Venue) lost(req request, wrote bool, err error) error {
-	if req.placement && wrote {
-		return fmt.Errorf("binance: %s %s: answer lost: %w: %w", req.method, req.path, exchange.ErrUnknownOutcome, err)
-	}
-	return fmt.Errorf("binance: %s %s: %w: %w", req.method, req.path, exchange.ErrUnreachable, err)
+	return fmt.Errorf("binance: %s %s: answer lost: %w", req.method, req.path, venuekit.Lost("binance", req.path, req.placement, wrote, err.Error()))
 }
 
 // rateLimited handles 429 and 418: Binance refused the request before
 // acting on it, and asks for Retry-After seconds of silence.
 func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Response, raw []byte) error {
-	wait := time.Second
-	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s > 0 {
-		wait = time.Duration(s) * time.Second
-	}
-	apiErr := &APIError{HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: http.StatusText(resp.StatusCode), placement: req.placement}
+	wait := venuekit.RetryAfter(resp.Header, time.Second)
+	apiErr := &APIError{Venue: "binance", Path: req.path, HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: http.StatusText(resp.StatusCode), MayExist: req.placement}
 	var b struct {
 		Code int    `json:"code"`
 		Msg  string `json:"msg"`
@@ -190,12 +177,7 @@ func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Respons
 
 // pause stops every request until wait from now.
 func (v *Venue) pause(ctx context.Context, wait time.Duration, why string) {
-	until := v.cfg.Now().Add(wait)
-	v.mu.Lock()
-	if until.After(v.pausedUntil) {
-		v.pausedUntil = until
-	}
-	v.mu.Unlock()
+	v.pauses.Pause("", v.cfg.Now().Add(wait))
 	v.log.WarnContext(ctx, "binance rate limit: pausing requests", "market", string(v.cfg.Market), "retry_after", wait, "msg", why)
 }
 
@@ -205,15 +187,14 @@ func (v *Venue) pause(ctx context.Context, wait time.Duration, why string) {
 // than held past the moment the order's recvWindow ends: Binance would
 // refuse the order with -1021 by then anyway.
 func (v *Venue) gate(ctx context.Context, weight int) error {
-	v.mu.Lock()
 	now := v.cfg.Now()
-	paused := v.pausedUntil
-	used, minute := v.usedWeight, v.weightMinute
-	offset := v.offset
-	v.mu.Unlock()
-	if now.Before(paused) {
+	if paused, ok := v.pauses.Until(now, ""); ok {
 		return fmt.Errorf("binance: rate limited for another %s: %w", paused.Sub(now).Round(time.Millisecond), exchange.ErrUnreachable)
 	}
+	v.mu.Lock()
+	used, minute := v.usedWeight, v.weightMinute
+	v.mu.Unlock()
+	offset := v.clock.Offset()
 	if v.cfg.WeightBudget == 0 || used+weight <= v.cfg.WeightBudget {
 		return nil
 	}
@@ -254,10 +235,11 @@ func (v *Venue) noteWeight(h http.Header) {
 	if err != nil {
 		return
 	}
+	minute := v.clock.ServerNow().Unix() / 60
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.usedWeight = n
-	v.weightMinute = v.cfg.Now().Add(v.offset).Unix() / 60
+	v.weightMinute = minute
 }
 
 // serverNow is Binance's clock as this venue estimates it, refreshing the
@@ -269,60 +251,37 @@ func (v *Venue) serverNow(ctx context.Context) (time.Time, error) {
 // serverTimeAt is Binance's clock at local time t (now when t is zero),
 // refreshing the offset first when it is older than TimeSync.
 func (v *Venue) serverTimeAt(ctx context.Context, t time.Time) (time.Time, error) {
-	v.mu.Lock()
-	stale := v.syncedAt.IsZero() || v.cfg.Now().Sub(v.syncedAt) >= v.cfg.TimeSync
-	v.mu.Unlock()
-	if stale {
-		if err := v.syncTime(ctx); err != nil {
-			return time.Time{}, err
-		}
+	if err := v.syncTime(ctx); err != nil {
+		return time.Time{}, err
 	}
 	if t.IsZero() {
 		t = v.cfg.Now()
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return t.Add(v.offset), nil
+	return v.clock.At(t), nil
 }
 
-// syncTime measures the offset between Binance's clock and the local one,
-// assuming the answer was stamped halfway through the round trip.
+// syncTime measures the offset between Binance's clock and the local one
+// (GET /time) unless it is younger than TimeSync.
 func (v *Venue) syncTime(ctx context.Context) error {
-	v.syncMu.Lock()
-	defer v.syncMu.Unlock()
-	v.mu.Lock()
-	fresh := !v.syncedAt.IsZero() && v.cfg.Now().Sub(v.syncedAt) < v.cfg.TimeSync
-	v.mu.Unlock()
-	if fresh {
-		return nil // another request synced while this one waited
-	}
-	var r struct {
-		ServerTime int64 `json:"serverTime"`
-	}
-	t0 := v.cfg.Now()
-	if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/time", weight: 1}, &r); err != nil {
-		return fmt.Errorf("binance: server time: %w", err)
-	}
-	t1 := v.cfg.Now()
-	offset := time.UnixMilli(r.ServerTime).Sub(t0.Add(t1.Sub(t0) / 2))
-	v.mu.Lock()
-	v.offset, v.syncedAt = offset, t1
-	v.mu.Unlock()
-	return nil
+	_, err := v.clock.Ensure(ctx, func(ctx context.Context) (time.Time, error) {
+		var r struct {
+			ServerTime int64 `json:"serverTime"`
+		}
+		if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/time", weight: 1}, &r); err != nil {
+			return time.Time{}, fmt.Errorf("binance: server time: %w", err)
+		}
+		return time.UnixMilli(r.ServerTime), nil
+	})
+	return err
 }
 
 // resyncAfterTimestampError refreshes the offset at once: the request was
 // refused (nothing placed), and the next one should not be.
 func (v *Venue) resyncAfterTimestampError(ctx context.Context, apiErr *APIError) {
-	v.mu.Lock()
-	v.syncedAt = time.Time{}
-	v.mu.Unlock()
+	v.clock.Forget()
 	if err := v.syncTime(ctx); err != nil {
 		v.log.WarnContext(ctx, "binance refused a timestamp and the server time could not be read", "market", string(v.cfg.Market), "msg", apiErr.Msg, "err", err)
 		return
 	}
-	v.mu.Lock()
-	offset := v.offset
-	v.mu.Unlock()
-	v.log.WarnContext(ctx, "binance refused a timestamp (clock skew); server time resynced", "market", string(v.cfg.Market), "msg", apiErr.Msg, "offset", offset)
+	v.log.WarnContext(ctx, "binance refused a timestamp (clock skew); server time resynced", "market", string(v.cfg.Market), "msg", apiErr.Msg, "offset", v.clock.Offset())
 }

@@ -1,43 +1,32 @@
 package binance
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Class is what an answer from Binance means for the order: the gateway's
-// branch (reject, adopt, reconcile, roll back) follows from it.
-type Class int
+// branch (reject, adopt, reconcile, roll back) follows from it. Every
+// adapter shares the classes (venuekit); README's error-class table lists
+// the codes.
+type Class = venuekit.Class
 
-// The error classes. README's error-class table lists the same codes.
+// The error classes (see venuekit for what each means to the gateway).
 const (
-	// ClassRejected is a refusal for good: the venue keeps nothing, the
-	// signal gets 422 order_rejected with the venue's message.
-	ClassRejected Class = iota + 1
-	// ClassFilter is a ClassRejected refusal caused by a symbol filter; it
-	// also drops the cached filters so the next order reads fresh ones.
-	ClassFilter
-	// ClassDuplicate means an open order holds the client order ID: look
-	// it up and adopt it.
-	ClassDuplicate
-	// ClassUnknown means the order may exist: reconcile by lookup.
-	ClassUnknown
-	// ClassUnreachable means nothing was placed: roll back, retry later.
-	ClassUnreachable
-	// ClassRateLimited is ClassUnreachable that also pauses the venue.
-	ClassRateLimited
-	// ClassTimestamp is ClassUnreachable that also resyncs server time.
-	ClassTimestamp
-	// ClassCredentials is ClassUnreachable that the operator must fix.
-	ClassCredentials
-	// ClassNotFound answers a lookup: no such order.
-	ClassNotFound
-	// ClassArchived answers a spot lookup: the order existed, was
-	// cancelled or expired with nothing executed, and Binance archived
-	// it. Never "not found": the client order ID was used.
-	ClassArchived
+	ClassRejected    = venuekit.ClassRejected
+	ClassFilter      = venuekit.ClassFilter
+	ClassDuplicate   = venuekit.ClassDuplicate
+	ClassUnknown     = venuekit.ClassUnknown
+	ClassUnreachable = venuekit.ClassUnreachable
+	ClassRateLimited = venuekit.ClassRateLimited
+	ClassTimestamp   = venuekit.ClassTimestamp
+	ClassCredentials = venuekit.ClassCredentials
+	ClassNotFound    = venuekit.ClassNotFound
+	// ClassArchived answers a spot lookup (-2026 ORDER_ARCHIVED): the
+	// order existed, was cancelled or expired with nothing executed, and
+	// Binance archived it. Never "not found": the client order ID was used.
+	ClassArchived = venuekit.ClassArchived
 )
 
 // errorClasses is Binance's error code → class table, for spot and USDⓈ-M
@@ -158,45 +147,7 @@ func classify(_, code int, msg string) Class {
 	return ClassUnknown
 }
 
-// APIError is an error answer from Binance: its HTTP status, code and
+// APIError is a failed request to Binance: its HTTP status, code and
 // message, and what they mean. It unwraps to the exchange errors its class
 // stands for, so callers branch with errors.Is.
-type APIError struct {
-	HTTPStatus int
-	Code       int
-	Msg        string
-	Class      Class
-	// placement is set when the request was an order placement, where an
-	// unknown answer means the order may exist.
-	placement bool
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("binance: http %d: code %d: %s", e.HTTPStatus, e.Code, e.Msg)
-}
-
-// Unwrap maps the class onto the exchange errors. Refusals unwrap to
-// nothing: they are not errors for the gateway but rejected Reports.
-func (e *APIError) Unwrap() []error {
-	switch e.Class {
-	case ClassDuplicate:
-		return []error{exchange.ErrDuplicateClientOrderID}
-	case ClassUnknown:
-		if e.placement {
-			return []error{exchange.ErrUnknownOutcome}
-		}
-		return []error{exchange.ErrUnreachable}
-	case ClassUnreachable, ClassRateLimited, ClassTimestamp:
-		return []error{exchange.ErrUnreachable}
-	case ClassCredentials:
-		return []error{exchange.ErrUnreachable, exchange.ErrCredentials}
-	case ClassNotFound:
-		return []error{exchange.ErrNotFound}
-	}
-	return nil
-}
-
-// refused reports whether the answer refuses the order for good.
-func (e *APIError) refused() bool {
-	return e.Class == ClassRejected || e.Class == ClassFilter
-}
+type APIError = venuekit.APIError

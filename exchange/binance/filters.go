@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Filters are one symbol's trading rules from exchangeInfo, as this venue
@@ -31,8 +32,6 @@ type Filters struct {
 	// applyMaxToMarket.
 	MaxNotional       decimal.Decimal
 	MaxNotionalMarket bool
-
-	fetched time.Time
 }
 
 type rawFilter struct {
@@ -58,13 +57,7 @@ type rawSymbol struct {
 	Filters   []rawFilter `json:"filters"`
 }
 
-func dec(s string) decimal.Decimal {
-	d, err := decimal.NewFromString(s)
-	if err != nil {
-		return decimal.Zero
-	}
-	return d
-}
+var dec = venuekit.Dec
 
 func parseFilters(s rawSymbol, futures bool) Filters {
 	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset}
@@ -97,10 +90,7 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 // FilterTTL, else from exchangeInfo. fresh reports whether they were just
 // read. An unknown symbol is an *APIError of ClassRejected (-1121).
 func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh bool, err error) {
-	v.mu.Lock()
-	cached, ok := v.filters[symbol]
-	v.mu.Unlock()
-	if ok && v.cfg.Now().Sub(cached.fetched) < v.cfg.FilterTTL {
+	if cached, _, ok := v.filters.Get(symbol, v.cfg.Now(), v.cfg.FilterTTL); ok {
 		return cached, false, nil
 	}
 	var info struct {
@@ -117,57 +107,44 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh
 		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol, err)
 	}
 	now := v.cfg.Now()
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	found := false
 	for _, s := range info.Symbols {
 		pf := parseFilters(s, v.futures())
-		pf.fetched = now
-		v.filters[s.Symbol] = pf
+		v.filters.Put(s.Symbol, pf, true, now)
+		if s.Symbol == symbol {
+			f, found = pf, true
+		}
 	}
-	f, ok = v.filters[symbol]
-	if !ok || !f.fetched.Equal(now) {
+	if !found {
 		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol,
-			&APIError{HTTPStatus: http.StatusBadRequest, Code: -1121, Msg: "Invalid symbol.", Class: ClassRejected})
+			&APIError{Venue: "binance", Path: req.path, HTTPStatus: http.StatusBadRequest, Code: -1121, Msg: "Invalid symbol.", Class: ClassRejected})
 	}
 	return f, true, nil
 }
 
 // dropFilters forgets symbol's filters after Binance refused an order on a
 // filter: they changed, and the next order must read them again.
-func (v *Venue) dropFilters(symbol string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.filters, symbol)
-}
+func (v *Venue) dropFilters(symbol string) { v.filters.Drop(symbol) }
 
-// floorTo rounds d down to a multiple of step (d ≥ 0); a zero step leaves d
-// as it is.
-func floorTo(d, step decimal.Decimal) decimal.Decimal {
-	if !step.IsPositive() {
-		return d
+// tickerPrice is the symbol's last price (spot) or last futures price.
+func (v *Venue) tickerPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
+	var t struct {
+		Price decimal.Decimal `json:"price"`
 	}
-	return d.Sub(d.Mod(step))
-}
-
-// ceilTo rounds d up to a multiple of step.
-func ceilTo(d, step decimal.Decimal) decimal.Decimal {
-	if !step.IsPositive() {
-		return d
+	req := request{method: http.MethodGet, path: v.prefix + "/ticker/price", params: params{}.add("symbol", symbol), weight: 2}
+	if err := v.do(ctx, req, &t); err != nil {
+		return decimal.Zero, fmt.Errorf("binance: ticker price for %s: %w", symbol, err)
 	}
-	m := d.Mod(step)
-	if m.IsZero() {
-		return d
-	}
-	return d.Sub(m).Add(step)
+	return t.Price, nil
 }
 
 // RoundQuantity rounds q down to the order type's step: LOT_SIZE, and for
 // a market order also MARKET_LOT_SIZE. Rounding down never trades more than
 // the signal asked.
 func (f Filters) RoundQuantity(q decimal.Decimal, market bool) decimal.Decimal {
-	q = floorTo(q, f.StepSize)
+	q = venuekit.FloorTo(q, f.StepSize)
 	if market {
-		q = floorTo(q, f.MarketStepSize)
+		q = venuekit.FloorTo(q, f.MarketStepSize)
 	}
 	return q
 }
@@ -175,10 +152,7 @@ func (f Filters) RoundQuantity(q decimal.Decimal, market bool) decimal.Decimal {
 // RoundPrice rounds a limit price to the tick toward the passive side: a
 // buy down, a sell up, so rounding never makes the order more aggressive.
 func (f Filters) RoundPrice(p decimal.Decimal, side string) decimal.Decimal {
-	if side == "sell" {
-		return ceilTo(p, f.TickSize)
-	}
-	return floorTo(p, f.TickSize)
+	return venuekit.RoundPrice(p, f.TickSize, side)
 }
 
 // checkQuantity returns why q breaks LOT_SIZE / MARKET_LOT_SIZE, or "".

@@ -3,32 +3,19 @@ package bybit
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
-)
 
-// sign is Bybit v5's HMAC signature: lower-case hex HMAC-SHA256, keyed by the
-// API secret, of timestamp + api key + recv_window + payload, where payload
-// is the query string of a GET and the JSON body of a POST, byte for byte as
-// sent.
-func sign(secret, timestamp, apiKey, recvWindow, payload string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestamp + apiKey + recvWindow + payload))
-	return hex.EncodeToString(mac.Sum(nil))
-}
+	"github.com/hoox/hoox/exchange/internal/venuekit"
+)
 
 // envelope is the shape of every Bybit v5 answer.
 type envelope struct {
@@ -55,10 +42,10 @@ type request struct {
 	stamp time.Time
 }
 
-// call sends r and decodes the answer's result into out. Its errors are
-// *apiError values classified by ErrorTable (or by the HTTP failure), so
+// do sends r and decodes the answer's result into out. Its errors are
+// *APIError values classified by ErrorTable (or by the HTTP failure), so
 // they wrap the exchange errors the gateway branches on.
-func (v *Venue) call(ctx context.Context, r request, out any) error {
+func (v *Venue) do(ctx context.Context, r request, out any) error {
 	if until, ok := v.blockedUntil(r.path); ok {
 		return newAPIError(ClassRateLimited, r.path, 0, 0,
 			fmt.Sprintf("rate limited until %s; not sent", until.UTC().Format(time.RFC3339)))
@@ -86,18 +73,9 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		bodyReader = bytes.NewReader(b)
 	}
 
-	// mayHaveWritten is set once the transport has begun writing the
-	// request: after the headers (the body follows them), or when it
-	// reports the request written, with or without an error. A write
-	// that failed part-way still sent whatever went before the failure,
-	// and what reached Bybit is not known here; only a request that
-	// never got that far (refused connection, DNS, TLS, cancelled before
-	// sending) is known not to have reached the venue.
-	var mayHaveWritten atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteHeaders: func() { mayHaveWritten.Store(true) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { mayHaveWritten.Store(true) },
-	})
+	// See venuekit.TraceWrites: only a request the transport never began
+	// writing is known not to have reached Bybit.
+	ctx, mayHaveWritten := venuekit.TraceWrites(ctx)
 	req, err := http.NewRequestWithContext(ctx, r.method, target, bodyReader)
 	if err != nil {
 		return newAPIError(ClassUnreachable, r.path, 0, 0, "build request: "+err.Error())
@@ -116,7 +94,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		req.Header.Set("X-BAPI-TIMESTAMP", ts)
 		req.Header.Set("X-BAPI-RECV-WINDOW", recv)
 		req.Header.Set("X-BAPI-SIGN-TYPE", "2")
-		req.Header.Set("X-BAPI-SIGN", sign(v.cfg.APISecret, ts, v.cfg.APIKey, recv, payload))
+		req.Header.Set("X-BAPI-SIGN", Sign(v.cfg.APISecret, ts, v.cfg.APIKey, recv, payload))
 	}
 
 	resp, err := v.cfg.HTTPClient.Do(req)
@@ -124,10 +102,10 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		// Written means Bybit may have read and executed it: only a
 		// lookup can tell. Not written (refused connection, DNS, TLS,
 		// cancelled before sending) means nothing reached the venue.
-		if mayHaveWritten.Load() {
-			return newAPIError(ClassUnknown, r.path, 0, 0, "no answer after the request was sent: "+err.Error())
+		if mayHaveWritten() {
+			return venuekit.Lost("bybit", r.path, true, true, "no answer after the request was sent: "+err.Error())
 		}
-		return newAPIError(ClassUnreachable, r.path, 0, 0, "request not sent: "+err.Error())
+		return venuekit.Lost("bybit", r.path, true, false, "request not sent: "+err.Error())
 	}
 	defer resp.Body.Close()
 	v.noteLimits(r.path, resp.Header)
@@ -143,7 +121,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden:
-		wait := retryAfter(resp.Header, time.Second)
+		wait := venuekit.RetryAfter(resp.Header, time.Second)
 		if resp.StatusCode == http.StatusForbidden && resp.Header.Get("Retry-After") == "" {
 			wait = DefaultIPBanWait // "access too frequent": Bybit says wait 10 minutes
 		}
@@ -158,16 +136,17 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 	case resp.StatusCode >= 500:
 		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, "")
 	case resp.StatusCode != http.StatusOK && (jsonErr != nil || env.RetCode == 0):
-		if resp.StatusCode == http.StatusNotFound {
-			// "Cannot find path: wrong path, or category value does not
-			// match account mode" (error.mdx, "HTTP Code"): the router
-			// found nothing to execute.
-			return newAPIError(ClassUnreachable, r.path, resp.StatusCode, 0, "not found (base url or account mode)")
-		}
 		// Not Bybit's answer to this request: a gateway or proxy that
 		// gave up (408) or failed in its own way, after the request was
-		// written. Whatever Bybit did with it is unknown.
-		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, http.StatusText(resp.StatusCode))
+		// written, and whatever Bybit did with it is unknown — except 404,
+		// "Cannot find path: wrong path, or category value does not match
+		// account mode" (error.mdx, "HTTP Code"): the router found nothing
+		// to execute.
+		msg := http.StatusText(resp.StatusCode)
+		if resp.StatusCode == http.StatusNotFound {
+			msg = "not found (base url or account mode)"
+		}
+		return newAPIError(venuekit.Bare(resp.StatusCode, http.StatusNotFound), r.path, resp.StatusCode, 0, msg)
 	case jsonErr != nil:
 		return newAPIError(ClassUnknown, r.path, resp.StatusCode, 0, "answer is not bybit json")
 	}
@@ -178,7 +157,7 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 		switch class {
 		case ClassUnreachable:
 			if env.RetCode == 10002 || env.RetCode == -1 {
-				v.forgetTime()
+				v.clock.Forget()
 				v.log.WarnContext(ctx, "bybit refused the request's timestamp; server time will be resynchronised before the next request",
 					slog.String("path", r.path), slog.String("ret_msg", env.RetMsg))
 			}
@@ -202,9 +181,9 @@ func (v *Venue) call(ctx context.Context, r request, out any) error {
 
 // credentialsError logs what the operator has to fix; the order was not
 // placed, and a retry succeeds once the key is fixed.
-func (v *Venue) credentialsError(ctx context.Context, e *apiError) error {
+func (v *Venue) credentialsError(ctx context.Context, e *APIError) error {
 	hint := "check HOOX_BYBIT*_API_KEY / _API_SECRET"
-	switch e.retCode {
+	switch e.Code {
 	case 10003:
 		hint = "the API key is unknown to this environment: a testnet key needs the testnet URL and a mainnet key the mainnet URL"
 	case 10004:
@@ -225,17 +204,9 @@ func (v *Venue) credentialsError(ctx context.Context, e *apiError) error {
 		hint = "the API key is limited to other symbols: add this symbol to the key's symbol whitelist"
 	}
 	v.log.ErrorContext(ctx, "bybit refused the API credentials; no order was placed",
-		slog.String("api_key", "set"), slog.Int("ret_code", e.retCode), slog.Int("http_status", e.status),
-		slog.String("ret_msg", e.retMsg), slog.String("fix", hint))
+		slog.String("api_key", "set"), slog.Int("ret_code", e.Code), slog.Int("http_status", e.HTTPStatus),
+		slog.String("ret_msg", e.Msg), slog.String("fix", hint))
 	return e
-}
-
-// retryAfter reads Retry-After in seconds, or def.
-func retryAfter(h http.Header, def time.Duration) time.Duration {
-	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return def
 }
 
 // resetTime is the local time at which X-Bapi-Limit-Reset-Timestamp (Bybit's
@@ -244,14 +215,11 @@ func (v *Venue) resetTime(h http.Header, def time.Duration) time.Time {
 	now := v.cfg.Now()
 	ms, err := strconv.ParseInt(h.Get("X-Bapi-Limit-Reset-Timestamp"), 10, 64)
 	if err != nil {
-		return now.Add(retryAfter(h, def))
+		return now.Add(venuekit.RetryAfter(h, def))
 	}
-	v.mu.Lock()
-	off := v.offset
-	v.mu.Unlock()
-	t := time.UnixMilli(ms).Add(-off)
+	t := time.UnixMilli(ms).Add(-v.clock.Offset())
 	if !t.After(now) {
-		return now.Add(retryAfter(h, def))
+		return now.Add(venuekit.RetryAfter(h, def))
 	}
 	return t
 }
@@ -271,92 +239,60 @@ func (v *Venue) noteLimits(path string, h http.Header) {
 	}
 }
 
-func (v *Venue) block(path string, until time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if until.After(v.blocked[path]) {
-		v.blocked[path] = until
-	}
-}
+func (v *Venue) block(path string, until time.Time) { v.pauses.Pause(path, until) }
 
 // blockedUntil reports whether requests to path must not be sent yet.
 func (v *Venue) blockedUntil(path string) (time.Time, bool) {
-	now := v.cfg.Now()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, p := range []string{"", path} {
-		if until, ok := v.blocked[p]; ok {
-			if now.Before(until) {
-				return until, true
-			}
-			delete(v.blocked, p)
-		}
-	}
-	return time.Time{}, false
+	return v.pauses.Until(v.cfg.Now(), "", path)
 }
 
 // serverNow is the local clock corrected to Bybit's.
-func (v *Venue) serverNow() time.Time { return v.serverTimeAt(v.cfg.Now()) }
+func (v *Venue) serverNow() time.Time { return v.clock.ServerNow() }
 
 // serverTimeAt is Bybit's clock at local time t, by the last measured
 // offset.
-func (v *Venue) serverTimeAt(t time.Time) time.Time {
-	v.mu.Lock()
-	off := v.offset
-	v.mu.Unlock()
-	return t.Add(off)
-}
-
-func (v *Venue) forgetTime() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.syncedAt = time.Time{}
-}
+func (v *Venue) serverTimeAt(t time.Time) time.Time { return v.clock.At(t) }
 
 // ensureTime refreshes the server-time offset when it was never measured,
-// is older than TimeSyncInterval, or was distrusted after a 10002.
+// is older than TimeSync, or was distrusted after a 10002.
 func (v *Venue) ensureTime(ctx context.Context) error {
-	v.mu.Lock()
-	fresh := !v.syncedAt.IsZero() && v.cfg.Now().Sub(v.syncedAt) < v.cfg.TimeSyncInterval
-	v.mu.Unlock()
-	if fresh {
-		return nil
+	measured, err := v.clock.Ensure(ctx, v.readServerTime)
+	if err != nil {
+		return fmt.Errorf("sync server time: %w", err)
 	}
-	return v.SyncTime(ctx)
+	if off := v.clock.Offset(); measured && (off > time.Second || off < -time.Second) {
+		v.log.InfoContext(ctx, "local clock differs from bybit's; correcting timestamps", slog.Duration("offset", off))
+	}
+	return nil
 }
 
-// SyncTime measures the offset between the local clock and Bybit's
+// SyncTime measures the offset between the local clock and Bybit's now
 // (GET /v5/market/time), assuming the answer was stamped halfway through
-// the round trip. Requests call it when needed; it is exported for a
+// the round trip. Requests measure it when needed; it is exported for a
 // start-up check.
 func (v *Venue) SyncTime(ctx context.Context) error {
+	v.clock.Forget()
+	return v.ensureTime(ctx)
+}
+
+// readServerTime reads Bybit's clock.
+func (v *Venue) readServerTime(ctx context.Context) (time.Time, error) {
 	var res struct {
 		TimeSecond string `json:"timeSecond"`
 		TimeNano   string `json:"timeNano"`
 	}
-	t0 := v.cfg.Now()
-	if err := v.call(ctx, request{method: http.MethodGet, path: "/v5/market/time"}, &res); err != nil {
-		return fmt.Errorf("sync server time: %w", asUnreachable(err))
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/v5/market/time"}, &res); err != nil {
+		return time.Time{}, asUnreachable(err)
 	}
-	t1 := v.cfg.Now()
 	ns, err := strconv.ParseInt(res.TimeNano, 10, 64)
 	if err != nil {
 		sec, err2 := strconv.ParseInt(res.TimeSecond, 10, 64)
 		if err2 != nil {
-			return fmt.Errorf("sync server time: %w", newAPIError(ClassUnreachable, "/v5/market/time", 0, 0, "no time in answer"))
+			return time.Time{}, newAPIError(ClassUnreachable, "/v5/market/time", 0, 0, "no time in answer")
 		}
 		ns = sec * int64(time.Second)
 	}
-	server := time.Unix(0, ns)
-	mid := t0.Add(t1.Sub(t0) / 2)
-	offset := server.Sub(mid)
-	v.mu.Lock()
-	v.offset, v.syncedAt = offset, t1
-	v.mu.Unlock()
-	if offset > time.Second || offset < -time.Second {
-		v.log.InfoContext(ctx, "local clock differs from bybit's; correcting timestamps", slog.Duration("offset", offset))
-	}
-	return nil
+	return time.Unix(0, ns), nil
 }
 
 // asUnreachable turns a lost answer to a preparatory request (time,
@@ -364,9 +300,9 @@ func (v *Venue) SyncTime(ctx context.Context) error {
 // the order itself was not sent, whatever happened to the request before
 // it. Refusals keep their class, for the caller to turn into a rejection.
 func asUnreachable(err error) error {
-	var e *apiError
-	if errors.As(err, &e) && (e.class == ClassUnknown || e.class == ClassDuplicate) {
-		return fmt.Errorf("%w", newAPIError(ClassUnreachable, e.path, e.status, e.retCode, e.retMsg+" (before the order was sent)"))
+	var e *APIError
+	if errors.As(err, &e) && (e.Class == ClassUnknown || e.Class == ClassDuplicate) {
+		return fmt.Errorf("%w", newAPIError(ClassUnreachable, e.Path, e.HTTPStatus, e.Code, e.Msg+" (before the order was sent)"))
 	}
 	return err
 }

@@ -22,7 +22,7 @@ func TestPlaceConfirmsTheOrdersState(t *testing.T) {
 	ctx := context.Background()
 	quick := func(c *bybit.Config) { c.ConfirmWait = 200 * time.Millisecond }
 
-	for _, c := range []bybit.Category{bybit.Linear, bybit.Spot} {
+	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
 		t.Run(string(c)+"/MarketFilledOnlyInHistory", func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, c, quick)
@@ -37,7 +37,7 @@ func TestPlaceConfirmsTheOrdersState(t *testing.T) {
 
 	t.Run("MarketNotVisibleAtFirst", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear, quick)
+		b := setup(t, bybit.MarketLinear, quick)
 		b.fake.HideFromQueries(1, 3)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		r, err := b.venue.Place(ctx, o)
@@ -50,7 +50,7 @@ func TestPlaceConfirmsTheOrdersState(t *testing.T) {
 
 	t.Run("MarketNeverVisibleIsUnknown", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot, quick)
+		b := setup(t, bybit.MarketSpot, quick)
 		b.fake.HideFromQueries(1, 1000)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
@@ -62,7 +62,7 @@ func TestPlaceConfirmsTheOrdersState(t *testing.T) {
 
 	t.Run("MarketStateUnreadableIsUnknown", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear, quick)
+		b := setup(t, bybit.MarketLinear, quick)
 		// Every query is refused before the venue looks: still the order
 		// exists, so "nothing sent" would be a lie.
 		b.fake.Inject(bybitfake.PathRealtime, 1000, bybitfake.TooManyRequests(time.Minute))
@@ -73,7 +73,7 @@ func TestPlaceConfirmsTheOrdersState(t *testing.T) {
 
 	t.Run("LimitVisibleAndOpenIsOpen", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear, quick)
+		b := setup(t, bybit.MarketLinear, quick)
 		b.fake.HideFromQueries(1, 2)
 		o := limitOrder("BTCUSDT", "buy", "0.01", "50000")
 		r, err := b.venue.Place(ctx, o)

@@ -1,43 +1,24 @@
 package bybit
 
-import (
-	"fmt"
-
-	"github.com/hoox/hoox/exchange"
-)
+import "github.com/hoox/hoox/exchange/internal/venuekit"
 
 // Class is what a Bybit retCode means for an order: whether anything can
-// have been placed, and what the gateway does next.
-type Class string
+// have been placed, and what the gateway does next. Every adapter shares
+// the classes (venuekit); the README's error-class table lists the same
+// codes (a test keeps them in step).
+type Class = venuekit.Class
 
-// The classes of the error table. The README's error-class table lists the
-// same codes (a test keeps them in step).
+// The classes of the error table (see venuekit for what each means to the
+// gateway). Bybit's timestamp refusals (10002, -1) are ClassUnreachable
+// that also resync the clock.
 const (
-	// ClassRejected is a refusal for good: the order does not exist and a
-	// retry would be refused again (422 order_rejected).
-	ClassRejected Class = "rejected"
-	// ClassFilter is a refusal for good by a lot-size, tick or notional
-	// filter: also 422, and the symbol's cached filters are refetched
-	// before its next order, since the venue's rules have moved.
-	ClassFilter Class = "rejected (filter)"
-	// ClassDuplicate means the orderLinkId is taken: look the order up and
-	// adopt it.
-	ClassDuplicate Class = "duplicate"
-	// ClassUnknown means the order may exist (server error or timeout
-	// behind the gateway): reconcile by lookup.
-	ClassUnknown Class = "unknown outcome"
-	// ClassUnreachable means the venue refused the request before acting
-	// on it (timestamp outside recv_window, request expired, no such
-	// route): nothing was placed (503).
-	ClassUnreachable Class = "unreachable"
-	// ClassRateLimited is ClassUnreachable because of a rate limit:
-	// requests to that endpoint wait until the limit resets.
-	ClassRateLimited Class = "rate limited"
-	// ClassCredentials is ClassUnreachable because of the API key or the
-	// account (wrong key, signature, permission, IP binding or region,
-	// symbol whitelist, account banned or in the wrong mode): the operator
-	// must act.
-	ClassCredentials Class = "credentials"
+	ClassRejected    = venuekit.ClassRejected
+	ClassFilter      = venuekit.ClassFilter
+	ClassDuplicate   = venuekit.ClassDuplicate
+	ClassUnknown     = venuekit.ClassUnknown
+	ClassUnreachable = venuekit.ClassUnreachable
+	ClassRateLimited = venuekit.ClassRateLimited
+	ClassCredentials = venuekit.ClassCredentials
 )
 
 // CodeClass is one row of the error table.
@@ -136,47 +117,14 @@ func classify(code int) Class {
 	return ClassRejected
 }
 
-// apiError is a retCode other than 0 (or an HTTP failure) from one
+// APIError is a retCode other than 0 (or an HTTP failure) from one
 // request, kept with its class so that callers branch once.
-type apiError struct {
-	class   Class
-	path    string
-	status  int
-	retCode int
-	retMsg  string
-	// sentinel is what the error wraps for the gateway.
-	sentinel []error
-}
+type APIError = venuekit.APIError
 
-func (e *apiError) Error() string {
-	msg := fmt.Sprintf("bybit %s", e.path)
-	if e.retCode != 0 {
-		msg += fmt.Sprintf(": retCode %d %q", e.retCode, e.retMsg)
-	} else if e.status != 0 {
-		msg += fmt.Sprintf(": http %d", e.status)
-		if e.retMsg != "" {
-			msg += " " + e.retMsg
-		}
-	}
-	return msg + " (" + string(e.class) + ")"
-}
-
-func (e *apiError) Unwrap() []error { return e.sentinel }
-
-// newAPIError builds the error for a class, wrapping the exchange sentinel
-// the gateway branches on. Refusals for good wrap nothing: Place turns them
-// into a rejected Report.
-func newAPIError(class Class, path string, status, code int, msg string) *apiError {
-	e := &apiError{class: class, path: path, status: status, retCode: code, retMsg: msg}
-	switch class {
-	case ClassDuplicate:
-		e.sentinel = []error{exchange.ErrDuplicateClientOrderID}
-	case ClassUnknown:
-		e.sentinel = []error{exchange.ErrUnknownOutcome}
-	case ClassUnreachable, ClassRateLimited:
-		e.sentinel = []error{exchange.ErrUnreachable}
-	case ClassCredentials:
-		e.sentinel = []error{exchange.ErrUnreachable, exchange.ErrCredentials}
-	}
-	return e
+// newAPIError builds the error for a class. Bybit's unknown outcomes stay
+// unknown whatever the request (MayExist): a lost answer to a read before
+// the order is turned into "nothing sent" by asUnreachable where Place
+// makes that read.
+func newAPIError(class Class, path string, status, code int, msg string) *APIError {
+	return &APIError{Venue: "bybit", Path: path, HTTPStatus: status, Code: code, Msg: msg, Class: class, MayExist: true}
 }

@@ -28,7 +28,7 @@ func TestLostAnswers(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, bybit.Linear)
+			b := setup(t, bybit.MarketLinear)
 			b.fake.InjectPlacements(1, fault)
 			o := marketOrder("BTCUSDT", "buy", "0.01")
 			_, err := b.venue.Place(ctx, o)
@@ -49,7 +49,7 @@ func TestLostAnswers(t *testing.T) {
 
 	t.Run("TimeoutAfterAccept", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.HangAfterAccept())
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		cctx, cancel := context.WithCancel(ctx)
@@ -76,7 +76,7 @@ func TestLostAnswers(t *testing.T) {
 
 	t.Run("LaggingLookupNotFoundThenFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear, func(c *bybit.Config) { c.ConfirmWait = 100 * time.Millisecond })
+		b := setup(t, bybit.MarketLinear, func(c *bybit.Config) { c.ConfirmWait = 100 * time.Millisecond })
 		b.fake.LagLookups(1, 3*time.Second)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
@@ -111,7 +111,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("ConnectionRefusedBeforeFirstRequest", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.Close()
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.ErrorIs(t, err, exchange.ErrUnreachable)
@@ -120,7 +120,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("ConnectionRefusedOnThePlacement", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		b.fake.Close()
@@ -132,7 +132,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("HTTP429WaitsForRetryAfter", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.TooManyRequests(2*time.Second))
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
@@ -154,7 +154,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("RetCode10006WaitsForLimitReset", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.TooManyVisits(1500*time.Millisecond))
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
@@ -175,7 +175,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("LimitStatusZeroOnA200WaitsForLimitReset", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		// The placement succeeds, and its answer says it was the last one
 		// the endpoint allows until the reset: Bybit would refuse the next
 		// with 10006, and an IP that keeps hitting the limit gets banned.
@@ -206,7 +206,7 @@ func TestUnreachable(t *testing.T) {
 
 	t.Run("HTTP403AccessTooFrequentWaitsTenMinutes", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.Fault{HTTPStatus: http.StatusForbidden})
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
@@ -226,7 +226,7 @@ func TestClockSkew(t *testing.T) {
 
 	t.Run("HostClockOffIsCorrected", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear, func(c *bybit.Config) {
+		b := setup(t, bybit.MarketLinear, func(c *bybit.Config) {
 			// The host clock runs an hour fast.
 			now := c.Now
 			c.Now = func() time.Time { return now().Add(time.Hour) }
@@ -238,7 +238,7 @@ func TestClockSkew(t *testing.T) {
 
 	t.Run("Refused10002ThenResynced", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		syncs := b.fake.Requests(bybitfake.PathTime)
@@ -263,11 +263,11 @@ func TestClockSkew(t *testing.T) {
 
 	t.Run("OffsetRefreshedPeriodically", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		syncs := b.fake.Requests(bybitfake.PathTime)
-		b.clock.Advance(bybit.DefaultTimeSyncInterval)
+		b.clock.Advance(bybit.DefaultTimeSync)
 		_, err = b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		require.Equal(t, syncs+1, b.fake.Requests(bybitfake.PathTime))
@@ -299,7 +299,7 @@ func TestCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, bybit.Linear)
+			b := setup(t, bybit.MarketLinear)
 			tt.break_(b)
 			o := marketOrder("BTCUSDT", "buy", "0.01")
 			_, err := b.venue.Place(ctx, o)
@@ -332,7 +332,7 @@ func TestNothingSentIsNeverARefusal(t *testing.T) {
 
 	t.Run("RequestExpiredOnTheWay", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		syncs := b.fake.Requests(bybitfake.PathTime)
@@ -342,7 +342,7 @@ func TestNothingSentIsNeverARefusal(t *testing.T) {
 		_, err = b.venue.Place(ctx, o)
 		require.ErrorIs(t, err, exchange.ErrUnreachable)
 		require.NotErrorIs(t, err, exchange.ErrCredentials)
-		require.ErrorContains(t, err, "retCode -1 ")
+		require.ErrorContains(t, err, "code -1 ")
 		_, held := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
 		require.False(t, held)
 		require.Len(t, b.fake.RequestLog(bybitfake.PathCreate), 2, "not sent again")
@@ -368,7 +368,7 @@ func TestNothingSentIsNeverARefusal(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(c.code), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, bybit.Linear)
+			b := setup(t, bybit.MarketLinear)
 			b.fake.InjectPlacements(1, bybitfake.Refuse(c.code, c.msg))
 			o := marketOrder("BTCUSDT", "buy", "0.01")
 			r, err := b.venue.Place(ctx, o)
@@ -400,7 +400,7 @@ func TestAnswerWithoutBybitEnvelopeAfterAcceptIsUnknown(t *testing.T) {
 	for _, status := range []int{http.StatusBadRequest, http.StatusRequestTimeout, http.StatusConflict, http.StatusRequestEntityTooLarge} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, bybit.Linear)
+			b := setup(t, bybit.MarketLinear)
 			b.fake.InjectPlacements(1, bybitfake.StatusAfterAccept(status))
 			o := marketOrder("BTCUSDT", "buy", "0.01")
 			r, err := b.venue.Place(ctx, o)
@@ -469,7 +469,7 @@ func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	b := setup(t, bybit.Linear, func(c *bybit.Config) { c.HTTPClient = &http.Client{Transport: tr} })
+	b := setup(t, bybit.MarketLinear, func(c *bybit.Config) { c.HTTPClient = &http.Client{Transport: tr} })
 	o := marketOrder("BTCUSDT", "buy", "0.01")
 	_, err := b.venue.Place(ctx, o)
 	require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
@@ -490,7 +490,7 @@ func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
 func TestLateOriginalCannotFillTwice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, c := range []bybit.Category{bybit.Linear, bybit.Spot} {
+	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
 		t.Run(string(c), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, c)

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // filters are one symbol's trading rules from /v5/market/instruments-info.
@@ -25,12 +26,6 @@ type filters struct {
 	// minNotional is minNotionalValue (linear) or minOrderAmt (spot), in
 	// the quote coin.
 	minNotional decimal.Decimal
-}
-
-type filterEntry struct {
-	f         filters
-	found     bool
-	fetchedAt time.Time
 }
 
 type instrumentInfo struct {
@@ -54,17 +49,14 @@ type instrumentInfo struct {
 // false when Bybit does not list the symbol in this category.
 func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found bool, err error) {
 	now := v.cfg.Now()
-	v.mu.Lock()
-	e, cached := v.filters[symbol]
-	v.mu.Unlock()
-	if cached && now.Sub(e.fetchedAt) < v.cfg.FilterTTL {
-		return e.f, e.found, nil
+	if f, found, ok := v.filters.Get(symbol, now, v.cfg.FilterTTL); ok {
+		return f, found, nil
 	}
 	var res struct {
 		List []instrumentInfo `json:"list"`
 	}
-	q := url.Values{"category": {string(v.cfg.Category)}, "symbol": {symbol}}
-	err = v.call(ctx, request{method: http.MethodGet, path: "/v5/market/instruments-info", query: q}, &res)
+	q := url.Values{"category": {string(v.cfg.Market)}, "symbol": {symbol}}
+	err = v.do(ctx, request{method: http.MethodGet, path: "/v5/market/instruments-info", query: q}, &res)
 	if err != nil {
 		if isRefusal(err) {
 			// Bybit refuses the query itself for a symbol it does not know.
@@ -77,7 +69,7 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found
 			continue
 		}
 		f = filters{symbol: symbol, baseCoin: in.BaseCoin, status: in.Status, tick: dec(in.PriceFilter.TickSize)}
-		if v.cfg.Category == Spot {
+		if v.cfg.Market == MarketSpot {
 			f.step = dec(in.LotSizeFilter.BasePrecision)
 			f.minNotional = dec(in.LotSizeFilter.MinOrderAmt)
 		} else {
@@ -87,23 +79,17 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found
 		}
 		found = true
 	}
-	v.mu.Lock()
-	v.filters[symbol] = filterEntry{f: f, found: found, fetchedAt: now}
-	v.mu.Unlock()
+	v.filters.Put(symbol, f, found, now)
 	return f, found, nil
 }
 
 // invalidateFilters makes the next order for symbol refetch its filters:
 // Bybit refused an order the cached filters allowed, so they are stale.
-func (v *Venue) invalidateFilters(symbol string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.filters, symbol)
-}
+func (v *Venue) dropFilters(symbol string) { v.filters.Drop(symbol) }
 
 // lastPrice is the ticker's last traded price (mark price when there is
 // none), for a market order's notional.
-func (v *Venue) lastPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
+func (v *Venue) tickerPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
 	var res struct {
 		List []struct {
 			Symbol    string `json:"symbol"`
@@ -111,8 +97,8 @@ func (v *Venue) lastPrice(ctx context.Context, symbol string) (decimal.Decimal, 
 			MarkPrice string `json:"markPrice"`
 		} `json:"list"`
 	}
-	q := url.Values{"category": {string(v.cfg.Category)}, "symbol": {symbol}}
-	if err := v.call(ctx, request{method: http.MethodGet, path: "/v5/market/tickers", query: q}, &res); err != nil {
+	q := url.Values{"category": {string(v.cfg.Market)}, "symbol": {symbol}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/v5/market/tickers", query: q}, &res); err != nil {
 		return decimal.Decimal{}, fmt.Errorf("ticker %s: %w", symbol, err)
 	}
 	for _, t := range res.List {
@@ -127,37 +113,5 @@ func (v *Venue) lastPrice(ctx context.Context, symbol string) (decimal.Decimal, 
 		newAPIError(ClassUnreachable, "/v5/market/tickers", 0, 0, "no price in answer"))
 }
 
-// roundDown rounds q down to a multiple of step (no rounding without a step).
-func roundDown(q, step decimal.Decimal) decimal.Decimal {
-	if !step.IsPositive() {
-		return q
-	}
-	return q.Sub(q.Mod(step))
-}
-
-// roundPrice rounds a limit price to the tick on the passive side: a buy
-// down, a sell up, so rounding never makes an order more aggressive than
-// the signal asked.
-func roundPrice(p, tick decimal.Decimal, side string) decimal.Decimal {
-	if !tick.IsPositive() {
-		return p
-	}
-	rem := p.Mod(tick)
-	if rem.IsZero() {
-		return p
-	}
-	down := p.Sub(rem)
-	if side == "sell" {
-		return down.Add(tick)
-	}
-	return down
-}
-
 // dec parses a Bybit decimal string; "" or garbage is zero.
-func dec(s string) decimal.Decimal {
-	d, err := decimal.NewFromString(s)
-	if err != nil {
-		return decimal.Zero
-	}
-	return d
-}
+var dec = venuekit.Dec

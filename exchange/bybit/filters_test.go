@@ -18,30 +18,30 @@ func TestFiltersRejectBeforeSending(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name     string
-		category bybit.Category
+		category bybit.Market
 		order    func() exchange.Order
 		prepare  func(*bybitfake.Server)
 		reason   string
 	}{
-		{"LinearBelowMinQty", bybit.Linear,
+		{"LinearBelowMinQty", bybit.MarketLinear,
 			func() exchange.Order { return marketOrder("BTCUSDT", "buy", "0.0009") }, nil, bybit.ReasonBelowMinQty},
-		{"LinearMarketBelowMinNotionalAtTicker", bybit.Linear,
+		{"LinearMarketBelowMinNotionalAtTicker", bybit.MarketLinear,
 			func() exchange.Order { return marketOrder("BTCUSDT", "buy", "0.001") },
 			func(f *bybitfake.Server) { f.SetTicker(bybitfake.CategoryLinear, "BTCUSDT", d("4000")) },
 			bybit.ReasonBelowMinNotional},
-		{"LinearMarketBelowMinNotionalAtSignalPrice", bybit.Linear,
+		{"LinearMarketBelowMinNotionalAtSignalPrice", bybit.MarketLinear,
 			func() exchange.Order {
 				o := marketOrder("BTCUSDT", "buy", "0.001")
 				o.Price = decimal.NewNullDecimal(d("4000"))
 				return o
 			}, nil, bybit.ReasonBelowMinNotional},
-		{"LinearLimitBelowMinNotional", bybit.Linear,
+		{"LinearLimitBelowMinNotional", bybit.MarketLinear,
 			func() exchange.Order { return limitOrder("ETHUSDT", "buy", "0.01", "400") }, nil, bybit.ReasonBelowMinNotional},
-		{"SpotRoundsToZero", bybit.Spot,
+		{"SpotRoundsToZero", bybit.MarketSpot,
 			func() exchange.Order { return marketOrder("BTCUSDT", "sell", "0.0000009") }, nil, bybit.ReasonBelowMinQty},
-		{"SpotBelowMinOrderAmt", bybit.Spot,
+		{"SpotBelowMinOrderAmt", bybit.MarketSpot,
 			func() exchange.Order { return limitOrder("BTCUSDT", "buy", "0.00008", "60000") }, nil, bybit.ReasonBelowMinNotional},
-		{"LimitWithoutPrice", bybit.Linear,
+		{"LimitWithoutPrice", bybit.MarketLinear,
 			func() exchange.Order {
 				o := marketOrder("BTCUSDT", "buy", "0.01")
 				o.OrderType = "limit"
@@ -65,7 +65,7 @@ func TestFiltersRejectBeforeSending(t *testing.T) {
 
 	t.Run("TickerOnlyWhenNoPriceIsKnown", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		o.Price = decimal.NewNullDecimal(d("60000"))
 		_, err := b.venue.Place(ctx, o)
@@ -83,7 +83,7 @@ func TestFilterRefresh(t *testing.T) {
 
 	t.Run("AfterAFilterFailure", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.015"))
 		require.NoError(t, err)
 		require.Equal(t, 1, b.fake.Requests(bybitfake.PathInstruments))
@@ -106,7 +106,7 @@ func TestFilterRefresh(t *testing.T) {
 
 	t.Run("SpotMinAmountRaised", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.0002"))
 		require.NoError(t, err)
 		b.fake.SetInstrument(bybitfake.CategorySpot, bybitfake.Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
@@ -125,7 +125,7 @@ func TestFilterRefresh(t *testing.T) {
 
 	t.Run("Hourly", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
 		b.clock.Advance(59 * time.Minute)
@@ -145,9 +145,9 @@ func TestClose(t *testing.T) {
 
 	t.Run("LinearCloseLongSellsThePositionReduceOnly", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.SetPosition("BTCUSDT", "Buy", d("0.5"))
-		o := closeOrder("BTCUSDT.P", "close_long")
+		o := resolveClose("BTCUSDT.P", "close_long")
 		r, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
@@ -166,9 +166,9 @@ func TestClose(t *testing.T) {
 
 	t.Run("LinearCloseBuysBackAShort", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.SetPosition("ETHUSDT", "Sell", d("1.25"))
-		r, err := b.venue.Place(ctx, closeOrder("ETHUSDT", "close"))
+		r, err := b.venue.Place(ctx, resolveClose("ETHUSDT", "close"))
 		require.NoError(t, err)
 		require.Equal(t, "buy", r.Side)
 		require.Equal(t, "1.25", r.Quantity.String())
@@ -181,10 +181,10 @@ func TestClose(t *testing.T) {
 	// fake applies the minimum to every order).
 	t.Run("LinearSmallCloseIsLeftToBybit", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.SetPosition("BTCUSDT", "Buy", d("0.001"))
 		b.fake.SetTicker(bybitfake.CategoryLinear, "BTCUSDT", d("1000"))
-		r, err := b.venue.Place(ctx, closeOrder("BTCUSDT", "close_long"))
+		r, err := b.venue.Place(ctx, resolveClose("BTCUSDT", "close_long"))
 		require.NoError(t, err)
 		require.Equal(t, 1, b.fake.Requests(bybitfake.PathCreate), "the close was sent")
 		require.Equal(t, exchange.StatusRejected, r.Status)
@@ -193,15 +193,15 @@ func TestClose(t *testing.T) {
 
 	t.Run("LinearNoPositionInThatDirection", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		for _, action := range []string{"close", "close_long", "close_short"} {
-			r, err := b.venue.Place(ctx, closeOrder("BTCUSDT", action))
+			r, err := b.venue.Place(ctx, resolveClose("BTCUSDT", action))
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusRejected, r.Status)
 			require.Equal(t, bybit.ReasonNoPosition, r.Reason)
 		}
 		b.fake.SetPosition("BTCUSDT", "Buy", d("0.5"))
-		r, err := b.venue.Place(ctx, closeOrder("BTCUSDT", "close_short"))
+		r, err := b.venue.Place(ctx, resolveClose("BTCUSDT", "close_short"))
 		require.NoError(t, err)
 		require.Equal(t, bybit.ReasonNoPosition, r.Reason)
 		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
@@ -209,7 +209,7 @@ func TestClose(t *testing.T) {
 
 	t.Run("LinearVenueRefusesReduceOnlyWhenPositionVanished", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		// A plain reduce-only sell with nothing to reduce: Bybit's 110017.
 		o := marketOrder("BTCUSDT", "sell", "0.01")
 		o.ReduceOnly = true
@@ -221,12 +221,12 @@ func TestClose(t *testing.T) {
 
 	t.Run("SpotSellsTheFreeBaseBalanceRoundedDown", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		b.fake.SetBalance("BTC", d("0.0123456789"))
 		// A resting sell locks part of it.
 		_, err := b.venue.Place(ctx, limitOrder("BTCUSDT", "sell", "0.002", "70000"))
 		require.NoError(t, err)
-		o := closeOrder("BYBIT:BTCUSDT", "close_long")
+		o := resolveClose("BYBIT:BTCUSDT", "close_long")
 		r, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusFilled, r.Status)
@@ -239,12 +239,12 @@ func TestClose(t *testing.T) {
 
 	t.Run("SpotNothingToSellAndCloseShort", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
-		r, err := b.venue.Place(ctx, closeOrder("BTCUSDT", "close"))
+		b := setup(t, bybit.MarketSpot)
+		r, err := b.venue.Place(ctx, resolveClose("BTCUSDT", "close"))
 		require.NoError(t, err)
 		require.Equal(t, bybit.ReasonNoPosition, r.Reason)
 		b.fake.SetBalance("BTC", d("1"))
-		r, err = b.venue.Place(ctx, closeOrder("BTCUSDT", "close_short"))
+		r, err = b.venue.Place(ctx, resolveClose("BTCUSDT", "close_short"))
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusRejected, r.Status)
 		require.Equal(t, bybit.ReasonSpotCloseShort, r.Reason)
@@ -261,7 +261,7 @@ func TestShort(t *testing.T) {
 	ctx := context.Background()
 	t.Run("SpotRefusesItAndKeepsTheCoin", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		b.fake.SetBalance("BTC", d("1"))
 		o := marketOrder("BTCUSDT", "sell", "0.01")
 		o.Action = "short"
@@ -279,7 +279,7 @@ func TestShort(t *testing.T) {
 	})
 	t.Run("LinearOpensAShort", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "sell", "0.01")
 		o.Action = "short"
 		r, err := b.venue.Place(ctx, o)
@@ -297,7 +297,7 @@ func TestLeverage(t *testing.T) {
 
 	t.Run("SetOnceThenCached", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		for range 3 {
 			o := marketOrder("BTCUSDT", "buy", "0.01")
 			o.Leverage = 20
@@ -320,7 +320,7 @@ func TestLeverage(t *testing.T) {
 
 	t.Run("NotModifiedCountsAsSet", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		// 10 is already the symbol's leverage: Bybit answers 110043.
 		for range 2 {
 			o := marketOrder("ETHUSDT", "buy", "0.1")
@@ -335,7 +335,7 @@ func TestLeverage(t *testing.T) {
 
 	t.Run("RefusedLeverageRejectsWithoutPlacing", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		o.Leverage = 125 // above the fake's max of 100
 		r, err := b.venue.Place(ctx, o)
@@ -347,7 +347,7 @@ func TestLeverage(t *testing.T) {
 
 	t.Run("LostLeverageAnswerIsUnreachable", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.Inject(bybitfake.PathLeverage, 1, bybitfake.Fault{HTTPStatus: 502})
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		o.Leverage = 20

@@ -75,7 +75,7 @@ type testBundle struct {
 
 // setup starts a fake and an adapter for category on one test clock; mods
 // adjust the adapter's config before it is built.
-func setup(t *testing.T, category bybit.Category, mods ...func(*bybit.Config)) *testBundle {
+func setup(t *testing.T, category bybit.Market, mods ...func(*bybit.Config)) *testBundle {
 	t.Helper()
 	clock := newTestClock()
 	// A slow endpoint (SetLatency) moves the shared clock, not the wall
@@ -85,7 +85,7 @@ func setup(t *testing.T, category bybit.Category, mods ...func(*bybit.Config)) *
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	cfg := bybit.Config{
-		Category:   category,
+		Market:     category,
 		APIKey:     bybitfake.DefaultAPIKey,
 		APISecret:  bybitfake.DefaultAPISecret,
 		BaseURL:    fake.URL,
@@ -125,7 +125,7 @@ func limitOrder(symbol, side, qty, price string) exchange.Order {
 	return o
 }
 
-func closeOrder(symbol, action string) exchange.Order {
+func resolveClose(symbol, action string) exchange.Order {
 	return exchange.Order{
 		ClientOrderID: clientID(), Symbol: symbol, Action: action, ReduceOnly: true,
 		OrderType: "market", Quantity: d("1"),

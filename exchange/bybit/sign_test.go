@@ -42,16 +42,7 @@ func TestSignMatchesBybitDocumentedExamples(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, sign(secret, tt.timestamp, apiKey, recvWindow, tt.payload))
+			require.Equal(t, tt.want, Sign(secret, tt.timestamp, apiKey, recvWindow, tt.payload))
 		})
 	}
-}
-
-func TestRoundPriceIsPassive(t *testing.T) {
-	t.Parallel()
-	tick := dec("0.5")
-	require.Equal(t, "100", roundPrice(dec("100.4"), tick, "buy").String())
-	require.Equal(t, "100.5", roundPrice(dec("100.1"), tick, "sell").String())
-	require.Equal(t, "100.5", roundPrice(dec("100.5"), tick, "sell").String())
-	require.Equal(t, "0.012", roundDown(dec("0.0129"), dec("0.001")).String())
 }

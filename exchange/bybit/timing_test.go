@@ -24,7 +24,7 @@ const stampBound = 50 * time.Millisecond
 func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, c := range []bybit.Category{bybit.Linear, bybit.Spot} {
+	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
 		t.Run(string(c), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, c)
@@ -36,7 +36,7 @@ func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 			b.fake.SetBalance("BTC", d("1"))
 			b.fake.SetPosition("BTCUSDT", "Buy", d("0.5"))
 
-			for _, o := range []exchange.Order{marketOrder("BTCUSDT", "buy", "0.01"), closeOrder("BTCUSDT", "close")} {
+			for _, o := range []exchange.Order{marketOrder("BTCUSDT", "buy", "0.01"), resolveClose("BTCUSDT", "close")} {
 				o.Leverage = 3
 				start := b.clock.Now()
 				r, err := b.venue.Place(ctx, o)
@@ -61,7 +61,7 @@ func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 func TestPreCallsPastRecvWindowAreRefusedAndNotRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, bybit.Linear)
+	b := setup(t, bybit.MarketLinear)
 	b.fake.SetLatency(bybitfake.PathInstruments, 6*time.Second)
 	o := marketOrder("BTCUSDT", "buy", "0.01")
 	_, err := b.venue.Place(ctx, o)

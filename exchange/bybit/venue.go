@@ -1,3 +1,36 @@
+// Package bybit is hoox's adapter for Bybit's v5 REST API: one Venue serves
+// category linear (USDT perpetuals, exchange name `bybit`) or category spot
+// (`bybit-spot`), chosen by Config.Category.
+//
+// What it guarantees the gateway:
+//   - Every private request is signed as Bybit documents (HMAC-SHA256, lower
+//     hex, of timestamp + api_key + recv_window + payload; headers X-BAPI-*)
+//     with a timestamp corrected by the offset to Bybit's server time, so a
+//     drifting host clock does not get orders refused. An order carries the
+//     time its Place started, not the time it is sent, so that it expires
+//     within AcceptWindow of the gateway's intent.
+//   - Orders carry the client order ID as orderLinkId, which Bybit keeps
+//     unique for ever per category, and are found again by it in
+//     /v5/order/realtime, then /v5/order/history.
+//   - Every failure is classified by one table (ErrorTable) into the
+//     exchange package's errors: nothing sent (ErrUnreachable, with
+//     ErrCredentials for key problems), may exist (ErrUnknownOutcome),
+//     duplicate (ErrDuplicateClientOrderID), or a rejected Report.
+//   - Quantities are rounded down to the symbol's step and limit prices to
+//     the tick on the passive side, and an order below the minimum quantity
+//     or notional is rejected before anything is sent.
+//
+// Bybit's create-order answer is only an acknowledgement (orderId and
+// orderLinkId; "this request is asynchronous"). Place therefore looks the
+// order up right after, in realtime and then history (a filled or
+// cancelled order may be only there), a few times within
+// Config.ConfirmWait. A limit order is reported as soon as it is seen; a
+// market order once its state is final. If that cannot be learnt, Place
+// answers ErrUnknownOutcome, and the gateway's reconcile (Lookup) learns
+// whether and at what price it filled.
+//
+// Linear positions are read in one-way mode (positionIdx 0); hedge mode is
+// not supported. Spot ignores leverage.
 package bybit
 
 import (
@@ -10,12 +43,67 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
+
+// Venue is one Bybit account in one category. It is safe for concurrent use.
+type Venue struct {
+	cfg Config
+	log *slog.Logger
+
+	clock   venuekit.Clock
+	filters venuekit.FilterCache[filters]
+	// pauses hold, per path ("" for every path), the local time before
+	// which requests fail fast because of a rate limit.
+	pauses venuekit.Pauses
+
+	mu       sync.Mutex
+	leverage map[string]int
+}
+
+var _ exchange.Venue = (*Venue)(nil)
+
+// New returns a Venue for cfg (defaults applied), or an error naming what is
+// missing or invalid.
+func New(cfg Config) (*Venue, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("bybit config: %w", err)
+	}
+	v := &Venue{
+		cfg:      cfg,
+		log:      cfg.Logger.With(slog.String("venue", "bybit"), slog.String("category", string(cfg.Market))),
+		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
+		leverage: map[string]int{},
+	}
+	return v, nil
+}
+
+// AcceptWindow is how long after a placement was sent Bybit may still accept
+// it and show it to a lookup: the request's recv_window (Bybit refuses it
+// after timestamp + recv_window), plus LookupLag for its order queries to
+// catch up, plus ClockMargin for the error in the server-time offset.
+// Defaults: 5 s + 10 s + 2 s = 17 s.
+func (v *Venue) AcceptWindow() time.Duration {
+	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
+}
+
+// RefusesLateRequests is true (see exchange.LateRefuser), and rests on the
+// orderLinkId, not the clock: Bybit documents recv_window as a check on
+// receipt only, but keeps an orderLinkId "always unique" (create-order
+// page), so an order sent again under the same ID and a late original
+// cannot both exist — whichever reaches Bybit second is refused as a
+// duplicate.
+func (v *Venue) RefusesLateRequests() bool { return true }
+
+// Category returns the category this venue trades.
+func (v *Venue) Market() Market { return v.cfg.Market }
 
 // Reasons for refusals the adapter decides itself, before sending; a
 // venue's refusal carries Bybit's retMsg instead.
@@ -55,9 +143,23 @@ type createBody struct {
 	ReduceOnly  *bool  `json:"reduceOnly,omitempty"`
 }
 
+// outgoing is an order as it goes on the wire, after rounding.
+type outgoing struct {
+	symbol     string
+	side       string // buy or sell
+	market     bool
+	qty        decimal.Decimal
+	price      decimal.NullDecimal // limit only
+	reduceOnly bool
+	clientID   string
+}
+
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
-// reports it. An accepted order whose state cannot be learnt (see confirm)
-// is ErrUnknownOutcome, never an open order nobody re-checks.
+// reports it: validate (what can be refused without asking Bybit), prepare
+// (filters, close resolution, rounding, minimums, leverage), send (the
+// create and its confirmation). An accepted order whose state cannot be
+// learnt (see confirm) is ErrUnknownOutcome, never an open order nobody
+// re-checks.
 //
 // The order is stamped (X-BAPI-TIMESTAMP) with Bybit's time at Place's
 // start, before the reads it needs first (server time, instruments-info,
@@ -68,133 +170,152 @@ type createBody struct {
 // (10002, ErrUnreachable) and Place does not send it again.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	start := v.cfg.Now()
-	sym := exchange.VenueSymbol(o.Symbol)
-	// Refused here, before anything is sent: Bybit would answer a param
-	// error, and an order hoox cannot look up by its ID must not exist.
-	if !orderLinkIDPattern.MatchString(o.ClientOrderID) {
-		return rejected(ReasonClientOrderID), nil
-	}
-	if o.OrderType != "market" && o.OrderType != "limit" {
-		return rejected(ReasonBadOrderType + ": " + o.OrderType), nil
-	}
-	if v.cfg.Category == Spot && o.Action == "short" {
-		// A short on spot would be a plain sell of the base coin held:
-		// the strategy meant to open a short, and selling what the
-		// account holds instead is a trade nobody asked for.
-		return rejected(ReasonSpotShort), nil
+	if reason := v.validate(o); reason != "" {
+		return rejected(reason), nil
 	}
 	if err := v.ensureTime(ctx); err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
 	}
 	stamp := v.serverTimeAt(start)
-	f, found, err := v.filtersFor(ctx, sym)
+	out, reason, err := v.prepare(ctx, o)
 	if err != nil {
-		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, asUnreachable(err))
+		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
+	}
+	if reason != "" {
+		return rejected(reason), nil
+	}
+	return v.send(ctx, out, stamp)
+}
+
+// validate returns why o cannot be sent at all, or "". Refused here,
+// before anything is sent: Bybit would answer a param error, and an order
+// hoox cannot look up by its ID must not exist.
+func (v *Venue) validate(o exchange.Order) string {
+	switch {
+	case !orderLinkIDPattern.MatchString(o.ClientOrderID):
+		return ReasonClientOrderID
+	case o.OrderType != "market" && o.OrderType != "limit":
+		return ReasonBadOrderType + ": " + o.OrderType
+	case v.cfg.Market == MarketSpot && o.Action == "short":
+		// A short on spot would be a plain sell of the base coin held:
+		// the strategy meant to open a short, and selling what the
+		// account holds instead is a trade nobody asked for.
+		return ReasonSpotShort
+	}
+	return ""
+}
+
+// prepare reads what the order needs (filters, the position or balance a
+// close flattens, the ticker for a market order's notional), rounds it to
+// the filters, checks the minimums and sets the leverage, returning the
+// order to send or why it is refused. A lost answer to any of these reads
+// placed nothing (asUnreachable).
+func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string, error) {
+	out := outgoing{
+		symbol: exchange.VenueSymbol(o.Symbol), side: o.Side, market: o.OrderType == "market", qty: o.Quantity,
+		reduceOnly: o.ReduceOnly && v.cfg.Market == MarketLinear, clientID: o.ClientOrderID,
+	}
+	f, found, err := v.filtersFor(ctx, out.symbol)
+	if err != nil {
+		return out, "", asUnreachable(err)
 	}
 	if !found {
-		return rejected(ReasonUnknownSymbol + ": " + sym), nil
+		return out, ReasonUnknownSymbol + ": " + out.symbol, nil
 	}
 	if f.status != "" && f.status != "Trading" {
-		return rejected(ReasonNotTrading + ": " + f.status), nil
+		return out, ReasonNotTrading + ": " + f.status, nil
 	}
-
-	side, qty, orderType := o.Side, o.Quantity, o.OrderType
-	reduceOnly := o.ReduceOnly && v.cfg.Category == Linear
 	if exchange.IsClose(o.Action) {
-		var reason string
-		side, qty, reason, err = v.closeOrder(ctx, o, f)
-		if err != nil {
-			return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
+		side, qty, reason, err := v.resolveClose(ctx, o, f)
+		if err != nil || reason != "" {
+			return out, reason, err
 		}
-		if reason != "" {
-			return rejected(reason), nil
-		}
-		orderType, reduceOnly = "market", v.cfg.Category == Linear
+		out.side, out.qty, out.market, out.reduceOnly = side, qty, true, v.cfg.Market == MarketLinear
 	}
-	if side != "buy" && side != "sell" {
-		return rejected(fmt.Sprintf("invalid side %q", side)), nil
+	if out.side != "buy" && out.side != "sell" {
+		return out, fmt.Sprintf("invalid side %q", out.side), nil
 	}
 
-	qty = roundDown(qty, f.step)
-	var price decimal.NullDecimal
-	if orderType == "limit" {
+	out.qty = venuekit.FloorTo(out.qty, f.step)
+	if !out.market {
 		if !o.Price.Valid {
-			return rejected(ReasonLimitWithoutPrice), nil
+			return out, ReasonLimitWithoutPrice, nil
 		}
-		price = decimal.NewNullDecimal(roundPrice(o.Price.Decimal, f.tick, side))
+		out.price = decimal.NewNullDecimal(venuekit.RoundPrice(o.Price.Decimal, f.tick, out.side))
 	}
-	if !qty.IsPositive() || qty.LessThan(f.minQty) {
-		return rejected(fmt.Sprintf("%s: %s rounds down to %s (step %s, minimum %s)",
-			ReasonBelowMinQty, o.Quantity, qty, f.step, f.minQty)), nil
+	if !out.qty.IsPositive() || out.qty.LessThan(f.minQty) {
+		return out, fmt.Sprintf("%s: %s rounds down to %s (step %s, minimum %s)",
+			ReasonBelowMinQty, o.Quantity, out.qty, f.step, f.minQty), nil
 	}
 	// A reduce-only order (a close) is not checked against the minimum
 	// notional here: Bybit's docs do not say whether it applies to one
 	// (Binance futures exempts them), so Bybit decides. Refusing it here
 	// could leave a small position that hoox can never close.
-	if f.minNotional.IsPositive() && !reduceOnly {
-		ref := price
+	if f.minNotional.IsPositive() && !out.reduceOnly {
+		ref := out.price
 		if !ref.Valid && o.Price.Valid && !exchange.IsClose(o.Action) {
 			ref = o.Price
 		}
 		if !ref.Valid {
-			last, err := v.lastPrice(ctx, sym)
+			last, err := v.tickerPrice(ctx, out.symbol)
 			if err != nil {
-				return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, asUnreachable(err))
+				return out, "", asUnreachable(err)
 			}
 			ref = decimal.NewNullDecimal(last)
 		}
-		if n := qty.Mul(ref.Decimal); n.LessThan(f.minNotional) {
-			return rejected(fmt.Sprintf("%s: %s × %s = %s < %s", ReasonBelowMinNotional, qty, ref.Decimal, n, f.minNotional)), nil
+		if n := out.qty.Mul(ref.Decimal); n.LessThan(f.minNotional) {
+			return out, fmt.Sprintf("%s: %s × %s = %s < %s", ReasonBelowMinNotional, out.qty, ref.Decimal, n, f.minNotional), nil
 		}
 	}
-	if v.cfg.Category == Linear && o.Leverage > 0 {
-		reason, err := v.ensureLeverage(ctx, sym, o.Leverage)
-		if err != nil {
-			return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
-		}
-		if reason != "" {
-			return rejected(reason), nil
+	if v.cfg.Market == MarketLinear && o.Leverage > 0 {
+		reason, err := v.ensureLeverage(ctx, out.symbol, o.Leverage)
+		if err != nil || reason != "" {
+			return out, reason, err
 		}
 	}
+	return out, "", nil
+}
 
+// send creates out, stamped stamp, and learns its state (confirm). A
+// refusal for good is a rejected Report naming what was sent.
+func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchange.Report, error) {
 	body := createBody{
-		Category: string(v.cfg.Category), Symbol: sym, Side: bybitSide(side),
-		OrderType: bybitOrderType(orderType), Qty: qty.String(), OrderLinkID: o.ClientOrderID,
+		Category: string(v.cfg.Market), Symbol: out.symbol, Side: bybitSide(out.side),
+		OrderType: bybitOrderType(out.market), Qty: out.qty.String(), OrderLinkID: out.clientID,
 	}
-	if price.Valid {
-		body.Price, body.TimeInForce = price.Decimal.String(), "GTC"
+	if out.price.Valid {
+		body.Price, body.TimeInForce = out.price.Decimal.String(), "GTC"
 	}
-	if v.cfg.Category == Linear {
+	if v.cfg.Market == MarketLinear {
 		zero := 0 // one-way mode
-		body.PositionIdx, body.ReduceOnly = &zero, &reduceOnly
-	} else if orderType == "market" {
+		body.PositionIdx, body.ReduceOnly = &zero, &out.reduceOnly
+	} else if out.market {
 		body.MarketUnit = "baseCoin"
 	}
 	var ack struct {
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, stamp: stamp}, &ack)
+	err := v.do(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, stamp: stamp}, &ack)
 	if err != nil {
-		var e *apiError
-		if errors.As(err, &e) && (e.class == ClassRejected || e.class == ClassFilter) {
-			if e.class == ClassFilter {
-				v.invalidateFilters(sym)
+		var e *APIError
+		if errors.As(err, &e) && e.Refused() {
+			if e.Class == ClassFilter {
+				v.dropFilters(out.symbol)
 			}
-			v.log.InfoContext(ctx, "bybit rejected the order", slog.String("client_order_id", o.ClientOrderID),
-				slog.String("symbol", sym), slog.Int("ret_code", e.retCode), slog.String("ret_msg", e.retMsg))
-			r := rejected(e.retMsg)
-			r.Symbol, r.Side, r.Quantity, r.Price = sym, side, qty, price
+			v.log.InfoContext(ctx, "bybit rejected the order", slog.String("client_order_id", out.clientID),
+				slog.String("symbol", out.symbol), slog.Int("ret_code", e.Code), slog.String("ret_msg", e.Msg))
+			r := rejected(e.Msg)
+			r.Symbol, r.Side, r.Quantity, r.Price = out.symbol, out.side, out.qty, out.price
 			if r.Reason == "" {
-				r.Reason = fmt.Sprintf("bybit http %d", e.status)
+				r.Reason = fmt.Sprintf("bybit http %d", e.HTTPStatus)
 			}
 			return r, nil
 		}
-		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
+		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", out.clientID, err)
 	}
-
 	// The answer only acknowledges; the order's state needs a query.
-	return v.confirm(ctx, sym, o.ClientOrderID, ack.OrderID, orderType == "market")
+	return v.confirm(ctx, out.symbol, out.clientID, ack.OrderID, out.market)
 }
 
 // confirm learns the state of an order Bybit acknowledged. Bybit processes
@@ -207,36 +328,28 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 // and the gateway's reconcile records it later (orderLinkId stays unique, so
 // a re-place is refused as a duplicate and the order adopted).
 func (v *Venue) confirm(ctx context.Context, sym, linkID, orderID string, market bool) (exchange.Report, error) {
-	pause, waited := 25*time.Millisecond, time.Duration(0)
 	var last error
-	for {
+	var final exchange.Report
+	try := func() bool {
 		r, err := v.find(ctx, sym, linkID, false)
 		switch {
 		case err == nil && (!market || r.Status != exchange.StatusOpen):
-			return r, nil
+			final = r
+			return true
 		case err == nil:
 			last = fmt.Errorf("bybit shows it %s, not yet final", r.Status)
 		default:
 			last = err
 		}
-		if waited+pause > v.cfg.ConfirmWait {
-			break
+		return false
+	}
+	if !try() {
+		if err := venuekit.Poll(ctx, v.cfg.ConfirmWait, try); err != nil {
+			last = err
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			last = ctx.Err()
-		case <-t.C:
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		waited += pause
-		pause = min(2*pause, 400*time.Millisecond)
+	}
+	if final.Status != "" {
+		return final, nil
 	}
 	v.log.WarnContext(ctx, "bybit accepted the order but its state could not be learnt; the gateway reconciles it",
 		slog.String("client_order_id", linkID), slog.String("order_id", orderID), slog.Any("error", last))
@@ -264,7 +377,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 			return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w", o.ClientOrderID, err)
 		}
 		if found {
-			sent = roundDown(o.Quantity, f.step)
+			sent = venuekit.FloorTo(o.Quantity, f.step)
 		}
 	}
 	if err := exchange.Matches(o, sym, sent, r); err != nil {
@@ -294,7 +407,7 @@ type orderInfo struct {
 // days per query over HistoryLookback, since a history query without a
 // time range covers only the last 7 days (order-list.mdx, startTime).
 func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (exchange.Report, error) {
-	base := url.Values{"category": {string(v.cfg.Category)}, "symbol": {sym}, "orderLinkId": {linkID}}
+	base := url.Values{"category": {string(v.cfg.Market)}, "symbol": {sym}, "orderLinkId": {linkID}}
 	queries := []struct {
 		path  string
 		query url.Values
@@ -319,7 +432,7 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (excha
 		var res struct {
 			List []orderInfo `json:"list"`
 		}
-		if err := v.call(ctx, request{method: http.MethodGet, path: qu.path, query: qu.query, private: true}, &res); err != nil {
+		if err := v.do(ctx, request{method: http.MethodGet, path: qu.path, query: qu.query, private: true}, &res); err != nil {
 			return exchange.Report{}, err
 		}
 		for _, oi := range res.List {
@@ -367,106 +480,6 @@ func toReport(oi orderInfo) exchange.Report {
 	return r
 }
 
-// closeOrder resolves a close action to a side and size from the venue:
-// linear reads the one-way position, spot the free base-coin balance. A
-// non-empty reason refuses the close for good.
-func (v *Venue) closeOrder(ctx context.Context, o exchange.Order, f filters) (side string, qty decimal.Decimal, reason string, err error) {
-	if v.cfg.Category == Spot {
-		if o.Action == "close_short" {
-			return "", decimal.Zero, ReasonSpotCloseShort, nil
-		}
-		free, err := v.freeBalance(ctx, f.baseCoin)
-		if err != nil {
-			return "", decimal.Zero, "", err
-		}
-		if !free.IsPositive() {
-			return "", decimal.Zero, ReasonNoPosition, nil
-		}
-		return "sell", free, "", nil
-	}
-	var res struct {
-		List []struct {
-			Symbol      string `json:"symbol"`
-			Side        string `json:"side"`
-			Size        string `json:"size"`
-			PositionIdx int    `json:"positionIdx"`
-		} `json:"list"`
-	}
-	q := url.Values{"category": {string(Linear)}, "symbol": {f.symbol}}
-	if err := v.call(ctx, request{method: http.MethodGet, path: "/v5/position/list", query: q, private: true}, &res); err != nil {
-		return "", decimal.Zero, "", fmt.Errorf("read position %s: %w", f.symbol, asUnreachable(err))
-	}
-	for _, p := range res.List {
-		size := dec(p.Size)
-		if p.Symbol != f.symbol || p.PositionIdx != 0 || !size.IsPositive() {
-			continue
-		}
-		switch {
-		case p.Side == "Buy" && o.Action != "close_short":
-			return "sell", size, "", nil
-		case p.Side == "Sell" && o.Action != "close_long":
-			return "buy", size, "", nil
-		}
-	}
-	return "", decimal.Zero, ReasonNoPosition, nil
-}
-
-// freeBalance is what the unified account can sell of coin: the wallet
-// balance less what open orders lock and what was borrowed.
-func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, error) {
-	var res struct {
-		List []struct {
-			Coin []struct {
-				Coin          string `json:"coin"`
-				WalletBalance string `json:"walletBalance"`
-				Locked        string `json:"locked"`
-				SpotBorrow    string `json:"spotBorrow"`
-			} `json:"coin"`
-		} `json:"list"`
-	}
-	q := url.Values{"accountType": {"UNIFIED"}, "coin": {coin}}
-	if err := v.call(ctx, request{method: http.MethodGet, path: "/v5/account/wallet-balance", query: q, private: true}, &res); err != nil {
-		return decimal.Zero, fmt.Errorf("read balance %s: %w", coin, asUnreachable(err))
-	}
-	free := decimal.Zero
-	for _, acct := range res.List {
-		for _, c := range acct.Coin {
-			if c.Coin == coin {
-				free = free.Add(dec(c.WalletBalance).Sub(dec(c.Locked)).Sub(dec(c.SpotBorrow)))
-			}
-		}
-	}
-	return free, nil
-}
-
-// ensureLeverage sets symbol's leverage unless the cache says it already
-// is: Bybit applies leverage per symbol, so it must be right before the
-// order. 110043 ("leverage not modified") means it already was. A refusal
-// returns its reason; any other failure means nothing was placed.
-func (v *Venue) ensureLeverage(ctx context.Context, sym string, lev int) (reason string, err error) {
-	v.mu.Lock()
-	cur, ok := v.leverage[sym]
-	v.mu.Unlock()
-	if ok && cur == lev {
-		return "", nil
-	}
-	l := strconv.Itoa(lev)
-	body := map[string]string{"category": string(Linear), "symbol": sym, "buyLeverage": l, "sellLeverage": l}
-	err = v.call(ctx, request{method: http.MethodPost, path: "/v5/position/set-leverage", body: body, private: true}, nil)
-	var e *apiError
-	switch {
-	case err == nil, errors.As(err, &e) && e.retCode == 110043:
-	case e != nil && (e.class == ClassRejected || e.class == ClassFilter):
-		return "set leverage " + l + ": " + e.retMsg, nil
-	default:
-		return "", fmt.Errorf("set leverage %s %s: %w", sym, l, asUnreachable(err))
-	}
-	v.mu.Lock()
-	v.leverage[sym] = lev
-	v.mu.Unlock()
-	return "", nil
-}
-
 // rejected is a refusal for good decided before sending: nothing reached
 // the venue, so the report names no symbol or quantity.
 func rejected(reason string) exchange.Report {
@@ -475,8 +488,8 @@ func rejected(reason string) exchange.Report {
 
 // isRefusal reports whether err is Bybit refusing the request for good.
 func isRefusal(err error) bool {
-	var e *apiError
-	return errors.As(err, &e) && (e.class == ClassRejected || e.class == ClassFilter)
+	var e *APIError
+	return errors.As(err, &e) && e.Refused()
 }
 
 func bybitSide(side string) string {
@@ -486,9 +499,9 @@ func bybitSide(side string) string {
 	return "Buy"
 }
 
-func bybitOrderType(t string) string {
-	if t == "limit" {
-		return "Limit"
+func bybitOrderType(market bool) string {
+	if market {
+		return "Market"
 	}
-	return "Market"
+	return "Limit"
 }

@@ -23,17 +23,17 @@ func TestConfig(t *testing.T) {
 		require.ErrorContains(t, err, "api secret is empty")
 		_, err = bybit.New(bybit.Config{APISecret: "s"})
 		require.ErrorContains(t, err, "api key is empty")
-		_, err = bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Category: "inverse"})
+		_, err = bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Market: "inverse"})
 		require.ErrorContains(t, err, "category")
 	})
 
 	t.Run("DefaultsAndAcceptWindow", func(t *testing.T) {
 		t.Parallel()
 		cfg := bybit.Config{APIKey: "k", APISecret: "s"}.WithDefaults()
-		require.Equal(t, bybit.Linear, cfg.Category)
-		require.Equal(t, bybit.MainnetURL, cfg.BaseURL)
+		require.Equal(t, bybit.MarketLinear, cfg.Market)
+		require.Equal(t, bybit.BaseURL, cfg.BaseURL)
 		require.Equal(t, 5*time.Second, cfg.RecvWindow)
-		v, err := bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Category: bybit.Spot})
+		v, err := bybit.New(bybit.Config{APIKey: "k", APISecret: "s", Market: bybit.MarketSpot})
 		require.NoError(t, err)
 		// recv_window 5 s + lookup lag 10 s + clock margin 2 s.
 		require.Equal(t, 17*time.Second, v.AcceptWindow())
@@ -55,7 +55,7 @@ func TestPlaceLinear(t *testing.T) {
 
 	t.Run("MarketBuyFillsRoundedDownWithTradingViewSymbol", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BYBIT:BTCUSDT.P", "buy", "0.0109")
 		r, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestPlaceLinear(t *testing.T) {
 
 	t.Run("LimitPricesRoundTowardThePassiveSide", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		buy, err := b.venue.Place(ctx, limitOrder("BTCUSDT", "buy", "0.01", "59999.97"))
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusOpen, buy.Status)
@@ -91,7 +91,7 @@ func TestPlaceLinear(t *testing.T) {
 
 	t.Run("UnknownSymbolRejectedBeforeSending", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		r, err := b.venue.Place(ctx, marketOrder("NOPEUSDT", "buy", "1"))
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusRejected, r.Status)
@@ -101,7 +101,7 @@ func TestPlaceLinear(t *testing.T) {
 
 	t.Run("VenueRefusalIsARejectedReportWithItsMessage", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.Refuse(110007, "Available balance is insufficient"))
 		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestPlaceSpot(t *testing.T) {
 
 	t.Run("MarketBuyIsInBaseCoin", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		o := marketOrder("BTC/USDT", "buy", "0.0123456789")
 		r, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestPlaceSpot(t *testing.T) {
 
 	t.Run("InsufficientBalanceRejected", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "10"))
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusRejected, r.Status)
@@ -142,7 +142,7 @@ func TestPlaceSpot(t *testing.T) {
 
 	t.Run("LeverageIgnored", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Spot)
+		b := setup(t, bybit.MarketSpot)
 		o := marketOrder("BTCUSDT", "buy", "0.001")
 		o.Leverage = 20
 		r, err := b.venue.Place(ctx, o)
@@ -173,7 +173,7 @@ func TestLookupStatusMapping(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.status+"_"+tt.cumExec, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, bybit.Linear)
+			b := setup(t, bybit.MarketLinear)
 			o := limitOrder("BTCUSDT", "buy", "0.01", "59000")
 			_, err := b.venue.Place(ctx, o)
 			require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestLookup(t *testing.T) {
 
 	t.Run("NotFound", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		_, err := b.venue.Lookup(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.ErrorIs(t, err, exchange.ErrNotFound)
 		// History's last 7 days, then 7 days per query back over the
@@ -220,7 +220,7 @@ func TestLookup(t *testing.T) {
 
 	t.Run("FallsBackToHistory", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "sell", "0.02")
 		_, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
@@ -237,7 +237,7 @@ func TestLookup(t *testing.T) {
 	// (which would let the gateway try to place it again).
 	t.Run("FilledOrderOlderThanAWeek", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		_, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
@@ -251,7 +251,7 @@ func TestLookup(t *testing.T) {
 
 	t.Run("MismatchUnderTheSameID", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		o := limitOrder("BTCUSDT", "buy", "0.01", "50000")
 		_, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestDuplicateClientOrderID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	for _, cat := range []bybit.Category{bybit.Linear, bybit.Spot} {
+	for _, cat := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
 		t.Run(string(cat)+"/TakenForEverEvenAfterFill", func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, cat)
@@ -301,7 +301,7 @@ func TestDuplicateClientOrderID(t *testing.T) {
 			require.Equal(t, first.ExchangeOrderID, r.ExchangeOrderID)
 			require.Len(t, b.fake.Orders(), 1)
 			require.Equal(t, 3, b.fake.Attempts(o.ClientOrderID))
-			if cat == bybit.Linear {
+			if cat == bybit.MarketLinear {
 				require.Equal(t, "0.01", b.fake.Position("BTCUSDT").Size.String())
 			} else {
 				require.Equal(t, "0.01", b.fake.Balance("BTC").WalletBalance.String())
@@ -311,7 +311,7 @@ func TestDuplicateClientOrderID(t *testing.T) {
 
 	t.Run("RefusedPlacementDoesNotTakeTheID", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, bybit.Linear)
+		b := setup(t, bybit.MarketLinear)
 		b.fake.InjectPlacements(1, bybitfake.Refuse(110007, "Available balance is insufficient"))
 		o := marketOrder("BTCUSDT", "buy", "0.01")
 		r, err := b.venue.Place(ctx, o)
@@ -339,7 +339,7 @@ func TestClientOrderIDCheckedBeforeSending(t *testing.T) {
 		"Space":    "hx abc",
 		"NonASCII": "hxéabc",
 	}
-	for _, cat := range []bybit.Category{bybit.Linear, bybit.Spot} {
+	for _, cat := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
 		for name, id := range refused {
 			t.Run(string(cat)+"/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -382,7 +382,7 @@ func errorsIsAll(t *testing.T, err error, targets ...error) {
 func TestConcurrentPlaceOrAdoptPlacesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, bybit.Linear)
+	b := setup(t, bybit.MarketLinear)
 	o := marketOrder("BTCUSDT", "buy", "0.01")
 	const n = 8
 	ids := make(chan string, n)
@@ -412,7 +412,7 @@ func TestConcurrentPlaceOrAdoptPlacesOnce(t *testing.T) {
 func TestPartialFills(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	categories := map[bybit.Category]string{bybit.Linear: bybitfake.CategoryLinear, bybit.Spot: bybitfake.CategorySpot}
+	categories := map[bybit.Market]string{bybit.MarketLinear: bybitfake.CategoryLinear, bybit.MarketSpot: bybitfake.CategorySpot}
 	for c, fc := range categories {
 		t.Run(string(c)+"/MarketPartlyFilled", func(t *testing.T) {
 			t.Parallel()

@@ -38,7 +38,11 @@ type Config struct {
 	LogLevel     string
 	PaperFaults  string
 	CrashDrill   bool
-	NoMigrate    bool
+	// ClockSkew offsets the clock the venue adapters, the gateway and the
+	// jobs use (HOOX_DRILL_CLOCK_SKEW): a fault drill for the simulator,
+	// never set in production.
+	ClockSkew time.Duration
+	NoMigrate bool
 	// AllowAsyncReplication lets hoox start on a primary whose standbys
 	// replicate asynchronously (see checkReplication).
 	AllowAsyncReplication bool
@@ -46,8 +50,10 @@ type Config struct {
 	Gateway gateway.Config
 	Jobs    jobs.Config
 	API     api.Config
-	// Venues are the real venues' settings, in VenueKinds' order.
-	Venues [4]VenueSettings
+	// Venues are the real venues' settings, in venues.All()'s order
+	// (NewVenueSettings; DefaultConfig allocates them). A copy of a Config
+	// shares them: clone the slice to change one copy only.
+	Venues []VenueSettings
 	// Notify configures operators' notifications; NotifyEvents is the raw
 	// HOOX_NOTIFY_EVENTS, parsed by Validate.
 	Notify       notify.Config
@@ -67,6 +73,7 @@ func DefaultConfig() Config {
 		Gateway:      gateway.DefaultConfig(),
 		Jobs:         jobs.DefaultConfig(),
 		API:          api.DefaultConfig(),
+		Venues:       NewVenueSettings(),
 	}
 }
 

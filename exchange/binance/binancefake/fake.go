@@ -187,6 +187,7 @@ type Server struct {
 	orders        []*Order
 	nextID        int64
 	lookupLag     time.Duration
+	nextLag       *time.Duration
 	faults        []Fault
 	requests      map[string]int
 	log           []Request
@@ -300,10 +301,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // APIKey is the key the fake accepts.
-func (s *Server) APIKey() string { return s.apiKey }
+func (s *Server) APIKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiKey
+}
 
 // APISecret is the secret the fake verifies signatures with.
-func (s *Server) APISecret() string { return s.apiSecret }
+func (s *Server) APISecret() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiSecret
+}
+
+// SetCredentials replaces the only key pair the fake accepts, as when a key
+// is deleted or rotated at Binance: requests signed with another key are
+// refused with -2015.
+func (s *Server) SetCredentials(key, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKey, s.apiSecret = key, secret
+}
 
 // Now is the fake's current time: Options.Now plus everything Advance
 // added.
@@ -396,6 +414,24 @@ func (s *Server) SetLookupLag(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lookupLag = d
+}
+
+// LagNextLookup makes only the next order placed invisible to the order
+// query until the fake's clock has moved d past its placement.
+func (s *Server) LagNextLookup(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextLag = &d
+}
+
+// takeLookupLag is the lag of an order being placed; callers hold mu.
+func (s *Server) takeLookupLag() time.Duration {
+	if s.nextLag != nil {
+		d := *s.nextLag
+		s.nextLag = nil
+		return d
+	}
+	return s.lookupLag
 }
 
 // SetUsedWeight sets the request weight used in the current minute, as

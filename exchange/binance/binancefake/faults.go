@@ -55,6 +55,11 @@ const (
 	// request is outside of the ME recvWindow"). The engine's decision is
 	// taken the first time anything looks at the fake after Delay.
 	FaultLateInEngine
+	// FaultRefuse answers Fault.HTTPStatus (400 when zero) with Binance's
+	// JSON error body carrying Fault.Code and Fault.Msg before accepting
+	// anything: a refusal for good, such as -2010 "Account has
+	// insufficient balance for requested action.".
+	FaultRefuse
 )
 
 // Fault is a fault for the next Count placements (1 when Count is zero).

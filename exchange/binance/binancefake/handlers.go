@@ -127,7 +127,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Value
 		writeErr(w, http.StatusUnauthorized, -2014, "API-key format invalid.")
 		return nil, false
 	}
-	if key != s.apiKey {
+	s.mu.Lock()
+	apiKey, apiSecret := s.apiKey, s.apiSecret
+	s.mu.Unlock()
+	if key != apiKey {
 		writeErr(w, http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action.")
 		return nil, false
 	}
@@ -142,7 +145,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Value
 	if sig == "" {
 		sig = bsig
 	}
-	mac := hmac.New(sha256.New, []byte(s.apiSecret))
+	mac := hmac.New(sha256.New, []byte(apiSecret))
 	mac.Write([]byte(query + form))
 	want := hex.EncodeToString(mac.Sum(nil))
 	// HMAC signatures are not case-sensitive on Binance.
@@ -482,6 +485,14 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 			writeErr(w, http.StatusBadRequest, -2010, off)
 			return
 		}
+		if faulted && f.Kind == FaultRefuse {
+			status := f.HTTPStatus
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			writeErr(w, status, f.Code, f.Msg)
+			return
+		}
 		if faulted && f.Kind == FaultLateInEngine {
 			s.mu.Lock()
 			now := s.now()
@@ -694,7 +705,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 	o := &Order{
 		Market: market, Symbol: sym.Symbol, OrderID: s.nextID, ClientOrderID: id, Side: side, Type: typ,
 		TimeInForce: p.Get("timeInForce"), Quantity: qty, Price: price, Status: "NEW", ReduceOnly: reduceOnly,
-		Time: now, VisibleAt: now.Add(s.lookupLag),
+		Time: now, VisibleAt: now.Add(s.takeLookupLag()),
 	}
 	if typ == "MARKET" && s.holdLeft > 0 {
 		// Held (HoldMarketOrders): NEW with nothing filled, for now.

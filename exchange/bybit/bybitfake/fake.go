@@ -475,6 +475,20 @@ func (s *Server) SetClockSkew(d time.Duration) {
 	s.skew = d
 }
 
+// APIKey is the key the fake accepts (DefaultAPIKey unless replaced).
+func (s *Server) APIKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiKey
+}
+
+// APISecret is the secret the fake accepts.
+func (s *Server) APISecret() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiSecret
+}
+
 // SetCredentials replaces the key and secret the fake accepts.
 func (s *Server) SetCredentials(key, secret string) {
 	s.mu.Lock()
@@ -514,6 +528,16 @@ func (s *Server) RemoveInstrument(category, symbol string) {
 	defer s.mu.Unlock()
 	delete(s.instruments[category], symbol)
 }
+
+// SetPrice sets a symbol's last (and mark) price in category: market
+// orders fill there. It is SetTicker under the name every fake uses.
+func (s *Server) SetPrice(category, symbol string, price decimal.Decimal) {
+	s.SetTicker(category, symbol, price)
+}
+
+// SetSymbol adds or replaces an instrument in category; it is
+// SetInstrument under the name every fake uses.
+func (s *Server) SetSymbol(category string, in Instrument) { s.SetInstrument(category, in) }
 
 // SetTicker sets a symbol's last (and mark) price: market orders fill there.
 func (s *Server) SetTicker(category, symbol string, last decimal.Decimal) {
@@ -593,6 +617,10 @@ func (s *Server) ClearFaults() {
 }
 
 // LagLookups makes the next n accepted orders invisible to realtime and
+// LagNextLookup hides the next order booked from lookups for d: LagLookups
+// for one order, under the name every fake uses.
+func (s *Server) LagNextLookup(d time.Duration) { s.LagLookups(1, d) }
+
 // history lookups until d has passed on the fake's clock.
 func (s *Server) LagLookups(n int, d time.Duration) {
 	s.mu.Lock()

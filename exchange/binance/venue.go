@@ -42,6 +42,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Reasons the adapter gives when it refuses an order itself, before
@@ -65,15 +66,13 @@ type Venue struct {
 	prefix string
 	log    *slog.Logger
 
-	syncMu sync.Mutex // one server-time sync at a time
+	clock   venuekit.Clock
+	pauses  venuekit.Pauses
+	filters venuekit.FilterCache[Filters]
 
 	mu           sync.Mutex
-	offset       time.Duration // Binance's clock minus the local one
-	syncedAt     time.Time
-	pausedUntil  time.Time
 	usedWeight   int
 	weightMinute int64
-	filters      map[string]Filters
 	leverage     map[string]int
 }
 
@@ -91,7 +90,7 @@ func New(cfg Config) (*Venue, error) {
 		cfg:      cfg,
 		prefix:   "/api/v3",
 		log:      cfg.Logger.With("venue", "binance", "market", string(cfg.Market)),
-		filters:  map[string]Filters{},
+		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
 		leverage: map[string]int{},
 	}
 	if cfg.Market == MarketFutures {
@@ -186,7 +185,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
 		if !isAPI || apiErr.Class != ClassFilter {
-			if isAPI && apiErr.refused() {
+			if isAPI && apiErr.Refused() {
 				return rejected(apiErr.Msg), nil
 			}
 			return r, err
@@ -211,7 +210,7 @@ func refusal(err error) (exchange.Report, error, bool) {
 	if err == nil {
 		return exchange.Report{}, nil, false
 	}
-	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.refused() {
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Refused() {
 		return rejected(apiErr.Msg), nil, true
 	}
 	return exchange.Report{}, err, true
@@ -286,18 +285,6 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, f Filters, out ou
 	return out, "", nil
 }
 
-// tickerPrice is the symbol's last price (spot) or last futures price.
-func (v *Venue) tickerPrice(ctx context.Context, symbol string) (decimal.Decimal, error) {
-	var t struct {
-		Price decimal.Decimal `json:"price"`
-	}
-	req := request{method: http.MethodGet, path: v.prefix + "/ticker/price", params: params{}.add("symbol", symbol), weight: 2}
-	if err := v.do(ctx, req, &t); err != nil {
-		return decimal.Zero, fmt.Errorf("binance: ticker price for %s: %w", symbol, err)
-	}
-	return t.Price, nil
-}
-
 // orderAnswer is Binance's order object, for both markets: spot's FULL
 // placement answer and order query, futures' RESULT answer and order query.
 type orderAnswer struct {
@@ -365,42 +352,31 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 // ErrUnreachable: the order exists — and the gateway's reconcile follows
 // it with Lookup.
 func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Report) (exchange.Report, error) {
-	pause, waited := 25*time.Millisecond, time.Duration(0)
 	p := params{}.add("symbol", out.symbol).add("orderId", placed.ExchangeOrderID)
 	weight := 4
 	if v.futures() {
 		weight = 1
 	}
 	last := fmt.Errorf("binance answered it %s", placed.Status)
-	for {
-		if waited+pause > v.cfg.ConfirmWait {
-			break
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < pause {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		if ctx.Err() != nil {
-			last = ctx.Err()
-			break
-		}
-		waited += pause
-		pause = min(2*pause, 400*time.Millisecond)
+	var final exchange.Report
+	err := venuekit.Poll(ctx, v.cfg.ConfirmWait, func() bool {
 		var a orderAnswer
-		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order", params: p, signed: true, weight: weight}, &a)
-		if err != nil {
+		if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order", params: p, signed: true, weight: weight}, &a); err != nil {
 			last = err
-			continue
+			return false
 		}
 		if r := a.report(); r.Status != exchange.StatusOpen {
-			return r, nil
+			final = r
+			return true
 		}
 		last = fmt.Errorf("binance shows it %s, not yet final", a.Status)
+		return false
+	})
+	if final.Status != "" {
+		return final, nil
+	}
+	if err != nil {
+		last = err
 	}
 	v.log.WarnContext(ctx, "binance accepted the market order but it was not final while place asked; the gateway reconciles it",
 		"client_order_id", out.clientID, "order_id", placed.ExchangeOrderID, "error", last)

@@ -1,0 +1,85 @@
+package binancefake
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange/venuefake"
+)
+
+// Venue is one market of s (MarketSpot or MarketFutures) behind the shared
+// test-facing interface every venue fake implements, so that one scenario
+// runs on every venue.
+func (s *Server) Venue(market string) venuefake.Fake { return &venueView{s: s, market: market} }
+
+type venueView struct {
+	s      *Server
+	market string
+}
+
+var _ venuefake.Fake = (*venueView)(nil)
+
+func (v *venueView) URL() string        { return v.s.URL }
+func (v *venueView) APIKey() string     { return v.s.APIKey() }
+func (v *venueView) APISecret() string  { return v.s.APISecret() }
+func (v *venueView) Passphrase() string { return "" }
+func (v *venueView) Close()             { v.s.Close() }
+
+func (v *venueView) Orders() []venuefake.Order {
+	var out []venuefake.Order
+	for _, o := range v.s.Orders() {
+		if o.Market == v.market {
+			out = append(out, venuefake.Order{ClientOrderID: o.ClientOrderID, ExchangeOrderID: strconv.FormatInt(o.OrderID, 10),
+				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Quantity})
+		}
+	}
+	return out
+}
+
+// SetPrice sets the symbol's price on both markets: the fake keeps one
+// price per symbol.
+func (v *venueView) SetPrice(symbol string, price decimal.Decimal) { v.s.SetPrice(symbol, price) }
+
+// SetBalance sets a spot free balance, or on futures the USDT margin
+// wallet (the only asset futures keeps).
+func (v *venueView) SetBalance(asset string, amount decimal.Decimal) {
+	if v.market == MarketFutures {
+		if asset == "USDT" {
+			v.s.SetFuturesWallet(amount)
+		}
+		return
+	}
+	v.s.SetBalance(asset, amount)
+}
+
+func (v *venueView) Inject(f venuefake.Fault) {
+	switch f {
+	case venuefake.ServerErrorAfterAccept:
+		v.s.Inject(Fault{Kind: FaultServerErrorAfterAccept})
+	case venuefake.HangAfterAccept:
+		v.s.Inject(Fault{Kind: FaultHangAfterAccept})
+	case venuefake.DropAfterAccept:
+		v.s.Inject(Fault{Kind: FaultDropAfterAccept})
+	case venuefake.RefuseInsufficientBalance:
+		if v.market == MarketFutures {
+			v.s.Inject(Fault{Kind: FaultRefuse, Code: -2019, Msg: "Margin is insufficient."})
+			return
+		}
+		v.s.Inject(Fault{Kind: FaultRefuse, Code: -2010, Msg: "Account has insufficient balance for requested action."})
+	default:
+		panic("binancefake: unknown fault " + f.String())
+	}
+}
+
+func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
+
+// RefuseCredentials rotates the key the fake accepts: hoox's requests are
+// refused with -2015, as Binance refuses a deleted key.
+func (v *venueView) RefuseCredentials() func() {
+	key, secret := v.s.APIKey(), v.s.APISecret()
+	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
+	return func() { v.s.SetCredentials(key, secret) }
+}

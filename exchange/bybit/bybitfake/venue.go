@@ -1,0 +1,76 @@
+package bybitfake
+
+import (
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange/venuefake"
+)
+
+// Venue is one category of s (CategoryLinear or CategorySpot) behind the
+// shared test-facing interface every venue fake implements, so that one
+// scenario runs on every venue.
+func (s *Server) Venue(category string) venuefake.Fake { return &venueView{s: s, category: category} }
+
+type venueView struct {
+	s        *Server
+	category string
+}
+
+var _ venuefake.Fake = (*venueView)(nil)
+
+func (v *venueView) URL() string        { return v.s.URL }
+func (v *venueView) APIKey() string     { return v.s.APIKey() }
+func (v *venueView) APISecret() string  { return v.s.APISecret() }
+func (v *venueView) Passphrase() string { return "" }
+func (v *venueView) Close()             { v.s.Close() }
+
+func (v *venueView) Orders() []venuefake.Order {
+	var out []venuefake.Order
+	for _, o := range v.s.Orders() {
+		if o.Category == v.category {
+			out = append(out, venuefake.Order{ClientOrderID: o.OrderLinkID, ExchangeOrderID: o.OrderID,
+				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Qty})
+		}
+	}
+	return out
+}
+
+func (v *venueView) SetPrice(symbol string, price decimal.Decimal) {
+	v.s.SetPrice(v.category, symbol, price)
+}
+
+// SetBalance sets a coin's wallet balance in the unified account, which
+// both categories share.
+func (v *venueView) SetBalance(asset string, amount decimal.Decimal) { v.s.SetBalance(asset, amount) }
+
+func (v *venueView) Inject(f venuefake.Fault) {
+	switch f {
+	case venuefake.ServerErrorAfterAccept:
+		v.s.InjectPlacements(1, ServerErrorAfterAccept())
+	case venuefake.HangAfterAccept:
+		v.s.InjectPlacements(1, HangAfterAccept())
+	case venuefake.DropAfterAccept:
+		v.s.InjectPlacements(1, DropAfterAccept())
+	case venuefake.RefuseInsufficientBalance:
+		if v.category == CategorySpot {
+			v.s.InjectPlacements(1, Refuse(170131, "Insufficient balance."))
+			return
+		}
+		v.s.InjectPlacements(1, Refuse(110007, "ab not enough for new order"))
+	default:
+		panic("bybitfake: unknown fault " + f.String())
+	}
+}
+
+func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
+
+// RefuseCredentials rotates the key the fake accepts (10003 "API key is
+// invalid"), as after the key was deleted or rotated at Bybit.
+func (v *venueView) RefuseCredentials() func() {
+	key, secret := v.s.APIKey(), v.s.APISecret()
+	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
+	return func() { v.s.SetCredentials(key, secret) }
+}

@@ -1,0 +1,437 @@
+package okxfake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// clOrdIDPattern is OKX's documented form of clOrdId: up to 32
+// case-sensitive alphanumerics.
+var clOrdIDPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,32}$`)
+
+type reply struct {
+	status int
+	code   string
+	msg    string
+	data   any
+}
+
+func ok(data any) reply { return reply{status: http.StatusOK, code: "0", data: data} }
+
+// fail is an envelope error: code and message at the top.
+func fail(status, code int, msg string) reply {
+	return reply{status: status, code: strconv.Itoa(code), msg: msg, data: []any{}}
+}
+
+// orderFail is a refused order: envelope code 1, the reason in sCode.
+func orderFail(clOrdID string, code int, msg string) reply {
+	return reply{status: http.StatusOK, code: "1", msg: "All operations failed",
+		data: []map[string]string{{"ordId": "", "clOrdId": clOrdID, "sCode": strconv.Itoa(code), "sMsg": msg}}}
+}
+
+func write(w http.ResponseWriter, r reply) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": r.code, "msg": r.msg, "data": r.data})
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v5/public/time", func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
+		write(w, ok([]map[string]string{{"ts": strconv.FormatInt(s.Now().UnixMilli(), 10)}}))
+	})
+	mux.HandleFunc("GET /api/v5/account/instruments", s.private(s.serveInstruments))
+	mux.HandleFunc("GET /api/v5/account/balance", s.private(s.serveBalance))
+	mux.HandleFunc("GET /api/v5/account/positions", s.private(s.servePositions))
+	mux.HandleFunc("POST /api/v5/account/set-leverage", s.private(s.serveLeverage))
+	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
+	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
+	return mux
+}
+
+func (s *Server) count(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[r.URL.Path]++
+}
+
+// private wraps a handler with OKX's authentication.
+func (s *Server) private(h func(r *http.Request, body []byte) reply) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
+		body, rep, okAuth := s.authenticate(r)
+		if !okAuth {
+			write(w, rep)
+			return
+		}
+		write(w, h(r, body))
+	}
+}
+
+// authenticate checks key, passphrase, timestamp and signature as OKX
+// documents ("REST Authentication"): the signature is the Base64
+// HMAC-SHA256 of timestamp + METHOD + requestPath (with the query) + body.
+func (s *Server) authenticate(r *http.Request) ([]byte, reply, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, 50000, "Body for POST request cannot be empty."), false
+	}
+	s.mu.Lock()
+	key, secret, pass, now := s.apiKey, s.apiSecret, s.passphrase, s.now()
+	s.mu.Unlock()
+	switch h := r.Header; {
+	case h.Get("OK-ACCESS-KEY") == "":
+		return nil, fail(http.StatusUnauthorized, 50103, `Request header "OK-ACCESS-KEY" cannot be empty.`), false
+	case h.Get("OK-ACCESS-KEY") != key:
+		return nil, fail(http.StatusUnauthorized, 50111, "Invalid OK-ACCESS-KEY."), false
+	case h.Get("OK-ACCESS-PASSPHRASE") != pass:
+		return nil, fail(http.StatusUnauthorized, 50105, `Request header "OK-ACCESS-PASSPHRASE" incorrect.`), false
+	}
+	ts := r.Header.Get("OK-ACCESS-TIMESTAMP")
+	at, err := time.Parse("2006-01-02T15:04:05.000Z", ts)
+	if err != nil {
+		return nil, fail(http.StatusUnauthorized, 50112, "Invalid OK-ACCESS-TIMESTAMP."), false
+	}
+	if d := now.Sub(at); d > TimestampTolerance || d < -TimestampTolerance {
+		return nil, fail(http.StatusUnauthorized, 50102, "Timestamp request expired."), false
+	}
+	path := r.URL.Path
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + r.Method + path + string(body)))
+	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(r.Header.Get("OK-ACCESS-SIGN"))) {
+		return nil, fail(http.StatusUnauthorized, 50113, "Invalid signature."), false
+	}
+	return body, reply{}, true
+}
+
+func str(d decimal.Decimal) string { return d.String() }
+
+func compact(instID string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(instID, "-SWAP"), "-", "")
+}
+
+func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
+	typ := r.URL.Query().Get("instType")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, in := range s.instruments {
+		if in.InstType != typ {
+			continue
+		}
+		m := map[string]any{"instType": in.InstType, "instId": in.InstID, "baseCcy": in.BaseCcy, "quoteCcy": in.QuoteCcy,
+			"settleCcy": in.SettleCcy, "tickSz": str(in.TickSz), "lotSz": str(in.LotSz), "minSz": str(in.MinSz), "state": in.State,
+			"ctVal": "", "ctType": ""}
+		if in.InstType == InstSwap {
+			m["ctVal"], m["ctType"] = str(in.CtVal), "linear"
+		}
+		out = append(out, m)
+	}
+	return ok(out)
+}
+
+func (s *Server) serveBalance(r *http.Request, _ []byte) reply {
+	ccy := r.URL.Query().Get("ccy")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var details []map[string]string
+	for c, amt := range s.balances {
+		if ccy == "" || c == ccy {
+			details = append(details, map[string]string{"ccy": c, "availBal": str(amt), "cashBal": str(amt)})
+		}
+	}
+	return ok([]map[string]any{{"details": details}})
+}
+
+func (s *Server) servePositions(r *http.Request, _ []byte) reply {
+	inst := r.URL.Query().Get("instId")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]string{}
+	for id, pos := range s.positions {
+		if (inst == "" || id == inst) && !pos.IsZero() {
+			out = append(out, map[string]string{"instId": id, "instType": InstSwap, "posSide": "net", "pos": str(pos), "mgnMode": "cross"})
+		}
+	}
+	return ok(out)
+}
+
+func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
+	var req struct {
+		InstID  string `json:"instId"`
+		Lever   string `json:"lever"`
+		MgnMode string `json:"mgnMode"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return fail(http.StatusBadRequest, 50002, "JSON syntax error")
+	}
+	lever, err := strconv.Atoi(req.Lever)
+	if err != nil || lever < 1 || lever > 125 {
+		return fail(http.StatusOK, 51000, "Parameter lever error")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, found := s.instruments[req.InstID]; !found {
+		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	s.leverage[req.InstID] = lever
+	return ok([]map[string]string{{"instId": req.InstID, "lever": req.Lever, "mgnMode": req.MgnMode}})
+}
+
+// serveOrder answers GET /api/v5/trade/order by ordId or clOrdId: "If the
+// clOrdId is associated with multiple orders, only the latest one will be
+// returned." An order inside its lookup lag is not there yet (51603).
+func (s *Server) serveOrder(r *http.Request, _ []byte) reply {
+	q := r.URL.Query()
+	inst, ordID, clOrdID := q.Get("instId"), q.Get("ordId"), q.Get("clOrdId")
+	if ordID == "" && clOrdID == "" {
+		return fail(http.StatusOK, 51003, "Either client order ID or order ID is required.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runEngine()
+	now := s.now()
+	for i := len(s.orders) - 1; i >= 0; i-- {
+		o := s.orders[i]
+		if o.InstID != inst || now.Before(o.VisibleAt) {
+			continue
+		}
+		if (ordID != "" && o.OrdID == ordID) || (ordID == "" && o.ClOrdID == clOrdID) {
+			return ok([]map[string]string{orderJSON(o)})
+		}
+	}
+	return fail(http.StatusOK, 51603, "Order does not exist.")
+}
+
+func orderJSON(o *Order) map[string]string {
+	m := map[string]string{"instType": o.InstType, "instId": o.InstID, "ordId": o.OrdID, "clOrdId": o.ClOrdID,
+		"side": o.Side, "ordType": o.OrdType, "sz": str(o.Sz), "accFillSz": str(o.AccFillSz), "state": o.State,
+		"px": "", "avgPx": "", "reduceOnly": strconv.FormatBool(o.ReduceOnly), "cTime": strconv.FormatInt(o.CTime.UnixMilli(), 10)}
+	if o.OrdType == "limit" {
+		m["px"] = str(o.Px)
+	}
+	if o.AccFillSz.IsPositive() {
+		m["avgPx"] = str(o.AvgPx)
+	}
+	return m
+}
+
+type placeBody struct {
+	InstID     string `json:"instId"`
+	TdMode     string `json:"tdMode"`
+	ClOrdID    string `json:"clOrdId"`
+	Side       string `json:"side"`
+	OrdType    string `json:"ordType"`
+	Sz         string `json:"sz"`
+	Px         string `json:"px"`
+	TgtCcy     string `json:"tgtCcy"`
+	ReduceOnly bool   `json:"reduceOnly"`
+}
+
+// servePlace is POST /api/v5/trade/order: authentication, expTime, faults,
+// then the order's rules in the order OKX applies them.
+func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
+	s.count(r)
+	body, rep, okAuth := s.authenticate(r)
+	if !okAuth {
+		write(w, rep)
+		return
+	}
+	var expTime time.Time
+	if v := r.Header.Get("expTime"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			write(w, fail(http.StatusBadRequest, 51000, "Parameter expTime error"))
+			return
+		}
+		expTime = time.UnixMilli(ms)
+	}
+	s.mu.Lock()
+	var f Fault
+	faulted := len(s.faults) > 0
+	if faulted {
+		f, s.faults = s.faults[0], s.faults[1:]
+	}
+	now := s.now()
+	if !expTime.IsZero() && now.After(expTime) {
+		s.mu.Unlock()
+		var b placeBody
+		_ = json.Unmarshal(body, &b)
+		write(w, orderFail(b.ClOrdID, 50037, "Order expired."))
+		return
+	}
+	if faulted && f.Kind == FaultLateInEngine {
+		s.late = append(s.late, lateOrder{body: body, expTime: expTime, due: now.Add(f.Delay)})
+		s.mu.Unlock()
+		write(w, fail(http.StatusBadRequest, 50004, "API endpoint request timeout. (does not mean that the request was successful or failed, please check the request result)."))
+		return
+	}
+	if faulted && f.Kind == FaultRefuse {
+		s.mu.Unlock()
+		var b placeBody
+		_ = json.Unmarshal(body, &b)
+		write(w, orderFail(b.ClOrdID, f.Code, f.Msg))
+		return
+	}
+	rep = s.place(body, now)
+	s.mu.Unlock()
+	if faulted && rep.code == "0" {
+		switch f.Kind {
+		case FaultServerErrorAfterAccept:
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+			return
+		case FaultHangAfterAccept:
+			select {
+			case <-r.Context().Done():
+			case <-s.done:
+			}
+			return
+		case FaultDropAfterAccept:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		}
+	}
+	write(w, rep)
+}
+
+// place books an order if OKX's rules allow it; callers hold mu.
+func (s *Server) place(body []byte, now time.Time) reply {
+	var b placeBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		return fail(http.StatusBadRequest, 50002, "JSON syntax error")
+	}
+	if !clOrdIDPattern.MatchString(b.ClOrdID) {
+		return orderFail(b.ClOrdID, 51000, "Parameter clOrdId error")
+	}
+	in, found := s.instruments[b.InstID]
+	if !found {
+		return orderFail(b.ClOrdID, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	if in.State != "live" {
+		return orderFail(b.ClOrdID, 51022, "Contract suspended.")
+	}
+	if (b.Side != "buy" && b.Side != "sell") || (b.OrdType != "market" && b.OrdType != "limit") {
+		return orderFail(b.ClOrdID, 51000, "Parameter side or ordType error")
+	}
+	// "clOrdId must be unique among the clOrdIds of all pending orders."
+	for _, o := range s.orders {
+		if o.ClOrdID == b.ClOrdID && o.Pending() {
+			return orderFail(b.ClOrdID, 51016, "Client order ID already exists.")
+		}
+	}
+	sz, err := decimal.NewFromString(b.Sz)
+	if err != nil || !sz.IsPositive() {
+		return orderFail(b.ClOrdID, 51000, "Parameter sz error")
+	}
+	if in.InstType == InstSpot && b.OrdType == "market" && b.TgtCcy != "base_ccy" && b.Side == "buy" {
+		// The fake, like hoox, sizes orders in the base currency; a quote
+		// sized market buy would be a different order than hoox meant.
+		return orderFail(b.ClOrdID, 51000, "Parameter tgtCcy error: the fake only supports base_ccy")
+	}
+	if !sz.Mod(in.LotSz).IsZero() {
+		return orderFail(b.ClOrdID, 51121, "Order quantity must be a multiple of the lot size.")
+	}
+	if sz.LessThan(in.MinSz) {
+		return orderFail(b.ClOrdID, 51020, "Your order should meet or exceed the minimum order amount.")
+	}
+	price := s.prices[compact(b.InstID)]
+	var px decimal.Decimal
+	if b.OrdType == "limit" {
+		if px, err = decimal.NewFromString(b.Px); err != nil || !px.IsPositive() {
+			return orderFail(b.ClOrdID, 51000, "Parameter px error")
+		}
+		if !px.Mod(in.TickSz).IsZero() {
+			return orderFail(b.ClOrdID, 51000, "Parameter px error: not a multiple of the tick size")
+		}
+	}
+	ref := price
+	if b.OrdType == "limit" {
+		ref = px
+	}
+	if in.InstType == InstSwap {
+		pos := s.positions[b.InstID]
+		if b.ReduceOnly {
+			reduces := (b.Side == "sell" && pos.IsPositive()) || (b.Side == "buy" && pos.IsNegative())
+			if !reduces || sz.GreaterThan(pos.Abs()) {
+				return orderFail(b.ClOrdID, 51169, "Order failed because you don't have any positions in this direction for this contract to reduce or close.")
+			}
+		}
+	} else {
+		quote, baseBal := s.balances[in.QuoteCcy], s.balances[in.BaseCcy]
+		if (b.Side == "buy" && quote.LessThan(sz.Mul(ref))) || (b.Side == "sell" && baseBal.LessThan(sz)) {
+			ccy := in.QuoteCcy
+			if b.Side == "sell" {
+				ccy = in.BaseCcy
+			}
+			return orderFail(b.ClOrdID, 51008, "Order failed. Insufficient "+ccy+" balance in account")
+		}
+	}
+	s.nextID++
+	lag := time.Duration(0)
+	if s.nextLag != nil {
+		lag, s.nextLag = *s.nextLag, nil
+	}
+	o := &Order{InstType: in.InstType, InstID: b.InstID, OrdID: strconv.FormatInt(700000000000000000+s.nextID, 10), ClOrdID: b.ClOrdID,
+		Side: b.Side, OrdType: b.OrdType, Sz: sz, Px: px, State: "live", ReduceOnly: b.ReduceOnly, CTime: now, VisibleAt: now.Add(lag)}
+	s.orders = append(s.orders, o)
+	if b.OrdType == "market" || (b.Side == "buy" && px.GreaterThanOrEqual(price)) || (b.Side == "sell" && px.LessThanOrEqual(price)) {
+		s.fill(o, price)
+	}
+	return ok([]map[string]string{{"ordId": o.OrdID, "clOrdId": o.ClOrdID, "tag": "", "sCode": "0", "sMsg": "Order placed"}})
+}
+
+// fill executes o in full at price; callers hold mu.
+func (s *Server) fill(o *Order, price decimal.Decimal) {
+	in := s.instruments[o.InstID]
+	o.State, o.AccFillSz, o.AvgPx = "filled", o.Sz, price
+	signed := o.Sz
+	if o.Side == "sell" {
+		signed = signed.Neg()
+	}
+	if in.InstType == InstSwap {
+		s.positions[o.InstID] = s.positions[o.InstID].Add(signed)
+		return
+	}
+	s.balances[in.BaseCcy] = s.balances[in.BaseCcy].Add(signed)
+	s.balances[in.QuoteCcy] = s.balances[in.QuoteCcy].Sub(signed.Mul(price))
+}
+
+// runEngine hands due late orders to the engine: refused past their
+// expTime, booked otherwise; callers hold mu.
+func (s *Server) runEngine() {
+	now := s.now()
+	kept := s.late[:0]
+	for _, l := range s.late {
+		switch {
+		case now.Before(l.due):
+			kept = append(kept, l)
+		case !l.expTime.IsZero() && l.due.After(l.expTime):
+			s.lateRefused++
+		default:
+			s.place(l.body, l.due)
+		}
+	}
+	s.late = kept
+}

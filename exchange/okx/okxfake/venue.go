@@ -1,0 +1,77 @@
+package okxfake
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange/venuefake"
+)
+
+// Venue is one instrument type of s (InstSpot or InstSwap) behind the
+// shared test-facing interface every venue fake implements.
+func (s *Server) Venue(instType string) venuefake.Fake { return &venueView{s: s, instType: instType} }
+
+type venueView struct {
+	s        *Server
+	instType string
+}
+
+var _ venuefake.Fake = (*venueView)(nil)
+
+func (v *venueView) URL() string        { return v.s.URL }
+func (v *venueView) APIKey() string     { return v.s.APIKey() }
+func (v *venueView) APISecret() string  { return v.s.APISecret() }
+func (v *venueView) Passphrase() string { return v.s.Passphrase() }
+func (v *venueView) Close()             { v.s.Close() }
+
+// Orders reports quantities in the base currency (contracts × ctVal on a
+// swap), the unit signals use.
+func (v *venueView) Orders() []venuefake.Order {
+	v.s.mu.Lock()
+	ins := v.s.instruments
+	v.s.mu.Unlock()
+	var out []venuefake.Order
+	for _, o := range v.s.Orders() {
+		if o.InstType != v.instType {
+			continue
+		}
+		qty := o.Sz
+		if in, ok := ins[o.InstID]; ok && in.CtVal.IsPositive() {
+			qty = qty.Mul(in.CtVal)
+		}
+		out = append(out, venuefake.Order{ClientOrderID: o.ClOrdID, ExchangeOrderID: o.OrdID, Symbol: o.InstID, Side: o.Side, Quantity: qty})
+	}
+	return out
+}
+
+func (v *venueView) SetPrice(symbol string, price decimal.Decimal) { v.s.SetPrice(symbol, price) }
+
+// SetBalance sets the trading account's balance of asset, which spot and
+// swaps (cross margin in USDT) share.
+func (v *venueView) SetBalance(asset string, amount decimal.Decimal) { v.s.SetBalance(asset, amount) }
+
+func (v *venueView) Inject(f venuefake.Fault) {
+	switch f {
+	case venuefake.ServerErrorAfterAccept:
+		v.s.Inject(Fault{Kind: FaultServerErrorAfterAccept})
+	case venuefake.HangAfterAccept:
+		v.s.Inject(Fault{Kind: FaultHangAfterAccept})
+	case venuefake.DropAfterAccept:
+		v.s.Inject(Fault{Kind: FaultDropAfterAccept})
+	case venuefake.RefuseInsufficientBalance:
+		v.s.Inject(Fault{Kind: FaultRefuse, Code: 51008, Msg: "Order failed. Insufficient USDT balance in account"})
+	default:
+		panic("okxfake: unknown fault " + f.String())
+	}
+}
+
+func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
+
+// RefuseCredentials rotates the key the fake accepts (50111 "Invalid
+// OK-ACCESS-KEY"), as after the key was deleted at OKX.
+func (v *venueView) RefuseCredentials() func() {
+	key, secret, pass := v.s.APIKey(), v.s.APISecret(), v.s.Passphrase()
+	v.s.SetCredentials("rotated-"+key, "rotated-"+secret, pass)
+	return func() { v.s.SetCredentials(key, secret, pass) }
+}

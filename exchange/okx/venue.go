@@ -1,0 +1,381 @@
+// Package okx is hoox's venue adapter for OKX's v5 REST API: spot
+// (instType SPOT, exchange name `okx`) and USDT-margined perpetual swaps
+// (instType SWAP, `okx-swap`), one Venue per market and account.
+//
+// Every order carries the gateway's client order ID as clOrdId and is
+// found again by it (GET /api/v5/trade/order?clOrdId=). OKX keeps a
+// clOrdId unique only "among the clOrdIds of all pending orders", as
+// Binance does: once an order filled or was cancelled, OKX accepts the
+// same ID again, so a retry must look the order up first
+// (exchange.PlaceOrAdopt with lookupFirst), which the gateway does.
+//
+// Requests are signed as OKX documents (Base64 HMAC-SHA256 over timestamp
+// + method + path + body, with the key's passphrase), stamped with OKX's
+// clock as estimated from /api/v5/public/time. An order carries expTime =
+// its stamp + Config.Expiry: OKX does not process an order request whose
+// expTime has passed on its clock, which is what RefusesLateRequests
+// rests on. Quantities are rounded down to the lot size (converted to
+// contracts with ctVal on swaps) and limit prices to the tick toward the
+// passive side; an order below minSz is refused before anything is sent.
+//
+// Swaps assume the account's net (one-way) position mode and cross
+// margin: a close reads the net position and sends a reduce-only market
+// order for all of it.
+package okx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
+)
+
+// Reasons the adapter gives when it refuses an order itself, before
+// sending it. Refusals by OKX carry OKX's own message.
+const (
+	ReasonNoPosition        = "no position to close"
+	ReasonSpotNoShort       = "spot has no short position to close"
+	ReasonSpotShort         = "short is not supported on spot: spot cannot open a short position (send sell to sell the base currency held)"
+	ReasonInvalidOrder      = "invalid order"
+	ReasonLimitWithoutPrice = "limit order without price"
+	ReasonUnknownSymbol     = "unknown symbol"
+	ReasonNotTrading        = "instrument is not live"
+	ReasonClientOrderID     = "client order id not allowed by okx (1-32 of A-Z a-z 0-9)"
+)
+
+// clOrdIDPattern is OKX's rule for clOrdId: "a combination of
+// case-sensitive alphanumerics, all numbers, or all letters of up to 32
+// characters". hoox needs the ID to find the order again, so an empty one
+// is refused too.
+var clOrdIDPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,32}$`)
+
+// Venue is one OKX account on one market. It is safe for concurrent use.
+type Venue struct {
+	cfg Config
+	log *slog.Logger
+
+	clock   venuekit.Clock
+	pauses  venuekit.Pauses
+	filters venuekit.FilterCache[Filters]
+
+	mu       sync.Mutex
+	leverage map[string]int
+}
+
+var _ exchange.Venue = (*Venue)(nil)
+
+// New returns a Venue for cfg (defaults applied), or an error naming what
+// cannot work. It sends nothing.
+func New(cfg Config) (*Venue, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("okx config: %w", err)
+	}
+	return &Venue{
+		cfg:      cfg,
+		log:      cfg.Logger.With("venue", "okx", "market", string(cfg.Market)),
+		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
+		leverage: map[string]int{},
+	}, nil
+}
+
+func (v *Venue) swap() bool { return v.cfg.Market == MarketSwap }
+
+// AcceptWindow is Expiry (OKX does not process an order after its
+// expTime) plus LookupLag (the order query may trail the engine) plus
+// ClockMargin (the error of the server-time offset).
+func (v *Venue) AcceptWindow() time.Duration {
+	return v.cfg.Expiry + v.cfg.LookupLag + v.cfg.ClockMargin
+}
+
+// RefusesLateRequests is true (see exchange.LateRefuser) and rests on
+// expTime: OKX's "Transaction timeouts" section says a place-order
+// request "will not be processed if the current system time of the server
+// is after the expTime" (code 50037, "Order expired."), and offers it for
+// requests delayed by the network or busy servers. A missing order whose
+// accept window has closed can therefore never appear later, even though
+// clOrdId is unique only among pending orders.
+func (v *Venue) RefusesLateRequests() bool { return true }
+
+// outgoing is an order as it goes on the wire, after rounding, with its
+// quantity in the base currency.
+type outgoing struct {
+	instID     string
+	side       string // buy or sell
+	market     bool
+	qty        decimal.Decimal
+	price      decimal.Decimal // limit only
+	reduceOnly bool
+	clientID   string
+}
+
+// Place sends o: validate (what can be refused without asking OKX),
+// prepare (instrument rules, close resolution, rounding, minimum,
+// leverage), send (the order and, for a market order, its final state).
+// Refusals for good are a rejected Report with a nil error.
+//
+// The order is stamped with OKX's time at Place's start, before the reads
+// it needs first, and expires Expiry later (expTime): a reconcile that
+// waits out AcceptWindow from there knows the order can no longer be
+// processed.
+func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
+	symbol := exchange.VenueSymbol(o.Symbol)
+	if reason := v.validate(o, symbol); reason != "" {
+		return rejected(reason), nil
+	}
+	if err := v.syncTime(ctx); err != nil {
+		return exchange.Report{}, err
+	}
+	stamp := v.clock.At(start)
+	f, out, reason, err := v.prepare(ctx, o, symbol)
+	if err != nil {
+		if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
+			return rejected(e.Msg), nil
+		}
+		return exchange.Report{}, err
+	}
+	if reason != "" {
+		return rejected(reason), nil
+	}
+	return v.send(ctx, f, out, stamp)
+}
+
+// validate returns why o cannot be sent at all, or "".
+func (v *Venue) validate(o exchange.Order, symbol string) string {
+	closing := exchange.IsClose(o.Action)
+	switch {
+	case !clOrdIDPattern.MatchString(o.ClientOrderID):
+		return ReasonClientOrderID
+	case symbol == "":
+		return ReasonInvalidOrder
+	case !closing && o.Side != "buy" && o.Side != "sell":
+		return ReasonInvalidOrder
+	case !closing && !o.Quantity.IsPositive():
+		return ReasonInvalidOrder
+	case o.OrderType != "market" && o.OrderType != "limit":
+		return ReasonInvalidOrder
+	case !closing && o.OrderType == "limit" && (!o.Price.Valid || !o.Price.Decimal.IsPositive()):
+		return ReasonLimitWithoutPrice
+	case !v.swap() && o.Action == "short":
+		return ReasonSpotShort
+	}
+	return ""
+}
+
+// prepare reads the instrument's rules (and for a close the position or
+// balance), rounds the order and checks the minimum, and sets the
+// leverage, returning the order to send or why it is refused.
+func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (Filters, outgoing, string, error) {
+	f, found, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return f, outgoing{}, "", err
+	}
+	if !found {
+		return f, outgoing{}, ReasonUnknownSymbol + ": " + symbol, nil
+	}
+	if f.State != "" && f.State != "live" {
+		return f, outgoing{}, ReasonNotTrading + ": " + f.State, nil
+	}
+	out := outgoing{instID: f.InstID, side: o.Side, market: o.OrderType == "market", qty: o.Quantity,
+		reduceOnly: o.ReduceOnly && v.swap(), clientID: o.ClientOrderID}
+	if exchange.IsClose(o.Action) {
+		var reason string
+		if out, reason, err = v.resolveClose(ctx, o, f, out); err != nil || reason != "" {
+			return f, out, reason, err
+		}
+	}
+	out.qty = venuekit.FloorTo(out.qty, f.Step)
+	if !out.qty.IsPositive() || out.qty.LessThan(f.MinQty) {
+		return f, out, fmt.Sprintf("quantity %s is below the minimum %s for %s (minSz, after rounding down to the lot size %s)",
+			out.qty, f.MinQty, f.InstID, f.Step), nil
+	}
+	if !out.market {
+		out.price = venuekit.RoundPrice(o.Price.Decimal, f.TickSize, out.side)
+	}
+	if v.swap() && o.Leverage > 0 {
+		if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
+			return f, out, reason, err
+		}
+	}
+	return f, out, "", nil
+}
+
+// orderBody is POST /api/v5/trade/order's body.
+type orderBody struct {
+	InstID     string `json:"instId"`
+	TdMode     string `json:"tdMode"`
+	ClOrdID    string `json:"clOrdId"`
+	Side       string `json:"side"`
+	OrdType    string `json:"ordType"`
+	Sz         string `json:"sz"`
+	Px         string `json:"px,omitempty"`
+	TgtCcy     string `json:"tgtCcy,omitempty"`
+	ReduceOnly bool   `json:"reduceOnly,omitempty"`
+}
+
+// send places out, stamped stamp, and maps the answer. OKX's answer holds
+// only ordId and sCode; the order's state needs a query (confirm).
+func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Time) (exchange.Report, error) {
+	body := orderBody{InstID: out.instID, TdMode: "cash", ClOrdID: out.clientID, Side: out.side,
+		OrdType: "limit", Sz: f.toWire(out.qty).String(), ReduceOnly: out.reduceOnly}
+	if v.swap() {
+		body.TdMode = "cross"
+	}
+	if out.market {
+		body.OrdType = "market"
+		if !v.swap() {
+			// A spot market buy's sz is in the quote currency unless told
+			// otherwise; hoox's quantity is the base currency.
+			body.TgtCcy = "base_ccy"
+		}
+	} else {
+		body.Px = out.price.String()
+	}
+	var ack []struct {
+		OrdID   string `json:"ordId"`
+		ClOrdID string `json:"clOrdId"`
+		SCode   string `json:"sCode"`
+	}
+	err := v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/order", body: body, private: true, placement: true, stamp: stamp}, &ack)
+	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
+		if e.Class == ClassFilter {
+			v.dropFilters(compact(out.instID))
+		}
+		r := rejected(e.Msg)
+		r.Symbol, r.Side, r.Quantity = out.instID, out.side, out.qty
+		return r, nil
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: place order %s: %w", out.clientID, err)
+	}
+	if len(ack) == 0 || ack[0].OrdID == "" {
+		return exchange.Report{}, fmt.Errorf("okx: place order %s: answer without an order id: %w", out.clientID, exchange.ErrUnknownOutcome)
+	}
+	return v.confirm(ctx, f, out, ack[0].OrdID)
+}
+
+// confirm learns the state of an order OKX accepted: a limit order is
+// reported as soon as it is seen, a market order once final. When that
+// cannot be learnt within ConfirmWait the answer wraps ErrUnknownOutcome
+// (never ErrUnreachable: the order exists) and the gateway's reconcile
+// follows it with Lookup.
+func (v *Venue) confirm(ctx context.Context, f Filters, out outgoing, ordID string) (exchange.Report, error) {
+	var last error
+	var final exchange.Report
+	try := func() bool {
+		r, err := v.query(ctx, f, url.Values{"instId": {out.instID}, "ordId": {ordID}})
+		switch {
+		case err == nil && (!out.market || r.Status != exchange.StatusOpen):
+			final = r
+			return true
+		case err == nil:
+			last = fmt.Errorf("okx shows it %s, not yet final", r.Status)
+		default:
+			last = err
+		}
+		return false
+	}
+	if !try() {
+		if err := venuekit.Poll(ctx, v.cfg.ConfirmWait, try); err != nil {
+			last = err
+		}
+	}
+	if final.Status != "" {
+		return final, nil
+	}
+	v.log.WarnContext(ctx, "okx accepted the order but its state could not be learnt; the gateway reconciles it",
+		"client_order_id", out.clientID, "order_id", ordID, "error", last)
+	return exchange.Report{}, fmt.Errorf("okx: place order %s: accepted as order %s, but its state is not known (%v): %w",
+		out.clientID, ordID, last, exchange.ErrUnknownOutcome)
+}
+
+// orderInfo is OKX's order as GET /api/v5/trade/order returns it.
+type orderInfo struct {
+	InstID    string `json:"instId"`
+	OrdID     string `json:"ordId"`
+	ClOrdID   string `json:"clOrdId"`
+	Px        string `json:"px"`
+	Sz        string `json:"sz"`
+	OrdType   string `json:"ordType"`
+	Side      string `json:"side"`
+	AccFillSz string `json:"accFillSz"`
+	AvgPx     string `json:"avgPx"`
+	State     string `json:"state"`
+}
+
+// query reads one order (by ordId or clOrdId) and maps it.
+func (v *Venue) query(ctx context.Context, f Filters, q url.Values) (exchange.Report, error) {
+	var res []orderInfo
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/trade/order", query: q, private: true}, &res); err != nil {
+		return exchange.Report{}, err
+	}
+	if len(res) == 0 {
+		return exchange.Report{}, exchange.ErrNotFound
+	}
+	return report(res[0], f), nil
+}
+
+// report maps OKX's order: live and partially_filled are open, filled is
+// filled, a cancelled order is filled when anything executed (a market
+// order cut short) and rejected otherwise. A state OKX may add later
+// counts as open: not final, so the gateway keeps asking.
+func report(oi orderInfo, f Filters) exchange.Report {
+	filled := f.fromWire(venuekit.Dec(oi.AccFillSz))
+	r := exchange.Report{ExchangeOrderID: oi.OrdID, Symbol: oi.InstID, Side: oi.Side,
+		Quantity: f.fromWire(venuekit.Dec(oi.Sz)), FilledQuantity: filled, Status: exchange.StatusOpen}
+	if oi.OrdType == "limit" {
+		r.Price = decimal.NewNullDecimal(venuekit.Dec(oi.Px))
+	}
+	fill := decimal.NewNullDecimal(venuekit.Dec(oi.AvgPx))
+	switch oi.State {
+	case "filled":
+		r.Status, r.FillPrice = exchange.StatusFilled, fill
+	case "canceled", "mmp_canceled":
+		if filled.IsPositive() {
+			r.Status, r.FillPrice = exchange.StatusFilled, fill
+			break
+		}
+		r.Status, r.Reason = exchange.StatusRejected, "okx order "+strings.ReplaceAll(oi.State, "_", " ")+" with nothing filled"
+	}
+	return r
+}
+
+// Lookup finds the latest order OKX holds under o.ClientOrderID on o's
+// instrument; exchange.ErrNotFound when it holds none (51603). An order
+// that differs from o in instrument, side or quantity (as o would be sent,
+// rounded to the lot size) wraps exchange.ErrMismatch.
+func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	symbol := exchange.VenueSymbol(o.Symbol)
+	f, found, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w", o.ClientOrderID, err)
+	}
+	if !found {
+		// No order can exist on an instrument OKX does not list.
+		return exchange.Report{}, fmt.Errorf("okx: look up order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
+	}
+	r, err := v.query(ctx, f, url.Values{"instId": {f.InstID}, "clOrdId": {o.ClientOrderID}})
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w", o.ClientOrderID, err)
+	}
+	if err := exchange.Matches(o, f.InstID, venuekit.FloorTo(o.Quantity, f.Step), r); err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: %w", err)
+	}
+	return r, nil
+}
+
+func rejected(reason string) exchange.Report {
+	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
+}

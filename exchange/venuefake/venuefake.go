@@ -1,0 +1,86 @@
+// Package venuefake is the one face every in-repo venue fake shows a test:
+// where it listens, which credentials it accepts, the orders it booked,
+// the price it fills at, and the faults a real venue produces. A test
+// written against Fake runs the same scenario on every venue (see
+// exchange/venues' scenario table and cmd/hoox's venue tests).
+//
+// Each fake package (binancefake, bybitfake, okxfake, …) keeps its own,
+// richer API for its adapter's tests; Fake maps onto it, one market or
+// category at a time, and imitates nothing itself.
+package venuefake
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Order is one order a fake booked, in the words the tests need.
+type Order struct {
+	ClientOrderID   string
+	ExchangeOrderID string
+	Symbol          string
+	// Side is "buy" or "sell".
+	Side     string
+	Quantity decimal.Decimal
+}
+
+// Fault is a failure of the next order placement, named by what the client
+// sees; each fake answers it as its venue does.
+type Fault int
+
+// The faults every fake can inject into its next placement.
+const (
+	// ServerErrorAfterAccept books the order, then answers a 5xx: the
+	// order exists, the client cannot know.
+	ServerErrorAfterAccept Fault = iota + 1
+	// HangAfterAccept books the order and answers nothing until the client
+	// gives up.
+	HangAfterAccept
+	// DropAfterAccept books the order and closes the connection unanswered.
+	DropAfterAccept
+	// RefuseInsufficientBalance refuses the order for good, before booking
+	// it, with the venue's own "insufficient balance" code and message.
+	RefuseInsufficientBalance
+)
+
+func (f Fault) String() string {
+	switch f {
+	case ServerErrorAfterAccept:
+		return "server error after accept"
+	case HangAfterAccept:
+		return "hang after accept"
+	case DropAfterAccept:
+		return "drop after accept"
+	case RefuseInsufficientBalance:
+		return "refuse: insufficient balance"
+	}
+	return "unknown fault"
+}
+
+// Fake is one market (or category) of a running venue fake.
+type Fake interface {
+	// URL is the base URL to give the adapter.
+	URL() string
+	// APIKey, APISecret and Passphrase are the credentials the fake
+	// accepts; Passphrase is "" for a venue without one.
+	APIKey() string
+	APISecret() string
+	Passphrase() string
+	// Orders are the orders booked in this market, oldest first.
+	Orders() []Order
+	// SetPrice sets symbol's last price, which market orders fill at.
+	SetPrice(symbol string, price decimal.Decimal)
+	// SetBalance sets the account's free balance of asset in this market
+	// (on a derivatives market, the margin wallet for its settle asset).
+	SetBalance(asset string, amount decimal.Decimal)
+	// Inject makes the next placement fail as f.
+	Inject(f Fault)
+	// LagNextLookup hides the next placement from order queries for d.
+	LagNextLookup(d time.Duration)
+	// RefuseCredentials makes the fake refuse hoox's key as a venue does a
+	// wrong, rotated or unpermitted one; accept undoes it.
+	RefuseCredentials() (accept func())
+	// Close stops the fake (every market it serves).
+	Close()
+}

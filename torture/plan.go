@@ -1,0 +1,218 @@
+package torture
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Identity modes: how a signal's trace ID is chosen (DESIGN.md, "Trace ID").
+const (
+	ModeKey     = "key"     // client key: trace_id in the body
+	ModeDerived = "derived" // timestamp in the body
+	ModeWindow  = "window"  // neither: sliding window
+)
+
+// Client kinds.
+const (
+	// ClientTradingView times out after 3 s and resends after 5 s on a 5xx
+	// other than 504, at most three times.
+	ClientTradingView = "tradingview"
+	// ClientImpatient resends at once, to another replica, on a timeout,
+	// a 5xx or an in_progress, at most three times.
+	ClientImpatient = "impatient"
+	// ClientFanout sends the same signal to every replica at once, as two
+	// alerts with one message or a mirroring proxy do, and never resends.
+	ClientFanout = "fanout"
+)
+
+// venue is one exchange name a signal can use and where its orders are.
+type venue struct {
+	name string // the signal's exchange field
+	fake string // "paper", "binance" or "bybit": which book holds it
+}
+
+var venues = []venue{{"paper", "paper"}, {"binance", "binance"}, {"binance-futures", "binance"}, {"bybit", "bybit"}, {"bybit-spot", "bybit"}}
+
+// symbol is what every signal trades: a cheap symbol every fake serves, so
+// thousands of orders never run out of balance. Paper's refusals use
+// rejectSymbol.
+const (
+	symbol       = "HXUSDT"
+	rejectSymbol = "INVALIDHX"
+)
+
+// signalPlan is one logical signal: what the strategy fires once, however
+// often its client sends it. Its quantity is unique in the run, so the
+// checker groups the venues' orders by signal without asking hoox.
+type signalPlan struct {
+	ID       int
+	At       time.Duration
+	Venue    venue
+	Symbol   string
+	Side     string
+	Quantity string
+	Mode     string
+	Client   string
+	// TextPlain sends it as text/plain, as TradingView does.
+	TextPlain bool
+	// LBRetry: the load balancer resends to another replica when the
+	// first refuses the connection or answers 502.
+	LBRetry bool
+	// Fault is a venue-side fault for the signal's first placement ("" =
+	// none): one of the answer faults, kill_after_accept, lookup_lag.
+	Fault string
+	// FaultDelay is slow_answer's hold or lookup_lag's lag.
+	FaultDelay time.Duration
+	// Seed drives the client's own choices (replicas, jitter).
+	Seed uint64
+}
+
+// opPlan is a timed operator or nemesis action.
+type opPlan struct {
+	At      time.Duration
+	Kind    string // see the op* constants
+	Replica int
+	// For is how long the action lasts (kill switch on, replica down,
+	// slow commits).
+	For time.Duration
+	// Pick chooses among the signals answered so far (release).
+	Pick uint64
+}
+
+// Operator actions and nemesis events that are not tied to one signal.
+const (
+	opRelease    = "release"
+	opKillSwitch = "kill_switch"
+	opPurge      = "purge"
+	opKill       = FaultKill
+	opPGRestart  = FaultPostgresRestart
+	opSlowCommit = FaultSlowCommit
+)
+
+// plan is the whole run, drawn from the seed before anything starts.
+type plan struct {
+	signals []signalPlan
+	ops     []opPlan
+	// skews is each replica's clock skew per incarnation (start, restart…).
+	skews [][]time.Duration
+}
+
+// signalFaults are the per-signal venue faults.
+var signalFaults = []string{FaultAnswerLost, FaultHTTP5xx, FaultHTTP408, FaultNonJSON, FaultSlowAnswer, FaultKillAfterAccept, FaultLookupLag}
+
+func makePlan(cfg Config) plan {
+	// Each stream draws from its own PCG, so a shorter --duration plays a
+	// prefix of a longer run with the same seed.
+	r := rand.New(rand.NewPCG(cfg.Seed, 0x686f6f78))
+	on := map[string]bool{}
+	for _, f := range cfg.Faults {
+		on[f] = true
+	}
+	var faults []string
+	for _, f := range signalFaults {
+		if on[f] {
+			faults = append(faults, f)
+		}
+	}
+	var p plan
+	// Signals: a Poisson stream at Rate.
+	var t time.Duration
+	for i := 0; ; i++ {
+		t += time.Duration(r.ExpFloat64() / cfg.Rate * float64(time.Second))
+		if t >= cfg.Duration {
+			break
+		}
+		s := signalPlan{ID: i, At: t, Venue: venues[r.IntN(len(venues))], Symbol: symbol,
+			Side: []string{"buy", "sell"}[r.IntN(2)], Quantity: strconv.Itoa(10 + i),
+			Mode: []string{ModeKey, ModeDerived, ModeWindow}[r.IntN(3)], Seed: r.Uint64()}
+		s.Client = ClientTradingView
+		if r.IntN(3) == 0 {
+			s.Client = ClientImpatient
+		}
+		// Drawn from the signal's own stream, so adding this kind changed
+		// no other draw of existing seeds.
+		if rand.New(rand.NewPCG(s.Seed, 1)).IntN(8) == 0 {
+			s.Client = ClientFanout
+		}
+		s.TextPlain = r.IntN(4) == 0
+		s.LBRetry = r.IntN(3) == 0
+		if s.Venue.fake == "paper" && r.IntN(8) == 0 {
+			s.Symbol = rejectSymbol
+		}
+		// A third of the signals on real venues meet a venue fault.
+		if s.Venue.fake != "paper" && len(faults) > 0 && r.IntN(3) == 0 {
+			s.Fault = faults[r.IntN(len(faults))]
+			switch s.Fault {
+			case FaultSlowAnswer:
+				s.FaultDelay = cfg.scaled(time.Duration(500+r.IntN(4000)) * time.Millisecond)
+			case FaultLookupLag:
+				// Within the lookup lag hoox's accept window allows for
+				// (10 s, docs/DECISIONS.md "Recovery protocol"), which
+				// hoox must wait out before believing "not found".
+				s.FaultDelay = time.Duration(500+r.IntN(7500)) * time.Millisecond
+			}
+		}
+		// Like the fan-out client, from the signal's own stream.
+		if s.Venue.fake != "paper" && s.Fault == "" && on[FaultUnsent5xx] && rand.New(rand.NewPCG(s.Seed, 2)).IntN(12) == 0 {
+			s.Fault = FaultUnsent5xx
+		}
+		p.signals = append(p.signals, s)
+	}
+	// Operator actions and nemesis events, each a Poisson stream of its own
+	// rate (per minute at real timings).
+	stream := func(kind string, perMinute float64, fn func(*opPlan)) {
+		if perMinute <= 0 {
+			return
+		}
+		r := rand.New(rand.NewPCG(cfg.Seed, streamID(kind)))
+		rate := perMinute / 60 / cfg.TimeScale
+		var t time.Duration
+		for {
+			t += time.Duration(r.ExpFloat64() / rate * float64(time.Second))
+			if t >= cfg.Duration {
+				return
+			}
+			op := opPlan{At: t, Kind: kind, Replica: r.IntN(cfg.Replicas), Pick: r.Uint64()}
+			if fn != nil {
+				fn(&op)
+			}
+			p.ops = append(p.ops, op)
+		}
+	}
+	stream(opRelease, 6, nil)
+	stream(opPurge, 3, nil)
+	stream(opKillSwitch, 1.5, func(o *opPlan) { o.For = cfg.scaled(time.Duration(1000+r.IntN(3000)) * time.Millisecond) })
+	if on[FaultKill] {
+		stream(opKill, 4, func(o *opPlan) { o.For = cfg.scaled(time.Duration(200+r.IntN(3000)) * time.Millisecond) })
+	}
+	if on[FaultPostgresRestart] {
+		stream(opPGRestart, 1.5, nil)
+	}
+	if on[FaultSlowCommit] {
+		stream(opSlowCommit, 2, func(o *opPlan) { o.For = cfg.scaled(time.Duration(1000+r.IntN(4000)) * time.Millisecond) })
+	}
+	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
+	p.skews = make([][]time.Duration, cfg.Replicas)
+	r = rand.New(rand.NewPCG(cfg.Seed, streamID("skew")))
+	for i := range p.skews {
+		for range 64 {
+			var d time.Duration
+			if on[FaultClockSkew] && r.IntN(2) == 0 {
+				d = time.Duration(r.IntN(60001)-30000) * time.Millisecond
+			}
+			p.skews[i] = append(p.skews[i], d)
+		}
+	}
+	return p
+}
+
+// streamID names a PCG stream after what it draws.
+func streamID(kind string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(kind); i++ {
+		h = (h ^ uint64(kind[i])) * 1099511628211
+	}
+	return h
+}
