@@ -32,13 +32,15 @@ const (
 	// quiet is how long after a batch the baseline resumes learning, and
 	// how long without a signal counts as no traffic to protect.
 	quiet = 3 * time.Second
-	// While signals arrive the pause factor moves between these bounds:
+	// While signals arrive the pause factor moves between these bounds
+	// (the ceiling keeps a fifth of the time for the purge, so a machine
+	// slowed by something else does not stall it):
 	// halving while the signals are within relaxed of their baseline,
 	// doubling above strained. The floor keeps a third of the time free
 	// for them even when they look unhurt: the average moves after the
 	// tail does, and the tail is what the senders feel.
 	minFactor = 0.5
-	maxFactor = 16.0
+	maxFactor = 4.0
 	relaxed   = 1.2
 	strained  = 1.5
 )
