@@ -137,6 +137,13 @@ func translate(err error) error {
 		case "57P01", "57P02", "57P03", "53300": // admin/crash shutdown, cannot connect now, too many connections
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
+		if pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" {
+			// The server ended the session (idle_in_transaction_session_timeout
+			// 25P03, idle_session_timeout 57P05, …): its transaction is gone,
+			// as with a connection that was reset. Whether pgx meets the
+			// FATAL message or the closed socket first is a matter of timing.
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
