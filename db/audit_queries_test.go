@@ -100,6 +100,12 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	insertTrace(t, pool, seedTrace{ID: "k:refused", Status: db.TraceRejected, Symbol: "DOGEUSDT"})
 	insertOrder(t, pool, seedOrder{TraceID: "k:refused", Symbol: "DOGEUSDT", Status: "rejected", RejectReason: "insufficient balance"})
 
+	// k:sized: 50 % of a 1000 USDT balance at 60000, rounded down.
+	insertTrace(t, pool, seedTrace{ID: "k:sized"})
+	insertEvent(t, pool, "k:sized", "dispatched", now.Add(-3*time.Minute), map[string]any{"sizing": map[string]any{
+		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
+		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
 	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
@@ -173,6 +179,12 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Len(t, rows, 1)
 			require.Equal(t, "hxdead", rows[0]["client_order_id"])
 			require.Equal(t, "0.5", rows[0]["quantity"])
+		},
+		"Why an order got its size (quantity_type other than base)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:sized", rows[0]["trace_id"])
+			require.Equal(t, "1000", rows[0]["free_quote"])
+			require.Equal(t, "0.008", rows[0]["sent"])
 		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

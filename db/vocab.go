@@ -96,6 +96,11 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 	if o.Price.Valid {
 		rec.Detail["asked_price"] = o.Price.Decimal.String()
 	}
+	if o.Sizing != nil {
+		// Why this size: the venue's price, balance or position read
+		// before the intent, and the rounding applied.
+		rec.Detail["sizing"] = o.Sizing
+	}
 	if r.Status == exchange.StatusRejected {
 		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected
 	}

@@ -101,3 +101,19 @@ SELECT client_order_id, trace_id, exchange, symbol, action,
 FROM dispatch_intents
 WHERE outcome IS NULL
 ORDER BY sent_at;
+
+-- name: Why an order got its size (quantity_type other than base)
+-- The sizing is read once, before the intent: an adopted, reconciled or
+-- swept order shows the values of that first read.
+SELECT trace_id, event, at,
+       detail->'sizing'->>'type'       AS quantity_type,
+       detail->'sizing'->>'asked'      AS asked,
+       detail->'sizing'->>'price'      AS price,
+       detail->'sizing'->>'free_quote' AS free_quote,
+       detail->'sizing'->>'position'   AS position,
+       detail->'sizing'->>'step'       AS step,
+       detail->'sizing'->>'quantity'   AS sent,
+       detail->>'reason'               AS refused_because
+FROM trace_events
+WHERE detail ? 'sizing' AND at > now() - interval '1 day'
+ORDER BY at DESC;

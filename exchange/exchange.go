@@ -43,6 +43,14 @@ type Order struct {
 	Leverage int
 	// Test routes the order to paper or testnet; live and test books never mix.
 	Test bool
+	// Partial marks a close (close, close_long, close_short) of Quantity
+	// only — a percent_of_position exit — rather than of the whole
+	// position: the venue sends a reduce-only order for Quantity (at most
+	// the position) on Side.
+	Partial bool `json:",omitempty"`
+	// Sizing says how Quantity was resolved from the signal's quantity
+	// type; nil for a base quantity.
+	Sizing *Sizing `json:",omitempty"`
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.

@@ -182,6 +182,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
+	if err := canSize(sig, venue); err != nil {
+		return nil, err
+	}
 	return s.coalesce(ctx, in, venue)
 }
 
@@ -295,15 +298,24 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
+	// sized is true once order carries its resolved size: a sized signal's
+	// order comes from an earlier attempt's intent when there is one,
+	// never from a second sizing.
+	sized := !needsSizing(sig)
 
 	for _, u := range res.Unknown {
-		held, err := s.askUnknown(ctx, tx, in, venue, order, u)
+		earlier := order
+		if !sized {
+			// That execution sized its own order: ask about what it sent.
+			earlier = u.Order
+		}
+		held, err := s.askUnknown(ctx, tx, in, venue, earlier, u)
 		if err != nil {
 			return nil, err
 		}
 		if held != nil {
-			order.ClientOrderID = u.ClientOrderID
-			return s.settle(ctx, tx, in, order, out, *held, true)
+			earlier.ClientOrderID = u.ClientOrderID
+			return s.settle(ctx, tx, in, earlier, out, *held, true)
 		}
 	}
 
@@ -316,6 +328,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 	} else if p != nil {
 		order.ClientOrderID = p.ClientOrderID
+		if !sized {
+			// The dead attempt sized its order and stored it in its
+			// intent: look up, and if need be re-send, exactly that.
+			stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
+			if err != nil {
+				tx.Rollback(ctx)
+				return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+			}
+			order, sized = stored.Order, true
+		}
 		held, err := s.askFirst(ctx, tx, in, venue, order, p)
 		switch {
 		case err != nil:
@@ -336,6 +358,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		}
 		// Not found and the window has closed: nothing can appear; send
 		// again under the same ID.
+	}
+
+	if !sized {
+		var done bool
+		var resolved exchange.Order
+		resolved, done, err = s.size(ctx, tx, in, venue, order, out)
+		if done {
+			return nil, err
+		}
+		order = resolved
 	}
 
 	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
@@ -421,6 +453,15 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
+	if needsSizing(sig) {
+		// That execution sized its own order; adopt only what it sent.
+		stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
+		if err != nil {
+			tx.Rollback(ctx)
+			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		}
+		earlier = stored.Order
+	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.VenueTimeout)
 	held, err := venue.Lookup(vctx, earlier)
 	cancel()

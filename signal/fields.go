@@ -18,6 +18,11 @@ const (
 	FieldTest      = "test"
 	FieldStrategy  = "strategy"
 	FieldComment   = "comment"
+	// FieldQuantityType says what quantity counts (QuantityBase, …).
+	FieldQuantityType = "quantity_type"
+	// FieldSentiment is TradersPost's sentiment or TradingView's
+	// {{strategy.market_position}}: "flat" closes the position.
+	FieldSentiment = "sentiment"
 )
 
 // HeaderIdempotencyKey is the header whose value is the client key; it is the
@@ -44,6 +49,10 @@ func aliasesOf(field string) []string {
 		return []string{"timestamp", "time", "timenow"}
 	case FieldTraceID:
 		return []string{"trace_id", "transaction_id", "idempotencyKey", "idempotency_key"}
+	case FieldQuantityType:
+		return []string{"quantity_type", "quantityType"}
+	case FieldSentiment:
+		return []string{"sentiment", "market_position"}
 	default:
 		return []string{field}
 	}
@@ -63,7 +72,9 @@ func isKnownField(key string) bool {
 		"leverage",
 		"timestamp", "time", "timenow",
 		"trace_id", "transaction_id", "idempotencyKey", "idempotency_key",
-		"test", "strategy", "comment":
+		"test", "strategy", "comment",
+		"quantity_type", "quantityType",
+		"sentiment", "market_position":
 		return true
 	}
 	return false

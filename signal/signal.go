@@ -31,6 +31,22 @@ const (
 	maxTimestamp = 253402300799999
 )
 
+// Quantity types: what a signal's quantity counts.
+const (
+	// QuantityBase is an amount of the base asset (or contracts' base
+	// value): the default.
+	QuantityBase = "base"
+	// QuantityQuote is an amount of the quote currency (100 USDT): the
+	// base quantity is that over the venue's current price.
+	QuantityQuote = "quote"
+	// QuantityPercentOfBalance is a percentage (0–100] of the free quote
+	// balance, for an entry.
+	QuantityPercentOfBalance = "percent_of_balance"
+	// QuantityPercentOfPosition is a percentage (0–100] of the position,
+	// for a close: a reduce-only order for that share of it.
+	QuantityPercentOfPosition = "percent_of_position"
+)
+
 // Order types.
 const (
 	OrderTypeMarket = "market"
@@ -54,8 +70,17 @@ type Signal struct {
 	// ReduceOnly is true for the close actions, so a close can never open or
 	// flip a position.
 	ReduceOnly bool
-	// Quantity is exact and greater than zero.
+	// Quantity is exact and greater than zero: an amount of what
+	// QuantityType counts (for a percentage, 0 < Quantity ≤ 100).
 	Quantity decimal.Decimal
+	// QuantityType is QuantityBase (the default), QuantityQuote,
+	// QuantityPercentOfBalance (entries only) or
+	// QuantityPercentOfPosition (closes only). A quantity sent as "50%"
+	// is a percentage of the balance for an entry, of the position for a
+	// close. The venue resolves it to a base quantity once, before the
+	// intent is written; the signal (and so its fingerprint) keeps what
+	// was asked.
+	QuantityType string
 	// Price is optional and, when valid, greater than zero.
 	Price decimal.NullDecimal
 	// OrderType is "market" or "limit"; it defaults to limit when a price is
@@ -108,19 +133,37 @@ func (r *Raw) Signal() (Signal, error) {
 	if s.Symbol, err = required(r, FieldSymbol, parseSymbol); err != nil {
 		return Signal{}, err
 	}
-	if s.Action, err = required(r, FieldAction, parseAction); err != nil {
+	sentiment, _, err := fieldValue(r, FieldSentiment, parseSentiment, equalComparable[string])
+	if err != nil {
 		return Signal{}, err
 	}
+	action, found, err := fieldValue(r, FieldAction, parseAction, equalComparable[string])
+	switch {
+	case err != nil:
+		return Signal{}, err
+	case sentiment == "flat":
+		// TradersPost's sentiment "flat" and TradingView's
+		// {{strategy.market_position}} "flat" say the strategy ends flat,
+		// whatever the order's action (a sell that closes a long): close
+		// the position.
+		action = "close"
+	case !found:
+		return Signal{}, &Error{Field: FieldAction, Msg: "is required"}
+	}
+	s.Action = action
 	s.Side, s.ReduceOnly = sideOf(s.Action)
 
-	qty, found, err := fieldValue(r, FieldQuantity, positiveDecimal, decimal.Decimal.Equal)
+	qty, found, err := fieldValue(r, FieldQuantity, parseQuantity, quantity.equal)
 	if err != nil {
 		return Signal{}, err
 	}
 	if !found {
 		return Signal{}, &Error{Field: FieldQuantity, Msg: "is required"}
 	}
-	s.Quantity = qty
+	s.Quantity = qty.d
+	if s.QuantityType, err = quantityType(r, s.Action, qty); err != nil {
+		return Signal{}, err
+	}
 
 	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
 	if err != nil {
@@ -247,6 +290,106 @@ func parseAction(v value) (string, string) {
 	switch a := strings.ToLower(s); a {
 	case "buy", "sell", "long", "short", "close_long", "close_short", "close":
 		return a, ""
+	}
+	return "", rule
+}
+
+// parseSentiment accepts TradersPost's sentiment (bullish, bearish, flat)
+// and TradingView's market position (long, short, flat), any case. Only
+// flat changes the signal; the others name the side the action already
+// says.
+func parseSentiment(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	const rule = "must be one of long, short, flat, bullish, bearish"
+	if !asciiCharset(s, func(c byte) bool { return c < utf8.RuneSelf }) {
+		return "", rule
+	}
+	switch a := strings.ToLower(s); a {
+	case "long", "bullish":
+		return "long", ""
+	case "short", "bearish":
+		return "short", ""
+	case "flat":
+		return a, ""
+	}
+	return "", rule
+}
+
+// quantity is a parsed quantity: a decimal, or a percentage ("50%").
+type quantity struct {
+	d       decimal.Decimal
+	percent bool
+}
+
+func (q quantity) equal(o quantity) bool { return q.percent == o.percent && q.d.Equal(o.d) }
+
+// parseQuantity accepts a positive decimal, or Alertatron's percentage: a
+// string "50%" (0 < p ≤ 100).
+func parseQuantity(v value) (quantity, string) {
+	if v.kind == kindString && strings.HasSuffix(v.text, "%") {
+		d, msg := parseDecimal(strings.TrimSuffix(v.text, "%"))
+		if msg != "" || d.Sign() <= 0 || d.GreaterThan(decimal.NewFromInt(100)) {
+			return quantity{}, "a percentage must be greater than 0 and at most 100 (\"50%\")"
+		}
+		return quantity{d: d, percent: true}, ""
+	}
+	d, msg := positiveDecimal(v)
+	return quantity{d: d}, msg
+}
+
+// quantityType reads quantity_type and checks it against the action and
+// the quantity: a percentage is of the balance for an entry and of the
+// position for a close, and never above 100.
+func quantityType(r *Raw, action string, q quantity) (string, error) {
+	t, found, err := fieldValue(r, FieldQuantityType, parseQuantityType, equalComparable[string])
+	if err != nil {
+		return "", err
+	}
+	closing := action == "close" || action == "close_long" || action == "close_short"
+	switch {
+	case !found && q.percent && closing:
+		t = QuantityPercentOfPosition
+	case !found && q.percent:
+		t = QuantityPercentOfBalance
+	case !found:
+		t = QuantityBase
+	}
+	percent := t == QuantityPercentOfBalance || t == QuantityPercentOfPosition
+	switch {
+	case q.percent && !percent:
+		return "", fieldError(FieldQuantity, "is a percentage, but quantity_type is "+t, r.firstValue(FieldQuantity))
+	case percent && q.d.GreaterThan(decimal.NewFromInt(100)):
+		return "", fieldError(FieldQuantity, "is a percentage for "+t+": at most 100", r.firstValue(FieldQuantity))
+	case t == QuantityPercentOfPosition && !closing:
+		return "", fieldError(FieldQuantityType, "percent_of_position sizes an exit: use action close, close_long or close_short", r.firstValue(FieldQuantityType))
+	case (t == QuantityPercentOfBalance || t == QuantityQuote) && closing:
+		return "", fieldError(FieldQuantityType, t+" sizes an entry; a close is sized by its position (base, or percent_of_position)", r.firstValue(FieldQuantityType))
+	}
+	return t, nil
+}
+
+func parseQuantityType(v value) (string, string) {
+	s, msg := stringValue(v)
+	if msg != "" {
+		return "", msg
+	}
+	const rule = "must be one of base, quote, percent_of_balance, percent_of_position"
+	if !asciiCharset(s, func(c byte) bool { return c < utf8.RuneSelf }) {
+		return "", rule
+	}
+	switch t := strings.ToLower(s); t {
+	case QuantityBase, QuantityQuote, QuantityPercentOfBalance, QuantityPercentOfPosition:
+		return t, ""
+	case "fixed_quantity", "contracts":
+		// TradersPost's fixed_quantity is a base amount. Its
+		// dollar_amount, percent_of_equity and risk_dollar_amount are not
+		// taken: hoox would have to guess (a quote currency that is not
+		// dollars; equity that is not the free balance; a stop-loss hoox
+		// does not place).
+		return QuantityBase, ""
 	}
 	return "", rule
 }
@@ -398,17 +541,20 @@ func parseText(v value) (string, string) {
 // part of it: the same key with a different canonical form is a key reuse).
 // Side and ReduceOnly are left out because they follow from action.
 type canonicalSignal struct {
-	Exchange  string  `json:"exchange"`
-	Symbol    string  `json:"symbol"`
-	Action    string  `json:"action"`
-	Quantity  string  `json:"quantity"`
-	Price     *string `json:"price"`
-	OrderType string  `json:"order_type"`
-	Leverage  *int    `json:"leverage"`
-	Timestamp *int64  `json:"timestamp"`
-	Test      bool    `json:"test"`
-	Strategy  string  `json:"strategy"`
-	Comment   string  `json:"comment"`
+	Exchange string `json:"exchange"`
+	Symbol   string `json:"symbol"`
+	Action   string `json:"action"`
+	Quantity string `json:"quantity"`
+	// QuantityType is left out for base, so the fingerprint of every
+	// signal that existed before it stays what it was.
+	QuantityType string  `json:"quantity_type,omitempty"`
+	Price        *string `json:"price"`
+	OrderType    string  `json:"order_type"`
+	Leverage     *int    `json:"leverage"`
+	Timestamp    *int64  `json:"timestamp"`
+	Test         bool    `json:"test"`
+	Strategy     string  `json:"strategy"`
+	Comment      string  `json:"comment"`
 }
 
 // Canonical returns the canonical JSON of the normalised signal: fixed key
@@ -423,9 +569,15 @@ func (s Signal) Canonical() []byte {
 		Action:    s.Action,
 		Quantity:  s.Quantity.String(),
 		OrderType: s.OrderType,
-		Test:      s.Test,
-		Strategy:  s.Strategy,
-		Comment:   s.Comment,
+		QuantityType: func() string {
+			if s.QuantityType == QuantityBase {
+				return ""
+			}
+			return s.QuantityType
+		}(),
+		Test:     s.Test,
+		Strategy: s.Strategy,
+		Comment:  s.Comment,
 	}
 	if s.Price.Valid {
 		p := s.Price.Decimal.String()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,25 @@ func post(t testing.TB, url, body string, headers ...string) reply {
 	return r
 }
 
+// postRetryingBusy posts like a sender that resends a 503 (TradingView
+// does, after 5 s; here sooner, at most the answer's Retry-After and 200 ms):
+// a hoox at capacity on a loaded machine answers 503 "nothing was placed"
+// honestly, and the resend must then be answered like any other copy.
+func postRetryingBusy(t testing.TB, url, body string) reply {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r := post(t, url, body)
+		if r.Status != http.StatusServiceUnavailable || r.str("code") != "unavailable" || attempt == 20 {
+			return r
+		}
+		wait := 200 * time.Millisecond
+		if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err == nil && time.Duration(secs)*time.Second < wait {
+			wait = time.Duration(secs) * time.Second
+		}
+		time.Sleep(wait)
+	}
+}
+
 // sig builds a signal body; extra is raw JSON members appended to it. A
 // symbol in extra replaces the default one.
 func sig(extra string) string {
@@ -222,7 +242,7 @@ func storm(t *testing.T, urls []string, body string, n int) map[string]int {
 		go func() {
 			defer wg.Done()
 			<-start
-			r := post(t, urls[i%len(urls)], body)
+			r := postRetryingBusy(t, urls[i%len(urls)], body)
 			key := fmt.Sprint(r.Status)
 			if c := r.str("code"); c != "" {
 				key += " " + c

@@ -13,16 +13,13 @@ import (
 
 // resolveClose turns a close, close_long or close_short into the market
 // order that flattens what the account holds: on futures a reduce-only
-// order for all of positionAmt (one-way mode), on spot a sell of the free
-// base-asset balance. The signal's quantity is not used: the venue's
+// order for all of the position pos (one-way mode), on spot a sell of the
+// free base-asset balance. The signal's quantity is not used: the venue's
 // position is the truth. reason is set when there is nothing to close.
-func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, out outgoing) (outgoing, string, error) {
+func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, out outgoing, pos positionInfo) (outgoing, string, error) {
 	out.market = true
 	if v.futures() {
-		amt, err := v.position(ctx, out.symbol)
-		if err != nil {
-			return out, "", err
-		}
+		amt := pos.amount
 		switch {
 		case amt.IsPositive() && o.Action != "close_short":
 			out.side = "sell"
@@ -32,6 +29,11 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 			return out, ReasonNoPosition, nil
 		}
 		out.qty, out.reduceOnly = amt.Abs(), true
+		if o.Partial {
+			// A percent_of_position exit: the share sized before the
+			// intent, never more than what is held now.
+			out.qty = decimal.Min(o.Quantity, amt.Abs())
+		}
 		if f.RoundQuantity(out.qty, true).IsZero() {
 			return out, ReasonNoPosition, nil
 		}
@@ -44,31 +46,57 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		return out, "", err
 	}
 	out.side, out.qty = "sell", free
+	if o.Partial {
+		out.qty = decimal.Min(o.Quantity, free)
+	}
 	if f.RoundQuantity(free, true).IsZero() {
 		return out, ReasonNoPosition, nil
 	}
 	return out, "", nil
 }
 
-// position is the futures position on symbol, signed (short < 0). In
-// one-way mode Binance reports one entry with positionSide BOTH; entries
-// for hedge mode's LONG and SHORT are summed, which is their net.
-func (v *Venue) position(ctx context.Context, symbol string) (decimal.Decimal, error) {
+// positionInfo is what positionRisk says about a futures symbol.
+type positionInfo struct {
+	// amount is the position, signed (short < 0).
+	amount decimal.Decimal
+	// leverage is the symbol's leverage at Binance now (0 if not listed).
+	leverage int
+	// hedge is true when the account is in hedge mode
+	// (dualSidePosition): positionRisk lists LONG and SHORT entries
+	// instead of one BOTH entry.
+	hedge bool
+}
+
+// position reads the futures position on symbol: its size, the leverage
+// Binance holds for it (never a cached value: another replica or a manual
+// change may have set it) and the account's position mode, in one
+// request (Position Information V2 lists positionSide BOTH in one-way
+// mode, LONG and SHORT in hedge mode).
+func (v *Venue) position(ctx context.Context, symbol string) (positionInfo, error) {
 	var risks []struct {
-		Symbol      string          `json:"symbol"`
-		PositionAmt decimal.Decimal `json:"positionAmt"`
+		Symbol       string          `json:"symbol"`
+		PositionAmt  decimal.Decimal `json:"positionAmt"`
+		Leverage     string          `json:"leverage"`
+		PositionSide string          `json:"positionSide"`
 	}
 	req := request{method: http.MethodGet, path: "/fapi/v2/positionRisk", params: params{}.add("symbol", symbol), signed: true, weight: 5}
 	if err := v.do(ctx, req, &risks); err != nil {
-		return decimal.Zero, fmt.Errorf("binance: position for %s: %w", symbol, err)
+		return positionInfo{}, fmt.Errorf("binance: position for %s: %w", symbol, err)
 	}
-	var amt decimal.Decimal
+	var p positionInfo
 	for _, r := range risks {
-		if r.Symbol == symbol {
-			amt = amt.Add(r.PositionAmt)
+		if r.Symbol != symbol {
+			continue
+		}
+		p.amount = p.amount.Add(r.PositionAmt)
+		if r.PositionSide != "" && r.PositionSide != "BOTH" {
+			p.hedge = true
+		}
+		if l, err := strconv.Atoi(r.Leverage); err == nil {
+			p.leverage = l
 		}
 	}
-	return amt, nil
+	return p, nil
 }
 
 // freeBalance is the spot account's free balance of asset.
@@ -91,29 +119,18 @@ func (v *Venue) freeBalance(ctx context.Context, asset string) (decimal.Decimal,
 	return decimal.Zero, nil
 }
 
-// ensureLeverage sets symbol's leverage on futures when it differs from the
-// last value this venue set; spot has no leverage and ignores it. The cache
-// is per process: a restart sets each symbol's leverage once more.
-func (v *Venue) ensureLeverage(ctx context.Context, symbol string, leverage int) error {
-	if !v.futures() {
+// ensureLeverage sets symbol's leverage on futures when the position's
+// leverage at Binance (cur, read just before) differs. It is never called
+// for a close: a close must not fail on a refused leverage change (-4161,
+// -2027), and the leverage of a position being closed does not matter.
+func (v *Venue) ensureLeverage(ctx context.Context, symbol string, cur, leverage int) error {
+	if !v.futures() || cur == leverage {
 		return nil
-	}
-	v.mu.Lock()
-	cur := v.leverage[symbol]
-	v.mu.Unlock()
-	if cur == leverage {
-		return nil
-	}
-	var r struct {
-		Leverage int `json:"leverage"`
 	}
 	p := params{}.add("symbol", symbol).add("leverage", strconv.Itoa(leverage))
 	req := request{method: http.MethodPost, path: v.prefix + "/leverage", params: p, signed: true, weight: 1}
-	if err := v.do(ctx, req, &r); err != nil {
+	if err := v.do(ctx, req, nil); err != nil {
 		return fmt.Errorf("binance: set leverage %d on %s: %w", leverage, symbol, err)
 	}
-	v.mu.Lock()
-	v.leverage[symbol] = r.Leverage
-	v.mu.Unlock()
 	return nil
 }

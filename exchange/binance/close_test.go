@@ -170,3 +170,56 @@ func TestLeverage(t *testing.T) {
 		require.Equal(t, 0, b.fake.Requests("/fapi/v1/leverage"))
 	})
 }
+
+// Futures closes never touch the leverage, the leverage is read from
+// positionRisk (never a cache), and an account in hedge mode is refused
+// before anything is sent.
+func TestFuturesLeverageAndPositionMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("CloseWithLeverageWhileChangesAreRefused", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		b.fake.SetPosition("BTCUSDT", d("0.5"))
+		b.fake.RefuseLeverage(true)
+		o := closeOrder("close")
+		o.Leverage = 7
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+		require.Zero(t, b.fake.LeverageCalls("BTCUSDT"))
+	})
+
+	t.Run("LeverageChangedBehindHooxsBackIsSetAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		for range 2 {
+			o := marketOrder("buy", "0.01")
+			o.Leverage = 5
+			_, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+		}
+		require.Equal(t, 1, b.fake.LeverageCalls("BTCUSDT"), "the second order found 5 at Binance")
+		b.fake.SetLeverage("BTCUSDT", 2)
+		o := marketOrder("buy", "0.01")
+		o.Leverage = 5
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, 2, b.fake.LeverageCalls("BTCUSDT"))
+		require.Equal(t, 5, b.fake.Leverage("BTCUSDT"))
+	})
+
+	t.Run("HedgeModeIsRefusedBeforeSending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, binance.MarketFutures)
+		b.fake.SetHedgeMode(true)
+		for _, o := range []exchange.Order{marketOrder("buy", "0.01"), closeOrder("close")} {
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusRejected, r.Status)
+			require.Equal(t, binance.ReasonHedgeMode, r.Reason)
+		}
+		require.Zero(t, b.fake.Requests(b.path), "nothing sent")
+	})
+}

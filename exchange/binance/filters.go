@@ -16,6 +16,8 @@ import (
 type Filters struct {
 	Symbol    string
 	BaseAsset string
+	// QuoteAsset is what the symbol is priced in (USDT).
+	QuoteAsset string
 	// LOT_SIZE.
 	StepSize, MinQty, MaxQty decimal.Decimal
 	// MARKET_LOT_SIZE (market orders, in addition to LOT_SIZE).
@@ -51,16 +53,17 @@ type rawFilter struct {
 }
 
 type rawSymbol struct {
-	Symbol    string      `json:"symbol"`
-	Status    string      `json:"status"`
-	BaseAsset string      `json:"baseAsset"`
-	Filters   []rawFilter `json:"filters"`
+	Symbol     string      `json:"symbol"`
+	Status     string      `json:"status"`
+	BaseAsset  string      `json:"baseAsset"`
+	QuoteAsset string      `json:"quoteAsset"`
+	Filters    []rawFilter `json:"filters"`
 }
 
 var dec = venuekit.Dec
 
 func parseFilters(s rawSymbol, futures bool) Filters {
-	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset}
+	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset, QuoteAsset: s.QuoteAsset}
 	for _, r := range s.Filters {
 		switch r.FilterType {
 		case "LOT_SIZE":

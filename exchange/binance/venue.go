@@ -54,6 +54,7 @@ const (
 	ReasonInvalidOrder      = "invalid order"
 	ReasonLimitWithoutPrice = "limit order without price"
 	ReasonClientOrderID     = "client order id not allowed by binance (1-36 of A-Z a-z 0-9 . : / _ -)"
+	ReasonHedgeMode         = "the account is in hedge mode; hoox trades one-way mode: switch the futures account's Position Mode to One-way (Binance: Preferences > Position Mode, or POST /fapi/v1/positionSide/dual dualSidePosition=false)"
 )
 
 // clientOrderIDPattern is Binance's documented rule for newClientOrderId.
@@ -73,7 +74,6 @@ type Venue struct {
 	mu           sync.Mutex
 	usedWeight   int
 	weightMinute int64
-	leverage     map[string]int
 }
 
 var _ exchange.Venue = (*Venue)(nil)
@@ -87,11 +87,10 @@ func New(cfg Config) (*Venue, error) {
 		return nil, err
 	}
 	v := &Venue{
-		cfg:      cfg,
-		prefix:   "/api/v3",
-		log:      cfg.Logger.With("venue", "binance", "market", string(cfg.Market)),
-		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
-		leverage: map[string]int{},
+		cfg:    cfg,
+		prefix: "/api/v3",
+		log:    cfg.Logger.With("venue", "binance", "market", string(cfg.Market)),
+		clock:  venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
 	}
 	if cfg.Market == MarketFutures {
 		v.prefix = "/fapi/v1"
@@ -152,9 +151,21 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	if r, err, done := refusal(err); done {
 		return r, err
 	}
-	if o.Leverage > 0 {
-		if r, err, done := refusal(v.ensureLeverage(ctx, symbol, o.Leverage)); done {
+	var pos positionInfo
+	if v.futures() {
+		// Read every time: the position mode and the leverage may have
+		// been changed behind hoox's back (the app, another replica).
+		if pos, err = v.position(ctx, symbol); err != nil {
+			r, err, _ := refusal(err)
 			return r, err
+		}
+		if pos.hedge {
+			return rejected(ReasonHedgeMode), nil
+		}
+		if o.Leverage > 0 && !exchange.IsClose(o.Action) {
+			if r, err, done := refusal(v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)); done {
+				return r, err
+			}
 		}
 	}
 	out := outgoing{
@@ -163,7 +174,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	}
 	if exchange.IsClose(o.Action) {
 		var reason string
-		out, reason, err = v.resolveClose(ctx, o, f, out)
+		out, reason, err = v.resolveClose(ctx, o, f, out, pos)
 		if r, err, done := refusal(err); done {
 			return r, err
 		}

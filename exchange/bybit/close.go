@@ -13,10 +13,10 @@ import (
 	"github.com/hoox/hoox/exchange"
 )
 
-// closeOrder resolves a close action to a side and size from the venue:
-// linear reads the one-way position, spot the free base-coin balance. A
-// non-empty reason refuses the close for good.
-func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f filters) (side string, qty decimal.Decimal, reason string, err error) {
+// resolveClose resolves a close action to a side and size from the venue:
+// linear the one-way position pos (read by prepare), spot the free
+// base-coin balance. A non-empty reason refuses the close for good.
+func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f filters, pos position) (side string, qty decimal.Decimal, reason string, err error) {
 	if v.cfg.Market == MarketSpot {
 		if o.Action == "close_short" {
 			return "", decimal.Zero, ReasonSpotCloseShort, nil
@@ -28,33 +28,65 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f filters) (
 		if !free.IsPositive() {
 			return "", decimal.Zero, ReasonNoPosition, nil
 		}
-		return "sell", free, "", nil
+		return "sell", partialQty(o, free), "", nil
 	}
+	if pos.size.IsPositive() {
+		switch {
+		case pos.side == "Buy" && o.Action != "close_short":
+			return "sell", partialQty(o, pos.size), "", nil
+		case pos.side == "Sell" && o.Action != "close_long":
+			return "buy", partialQty(o, pos.size), "", nil
+		}
+	}
+	return "", decimal.Zero, ReasonNoPosition, nil
+}
+
+// position is what Bybit's position list says about a linear symbol.
+type position struct {
+	// side is Buy or Sell ("" when flat), size the position's size.
+	side string
+	size decimal.Decimal
+	// leverage is the symbol's leverage at Bybit now (0 if not listed).
+	leverage int
+	// hedge is true when the account holds the symbol in hedge mode:
+	// positions listed with positionIdx 1 (Buy side) and 2 (Sell side).
+	hedge bool
+}
+
+// readPosition reads the linear position on symbol: its size, the
+// leverage Bybit holds for it (never a cached value: another replica or a
+// manual change may have set it) and the position mode, in one request.
+func (v *Venue) readPosition(ctx context.Context, symbol string) (position, error) {
 	var res struct {
 		List []struct {
 			Symbol      string `json:"symbol"`
 			Side        string `json:"side"`
 			Size        string `json:"size"`
+			Leverage    string `json:"leverage"`
 			PositionIdx int    `json:"positionIdx"`
 		} `json:"list"`
 	}
-	q := url.Values{"category": {string(MarketLinear)}, "symbol": {f.symbol}}
+	q := url.Values{"category": {string(MarketLinear)}, "symbol": {symbol}}
 	if err := v.do(ctx, request{method: http.MethodGet, path: "/v5/position/list", query: q, private: true}, &res); err != nil {
-		return "", decimal.Zero, "", fmt.Errorf("read position %s: %w", f.symbol, asUnreachable(err))
+		return position{}, fmt.Errorf("read position %s: %w", symbol, asUnreachable(err))
 	}
-	for _, p := range res.List {
-		size := dec(p.Size)
-		if p.Symbol != f.symbol || p.PositionIdx != 0 || !size.IsPositive() {
+	var p position
+	for _, e := range res.List {
+		if e.Symbol != symbol {
 			continue
 		}
-		switch {
-		case p.Side == "Buy" && o.Action != "close_short":
-			return "sell", size, "", nil
-		case p.Side == "Sell" && o.Action != "close_long":
-			return "buy", size, "", nil
+		if e.PositionIdx != 0 {
+			p.hedge = true
+			continue
+		}
+		if l, err := decimal.NewFromString(e.Leverage); err == nil {
+			p.leverage = int(l.IntPart())
+		}
+		if size := dec(e.Size); size.IsPositive() {
+			p.side, p.size = e.Side, size
 		}
 	}
-	return "", decimal.Zero, ReasonNoPosition, nil
+	return p, nil
 }
 
 // freeBalance is what the unified account can sell of coin: the wallet
@@ -85,15 +117,14 @@ func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, 
 	return free, nil
 }
 
-// ensureLeverage sets symbol's leverage unless the cache says it already
-// is: Bybit applies leverage per symbol, so it must be right before the
-// order. 110043 ("leverage not modified") means it already was. A refusal
-// returns its reason; any other failure means nothing was placed.
-func (v *Venue) ensureLeverage(ctx context.Context, sym string, lev int) (reason string, err error) {
-	v.mu.Lock()
-	cur, ok := v.leverage[sym]
-	v.mu.Unlock()
-	if ok && cur == lev {
+// ensureLeverage sets symbol's leverage unless Bybit already holds it
+// (cur, read just before from the position list): Bybit applies leverage
+// per symbol, so it must be right before the order. 110043 ("leverage not
+// modified") means it already was. A refusal returns its reason; any other
+// failure means nothing was placed. It is never called for a close: a
+// refused change (110013) must not refuse the close.
+func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (reason string, err error) {
+	if cur == lev {
 		return "", nil
 	}
 	l := strconv.Itoa(lev)
@@ -107,8 +138,5 @@ func (v *Venue) ensureLeverage(ctx context.Context, sym string, lev int) (reason
 	default:
 		return "", fmt.Errorf("set leverage %s %s: %w", sym, l, asUnreachable(err))
 	}
-	v.mu.Lock()
-	v.leverage[sym] = lev
-	v.mu.Unlock()
 	return "", nil
 }

@@ -13,9 +13,10 @@ import (
 
 // filters are one symbol's trading rules from /v5/market/instruments-info.
 type filters struct {
-	symbol   string
-	baseCoin string
-	status   string
+	symbol    string
+	baseCoin  string
+	quoteCoin string
+	status    string
 	// tick is priceFilter.tickSize.
 	tick decimal.Decimal
 	// step is lotSizeFilter.qtyStep (linear) or basePrecision (spot).
@@ -32,6 +33,7 @@ type instrumentInfo struct {
 	Symbol      string `json:"symbol"`
 	Status      string `json:"status"`
 	BaseCoin    string `json:"baseCoin"`
+	QuoteCoin   string `json:"quoteCoin"`
 	PriceFilter struct {
 		TickSize string `json:"tickSize"`
 	} `json:"priceFilter"`
@@ -68,7 +70,7 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found
 		if in.Symbol != symbol {
 			continue
 		}
-		f = filters{symbol: symbol, baseCoin: in.BaseCoin, status: in.Status, tick: dec(in.PriceFilter.TickSize)}
+		f = filters{symbol: symbol, baseCoin: in.BaseCoin, quoteCoin: in.QuoteCoin, status: in.Status, tick: dec(in.PriceFilter.TickSize)}
 		if v.cfg.Market == MarketSpot {
 			f.step = dec(in.LotSizeFilter.BasePrecision)
 			f.minNotional = dec(in.LotSizeFilter.MinOrderAmt)

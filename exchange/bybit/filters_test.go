@@ -295,7 +295,7 @@ func TestLeverage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	t.Run("SetOnceThenCached", func(t *testing.T) {
+	t.Run("SetOnlyWhenTheVenueDiffers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.MarketLinear)
 		for range 3 {
@@ -318,10 +318,10 @@ func TestLeverage(t *testing.T) {
 		require.Equal(t, 2, sets)
 	})
 
-	t.Run("NotModifiedCountsAsSet", func(t *testing.T) {
+	t.Run("AlreadyHeldIsNotSet", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.MarketLinear)
-		// 10 is already the symbol's leverage: Bybit answers 110043.
+		// 10 is already the symbol's leverage in the position list.
 		for range 2 {
 			o := marketOrder("ETHUSDT", "buy", "0.1")
 			o.Leverage = 10
@@ -330,7 +330,50 @@ func TestLeverage(t *testing.T) {
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		}
 		_, sets := b.fake.Leverage("ETHUSDT")
-		require.Equal(t, 1, sets)
+		require.Zero(t, sets)
+	})
+
+	t.Run("ChangedBehindHooxsBackIsSetAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		o.Leverage = 20
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		b.fake.SetLeverage("BTCUSDT", 3) // the app, or another replica
+		o = marketOrder("BTCUSDT", "buy", "0.01")
+		o.Leverage = 20
+		_, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		lev, sets := b.fake.Leverage("BTCUSDT")
+		require.Equal(t, 20, lev)
+		require.Equal(t, 2, sets)
+	})
+
+	t.Run("CloseNeverSetsLeverage", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		_, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		b.fake.RefuseLeverage(true)
+		o := marketOrder("BTCUSDT", "", "0.01")
+		o.Action, o.ReduceOnly, o.Leverage = "close", true, 50
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+		_, sets := b.fake.Leverage("BTCUSDT")
+		require.Zero(t, sets)
+	})
+
+	t.Run("HedgeModeIsRefusedBeforeSending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		b.fake.SetHedgeMode(true)
+		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, bybit.ReasonHedgeMode, r.Reason)
+		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
 	})
 
 	t.Run("RefusedLeverageRejectsWithoutPlacing", func(t *testing.T) {

@@ -63,8 +63,7 @@ type Venue struct {
 	// which requests fail fast because of a rate limit.
 	pauses venuekit.Pauses
 
-	mu       sync.Mutex
-	leverage map[string]int
+	mu sync.Mutex
 }
 
 var _ exchange.Venue = (*Venue)(nil)
@@ -77,10 +76,9 @@ func New(cfg Config) (*Venue, error) {
 		return nil, fmt.Errorf("bybit config: %w", err)
 	}
 	v := &Venue{
-		cfg:      cfg,
-		log:      cfg.Logger.With(slog.String("venue", "bybit"), slog.String("category", string(cfg.Market))),
-		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
-		leverage: map[string]int{},
+		cfg:   cfg,
+		log:   cfg.Logger.With(slog.String("venue", "bybit"), slog.String("category", string(cfg.Market))),
+		clock: venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
 	}
 	return v, nil
 }
@@ -118,6 +116,7 @@ const (
 	ReasonBelowMinQty       = "quantity below the symbol's minimum"
 	ReasonBelowMinNotional  = "order value below the symbol's minimum notional"
 	ReasonClientOrderID     = "client order id not allowed by bybit (1-36 of A-Z a-z 0-9 _ -)"
+	ReasonHedgeMode         = "the account is in hedge mode; hoox trades one-way mode: switch the USDT perpetuals' Position Mode to One-Way (Bybit: Trade > Preferences > Position Mode, or POST /v5/position/switch-mode mode=0)"
 )
 
 // orderLinkIDPattern is Bybit's documented rule for orderLinkId: at most 36
@@ -225,8 +224,19 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 	if f.status != "" && f.status != "Trading" {
 		return out, ReasonNotTrading + ": " + f.status, nil
 	}
+	var pos position
+	if v.cfg.Market == MarketLinear {
+		// Read every time: the position mode and the leverage may have
+		// been changed behind hoox's back (the app, another replica).
+		if pos, err = v.readPosition(ctx, out.symbol); err != nil {
+			return out, "", err
+		}
+		if pos.hedge {
+			return out, ReasonHedgeMode, nil
+		}
+	}
 	if exchange.IsClose(o.Action) {
-		side, qty, reason, err := v.resolveClose(ctx, o, f)
+		side, qty, reason, err := v.resolveClose(ctx, o, f, pos)
 		if err != nil || reason != "" {
 			return out, reason, err
 		}
@@ -267,8 +277,8 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 			return out, fmt.Sprintf("%s: %s × %s = %s < %s", ReasonBelowMinNotional, out.qty, ref.Decimal, n, f.minNotional), nil
 		}
 	}
-	if v.cfg.Market == MarketLinear && o.Leverage > 0 {
-		reason, err := v.ensureLeverage(ctx, out.symbol, o.Leverage)
+	if v.cfg.Market == MarketLinear && o.Leverage > 0 && !exchange.IsClose(o.Action) {
+		reason, err := v.ensureLeverage(ctx, out.symbol, pos.leverage, o.Leverage)
 		if err != nil || reason != "" {
 			return out, reason, err
 		}

@@ -29,25 +29,17 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 			return out, "", err
 		}
 		out.side, out.qty = "sell", free
+		if o.Partial {
+			out.qty = decimal.Min(o.Quantity, free)
+		}
 		if !venuekit.FloorTo(free, f.Step).IsPositive() {
 			return out, ReasonNoPosition, nil
 		}
 		return out, "", nil
 	}
-	var res []struct {
-		InstID  string `json:"instId"`
-		Pos     string `json:"pos"`
-		PosSide string `json:"posSide"`
-	}
-	q := url.Values{"instType": {"SWAP"}, "instId": {f.InstID}}
-	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/positions", query: q, private: true}, &res); err != nil {
-		return out, "", fmt.Errorf("okx: position %s: %w", f.InstID, asUnreachable(err))
-	}
-	var pos decimal.Decimal
-	for _, p := range res {
-		if p.InstID == f.InstID && (p.PosSide == "net" || p.PosSide == "") {
-			pos = pos.Add(venuekit.Dec(p.Pos))
-		}
+	pos, err := v.netPosition(ctx, f.InstID)
+	if err != nil {
+		return out, "", err
 	}
 	switch {
 	case pos.IsPositive() && o.Action != "close_short":
@@ -58,7 +50,32 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		return out, ReasonNoPosition, nil
 	}
 	out.qty, out.reduceOnly = f.fromWire(pos.Abs()), true
+	if o.Partial {
+		// A percent_of_position exit: the share sized before the intent,
+		// never more than what is held now.
+		out.qty = decimal.Min(o.Quantity, out.qty)
+	}
 	return out, "", nil
+}
+
+// netPosition is the swap's net position in contracts, signed.
+func (v *Venue) netPosition(ctx context.Context, instID string) (decimal.Decimal, error) {
+	var res []struct {
+		InstID  string `json:"instId"`
+		Pos     string `json:"pos"`
+		PosSide string `json:"posSide"`
+	}
+	q := url.Values{"instType": {"SWAP"}, "instId": {instID}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/positions", query: q, private: true}, &res); err != nil {
+		return decimal.Zero, fmt.Errorf("okx: position %s: %w", instID, asUnreachable(err))
+	}
+	var pos decimal.Decimal
+	for _, p := range res {
+		if p.InstID == instID && (p.PosSide == "net" || p.PosSide == "") {
+			pos = pos.Add(venuekit.Dec(p.Pos))
+		}
+	}
+	return pos, nil
 }
 
 // freeBalance is the available balance of ccy in the trading account.
@@ -83,25 +100,62 @@ func (v *Venue) freeBalance(ctx context.Context, ccy string) (decimal.Decimal, e
 	return decimal.Zero, nil
 }
 
-// ensureLeverage sets the swap's cross leverage when it differs from the
-// last value this venue set. A refusal returns its reason.
+// hedgeMode reads the account's position mode: true in long_short_mode
+// (hedge), false in net_mode (one-way), which hoox trades. Read for every
+// swap order: an operator may switch it at any time.
+func (v *Venue) hedgeMode(ctx context.Context) (bool, error) {
+	var res []struct {
+		PosMode string `json:"posMode"`
+	}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/config", private: true}, &res); err != nil {
+		return false, fmt.Errorf("okx: account config: %w", asUnreachable(err))
+	}
+	for _, c := range res {
+		if c.PosMode == "long_short_mode" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// leverage reads the swap's cross leverage at OKX now (0 when not
+// listed): never a cached value, which another replica or a manual change
+// may have made stale.
+func (v *Venue) leverage(ctx context.Context, instID string) (int, error) {
+	var res []struct {
+		InstID string `json:"instId"`
+		Lever  string `json:"lever"`
+	}
+	q := url.Values{"instId": {instID}, "mgnMode": {"cross"}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/account/leverage-info", query: q, private: true}, &res); err != nil {
+		return 0, fmt.Errorf("okx: leverage of %s: %w", instID, asUnreachable(err))
+	}
+	for _, l := range res {
+		if l.InstID == instID {
+			return int(venuekit.Dec(l.Lever).IntPart()), nil
+		}
+	}
+	return 0, nil
+}
+
+// ensureLeverage sets the swap's cross leverage when the leverage OKX
+// holds differs. A refusal returns its reason. It is never called for a
+// close: a refused change must not refuse the close.
 func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (string, error) {
-	v.mu.Lock()
-	cur := v.leverage[instID]
-	v.mu.Unlock()
+	cur, err := v.leverage(ctx, instID)
+	if err != nil {
+		return "", err
+	}
 	if cur == lever {
 		return "", nil
 	}
 	body := map[string]string{"instId": instID, "lever": strconv.Itoa(lever), "mgnMode": "cross"}
-	err := v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		return "set leverage " + strconv.Itoa(lever) + ": " + e.Msg, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("okx: set leverage %d on %s: %w", lever, instID, asUnreachable(err))
 	}
-	v.mu.Lock()
-	v.leverage[instID] = lever
-	v.mu.Unlock()
 	return "", nil
 }

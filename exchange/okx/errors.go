@@ -97,6 +97,7 @@ func ErrorTable() []CodeClass {
 		{51170, ClassRejected, "reduce-only order in the position's direction"},
 		{51201, ClassRejected, "market order value above the limit"},
 		{51202, ClassRejected, "market order amount above the maximum"},
+		{59107, ClassRejected, "leverage not changed: pending orders under the service"},
 	}
 }
 

@@ -20,7 +20,10 @@ type Filters struct {
 	// InstID is OKX's instrument ID: BTC-USDT, BTC-USDT-SWAP.
 	InstID  string
 	BaseCcy string
-	State   string
+	// QuoteCcy is what an entry spends: quoteCcy on spot, settleCcy on a
+	// swap.
+	QuoteCcy string
+	State    string
 	// TickSize is tickSz.
 	TickSize decimal.Decimal
 	// Step and MinQty are lotSz and minSz in the base currency.
@@ -93,10 +96,11 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, found
 		if v.swap() && (in.Settle != "USDT" || (in.CtType != "" && in.CtType != "linear")) {
 			continue
 		}
-		pf := Filters{InstID: in.InstID, BaseCcy: in.BaseCcy, State: in.State, TickSize: venuekit.Dec(in.TickSz),
+		pf := Filters{InstID: in.InstID, BaseCcy: in.BaseCcy, QuoteCcy: in.QuoteCc, State: in.State, TickSize: venuekit.Dec(in.TickSz),
 			Step: venuekit.Dec(in.LotSz), MinQty: venuekit.Dec(in.MinSz)}
 		if v.swap() {
 			pf.ContractValue = venuekit.Dec(in.CtVal)
+			pf.QuoteCcy = in.Settle
 			pf.Step, pf.MinQty = pf.Step.Mul(pf.ContractValue), pf.MinQty.Mul(pf.ContractValue)
 			if pf.BaseCcy == "" {
 				pf.BaseCcy = strings.SplitN(in.InstID, "-", 2)[0]

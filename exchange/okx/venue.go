@@ -52,6 +52,7 @@ const (
 	ReasonUnknownSymbol     = "unknown symbol"
 	ReasonNotTrading        = "instrument is not live"
 	ReasonClientOrderID     = "client order id not allowed by okx (1-32 of A-Z a-z 0-9)"
+	ReasonHedgeMode         = "the account is in hedge mode; hoox trades one-way mode: switch the account's Position mode to One-way (OKX: Settings > Position mode, or POST /api/v5/account/set-position-mode posMode=net_mode)"
 )
 
 // clOrdIDPattern is OKX's rule for clOrdId: "a combination of
@@ -69,8 +70,7 @@ type Venue struct {
 	pauses  venuekit.Pauses
 	filters venuekit.FilterCache[Filters]
 
-	mu       sync.Mutex
-	leverage map[string]int
+	mu sync.Mutex
 }
 
 var _ exchange.Venue = (*Venue)(nil)
@@ -83,10 +83,9 @@ func New(cfg Config) (*Venue, error) {
 		return nil, fmt.Errorf("okx config: %w", err)
 	}
 	return &Venue{
-		cfg:      cfg,
-		log:      cfg.Logger.With("venue", "okx", "market", string(cfg.Market)),
-		clock:    venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
-		leverage: map[string]int{},
+		cfg:   cfg,
+		log:   cfg.Logger.With("venue", "okx", "market", string(cfg.Market)),
+		clock: venuekit.Clock{Now: cfg.Now, Interval: cfg.TimeSync},
 	}, nil
 }
 
@@ -190,6 +189,15 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (F
 	}
 	out := outgoing{instID: f.InstID, side: o.Side, market: o.OrderType == "market", qty: o.Quantity,
 		reduceOnly: o.ReduceOnly && v.swap(), clientID: o.ClientOrderID}
+	if v.swap() {
+		hedge, err := v.hedgeMode(ctx)
+		if err != nil {
+			return f, out, "", err
+		}
+		if hedge {
+			return f, out, ReasonHedgeMode, nil
+		}
+	}
 	if exchange.IsClose(o.Action) {
 		var reason string
 		if out, reason, err = v.resolveClose(ctx, o, f, out); err != nil || reason != "" {
@@ -204,7 +212,7 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (F
 	if !out.market {
 		out.price = venuekit.RoundPrice(o.Price.Decimal, f.TickSize, out.side)
 	}
-	if v.swap() && o.Leverage > 0 {
+	if v.swap() && o.Leverage > 0 && !exchange.IsClose(o.Action) {
 		if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
 			return f, out, reason, err
 		}

@@ -81,6 +81,20 @@ type Fake interface {
 	// RefuseCredentials makes the fake refuse hoox's key as a venue does a
 	// wrong, rotated or unpermitted one; accept undoes it.
 	RefuseCredentials() (accept func())
+	// SetLeverage changes symbol's leverage at the venue behind hoox's
+	// back (a manual change, another replica). A no-op on spot.
+	SetLeverage(symbol string, leverage int)
+	// LeverageSets counts the leverage changes hoox requested on symbol;
+	// 0 on spot.
+	LeverageSets(symbol string) int
+	// RefuseLeverage makes the venue refuse every leverage change with its
+	// own code (Binance -2027, Bybit 110013, OKX 59107); accept undoes it.
+	RefuseLeverage() (accept func())
+	// SetHedgeMode puts the derivatives account in hedge (two-sided)
+	// position mode, or back in one-way mode; the fake then refuses
+	// orders as the venue refuses one-way orders in hedge mode. A no-op
+	// on spot.
+	SetHedgeMode(on bool)
 	// Close stops the fake (every market it serves).
 	Close()
 }

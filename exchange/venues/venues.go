@@ -55,6 +55,10 @@ type Kind struct {
 	TestnetURL string
 	// New builds the adapter.
 	New func(Settings) (exchange.Venue, error)
+	// Positions is set for a derivatives market (futures, linear, swap):
+	// it holds positions with a leverage and a position mode, closes are
+	// reduce-only, and hoox refuses an account in hedge mode.
+	Positions bool
 	// Fake is the venue's in-repo fake.
 	Fake Fake
 }
@@ -87,15 +91,15 @@ func All() []Kind {
 	return []Kind{
 		{Name: "binance", Env: "BINANCE", TestnetURL: binance.SpotTestnetBaseURL, New: newBinance(binance.MarketSpot),
 			Fake: Fake{Server: "binance", Market: binancefake.MarketSpot, Start: startBinance, Symbol: "BTCUSDT", Quantity: "0.002"}},
-		{Name: "binance-futures", Env: "BINANCE_FUTURES", TestnetURL: binance.FuturesTestnetBaseURL, New: newBinance(binance.MarketFutures),
+		{Name: "binance-futures", Env: "BINANCE_FUTURES", TestnetURL: binance.FuturesTestnetBaseURL, New: newBinance(binance.MarketFutures), Positions: true,
 			Fake: Fake{Server: "binance", Market: binancefake.MarketFutures, Start: startBinance, Symbol: "ETHUSDT", Quantity: "0.05"}},
-		{Name: "bybit", Env: "BYBIT", TestnetURL: bybit.TestnetBaseURL, New: newBybit(bybit.MarketLinear),
+		{Name: "bybit", Env: "BYBIT", TestnetURL: bybit.TestnetBaseURL, New: newBybit(bybit.MarketLinear), Positions: true,
 			Fake: Fake{Server: "bybit", Market: bybitfake.CategoryLinear, Start: startBybit, Symbol: "BTCUSDT", Quantity: "0.003"}},
 		{Name: "bybit-spot", Env: "BYBIT_SPOT", TestnetURL: bybit.TestnetBaseURL, New: newBybit(bybit.MarketSpot),
 			Fake: Fake{Server: "bybit", Market: bybitfake.CategorySpot, Start: startBybit, Symbol: "ETHUSDT", Quantity: "0.0123"}},
 		{Name: "okx", Env: "OKX", Passphrase: true, TestnetURL: okx.TestnetBaseURL, New: newOKX(okx.MarketSpot),
 			Fake: Fake{Server: "okx", Market: okxfake.InstSpot, Start: startOKX, Symbol: "BTCUSDT", Quantity: "0.002"}},
-		{Name: "okx-swap", Env: "OKX_SWAP", Passphrase: true, TestnetURL: okx.TestnetBaseURL, New: newOKX(okx.MarketSwap),
+		{Name: "okx-swap", Env: "OKX_SWAP", Passphrase: true, TestnetURL: okx.TestnetBaseURL, New: newOKX(okx.MarketSwap), Positions: true,
 			Fake: Fake{Server: "okx", Market: okxfake.InstSwap, Start: startOKX, Symbol: "ETHUSDT", Quantity: "0.5"}},
 	}
 }

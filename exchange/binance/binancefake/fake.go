@@ -183,24 +183,29 @@ type Server struct {
 	positions     map[string]decimal.Decimal
 	leverage      map[string]int
 	leverageCalls map[string]int
-	liquidity     map[string]decimal.Decimal
-	orders        []*Order
-	nextID        int64
-	lookupLag     time.Duration
-	nextLag       *time.Duration
-	faults        []Fault
-	requests      map[string]int
-	log           []Request
-	weightMinute  int64
-	usedWeight    int
-	sleep         func(time.Duration)
-	latency       map[string]time.Duration
-	engineDelay   time.Duration
-	tradingOff    string
-	late          []lateOrder
-	lateRefused   int
-	holdLeft      int
-	holdQueries   int
+	// refuseLeverage makes every leverage change fail with -2027, as
+	// Binance refuses one that the open position's notional does not fit.
+	refuseLeverage bool
+	// hedge is the account's position mode: dualSidePosition.
+	hedge        bool
+	liquidity    map[string]decimal.Decimal
+	orders       []*Order
+	nextID       int64
+	lookupLag    time.Duration
+	nextLag      *time.Duration
+	faults       []Fault
+	requests     map[string]int
+	log          []Request
+	weightMinute int64
+	usedWeight   int
+	sleep        func(time.Duration)
+	latency      map[string]time.Duration
+	engineDelay  time.Duration
+	tradingOff   string
+	late         []lateOrder
+	lateRefused  int
+	holdLeft     int
+	holdQueries  int
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -448,6 +453,32 @@ func (s *Server) Leverage(symbol string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.leverage[symbol]
+}
+
+// SetLeverage changes a futures symbol's leverage without a request, as a
+// manual change in Binance's app or another hoox replica would.
+func (s *Server) SetLeverage(symbol string, leverage int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leverage[symbol] = leverage
+}
+
+// RefuseLeverage makes every POST /fapi/v1/leverage fail with -2027
+// ("Exceeded the maximum allowable position at current leverage."), or
+// succeed again with false.
+func (s *Server) RefuseLeverage(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseLeverage = refuse
+}
+
+// SetHedgeMode sets the futures account's position mode: hedge
+// (dualSidePosition true: positionRisk shows LONG and SHORT, and an order
+// without positionSide LONG/SHORT is refused with -4061) or one-way.
+func (s *Server) SetHedgeMode(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hedge = on
 }
 
 // LeverageCalls counts POST /fapi/v1/leverage requests for symbol.

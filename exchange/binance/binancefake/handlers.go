@@ -45,6 +45,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v1/order", s.handleQuery(MarketFutures))
 	mux.HandleFunc("GET /api/v3/account", s.handleAccount)
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
+	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -336,14 +337,37 @@ func (s *Server) handlePositionRisk(w http.ResponseWriter, r *http.Request) {
 		if lev == 0 {
 			lev = 20
 		}
-		out = append(out, map[string]any{
-			"symbol": name, "positionAmt": s.positions[name].StringFixed(3), "entryPrice": str(sym.Price),
-			"markPrice": str(sym.Price), "unRealizedProfit": "0.00000000", "liquidationPrice": "0",
-			"leverage": strconv.Itoa(lev), "marginType": "cross", "positionSide": "BOTH",
-			"updateTime": s.now().UnixMilli(),
-		})
+		entry := func(side string, amt decimal.Decimal) map[string]any {
+			return map[string]any{
+				"symbol": name, "positionAmt": amt.StringFixed(3), "entryPrice": str(sym.Price),
+				"markPrice": str(sym.Price), "unRealizedProfit": "0.00000000", "liquidationPrice": "0",
+				"leverage": strconv.Itoa(lev), "marginType": "cross", "positionSide": side,
+				"updateTime": s.now().UnixMilli(),
+			}
+		}
+		if s.hedge {
+			// Hedge mode: one entry per side (Position Information V2's
+			// "For Hedge position mode" example).
+			pos := s.positions[name]
+			out = append(out, entry("LONG", decimal.Max(pos, decimal.Zero)), entry("SHORT", decimal.Min(pos, decimal.Zero)))
+			continue
+		}
+		out = append(out, entry("BOTH", s.positions[name]))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handleFuturesBalance is Futures Account Balance V2: the USDT margin
+// wallet, all of it available (the fake keeps no margin in use).
+func (s *Server) handleFuturesBalance(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(w, r); !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	writeJSON(w, http.StatusOK, []map[string]any{{"accountAlias": "fake", "asset": "USDT",
+		"balance": s.futuresWallet.String(), "availableBalance": s.futuresWallet.String(),
+		"crossWalletBalance": s.futuresWallet.String(), "updateTime": s.now().UnixMilli()}})
 }
 
 func (s *Server) handleLeverage(w http.ResponseWriter, r *http.Request) {
@@ -364,6 +388,10 @@ func (s *Server) handleLeverage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.leverageCalls[symbol]++
+	if s.refuseLeverage {
+		writeErr(w, http.StatusBadRequest, -2027, "Exceeded the maximum allowable position at current leverage.")
+		return
+	}
 	s.leverage[symbol] = lev
 	writeJSON(w, http.StatusOK, map[string]any{"leverage": lev, "maxNotionalValue": "1000000", "symbol": symbol})
 }
@@ -614,6 +642,14 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		return bad(-1100, "Illegal characters found in parameter 'newClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.")
 	}
 	reduceOnly := futures && p.Get("reduceOnly") == "true"
+	if futures {
+		// New Order: positionSide "Default BOTH for One-way Mode; LONG or
+		// SHORT for Hedge Mode. It must be sent in Hedge Mode."
+		switch ps := p.Get("positionSide"); {
+		case s.hedge && ps != "LONG" && ps != "SHORT", !s.hedge && ps != "" && ps != "BOTH":
+			return bad(-4061, "Order's position side does not match user's setting.")
+		}
+	}
 
 	// Filters.
 	step, minQty, maxQty := sym.StepSize, sym.MinQty, sym.MaxQty

@@ -83,3 +83,28 @@ func (v *venueView) RefuseCredentials() func() {
 	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
 	return func() { v.s.SetCredentials(key, secret) }
 }
+
+// SetLeverage changes a futures symbol's leverage behind hoox's back; spot
+// has none.
+func (v *venueView) SetLeverage(symbol string, leverage int) {
+	if v.market == MarketFutures {
+		v.s.SetLeverage(symbol, leverage)
+	}
+}
+
+// LeverageSets counts hoox's leverage requests for symbol (futures).
+func (v *venueView) LeverageSets(symbol string) int {
+	if v.market != MarketFutures {
+		return 0
+	}
+	return v.s.LeverageCalls(symbol)
+}
+
+// RefuseLeverage refuses every leverage change with -2027.
+func (v *venueView) RefuseLeverage() func() {
+	v.s.RefuseLeverage(true)
+	return func() { v.s.RefuseLeverage(false) }
+}
+
+// SetHedgeMode sets the futures account's position mode.
+func (v *venueView) SetHedgeMode(on bool) { v.s.SetHedgeMode(on) }

@@ -285,6 +285,10 @@ type Server struct {
 	balances    map[string]Balance
 	leverage    map[string]int
 	leverageSet map[string]int
+	// refuseLeverage makes every set-leverage fail with 110013.
+	refuseLeverage bool
+	// hedge is the linear account's position mode (both sides).
+	hedge       bool
 	orders      map[orderKey]*Order
 	book        []*Order
 	nextID      int
@@ -584,6 +588,31 @@ func (s *Server) Leverage(symbol string) (leverage, sets int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.leverage[symbol], s.leverageSet[symbol]
+}
+
+// SetLeverage changes a linear symbol's leverage without a request, as a
+// manual change in Bybit's app or another hoox replica would.
+func (s *Server) SetLeverage(symbol string, leverage int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leverage[symbol] = leverage
+}
+
+// RefuseLeverage makes every set-leverage fail with 110013, or succeed
+// again with false.
+func (s *Server) RefuseLeverage(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseLeverage = refuse
+}
+
+// SetHedgeMode sets the linear account's position mode: hedge (positions
+// listed with positionIdx 1 and 2; an order with positionIdx 0 refused) or
+// one-way.
+func (s *Server) SetHedgeMode(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hedge = on
 }
 
 // Inject makes the next n requests to path answer with f.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/shopspring/decimal"
 	"io"
 	"math"
 	"net/http"
@@ -494,10 +495,23 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 	if lev == 0 {
 		lev = defaultLeverage
 	}
-	return ok(map[string]any{"category": CategoryLinear, "list": []any{map[string]any{
-		"positionIdx": 0, "symbol": sym, "side": p.Side, "size": p.Size.String(),
-		"avgPrice": "0", "leverage": strconv.Itoa(lev),
-	}}, "nextPageCursor": ""})
+	entry := func(idx int, side string, size decimal.Decimal) map[string]any {
+		return map[string]any{"positionIdx": idx, "symbol": sym, "side": side, "size": size.String(),
+			"avgPrice": "0", "leverage": strconv.Itoa(lev)}
+	}
+	list := []any{entry(0, p.Side, p.Size)}
+	if s.hedge {
+		// Hedge mode lists one position per side: positionIdx 1 (Buy)
+		// and 2 (Sell).
+		buy, sell := decimal.Zero, decimal.Zero
+		if p.Side == "Buy" {
+			buy = p.Size
+		} else if p.Side == "Sell" {
+			sell = p.Size
+		}
+		list = []any{entry(1, "Buy", buy), entry(2, "Sell", sell)}
+	}
+	return ok(map[string]any{"category": CategoryLinear, "list": list, "nextPageCursor": ""})
 }
 
 // defaultLeverage is what Bybit shows for a symbol whose leverage was never
@@ -529,6 +543,9 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 		return fail(10001, "params error: leverage invalid")
 	}
 	s.leverageSet[req.Symbol]++
+	if s.refuseLeverage {
+		return fail(110013, "cannot set leverage due to risk limit level")
+	}
 	cur := s.leverage[req.Symbol]
 	if cur == 0 {
 		cur = defaultLeverage

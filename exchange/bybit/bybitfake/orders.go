@@ -61,6 +61,12 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		return fail(10001, "params error: category invalid")
 	}
 	c := codesFor(req.Category)
+	if req.Category == CategoryLinear && (req.PositionIdx == 0) == s.hedge {
+		// Place Order: positionIdx 0 one-way mode, 1 hedge-mode Buy side,
+		// 2 hedge-mode Sell side; the wrong one for the account's mode is
+		// refused.
+		return fail(10001, "position idx not match position mode")
+	}
 	if req.OrderLinkID != "" {
 		s.attempts[req.OrderLinkID]++
 		if !orderLinkIDPattern.MatchString(req.OrderLinkID) {

@@ -74,3 +74,29 @@ func (v *venueView) RefuseCredentials() func() {
 	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
 	return func() { v.s.SetCredentials(key, secret) }
 }
+
+// SetLeverage changes a linear symbol's leverage behind hoox's back; spot
+// has none.
+func (v *venueView) SetLeverage(symbol string, leverage int) {
+	if v.category == CategoryLinear {
+		v.s.SetLeverage(symbol, leverage)
+	}
+}
+
+// LeverageSets counts hoox's set-leverage requests for symbol (linear).
+func (v *venueView) LeverageSets(symbol string) int {
+	if v.category != CategoryLinear {
+		return 0
+	}
+	_, n := v.s.Leverage(symbol)
+	return n
+}
+
+// RefuseLeverage refuses every set-leverage with 110013.
+func (v *venueView) RefuseLeverage() func() {
+	v.s.RefuseLeverage(true)
+	return func() { v.s.RefuseLeverage(false) }
+}
+
+// SetHedgeMode sets the linear account's position mode.
+func (v *venueView) SetHedgeMode(on bool) { v.s.SetHedgeMode(on) }

@@ -141,6 +141,9 @@ type Server struct {
 	balances                      map[string]decimal.Decimal
 	positions                     map[string]decimal.Decimal // contracts, signed, by instId
 	leverage                      map[string]int
+	leverageSets                  map[string]int
+	refuseLeverage                bool
+	longShort                     bool // posMode long_short_mode (hedge)
 	orders                        []*Order
 	nextID                        int64
 	faults                        []Fault
@@ -187,7 +190,7 @@ func newServer(opts Options) *Server {
 		done: make(chan struct{}), clock: opts.Now,
 		apiKey: opts.APIKey, apiSecret: opts.APISecret, passphrase: opts.Passphrase,
 		instruments: map[string]Instrument{}, prices: map[string]decimal.Decimal{}, balances: map[string]decimal.Decimal{},
-		positions: map[string]decimal.Decimal{}, leverage: map[string]int{}, requests: map[string]int{},
+		positions: map[string]decimal.Decimal{}, leverage: map[string]int{}, leverageSets: map[string]int{}, requests: map[string]int{},
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -327,6 +330,38 @@ func (s *Server) Leverage(instID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.leverage[instID]
+}
+
+// SetLeverage changes a swap's leverage without a request, as a manual
+// change in OKX's app or another hoox replica would.
+func (s *Server) SetLeverage(instID string, lever int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leverage[instID] = lever
+}
+
+// LeverageSets counts set-leverage requests for instID.
+func (s *Server) LeverageSets(instID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leverageSets[instID]
+}
+
+// RefuseLeverage makes every set-leverage fail with 59107, or succeed
+// again with false.
+func (s *Server) RefuseLeverage(refuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseLeverage = refuse
+}
+
+// SetLongShortMode sets the account's posMode: long_short_mode (hedge: a
+// swap order without posSide long/short is refused with 51000) or
+// net_mode.
+func (s *Server) SetLongShortMode(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.longShort = on
 }
 
 // Inject queues f for the next placement that has none.

@@ -55,6 +55,12 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/account/balance", s.private(s.serveBalance))
 	mux.HandleFunc("GET /api/v5/account/positions", s.private(s.servePositions))
 	mux.HandleFunc("POST /api/v5/account/set-leverage", s.private(s.serveLeverage))
+	mux.HandleFunc("GET /api/v5/account/config", s.private(s.serveConfig))
+	mux.HandleFunc("GET /api/v5/market/ticker", func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
+		write(w, s.serveTicker(r))
+	})
+	mux.HandleFunc("GET /api/v5/account/leverage-info", s.private(s.serveLeverageInfo))
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
 	return mux
@@ -171,6 +177,50 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 	return ok(out)
 }
 
+// serveTicker is GET /api/v5/market/ticker (public): the last price the
+// fake fills market orders at.
+func (s *Server) serveTicker(r *http.Request) reply {
+	inst := r.URL.Query().Get("instId")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, found := s.instruments[inst]; !found {
+		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	return ok([]map[string]string{{"instId": inst, "last": str(s.prices[compact(inst)])}})
+}
+
+// serveConfig is GET /api/v5/account/config: posMode is the account's
+// position mode, long_short_mode (hedge) or net_mode (one-way).
+func (s *Server) serveConfig(_ *http.Request, _ []byte) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mode := "net_mode"
+	if s.longShort {
+		mode = "long_short_mode"
+	}
+	return ok([]map[string]string{{"acctLv": "2", "posMode": mode}})
+}
+
+// serveLeverageInfo is GET /api/v5/account/leverage-info: the leverage of
+// an instrument in a margin mode (20 when never set, OKX's default here).
+func (s *Server) serveLeverageInfo(r *http.Request, _ []byte) reply {
+	q := r.URL.Query()
+	inst, mgnMode := q.Get("instId"), q.Get("mgnMode")
+	if mgnMode != "cross" && mgnMode != "isolated" {
+		return fail(http.StatusOK, 51000, "Parameter mgnMode error")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, found := s.instruments[inst]; !found {
+		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	lever := s.leverage[inst]
+	if lever == 0 {
+		lever = 20
+	}
+	return ok([]map[string]string{{"instId": inst, "mgnMode": mgnMode, "posSide": "net", "lever": strconv.Itoa(lever)}})
+}
+
 func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 	var req struct {
 		InstID  string `json:"instId"`
@@ -189,6 +239,10 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 	if _, found := s.instruments[req.InstID]; !found {
 		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
 	}
+	if s.refuseLeverage {
+		return fail(http.StatusOK, 59107, "You have pending orders under the service, please modify the leverage after canceling all pending orders.")
+	}
+	s.leverageSets[req.InstID]++
 	s.leverage[req.InstID] = lever
 	return ok([]map[string]string{{"instId": req.InstID, "lever": req.Lever, "mgnMode": req.MgnMode}})
 }
@@ -241,6 +295,7 @@ type placeBody struct {
 	Px         string `json:"px"`
 	TgtCcy     string `json:"tgtCcy"`
 	ReduceOnly bool   `json:"reduceOnly"`
+	PosSide    string `json:"posSide"`
 }
 
 // servePlace is POST /api/v5/trade/order: authentication, expTime, faults,
@@ -334,6 +389,11 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	}
 	if (b.Side != "buy" && b.Side != "sell") || (b.OrdType != "market" && b.OrdType != "limit") {
 		return orderFail(b.ClOrdID, 51000, "Parameter side or ordType error")
+	}
+	if in.InstType == InstSwap && s.longShort && b.PosSide != "long" && b.PosSide != "short" {
+		// posSide: "Required in long/short mode, and can only be long or
+		// short."
+		return orderFail(b.ClOrdID, 51000, "Parameter posSide error")
 	}
 	// "clOrdId must be unique among the clOrdIds of all pending orders."
 	for _, o := range s.orders {

@@ -75,3 +75,39 @@ func (v *venueView) RefuseCredentials() func() {
 	v.s.SetCredentials("rotated-"+key, "rotated-"+secret, pass)
 	return func() { v.s.SetCredentials(key, secret, pass) }
 }
+
+// instID maps a signal's symbol (BTCUSDT) to the swap's instId.
+func (v *venueView) swapID(symbol string) string {
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	for id, in := range v.s.instruments {
+		if in.InstType == InstSwap && compact(id) == symbol {
+			return id
+		}
+	}
+	return ""
+}
+
+// SetLeverage changes a swap's leverage behind hoox's back; spot has none.
+func (v *venueView) SetLeverage(symbol string, leverage int) {
+	if v.instType == InstSwap {
+		v.s.SetLeverage(v.swapID(symbol), leverage)
+	}
+}
+
+// LeverageSets counts hoox's set-leverage requests for symbol's swap.
+func (v *venueView) LeverageSets(symbol string) int {
+	if v.instType != InstSwap {
+		return 0
+	}
+	return v.s.LeverageSets(v.swapID(symbol))
+}
+
+// RefuseLeverage refuses every set-leverage with 59107.
+func (v *venueView) RefuseLeverage() func() {
+	v.s.RefuseLeverage(true)
+	return func() { v.s.RefuseLeverage(false) }
+}
+
+// SetHedgeMode sets the account's posMode (long_short_mode when on).
+func (v *venueView) SetHedgeMode(on bool) { v.s.SetLongShortMode(on) }

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/testcontainers"
+)
+
+// sizingPrice is the price the sizing tests set on the fakes: every
+// registry quantity at it clears the fakes' minimum notionals.
+var sizingPrice = decimal.NewFromInt(10000)
+
+// body is a signal for vc's venue and symbol with the given members.
+func (vc venueCase) body(members string) string {
+	return fmt.Sprintf(`{"secret":%q,"exchange":%q,"symbol":%q,%s}`, testSecret, vc.name, vc.symbol, members)
+}
+
+// positionVenues runs fn per venue that holds positions (futures, linear,
+// swap), each with its own fake.
+func positionVenues(t *testing.T, fn func(t *testing.T, vc venueCase, fake fakeVenue)) {
+	t.Helper()
+	for _, vc := range venueCases {
+		if !vc.kind.Positions {
+			continue
+		}
+		t.Run(vc.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, vc, vc.newFake(t))
+		})
+	}
+}
+
+// A percent_of_balance signal crashes hoox between the venue's acceptance
+// and the commit; the balance then changes, and the resend adopts the
+// first order with the first size: the size was resolved once and stored
+// in the intent, never re-sized, and the venue holds one order.
+func TestVenueSizedSignalCrashThenResendKeepsTheFirstSize(t *testing.T) {
+	t.Parallel()
+	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := testcontainers.NewDatabase(t)
+		pool := newTestPool(t, dbURL)
+		env := vc.envFor(fake)
+		qty := decimal.RequireFromString(vc.quantity)
+		// 50 % of this balance at sizingPrice is exactly the registry's
+		// quantity, which the fake's filters take unrounded.
+		balance := qty.Mul(sizingPrice).Mul(decimal.NewFromInt(2))
+		fake.SetPrice(vc.symbol, sizingPrice)
+		fake.SetBalance("USDT", balance)
+		body := vc.body(`"action":"buy","quantity":"50%","trace_id":"sized-crash"`)
+
+		held := crashAfterVenue(t, dbURL, env, body, fake)
+		require.True(t, held.Quantity.Equal(qty), "sized %s, want %s", held.Quantity, qty)
+
+		fake.SetBalance("USDT", balance.Mul(decimal.NewFromInt(4)))
+		survivor, _ := startVenueServe(t, dbURL, env...)
+		r := post(t, survivor.url, body)
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Len(t, fake.Orders(), 1, "the resend adopted the order; nothing re-sized, nothing sent twice")
+		require.Equal(t, held.ClientOrderID, r.str("order", "client_order_id"))
+		require.Equal(t, vc.quantity, r.str("order", "quantity"))
+		// The audit says why: the balance and price read before the crash.
+		require.Equal(t, balance.String(), count2str(t, pool, `SELECT detail->'sizing'->>'free_quote' FROM trace_events
+			WHERE trace_id = 'k:sized-crash' AND event = 'dispatched' AND detail->>'adopted' = 'true'`))
+		require.Equal(t, sizingPrice.String(), count2str(t, pool, `SELECT detail->'sizing'->>'price' FROM trace_events
+			WHERE trace_id = 'k:sized-crash' AND event = 'dispatched'`))
+	})
+}
+
+// Sizing through /webhook on every venue: an amount of the quote currency
+// becomes a base quantity at the venue's price; a size below the venue's
+// minimum is refused before anything is sent; a 50 % exit sells half the
+// position (on spot: of the free base asset), reduce-only, as one order;
+// sentiment "flat" (TradingView's {{strategy.market_position}}) closes
+// what is left.
+func TestVenueSizingAndFlatExit(t *testing.T) {
+	t.Parallel()
+	eachVenue(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := testcontainers.NewDatabase(t)
+		pool := newTestPool(t, dbURL)
+		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
+		qty := decimal.RequireFromString(vc.quantity)
+		fake.SetPrice(vc.symbol, sizingPrice)
+		fake.SetBalance("USDT", decimal.NewFromInt(1_000_000))
+
+		quote := qty.Mul(sizingPrice)
+		r := post(t, srv.url, vc.body(fmt.Sprintf(`"action":"buy","quantity":%q,"quantity_type":"quote","trace_id":"quote-1"`, quote)))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Equal(t, vc.quantity, r.str("order", "quantity"))
+		require.Equal(t, "quote", count2str(t, pool, `SELECT detail->'sizing'->>'type' FROM trace_events WHERE trace_id = 'k:quote-1' AND event = 'dispatched'`))
+
+		tiny := post(t, srv.url, vc.body(`"action":"buy","quantity":"0.0001","quantityType":"quote","trace_id":"quote-tiny"`))
+		require.Equal(t, http.StatusUnprocessableEntity, tiny.Status, tiny.Raw)
+		require.Equal(t, "order_rejected", tiny.str("code"))
+		require.Len(t, fake.Orders(), 1, "a size that rounds to nothing is never sent")
+		require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:quote-tiny' AND event = 'rejected' AND detail ? 'sizing'`))
+
+		half := post(t, srv.url, vc.body(`"action":"close","quantity":"50%","trace_id":"half-1"`))
+		require.Equal(t, http.StatusOK, half.Status, half.Raw)
+		orders := fake.Orders()
+		require.Len(t, orders, 2)
+		exit := orders[1]
+		require.Equal(t, "sell", exit.Side)
+		sized := decimal.RequireFromString(count2str(t, pool, `SELECT detail->'sizing'->>'quantity' FROM trace_events WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
+		require.True(t, exit.Quantity.Equal(sized), "sent %s, sized %s", exit.Quantity, sized)
+		position := decimal.RequireFromString(count2str(t, pool, `SELECT detail->'sizing'->>'position' FROM trace_events WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
+		require.True(t, exit.Quantity.IsPositive() && exit.Quantity.LessThanOrEqual(position.Div(decimal.NewFromInt(2))),
+			"half of %s, rounded down: %s", position, exit.Quantity)
+
+		flat := post(t, srv.url, vc.body(`"sentiment":"flat","action":"sell","quantity":"1","trace_id":"flat-1"`))
+		require.Equal(t, http.StatusOK, flat.Status, flat.Raw)
+		require.Equal(t, "close", count2str(t, pool, `SELECT action FROM orders WHERE trace_id = 'k:flat-1'`))
+		require.Len(t, fake.Orders(), 3)
+		require.Equal(t, "sell", fake.Orders()[2].Side)
+	})
+}
+
+// On every venue that holds positions: an account in hedge mode is refused
+// at the first signal, before anything is sent; leverage is set from what
+// the venue holds (a change behind hoox's back is set again); and a close
+// that carries a leverage succeeds while the venue refuses every leverage
+// change, because a close never sets it.
+func TestVenueHedgeModeLeverageAndCloses(t *testing.T) {
+	t.Parallel()
+	positionVenues(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := testcontainers.NewDatabase(t)
+		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
+
+		fake.SetHedgeMode(true)
+		r := post(t, srv.url, vc.signal(`"trace_id":"hedge-1"`))
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, r.Raw)
+		require.Equal(t, "order_rejected", r.str("code"))
+		require.Contains(t, r.str("detail"), "the account is in hedge mode; hoox trades one-way mode: switch")
+		require.Empty(t, fake.Orders(), "nothing sent")
+		fake.SetHedgeMode(false)
+
+		r = post(t, srv.url, vc.signal(`"leverage":5,"trace_id":"lev-1"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Equal(t, 1, fake.LeverageSets(vc.symbol))
+		r = post(t, srv.url, vc.signal(`"leverage":5,"trace_id":"lev-2"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Equal(t, 1, fake.LeverageSets(vc.symbol), "the venue already holds 5")
+		fake.SetLeverage(vc.symbol, 2) // the venue's app, or another replica
+		r = post(t, srv.url, vc.signal(`"leverage":5,"trace_id":"lev-3"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Equal(t, 2, fake.LeverageSets(vc.symbol), "set again: read from the venue, not a cache")
+
+		accept := fake.RefuseLeverage()
+		defer accept()
+		for i, body := range []string{
+			`"action":"close","quantity":"50%","leverage":9,"trace_id":"close-half"`,
+			`"action":"close_long","quantity":"1","leverage":9,"trace_id":"close-rest"`,
+		} {
+			r = post(t, srv.url, vc.body(body))
+			require.Equal(t, http.StatusOK, r.Status, "close %d: %s", i, r.Raw)
+		}
+		require.Equal(t, 2, fake.LeverageSets(vc.symbol), "no close asked to change the leverage")
+		require.Len(t, fake.Orders(), 5)
+	})
+}

@@ -1,0 +1,91 @@
+package binance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var _ exchange.Sizer = (*Venue)(nil)
+
+// ReadsBalance is true: spot reads the account's free balances, futures
+// the USDⓈ-M wallet's available balance.
+func (v *Venue) ReadsBalance() bool { return true }
+
+// SizingFacts reads what sizing o needs: the ticker price, the free quote
+// balance (spot /api/v3/account free; futures /fapi/v2/balance
+// availableBalance), the position (futures positionRisk; spot the free base
+// asset, which a close sells) and the lot rules for o's type.
+func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
+	symbol := exchange.VenueSymbol(o.Symbol)
+	f, _, err := v.filtersFor(ctx, symbol)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Refused() {
+		return exchange.SizingFacts{Refused: apiErr.Msg}, nil
+	}
+	if err != nil {
+		return exchange.SizingFacts{}, asNothingSent(err)
+	}
+	market := o.OrderType == "market"
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty}
+	if market && f.MarketStepSize.GreaterThan(out.Step) {
+		out.Step = f.MarketStepSize
+	}
+	if market && f.MarketMinQty.GreaterThan(out.MinQty) {
+		out.MinQty = f.MarketMinQty
+	}
+	if need.Price {
+		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
+			return out, asNothingSent(err)
+		}
+	}
+	if need.Balance {
+		if out.FreeQuote, err = v.freeQuote(ctx, f.QuoteAsset); err != nil {
+			return out, asNothingSent(err)
+		}
+	}
+	if need.Position {
+		if v.futures() {
+			pos, err := v.position(ctx, symbol)
+			if err != nil {
+				return out, asNothingSent(err)
+			}
+			out.Position = pos.amount
+		} else if out.Position, err = v.freeBalance(ctx, f.BaseAsset); err != nil {
+			return out, asNothingSent(err)
+		}
+	}
+	return out, nil
+}
+
+// freeQuote is the free balance of asset: spot's free balance, or on
+// futures the wallet's availableBalance (Futures Account Balance V2).
+func (v *Venue) freeQuote(ctx context.Context, asset string) (decimal.Decimal, error) {
+	if !v.futures() {
+		return v.freeBalance(ctx, asset)
+	}
+	var balances []struct {
+		Asset            string          `json:"asset"`
+		AvailableBalance decimal.Decimal `json:"availableBalance"`
+	}
+	req := request{method: http.MethodGet, path: "/fapi/v2/balance", params: params{}, signed: true, weight: 5}
+	if err := v.do(ctx, req, &balances); err != nil {
+		return decimal.Zero, fmt.Errorf("binance: futures balance of %s: %w", asset, err)
+	}
+	for _, b := range balances {
+		if b.Asset == asset {
+			return b.AvailableBalance, nil
+		}
+	}
+	return decimal.Zero, nil
+}
+
+// asNothingSent marks a failed read as "nothing sent": sizing runs before
+// any order is sent, so whatever the read's fate, no order exists.
+func asNothingSent(err error) error {
+	return fmt.Errorf("%w: %w", exchange.ErrUnreachable, err)
+}

@@ -1,0 +1,68 @@
+package bybit
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var _ exchange.Sizer = (*Venue)(nil)
+
+// ReadsBalance is true: the unified account's wallet balance is read.
+func (v *Venue) ReadsBalance() bool { return true }
+
+// SizingFacts reads what sizing o needs: the ticker's last price, the
+// unified wallet's free balance of the quote coin, the position (linear:
+// the position list; spot: the free base coin, which a close sells) and the
+// lot rules.
+func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
+	symbol := exchange.VenueSymbol(o.Symbol)
+	f, found, err := v.filtersFor(ctx, symbol)
+	switch {
+	case err != nil:
+		return exchange.SizingFacts{}, asUnreachable(err)
+	case !found:
+		return exchange.SizingFacts{Refused: ReasonUnknownSymbol + ": " + symbol}, nil
+	case f.status != "" && f.status != "Trading":
+		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.status}, nil
+	}
+	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty}
+	if need.Price {
+		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
+			return out, asUnreachable(err)
+		}
+	}
+	if need.Balance {
+		if out.FreeQuote, err = v.freeBalance(ctx, f.quoteCoin); err != nil {
+			return out, err
+		}
+	}
+	if need.Position {
+		if v.cfg.Market == MarketSpot {
+			if out.Position, err = v.freeBalance(ctx, f.baseCoin); err != nil {
+				return out, err
+			}
+			return out, nil
+		}
+		pos, err := v.readPosition(ctx, symbol)
+		if err != nil {
+			return out, err
+		}
+		out.Position = pos.size
+		if pos.side == "Sell" {
+			out.Position = pos.size.Neg()
+		}
+	}
+	return out, nil
+}
+
+// partialQty is a percent_of_position exit's size: the share sized before
+// the intent, never more than what is held now.
+func partialQty(o exchange.Order, held decimal.Decimal) decimal.Decimal {
+	if o.Partial {
+		return decimal.Min(o.Quantity, held)
+	}
+	return held
+}

@@ -1,0 +1,77 @@
+package okx
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
+)
+
+var _ exchange.Sizer = (*Venue)(nil)
+
+// ReadsBalance is true: the trading account's availBal is read.
+func (v *Venue) ReadsBalance() bool { return true }
+
+// SizingFacts reads what sizing o needs: the ticker's last price, the
+// available balance of the quote (spot) or settle (swap) currency, the
+// position (swap: the net position converted from contracts; spot: the
+// available base currency, which a close sells) and the lot rules, in the
+// base currency.
+func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
+	f, found, err := v.filtersFor(ctx, exchange.VenueSymbol(o.Symbol))
+	switch {
+	case err != nil:
+		return exchange.SizingFacts{}, asUnreachable(err)
+	case !found:
+		return exchange.SizingFacts{Refused: ReasonUnknownSymbol + ": " + o.Symbol}, nil
+	case f.State != "" && f.State != "live":
+		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.State}, nil
+	}
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteCcy, Step: f.Step, MinQty: f.MinQty}
+	if need.Price {
+		if out.Price, err = v.lastPrice(ctx, f.InstID); err != nil {
+			return out, err
+		}
+	}
+	if need.Balance {
+		if out.FreeQuote, err = v.freeBalance(ctx, f.QuoteCcy); err != nil {
+			return out, err
+		}
+	}
+	if need.Position {
+		if !v.swap() {
+			out.Position, err = v.freeBalance(ctx, f.BaseCcy)
+			return out, err
+		}
+		pos, err := v.netPosition(ctx, f.InstID)
+		if err != nil {
+			return out, err
+		}
+		out.Position = f.fromWire(pos)
+	}
+	return out, nil
+}
+
+// lastPrice is the instrument's last traded price (GET
+// /api/v5/market/ticker).
+func (v *Venue) lastPrice(ctx context.Context, instID string) (decimal.Decimal, error) {
+	var res []struct {
+		InstID string `json:"instId"`
+		Last   string `json:"last"`
+	}
+	q := url.Values{"instId": {instID}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/market/ticker", query: q}, &res); err != nil {
+		return decimal.Zero, fmt.Errorf("okx: ticker %s: %w", instID, asUnreachable(err))
+	}
+	for _, t := range res {
+		if t.InstID == instID {
+			return venuekit.Dec(t.Last), nil
+		}
+	}
+	return decimal.Zero, fmt.Errorf("okx: ticker %s: not listed: %w", instID, exchange.ErrUnreachable)
+}

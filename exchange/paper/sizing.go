@@ -1,0 +1,40 @@
+package paper
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var _ exchange.Sizer = (*Venue)(nil)
+
+// ReadsBalance is false: the paper venue keeps no balances, so
+// percent_of_balance cannot be sized on it (the signal is refused before
+// it is claimed).
+func (v *Venue) ReadsBalance() bool { return false }
+
+// SizingFacts answers with the price a market order would fill at (the
+// order's price, else ReferencePrice) and the net position of o's symbol
+// and book; paper has no lot step or minimum.
+func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
+	if strings.HasPrefix(o.Symbol, invalidSymbolPrefix) {
+		return exchange.SizingFacts{Refused: ReasonUnknownSymbol}, nil
+	}
+	out := exchange.SizingFacts{Price: v.referencePrice}
+	if o.Price.Valid {
+		out.Price = o.Price.Decimal
+	}
+	if need.Position {
+		var held bool
+		var pos decimal.Decimal
+		if err := v.pool.QueryRow(ctx, positionQuerySQL, o.ClientOrderID, o.Symbol, o.Test).Scan(&held, &pos); err != nil {
+			return out, fmt.Errorf("paper: read position: %w: %w", exchange.ErrUnreachable, err)
+		}
+		out.Position = pos
+	}
+	return out, nil
+}

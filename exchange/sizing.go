@@ -1,0 +1,171 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+)
+
+// Quantity types a signal may size its order by (signal.Quantity…): the
+// gateway resolves every one but QuantityBase through a Sizer, once, before
+// the attempt's intent is written.
+const (
+	QuantityBase              = "base"
+	QuantityQuote             = "quote"
+	QuantityPercentOfBalance  = "percent_of_balance"
+	QuantityPercentOfPosition = "percent_of_position"
+)
+
+// SizingNeed says which of the venue's facts a quantity type needs, so a
+// venue reads only those.
+type SizingNeed struct {
+	// Price is the symbol's last price (quote, percent_of_balance of a
+	// market order).
+	Price bool
+	// Balance is the free balance of the symbol's quote asset
+	// (percent_of_balance).
+	Balance bool
+	// Position is the position to take a share of (percent_of_position).
+	Position bool
+}
+
+// SizingFacts are what a venue said when asked to size an order.
+type SizingFacts struct {
+	// Price is the symbol's last price, in the quote asset per base unit.
+	Price decimal.Decimal
+	// QuoteAsset names the asset FreeQuote counts (USDT).
+	QuoteAsset string
+	// FreeQuote is the free balance of QuoteAsset: what an entry may
+	// spend (on derivatives, the available margin balance).
+	FreeQuote decimal.Decimal
+	// Position is the position in base units, signed (short < 0); on spot,
+	// the free balance of the base asset, which a close sells.
+	Position decimal.Decimal
+	// Step and MinQty are the symbol's quantity step and minimum for the
+	// order's type, in base units (zero: none).
+	Step, MinQty decimal.Decimal
+	// Refused, when set, is why the venue will not take an order for the
+	// symbol at all (unknown, not trading): refused for good, nothing sent.
+	Refused string
+}
+
+// Sizer is implemented by a venue that can size an order from what the
+// account holds: the gateway asks it once, under the trace's claim and
+// before the intent, and stores the resolved order in the intent so that
+// every recovery path (resend, reconcile, sweep) re-uses that size.
+type Sizer interface {
+	// SizingFacts reads the facts need asks for, about o's symbol. An
+	// error means nothing was sent (wrap ErrUnreachable).
+	SizingFacts(ctx context.Context, o Order, need SizingNeed) (SizingFacts, error)
+	// ReadsBalance reports whether the venue has a free quote balance to
+	// read (percent_of_balance); paper has none.
+	ReadsBalance() bool
+}
+
+// Sizing records how an order's quantity was resolved from a signal's
+// quantity type: it travels with the order into the intent and every audit
+// event that records the order, so the audit shows why a size was chosen.
+type Sizing struct {
+	// Type is the signal's quantity type; Asked its quantity (a
+	// percentage, or an amount of the quote asset).
+	Type  string `json:"type"`
+	Asked string `json:"asked"`
+	// Price, FreeQuote (of QuoteAsset) and Position are what the venue
+	// said, when read.
+	Price      string `json:"price,omitempty"`
+	QuoteAsset string `json:"quote_asset,omitempty"`
+	FreeQuote  string `json:"free_quote,omitempty"`
+	Position   string `json:"position,omitempty"`
+	// Step and MinQty are the venue's lot rules applied.
+	Step   string `json:"step,omitempty"`
+	MinQty string `json:"min_qty,omitempty"`
+	// Unrounded is the computed size before rounding down to Step;
+	// Quantity the size sent.
+	Unrounded string `json:"unrounded"`
+	Quantity  string `json:"quantity"`
+}
+
+// Need is what quantityType needs read for o.
+func Need(quantityType string, o Order) SizingNeed {
+	limit := o.OrderType == "limit" && o.Price.Valid
+	switch quantityType {
+	case QuantityQuote:
+		return SizingNeed{Price: !limit}
+	case QuantityPercentOfBalance:
+		return SizingNeed{Price: !limit, Balance: true}
+	case QuantityPercentOfPosition:
+		return SizingNeed{Position: true}
+	}
+	return SizingNeed{}
+}
+
+var hundred = decimal.NewFromInt(100)
+
+// Resolve turns o, whose Quantity is the signal's asked amount of
+// quantityType, into the order to send: a base quantity rounded down to
+// the venue's step (never up). A percent_of_position close becomes a
+// partial close (Partial) of that share of the position, on the side that
+// reduces it. reason is set, and nothing may be sent, when the size is zero
+// or below the venue's minimum, or there is no position to take a share of.
+func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string) {
+	asked := o.Quantity
+	s := Sizing{Type: quantityType, Asked: asked.String()}
+	if f.Refused != "" {
+		return o, s, f.Refused
+	}
+	if !f.Step.IsZero() {
+		s.Step = f.Step.String()
+	}
+	if !f.MinQty.IsZero() {
+		s.MinQty = f.MinQty.String()
+	}
+	price := f.Price
+	if o.OrderType == "limit" && o.Price.Valid {
+		price = o.Price.Decimal
+	}
+	var qty decimal.Decimal
+	switch quantityType {
+	case QuantityQuote, QuantityPercentOfBalance:
+		s.Price = price.String()
+		if !price.IsPositive() {
+			return o, s, "no price to size the order by"
+		}
+		amount := asked
+		if quantityType == QuantityPercentOfBalance {
+			s.QuoteAsset, s.FreeQuote = f.QuoteAsset, f.FreeQuote.String()
+			amount = f.FreeQuote.Mul(asked).Div(hundred)
+		}
+		qty = amount.DivRound(price, 18)
+	case QuantityPercentOfPosition:
+		s.Position = f.Position.String()
+		pos := f.Position
+		switch {
+		case pos.IsPositive() && o.Action != "close_short":
+			o.Side = "sell"
+		case pos.IsNegative() && o.Action != "close_long":
+			o.Side = "buy"
+		default:
+			return o, s, "no position to close"
+		}
+		qty = pos.Abs().Mul(asked).Div(hundred)
+		o.Partial = true
+	default:
+		return o, s, fmt.Sprintf("unknown quantity type %q", quantityType)
+	}
+	s.Unrounded = qty.String()
+	if f.Step.IsPositive() {
+		qty = qty.Div(f.Step).Floor().Mul(f.Step)
+	}
+	qty = qty.Truncate(18)
+	s.Quantity = qty.String()
+	switch {
+	case !qty.IsPositive():
+		return o, s, fmt.Sprintf("the %s size %s rounds down to %s (step %s): nothing to send", quantityType, s.Unrounded, qty, f.Step)
+	case f.MinQty.IsPositive() && qty.LessThan(f.MinQty):
+		return o, s, fmt.Sprintf("the %s size %s is below the venue's minimum quantity %s", quantityType, qty, f.MinQty)
+	}
+	o.Quantity = qty
+	o.Sizing = &s
+	return o, s, ""
+}

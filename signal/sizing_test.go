@@ -1,0 +1,104 @@
+package signal
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const sizingBase = `"exchange":"paper","symbol":"BTCUSDT","timestamp":1714564800000`
+
+func TestQuantityType(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body, qtyType, qty, action string
+	}{
+		{"default is base", `"action":"buy","quantity":"0.5"`, QuantityBase, "0.5", "buy"},
+		{"quote", `"action":"buy","quantity":"100","quantity_type":"quote"`, QuantityQuote, "100", "buy"},
+		{"TradersPost fixed_quantity", `"action":"buy","quantity":"2","quantityType":"fixed_quantity"`, QuantityBase, "2", "buy"},
+		{"TradersPost alias", `"action":"buy","quantity":"100","quantityType":"QUOTE"`, QuantityQuote, "100", "buy"},
+		{"percent of balance", `"action":"buy","quantity":25,"quantity_type":"percent_of_balance"`, QuantityPercentOfBalance, "25", "buy"},
+		{"Alertatron percent on an entry", `"action":"long","quantity":"50%"`, QuantityPercentOfBalance, "50", "long"},
+		{"Alertatron percent on a close", `"action":"close","quantity":"50%"`, QuantityPercentOfPosition, "50", "close"},
+		{"percent of position", `"action":"close_long","quantity":"100","quantity_type":"percent_of_position"`, QuantityPercentOfPosition, "100", "close_long"},
+		{"percent string with an explicit type", `"action":"close","quantity":"12.5%","quantity_type":"percent_of_position"`, QuantityPercentOfPosition, "12.5", "close"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSignal(t, `{`+sizingBase+`,`+c.body+`}`)
+			require.Equal(t, c.qtyType, s.QuantityType)
+			require.Equal(t, c.qty, s.Quantity.String())
+			require.Equal(t, c.action, s.Action)
+		})
+	}
+}
+
+func TestQuantityTypeInvalid(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, body, field string }{
+		{"unknown type", `"action":"buy","quantity":"1","quantity_type":"lots"`, FieldQuantityType},
+		{"TradersPost dollar_amount is not guessed", `"action":"buy","quantity":"1","quantityType":"dollar_amount"`, FieldQuantityType},
+		{"TradersPost percent_of_equity is not guessed", `"action":"buy","quantity":"1","quantityType":"percent_of_equity"`, FieldQuantityType},
+		{"percent above 100", `"action":"buy","quantity":"150%"`, FieldQuantity},
+		{"percent of 0", `"action":"buy","quantity":"0%"`, FieldQuantity},
+		{"negative percent", `"action":"buy","quantity":"-5%"`, FieldQuantity},
+		{"typed percent above 100", `"action":"buy","quantity":"101","quantity_type":"percent_of_balance"`, FieldQuantity},
+		{"percent string for a base type", `"action":"buy","quantity":"50%","quantity_type":"base"`, FieldQuantity},
+		{"percent of position on an entry", `"action":"buy","quantity":"50","quantity_type":"percent_of_position"`, FieldQuantityType},
+		{"percent of balance on a close", `"action":"close","quantity":"50","quantity_type":"percent_of_balance"`, FieldQuantityType},
+		{"quote on a close", `"action":"close","quantity":"50","quantity_type":"quote"`, FieldQuantityType},
+		{"aliases disagree", `"action":"buy","quantity":"5","quantity_type":"quote","quantityType":"base"`, FieldQuantityType},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, c.field, signalError(t, `{`+sizingBase+`,`+c.body+`}`).Field)
+		})
+	}
+}
+
+// The fingerprint is over what was asked (the percentage and its type),
+// never over a size the venue resolves later; a base signal's canonical
+// form is what it was before quantity types existed.
+func TestQuantityTypeFingerprint(t *testing.T) {
+	t.Parallel()
+	base := mustSignal(t, `{`+sizingBase+`,"action":"buy","quantity":"50"}`)
+	require.NotContains(t, string(base.Canonical()), "quantity_type")
+	require.Equal(t, base.Fingerprint(), mustSignal(t, `{`+sizingBase+`,"action":"buy","quantity":"50","quantity_type":"base"}`).Fingerprint())
+
+	pct := mustSignal(t, `{`+sizingBase+`,"action":"buy","quantity":"50%"}`)
+	require.NotEqual(t, base.Fingerprint(), pct.Fingerprint())
+	require.Equal(t, pct.Fingerprint(), mustSignal(t, `{`+sizingBase+`,"action":"buy","quantity":50,"quantityType":"percent_of_balance"}`).Fingerprint())
+	quote := mustSignal(t, `{`+sizingBase+`,"action":"buy","quantity":"50","quantity_type":"quote"}`)
+	require.NotEqual(t, base.Fingerprint(), quote.Fingerprint())
+	require.NotEqual(t, pct.Fingerprint(), quote.Fingerprint())
+
+	// Canonical is itself a body that decodes to the same signal.
+	again := mustSignal(t, string(pct.Canonical()))
+	require.Equal(t, pct.Fingerprint(), again.Fingerprint())
+}
+
+func TestSentimentFlatCloses(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`"sentiment":"flat","quantity":"1"`,
+		`"sentiment":"FLAT","action":"sell","quantity":"1"`,
+		`"market_position":"flat","action":"buy","quantity":"1"`,
+	} {
+		s := mustSignal(t, `{`+sizingBase+`,`+body+`}`)
+		require.Equal(t, "close", s.Action, body)
+		require.True(t, s.ReduceOnly, body)
+		require.Empty(t, s.Side, body)
+	}
+	// The same close, said either way, is one signal.
+	require.Equal(t,
+		mustSignal(t, `{`+sizingBase+`,"market_position":"flat","action":"sell","quantity":"1"}`).Fingerprint(),
+		mustSignal(t, `{`+sizingBase+`,"action":"close","quantity":"1"}`).Fingerprint())
+
+	// Any other sentiment leaves the action alone; an unknown one is refused.
+	s := mustSignal(t, `{`+sizingBase+`,"sentiment":"bullish","action":"buy","quantity":"1"}`)
+	require.Equal(t, "buy", s.Action)
+	require.Equal(t, FieldSentiment, signalError(t, `{`+sizingBase+`,"sentiment":"sideways","action":"buy","quantity":"1"}`).Field)
+	require.Equal(t, FieldAction, signalError(t, `{`+sizingBase+`,"sentiment":"long","quantity":"1"}`).Field)
+}
