@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -202,8 +203,7 @@ type Server struct {
 	latency      map[string]time.Duration
 	engineDelay  time.Duration
 	tradingOff   string
-	late         []lateOrder
-	lateRefused  int
+	late         venuefake.Late[lateOrder]
 	holdLeft     int
 	holdQueries  int
 }

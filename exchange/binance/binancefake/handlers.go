@@ -524,7 +524,7 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 		if faulted && f.Kind == FaultLateInEngine {
 			s.mu.Lock()
 			now := s.now()
-			s.late = append(s.late, lateOrder{market: market, params: params, due: now.Add(f.Delay)})
+			s.late.Add(lateOrder{market: market, params: params}, now.Add(f.Delay))
 			s.mu.Unlock()
 			writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
 			return

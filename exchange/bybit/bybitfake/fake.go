@@ -42,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -309,32 +310,15 @@ type Server struct {
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
 	limitReset  map[string]usedUp
-	// late holds LateInEngine placements until their time; lateRefused
-	// counts those refused when it came.
-	late        []lateCreate
-	lateRefused int
-}
-
-// lateCreate is a create request that the backend processes at due.
-type lateCreate struct {
-	body []byte
-	due  time.Time
+	// late holds LateInEngine create bodies until their time.
+	late venuefake.Late[[]byte]
 }
 
 // runLate books every late placement whose time has come; s.mu is held.
 func (s *Server) runLate() {
-	now := s.clock()
-	kept := s.late[:0]
-	for _, l := range s.late {
-		if now.Before(l.due) {
-			kept = append(kept, l)
-			continue
-		}
-		if rep := s.serveCreate(nil, l.body); rep.retCode != 0 {
-			s.lateRefused++
-		}
-	}
-	s.late = kept
+	s.late.Run(s.clock(), func(body []byte, _ time.Time) bool {
+		return s.serveCreate(nil, body).retCode == 0
+	})
 }
 
 // LateRefused counts LateInEngine placements refused when the backend
@@ -344,7 +328,7 @@ func (s *Server) LateRefused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runLate()
-	return s.lateRefused
+	return s.late.Refused()
 }
 
 // PendingLate counts LateInEngine placements not yet processed on the
@@ -353,7 +337,7 @@ func (s *Server) PendingLate() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runLate()
-	return len(s.late)
+	return s.late.Pending()
 }
 
 // usedUp is an endpoint whose rate limit ExhaustLimit used up.

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/shopspring/decimal"
 	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // reply is one answer before it is written: a JSON envelope with a retCode,
@@ -64,7 +65,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.write(w, fail(code, msg), now)
 			return
 		}
-		s.late = append(s.late, lateCreate{body: body, due: now.Add(f.Late)})
+		s.late.Add(body, now.Add(f.Late))
 		s.mu.Unlock()
 		s.writeFault(w, r, f, now)
 		return

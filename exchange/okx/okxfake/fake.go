@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -121,7 +122,6 @@ type Fault struct {
 type lateOrder struct {
 	body    []byte
 	expTime time.Time
-	due     time.Time
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -148,8 +148,7 @@ type Server struct {
 	nextID                        int64
 	faults                        []Fault
 	nextLag                       *time.Duration
-	late                          []lateOrder
-	lateRefused                   int
+	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
 }
 
@@ -396,7 +395,7 @@ func (s *Server) PendingInEngine() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runEngine()
-	return len(s.late)
+	return s.late.Pending()
 }
 
 // LateRefused is how many late orders the engine refused for expTime.
@@ -404,7 +403,7 @@ func (s *Server) LateRefused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runEngine()
-	return s.lateRefused
+	return s.late.Refused()
 }
 
 // Requests is how many requests path received.

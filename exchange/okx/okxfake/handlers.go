@@ -331,7 +331,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if faulted && f.Kind == FaultLateInEngine {
-		s.late = append(s.late, lateOrder{body: body, expTime: expTime, due: now.Add(f.Delay)})
+		s.late.Add(lateOrder{body: body, expTime: expTime}, now.Add(f.Delay))
 		s.mu.Unlock()
 		write(w, fail(http.StatusBadRequest, 50004, "API endpoint request timeout. (does not mean that the request was successful or failed, please check the request result)."))
 		return
@@ -481,17 +481,11 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 // runEngine hands due late orders to the engine: refused past their
 // expTime, booked otherwise; callers hold mu.
 func (s *Server) runEngine() {
-	now := s.now()
-	kept := s.late[:0]
-	for _, l := range s.late {
-		switch {
-		case now.Before(l.due):
-			kept = append(kept, l)
-		case !l.expTime.IsZero() && l.due.After(l.expTime):
-			s.lateRefused++
-		default:
-			s.place(l.body, l.due)
+	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
+		if !l.expTime.IsZero() && due.After(l.expTime) {
+			return false
 		}
-	}
-	s.late = kept
+		s.place(l.body, due)
+		return true
+	})
 }
