@@ -43,23 +43,13 @@ func withinRecvWindow(params url.Values, at time.Time) bool {
 
 // PendingInEngine counts FaultLateInEngine placements the matching engine
 // has not reached yet on the fake's clock.
-func (s *Server) PendingInEngine() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.late.Pending()
-}
+func (s *Server) PendingInEngine() int { return s.afterEngine(s.late.Pending) }
 
 // LateRefused counts FaultLateInEngine placements the matching engine
 // refused when they reached it (futures past timestamp + recvWindow, or
 // any order the book's rules refused by then): nothing was booked for
 // them.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.late.Refused()
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // HoldMarketOrders makes the next n market orders rest unexecuted (status
 // NEW, nothing filled) instead of filling at once, as a market order that
@@ -86,4 +76,13 @@ func (s *Server) queried(o *Order) {
 	}
 	s.execute(o, o.Quantity.Sub(o.ExecutedQty), s.symbols[o.Symbol].Price)
 	o.Status = "FILLED"
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runEngine()
+	return count()
 }

@@ -324,21 +324,11 @@ func (s *Server) runLate() {
 // LateRefused counts LateInEngine placements refused when the backend
 // reached them (their orderLinkId was taken by then, or a filter or the
 // balance refused them): nothing was booked for them.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runLate()
-	return s.late.Refused()
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // PendingLate counts LateInEngine placements not yet processed on the
 // fake's clock.
-func (s *Server) PendingLate() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runLate()
-	return s.late.Pending()
-}
+func (s *Server) PendingLate() int { return s.afterEngine(s.late.Pending) }
 
 // usedUp is an endpoint whose rate limit ExhaustLimit used up.
 type usedUp struct {
@@ -808,4 +798,13 @@ func (s *Server) takeFault(path string) (Fault, bool) {
 		s.faults[path] = slices.Delete(q, 0, 1)
 	}
 	return f, true
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runLate()
+	return count()
 }

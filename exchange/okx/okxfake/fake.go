@@ -391,20 +391,10 @@ func (s *Server) Orders() []Order {
 }
 
 // PendingInEngine is how many late orders have not reached the engine.
-func (s *Server) PendingInEngine() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.late.Pending()
-}
+func (s *Server) PendingInEngine() int { return s.afterEngine(s.late.Pending) }
 
 // LateRefused is how many late orders the engine refused for expTime.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.late.Refused()
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // Requests is how many requests path received.
 func (s *Server) Requests(path string) int {
@@ -448,4 +438,13 @@ func (s *Server) latest(clOrdID string) *Order {
 		}
 	}
 	return nil
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runEngine()
+	return count()
 }
