@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -581,13 +582,8 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 				<-r.Context().Done()
 				return
 			case FaultDropAfterAccept:
-				if hj, ok := w.(http.Hijacker); ok {
-					if conn, _, err := hj.Hijack(); err == nil {
-						_ = conn.Close()
-						return
-					}
-				}
-				panic(http.ErrAbortHandler)
+				venuefake.Drop(w)
+				return
 			}
 		}
 		writeJSON(w, http.StatusOK, body)

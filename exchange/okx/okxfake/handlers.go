@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -359,13 +360,8 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		case FaultDropAfterAccept:
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
+			venuefake.Drop(w)
+			return
 		}
 	}
 	write(w, rep)
