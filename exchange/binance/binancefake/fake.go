@@ -172,12 +172,11 @@ type Server struct {
 	URL string
 
 	apiKey, apiSecret string
-	clock             func() time.Time
+	clock             *venuefake.Clock
 	srv               *httptest.Server
 	closeOnce         sync.Once
 
 	mu            sync.Mutex
-	advance       time.Duration
 	symbols       map[string]Symbol
 	balances      map[string]decimal.Decimal
 	futuresWallet decimal.Decimal
@@ -241,7 +240,7 @@ func newServer(opts Options) *Server {
 	s := &Server{
 		apiKey:        opts.APIKey,
 		apiSecret:     opts.APISecret,
-		clock:         opts.Now,
+		clock:         venuefake.NewClock(opts.Now),
 		symbols:       map[string]Symbol{},
 		balances:      map[string]decimal.Decimal{},
 		futuresWallet: opts.FuturesWallet,
@@ -262,9 +261,6 @@ func newServer(opts Options) *Server {
 	}
 	if s.apiSecret == "" {
 		s.apiSecret = DefaultAPISecret
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	syms := opts.Symbols
 	if len(syms) == 0 {
@@ -330,21 +326,13 @@ func (s *Server) SetCredentials(key, secret string) {
 
 // Now is the fake's current time: Options.Now plus everything Advance
 // added.
-func (s *Server) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now()
-}
+func (s *Server) Now() time.Time { return s.clock.Now() }
 
-func (s *Server) now() time.Time { return s.clock().Add(s.advance) }
+func (s *Server) now() time.Time { return s.clock.Now() }
 
 // Advance moves the fake's clock forward by d (negative d moves it back),
 // for lookup lags and clock-skew tests.
-func (s *Server) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance += d
-}
+func (s *Server) Advance(d time.Duration) { s.clock.Advance(d) }
 
 // SetSymbol adds or replaces a symbol; its filters change at once, as when
 // Binance changes a step size.

@@ -131,10 +131,9 @@ type Server struct {
 
 	closeFn func()
 	done    chan struct{}
-	clock   func() time.Time
+	clock   *venuefake.Clock
 
 	mu                            sync.Mutex
-	advance                       time.Duration
 	apiKey, apiSecret, passphrase string
 	instruments                   map[string]Instrument // by instId
 	prices                        map[string]decimal.Decimal
@@ -186,13 +185,10 @@ func Start(addr string, opts Options) (*Server, error) {
 
 func newServer(opts Options) *Server {
 	s := &Server{
-		done: make(chan struct{}), clock: opts.Now,
+		done: make(chan struct{}), clock: venuefake.NewClock(opts.Now),
 		apiKey: opts.APIKey, apiSecret: opts.APISecret, passphrase: opts.Passphrase,
 		instruments: map[string]Instrument{}, prices: map[string]decimal.Decimal{}, balances: map[string]decimal.Decimal{},
 		positions: map[string]decimal.Decimal{}, leverage: map[string]int{}, leverageSets: map[string]int{}, requests: map[string]int{},
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	if s.apiKey == "" {
 		s.apiKey = DefaultAPIKey
@@ -234,20 +230,12 @@ func (s *Server) Close() {
 }
 
 // Now is the fake's clock.
-func (s *Server) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now()
-}
+func (s *Server) Now() time.Time { return s.clock.Now() }
 
-func (s *Server) now() time.Time { return s.clock().Add(s.advance) }
+func (s *Server) now() time.Time { return s.clock.Now() }
 
 // Advance moves the fake's clock forward.
-func (s *Server) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance += d
-}
+func (s *Server) Advance(d time.Duration) { s.clock.Advance(d) }
 
 // APIKey is the key the fake accepts.
 func (s *Server) APIKey() string {
