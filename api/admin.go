@@ -17,11 +17,6 @@ import (
 	"github.com/hoox/hoox/notify"
 )
 
-// PurgeFunc runs one purge on demand (db.Purge with the configured batch and
-// retention) and reports what it removed. It is injected so POST
-// /admin/purge runs exactly the code the periodic job and `hoox purge` run.
-type PurgeFunc func(ctx context.Context) (db.PurgeResult, error)
-
 // Admin serves the /admin routes: the operator's view of traces, orders and
 // the audit trail, key release, the kill switch, purge on demand and River's
 // UI. Every route sits behind requireAdmin. Fill the fields before passing
@@ -29,9 +24,9 @@ type PurgeFunc func(ctx context.Context) (db.PurgeResult, error)
 type Admin struct {
 	// Pool runs the admin queries.
 	Pool *pgxpool.Pool
-	// Purge backs POST /admin/purge; nil answers 503.
-	Purge PurgeFunc
-	// River, when set, mounts River's web UI under /admin/river.
+	// River, when set, mounts River's web UI under /admin/river and backs
+	// POST /admin/purge, which queues the periodic job's purge (jobs.PurgeArgs)
+	// on it; nil answers 503 there.
 	River *river.Client[pgx.Tx]
 	// Logger receives the River UI's logs; nil discards them.
 	Logger *slog.Logger
@@ -57,6 +52,7 @@ func (a *Admin) routes(g *echo.Group, cfg Config) {
 	g.DELETE("/traces/*", a.releaseTrace(cfg.LockWait))
 	g.GET("/orders", a.listOrders)
 	g.POST("/purge", a.purge)
+	g.GET("/purge/:job_id", a.purgeStatus)
 	g.GET("/stats", a.stats)
 	g.GET("/kill-switch", a.getKillSwitch)
 	g.PUT("/kill-switch", a.putKillSwitch)

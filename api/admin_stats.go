@@ -1,13 +1,20 @@
 package api
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/jobs"
 )
 
 // outcomeWindow counts audit events (received, duplicate, key_reused,
@@ -79,20 +86,80 @@ func (a *Admin) stats(c echo.Context) error {
 	return adminJSON(c, http.StatusOK, out)
 }
 
-// purgeResponse is POST /admin/purge: what this run removed.
+// purgeResponse is what one purge removed.
 type purgeResponse struct {
 	Traces int64 `json:"traces"`
 	Events int64 `json:"events"`
 }
 
-// purge runs the purge now, the same code as the periodic job.
+// purgeJobResponse is POST /admin/purge and GET /admin/purge/{job_id}: the
+// River job that runs the purge, and what it removed once it completed.
+type purgeJobResponse struct {
+	JobID int64 `json:"job_id"`
+	// State is River's: available, running, completed, discarded, ….
+	State string `json:"state"`
+	// AlreadyQueued is true when the POST found a purge already pending or
+	// running and answers with that one instead of queueing another.
+	AlreadyQueued bool       `json:"already_queued"`
+	CreatedAt     time.Time  `json:"created_at"`
+	FinalizedAt   *time.Time `json:"finalized_at"`
+	// Result is what the purge removed, once completed.
+	Result *purgeResponse `json:"result"`
+	// Errors are the failed attempt's errors (the purge runs once; the next
+	// periodic run is its retry).
+	Errors []string `json:"errors,omitempty"`
+	// StatusURL is where to follow the job.
+	StatusURL string `json:"status_url"`
+}
+
+func purgeJob(job *rivertype.JobRow) purgeJobResponse {
+	out := purgeJobResponse{JobID: job.ID, State: string(job.State), CreatedAt: job.CreatedAt.UTC(), FinalizedAt: utc(job.FinalizedAt),
+		StatusURL: "/admin/purge/" + strconv.FormatInt(job.ID, 10)}
+	if o := job.Output(); o != nil {
+		var r purgeResponse
+		if json.Unmarshal(o, &r) == nil {
+			out.Result = &r
+		}
+	}
+	for _, e := range job.Errors {
+		out.Errors = append(out.Errors, e.Error)
+	}
+	return out
+}
+
+// purge queues a purge (the periodic job's River job and code) and answers
+// at once with its job ID: a purge of a large backlog takes longer than any
+// HTTP request may be held. The job runs on a replica that works River's
+// purge queue, one at a time; GET /admin/purge/{job_id} follows it.
 func (a *Admin) purge(c echo.Context) error {
-	if a.Purge == nil {
+	if a.River == nil {
 		return problem(codes.Unavailable, "purge is not configured on this server")
 	}
-	res, err := a.Purge(c.Request().Context())
+	res, err := a.River.Insert(c.Request().Context(), jobs.PurgeArgs{RequestedBy: "admin"}, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("queue purge: %w", err)
 	}
-	return adminJSON(c, http.StatusOK, purgeResponse{Traces: res.Traces, Events: res.Events})
+	out := purgeJob(res.Job)
+	out.AlreadyQueued = res.UniqueSkippedAsDuplicate
+	c.Response().Header().Set(echo.HeaderLocation, out.StatusURL)
+	return adminJSON(c, http.StatusAccepted, out)
+}
+
+// purgeStatus is GET /admin/purge/{job_id}.
+func (a *Admin) purgeStatus(c echo.Context) error {
+	if a.River == nil {
+		return problem(codes.Unavailable, "purge is not configured on this server")
+	}
+	id, err := strconv.ParseInt(c.Param("job_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return problem(codes.InvalidRequest, "job_id must be a positive integer")
+	}
+	job, err := a.River.JobGet(c.Request().Context(), id)
+	if errors.Is(err, river.ErrNotFound) || (err == nil && job.Kind != (jobs.PurgeArgs{}).Kind()) {
+		return problem(codes.NotFound, fmt.Sprintf("no purge job %d", id))
+	}
+	if err != nil {
+		return fmt.Errorf("read purge job: %w", err)
+	}
+	return adminJSON(c, http.StatusOK, purgeJob(job))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/testfactory"
+	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/testcontainers"
 )
 
@@ -45,6 +47,14 @@ type adminBundle struct {
 // a real re-execution) and River's UI.
 func setupAdmin(t *testing.T) *adminBundle {
 	t.Helper()
+	return setupAdminWorking(t, nil)
+}
+
+// setupAdminWorking is setupAdmin with a River client that works the purge
+// queue with purge (built on the test's pool) and is started; nil purge
+// gives an insert-only client, as setupAdmin.
+func setupAdminWorking(t *testing.T, purge func(pool *pgxpool.Pool) river.Worker[jobs.PurgeArgs]) *adminBundle {
+	t.Helper()
 	dsn := testcontainers.NewDatabase(t)
 	pool := testcontainers.OpenPool(t, dsn)
 	venue := paper.New(paper.Config{Pool: testcontainers.OpenPool(t, dsn)})
@@ -53,12 +63,24 @@ func setupAdmin(t *testing.T) *adminBundle {
 		gateway.Deps{Pool: pool, MarkerPool: testcontainers.OpenPool(t, dsn), Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": venue}),
 			Metrics: gateway.NewMetrics(reg)})
 	t.Cleanup(gw.Close) // before the pools close
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	cfg := &river.Config{}
+	if purge != nil {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, purge(pool))
+		cfg = &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{jobs.QueuePurge: {MaxWorkers: 1}},
+			FetchCooldown: 10 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	}
+	rc, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	require.NoError(t, err)
-	admin := &api.Admin{Pool: pool, River: rc,
-		Purge: func(ctx context.Context) (db.PurgeResult, error) {
-			return db.Purge(ctx, pool, db.PurgeParams{Batch: 2})
-		}}
+	if purge != nil {
+		require.NoError(t, rc.Start(context.Background()))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = rc.Stop(ctx)
+		})
+	}
+	admin := &api.Admin{Pool: pool, River: rc}
 	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret},
 		api.Deps{Gateway: gw, Pool: pool, Registry: reg, Admin: admin})
 	return &adminBundle{pool: pool, handler: srv.Handler()}
@@ -144,7 +166,7 @@ func TestAdminRoutesNeedTheToken(t *testing.T) {
 		{http.MethodGet, "/admin/traces/k:held", "", http.StatusOK},
 		{http.MethodDelete, "/admin/traces/k:held", "", http.StatusOK},
 		{http.MethodGet, "/admin/orders", "", http.StatusOK},
-		{http.MethodPost, "/admin/purge", "", http.StatusOK},
+		{http.MethodPost, "/admin/purge", "", http.StatusAccepted},
 		{http.MethodGet, "/admin/stats", "", http.StatusOK},
 		{http.MethodGet, "/admin/kill-switch", "", http.StatusOK},
 		{http.MethodPut, "/admin/kill-switch", `{"engaged": false}`, http.StatusOK},
@@ -483,7 +505,9 @@ func TestAdminKillSwitch(t *testing.T) {
 
 func TestAdminPurgeAndStats(t *testing.T) {
 	t.Parallel()
-	b := setupAdmin(t)
+	b := setupAdminWorking(t, func(pool *pgxpool.Pool) river.Worker[jobs.PurgeArgs] {
+		return jobs.NewPurgeWorker(pool, db.PurgeParams{Batch: 2}, nil, nil)
+	})
 	now := time.Now()
 	for i := range 3 {
 		b.insertTrace(t, fmt.Sprintf("k:expired-%d", i), db.TraceDispatched, "paper", "BTCUSDT", "live", now.Add(-26*time.Hour), now.Add(-2*time.Hour))
@@ -505,8 +529,13 @@ INSERT INTO trace_events (trace_id, event, at) VALUES
 	require.Greater(t, stats["oldest_trace_age_seconds"].(float64), float64(25*3600))
 
 	res := b.do(t, http.MethodPost, "/admin/purge", "")
-	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
-	require.EqualValues(t, 3, res.json(t)["traces"])
+	require.Equal(t, http.StatusAccepted, res.Status, string(res.Body))
+	job := res.json(t)
+	require.Positive(t, job["job_id"])
+	require.Equal(t, job["status_url"], res.Header.Get("Location"))
+	done := b.waitPurge(t, job["status_url"].(string))
+	require.Equal(t, "completed", done["state"], done)
+	require.EqualValues(t, 3, done["result"].(map[string]any)["traces"])
 
 	stats = b.do(t, http.MethodGet, "/admin/stats", "").json(t)
 	require.EqualValues(t, 1, stats["live_traces"])
@@ -525,6 +554,10 @@ INSERT INTO trace_events (trace_id, event, at) VALUES
 	detail := b.do(t, http.MethodGet, "/admin/traces/k:expired-0", "").json(t)
 	require.Nil(t, detail["trace"])
 	require.Len(t, detail["orders"], 1)
+
+	var actor string
+	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT updated_by FROM settings WHERE key = $1", db.SettingLastPurge).Scan(&actor))
+	require.Equal(t, "admin", actor, "the admin's purge is recorded as the admin's")
 
 	// A server without a purge says so instead of pretending.
 	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret}, api.Deps{Pool: b.pool, Admin: &api.Admin{Pool: b.pool}})
@@ -623,4 +656,72 @@ func TestAdminReleaseWaitsTheConfiguredLockWait(t *testing.T) {
 	d, err := db.GetTrace(ctx, pool, "k:busy")
 	require.NoError(t, err)
 	require.NotNil(t, d.Trace, "the trace is kept")
+}
+
+// waitPurge follows a purge job at statusURL until River finalizes it.
+func (b *adminBundle) waitPurge(t *testing.T, statusURL string) map[string]any {
+	t.Helper()
+	var job map[string]any
+	require.Eventually(t, func() bool {
+		res := b.do(t, http.MethodGet, statusURL, "")
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		job = res.json(t)
+		return job["finalized_at"] != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	return job
+}
+
+// blockedPurge is a purge worker that holds its job until released, so a
+// test can ask the admin API about a purge that is still running.
+type blockedPurge struct {
+	river.WorkerDefaults[jobs.PurgeArgs]
+	started, release chan struct{}
+}
+
+func (w *blockedPurge) Work(ctx context.Context, _ *river.Job[jobs.PurgeArgs]) error {
+	close(w.started)
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return river.RecordOutput(ctx, db.PurgeResult{Traces: 7})
+}
+
+// POST /admin/purge answers with a job ID while the purge still runs,
+// instead of holding the request for the whole purge (a large backlog
+// outlasts the server's write timeout); a second request while it runs
+// gets the same job, and GET follows it to its result.
+func TestAdminPurgeAnswersWithAJobWhileThePurgeRuns(t *testing.T) {
+	t.Parallel()
+	w := &blockedPurge{started: make(chan struct{}), release: make(chan struct{})}
+	b := setupAdminWorking(t, func(*pgxpool.Pool) river.Worker[jobs.PurgeArgs] { return w })
+
+	res := b.do(t, http.MethodPost, "/admin/purge", "")
+	require.Equal(t, http.StatusAccepted, res.Status, string(res.Body))
+	first := res.json(t)
+	require.Equal(t, false, first["already_queued"])
+	select {
+	case <-w.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the purge job never started")
+	}
+
+	// The purge is running: the API still answers at once, with the job.
+	status := b.do(t, http.MethodGet, first["status_url"].(string), "")
+	require.Equal(t, http.StatusOK, status.Status, string(status.Body))
+	require.Equal(t, "running", status.json(t)["state"])
+	again := b.do(t, http.MethodPost, "/admin/purge", "")
+	require.Equal(t, http.StatusAccepted, again.Status, string(again.Body))
+	require.Equal(t, first["job_id"], again.json(t)["job_id"], "one purge at a time: the running one is the answer")
+	require.Equal(t, true, again.json(t)["already_queued"])
+
+	close(w.release)
+	done := b.waitPurge(t, first["status_url"].(string))
+	require.Equal(t, "completed", done["state"])
+	require.EqualValues(t, 7, done["result"].(map[string]any)["traces"])
+
+	// Only purge jobs are shown here.
+	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/admin/purge/999999", "").Status)
+	require.Equal(t, http.StatusBadRequest, b.do(t, http.MethodGet, "/admin/purge/x", "").Status)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 		// The document spells Echo's trace wildcard as {trace_id}.
 		p = strings.Replace(p, "/admin/traces/*", "/admin/traces/{trace_id}", 1)
+		// and Echo's :param as {param}.
+		p = regexp.MustCompile(`:([a-z_]+)`).ReplaceAllString(p, "{$1}")
 		served = append(served, r.Method+" "+p)
 	}
 

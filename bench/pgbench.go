@@ -21,13 +21,52 @@ import (
 )
 
 // DefaultScript is the script the throughput goal is measured against: the
-// least durable work one signal needs (MinimalScript).
-const DefaultScript = "minimal.sql"
+// minimal durable work of hoox's own protocol (referenceScript).
+const DefaultScript = "reference.sql"
 
 // PgbenchVariants are the scripts PgbenchScript writes, DefaultScript first.
 func PgbenchVariants() []string {
-	return []string{DefaultScript, "claim.sql", "claim-pipelined.sql", "claim-nomarker.sql"}
+	return []string{DefaultScript, "minimal.sql", "claim.sql", "claim-pipelined.sql", "claim-nomarker.sql"}
 }
+
+// ReferenceSchema holds the bare tables of the reference script, in a
+// schema of their own so they never mix with hoox's: the intent (i), the
+// venue's book (f), the trace (t), the order (o) and the audit event (e).
+const ReferenceSchema = `
+CREATE SCHEMA IF NOT EXISTS reference;
+CREATE TABLE IF NOT EXISTS reference.i (client_order_id text PRIMARY KEY, lock_key text NOT NULL,
+                                        sent_at timestamptz NOT NULL DEFAULT now(), outcome text);
+CREATE INDEX IF NOT EXISTS i_sent_at_idx ON reference.i (sent_at);
+CREATE TABLE IF NOT EXISTS reference.f (client_order_id text PRIMARY KEY, symbol text NOT NULL, quantity numeric NOT NULL);
+CREATE TABLE IF NOT EXISTS reference.t (trace_id text PRIMARY KEY, fingerprint bytea NOT NULL, status text NOT NULL,
+                                        expires_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS reference.o (trace_id text NOT NULL, client_order_id text PRIMARY KEY, symbol text NOT NULL,
+                                        quantity numeric NOT NULL, status text NOT NULL);
+CREATE TABLE IF NOT EXISTS reference.e (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, trace_id text NOT NULL,
+                                        event text NOT NULL, at timestamptz NOT NULL DEFAULT now(), detail jsonb NOT NULL)`
+
+// referenceScript is the minimal durable work of hoox's recovery protocol
+// for one new signal (issue 21), one statement per round trip: (1) the
+// intent (client order ID, lock key, sent_at, indexed by sent_at for the
+// sweeper) in its own synchronous commit, which the protocol requires
+// before the first byte goes to a venue; (2) the venue's own commit (the
+// paper fill, which paper's pool commits with synchronous_commit off, as
+// in hoox); (3) one transaction: the advisory lock, the trace insert, the
+// order insert, one audit event, the intent's settlement and the trace
+// update. :k is the signal's key.
+const referenceScript = `INSERT INTO reference.i (client_order_id, lock_key) VALUES (md5(:k), :k) ON CONFLICT DO NOTHING;
+SET synchronous_commit = off;
+INSERT INTO reference.f (client_order_id, symbol, quantity) VALUES (md5(:k), 'BTCUSDT', 0.001) ON CONFLICT DO NOTHING;
+RESET synchronous_commit;
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtextextended(:k, 0));
+INSERT INTO reference.t (trace_id, fingerprint, status, expires_at) VALUES (:k, sha256(convert_to(:k, 'UTF8')), 'dispatching', now() + interval '24 hours') ON CONFLICT DO NOTHING;
+INSERT INTO reference.o (trace_id, client_order_id, symbol, quantity, status) VALUES (:k, md5(:k), 'BTCUSDT', 0.001, 'filled') ON CONFLICT DO NOTHING;
+INSERT INTO reference.e (trace_id, event, detail) VALUES (:k, 'dispatched', '{}');
+UPDATE reference.i SET outcome = 'dispatched' WHERE client_order_id = md5(:k);
+UPDATE reference.t SET status = 'dispatched' WHERE trace_id = :k;
+COMMIT;
+`
 
 // MinimalSchema holds the four bare tables of the minimal script, in a
 // schema of their own so they never mix with hoox's.
@@ -185,9 +224,11 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 	return rt, errors.Join(errs...)
 }
 
-// PgbenchScript returns the pgbench script named variant. minimal.sql is
-// the least durable work one signal needs (see minimalScript; it runs on
-// MinimalSchema's tables, which RunPgbench creates). The others are built
+// PgbenchScript returns the pgbench script named variant. reference.sql is
+// the minimal durable work of hoox's protocol (see referenceScript; it runs
+// on ReferenceSchema's tables, which RunPgbench creates) and the ratio's
+// reference; minimal.sql is the earlier reference, which left out the
+// intent's synchronous commit (MinimalSchema). The others are built
 // from the statements hoox runs (db.ClaimLockSQL, db.ClaimSQL, db.InsertOrderSQL,
 // db.SettleTraceSQL, db.InsertEventSQL, paper.InsertSQL) with pgbench
 // expressions in place of their parameters, so the benchmark cannot drift
@@ -217,11 +258,15 @@ func PgbenchScript(variant string) (string, error) {
 	var trips [][]string
 	pipelined := true
 	switch variant {
-	case "minimal.sql":
+	case "reference.sql", "minimal.sql":
+		text, what := referenceScript, "the minimal durable work of hoox's protocol (bench.ReferenceSchema's tables)"
+		if variant == "minimal.sql" {
+			text, what = minimalScript, "the least durable work for one signal, without the intent (bench.MinimalSchema's tables)"
+		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "-- %s: the least durable work for one signal (bench.MinimalSchema's tables).\n", variant)
+		fmt.Fprintf(&b, "-- %s: %s.\n", variant, what)
 		b.WriteString("\\set r random(1, 9000000000000000000)\n")
-		b.WriteString(strings.ReplaceAll(minimalScript, ":k", cast(pgTraceID, "text")))
+		b.WriteString(strings.ReplaceAll(text, ":k", cast(pgTraceID, "text")))
 		return b.String(), nil
 	// The intent and the fill come first, as in hoox (where they commit
 	// while the claim is open): the record then settles the intent, and
@@ -266,6 +311,11 @@ type PgbenchConfig struct {
 	Duration time.Duration
 	// Script names a variant of PgbenchScript; DefaultScript when empty.
 	Script string
+	// Rate, when positive, is pgbench's -R: an open loop at this many
+	// scripts per second, whose latencies (from the scheduled start, so
+	// queueing counts as it does for the HTTP load) are in
+	// PgbenchResult.Latencies.
+	Rate int
 }
 
 // PgbenchResult is what pgbench reported.
@@ -277,19 +327,23 @@ type PgbenchResult struct {
 	// CPU is the pgbench process's own CPU time (user and system).
 	CPU    time.Duration
 	Output string
+	// Latencies summarise every transaction's latency (from pgbench's
+	// per-transaction log) when the run was rate-limited.
+	Latencies Outcome
 }
 
 var processedRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 
-// createMinimalSchema creates MinimalSchema's tables when missing.
-func createMinimalSchema(ctx context.Context, databaseURL string) error {
+// createSchema creates a bare script's tables (MinimalSchema,
+// ReferenceSchema) when missing.
+func createSchema(ctx context.Context, databaseURL, schema string) error {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
-		return fmt.Errorf("minimal schema: %w", err)
+		return fmt.Errorf("pgbench schema: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, MinimalSchema); err != nil {
-		return fmt.Errorf("minimal schema: %w", err)
+	if _, err := conn.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("pgbench schema: %w", err)
 	}
 	return nil
 }
@@ -314,8 +368,13 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	if err != nil {
 		return PgbenchResult{}, fmt.Errorf("pgbench script: %w", err)
 	}
-	if cfg.Script == "minimal.sql" {
-		if err := createMinimalSchema(ctx, cfg.DatabaseURL); err != nil {
+	switch cfg.Script {
+	case "minimal.sql":
+		if err := createSchema(ctx, cfg.DatabaseURL, MinimalSchema); err != nil {
+			return PgbenchResult{}, err
+		}
+	case "reference.sql":
+		if err := createSchema(ctx, cfg.DatabaseURL, ReferenceSchema); err != nil {
 			return PgbenchResult{}, err
 		}
 	}
@@ -325,7 +384,12 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 	}
 	secs := max(int(cfg.Duration.Round(time.Second)/time.Second), 1)
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Clients), "-j", strconv.Itoa(cfg.Threads),
-		"-T", strconv.Itoa(secs), "-f", script, "-D", "run=" + RunID(), cfg.DatabaseURL}
+		"-T", strconv.Itoa(secs), "-f", script, "-D", "run=" + RunID()}
+	logPrefix := filepath.Join(dir, "txlog")
+	if cfg.Rate > 0 {
+		args = append(args, "-R", strconv.Itoa(cfg.Rate), "-l", "--log-prefix", logPrefix)
+	}
+	args = append(args, cfg.DatabaseURL)
 	cmd := exec.CommandContext(ctx, filepath.Join(cfg.BinDir, "pgbench"), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -345,6 +409,13 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 		f, _ := strconv.ParseFloat(m[1], 64)
 		res.Latency = time.Duration(f * float64(time.Millisecond))
 	}
+	if cfg.Rate > 0 {
+		lats, err := readTxLogs(dir)
+		if err != nil {
+			return res, err
+		}
+		res.Latencies = summarise("pgbench", lats)
+	}
 	if strings.Contains(res.Output, "number of failed transactions: ") && !strings.Contains(res.Output, "number of failed transactions: 0 ") {
 		return res, fmt.Errorf("pgbench reported failed transactions: %s", tail(res.Output, 1500))
 	}
@@ -356,4 +427,35 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// readTxLogs reads the latencies of pgbench's per-transaction logs (-l)
+// in dir: the third field of each line, in microseconds.
+func readTxLogs(dir string) ([]time.Duration, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "txlog*"))
+	if err != nil {
+		return nil, err
+	}
+	var lats []time.Duration
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 3 {
+				continue
+			}
+			us, err := strconv.ParseInt(fields[2], 10, 64)
+			if err != nil {
+				continue // "skipped" under -L, or a partial line
+			}
+			lats = append(lats, time.Duration(us)*time.Microsecond)
+		}
+	}
+	if len(lats) == 0 {
+		return nil, errors.New("pgbench: no per-transaction log")
+	}
+	return lats, nil
 }

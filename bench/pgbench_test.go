@@ -87,8 +87,8 @@ func expressionEnd(script string, pos int, next string) int {
 func TestPgbenchScriptRunsHooxStatements(t *testing.T) {
 	t.Parallel()
 	for _, variant := range PgbenchVariants() {
-		if variant == "minimal.sql" {
-			continue // the reference, not hoox's statements
+		if variant == "minimal.sql" || variant == "reference.sql" {
+			continue // references, not hoox's statements
 		}
 		t.Run(variant, func(t *testing.T) {
 			t.Parallel()
@@ -232,4 +232,51 @@ func TestMinimalScriptDoesTheWorkOfOneSignal(t *testing.T) {
 	require.Equal(t, traces, events)
 	require.GreaterOrEqual(t, venue, traces)
 	require.LessOrEqual(t, venue, traces+2, "at most one venue row per client cut short")
+}
+
+// TestReferenceScriptDoesTheProtocolsWork runs the corrected reference
+// (issue 21): every transaction pgbench counts left one intent, settled,
+// one venue row, one settled trace, one order and one event.
+func TestReferenceScriptDoesTheProtocolsWork(t *testing.T) {
+	binDir, err := localpg.FindBinDir()
+	if err != nil {
+		t.Skipf("no PostgreSQL server binaries (pgbench): %v", err)
+	}
+	url := testcontainers.NewDatabase(t)
+	ctx := t.Context()
+	res, err := RunPgbench(ctx, PgbenchConfig{BinDir: binDir, DatabaseURL: url, Clients: 2, Threads: 1,
+		Duration: time.Second, Script: "reference.sql"})
+	require.NoError(t, err, "pgbench output: %s", res.Output)
+	require.Positive(t, res.Transactions)
+
+	pool := testcontainers.OpenPool(t, url)
+	var intents, settledIntents, venue, traces, settled, orders, events int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM reference.i),
+       (SELECT count(*) FROM reference.i WHERE outcome = 'dispatched'), (SELECT count(*) FROM reference.f),
+       (SELECT count(*) FROM reference.t), (SELECT count(*) FROM reference.t WHERE status = 'dispatched'),
+       (SELECT count(*) FROM reference.o), (SELECT count(*) FROM reference.e)`).
+		Scan(&intents, &settledIntents, &venue, &traces, &settled, &orders, &events))
+	require.Equal(t, res.Transactions, traces, "one trace per completed script")
+	require.Equal(t, traces, settled, "every trace settled")
+	require.Equal(t, traces, settledIntents, "every completed script settled its intent")
+	require.Equal(t, traces, orders)
+	require.Equal(t, traces, events)
+	require.GreaterOrEqual(t, venue, traces)
+	require.LessOrEqual(t, intents, traces+2, "at most one unsettled intent per client cut short")
+	require.LessOrEqual(t, venue, traces+2, "at most one venue row per client cut short")
+}
+
+// A rate-limited run reports its transactions' latency distribution.
+func TestPgbenchAtARateReportsLatencies(t *testing.T) {
+	binDir, err := localpg.FindBinDir()
+	if err != nil {
+		t.Skipf("no PostgreSQL server binaries (pgbench): %v", err)
+	}
+	url := testcontainers.NewDatabase(t)
+	res, err := RunPgbench(t.Context(), PgbenchConfig{BinDir: binDir, DatabaseURL: url, Clients: 2, Threads: 1,
+		Duration: time.Second, Script: "reference.sql", Rate: 50})
+	require.NoError(t, err, "pgbench output: %s", res.Output)
+	require.Positive(t, res.Latencies.Count)
+	require.Positive(t, res.Latencies.P50)
+	require.GreaterOrEqual(t, res.Latencies.P99, res.Latencies.P50)
 }

@@ -5,30 +5,107 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/db"
 )
 
+// seedExpiredSQL inserts $2 expired traces the way production leaves them:
+// derived trace IDs (random, so the primary key is written all over),
+// received between 2 and 1 days ago and so expired at spread times over the
+// last day, mostly dispatched with an order reference. One in a hundred is
+// failed with its order unknown (no settled intent): the purge must keep
+// those (issue 17 B3).
 const seedExpiredSQL = `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
-                       signal, source_ip, received_at, updated_at, expires_at)
-SELECT 'k:expired-' || $1::text || '-' || g, md5(g::text), 'live', 'client', 'dispatched', 'paper', 'EXPIRED', 'buy',
-       '{"action":"buy","exchange":"paper","quantity":"0.01","symbol":"EXPIRED"}'::jsonb, '127.0.0.1',
-       now() - interval '2 days', now() - interval '2 days', now() - interval '1 day'
-FROM generate_series(1, $2::bigint) g`
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id,
+                       order_id, signal, source_ip, received_at, updated_at, expires_at)
+SELECT 'd:' || h, h, 'live', 'derived', CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'dispatched' END, 'paper', 'EXPIRED', 'buy',
+       'hx' || substr(h, 1, 30), gen_random_uuid(),
+       jsonb_build_object('action', 'buy', 'exchange', 'paper', 'quantity', '0.01', 'symbol', 'EXPIRED', 'timestamp', g, 'run', $1::text),
+       '127.0.0.1', r, r, r + interval '24 hours'
+FROM (SELECT g, encode(sha256(convert_to($1::text || '-' || g, 'UTF8')), 'hex') AS h,
+             now() - interval '48 hours' + random() * interval '24 hours' AS r
+      FROM generate_series(1, $2::bigint) g) s`
 
-// SeedExpired inserts n trace rows that expired a day ago, for the purge
-// benchmark, and vacuums the table so the purge starts from a steady state.
+// seedEventsSQL gives each seeded trace the three audit rows a new signal
+// writes (received, dispatch_started, dispatched), a few milliseconds
+// apart.
+const seedEventsSQL = `
+INSERT INTO trace_events (trace_id, event, at, source_ip, detail)
+SELECT t.trace_id, e.event, t.received_at + e.off, '127.0.0.1', e.detail
+FROM trace_ids t
+CROSS JOIN (VALUES ('received', interval '0', '{"key_source": "derived"}'::jsonb),
+                   ('dispatch_started', interval '1 millisecond', '{"exchange": "paper", "symbol": "EXPIRED"}'::jsonb),
+                   ('dispatched', interval '3 milliseconds', '{"order_status": "filled"}'::jsonb)) AS e(event, off, detail)
+WHERE t.symbol = 'EXPIRED' AND t.signal->>'run' = $1::text`
+
+// restoreIndexesSQL lists the indexes and primary keys of the tables a
+// restore loads, with the statements that build them again.
+const restoreIndexesSQL = `
+SELECT 'ALTER TABLE ' || c.conrelid::regclass || ' DROP CONSTRAINT ' || quote_ident(c.conname),
+       'ALTER TABLE ' || c.conrelid::regclass || ' ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid)
+FROM pg_constraint c
+WHERE c.conrelid = ANY ($1::regclass[]) AND c.contype = 'p'
+UNION ALL
+SELECT 'DROP INDEX ' || i.indexrelid::regclass, pg_get_indexdef(i.indexrelid)
+FROM pg_index i
+WHERE i.indrelid = ANY ($1::regclass[]) AND NOT i.indisprimary`
+
+// SeedExpired inserts n expired traces with three audit events each, loaded
+// the way a restore loads them: rows first, then the indexes built, and no
+// ANALYZE, so the purge meets stale statistics and unset hint bits, as
+// after a restore or a bulk backfill. It returns how long the load took.
 func SeedExpired(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, error) {
 	start := time.Now()
-	if _, err := pool.Exec(ctx, seedExpiredSQL, RunID(), n); err != nil {
+	run := RunID()
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, restoreIndexesSQL, []string{"trace_ids", "trace_events"})
+		if err != nil {
+			return err
+		}
+		var drops, builds []string
+		for rows.Next() {
+			var drop, build string
+			if err := rows.Scan(&drop, &build); err != nil {
+				return err
+			}
+			drops, builds = append(drops, drop), append(builds, build)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, s := range drops {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, seedExpiredSQL, run, n); err != nil {
+			return fmt.Errorf("seed expired traces: %w", err)
+		}
+		if _, err := tx.Exec(ctx, seedEventsSQL, run); err != nil {
+			return fmt.Errorf("seed their events: %w", err)
+		}
+		for _, s := range builds {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("seed expired traces: %w", err)
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE trace_ids"); err != nil {
-		return 0, fmt.Errorf("vacuum trace_ids: %w", err)
-	}
 	return time.Since(start), nil
+}
+
+// UnknownKept counts the seeded expired traces whose order is unknown:
+// how many are still held, and how many the purge removed (it must remove
+// none).
+func UnknownKept(ctx context.Context, pool *pgxpool.Pool) (held, purged int, err error) {
+	err = pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM trace_ids WHERE symbol = 'EXPIRED' AND status = 'failed'),
+       (SELECT count(*) FROM trace_events WHERE event = 'purged' AND detail->>'status' = 'failed')`).Scan(&held, &purged)
+	return held, purged, err
 }
 
 // PurgeRun is one timed db.Purge.
@@ -38,13 +115,13 @@ type PurgeRun struct {
 	Err     error
 }
 
-// StartPurge runs db.Purge in the background with hoox's defaults (batch
-// 5000, audit rows kept) and delivers its result on the channel.
-func StartPurge(ctx context.Context, pool *pgxpool.Pool, batch int) <-chan PurgeRun {
+// StartPurge runs db.Purge in the background with hoox's defaults (audit
+// rows kept) and delivers its result on the channel.
+func StartPurge(ctx context.Context, pool *pgxpool.Pool, params db.PurgeParams) <-chan PurgeRun {
 	done := make(chan PurgeRun, 1)
 	go func() {
 		start := time.Now()
-		res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: batch, Duty: db.DefaultPurgeDuty, Actor: "bench"})
+		res, err := db.Purge(ctx, pool, params)
 		done <- PurgeRun{Result: res, Elapsed: time.Since(start), Err: err}
 	}()
 	return done

@@ -229,7 +229,12 @@ LEFT JOIN LATERAL (
            (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint AS sent_ago_us,
            ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond') AS same_window
     FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14 AND i.outcome IS NULL
+    -- coalesce(outcome, '') keeps the partial indexes on outcome out of
+    -- these lookups (the planner cannot prove their predicates from it):
+    -- read through them, unfiltered by lock key, a claim cost as much as
+    -- there were unsettled (or failed) intents in all (00005, 00010). The
+    -- lock key's own few rows come from (lock_key, execution).
+    WHERE r.claimed AND i.lock_key = $14 AND coalesce(i.outcome, '') = ''
     ORDER BY i.sent_at LIMIT 1
 ) p ON true
 LEFT JOIN LATERAL (
@@ -238,7 +243,7 @@ LEFT JOIN LATERAL (
                'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint)
              ORDER BY i.execution) AS unknown
     FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14 AND i.outcome = 'failed'
+    WHERE r.claimed AND i.lock_key = $14 AND coalesce(i.outcome, '') = 'failed'
       AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
 ) u ON true`
 

@@ -357,3 +357,40 @@ func TestRecoverDecidesOnTheSendUnderTheLock(t *testing.T) {
 	require.True(t, done)
 	require.True(t, decided.Equal(resent), "decided on the send at %v, not the resend at %v (listed %v)", decided, resent, listed)
 }
+
+// The claim looks up a lock key's unsettled intents through the lock key's
+// own rows, never by walking every unsettled intent in sent_at order: with
+// thousands of them (crash leftovers before the sweeper's pass) that walk
+// made each claim cost as much as they were many (migrations 00005, 00010).
+func TestClaimPendingLookupUsesTheLockKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	_, err := pool.Exec(ctx, `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
+                              order_spec, signal, received_at, sent_at, execution)
+SELECT 'hx' || g, 'k:other-' || g, 'k:other-' || g, 'fp', 'live', 'client', 'paper', 'BTCUSDT', 'buy', '{}', '{}',
+       now() - interval '1 hour', now() - interval '1 hour' + g * interval '1 millisecond', 0
+FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on statistics
+	require.NoError(t, err)
+	p := claimParams("k:new")
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			_, err := pool.Exec(ctx, "ANALYZE dispatch_intents")
+			require.NoError(t, err)
+		}
+		rows, err := pool.Query(ctx, "EXPLAIN "+db.ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
+			p.Signal, p.SourceIP, nil, int64(3600000), []byte(`{}`), nil, p.LockKey)
+		require.NoError(t, err)
+		var plan []string
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			plan = append(plan, line)
+		}
+		require.NoError(t, rows.Err())
+		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_unsettled_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_unknown_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+		require.Contains(t, fmt.Sprint(plan), "dispatch_intents_lock_key_execution_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+	}
+}

@@ -31,9 +31,20 @@ type PurgeParams struct {
 	// that every signal's commit must flush; paced, the signals keep their
 	// latency. 0 (or 1 and above) runs flat out, as `hoox purge` does.
 	Duty float64
+	// Pacer, when set, decides the pause after each full batch instead of
+	// Duty: hoox passes one driven by the signals' own latency
+	// (internal/pace), so the purge runs flat out while no signal waits and
+	// backs off while signals slow down.
+	Pacer Pacer
 	// Actor names who ran the purge (the periodic job, the CLI, an admin) in
 	// settings.updated_by; "purge" when empty.
 	Actor string
+}
+
+// Pacer says how long background work pauses after a batch that took
+// batch.
+type Pacer interface {
+	Pause(batch time.Duration) time.Duration
 }
 
 // DefaultPurgeDuty paces the periodic purge and POST /admin/purge: a
@@ -72,34 +83,81 @@ type PurgeResult struct {
 // (OrderUnknownSQL: reconciling, or failed with the outcome unknown) are
 // kept past expiry: the dedup record must outlive the uncertainty; once a
 // reconcile or the sweeper settles them a later purge removes them.
+//
+// Each batch walks trace_ids_expires_at_idx once, from where the previous
+// batch stopped ($2, the latest expiry it removed; expiries only grow, as
+// every new trace expires a TTL from now), so no batch re-walks the index
+// entries its predecessors left dead; it deletes the rows it locked by
+// their ctid (a TID scan: the row lock keeps the ctid stable), never
+// probing the primary key again, whatever the statistics say. Rows it
+// skipped (locked, or the order unknown) stay behind the keyset until the
+// next purge starts from the beginning.
 const purgeTracesSQL = `
 WITH doomed AS (
-    SELECT t.trace_id FROM trace_ids t
-    WHERE t.expires_at < now() AND NOT ` + OrderUnknownSQL + `
+    SELECT t.ctid FROM trace_ids t
+    WHERE t.expires_at < now() AND t.expires_at >= $2 AND NOT ` + OrderUnknownSQL + `
     ORDER BY t.expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), d AS (
-    DELETE FROM trace_ids t USING doomed
-    WHERE t.trace_id = doomed.trace_id
-    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+    DELETE FROM trace_ids t
+    WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+    RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, 'purged',
+           jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
+    FROM d
 )
-INSERT INTO trace_events (trace_id, event, detail)
-SELECT trace_id, 'purged',
-       jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
-FROM d`
+SELECT count(*), coalesce(max(expires_at), $2), count(DISTINCT (row_ctid::text::point)[0]) FROM d`
 
-// purgeEventsSQL deletes one batch of audit rows older than the retention.
+// purgeTracePagesSQL deletes the expired traces in heap pages [$1, $2) of
+// trace_ids (a TID range scan, PostgreSQL 14+), with the same conditions,
+// locks and purged events as purgeTracesSQL. When the expired rows lie
+// scattered over the table (a restore, or months of vacuum reusing free
+// space, break the link between expiry and place), deleting in expiry
+// order dirties a page per row and, after each checkpoint, writes a full
+// 8 kB page image per row to the WAL that every signal's commit waits
+// on; sweeping the pages in order dirties each page once for all its
+// expired rows.
+const purgeTracePagesSQL = `
+WITH doomed AS (
+    SELECT t.ctid FROM trace_ids t
+    WHERE t.ctid >= format('(%s,0)', $1::bigint)::tid AND t.ctid < format('(%s,0)', $2::bigint)::tid
+      AND t.expires_at < now() AND NOT ` + OrderUnknownSQL + `
+    FOR UPDATE SKIP LOCKED
+), d AS (
+    DELETE FROM trace_ids t
+    WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, 'purged',
+           jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
+    FROM d
+)
+SELECT count(*) FROM d`
+
+// tracePagesSQL is trace_ids' size in pages when the sweep starts; rows
+// added later are not expired.
+const tracePagesSQL = `SELECT pg_relation_size('trace_ids') / current_setting('block_size')::bigint`
+
+// purgeEventsSQL deletes one batch of audit rows older than the retention,
+// walking trace_events_at_idx from where the previous batch stopped ($3)
+// and deleting by ctid, as purgeTracesSQL does.
 const purgeEventsSQL = `
 WITH doomed AS (
-    SELECT trace_id, id FROM trace_events
-    WHERE at < now() - $2::bigint * interval '1 millisecond'
+    SELECT ctid, at FROM trace_events
+    WHERE at < now() - $2::bigint * interval '1 millisecond' AND at >= $3
     ORDER BY at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
+), d AS (
+    DELETE FROM trace_events e
+    WHERE e.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
+    RETURNING e.at
 )
-DELETE FROM trace_events e USING doomed
-WHERE e.trace_id = doomed.trace_id AND e.id = doomed.id`
+SELECT count(*), coalesce(max(at), $3) FROM d`
 
 // recordPurgeSQL keeps the last run where every replica's admin API can
 // read it; the time is the database's, like expires_at.
@@ -125,19 +183,27 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	if actor == "" {
 		actor = "purge"
 	}
+	pause := func(took time.Duration) time.Duration {
+		if p.Pacer != nil {
+			return p.Pacer.Pause(took)
+		}
+		if p.Duty <= 0 || p.Duty >= 1 {
+			return 0
+		}
+		return time.Duration(float64(took) * (1 - p.Duty) / p.Duty)
+	}
 	var res PurgeResult
 	var err error
-	res.Traces, err = purgeBatches(ctx, batch, p.Duty, func() (int64, error) {
-		tag, err := pool.Exec(ctx, purgeTracesSQL, batch)
-		return tag.RowsAffected(), err
-	})
+	res.Traces, err = purgeTraces(ctx, pool, batch, pause)
 	if err != nil {
 		return res, fmt.Errorf("purge expired traces: %w", translate(err))
 	}
 	if p.AuditRetention > 0 {
-		res.Events, err = purgeBatches(ctx, batch, p.Duty, func() (int64, error) {
-			tag, err := pool.Exec(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds())
-			return tag.RowsAffected(), err
+		from := time.Time{} // nothing was written before the epoch
+		res.Events, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds(), from).Scan(&n, &from)
+			return n, err
 		})
 		if err != nil {
 			return res, fmt.Errorf("purge audit events: %w", translate(err))
@@ -149,9 +215,86 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	return res, nil
 }
 
+// purgeTraces removes the expired traces: in expiry order through the
+// expiry index while the batches find their rows packed together (the
+// steady state: a minute's expiries, written a TTL ago, side by side), and
+// by sweeping the table's pages in order once a full batch finds them
+// scattered (fewer than two rows per page it touched). After a sweep the
+// index pass runs again and finds what the sweep could not lock.
+func purgeTraces(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
+	var total int64
+	from := time.Time{} // nothing expires before the epoch
+	scattered := false
+	n, err := purgeBatches(ctx, batch, pause, func() (int64, error) {
+		var n, pages int64
+		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
+		if err == nil && n == int64(batch) && pages > n/2 {
+			// Committed and counted; a zero stops the index pass and the
+			// sweep takes over.
+			scattered, total = true, total+n
+			return 0, nil
+		}
+		return n, err
+	})
+	total += n
+	if err != nil || !scattered {
+		return total, err
+	}
+	n, err = sweepTracePages(ctx, pool, batch, pause)
+	total += n
+	if err != nil {
+		return total, err
+	}
+	from = time.Time{}
+	n, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
+		var n, pages int64
+		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
+		return n, err
+	})
+	return total + n, err
+}
+
+// sweepTracePages runs purgeTracePagesSQL over the table's pages in
+// order, sizing each chunk of pages so that it deletes about batch rows.
+func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
+	var pages int64
+	if err := pool.QueryRow(ctx, tracePagesSQL).Scan(&pages); err != nil {
+		return 0, err
+	}
+	var total int64
+	chunk := int64(64)
+	for at := int64(0); at < pages; {
+		start := time.Now()
+		var n int64
+		if err := pool.QueryRow(ctx, purgeTracePagesSQL, at, at+chunk).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		at += chunk
+		switch {
+		case n > int64(batch):
+			chunk = max(chunk/2, 1)
+		case n < int64(batch)/2:
+			chunk = min(chunk*2, 1<<14)
+		}
+		if wait := pause(time.Since(start)); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return total, ctx.Err()
+			case <-timer.C:
+			}
+		} else if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // purgeBatches runs one batch after another until a batch comes back short,
-// pausing after each full one so batches take at most duty of the time.
-func purgeBatches(ctx context.Context, batch int, duty float64, run func() (int64, error)) (int64, error) {
+// pausing after each full one for as long as pause says.
+func purgeBatches(ctx context.Context, batch int, pause func(took time.Duration) time.Duration, run func() (int64, error)) (int64, error) {
 	var total int64
 	for {
 		start := time.Now()
@@ -163,15 +306,19 @@ func purgeBatches(ctx context.Context, batch int, duty float64, run func() (int6
 		if n < int64(batch) {
 			return total, nil
 		}
-		if duty <= 0 || duty >= 1 {
+		wait := pause(time.Since(start))
+		if wait <= 0 {
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
 			continue
 		}
-		pause := time.NewTimer(time.Duration(float64(time.Since(start)) * (1 - duty) / duty))
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			pause.Stop()
+			timer.Stop()
 			return total, ctx.Err()
-		case <-pause.C:
+		case <-timer.C:
 		}
 	}
 }

@@ -94,3 +94,40 @@ func TestDeploymentIsCreatedByTheMigrations(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `^[0-9a-f]{32}$`, d)
 }
+
+// Expired traces scattered over the table (expiry unrelated to where the
+// rows lie, as after a restore) are purged by sweeping the pages, with the
+// same guarantees as the index pass: every expired trace with a known
+// outcome goes, with its purged event; live traces and traces whose order
+// is unknown stay.
+func TestPurgeSweepsScatteredTraces(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testcontainers.NewPool(t)
+	// 3,000 traces in scattered expiry order, a third of them live, one
+	// in fifty failed with no intent (its order unknown).
+	_, err := pool.Exec(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at)
+SELECT 'd:' || g, 'fp', 'live', 'derived', CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'dispatched' END, 'paper', 'BTCUSDT', 'buy',
+       'hx' || g, '{}',
+       -- g * 7919 mod 3001 permutes 1..3000: expiry order is unrelated to
+       -- the order the rows lie in.
+       now() + CASE WHEN g % 3 = 0 THEN interval '1 hour' ELSE -interval '1 hour' END
+             + CASE WHEN g % 3 = 0 THEN 1 ELSE -1 END * interval '1 second' * ((g * 7919) % 3001)
+FROM generate_series(1, 3000) g`)
+	require.NoError(t, err)
+	var expired, unknown, live int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE expires_at < now() AND status = 'dispatched'),
+       count(*) FILTER (WHERE expires_at < now() AND status = 'failed'), count(*) FILTER (WHERE expires_at > now()) FROM trace_ids`).
+		Scan(&expired, &unknown, &live))
+	require.Positive(t, unknown)
+
+	// A batch of 10 finds its 10 rows on 10 different pages: scattered.
+	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, expired, res.Traces)
+	require.EqualValues(t, unknown+live, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
+	require.EqualValues(t, unknown, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`), "only the unknown ones stay expired")
+	require.EqualValues(t, expired, countRows(t, pool, `SELECT count(DISTINCT trace_id) FROM trace_events WHERE event = 'purged'`))
+	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'purged' AND detail->>'status' = 'failed'`))
+}

@@ -53,9 +53,17 @@ type Deps struct {
 	// one venue account never derive each other's IDs, so never adopt each
 	// other's orders.
 	Deployment string
+	// Latency, when set, hears how long each Execute took, so background
+	// work (the purge, through internal/pace) can yield to signals.
+	Latency LatencyObserver
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
+}
+
+// LatencyObserver hears each signal's latency (see Deps.Latency).
+type LatencyObserver interface {
+	Observe(d time.Duration)
 }
 
 // Service executes signals exactly once.
@@ -159,7 +167,11 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 	if in.Arrived.IsZero() {
 		in.Arrived = s.cfg.now()
 	}
+	start := time.Now()
 	out, err := s.execute(ctx, in)
+	if s.deps.Latency != nil {
+		s.deps.Latency.Observe(time.Since(start))
+	}
 	s.deps.Metrics.observeOutcome(out, err)
 	return out, err
 }
@@ -222,18 +234,18 @@ func (s *Service) inProgress(traceID string) *Error {
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
-	// The answer is known now; its audit row commits after it (a duplicate
-	// row with synchronous_commit off), so a repeat waits for one round
-	// trip, not two. Close waits for these writes.
+	// The answer is known from the claim's one round trip, which wrote
+	// nothing (the trace's insert found its conflict). Off the answer's
+	// path, the claim's transaction ends with a rollback (no WAL, the
+	// connection back at once) and the audit row joins the repeats' batch,
+	// committed with those of other repeats (asynchronously when all are
+	// `duplicate`, as before). Close waits for both.
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := tx.Duplicate(ctx, ev); err != nil {
-			s.deps.Logger.WarnContext(ctx, "record repeat event", "trace_id", t.TraceID, "error", err)
-		}
+		tx.Rollback(ctx)
 	}()
+	s.repeatEvents.add(s, ev)
 	return e
 }
 

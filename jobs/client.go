@@ -51,6 +51,11 @@ type Deps struct {
 	// Metrics, when set, are used instead of building new ones, so the
 	// admin purge can count into the same hoox_purged_rows_total.
 	Metrics *Metrics
+	// PurgePacer, when set, paces the purge by the signals' own latency
+	// (an *internal/pace.Tracker the gateway reports to) instead of
+	// db.DefaultPurgeDuty. It sees the signals of this replica, the one
+	// whose River client runs the purge.
+	PurgePacer db.Pacer
 }
 
 // NewClient returns a River client, not yet started, on the pgx driver over
@@ -84,7 +89,8 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	}
 
 	workers := river.NewWorkers()
-	purge := NewPurgeWorker(pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty}, logger, metrics)
+	purge := NewPurgeWorker(pool, db.PurgeParams{Batch: cfg.PurgeBatch, AuditRetention: cfg.AuditRetention, Duty: db.DefaultPurgeDuty,
+		Pacer: deps.PurgePacer}, logger, metrics)
 	if err := river.AddWorkerSafely(workers, purge); err != nil {
 		return nil, fmt.Errorf("register purge worker: %w", err)
 	}

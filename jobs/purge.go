@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hoox/hoox/db"
 )
@@ -22,6 +23,9 @@ type PurgeArgs struct {
 	// Scheduler is the River client ID of the leader that scheduled the
 	// purge, so an operator can see which replica did.
 	Scheduler string `json:"scheduler,omitempty"`
+	// RequestedBy names who asked for a purge on demand (POST
+	// /admin/purge: "admin"); it is recorded as the purge's actor.
+	RequestedBy string `json:"requested_by,omitempty"`
 }
 
 // Kind names the job in River's tables.
@@ -29,8 +33,15 @@ func (PurgeArgs) Kind() string { return "purge" }
 
 // InsertOpts put the purge on its own queue with a single attempt: the next
 // periodic run is the retry, and failed attempts must not pile up behind it.
+// At most one purge is queued or running at a time, whoever asked for it
+// (the leader's schedule, an admin): a request while one is pending or
+// running gets that one (river's UniqueSkippedAsDuplicate), so purges never
+// queue up behind a long one.
 func (PurgeArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueuePurge, MaxAttempts: 1}
+	return river.InsertOpts{Queue: QueuePurge, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{
+		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled, rivertype.JobStateRetryable},
+	}}
 }
 
 // PurgeWorker runs db.Purge, the same code as `hoox purge` and
@@ -61,7 +72,11 @@ func (w *PurgeWorker) Timeout(*river.Job[PurgeArgs]) time.Duration { return purg
 // output.
 func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error {
 	start := time.Now()
-	res, err := db.Purge(ctx, w.pool, w.params)
+	params := w.params
+	if job.Args.RequestedBy != "" {
+		params.Actor = job.Args.RequestedBy
+	}
+	res, err := db.Purge(ctx, w.pool, params)
 	w.metrics.ObservePurge(res)
 	if err != nil {
 		return fmt.Errorf("purge: %w", err)

@@ -254,7 +254,9 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 		at := time.Since(s.h.start)
 		st, body, err := s.admin(ctx, op.Replica, http.MethodPost, "/admin/purge", "")
 		s.h.add(-1, "purge", op.Replica, "→ %d %v %s", st, errText(err), body)
-		if st == http.StatusOK {
+		// 202: the purge job is queued (or one already pending or running
+		// is the answer); it deletes after this moment either way.
+		if st == http.StatusOK || st == http.StatusAccepted {
 			s.mu.Lock()
 			s.purges = append(s.purges, at)
 			s.mu.Unlock()

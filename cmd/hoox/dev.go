@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hoox/hoox/exchange/venues"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
@@ -233,22 +231,7 @@ func randomToken() string {
 
 // ensureDatabase creates dbname on first start.
 func ensureDatabase(ctx context.Context, adminURL, dbname string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to embedded postgres: %w", err)
-	}
-	defer conn.Close(context.Background())
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", dbname).Scan(&exists); err != nil {
-		return fmt.Errorf("look up database %s: %w", dbname, err)
-	}
-	if exists {
-		return nil
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{dbname}.Sanitize()); err != nil {
-		return fmt.Errorf("create database %s: %w", dbname, err)
-	}
-	return nil
+	return localpg.EnsureDatabase(ctx, adminURL, dbname)
 }
 
 func printDevBanner(w io.Writer, addr string, cfg Config) {

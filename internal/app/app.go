@@ -25,6 +25,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/pace"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
 	hooxsql "github.com/hoox/hoox/sql"
@@ -124,7 +125,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	// River: the gateway inserts reconcile jobs through it; once started it
 	// works them, and the elected leader schedules the purge.
 	jobMetrics := jobs.NewMetrics(reg)
-	if a.river, err = jobs.NewClient(pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics,
+	// The purge yields to the signals this replica serves.
+	signals := pace.New()
+	if a.river, err = jobs.NewClient(pool, cfg.Jobs, jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics, PurgePacer: signals,
 		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
 		return nil, err
 	}
@@ -136,16 +139,11 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	}
 	a.gateway = gateway.New(cfg.Gateway,
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
-			Metrics: gwMetrics, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
+			Metrics: gwMetrics, Latency: signals, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
 	a.registry = reg
 	a.server = api.New(cfg.API,
 		api.Deps{Gateway: a.gateway, Now: cfg.Gateway.Now, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
-			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier,
-				Purge: func(ctx context.Context) (db.PurgeResult, error) {
-					res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: cfg.Jobs.PurgeBatch, AuditRetention: cfg.Jobs.AuditRetention, Duty: db.DefaultPurgeDuty, Actor: "admin"})
-					jobMetrics.ObservePurge(res)
-					return res, err
-				}}})
+			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier}})
 
 	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrAlreadyRunning reports that another live process (a second `hoox dev`,
@@ -596,4 +598,24 @@ func Destroy(ctx context.Context, cfg Config) error {
 		return err
 	}
 	return c.Remove(ctx)
+}
+
+// EnsureDatabase creates dbname on the server at adminURL unless it exists.
+func EnsureDatabase(ctx context.Context, adminURL, dbname string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to embedded postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", dbname).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", dbname, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{dbname}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", dbname, err)
+	}
+	return nil
 }
