@@ -171,10 +171,10 @@ type Server struct {
 	// URL is the base URL to give the adapter (no trailing slash).
 	URL string
 
-	apiKey, apiSecret string
-	clock             *venuefake.Clock
-	srv               *httptest.Server
-	closeOnce         sync.Once
+	keys      *venuefake.Keys
+	clock     *venuefake.Clock
+	srv       *httptest.Server
+	closeOnce sync.Once
 
 	mu            sync.Mutex
 	symbols       map[string]Symbol
@@ -238,8 +238,7 @@ func Start(addr string, opts Options) (*Server, error) {
 
 func newServer(opts Options) *Server {
 	s := &Server{
-		apiKey:        opts.APIKey,
-		apiSecret:     opts.APISecret,
+		keys:          venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
 		clock:         venuefake.NewClock(opts.Now),
 		symbols:       map[string]Symbol{},
 		balances:      map[string]decimal.Decimal{},
@@ -255,12 +254,6 @@ func newServer(opts Options) *Server {
 	}
 	if s.sleep == nil {
 		s.sleep = time.Sleep
-	}
-	if s.apiKey == "" {
-		s.apiKey = DefaultAPIKey
-	}
-	if s.apiSecret == "" {
-		s.apiSecret = DefaultAPISecret
 	}
 	syms := opts.Symbols
 	if len(syms) == 0 {
@@ -303,26 +296,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // APIKey is the key the fake accepts.
 func (s *Server) APIKey() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiKey
+	key, _ := s.keys.Get()
+	return key
 }
 
 // APISecret is the secret the fake verifies signatures with.
 func (s *Server) APISecret() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiSecret
+	_, secret := s.keys.Get()
+	return secret
 }
 
 // SetCredentials replaces the only key pair the fake accepts, as when a key
 // is deleted or rotated at Binance: requests signed with another key are
 // refused with -2015.
-func (s *Server) SetCredentials(key, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apiKey, s.apiSecret = key, secret
-}
+func (s *Server) SetCredentials(key, secret string) { s.keys.Set(key, secret) }
 
 // Now is the fake's current time: Options.Now plus everything Advance
 // added.

@@ -129,9 +129,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Value
 		writeErr(w, http.StatusUnauthorized, -2014, "API-key format invalid.")
 		return nil, false
 	}
-	s.mu.Lock()
-	apiKey, apiSecret := s.apiKey, s.apiSecret
-	s.mu.Unlock()
+	apiKey, apiSecret := s.keys.Get()
 	if key != apiKey {
 		writeErr(w, http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action.")
 		return nil, false

@@ -276,8 +276,7 @@ type Server struct {
 	mu          sync.Mutex
 	now         func() time.Time
 	skew        time.Duration
-	apiKey      string
-	apiSecret   string
+	keys        *venuefake.Keys
 	readOnly    bool
 	ipBlocked   bool
 	instruments map[string]map[string]Instrument
@@ -380,8 +379,7 @@ func newServer(opts Options) *Server {
 	s := &Server{
 		now:         opts.Now,
 		done:        make(chan struct{}),
-		apiKey:      opts.APIKey,
-		apiSecret:   opts.APISecret,
+		keys:        venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
 		instruments: map[string]map[string]Instrument{CategoryLinear: {}, CategorySpot: {}},
 		tickers:     map[string]map[string]decimal.Decimal{CategoryLinear: {}, CategorySpot: {}},
 		positions:   map[string]Position{},
@@ -403,12 +401,6 @@ func newServer(opts Options) *Server {
 	}
 	if s.sleep == nil {
 		s.sleep = time.Sleep
-	}
-	if s.apiKey == "" {
-		s.apiKey = DefaultAPIKey
-	}
-	if s.apiSecret == "" {
-		s.apiSecret = DefaultAPISecret
 	}
 	if !opts.Empty {
 		s.SeedDefaults()
@@ -455,24 +447,18 @@ func (s *Server) SetClockSkew(d time.Duration) {
 
 // APIKey is the key the fake accepts (DefaultAPIKey unless replaced).
 func (s *Server) APIKey() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiKey
+	key, _ := s.keys.Get()
+	return key
 }
 
 // APISecret is the secret the fake accepts.
 func (s *Server) APISecret() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiSecret
+	_, secret := s.keys.Get()
+	return secret
 }
 
 // SetCredentials replaces the key and secret the fake accepts.
-func (s *Server) SetCredentials(key, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apiKey, s.apiSecret = key, secret
-}
+func (s *Server) SetCredentials(key, secret string) { s.keys.Set(key, secret) }
 
 // SetReadOnly makes the key read-only: trading endpoints answer 10005
 // "Permission denied".

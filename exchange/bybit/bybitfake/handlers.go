@@ -235,7 +235,8 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 // payload. s.mu is held.
 func (s *Server) authenticate(r *http.Request, payload string, trading bool) (int, string) {
 	key := r.Header.Get("X-BAPI-API-KEY")
-	if key == "" || key != s.apiKey {
+	apiKey, apiSecret := s.keys.Get()
+	if key == "" || key != apiKey {
 		return 10003, "API key is invalid."
 	}
 	tsStr := r.Header.Get("X-BAPI-TIMESTAMP")
@@ -255,7 +256,7 @@ func (s *Server) authenticate(r *http.Request, payload string, trading bool) (in
 	if ts < server-recv || ts >= server+1000 {
 		return 10002, fmt.Sprintf("invalid request, please check your server timestamp or recv_window param. req_timestamp[%d],server_timestamp[%d],recv_window[%d]", ts, server, recv)
 	}
-	mac := hmac.New(sha256.New, []byte(s.apiSecret))
+	mac := hmac.New(sha256.New, []byte(apiSecret))
 	mac.Write([]byte(tsStr + key + recvStr + payload))
 	want := hex.EncodeToString(mac.Sum(nil))
 	if !hmac.Equal([]byte(want), []byte(r.Header.Get("X-BAPI-SIGN"))) {
