@@ -50,9 +50,7 @@ func TestFuturesClose(t *testing.T) {
 			require.True(t, orders[len(orders)-1].ReduceOnly, "sent reduce-only")
 
 			// A retry of the same close adopts it; nothing is left to close.
-			got, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-			require.NoError(t, err)
-			require.True(t, adopted)
+			got := b.requireAdopted(t, ctx, o, true)
 			require.Equal(t, r.ExchangeOrderID, got.ExchangeOrderID)
 		})
 	}

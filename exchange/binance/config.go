@@ -6,8 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Market selects which Binance API a Venue trades on. Spot and USDⓈ-M
@@ -124,39 +125,13 @@ func (c Config) WithDefaults() Config {
 			c.BaseURL = SpotBaseURL
 		}
 	}
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.RecvWindow == 0 {
-		c.RecvWindow = DefaultRecvWindow
-	}
-	if c.LookupLag == 0 {
-		c.LookupLag = DefaultLookupLag
-	}
-	if c.ClockMargin == 0 {
-		c.ClockMargin = DefaultClockMargin
-	}
-	if c.TimeSync == 0 {
-		c.TimeSync = DefaultTimeSync
-	}
-	if c.FilterTTL == 0 {
-		c.FilterTTL = DefaultFilterTTL
-	}
+	c.settings().Apply(venuekit.Defaults{HTTPTimeout: DefaultHTTPTimeout, Window: DefaultRecvWindow, LookupLag: DefaultLookupLag,
+		ClockMargin: DefaultClockMargin, TimeSync: DefaultTimeSync, FilterTTL: DefaultFilterTTL, ConfirmWait: DefaultConfirmWait}, c.Testnet)
 	if c.WeightBudget == 0 {
 		c.WeightBudget = DefaultSpotWeightBudget
 		if c.Market == MarketFutures {
 			c.WeightBudget = DefaultFuturesWeightBudget
 		}
-	}
-	if c.ConfirmWait == 0 {
-		c.ConfirmWait = DefaultConfirmWait
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -174,7 +149,7 @@ func (c Config) validate() error {
 		return errors.New("binance: api key and secret are required")
 	case c.RecvWindow < time.Millisecond || c.RecvWindow > MaxRecvWindow:
 		return fmt.Errorf("binance: recv window %s: want 1ms to %s", c.RecvWindow, MaxRecvWindow)
-	case c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSync < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0:
+	case c.settings().Negative():
 		return errors.New("binance: durations must not be negative")
 	case c.WeightBudget < 0:
 		return errors.New("binance: weight budget must not be negative")
@@ -184,6 +159,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("binance: base url %q: want http(s)://host", c.BaseURL)
 	}
 	return nil
+}
+
+// settings hands venuekit the fields every venue's Config shares.
+func (c *Config) settings() venuekit.Settings {
+	return venuekit.Settings{BaseURL: &c.BaseURL, HTTPClient: &c.HTTPClient, Now: &c.Now, Window: &c.RecvWindow, LookupLag: &c.LookupLag,
+		ClockMargin: &c.ClockMargin, TimeSync: &c.TimeSync, FilterTTL: &c.FilterTTL, Confirm: &c.ConfirmWait, Logger: &c.Logger}
 }
 
 // LogValue keeps the credentials out of logs: the key shows only as set,

@@ -52,18 +52,14 @@ func TestLostAnswerAfterAcceptIsUnknownAndLookupFindsIt(t *testing.T) {
 					}()
 				}
 				_, err := b.venue.Place(placeCtx, o)
-				require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
-				require.NotErrorIs(t, err, exchange.ErrUnreachable)
-				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+				b.requireUnknownOnce(t, err, o)
 
 				r, err := b.venue.Lookup(ctx, o)
 				require.NoError(t, err)
 				require.Equal(t, exchange.StatusFilled, r.Status)
 
 				// The gateway's retry adopts it rather than placing again.
-				_, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-				require.NoError(t, err)
-				require.True(t, adopted)
+				b.requireAdopted(t, ctx, o, true)
 				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
 			})
 		}
@@ -145,27 +141,22 @@ func TestWeightBudget(t *testing.T) {
 // found once the lag has passed; AcceptWindow covers such a lag.
 func TestLookupLag(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			b.fake.SetLookupLag(5 * time.Second)
-			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultDropAfterAccept})
-			o := marketOrder("buy", "0.01")
-			_, err := b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		b.fake.SetLookupLag(5 * time.Second)
+		b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultDropAfterAccept})
+		o := marketOrder("buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
 
-			_, err = b.venue.Lookup(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrNotFound)
-			require.Greater(t, b.venue.AcceptWindow(), 5*time.Second)
+		_, err = b.venue.Lookup(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrNotFound)
+		require.Greater(t, b.venue.AcceptWindow(), 5*time.Second)
 
-			b.clock.Advance(6 * time.Second)
-			r, err := b.venue.Lookup(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-		})
-	}
+		b.clock.Advance(6 * time.Second)
+		r, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
 }
 
 // TestClockSkew: when Binance's clock moves away from the offset the venue
@@ -173,30 +164,25 @@ func TestLookupLag(t *testing.T) {
 // placed), the offset is resynced, and the next order goes through.
 func TestClockSkew(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			// Skewed from the start: the first order syncs before signing.
-			b.fake.Advance(-time.Hour)
-			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		// Skewed from the start: the first order syncs before signing.
+		b.fake.Advance(-time.Hour)
+		_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
 
-			b.fake.Advance(time.Hour + 30*time.Second)
-			o := marketOrder("buy", "0.01")
-			_, err = b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnreachable)
-			require.NotErrorIs(t, err, exchange.ErrCredentials)
-			require.ErrorContains(t, err, "-1021")
-			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+		b.fake.Advance(time.Hour + 30*time.Second)
+		o := marketOrder("buy", "0.01")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrCredentials)
+		require.ErrorContains(t, err, "-1021")
+		require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
 
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.Contains(t, b.logs.String(), "clock skew")
-		})
-	}
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Contains(t, b.logs.String(), "clock skew")
+	})
 }
 
 // TestCredentials: a wrong secret (-1022), a wrong key (-2015) and a key
@@ -252,30 +238,25 @@ func TestCredentials(t *testing.T) {
 // TestConcurrentPlacements: the venue is shared by every signal in flight.
 func TestConcurrentPlacements(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			const n = 16
-			errs := make(chan error, n)
-			for i := range n {
-				go func() {
-					o := marketOrder("buy", "0.01")
-					o.Leverage = 1 + i%3
-					r, err := b.venue.Place(ctx, o)
-					if err == nil && r.Status != exchange.StatusFilled {
-						err = errors.New("not filled: " + r.Reason)
-					}
-					errs <- err
-				}()
-			}
-			for range n {
-				require.NoError(t, <-errs)
-			}
-			require.Len(t, b.fake.Orders(), n)
-		})
-	}
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		const n = 16
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				o := marketOrder("buy", "0.01")
+				o.Leverage = 1 + i%3
+				r, err := b.venue.Place(ctx, o)
+				if err == nil && r.Status != exchange.StatusFilled {
+					err = errors.New("not filled: " + r.Reason)
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			require.NoError(t, <-errs)
+		}
+		require.Len(t, b.fake.Orders(), n)
+	})
 }
 
 // TestTradingDisabledIsACredentialsError: -2010 with "This account may not
@@ -329,14 +310,10 @@ func TestAnswerWithoutBinanceBodyAfterAcceptIsUnknown(t *testing.T) {
 				b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultBareStatusAfterAccept, HTTPStatus: status})
 				o := marketOrder("buy", "0.01")
 				r, err := b.venue.Place(ctx, o)
-				require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
-				require.NotErrorIs(t, err, exchange.ErrUnreachable)
-				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+				b.requireUnknownOnce(t, err, o, "report %+v", r)
 
 				// The reconcile finds and adopts it: one order, not two.
-				r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-				require.NoError(t, err)
-				require.True(t, adopted)
+				r = b.requireAdopted(t, ctx, o, true)
 				require.Equal(t, exchange.StatusFilled, r.Status)
 				require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
 			})
@@ -351,25 +328,18 @@ func TestAnswerWithoutBinanceBodyAfterAcceptIsUnknown(t *testing.T) {
 // would leave an order hoox does not know of).
 func TestUnlistedCodeAfterAcceptIsUnknown(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultCodeAfterAccept, Code: -1099, Msg: "Not found, unauthenticated, or unauthorized."})
-			o := marketOrder("buy", "0.01")
-			r, err := b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
-			require.NotErrorIs(t, err, exchange.ErrUnreachable)
-			require.ErrorContains(t, err, "-1099")
-			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultCodeAfterAccept, Code: -1099, Msg: "Not found, unauthenticated, or unauthorized."})
+		o := marketOrder("buy", "0.01")
+		r, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "report %+v", r)
+		require.NotErrorIs(t, err, exchange.ErrUnreachable)
+		require.ErrorContains(t, err, "-1099")
+		require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
 
-			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-			require.NoError(t, err)
-			require.True(t, adopted)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-		})
-	}
+		r = b.requireAdopted(t, ctx, o, true)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
 }
 
 // TestWAFRefusalIsUnreachable: a bare 403 is Binance's WAF refusing the

@@ -27,48 +27,43 @@ func TestRoundingHelpers(t *testing.T) {
 // fake never sees an order request.
 func TestRefusedBeforeSending(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
 
-			r, err := b.venue.Place(ctx, marketOrder("buy", "0.0009"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusRejected, r.Status)
-			require.Contains(t, r.Reason, "below the minimum")
+		r, err := b.venue.Place(ctx, marketOrder("buy", "0.0009"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "below the minimum")
 
-			// Limit: 0.001 at 1000 is a notional of 1, under 5.
-			r, err = b.venue.Place(ctx, limitOrder("buy", "0.001", "1000"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusRejected, r.Status)
-			require.Contains(t, r.Reason, "notional")
+		// Limit: 0.001 at 1000 is a notional of 1, under 5.
+		r, err = b.venue.Place(ctx, limitOrder("buy", "0.001", "1000"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "notional")
 
-			// Market with the signal's price: that price decides, even when
-			// the ticker's would pass.
-			o := marketOrder("buy", "0.001")
-			o.Price = decimal.NewNullDecimal(d("1000"))
-			r, err = b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusRejected, r.Status)
-			require.Contains(t, r.Reason, "notional 1")
-			require.Equal(t, 0, b.fake.Requests(b.path), "nothing was sent")
+		// Market with the signal's price: that price decides, even when
+		// the ticker's would pass.
+		o := marketOrder("buy", "0.001")
+		o.Price = decimal.NewNullDecimal(d("1000"))
+		r, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "notional 1")
+		require.Equal(t, 0, b.fake.Requests(b.path), "nothing was sent")
 
-			// Market without a price: the ticker's price decides.
-			r, err = b.venue.Place(ctx, marketOrder("buy", "0.001"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
-			placed := b.fake.Requests(b.path)
-			require.Equal(t, 1, placed)
+		// Market without a price: the ticker's price decides.
+		r, err = b.venue.Place(ctx, marketOrder("buy", "0.001"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+		placed := b.fake.Requests(b.path)
+		require.Equal(t, 1, placed)
 
-			b.fake.SetPrice("BTCUSDT", d("1000"))
-			r, err = b.venue.Place(ctx, marketOrder("buy", "0.001"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusRejected, r.Status)
-			require.Contains(t, r.Reason, "notional")
-			require.Equal(t, placed, b.fake.Requests(b.path), "nothing more was sent")
-		})
-	}
+		b.fake.SetPrice("BTCUSDT", d("1000"))
+		r, err = b.venue.Place(ctx, marketOrder("buy", "0.001"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "notional")
+		require.Equal(t, placed, b.fake.Requests(b.path), "nothing more was sent")
+	})
 }
 
 // TestFilterFailureRefreshesFilters: Binance changed a step size after the
@@ -76,42 +71,37 @@ func TestRefusedBeforeSending(t *testing.T) {
 // filters again and places the order rounded to the new step.
 func TestFilterFailureRefreshesFilters(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			infoPath := "/api/v3/exchangeInfo"
-			if m == binance.MarketFutures {
-				infoPath = "/fapi/v1/exchangeInfo"
-			}
-			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			require.Equal(t, 1, b.fake.Requests(infoPath))
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		infoPath := "/api/v3/exchangeInfo"
+		if m == binance.MarketFutures {
+			infoPath = "/fapi/v1/exchangeInfo"
+		}
+		_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, 1, b.fake.Requests(infoPath))
 
-			sym := binancefake.DefaultSymbols()[0]
-			sym.StepSize, sym.MinQty = d("0.01"), d("0.01")
-			b.fake.SetSymbol(sym)
+		sym := binancefake.DefaultSymbols()[0]
+		sym.StepSize, sym.MinQty = d("0.01"), d("0.01")
+		b.fake.SetSymbol(sym)
 
-			o := marketOrder("buy", "0.015")
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.True(t, d("0.01").Equal(r.Quantity), "rounded to the new step: %s", r.Quantity)
-			require.Equal(t, 2, b.fake.Requests(infoPath))
-			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
-			require.Contains(t, b.logs.String(), "filters re-read")
+		o := marketOrder("buy", "0.015")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.True(t, d("0.01").Equal(r.Quantity), "rounded to the new step: %s", r.Quantity)
+		require.Equal(t, 2, b.fake.Requests(infoPath))
+		require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+		require.Contains(t, b.logs.String(), "filters re-read")
 
-			// Filters are also re-read once they are an hour old.
-			_, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			require.Equal(t, 2, b.fake.Requests(infoPath))
-			b.clock.Advance(binance.DefaultFilterTTL)
-			_, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			require.Equal(t, 3, b.fake.Requests(infoPath))
-		})
-	}
+		// Filters are also re-read once they are an hour old.
+		_, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, 2, b.fake.Requests(infoPath))
+		b.clock.Advance(binance.DefaultFilterTTL)
+		_, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, 3, b.fake.Requests(infoPath))
+	})
 }
 
 // TestRefusedByVenue: refusals Binance gives for good are rejected Reports

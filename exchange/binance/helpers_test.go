@@ -1,6 +1,7 @@
 package binance_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -84,3 +85,34 @@ func closeOrder(action string) exchange.Order {
 }
 
 var markets = []binance.Market{binance.MarketSpot, binance.MarketFutures}
+
+// eachMarket runs test on both markets in parallel, each on a fresh
+// bundle.
+func eachMarket(t *testing.T, test func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market)) {
+	t.Helper()
+	for _, m := range markets {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			test(t, context.Background(), setup(t, m), m)
+		})
+	}
+}
+
+// requireAdopted requires the gateway's retry (exchange.PlaceOrAdopt) to
+// adopt the order already at the venue, and returns its report.
+func (b *testBundle) requireAdopted(t *testing.T, ctx context.Context, o exchange.Order, lookupFirst bool) exchange.Report {
+	t.Helper()
+	r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, lookupFirst)
+	require.NoError(t, err)
+	require.True(t, adopted)
+	return r
+}
+
+// requireUnknownOnce requires err to be an unknown outcome (never "nothing
+// sent") for a placement the fake booked exactly once.
+func (b *testBundle) requireUnknownOnce(t *testing.T, err error, o exchange.Order, msgAndArgs ...any) {
+	t.Helper()
+	require.ErrorIs(t, err, exchange.ErrUnknownOutcome, msgAndArgs...)
+	require.NotErrorIs(t, err, exchange.ErrUnreachable)
+	require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+}

@@ -22,38 +22,33 @@ const stampBound = 50 * time.Millisecond
 // the order take (exchangeInfo, leverage, positionRisk, account, ticker).
 func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			prefix := "/api/v3"
-			if m == binance.MarketFutures {
-				prefix = "/fapi/v1"
-				b.fake.SetLatency("/fapi/v1/leverage", time.Second)
-				b.fake.SetLatency("/fapi/v2/positionRisk", time.Second)
-			} else {
-				b.fake.SetLatency("/api/v3/account", time.Second)
-			}
-			b.fake.SetLatency(prefix+"/exchangeInfo", 2*time.Second)
-			b.fake.SetLatency(prefix+"/ticker/price", 500*time.Millisecond)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		prefix := "/api/v3"
+		if m == binance.MarketFutures {
+			prefix = "/fapi/v1"
+			b.fake.SetLatency("/fapi/v1/leverage", time.Second)
+			b.fake.SetLatency("/fapi/v2/positionRisk", time.Second)
+		} else {
+			b.fake.SetLatency("/api/v3/account", time.Second)
+		}
+		b.fake.SetLatency(prefix+"/exchangeInfo", 2*time.Second)
+		b.fake.SetLatency(prefix+"/ticker/price", 500*time.Millisecond)
 
-			for _, o := range []exchange.Order{marketOrder("buy", "0.01"), closeOrder("close")} {
-				o.Leverage = 3
-				start := b.clock.Now()
-				r, err := b.venue.Place(ctx, o)
-				require.NoError(t, err)
-				require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
-				log := b.fake.RequestLog(b.path)
-				sent := log[len(log)-1]
-				require.False(t, sent.Timestamp.IsZero())
-				require.GreaterOrEqual(t, sent.At.Sub(start), time.Second, "the reads before the order took time")
-				require.WithinRange(t, sent.Timestamp, start.Add(-stampBound), start.Add(stampBound),
-					"order stamped %s after Place started", sent.Timestamp.Sub(start))
-				require.Equal(t, 5*time.Second, sent.RecvWindow)
-			}
-		})
-	}
+		for _, o := range []exchange.Order{marketOrder("buy", "0.01"), closeOrder("close")} {
+			o.Leverage = 3
+			start := b.clock.Now()
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+			log := b.fake.RequestLog(b.path)
+			sent := log[len(log)-1]
+			require.False(t, sent.Timestamp.IsZero())
+			require.GreaterOrEqual(t, sent.At.Sub(start), time.Second, "the reads before the order took time")
+			require.WithinRange(t, sent.Timestamp, start.Add(-stampBound), start.Add(stampBound),
+				"order stamped %s after Place started", sent.Timestamp.Sub(start))
+			require.Equal(t, 5*time.Second, sent.RecvWindow)
+		}
+	})
 }
 
 // TestPreCallsPastRecvWindowAreRefusedAndNotRetried: when the reads before
@@ -63,30 +58,25 @@ func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 // window the gateway waits out.
 func TestPreCallsPastRecvWindowAreRefusedAndNotRetried(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			info := "/api/v3/exchangeInfo"
-			if m == binance.MarketFutures {
-				info = "/fapi/v1/exchangeInfo"
-			}
-			b.fake.SetLatency(info, 6*time.Second)
-			o := marketOrder("buy", "0.01")
-			_, err := b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnreachable)
-			require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
-			require.ErrorContains(t, err, "-1021")
-			require.Len(t, b.fake.RequestLog(b.path), 1, "sent once, not again with a fresh timestamp")
-			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		info := "/api/v3/exchangeInfo"
+		if m == binance.MarketFutures {
+			info = "/fapi/v1/exchangeInfo"
+		}
+		b.fake.SetLatency(info, 6*time.Second)
+		o := marketOrder("buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+		require.ErrorContains(t, err, "-1021")
+		require.Len(t, b.fake.RequestLog(b.path), 1, "sent once, not again with a fresh timestamp")
+		require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
 
-			// Filters are cached now: the sender's retry goes through.
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-		})
-	}
+		// Filters are cached now: the sender's retry goes through.
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
 }
 
 // TestMatchingEngineRecvWindow: Binance checks the timestamp again before
@@ -96,35 +86,30 @@ func TestPreCallsPastRecvWindowAreRefusedAndNotRetried(t *testing.T) {
 // signal up.
 func TestMatchingEngineRecvWindow(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			syncs := b.fake.Requests(b.path[:len(b.path)-len("order")] + "time")
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		_, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		syncs := b.fake.Requests(b.path[:len(b.path)-len("order")] + "time")
 
-			b.fake.SetMatchingDelay(6 * time.Second)
-			o := marketOrder("buy", "0.01")
-			_, err = b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnreachable)
-			require.NotErrorIs(t, err, exchange.ErrCredentials)
-			if m == binance.MarketFutures {
-				require.ErrorContains(t, err, "-5028")
-			} else {
-				require.ErrorContains(t, err, "-1021")
-			}
-			require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
-			require.Len(t, b.fake.RequestLog(b.path), 2, "not sent again")
-			require.Equal(t, syncs+1, b.fake.Requests(b.path[:len(b.path)-len("order")]+"time"), "server time resynced")
+		b.fake.SetMatchingDelay(6 * time.Second)
+		o := marketOrder("buy", "0.01")
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnreachable)
+		require.NotErrorIs(t, err, exchange.ErrCredentials)
+		if m == binance.MarketFutures {
+			require.ErrorContains(t, err, "-5028")
+		} else {
+			require.ErrorContains(t, err, "-1021")
+		}
+		require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
+		require.Len(t, b.fake.RequestLog(b.path), 2, "not sent again")
+		require.Equal(t, syncs+1, b.fake.Requests(b.path[:len(b.path)-len("order")]+"time"), "server time resynced")
 
-			b.fake.SetMatchingDelay(0)
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-		})
-	}
+		b.fake.SetMatchingDelay(0)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+	})
 }
 
 // TestWeightWaitPastRecvWindowSendsNothing: an order that would have to

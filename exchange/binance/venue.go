@@ -227,9 +227,7 @@ func refusal(err error) (exchange.Report, error, bool) {
 	return exchange.Report{}, err, true
 }
 
-func rejected(reason string) exchange.Report {
-	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
-}
+func rejected(reason string) exchange.Report { return venuekit.Rejected(reason) }
 
 // validate returns why o cannot be sent at all, or "".
 func (v *Venue) validate(o exchange.Order, symbol string) string {

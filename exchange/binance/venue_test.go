@@ -43,63 +43,53 @@ func TestConfig(t *testing.T) {
 
 func TestPlaceMarketFillsAndLookupFindsIt(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			o := marketOrder("buy", "0.0105")
-			o.Symbol = "BINANCE:BTCUSDT.P"
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		o := marketOrder("buy", "0.0105")
+		o.Symbol = "BINANCE:BTCUSDT.P"
 
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.Equal(t, "BTCUSDT", r.Symbol)
-			require.Equal(t, "buy", r.Side)
-			require.True(t, d("0.01").Equal(r.Quantity), "quantity rounded down to the step: %s", r.Quantity)
-			require.True(t, r.FillPrice.Valid)
-			require.True(t, d("50000").Equal(r.FillPrice.Decimal), "average fill price: %s", r.FillPrice.Decimal)
-			require.NotEmpty(t, r.ExchangeOrderID)
-			require.False(t, r.Price.Valid)
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "BTCUSDT", r.Symbol)
+		require.Equal(t, "buy", r.Side)
+		require.True(t, d("0.01").Equal(r.Quantity), "quantity rounded down to the step: %s", r.Quantity)
+		require.True(t, r.FillPrice.Valid)
+		require.True(t, d("50000").Equal(r.FillPrice.Decimal), "average fill price: %s", r.FillPrice.Decimal)
+		require.NotEmpty(t, r.ExchangeOrderID)
+		require.False(t, r.Price.Valid)
 
-			got, err := b.venue.Lookup(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, r.ExchangeOrderID, got.ExchangeOrderID)
-			require.Equal(t, exchange.StatusFilled, got.Status)
-			require.True(t, d("50000").Equal(got.FillPrice.Decimal))
+		got, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, r.ExchangeOrderID, got.ExchangeOrderID)
+		require.Equal(t, exchange.StatusFilled, got.Status)
+		require.True(t, d("50000").Equal(got.FillPrice.Decimal))
 
-			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
-			if m == binance.MarketFutures {
-				require.True(t, d("0.01").Equal(b.fake.Position("BTCUSDT")))
-			} else {
-				require.True(t, d("0.01").Equal(b.fake.Balance("BTC")))
-			}
-		})
-	}
+		require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+		if m == binance.MarketFutures {
+			require.True(t, d("0.01").Equal(b.fake.Position("BTCUSDT")))
+		} else {
+			require.True(t, d("0.01").Equal(b.fake.Balance("BTC")))
+		}
+	})
 }
 
 func TestPlaceLimitRoundsPriceTowardPassiveSide(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			if m == binance.MarketSpot {
-				b.fake.SetBalance("BTC", d("1"))
-			}
-			buy, err := b.venue.Place(ctx, limitOrder("buy", "0.0159", "49000.19"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, buy.Status)
-			require.True(t, d("49000.1").Equal(buy.Price.Decimal), "buy rounds down: %s", buy.Price.Decimal)
-			require.True(t, d("0.015").Equal(buy.Quantity))
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		if m == binance.MarketSpot {
+			b.fake.SetBalance("BTC", d("1"))
+		}
+		buy, err := b.venue.Place(ctx, limitOrder("buy", "0.0159", "49000.19"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, buy.Status)
+		require.True(t, d("49000.1").Equal(buy.Price.Decimal), "buy rounds down: %s", buy.Price.Decimal)
+		require.True(t, d("0.015").Equal(buy.Quantity))
 
-			sell, err := b.venue.Place(ctx, limitOrder("sell", "0.02", "51000.01"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, sell.Status)
-			require.True(t, d("51000.1").Equal(sell.Price.Decimal), "sell rounds up: %s", sell.Price.Decimal)
-		})
-	}
+		sell, err := b.venue.Place(ctx, limitOrder("sell", "0.02", "51000.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, sell.Status)
+		require.True(t, d("51000.1").Equal(sell.Price.Decimal), "sell rounds up: %s", sell.Price.Decimal)
+	})
 }
 
 // TestStatusMapping maps every order status Binance reports, through the
@@ -123,33 +113,28 @@ func TestStatusMapping(t *testing.T) {
 		{"EXPIRED_IN_MATCH", "0", "0", exchange.StatusRejected, ""},
 		{"REJECTED", "0", "0", exchange.StatusRejected, ""},
 	}
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			for _, c := range cases {
-				o := limitOrder("buy", "0.01", "40000")
-				_, err := b.venue.Place(ctx, o)
-				require.NoError(t, err)
-				require.NoError(t, b.fake.SetOrderState(o.ClientOrderID, c.status, d(c.executed), d(c.quote)))
-				r, err := b.venue.Lookup(ctx, o)
-				require.NoError(t, err, c.status)
-				require.Equal(t, c.want, r.Status, "%s executed %s", c.status, c.executed)
-				require.True(t, d(c.executed).Equal(r.FilledQuantity), "%s: filled %s", c.status, r.FilledQuantity)
-				require.True(t, d("0.01").Equal(r.Quantity), "quantity is what was sent")
-				require.True(t, d("40000").Equal(r.Price.Decimal))
-				if c.wantFillPrice == "" {
-					require.False(t, r.FillPrice.Valid, c.status)
-				} else {
-					require.True(t, d(c.wantFillPrice).Equal(r.FillPrice.Decimal), "%s: fill price %s", c.status, r.FillPrice.Decimal)
-				}
-				if c.want == exchange.StatusRejected {
-					require.Contains(t, r.Reason, "nothing filled")
-				}
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		for _, c := range cases {
+			o := limitOrder("buy", "0.01", "40000")
+			_, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.NoError(t, b.fake.SetOrderState(o.ClientOrderID, c.status, d(c.executed), d(c.quote)))
+			r, err := b.venue.Lookup(ctx, o)
+			require.NoError(t, err, c.status)
+			require.Equal(t, c.want, r.Status, "%s executed %s", c.status, c.executed)
+			require.True(t, d(c.executed).Equal(r.FilledQuantity), "%s: filled %s", c.status, r.FilledQuantity)
+			require.True(t, d("0.01").Equal(r.Quantity), "quantity is what was sent")
+			require.True(t, d("40000").Equal(r.Price.Decimal))
+			if c.wantFillPrice == "" {
+				require.False(t, r.FillPrice.Valid, c.status)
+			} else {
+				require.True(t, d(c.wantFillPrice).Equal(r.FillPrice.Decimal), "%s: fill price %s", c.status, r.FillPrice.Decimal)
 			}
-		})
-	}
+			if c.want == exchange.StatusRejected {
+				require.Contains(t, r.Reason, "nothing filled")
+			}
+		}
+	})
 }
 
 // TestMarketOrderExpiry: a market order that meets too little liquidity
@@ -159,68 +144,58 @@ func TestStatusMapping(t *testing.T) {
 // executedQty — from the placement's answer and from a lookup alike.
 func TestMarketOrderExpiry(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			b.fake.SetMarketLiquidity("BTCUSDT", d("0.004"))
-			o := marketOrder("buy", "0.01")
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.True(t, d("50000").Equal(r.FillPrice.Decimal))
-			require.True(t, d("0.01").Equal(r.Quantity), "quantity %s", r.Quantity)
-			require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
-			r, err = b.venue.Lookup(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		b.fake.SetMarketLiquidity("BTCUSDT", d("0.004"))
+		o := marketOrder("buy", "0.01")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.True(t, d("50000").Equal(r.FillPrice.Decimal))
+		require.True(t, d("0.01").Equal(r.Quantity), "quantity %s", r.Quantity)
+		require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+		r, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.True(t, d("0.004").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
 
-			b.fake.SetMarketLiquidity("BTCUSDT", decimal.Zero)
-			r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusRejected, r.Status)
-			require.Contains(t, r.Reason, "expired")
-			require.True(t, r.FilledQuantity.IsZero())
+		b.fake.SetMarketLiquidity("BTCUSDT", decimal.Zero)
+		r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "expired")
+		require.True(t, r.FilledQuantity.IsZero())
 
-			b.fake.SetMarketLiquidity("BTCUSDT", d("-1"))
-			r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.True(t, r.FilledQuantity.Equal(r.Quantity), "a full fill: filled %s of %s", r.FilledQuantity, r.Quantity)
-		})
-	}
+		b.fake.SetMarketLiquidity("BTCUSDT", d("-1"))
+		r, err = b.venue.Place(ctx, marketOrder("buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.True(t, r.FilledQuantity.Equal(r.Quantity), "a full fill: filled %s of %s", r.FilledQuantity, r.Quantity)
+	})
 }
 
 // TestLimitPartialFill: a resting limit order reports nothing filled, then
 // what has filled while it stays open, then all of it.
 func TestLimitPartialFill(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			o := limitOrder("buy", "0.01", "40000")
-			r, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, r.Status)
-			require.True(t, r.FilledQuantity.IsZero())
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		o := limitOrder("buy", "0.01", "40000")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status)
+		require.True(t, r.FilledQuantity.IsZero())
 
-			require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.003")))
-			r, err = b.venue.Lookup(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, r.Status)
-			require.True(t, d("0.003").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+		require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.003")))
+		r, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status)
+		require.True(t, d("0.003").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
 
-			require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.007")))
-			r, err = b.venue.Lookup(ctx, o)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status)
-			require.True(t, d("0.01").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
-		})
-	}
+		require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.007")))
+		r, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.True(t, d("0.01").Equal(r.FilledQuantity), "filled %s", r.FilledQuantity)
+	})
 }
 
 // TestDuplicateWhileOpenIsAdopted: Binance refuses a client order ID held
@@ -228,25 +203,18 @@ func TestLimitPartialFill(t *testing.T) {
 // PlaceOrAdopt adopts the open order instead of failing.
 func TestDuplicateWhileOpenIsAdopted(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			o := limitOrder("buy", "0.01", "40000")
-			first, err := b.venue.Place(ctx, o)
-			require.NoError(t, err)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		o := limitOrder("buy", "0.01", "40000")
+		first, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
 
-			_, err = b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrDuplicateClientOrderID)
+		_, err = b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrDuplicateClientOrderID)
 
-			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, false)
-			require.NoError(t, err)
-			require.True(t, adopted)
-			require.Equal(t, first.ExchangeOrderID, r.ExchangeOrderID)
-			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
-		})
-	}
+		r := b.requireAdopted(t, ctx, o, false)
+		require.Equal(t, first.ExchangeOrderID, r.ExchangeOrderID)
+		require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+	})
 }
 
 // TestReusedIDAfterFillPlacesAgain proves Binance's real rule in the fake and
@@ -272,9 +240,7 @@ func TestReusedIDAfterFillPlacesAgain(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusFilled, first.Status)
 
-			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-			require.NoError(t, err)
-			require.True(t, adopted)
+			r := b.requireAdopted(t, ctx, o, true)
 			require.Equal(t, first.ExchangeOrderID, r.ExchangeOrderID)
 			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
 			require.True(t, d("0.01").Equal(held(b)), "position not doubled: %s", held(b))
@@ -301,46 +267,41 @@ func TestReusedIDAfterFillPlacesAgain(t *testing.T) {
 
 func TestLookupNotFoundAndMismatch(t *testing.T) {
 	t.Parallel()
-	for _, m := range markets {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, m)
-			ctx := context.Background()
-			_, err := b.venue.Lookup(ctx, marketOrder("buy", "0.01"))
-			require.ErrorIs(t, err, exchange.ErrNotFound)
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		_, err := b.venue.Lookup(ctx, marketOrder("buy", "0.01"))
+		require.ErrorIs(t, err, exchange.ErrNotFound)
 
-			o := marketOrder("buy", "0.0105") // sent as 0.010
-			_, err = b.venue.Place(ctx, o)
-			require.NoError(t, err)
+		o := marketOrder("buy", "0.0105") // sent as 0.010
+		_, err = b.venue.Place(ctx, o)
+		require.NoError(t, err)
 
-			_, err = b.venue.Lookup(ctx, o)
-			require.NoError(t, err, "the held order is o rounded to the step")
+		_, err = b.venue.Lookup(ctx, o)
+		require.NoError(t, err, "the held order is o rounded to the step")
 
-			other := o
-			other.Side, other.Action = "sell", "sell"
-			_, err = b.venue.Lookup(ctx, other)
-			require.ErrorIs(t, err, exchange.ErrMismatch)
+		other := o
+		other.Side, other.Action = "sell", "sell"
+		_, err = b.venue.Lookup(ctx, other)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
 
-			other = o
-			other.Quantity = d("0.02")
-			_, err = b.venue.Lookup(ctx, other)
-			require.ErrorIs(t, err, exchange.ErrMismatch)
+		other = o
+		other.Quantity = d("0.02")
+		_, err = b.venue.Lookup(ctx, other)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
 
-			other = o
-			other.Symbol = "ETHUSDT"
-			_, err = b.venue.Lookup(ctx, other)
-			require.ErrorIs(t, err, exchange.ErrNotFound, "orders are per symbol")
+		other = o
+		other.Symbol = "ETHUSDT"
+		_, err = b.venue.Lookup(ctx, other)
+		require.ErrorIs(t, err, exchange.ErrNotFound, "orders are per symbol")
 
-			_, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, func() exchange.Order {
-				x := o
-				x.Side, x.Action = "sell", "sell"
-				return x
-			}(), true)
-			require.ErrorIs(t, err, exchange.ErrMismatch)
-			require.False(t, adopted)
-			require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
-		})
-	}
+		_, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, func() exchange.Order {
+			x := o
+			x.Side, x.Action = "sell", "sell"
+			return x
+		}(), true)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
+		require.False(t, adopted)
+		require.Equal(t, 1, b.fake.Placements(o.ClientOrderID))
+	})
 }
 
 func TestFakeServesBothMarketsApart(t *testing.T) {
@@ -377,9 +338,7 @@ func TestArchivedOrderIsNeverNotFound(t *testing.T) {
 	require.NoError(t, b.fake.CancelOrder(o.ClientOrderID))
 	require.NoError(t, b.fake.ArchiveOrder(o.ClientOrderID))
 
-	r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-	require.NoError(t, err)
-	require.True(t, adopted)
+	r = b.requireAdopted(t, ctx, o, true)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 	require.Contains(t, r.Reason, "archived")
 	require.True(t, r.FilledQuantity.IsZero())

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Base URLs Bybit publishes for its v5 REST API (one host for every
@@ -104,42 +105,11 @@ func (c Config) WithDefaults() Config {
 	if c.Market == "" {
 		c.Market = MarketLinear
 	}
-	if c.BaseURL == "" {
-		c.BaseURL = BaseURL
-		if c.Testnet {
-			c.BaseURL = TestnetBaseURL
-		}
-	}
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.RecvWindow == 0 {
-		c.RecvWindow = DefaultRecvWindow
-	}
-	if c.LookupLag == 0 {
-		c.LookupLag = DefaultLookupLag
-	}
-	if c.ClockMargin == 0 {
-		c.ClockMargin = DefaultClockMargin
-	}
-	if c.TimeSync == 0 {
-		c.TimeSync = DefaultTimeSync
-	}
-	if c.FilterTTL == 0 {
-		c.FilterTTL = DefaultFilterTTL
-	}
-	if c.ConfirmWait == 0 {
-		c.ConfirmWait = DefaultConfirmWait
-	}
+	c.settings().Apply(venuekit.Defaults{BaseURL: BaseURL, TestnetBaseURL: TestnetBaseURL, HTTPTimeout: DefaultHTTPTimeout,
+		Window: DefaultRecvWindow, LookupLag: DefaultLookupLag, ClockMargin: DefaultClockMargin, TimeSync: DefaultTimeSync,
+		FilterTTL: DefaultFilterTTL, ConfirmWait: DefaultConfirmWait}, c.Testnet)
 	if c.HistoryLookback == 0 {
 		c.HistoryLookback = DefaultHistoryLookback
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -149,22 +119,18 @@ func (c Config) validate() error {
 	if c.Market != MarketLinear && c.Market != MarketSpot {
 		errs = append(errs, fmt.Errorf("market (bybit category) %q is not %q or %q", c.Market, MarketLinear, MarketSpot))
 	}
-	if c.APIKey == "" {
-		errs = append(errs, errors.New("api key is empty"))
-	}
-	if c.APISecret == "" {
-		errs = append(errs, errors.New("api secret is empty"))
-	}
+	errs = append(errs, venuekit.Empty([2]string{"api key", c.APIKey}, [2]string{"api secret", c.APISecret})...)
 	if c.RecvWindow < time.Millisecond || c.RecvWindow%time.Millisecond != 0 {
 		errs = append(errs, fmt.Errorf("recv window %s is not a positive whole number of milliseconds", c.RecvWindow))
 	}
-	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSync < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0 || c.HistoryLookback < 0 {
-		errs = append(errs, errors.New("durations must not be negative"))
-	}
-	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("base url %q is not http(s)", c.BaseURL))
-	}
+	errs = append(errs, c.settings().Check(c.HistoryLookback)...)
 	return errors.Join(errs...)
+}
+
+// settings hands venuekit the fields every venue's Config shares.
+func (c *Config) settings() venuekit.Settings {
+	return venuekit.Settings{BaseURL: &c.BaseURL, HTTPClient: &c.HTTPClient, Now: &c.Now, Window: &c.RecvWindow, LookupLag: &c.LookupLag,
+		ClockMargin: &c.ClockMargin, TimeSync: &c.TimeSync, FilterTTL: &c.FilterTTL, Confirm: &c.ConfirmWait, Logger: &c.Logger}
 }
 
 // LogValue shows the configuration without its secret (and the key only as

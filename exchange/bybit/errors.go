@@ -109,12 +109,7 @@ func ErrorTable() []CodeClass {
 
 // classify returns the class of a retCode (ClassRejected when unlisted).
 func classify(code int) Class {
-	for _, row := range ErrorTable() {
-		if row.Code == code {
-			return row.Class
-		}
-	}
-	return ClassRejected
+	return venuekit.ClassOf(ErrorTable(), code, ClassRejected)
 }
 
 // APIError is a retCode other than 0 (or an HTTP failure) from one

@@ -490,30 +490,26 @@ func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
 func TestLateOriginalCannotFillTwice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
-		t.Run(string(c), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, c)
-			require.True(t, exchange.RefusesLate(b.venue))
-			late := b.venue.AcceptWindow() + 10*time.Second
-			b.fake.InjectPlacements(1, bybitfake.LateInEngine(late))
-			o := marketOrder("BTCUSDT", "buy", "0.01")
-			_, err := b.venue.Place(ctx, o)
-			require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+	eachCategory(t, func(t *testing.T, b *testBundle, c bybit.Market) {
+		require.True(t, exchange.RefusesLate(b.venue))
+		late := b.venue.AcceptWindow() + 10*time.Second
+		b.fake.InjectPlacements(1, bybitfake.LateInEngine(late))
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
 
-			// The accept window closes with nothing to find, and the
-			// gateway places the order again under the same ID.
-			b.clock.Advance(b.venue.AcceptWindow())
-			r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-			require.NoError(t, err)
-			require.False(t, adopted)
-			require.Equal(t, exchange.StatusFilled, r.Status)
+		// The accept window closes with nothing to find, and the
+		// gateway places the order again under the same ID.
+		b.clock.Advance(b.venue.AcceptWindow())
+		r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+		require.NoError(t, err)
+		require.False(t, adopted)
+		require.Equal(t, exchange.StatusFilled, r.Status)
 
-			// The original reaches the backend afterwards: refused.
-			b.clock.Advance(late)
-			require.Zero(t, b.fake.PendingLate())
-			require.Equal(t, 1, b.fake.LateRefused())
-			require.Len(t, b.fake.Orders(), 1)
-		})
-	}
+		// The original reaches the backend afterwards: refused.
+		b.clock.Advance(late)
+		require.Zero(t, b.fake.PendingLate())
+		require.Equal(t, 1, b.fake.LateRefused())
+		require.Len(t, b.fake.Orders(), 1)
+	})
 }

@@ -88,3 +88,15 @@ func resolveClose(symbol, action string) exchange.Order {
 		OrderType: "market", Quantity: d("1"),
 	}
 }
+
+// eachCategory runs test on linear and spot in parallel, each on a fresh
+// bundle.
+func eachCategory(t *testing.T, test func(t *testing.T, b *testBundle, c bybit.Market)) {
+	t.Helper()
+	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
+		t.Run(string(c), func(t *testing.T) {
+			t.Parallel()
+			test(t, setup(t, c), c)
+		})
+	}
+}

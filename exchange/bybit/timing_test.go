@@ -24,33 +24,29 @@ const stampBound = 50 * time.Millisecond
 func TestOrderStampedWhenPlaceStarts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, c := range []bybit.Market{bybit.MarketLinear, bybit.MarketSpot} {
-		t.Run(string(c), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, c)
-			b.fake.SetLatency(bybitfake.PathInstruments, 2*time.Second)
-			b.fake.SetLatency(bybitfake.PathTickers, 500*time.Millisecond)
-			b.fake.SetLatency(bybitfake.PathLeverage, time.Second)
-			b.fake.SetLatency(bybitfake.PathPositions, time.Second)
-			b.fake.SetLatency(bybitfake.PathWallet, time.Second)
-			b.fake.SetBalance("BTC", d("1"))
-			b.fake.SetPosition("BTCUSDT", "Buy", d("0.5"))
+	eachCategory(t, func(t *testing.T, b *testBundle, c bybit.Market) {
+		b.fake.SetLatency(bybitfake.PathInstruments, 2*time.Second)
+		b.fake.SetLatency(bybitfake.PathTickers, 500*time.Millisecond)
+		b.fake.SetLatency(bybitfake.PathLeverage, time.Second)
+		b.fake.SetLatency(bybitfake.PathPositions, time.Second)
+		b.fake.SetLatency(bybitfake.PathWallet, time.Second)
+		b.fake.SetBalance("BTC", d("1"))
+		b.fake.SetPosition("BTCUSDT", "Buy", d("0.5"))
 
-			for _, o := range []exchange.Order{marketOrder("BTCUSDT", "buy", "0.01"), resolveClose("BTCUSDT", "close")} {
-				o.Leverage = 3
-				start := b.clock.Now()
-				r, err := b.venue.Place(ctx, o)
-				require.NoError(t, err)
-				require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
-				log := b.fake.RequestLog(bybitfake.PathCreate)
-				sent := log[len(log)-1]
-				require.GreaterOrEqual(t, sent.At.Sub(start), time.Second, "the reads before the order took time")
-				require.WithinRange(t, sent.Timestamp, start.Add(-stampBound), start.Add(stampBound),
-					"order stamped %s after Place started", sent.Timestamp.Sub(start))
-				require.Equal(t, 5*time.Second, sent.RecvWindow)
-			}
-		})
-	}
+		for _, o := range []exchange.Order{marketOrder("BTCUSDT", "buy", "0.01"), resolveClose("BTCUSDT", "close")} {
+			o.Leverage = 3
+			start := b.clock.Now()
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+			log := b.fake.RequestLog(bybitfake.PathCreate)
+			sent := log[len(log)-1]
+			require.GreaterOrEqual(t, sent.At.Sub(start), time.Second, "the reads before the order took time")
+			require.WithinRange(t, sent.Timestamp, start.Add(-stampBound), start.Add(stampBound),
+				"order stamped %s after Place started", sent.Timestamp.Sub(start))
+			require.Equal(t, 5*time.Second, sent.RecvWindow)
+		}
+	})
 }
 
 // TestPreCallsPastRecvWindowAreRefusedAndNotRetried: when the reads before

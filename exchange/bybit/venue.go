@@ -169,21 +169,21 @@ type outgoing struct {
 // (10002, ErrUnreachable) and Place does not send it again.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	start := v.cfg.Now()
-	if reason := v.validate(o); reason != "" {
-		return rejected(reason), nil
-	}
-	if err := v.ensureTime(ctx); err != nil {
-		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
-	}
-	stamp := v.serverTimeAt(start)
-	out, reason, err := v.prepare(ctx, o)
-	if err != nil {
-		return exchange.Report{}, fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err)
-	}
-	if reason != "" {
-		return rejected(reason), nil
-	}
-	return v.send(ctx, out, stamp)
+	// Every failure before the send is an error (a refused read too: the
+	// order was never judged by Bybit), named with the order.
+	failed := func(err error) error { return fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err) }
+	return venuekit.Place(ctx, venuekit.Steps[outgoing]{
+		Validate: func() string { return v.validate(o) },
+		Stamp: func(ctx context.Context) (time.Time, error) {
+			if err := v.ensureTime(ctx); err != nil {
+				return time.Time{}, failed(err)
+			}
+			return v.serverTimeAt(start), nil
+		},
+		Prepare: func(ctx context.Context) (outgoing, string, error) { return v.prepare(ctx, o) },
+		Failed:  func(err error) (exchange.Report, error) { return exchange.Report{}, failed(err) },
+		Send:    v.send,
+	})
 }
 
 // validate returns why o cannot be sent at all, or "". Refused here,
@@ -492,9 +492,7 @@ func toReport(oi orderInfo) exchange.Report {
 
 // rejected is a refusal for good decided before sending: nothing reached
 // the venue, so the report names no symbol or quantity.
-func rejected(reason string) exchange.Report {
-	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
-}
+func rejected(reason string) exchange.Report { return venuekit.Rejected(reason) }
 
 // isRefusal reports whether err is Bybit refusing the request for good.
 func isRefusal(err error) bool {

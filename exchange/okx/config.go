@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // Market selects which OKX instrument type a Venue trades. Spot and
@@ -91,40 +92,9 @@ func (c Config) WithDefaults() Config {
 	if c.Market == "" {
 		c.Market = MarketSpot
 	}
-	if c.BaseURL == "" {
-		c.BaseURL = BaseURL
-		if c.Testnet {
-			c.BaseURL = TestnetBaseURL
-		}
-	}
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Expiry == 0 {
-		c.Expiry = DefaultExpiry
-	}
-	if c.LookupLag == 0 {
-		c.LookupLag = DefaultLookupLag
-	}
-	if c.ClockMargin == 0 {
-		c.ClockMargin = DefaultClockMargin
-	}
-	if c.TimeSync == 0 {
-		c.TimeSync = DefaultTimeSync
-	}
-	if c.FilterTTL == 0 {
-		c.FilterTTL = DefaultFilterTTL
-	}
-	if c.ConfirmWait == 0 {
-		c.ConfirmWait = DefaultConfirmWait
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.settings().Apply(venuekit.Defaults{BaseURL: BaseURL, TestnetBaseURL: TestnetBaseURL, HTTPTimeout: DefaultHTTPTimeout,
+		Window: DefaultExpiry, LookupLag: DefaultLookupLag, ClockMargin: DefaultClockMargin, TimeSync: DefaultTimeSync,
+		FilterTTL: DefaultFilterTTL, ConfirmWait: DefaultConfirmWait}, c.Testnet)
 	return c
 }
 
@@ -134,25 +104,19 @@ func (c Config) validate() error {
 	if c.Market != MarketSpot && c.Market != MarketSwap {
 		errs = append(errs, fmt.Errorf("market %q is not %q or %q", c.Market, MarketSpot, MarketSwap))
 	}
-	if c.APIKey == "" {
-		errs = append(errs, errors.New("api key is empty"))
-	}
-	if c.APISecret == "" {
-		errs = append(errs, errors.New("api secret is empty"))
-	}
-	if c.Passphrase == "" {
-		errs = append(errs, errors.New("api passphrase is empty"))
-	}
+	errs = append(errs, venuekit.Empty([2]string{"api key", c.APIKey}, [2]string{"api secret", c.APISecret},
+		[2]string{"api passphrase", c.Passphrase})...)
 	if c.Expiry < time.Millisecond {
 		errs = append(errs, fmt.Errorf("expiry %s is below 1ms", c.Expiry))
 	}
-	if c.LookupLag < 0 || c.ClockMargin < 0 || c.TimeSync < 0 || c.FilterTTL < 0 || c.ConfirmWait < 0 {
-		errs = append(errs, errors.New("durations must not be negative"))
-	}
-	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("base url %q is not http(s)", c.BaseURL))
-	}
+	errs = append(errs, c.settings().Check()...)
 	return errors.Join(errs...)
+}
+
+// settings hands venuekit the fields every venue's Config shares.
+func (c *Config) settings() venuekit.Settings {
+	return venuekit.Settings{BaseURL: &c.BaseURL, HTTPClient: &c.HTTPClient, Now: &c.Now, Window: &c.Expiry, LookupLag: &c.LookupLag,
+		ClockMargin: &c.ClockMargin, TimeSync: &c.TimeSync, FilterTTL: &c.FilterTTL, Confirm: &c.ConfirmWait, Logger: &c.Logger}
 }
 
 // LogValue keeps the credentials out of logs.

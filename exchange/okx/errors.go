@@ -103,10 +103,5 @@ func ErrorTable() []CodeClass {
 
 // classify returns the class of an OKX code (ClassUnknown when unlisted).
 func classify(code int) Class {
-	for _, row := range ErrorTable() {
-		if row.Code == code {
-			return row.Class
-		}
-	}
-	return ClassUnknown
+	return venuekit.ClassOf(ErrorTable(), code, ClassUnknown)
 }

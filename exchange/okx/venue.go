@@ -131,24 +131,31 @@ type outgoing struct {
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
-	if reason := v.validate(o, symbol); reason != "" {
-		return rejected(reason), nil
-	}
-	if err := v.syncTime(ctx); err != nil {
-		return exchange.Report{}, err
-	}
-	stamp := v.clock.At(start)
-	f, out, reason, err := v.prepare(ctx, o, symbol)
-	if err != nil {
-		if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
-			return rejected(e.Msg), nil
-		}
-		return exchange.Report{}, err
-	}
-	if reason != "" {
-		return rejected(reason), nil
-	}
-	return v.send(ctx, f, out, stamp)
+	var f Filters
+	return venuekit.Place(ctx, venuekit.Steps[outgoing]{
+		Validate: func() string { return v.validate(o, symbol) },
+		Stamp: func(ctx context.Context) (time.Time, error) {
+			if err := v.syncTime(ctx); err != nil {
+				return time.Time{}, err
+			}
+			return v.clock.At(start), nil
+		},
+		Prepare: func(ctx context.Context) (out outgoing, reason string, err error) {
+			f, out, reason, err = v.prepare(ctx, o, symbol)
+			return out, reason, err
+		},
+		// OKX's refusal of a read (the instrument, the position) is the
+		// order's refusal for good.
+		Failed: func(err error) (exchange.Report, error) {
+			if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
+				return rejected(e.Msg), nil
+			}
+			return exchange.Report{}, err
+		},
+		Send: func(ctx context.Context, out outgoing, stamp time.Time) (exchange.Report, error) {
+			return v.send(ctx, f, out, stamp)
+		},
+	})
 }
 
 // validate returns why o cannot be sent at all, or "".
@@ -384,6 +391,4 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	return r, nil
 }
 
-func rejected(reason string) exchange.Report {
-	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
-}
+func rejected(reason string) exchange.Report { return venuekit.Rejected(reason) }

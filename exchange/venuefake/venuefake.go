@@ -98,3 +98,44 @@ type Fake interface {
 	// Close stops the fake (every market it serves).
 	Close()
 }
+
+// Faults is one fake's own answer to each shared Fault, so that every
+// fake maps them the same way (For) and keeps only its venue's codes.
+type Faults[F any] struct {
+	ServerErrorAfterAccept, HangAfterAccept, DropAfterAccept F
+	// RefuseInsufficientBalance carries the venue's own code and message
+	// (per market where they differ).
+	RefuseInsufficientBalance F
+}
+
+// For is the fake's fault for f; an f outside the Fault constants is a
+// bug in the test and panics.
+func (m Faults[F]) For(f Fault) F {
+	switch f {
+	case ServerErrorAfterAccept:
+		return m.ServerErrorAfterAccept
+	case HangAfterAccept:
+		return m.HangAfterAccept
+	case DropAfterAccept:
+		return m.DropAfterAccept
+	case RefuseInsufficientBalance:
+		return m.RefuseInsufficientBalance
+	}
+	panic("venuefake: unknown fault " + f.String())
+}
+
+// Rotate makes a fake accept a key other than key and secret (the
+// "rotated-" ones), as a venue refuses a deleted or rotated key, through
+// the fake's own set; the returned func accepts key and secret again.
+// It is RefuseCredentials for every fake.
+func Rotate(key, secret string, set func(key, secret string)) (accept func()) {
+	set("rotated-"+key, "rotated-"+secret)
+	return func() { set(key, secret) }
+}
+
+// Toggle turns a fake's refusal on through set and returns the func that
+// turns it off: RefuseLeverage for every fake.
+func Toggle(set func(on bool)) (off func()) {
+	set(true)
+	return func() { set(false) }
+}

@@ -11,7 +11,6 @@ import (
 type lateOrder struct {
 	market string
 	params url.Values
-	due    time.Time
 }
 
 // runEngine hands every late order whose time has come to the matching
@@ -21,22 +20,13 @@ type lateOrder struct {
 // nothing exists. An order the engine takes is booked as any other, with
 // the checks (filters, balance, the client-order-ID rule) of that moment.
 func (s *Server) runEngine() {
-	now := s.now()
-	kept := s.late[:0]
-	for _, l := range s.late {
-		if now.Before(l.due) {
-			kept = append(kept, l)
-			continue
+	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
+		if l.market == MarketFutures && !withinRecvWindow(l.params, due) {
+			return false
 		}
-		if l.market == MarketFutures && !withinRecvWindow(l.params, l.due) {
-			s.lateRefused++
-			continue
-		}
-		if _, _, e := s.place(l.market, l.params); e != nil {
-			s.lateRefused++
-		}
-	}
-	s.late = kept
+		_, _, e := s.place(l.market, l.params)
+		return e == nil
+	})
 }
 
 // withinRecvWindow is the matching engine's check of a placement's
@@ -53,23 +43,13 @@ func withinRecvWindow(params url.Values, at time.Time) bool {
 
 // PendingInEngine counts FaultLateInEngine placements the matching engine
 // has not reached yet on the fake's clock.
-func (s *Server) PendingInEngine() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return len(s.late)
-}
+func (s *Server) PendingInEngine() int { return s.afterEngine(s.late.Pending) }
 
 // LateRefused counts FaultLateInEngine placements the matching engine
 // refused when they reached it (futures past timestamp + recvWindow, or
 // any order the book's rules refused by then): nothing was booked for
 // them.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.lateRefused
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // HoldMarketOrders makes the next n market orders rest unexecuted (status
 // NEW, nothing filled) instead of filling at once, as a market order that
@@ -96,4 +76,13 @@ func (s *Server) queried(o *Order) {
 	}
 	s.execute(o, o.Quantity.Sub(o.ExecutedQty), s.symbols[o.Symbol].Price)
 	o.Status = "FILLED"
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runEngine()
+	return count()
 }

@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -170,13 +171,12 @@ type Server struct {
 	// URL is the base URL to give the adapter (no trailing slash).
 	URL string
 
-	apiKey, apiSecret string
-	clock             func() time.Time
-	srv               *httptest.Server
-	closeOnce         sync.Once
+	keys      *venuefake.Keys
+	clock     *venuefake.Clock
+	srv       *httptest.Server
+	closeOnce sync.Once
 
 	mu            sync.Mutex
-	advance       time.Duration
 	symbols       map[string]Symbol
 	balances      map[string]decimal.Decimal
 	futuresWallet decimal.Decimal
@@ -202,8 +202,7 @@ type Server struct {
 	latency      map[string]time.Duration
 	engineDelay  time.Duration
 	tradingOff   string
-	late         []lateOrder
-	lateRefused  int
+	late         venuefake.Late[lateOrder]
 	holdLeft     int
 	holdQueries  int
 }
@@ -239,9 +238,8 @@ func Start(addr string, opts Options) (*Server, error) {
 
 func newServer(opts Options) *Server {
 	s := &Server{
-		apiKey:        opts.APIKey,
-		apiSecret:     opts.APISecret,
-		clock:         opts.Now,
+		keys:          venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
+		clock:         venuefake.NewClock(opts.Now),
 		symbols:       map[string]Symbol{},
 		balances:      map[string]decimal.Decimal{},
 		futuresWallet: opts.FuturesWallet,
@@ -256,15 +254,6 @@ func newServer(opts Options) *Server {
 	}
 	if s.sleep == nil {
 		s.sleep = time.Sleep
-	}
-	if s.apiKey == "" {
-		s.apiKey = DefaultAPIKey
-	}
-	if s.apiSecret == "" {
-		s.apiSecret = DefaultAPISecret
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	syms := opts.Symbols
 	if len(syms) == 0 {
@@ -307,44 +296,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // APIKey is the key the fake accepts.
 func (s *Server) APIKey() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiKey
+	key, _ := s.keys.Get()
+	return key
 }
 
 // APISecret is the secret the fake verifies signatures with.
 func (s *Server) APISecret() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiSecret
+	_, secret := s.keys.Get()
+	return secret
 }
 
 // SetCredentials replaces the only key pair the fake accepts, as when a key
 // is deleted or rotated at Binance: requests signed with another key are
 // refused with -2015.
-func (s *Server) SetCredentials(key, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apiKey, s.apiSecret = key, secret
-}
+func (s *Server) SetCredentials(key, secret string) { s.keys.Set(key, secret) }
 
 // Now is the fake's current time: Options.Now plus everything Advance
 // added.
-func (s *Server) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now()
-}
+func (s *Server) Now() time.Time { return s.clock.Now() }
 
-func (s *Server) now() time.Time { return s.clock().Add(s.advance) }
+func (s *Server) now() time.Time { return s.clock.Now() }
 
 // Advance moves the fake's clock forward by d (negative d moves it back),
 // for lookup lags and clock-skew tests.
-func (s *Server) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance += d
-}
+func (s *Server) Advance(d time.Duration) { s.clock.Advance(d) }
 
 // SetSymbol adds or replaces a symbol; its filters change at once, as when
 // Binance changes a step size.

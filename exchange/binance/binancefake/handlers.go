@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -128,9 +129,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (url.Value
 		writeErr(w, http.StatusUnauthorized, -2014, "API-key format invalid.")
 		return nil, false
 	}
-	s.mu.Lock()
-	apiKey, apiSecret := s.apiKey, s.apiSecret
-	s.mu.Unlock()
+	apiKey, apiSecret := s.keys.Get()
 	if key != apiKey {
 		writeErr(w, http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action.")
 		return nil, false
@@ -524,7 +523,7 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 		if faulted && f.Kind == FaultLateInEngine {
 			s.mu.Lock()
 			now := s.now()
-			s.late = append(s.late, lateOrder{market: market, params: params, due: now.Add(f.Delay)})
+			s.late.Add(lateOrder{market: market, params: params}, now.Add(f.Delay))
 			s.mu.Unlock()
 			writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
 			return
@@ -581,13 +580,8 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 				<-r.Context().Done()
 				return
 			case FaultDropAfterAccept:
-				if hj, ok := w.(http.Hijacker); ok {
-					if conn, _, err := hj.Hijack(); err == nil {
-						_ = conn.Close()
-						return
-					}
-				}
-				panic(http.ErrAbortHandler)
+				venuefake.Drop(w)
+				return
 			}
 		}
 		writeJSON(w, http.StatusOK, body)

@@ -56,22 +56,13 @@ func (v *venueView) SetBalance(asset string, amount decimal.Decimal) {
 }
 
 func (v *venueView) Inject(f venuefake.Fault) {
-	switch f {
-	case venuefake.ServerErrorAfterAccept:
-		v.s.Inject(Fault{Kind: FaultServerErrorAfterAccept})
-	case venuefake.HangAfterAccept:
-		v.s.Inject(Fault{Kind: FaultHangAfterAccept})
-	case venuefake.DropAfterAccept:
-		v.s.Inject(Fault{Kind: FaultDropAfterAccept})
-	case venuefake.RefuseInsufficientBalance:
-		if v.market == MarketFutures {
-			v.s.Inject(Fault{Kind: FaultRefuse, Code: -2019, Msg: "Margin is insufficient."})
-			return
-		}
-		v.s.Inject(Fault{Kind: FaultRefuse, Code: -2010, Msg: "Account has insufficient balance for requested action."})
-	default:
-		panic("binancefake: unknown fault " + f.String())
+	refuse := Fault{Kind: FaultRefuse, Code: -2010, Msg: "Account has insufficient balance for requested action."}
+	if v.market == MarketFutures {
+		refuse = Fault{Kind: FaultRefuse, Code: -2019, Msg: "Margin is insufficient."}
 	}
+	v.s.Inject(venuefake.Faults[Fault]{ServerErrorAfterAccept: Fault{Kind: FaultServerErrorAfterAccept},
+		HangAfterAccept: Fault{Kind: FaultHangAfterAccept}, DropAfterAccept: Fault{Kind: FaultDropAfterAccept},
+		RefuseInsufficientBalance: refuse}.For(f))
 }
 
 func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
@@ -79,9 +70,7 @@ func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
 // RefuseCredentials rotates the key the fake accepts: hoox's requests are
 // refused with -2015, as Binance refuses a deleted key.
 func (v *venueView) RefuseCredentials() func() {
-	key, secret := v.s.APIKey(), v.s.APISecret()
-	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
-	return func() { v.s.SetCredentials(key, secret) }
+	return venuefake.Rotate(v.s.APIKey(), v.s.APISecret(), v.s.SetCredentials)
 }
 
 // SetLeverage changes a futures symbol's leverage behind hoox's back; spot
@@ -102,8 +91,7 @@ func (v *venueView) LeverageSets(symbol string) int {
 
 // RefuseLeverage refuses every leverage change with -2027.
 func (v *venueView) RefuseLeverage() func() {
-	v.s.RefuseLeverage(true)
-	return func() { v.s.RefuseLeverage(false) }
+	return venuefake.Toggle(v.s.RefuseLeverage)
 }
 
 // SetHedgeMode sets the futures account's position mode.

@@ -42,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -275,8 +276,7 @@ type Server struct {
 	mu          sync.Mutex
 	now         func() time.Time
 	skew        time.Duration
-	apiKey      string
-	apiSecret   string
+	keys        *venuefake.Keys
 	readOnly    bool
 	ipBlocked   bool
 	instruments map[string]map[string]Instrument
@@ -309,52 +309,25 @@ type Server struct {
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
 	limitReset  map[string]usedUp
-	// late holds LateInEngine placements until their time; lateRefused
-	// counts those refused when it came.
-	late        []lateCreate
-	lateRefused int
-}
-
-// lateCreate is a create request that the backend processes at due.
-type lateCreate struct {
-	body []byte
-	due  time.Time
+	// late holds LateInEngine create bodies until their time.
+	late venuefake.Late[[]byte]
 }
 
 // runLate books every late placement whose time has come; s.mu is held.
 func (s *Server) runLate() {
-	now := s.clock()
-	kept := s.late[:0]
-	for _, l := range s.late {
-		if now.Before(l.due) {
-			kept = append(kept, l)
-			continue
-		}
-		if rep := s.serveCreate(nil, l.body); rep.retCode != 0 {
-			s.lateRefused++
-		}
-	}
-	s.late = kept
+	s.late.Run(s.clock(), func(body []byte, _ time.Time) bool {
+		return s.serveCreate(nil, body).retCode == 0
+	})
 }
 
 // LateRefused counts LateInEngine placements refused when the backend
 // reached them (their orderLinkId was taken by then, or a filter or the
 // balance refused them): nothing was booked for them.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runLate()
-	return s.lateRefused
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // PendingLate counts LateInEngine placements not yet processed on the
 // fake's clock.
-func (s *Server) PendingLate() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runLate()
-	return len(s.late)
-}
+func (s *Server) PendingLate() int { return s.afterEngine(s.late.Pending) }
 
 // usedUp is an endpoint whose rate limit ExhaustLimit used up.
 type usedUp struct {
@@ -406,8 +379,7 @@ func newServer(opts Options) *Server {
 	s := &Server{
 		now:         opts.Now,
 		done:        make(chan struct{}),
-		apiKey:      opts.APIKey,
-		apiSecret:   opts.APISecret,
+		keys:        venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
 		instruments: map[string]map[string]Instrument{CategoryLinear: {}, CategorySpot: {}},
 		tickers:     map[string]map[string]decimal.Decimal{CategoryLinear: {}, CategorySpot: {}},
 		positions:   map[string]Position{},
@@ -429,12 +401,6 @@ func newServer(opts Options) *Server {
 	}
 	if s.sleep == nil {
 		s.sleep = time.Sleep
-	}
-	if s.apiKey == "" {
-		s.apiKey = DefaultAPIKey
-	}
-	if s.apiSecret == "" {
-		s.apiSecret = DefaultAPISecret
 	}
 	if !opts.Empty {
 		s.SeedDefaults()
@@ -481,24 +447,18 @@ func (s *Server) SetClockSkew(d time.Duration) {
 
 // APIKey is the key the fake accepts (DefaultAPIKey unless replaced).
 func (s *Server) APIKey() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiKey
+	key, _ := s.keys.Get()
+	return key
 }
 
 // APISecret is the secret the fake accepts.
 func (s *Server) APISecret() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.apiSecret
+	_, secret := s.keys.Get()
+	return secret
 }
 
 // SetCredentials replaces the key and secret the fake accepts.
-func (s *Server) SetCredentials(key, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.apiKey, s.apiSecret = key, secret
-}
+func (s *Server) SetCredentials(key, secret string) { s.keys.Set(key, secret) }
 
 // SetReadOnly makes the key read-only: trading endpoints answer 10005
 // "Permission denied".
@@ -824,4 +784,13 @@ func (s *Server) takeFault(path string) (Fault, bool) {
 		s.faults[path] = slices.Delete(q, 0, 1)
 	}
 	return f, true
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runLate()
+	return count()
 }

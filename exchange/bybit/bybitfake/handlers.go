@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/shopspring/decimal"
 	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // reply is one answer before it is written: a JSON envelope with a retCode,
@@ -64,7 +65,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.write(w, fail(code, msg), now)
 			return
 		}
-		s.late = append(s.late, lateCreate{body: body, due: now.Add(f.Late)})
+		s.late.Add(body, now.Add(f.Late))
 		s.mu.Unlock()
 		s.writeFault(w, r, f, now)
 		return
@@ -234,7 +235,8 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 // payload. s.mu is held.
 func (s *Server) authenticate(r *http.Request, payload string, trading bool) (int, string) {
 	key := r.Header.Get("X-BAPI-API-KEY")
-	if key == "" || key != s.apiKey {
+	apiKey, apiSecret := s.keys.Get()
+	if key == "" || key != apiKey {
 		return 10003, "API key is invalid."
 	}
 	tsStr := r.Header.Get("X-BAPI-TIMESTAMP")
@@ -254,7 +256,7 @@ func (s *Server) authenticate(r *http.Request, payload string, trading bool) (in
 	if ts < server-recv || ts >= server+1000 {
 		return 10002, fmt.Sprintf("invalid request, please check your server timestamp or recv_window param. req_timestamp[%d],server_timestamp[%d],recv_window[%d]", ts, server, recv)
 	}
-	mac := hmac.New(sha256.New, []byte(s.apiSecret))
+	mac := hmac.New(sha256.New, []byte(apiSecret))
 	mac.Write([]byte(tsStr + key + recvStr + payload))
 	want := hex.EncodeToString(mac.Sum(nil))
 	if !hmac.Equal([]byte(want), []byte(r.Header.Get("X-BAPI-SIGN"))) {

@@ -47,22 +47,12 @@ func (v *venueView) SetPrice(symbol string, price decimal.Decimal) {
 func (v *venueView) SetBalance(asset string, amount decimal.Decimal) { v.s.SetBalance(asset, amount) }
 
 func (v *venueView) Inject(f venuefake.Fault) {
-	switch f {
-	case venuefake.ServerErrorAfterAccept:
-		v.s.InjectPlacements(1, ServerErrorAfterAccept())
-	case venuefake.HangAfterAccept:
-		v.s.InjectPlacements(1, HangAfterAccept())
-	case venuefake.DropAfterAccept:
-		v.s.InjectPlacements(1, DropAfterAccept())
-	case venuefake.RefuseInsufficientBalance:
-		if v.category == CategorySpot {
-			v.s.InjectPlacements(1, Refuse(170131, "Insufficient balance."))
-			return
-		}
-		v.s.InjectPlacements(1, Refuse(110007, "ab not enough for new order"))
-	default:
-		panic("bybitfake: unknown fault " + f.String())
+	refuse := Refuse(110007, "ab not enough for new order")
+	if v.category == CategorySpot {
+		refuse = Refuse(170131, "Insufficient balance.")
 	}
+	v.s.InjectPlacements(1, venuefake.Faults[Fault]{ServerErrorAfterAccept: ServerErrorAfterAccept(),
+		HangAfterAccept: HangAfterAccept(), DropAfterAccept: DropAfterAccept(), RefuseInsufficientBalance: refuse}.For(f))
 }
 
 func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
@@ -70,9 +60,7 @@ func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
 // RefuseCredentials rotates the key the fake accepts (10003 "API key is
 // invalid"), as after the key was deleted or rotated at Bybit.
 func (v *venueView) RefuseCredentials() func() {
-	key, secret := v.s.APIKey(), v.s.APISecret()
-	v.s.SetCredentials("rotated-"+key, "rotated-"+secret)
-	return func() { v.s.SetCredentials(key, secret) }
+	return venuefake.Rotate(v.s.APIKey(), v.s.APISecret(), v.s.SetCredentials)
 }
 
 // SetLeverage changes a linear symbol's leverage behind hoox's back; spot
@@ -94,8 +82,7 @@ func (v *venueView) LeverageSets(symbol string) int {
 
 // RefuseLeverage refuses every set-leverage with 110013.
 func (v *venueView) RefuseLeverage() func() {
-	v.s.RefuseLeverage(true)
-	return func() { v.s.RefuseLeverage(false) }
+	return venuefake.Toggle(v.s.RefuseLeverage)
 }
 
 // SetHedgeMode sets the linear account's position mode.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -121,7 +122,6 @@ type Fault struct {
 type lateOrder struct {
 	body    []byte
 	expTime time.Time
-	due     time.Time
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -131,10 +131,9 @@ type Server struct {
 
 	closeFn func()
 	done    chan struct{}
-	clock   func() time.Time
+	clock   *venuefake.Clock
 
 	mu                            sync.Mutex
-	advance                       time.Duration
 	apiKey, apiSecret, passphrase string
 	instruments                   map[string]Instrument // by instId
 	prices                        map[string]decimal.Decimal
@@ -148,8 +147,7 @@ type Server struct {
 	nextID                        int64
 	faults                        []Fault
 	nextLag                       *time.Duration
-	late                          []lateOrder
-	lateRefused                   int
+	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
 }
 
@@ -187,13 +185,10 @@ func Start(addr string, opts Options) (*Server, error) {
 
 func newServer(opts Options) *Server {
 	s := &Server{
-		done: make(chan struct{}), clock: opts.Now,
+		done: make(chan struct{}), clock: venuefake.NewClock(opts.Now),
 		apiKey: opts.APIKey, apiSecret: opts.APISecret, passphrase: opts.Passphrase,
 		instruments: map[string]Instrument{}, prices: map[string]decimal.Decimal{}, balances: map[string]decimal.Decimal{},
 		positions: map[string]decimal.Decimal{}, leverage: map[string]int{}, leverageSets: map[string]int{}, requests: map[string]int{},
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	if s.apiKey == "" {
 		s.apiKey = DefaultAPIKey
@@ -235,20 +230,12 @@ func (s *Server) Close() {
 }
 
 // Now is the fake's clock.
-func (s *Server) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now()
-}
+func (s *Server) Now() time.Time { return s.clock.Now() }
 
-func (s *Server) now() time.Time { return s.clock().Add(s.advance) }
+func (s *Server) now() time.Time { return s.clock.Now() }
 
 // Advance moves the fake's clock forward.
-func (s *Server) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.advance += d
-}
+func (s *Server) Advance(d time.Duration) { s.clock.Advance(d) }
 
 // APIKey is the key the fake accepts.
 func (s *Server) APIKey() string {
@@ -392,20 +379,10 @@ func (s *Server) Orders() []Order {
 }
 
 // PendingInEngine is how many late orders have not reached the engine.
-func (s *Server) PendingInEngine() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return len(s.late)
-}
+func (s *Server) PendingInEngine() int { return s.afterEngine(s.late.Pending) }
 
 // LateRefused is how many late orders the engine refused for expTime.
-func (s *Server) LateRefused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runEngine()
-	return s.lateRefused
-}
+func (s *Server) LateRefused() int { return s.afterEngine(s.late.Refused) }
 
 // Requests is how many requests path received.
 func (s *Server) Requests(path string) int {
@@ -449,4 +426,13 @@ func (s *Server) latest(clOrdID string) *Order {
 		}
 	}
 	return nil
+}
+
+// afterEngine is count once every late placement due by now has reached
+// the engine.
+func (s *Server) afterEngine(count func() int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runEngine()
+	return count()
 }

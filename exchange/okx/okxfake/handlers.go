@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/shopspring/decimal"
 )
 
@@ -331,7 +332,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if faulted && f.Kind == FaultLateInEngine {
-		s.late = append(s.late, lateOrder{body: body, expTime: expTime, due: now.Add(f.Delay)})
+		s.late.Add(lateOrder{body: body, expTime: expTime}, now.Add(f.Delay))
 		s.mu.Unlock()
 		write(w, fail(http.StatusBadRequest, 50004, "API endpoint request timeout. (does not mean that the request was successful or failed, please check the request result)."))
 		return
@@ -359,13 +360,8 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		case FaultDropAfterAccept:
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
+			venuefake.Drop(w)
+			return
 		}
 	}
 	write(w, rep)
@@ -481,17 +477,11 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 // runEngine hands due late orders to the engine: refused past their
 // expTime, booked otherwise; callers hold mu.
 func (s *Server) runEngine() {
-	now := s.now()
-	kept := s.late[:0]
-	for _, l := range s.late {
-		switch {
-		case now.Before(l.due):
-			kept = append(kept, l)
-		case !l.expTime.IsZero() && l.due.After(l.expTime):
-			s.lateRefused++
-		default:
-			s.place(l.body, l.due)
+	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
+		if !l.expTime.IsZero() && due.After(l.expTime) {
+			return false
 		}
-	}
-	s.late = kept
+		s.place(l.body, due)
+		return true
+	})
 }

@@ -52,18 +52,9 @@ func (v *venueView) SetPrice(symbol string, price decimal.Decimal) { v.s.SetPric
 func (v *venueView) SetBalance(asset string, amount decimal.Decimal) { v.s.SetBalance(asset, amount) }
 
 func (v *venueView) Inject(f venuefake.Fault) {
-	switch f {
-	case venuefake.ServerErrorAfterAccept:
-		v.s.Inject(Fault{Kind: FaultServerErrorAfterAccept})
-	case venuefake.HangAfterAccept:
-		v.s.Inject(Fault{Kind: FaultHangAfterAccept})
-	case venuefake.DropAfterAccept:
-		v.s.Inject(Fault{Kind: FaultDropAfterAccept})
-	case venuefake.RefuseInsufficientBalance:
-		v.s.Inject(Fault{Kind: FaultRefuse, Code: 51008, Msg: "Order failed. Insufficient USDT balance in account"})
-	default:
-		panic("okxfake: unknown fault " + f.String())
-	}
+	v.s.Inject(venuefake.Faults[Fault]{ServerErrorAfterAccept: Fault{Kind: FaultServerErrorAfterAccept},
+		HangAfterAccept: Fault{Kind: FaultHangAfterAccept}, DropAfterAccept: Fault{Kind: FaultDropAfterAccept},
+		RefuseInsufficientBalance: Fault{Kind: FaultRefuse, Code: 51008, Msg: "Order failed. Insufficient USDT balance in account"}}.For(f))
 }
 
 func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
@@ -71,9 +62,8 @@ func (v *venueView) LagNextLookup(d time.Duration) { v.s.LagNextLookup(d) }
 // RefuseCredentials rotates the key the fake accepts (50111 "Invalid
 // OK-ACCESS-KEY"), as after the key was deleted at OKX.
 func (v *venueView) RefuseCredentials() func() {
-	key, secret, pass := v.s.APIKey(), v.s.APISecret(), v.s.Passphrase()
-	v.s.SetCredentials("rotated-"+key, "rotated-"+secret, pass)
-	return func() { v.s.SetCredentials(key, secret, pass) }
+	pass := v.s.Passphrase()
+	return venuefake.Rotate(v.s.APIKey(), v.s.APISecret(), func(key, secret string) { v.s.SetCredentials(key, secret, pass) })
 }
 
 // instID maps a signal's symbol (BTCUSDT) to the swap's instId.
@@ -105,8 +95,7 @@ func (v *venueView) LeverageSets(symbol string) int {
 
 // RefuseLeverage refuses every set-leverage with 59107.
 func (v *venueView) RefuseLeverage() func() {
-	v.s.RefuseLeverage(true)
-	return func() { v.s.RefuseLeverage(false) }
+	return venuefake.Toggle(v.s.RefuseLeverage)
 }
 
 // SetHedgeMode sets the account's posMode (long_short_mode when on).
