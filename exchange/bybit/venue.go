@@ -43,7 +43,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -62,8 +61,6 @@ type Venue struct {
 	// pauses hold, per path ("" for every path), the local time before
 	// which requests fail fast because of a rate limit.
 	pauses venuekit.Pauses
-
-	mu sync.Mutex
 }
 
 var _ exchange.Venue = (*Venue)(nil)

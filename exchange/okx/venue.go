@@ -32,7 +32,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -69,8 +68,6 @@ type Venue struct {
 	clock   venuekit.Clock
 	pauses  venuekit.Pauses
 	filters venuekit.FilterCache[Filters]
-
-	mu sync.Mutex
 }
 
 var _ exchange.Venue = (*Venue)(nil)
