@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/api/openapi/openapitest"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/internal/testutil"
@@ -116,6 +117,9 @@ func Post(t testing.TB, url, body string, headers ...string) Reply {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	// A running hoox's answers are held to the OpenAPI document too, as
+	// the api package's are.
+	openapitest.Check(t, req, []byte(body), resp.StatusCode, resp.Header, raw)
 	r := Reply{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &r.Body)
 	return r
