@@ -10,7 +10,7 @@ import (
 	"github.com/hoox/hoox/api"
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/confcheck/confchecktest"
 	"github.com/hoox/hoox/internal/timing"
 )
 
@@ -46,16 +46,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Parallel()
 			cfg := api.DefaultConfig()
 			tt.mutate(&cfg)
-			err := cfg.Validate()
-			if tt.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			errs := confcheck.All(err)
-			require.Len(t, errs, 1, "%v", err)
-			require.Equal(t, "api", errs[0].Config)
-			require.Equal(t, tt.field, errs[0].Field)
-			require.Contains(t, errs[0].Rule, tt.says)
+			confchecktest.RequireRefusal(t, cfg.Validate(), "api", tt.field, tt.says)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/confcheck/confchecktest"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -39,16 +40,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Parallel()
 			cfg := jobs.DefaultConfig()
 			tt.mutate(&cfg)
-			err := cfg.Validate()
-			if tt.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			errs := confcheck.All(err)
-			require.Len(t, errs, 1, "%v", err)
-			require.Equal(t, "jobs", errs[0].Config)
-			require.Equal(t, tt.field, errs[0].Field)
-			require.Contains(t, errs[0].Rule, tt.says)
+			confchecktest.RequireRefusal(t, cfg.Validate(), "jobs", tt.field, tt.says)
 		})
 	}
 }

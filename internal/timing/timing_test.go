@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/internal/confcheck"
+	"github.com/hoox/hoox/internal/confcheck/confchecktest"
 	"github.com/hoox/hoox/internal/timing"
 )
 
@@ -43,16 +43,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Parallel()
 			cfg := timing.DefaultConfig()
 			tt.mutate(&cfg)
-			err := cfg.Validate()
-			if tt.field == "" {
-				require.NoError(t, err)
-				return
-			}
-			errs := confcheck.All(err)
-			require.Len(t, errs, 1, "%v", err)
-			require.Equal(t, "timing", errs[0].Config)
-			require.Equal(t, tt.field, errs[0].Field)
-			require.Contains(t, errs[0].Rule, tt.says)
+			confchecktest.RequireRefusal(t, cfg.Validate(), "timing", tt.field, tt.says)
 		})
 	}
 }
