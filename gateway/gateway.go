@@ -463,44 +463,28 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	held, err := venue.Lookup(vctx, earlier)
 	cancel()
-	var r db.Recovery
-	var failed *db.Event
+	// The sweeper's own decision, so the two never drift apart.
+	it := db.Intent{ClientOrderID: p.ClientOrderID, TraceID: p.TraceID, Exchange: sig.Exchange, Mode: tr.Mode,
+		Order: earlier, SentAgo: p.SentAgo}
+	r, _, err := jobs.DecideLookup(it, p.TraceID, true, venue, held, err)
 	switch {
-	case err == nil && earlier.OrderType == "market" && held.Status == exchange.StatusOpen:
-		return &Error{Code: codes.InProgress, RetryAfter: 2 * time.Second,
-			Detail: fmt.Sprintf("trace %s: the previous execution's order %s is still executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
-	case err == nil:
-		rec := db.RecordReport(p.TraceID, sig.Exchange, tr.Mode, earlier, held)
-		rec.Detail["found"], rec.Detail["exchange_order_id"], rec.Detail["recovered_by"] = true, held.ExchangeOrderID, tr.ID
-		r = db.Recovery{TraceStatus: rec.Status, Order: rec.Order, IntentOutcome: rec.IntentOutcome,
-			Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept, Detail: rec.Detail}}}
-	case errors.Is(err, exchange.ErrMismatch):
-		r = db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventFailed,
-			Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
-				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", p.ClientOrderID, err)}}}}
-	case errors.Is(err, exchange.ErrNotFound) && p.SentAgo < venue.AcceptWindow():
-		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, time.Second),
-			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted by the venue; retry when its window has passed", tr.ID, p.ClientOrderID)}
-	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLate(venue):
-		r = db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: p.TraceID, Event: db.EventSwept,
-			Detail: map[string]any{"found": false, "client_order_id": p.ClientOrderID, "recovered_by": tr.ID}}}}
-	case errors.Is(err, exchange.ErrNotFound):
-		s.deps.Logger.ErrorContext(ctx, "previous execution's order never seen at a venue that may fill late; not re-sent",
-			"trace_id", p.TraceID, "client_order_id", p.ClientOrderID, "exchange", sig.Exchange)
-		ev := db.Event{TraceID: p.TraceID, Event: db.EventFailed, Detail: map[string]any{"client_order_id": p.ClientOrderID, "recovered_by": tr.ID,
-			"reason": fmt.Sprintf("order %s was never seen at the venue; not re-sent because %s may still fill a late request: check the venue",
-				p.ClientOrderID, sig.Exchange)}}
-		failed = &ev
-		r = db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed, Events: []db.Event{ev}}
-	default:
+	case errors.Is(err, jobs.ErrNotYet):
+		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, 2*time.Second),
+			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted or still be executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
+	case err != nil:
 		s.venueError(ctx, sig.Exchange, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
+	}
+	for _, ev := range r.Events {
+		ev.Detail["recovered_by"] = tr.ID
 	}
 	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.Timing.TraceTTL); err != nil {
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
-	if failed != nil {
-		if err := s.notify(ctx, tx, in, earlier, *failed); err != nil {
+	if r.TraceStatus == db.TraceFailed {
+		s.deps.Logger.ErrorContext(ctx, "previous execution's order not recorded; not re-sent",
+			"trace_id", p.TraceID, "client_order_id", p.ClientOrderID, "exchange", sig.Exchange, "reason", r.Events[0].Detail["reason"])
+		if err := s.notify(ctx, tx, in, earlier, r.Events[0]); err != nil {
 			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 		}
 	}

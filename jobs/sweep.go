@@ -74,8 +74,10 @@ func NewSweepWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, l
 	return &SweepWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics}
 }
 
-// errNotYet leaves an item for a later sweep.
-var errNotYet = errors.New("not yet decidable")
+// ErrNotYet leaves an item for a later sweep: the venue's answer decides
+// nothing yet (DecideLookup) — the order may still be accepted, or a
+// market order is still executing.
+var ErrNotYet = errors.New("not yet decidable")
 
 // Work sweeps once.
 func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
@@ -112,7 +114,7 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 			return r, err
 		})
 		switch {
-		case errors.Is(err, errNotYet), errors.Is(err, db.ErrLockTimeout):
+		case errors.Is(err, ErrNotYet), errors.Is(err, db.ErrLockTimeout):
 			continue
 		case err != nil:
 			w.log.WarnContext(ctx, "sweep: item left for the next sweep", "trace_id", s.Intent.TraceID,
@@ -150,7 +152,7 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		return w.decideUnknown(ctx, s)
 	}
 	if s.NoIntent {
-		return w.giveUp(s, "its reconcile job ended without settling it and no intent says which order to look for: check the venue"), sweepFailed, nil
+		return giveUp(s.Intent, traceOf(s), "its reconcile job ended without settling it and no intent says which order to look for: check the venue"), sweepFailed, nil
 	}
 	venue, ok := w.venues.For(in.Exchange, in.Mode == signal.ModeTest)
 	if !ok {
@@ -159,16 +161,36 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
+	r, outcome, err := DecideLookup(in, traceID, s.TraceID == "", venue, report, err)
+	if errors.Is(err, ErrUnanswered) {
+		w.venues.NoteError(in.Exchange, err, w.cfg.now())
+		return w.unanswered(s, err)
+	}
+	return r, outcome, err
+}
+
+// ErrUnanswered wraps a lookup's error when the venue gave no answer
+// (DecideLookup): the caller decides how long to wait for one.
+var ErrUnanswered = errors.New("the venue did not answer the lookup")
+
+// DecideLookup is how an open intent ends, given the venue's answer to its
+// lookup (report, err): the one decision the sweeper makes for a stranded
+// item and the gateway for a dead earlier window execution it recovers
+// itself. traceID is the trace the events go to; bare says no trace
+// exists yet (nobody was answered about this order). It returns the
+// recovery with its sweep outcome, ErrNotYet while nothing can be decided,
+// or an error wrapping ErrUnanswered when the venue gave no answer.
+func DecideLookup(in db.Intent, traceID string, bare bool, venue exchange.Venue, report exchange.Report, err error) (db.Recovery, string, error) {
 	if errors.Is(err, exchange.ErrNotFound) && in.SentAgo < venue.AcceptWindow() {
 		// The request may still be accepted, or the lookup lag it: a
 		// found order is recorded at once, "not found" only counts later.
-		return db.Recovery{}, "", errNotYet
+		return db.Recovery{}, "", ErrNotYet
 	}
 	switch {
 	case err == nil && stillExecuting(in.Order, report) && in.SentAgo < followOpenMarket:
 		// A market order still executing: its fill is not known yet; the
 		// next sweep looks again.
-		return db.Recovery{}, "", errNotYet
+		return db.Recovery{}, "", ErrNotYet
 	case err == nil:
 		rec := db.RecordReport(traceID, in.Exchange, in.Mode, in.Order, report)
 		rec.Detail["found"], rec.Detail["exchange_order_id"] = true, report.ExchangeOrderID
@@ -179,9 +201,9 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		// found" proves nothing, so neither is the key freed (a bare
 		// intent's trace is created failed, so a resend is a duplicate)
 		// nor anything sent again. A missed trade, for an operator.
-		return w.giveUp(s, missedReason(in.ClientOrderID, in.Exchange)), sweepFailed, nil
+		return giveUp(in, traceID, missedReason(in.ClientOrderID, in.Exchange)), sweepFailed, nil
 	case errors.Is(err, exchange.ErrNotFound):
-		if s.TraceID == "" {
+		if bare {
 			// A bare intent: no trace, no answer given; the signal may be
 			// sent again.
 			return db.Recovery{IntentOutcome: db.IntentNotPlaced, Events: []db.Event{{TraceID: traceID, Event: db.EventSwept,
@@ -197,13 +219,12 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 		r := db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: traceID, Event: db.EventFailed,
 			Detail: map[string]any{"client_order_id": in.ClientOrderID,
 				"reason": fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", in.ClientOrderID, err)}}}}
-		if s.TraceID != "" {
+		if !bare {
 			r.TraceStatus = db.TraceFailed
 		}
 		return r, sweepMismatch, nil
 	}
-	w.venues.NoteError(in.Exchange, err, w.cfg.now())
-	return w.unanswered(s, err)
+	return db.Recovery{}, "", fmt.Errorf("%w: %w", ErrUnanswered, err)
 }
 
 // sweepResolved counts an unknown order proven absent: the trace stays
@@ -252,16 +273,16 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Reco
 // until SweepGiveUp has passed since its send.
 func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string, error) {
 	if s.Intent.SentAgo < w.cfg.SweepGiveUp {
-		return db.Recovery{}, "", fmt.Errorf("%w: %w", errNotYet, err)
+		return db.Recovery{}, "", fmt.Errorf("%w: %w", ErrNotYet, err)
 	}
-	return w.giveUp(s, fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",
+	return giveUp(s.Intent, traceOf(s), fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",
 		s.Intent.Exchange, w.cfg.SweepGiveUp, err, s.Intent.ClientOrderID)), sweepFailed, nil
 }
 
 // giveUp fails the trace (creating it from the intent when there is none,
 // so the key stays blocked while nobody knows whether the order exists).
-func (w *SweepWorker) giveUp(s db.Stranded, reason string) db.Recovery {
+func giveUp(in db.Intent, traceID, reason string) db.Recovery {
 	return db.Recovery{TraceStatus: db.TraceFailed, IntentOutcome: db.IntentFailed,
-		Events: []db.Event{{TraceID: traceOf(s), Event: db.EventFailed,
-			Detail: map[string]any{"client_order_id": s.Intent.ClientOrderID, "reason": reason}}}}
+		Events: []db.Event{{TraceID: traceID, Event: db.EventFailed,
+			Detail: map[string]any{"client_order_id": in.ClientOrderID, "reason": reason}}}}
 }
