@@ -145,14 +145,11 @@ type PendingIntent struct {
 	ClientOrderID string
 	TraceID       string
 	Fingerprint   string
-	ReceivedAt    time.Time
-	// SentAt is when its order was last sent (or about to be): a "not
-	// found" at the venue before SentAt plus the venue's accept window
-	// proves nothing.
-	SentAt time.Time
-	// SentAgo is how long ago SentAt was by Postgres's clock, read during
-	// the claim: the only clock a window Postgres stamped is judged by. It
-	// only grows after the claim, so "SentAgo ≥ window" stays true.
+	// SentAgo is how long ago its order was last sent (or about to be), by
+	// Postgres's clock, read during the claim: a "not found" at the venue
+	// before the venue's accept window has passed proves nothing, and the
+	// window Postgres stamped is judged by Postgres's clock only. It only
+	// grows after the claim, so "SentAgo ≥ window" stays true.
 	SentAgo time.Duration
 	// SameWindow is true when the intent's trace was received inside the
 	// claim's dedup window by Postgres's clock (always true outside window
@@ -211,7 +208,7 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint, p.received_at, p.sent_at,
+       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint,
        p.sent_ago_us, p.same_window, u.unknown
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
@@ -231,7 +228,7 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) n ON true
 LEFT JOIN LATERAL (
-    SELECT i.client_order_id, i.trace_id, i.fingerprint, i.received_at, i.sent_at,
+    SELECT i.client_order_id, i.trace_id, i.fingerprint,
            (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint AS sent_ago_us,
            ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond') AS same_window
     FROM dispatch_intents i
@@ -307,13 +304,12 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
 			var reuseID, pendingID, pendingTrace, pendingFP *string
-			var pendingReceived, pendingSent *time.Time
 			var pendingAgo *int64
 			var pendingSameWindow *bool
 			var unknown []byte
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
 				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
-				&pendingID, &pendingTrace, &pendingFP, &pendingReceived, &pendingSent, &pendingAgo, &pendingSameWindow, &unknown)
+				&pendingID, &pendingTrace, &pendingFP, &pendingAgo, &pendingSameWindow, &unknown)
 			if err != nil {
 				return err
 			}
@@ -330,8 +326,8 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			}
 			if pendingID != nil {
 				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,
-					Fingerprint: *pendingFP, ReceivedAt: *pendingReceived, SentAt: *pendingSent,
-					SentAgo: time.Duration(*pendingAgo) * time.Microsecond, SameWindow: *pendingSameWindow}
+					Fingerprint: *pendingFP,
+					SentAgo:     time.Duration(*pendingAgo) * time.Microsecond, SameWindow: *pendingSameWindow}
 			}
 			if orderID.Valid {
 				id := uuid.UUID(orderID.Bytes)
