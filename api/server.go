@@ -50,19 +50,6 @@ type Deps struct {
 	// Venues lists the configured venues and their last errors on the web
 	// page; nil shows none.
 	Venues *exchange.Registry
-	// Now is this replica's clock (nil: time.Now): a signal's arrival and
-	// the age of a signed timestamp are read from it. It is the gateway's
-	// clock too, so the claim's wait (Now minus arrival) is two readings of
-	// one clock.
-	Now func() time.Time
-}
-
-// now reads the replica's clock.
-func (s *Server) now() time.Time {
-	if s.deps.Now != nil {
-		return s.deps.Now()
-	}
-	return time.Now()
 }
 
 // Server is hoox's HTTP server.

@@ -75,7 +75,7 @@ func decimalText(d decimal.NullDecimal) *string {
 // the credential: credential.covers) → (kill switch, claim, dispatch in the
 // gateway).
 func (s *Server) webhook(c echo.Context) error {
-	start := s.now()
+	start := s.cfg.Timing.Clock()
 	req := c.Request()
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
 		return err
@@ -102,7 +102,7 @@ func (s *Server) webhook(c echo.Context) error {
 	if err != nil {
 		return invalidSignal(err)
 	}
-	cred, err := s.authenticate(raw.Secret(), req.Header, body, s.now())
+	cred, err := s.authenticate(raw.Secret(), req.Header, body, s.cfg.Timing.Clock())
 	if err != nil {
 		return err
 	}

@@ -21,20 +21,6 @@ type Config struct {
 	// defaulted and validated once, in package timing; internal/app passes
 	// the operator's (app.Config.Timing). Validate does not check them.
 	Timing timing.Config
-	// Now is this replica's clock (nil: time.Now). Only durations between
-	// two of its own readings are taken from it (a signal's wait, the
-	// window between two arrivals); whether a window that Postgres stamped
-	// has passed is judged by Postgres's now() in the query (DESIGN: "One
-	// clock per judgement"). Tests and skew drills set it.
-	Now func() time.Time
-}
-
-// now reads c.Now, or the system clock when it is nil.
-func (c Config) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // DefaultConfig holds the defaults the README's configuration table lists.

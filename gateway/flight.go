@@ -75,7 +75,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		out, err = s.claim(ctx, in, venue, s.cfg.Timing.LockWait)
 		return out, err
 	}
-	start := s.cfg.now()
+	start := s.cfg.Timing.Clock()
 	wait := time.NewTimer(s.cfg.Timing.LockWait)
 	defer wait.Stop()
 	s.flights.waiting.Add(1)
@@ -92,7 +92,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		s.repeatEvents.add(s, ev)
 		return nil, e
 	}
-	left := s.cfg.Timing.LockWait - s.cfg.now().Sub(start)
+	left := s.cfg.Timing.LockWait - s.cfg.Timing.Clock().Sub(start)
 	if left < minClaimWait {
 		// Its wait is spent: it waited out the first copy, which ended
 		// unsettled a moment ago. Too little is left for a claim (a

@@ -124,11 +124,6 @@ func New(cfg Config, deps Deps) *Service {
 		flights: flights{m: map[string]*flight{}}}
 }
 
-// Now reads the clock of Config.Now: the clock a caller must read
-// Input.Arrived from, since the claim measures a signal's wait as Now
-// minus Arrived (two readings of one clock, never against Postgres's).
-func (s *Service) Now() time.Time { return s.cfg.now() }
-
 // Input is one validated signal with its trace.
 type Input struct {
 	Signal   signal.Signal
@@ -165,7 +160,7 @@ func (s *Service) Execute(ctx context.Context, in Input) (*Outcome, error) {
 	}
 	defer s.inflight.Done()
 	if in.Arrived.IsZero() {
-		in.Arrived = s.cfg.now()
+		in.Arrived = s.cfg.Timing.Clock()
 	}
 	start := time.Now()
 	out, err := s.execute(ctx, in)
@@ -197,7 +192,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
 		Signal: sig.Canonical(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
-		TTL: s.cfg.Timing.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.now().Sub(in.Arrived), LockWait: lockWait,
+		TTL: s.cfg.Timing.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.Timing.Clock().Sub(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.Timing.VenueTimeout + 45*time.Second,
 	})
@@ -563,7 +558,7 @@ const credentialAlertEvery = time.Hour
 // fix when the venue refused hoox's credentials: an error log every time,
 // and a notification (with its audit event) once an hour.
 func (s *Service) venueError(ctx context.Context, venue string, err error) {
-	now := s.cfg.now()
+	now := s.cfg.Timing.Clock()
 	s.deps.Venues.NoteError(venue, err, now)
 	if !errors.Is(err, exchange.ErrCredentials) {
 		return

@@ -45,7 +45,7 @@ type memOpts struct {
 	afterVenue func(string)
 	// deployment is the gateway's client order ID namespace.
 	deployment string
-	// skew offsets the gateway's clock (Config.Now) from the system's.
+	// skew offsets the gateway's clock (Config.Timing.Now) from the system's.
 	skew time.Duration
 }
 
@@ -71,7 +71,7 @@ func setupMemWith(t *testing.T, url string, venue *memVenue, o memOpts) *memBund
 		cfg.Timing.LockWait = o.lockWait
 	}
 	if o.skew != 0 {
-		cfg.Now = func() time.Time { return time.Now().Add(o.skew) }
+		cfg.Timing.Now = func() time.Time { return time.Now().Add(o.skew) }
 	}
 	b := &memBundle{pool: pgtest.OpenPool(t, claimURL), venue: venue, jobs: &jobRecorder{}}
 	b.svc = gateway.New(cfg, gateway.Deps{Pool: b.pool, MarkerPool: open(), Jobs: b.jobs,

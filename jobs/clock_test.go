@@ -13,6 +13,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/timing"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -23,7 +24,7 @@ func skewed(skew time.Duration) func() time.Time {
 
 func skewedWorker(t *testing.T, b *testBundle, skew time.Duration) *rivertest.Worker[jobs.ReconcileArgs, pgx.Tx] {
 	t.Helper()
-	w := jobs.NewReconcileWorker(b.pool, nil, jobs.Config{Now: skewed(skew)}, b.venues, nil, jobs.NewMetrics(nil))
+	w := jobs.NewReconcileWorker(b.pool, nil, jobs.Config{Timing: timing.Config{Now: skewed(skew)}}, b.venues, nil, jobs.NewMetrics(nil))
 	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w)
 }
 
@@ -73,7 +74,7 @@ func TestSweeperIgnoresTheReplicasClock(t *testing.T) {
 			b := setup(t)
 			b.venues = exchange.NewRegistry(map[string]exchange.Venue{"paper": windowed{b.paper, 10 * time.Second}})
 			seedIntent(t, b.pool, "k:skew-swept", reconcileOrder, time.Now().Add(-time.Second), "")
-			sw := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond, Now: skewed(skew)}, b.venues, nil, nil)
+			sw := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond, Timing: timing.Config{Now: skewed(skew)}}, b.venues, nil, nil)
 			n, err := sw.Sweep(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n, "not found inside the window proves nothing")

@@ -73,19 +73,6 @@ type Config struct {
 	// it works); River derives one from the host name and start time when
 	// empty.
 	ClientID string
-	// Now is this replica's clock (nil: time.Now). Whether a venue's accept
-	// window or a signal's age has passed is judged by Postgres's now()
-	// against the timestamps Postgres wrote, never by this clock (DESIGN:
-	// "One clock per judgement"); tests and skew drills set it.
-	Now func() time.Time
-}
-
-// now reads c.Now, or the system clock when it is nil.
-func (c Config) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // DefaultConfig holds the defaults the README's configuration table lists.

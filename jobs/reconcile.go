@@ -154,7 +154,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case !errors.Is(err, exchange.ErrNotFound):
-		w.venues.NoteError(a.Exchange, err, w.cfg.now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.Timing.Clock())
 		return db.Resolution{}, "", fmt.Errorf("look up order %s: %w", a.Order.ClientOrderID, err)
 	}
 
@@ -199,7 +199,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case err != nil:
-		w.venues.NoteError(a.Exchange, err, w.cfg.now())
+		w.venues.NoteError(a.Exchange, err, w.cfg.Timing.Clock())
 		return db.Resolution{}, "", err
 	case adopted:
 		return w.recorded(a, report, true), outcomeAdopted, nil

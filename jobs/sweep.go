@@ -163,7 +163,7 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	report, err := venue.Lookup(vctx, in.Order)
 	r, outcome, err := DecideLookup(in, traceID, s.TraceID == "", venue, report, err)
 	if errors.Is(err, ErrUnanswered) {
-		w.venues.NoteError(in.Exchange, err, w.cfg.now())
+		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 		return w.unanswered(s, err)
 	}
 	return r, outcome, err
@@ -264,7 +264,7 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Reco
 			Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID, "was_unknown": true,
 				"reason": fmt.Sprintf("the venue holds a different order under %s (%v)", in.ClientOrderID, err)}}}}, sweepResolved, nil
 	case err != nil && !errors.Is(err, exchange.ErrNotFound):
-		w.venues.NoteError(in.Exchange, err, w.cfg.now())
+		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 	}
 	return stillUnknown, "", nil
 }

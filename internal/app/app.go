@@ -103,7 +103,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	}
 	if cfg.ClockSkew != 0 {
 		logger.Warn("clock skew drill active: this replica's clock is offset", "skew", cfg.ClockSkew.String())
-		cfg.Gateway.Now, cfg.Jobs.Now = cfg.clock(), cfg.clock()
+		cfg.Timing.Now = cfg.clock()
 	}
 	entries, err := cfg.venueEntries(logger)
 	if err != nil {
@@ -142,7 +142,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 			Metrics: gwMetrics, Latency: signals, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
 	a.registry = reg
 	a.server = api.New(cfg.apiConfig(),
-		api.Deps{Gateway: a.gateway, Now: cfg.Gateway.Now, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
+		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,
 			Admin: &api.Admin{Pool: pool, River: a.river, Logger: logger, Notifier: notifier}})
 
 	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {

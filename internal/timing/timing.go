@@ -52,6 +52,21 @@ type Config struct {
 	// also keeps it within half the dedup window, so a replay inside the
 	// age is always a duplicate.
 	MaxSignalAge time.Duration
+	// Now is this replica's clock (nil: time.Now), read by the webhook, the
+	// gateway and the jobs alike: a signal's arrival and wait, a signed
+	// timestamp's age, a venue error's time. Whether a window that Postgres
+	// stamped has passed is judged by Postgres's now() in the query, never
+	// by this clock (DESIGN: "One clock per judgement"); tests and the
+	// HOOX_DRILL_CLOCK_SKEW drill set it.
+	Now func() time.Time
+}
+
+// Clock reads Now, or the system clock when it is nil.
+func (c Config) Clock() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // DefaultConfig holds the defaults the README's configuration table lists.
