@@ -12,24 +12,26 @@ import (
 // adminOrder is an order as the admin API shows it: decimals as strings,
 // never a float round trip.
 type adminOrder struct {
-	ID              string    `json:"id"`
-	TraceID         string    `json:"trace_id"`
-	ClientOrderID   string    `json:"client_order_id"`
-	Exchange        string    `json:"exchange"`
-	Symbol          string    `json:"symbol"`
-	Action          string    `json:"action"`
-	Side            *string   `json:"side"`
-	OrderType       string    `json:"order_type"`
-	Quantity        string    `json:"quantity"`
-	Price           *string   `json:"price"`
-	Leverage        *int32    `json:"leverage"`
-	Mode            string    `json:"mode"`
-	Status          string    `json:"status"`
-	ExchangeOrderID *string   `json:"exchange_order_id"`
-	FillPrice       *string   `json:"fill_price"`
-	FilledQuantity  *string   `json:"filled_quantity"`
-	RejectReason    *string   `json:"reject_reason"`
-	CreatedAt       time.Time `json:"created_at"`
+	ID              string  `json:"id"`
+	TraceID         string  `json:"trace_id"`
+	ClientOrderID   string  `json:"client_order_id"`
+	Exchange        string  `json:"exchange"`
+	Symbol          string  `json:"symbol"`
+	Action          string  `json:"action"`
+	Side            *string `json:"side"`
+	OrderType       string  `json:"order_type"`
+	Quantity        string  `json:"quantity"`
+	Price           *string `json:"price"`
+	Leverage        *int32  `json:"leverage"`
+	Mode            string  `json:"mode"`
+	Status          string  `json:"status"`
+	ExchangeOrderID *string `json:"exchange_order_id"`
+	FillPrice       *string `json:"fill_price"`
+	FilledQuantity  *string `json:"filled_quantity"`
+	RejectReason    *string `json:"reject_reason"`
+	// Role is primary (the signal's own order) or a leg's (close_part, …).
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func newAdminOrder(o db.OrderRow) adminOrder {
@@ -37,7 +39,7 @@ func newAdminOrder(o db.OrderRow) adminOrder {
 		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
 		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
 		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, CreatedAt: o.CreatedAt.UTC()}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role, CreatedAt: o.CreatedAt.UTC()}
 	if o.Side != "" {
 		side := o.Side
 		a.Side = &side

@@ -31,6 +31,10 @@ type signalResponse struct {
 	Duplicate  bool      `json:"duplicate"`
 	ReceivedAt time.Time `json:"received_at"`
 	Order      *orderDTO `json:"order"`
+	// Orders lists every order of a signal that placed several (a split
+	// close): the primary first, then its legs in plan order. Omitted for
+	// a one-order signal.
+	Orders []*orderDTO `json:"orders,omitempty"`
 }
 
 type orderDTO struct {
@@ -47,6 +51,9 @@ type orderDTO struct {
 	FillPrice       *string `json:"fill_price,omitempty"`
 	FilledQuantity  *string `json:"filled_quantity,omitempty"`
 	RejectReason    *string `json:"reject_reason,omitempty"`
+	// Role is what the order is to its signal: primary, or a leg's role
+	// (close_part, …).
+	Role string `json:"role,omitempty"`
 }
 
 func newOrderDTO(o *db.OrderRow) *orderDTO {
@@ -56,7 +63,20 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role}
+}
+
+// ordersDTO is the primary order and its legs' orders, or nil when the
+// signal placed only one.
+func ordersDTO(primary *db.OrderRow, legs []db.OrderRow) []*orderDTO {
+	if primary == nil || len(legs) == 0 {
+		return nil
+	}
+	out := []*orderDTO{newOrderDTO(primary)}
+	for i := range legs {
+		out = append(out, newOrderDTO(&legs[i]))
+	}
+	return out
 }
 
 // decimalText is d as an exact decimal string, nil when d is null: bodies
@@ -138,7 +158,7 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
-		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order)})
+		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

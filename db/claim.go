@@ -378,7 +378,10 @@ type OrderRow struct {
 	// sent); null for a rejected order and for rows older than the column.
 	FilledQuantity decimal.NullDecimal `db:"filled_quantity"`
 	RejectReason   *string             `db:"reject_reason"`
-	CreatedAt      time.Time           `db:"created_at"`
+	// Role is what the order is to its trace: exchange.RolePrimary (the
+	// signal's own order) or a leg's role (exchange.RoleClosePart, …).
+	Role      string    `db:"role"`
+	CreatedAt time.Time `db:"created_at"`
 }
 
 // InsertOrderSQL records an order.

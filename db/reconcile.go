@@ -168,7 +168,7 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	row := &OrderRow{
 		ID: uuid.Must(uuid.NewV7()), TraceID: traceID, ClientOrderID: o.ClientOrderID, Exchange: exchangeName,
 		Symbol: o.Symbol, Action: o.Action, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
-		Price: o.Price, Mode: mode, Status: string(r.Status), FillPrice: r.FillPrice,
+		Price: o.Price, Mode: mode, Status: string(r.Status), FillPrice: r.FillPrice, Role: exchange.RolePrimary,
 	}
 	if r.Side != "" {
 		row.Side = r.Side

@@ -66,6 +66,14 @@ const (
 	EventReconciled      = "reconciled"
 	EventSwept           = "swept"
 	EventFailed          = "failed"
+	// A leg's events (issue 19): its send began (its intent is durable),
+	// its order was recorded (placed or adopted; or refused), or it ended
+	// without one (absent where the venue may fill late, another order
+	// under its ID). Each names the leg's client_order_id and role.
+	EventLegStarted  = "leg_started"
+	EventLegPlaced   = "leg_placed"
+	EventLegRejected = "leg_rejected"
+	EventLegFailed   = "leg_failed"
 )
 
 // Recorded is what an order the venue holds (or refused) makes of its
@@ -100,6 +108,11 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		// Why this size: the venue's price, balance or position read
 		// before the intent, and the rounding applied.
 		rec.Detail["sizing"] = o.Sizing
+	}
+	if o.Split != nil {
+		// Why several orders: the position read before the intent, the
+		// venue's maximum market quantity and the parts planned.
+		rec.Detail["split"] = o.Split
 	}
 	if r.Status == exchange.StatusRejected {
 		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected

@@ -51,6 +51,16 @@ type Order struct {
 	// Sizing says how Quantity was resolved from the signal's quantity
 	// type; nil for a base quantity.
 	Sizing *Sizing `json:",omitempty"`
+	// Split, on the first part of a close split over the venue's maximum
+	// market quantity, records the position read and the plan (see
+	// SplitClose); nil otherwise.
+	Split *Split `json:",omitempty"`
+	// Legs are the signal's further orders (the other parts of a split
+	// close), planned once with this order, the primary, and stored with
+	// it in its intent, so every recovery path places exactly these. Each
+	// has its own client order ID and is placed only after the primary
+	// filled.
+	Legs []Leg `json:",omitempty"`
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.

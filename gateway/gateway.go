@@ -59,6 +59,9 @@ type Deps struct {
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
+	// AfterLeg, when set, runs between a leg's venue answer and its
+	// record (the crash drill for multi-order signals).
+	AfterLeg func(clientOrderID string)
 }
 
 // LatencyObserver hears each signal's latency (see Deps.Latency).
@@ -87,6 +90,9 @@ type Service struct {
 	// notified, so a broken key alerts once an hour, not once a signal.
 	credMu     sync.Mutex
 	credAlerts map[string]time.Time
+	// legs places a signal's follow-up orders after its primary is
+	// recorded (the sweeper runs the same code for what a crash left).
+	legs *jobs.LegRunner
 }
 
 // Close refuses new signals, waits for the ones in flight to be recorded
@@ -120,8 +126,10 @@ func New(cfg Config, deps Deps) *Service {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
 	}
-	return &Service{cfg: cfg.WithDefaults(), deps: deps, credAlerts: map[string]time.Time{},
-		flights: flights{m: map[string]*flight{}}}
+	cfg = cfg.WithDefaults()
+	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
+		flights: flights{m: map[string]*flight{}},
+		legs:    jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg)}
 }
 
 // Input is one validated signal with its trace.
@@ -141,6 +149,9 @@ type Outcome struct {
 	Status     db.TraceStatus // dispatched, rejected, reconciling
 	ReceivedAt time.Time
 	Order      *db.OrderRow
+	// Legs are the orders of the signal's legs recorded so far (the other
+	// parts of a split close), in plan order; empty for a one-order signal.
+	Legs []db.OrderRow
 }
 
 // Original describes the first attempt of a trace, for repeats.
@@ -299,7 +310,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	// sized is true once order carries its resolved size: a sized signal's
 	// order comes from an earlier attempt's intent when there is one,
 	// never from a second sizing.
-	sized := !needsSizing(sig)
+	sized := !s.plans(sig, venue)
 
 	for _, u := range res.Unknown {
 		earlier := order
@@ -360,7 +371,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	if !sized {
 		var done bool
 		var resolved exchange.Order
-		resolved, done, err = s.size(ctx, tx, in, venue, order, out)
+		resolved, done, err = s.plan(ctx, tx, in, venue, order, out)
 		if done {
 			return nil, err
 		}
@@ -447,8 +458,9 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
-	if needsSizing(sig) {
-		// That execution sized its own order; adopt only what it sent.
+	if s.plans(sig, venue) {
+		// That execution sized (or split) its own order; adopt only what
+		// it sent.
 		stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
 		if err != nil {
 			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
@@ -638,6 +650,20 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	if status == db.TraceRejected {
 		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}
+	}
+	if len(order.Legs) > 0 && row.Status == string(exchange.StatusFilled) {
+		// The commit planned the legs (a trigger on orders); place them
+		// now, so the answer shows them. What cannot be decided now (a
+		// lost answer, a venue out of reach) the sweeper finishes.
+		legs, err := s.legs.Finish(ctx, tr.LockKey, order.ClientOrderID)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "legs left for the sweeper", "trace_id", tr.ID,
+				"client_order_id", order.ClientOrderID, "error", err)
+			if legs, err = db.LegOrders(ctx, s.deps.Pool, order.ClientOrderID); err != nil {
+				s.deps.Logger.WarnContext(ctx, "read leg orders", "trace_id", tr.ID, "error", err)
+			}
+		}
+		out.Legs = legs
 	}
 	return out, nil
 }

@@ -33,6 +33,48 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 	return nil
 }
 
+// plans reports whether sig's order is resolved against the venue before
+// its intent — sized (needsSizing) or, for a close on a venue that refuses
+// market orders above a maximum (exchange.SplitsCloses), planned as one or
+// several parts — so every recovery path must re-use the order stored in
+// the intent rather than rebuild it from the signal.
+func (s *Service) plans(sig signal.Signal, venue exchange.Venue) bool {
+	return needsSizing(sig) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue))
+}
+
+// plan resolves the order once, under the trace's claim and before its
+// intent: sizing (see size), then for a close on a venue that needs it,
+// the split into parts of at most the venue's maximum market quantity,
+// computed from the position read here (the facts sizing read, or one
+// read for a full close). done reports that the attempt ended (refused
+// or the venue could not be asked; nothing was sent).
+func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+	sig := in.Signal
+	var facts exchange.SizingFacts
+	if needsSizing(sig) {
+		var done bool
+		var err error
+		if order, facts, done, err = s.size(ctx, tx, in, venue, order, out); done {
+			return order, true, err
+		}
+	}
+	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
+		return order, false, nil
+	}
+	if !needsSizing(sig) {
+		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+		f, err := venue.(exchange.Sizer).SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
+		cancel()
+		if err != nil {
+			s.venueError(ctx, sig.Exchange, err)
+			return order, true, unavailable(fmt.Sprintf("venue %s could not be asked for the position to close; nothing was placed", sig.Exchange), 5*time.Second, err)
+		}
+		facts = f
+	}
+	split, _ := exchange.SplitClose(order, facts, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) })
+	return split, false, nil
+}
+
 // size resolves a sized signal's order once, under the trace's claim and
 // before its intent: the venue's facts (price, balance, position, lot) are
 // read, the size computed and rounded down, and the facts go with the
@@ -41,7 +83,7 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // the trace rejected without writing an intent or sending anything (done,
 // with the 422); after a read that fails the claim rolls back (done, with
 // the 503): nothing was sent either way.
-func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, exchange.SizingFacts, bool, error) {
 	sig, tr := in.Signal, in.Trace
 	sizer := venue.(exchange.Sizer) // canSize checked it
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
@@ -49,21 +91,21 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
-		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
+		return order, facts, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	resolved, sizing, reason := exchange.Resolve(sig.QuantityType, order, facts)
 	if reason == "" {
-		return resolved, false, nil
+		return resolved, facts, false, nil
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP,
 		Detail: map[string]any{"reason": reason, "sizing": sizing, "sent": false}}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
-		return order, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceRejected, Events: []db.Event{ev}}); err != nil {
-		return order, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	out.Status = db.TraceRejected
-	return order, true, &Error{Code: codes.OrderRejected, Outcome: out,
+	return order, facts, true, &Error{Code: codes.OrderRejected, Outcome: out,
 		Detail: fmt.Sprintf("the order was not sent to %s: %s", sig.Exchange, reason)}
 }
