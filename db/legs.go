@@ -67,7 +67,9 @@ type LegsTx struct {
 
 // LockLegs begins a transaction, takes the advisory lock of lockKey
 // (waiting at most lockWait, else ErrLockTimeout) and reads the legs of
-// the order placed under parent, in plan order, row-locked. idle bounds
+// the order placed under parent, in plan order. The advisory lock, not a
+// row lock, keeps other parties out: MarkLegSent updates a leg's row from
+// another connection while the pass holds the lock. idle bounds
 // how long the transaction may sit idle while a venue call runs.
 func LockLegs(ctx context.Context, pool *pgxpool.Pool, lockKey, parent string, lockWait, idle time.Duration) (*LegsTx, []Leg, error) {
 	tx, err := pool.Begin(ctx)
@@ -78,7 +80,7 @@ func LockLegs(ctx context.Context, pool *pgxpool.Pool, lockKey, parent string, l
 	b := &pgx.Batch{}
 	queueTxTimeouts(b, lockWait, idle)
 	b.Queue(traceLockSQL, lockKey)
-	b.Queue(`SELECT `+legColumns+` FROM order_legs WHERE parent_client_order_id = $1 ORDER BY seq FOR UPDATE`, parent).
+	b.Queue(`SELECT `+legColumns+` FROM order_legs WHERE parent_client_order_id = $1 ORDER BY seq`, parent).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			legs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/binance"
@@ -103,4 +104,46 @@ func TestMatchingEngineRechecksTimestamp(t *testing.T) {
 	require.Len(t, log, 2)
 	require.Equal(t, 3*time.Second, log[1].RecvWindow)
 	require.False(t, log[1].Timestamp.IsZero())
+}
+
+// MARKET_LOT_SIZE maxQty caps a market order on both markets (futures
+// -4005, spot -1013 MARKET_LOT_SIZE); a limit order is held to LOT_SIZE
+// only. A close of a larger position must therefore be split.
+func TestMarketOrderAboveMarketMaxQtyIsRefused(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{})
+	d := decimal.RequireFromString
+	s.SetSymbol(binancefake.Symbol{Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
+		StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"), MarketMaxQty: d("100"),
+		TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"), Price: d("3000")})
+	s.SetPosition("ETHUSDT", d("250"))
+	place := func(path, params string) (int, map[string]any) {
+		t.Helper()
+		ts := strconv.FormatInt(s.Now().UnixMilli(), 10)
+		body := params + "&recvWindow=5000&timestamp=" + ts
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+path,
+			strings.NewReader(body+"&signature="+binance.Sign(s.APISecret(), body)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := place("/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=250&reduceOnly=true&newClientOrderId=big")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4005, out["code"], out)
+	require.True(t, s.Position("ETHUSDT").Equal(d("250")), "nothing executed")
+	status, out = place("/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=100&reduceOnly=true&newClientOrderId=part")
+	require.Equal(t, http.StatusOK, status, out)
+	require.True(t, s.Position("ETHUSDT").Equal(d("150")))
+	status, out = place("/api/v3/order", "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=101&newClientOrderId=spotbig")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -1013, out["code"], out)
+	require.Equal(t, "Filter failure: MARKET_LOT_SIZE", out["msg"])
+	status, out = place("/api/v3/order", "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&price=2000&quantity=101&newClientOrderId=spotlimit")
+	require.Equal(t, http.StatusOK, status, out)
 }

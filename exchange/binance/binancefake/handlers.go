@@ -647,12 +647,15 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 
 	// Filters.
 	step, minQty, maxQty := sym.StepSize, sym.MinQty, sym.MaxQty
-	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
-		step, minQty, maxQty = sym.MarketStepSize, sym.MarketMinQty, sym.MarketMaxQty
-	}
 	lotFilter := "LOT_SIZE"
 	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
-		lotFilter = "MARKET_LOT_SIZE"
+		step, minQty, lotFilter = sym.MarketStepSize, sym.MarketMinQty, "MARKET_LOT_SIZE"
+	}
+	if typ == "MARKET" && sym.MarketMaxQty.IsPositive() {
+		// MARKET_LOT_SIZE: "quantity <= maxQty" for MARKET orders
+		// (USDⓈ-M common-definition.md, spot filters.md), whatever its
+		// step; Binance does not split a larger order.
+		maxQty, lotFilter = sym.MarketMaxQty, "MARKET_LOT_SIZE"
 	}
 	if futures {
 		switch {

@@ -1,0 +1,101 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/signal"
+)
+
+// bigETH serves ETHUSDT with a market maximum of 100 ETH
+// (MARKET_LOT_SIZE maxQty), far below LOT_SIZE's.
+func bigETH(f *binancefake.Server) {
+	d := decimal.RequireFromString
+	f.SetSymbol(binancefake.Symbol{Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
+		StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"), MarketMaxQty: d("100"),
+		TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"), MinNotional: d("5"), Price: d("3000")})
+}
+
+// A close of a position larger than Binance's maximum market quantity is
+// sent as several reduce-only orders, each under its own client order ID
+// derived from the signal's, until the position is flat; the answer lists
+// every part and the audit says why (the position read, the maximum). One
+// market order for all of it is refused by Binance (-4005), which left the
+// position open before legs existed.
+func TestCloseAboveTheMarketMaximumIsSplitUntilFlat(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	bigETH(b.binance)
+	b.binance.SetPosition("ETHUSDT", decimal.RequireFromString("250.5"))
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"split-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.True(t, b.binance.Position("ETHUSDT").IsZero(), "flat: %s left", b.binance.Position("ETHUSDT"))
+
+	require.Equal(t, "100", out.Order.Quantity.String())
+	require.Equal(t, exchange.RolePrimary, out.Order.Role)
+	require.Len(t, out.Legs, 2)
+	for i, want := range []string{"100", "50.5"} {
+		leg := out.Legs[i]
+		require.Equal(t, want, leg.Quantity.String())
+		require.Equal(t, exchange.RoleClosePart, leg.Role)
+		require.Equal(t, "filled", leg.Status)
+		require.Equal(t, "sell", leg.Side)
+		require.Equal(t, signal.LegClientOrderID(out.Order.ClientOrderID, i+1), leg.ClientOrderID)
+		require.Len(t, leg.ClientOrderID, 32)
+	}
+	orders := b.binance.Orders()
+	require.Len(t, orders, 3, "three orders at the venue, one per part")
+	for _, o := range orders {
+		require.True(t, o.ReduceOnly, "every part is reduce-only")
+		require.Equal(t, 1, b.binance.Placements(o.ClientOrderID))
+	}
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:split-1'`))
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:split-1' AND outcome = 'dispatched'`))
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-1' AND event = 'leg_placed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-1' AND event = 'dispatched'
+		AND detail->'split'->>'position' = '250.5' AND detail->'split'->>'max_market_qty' = '100'`))
+	var primary string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT order_id::text FROM trace_ids WHERE trace_id = 'k:split-1'`).Scan(&primary))
+	require.Equal(t, out.Order.ID.String(), primary, "the trace points at its primary order, not a leg")
+
+	// A close that fits one order stays one order.
+	b.binance.SetPosition("ETHUSDT", decimal.RequireFromString("40"))
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"split-2"}`))
+	require.NoError(t, err)
+	require.Empty(t, out.Legs)
+	require.Equal(t, "40", out.Order.Quantity.String())
+	require.True(t, b.binance.Position("ETHUSDT").IsZero())
+}
+
+// A percent_of_position exit larger than the maximum is split too, from
+// the share sized before the intent; spot's close (a sell of the free
+// base asset) likewise.
+func TestSizedExitAndSpotCloseAboveTheMaximumAreSplit(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	bigETH(b.binance)
+	b.binance.SetPosition("ETHUSDT", decimal.RequireFromString("-300"))
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"50%","trace_id":"split-pct"}`))
+	require.NoError(t, err)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	require.Len(t, out.Legs, 1)
+	require.Equal(t, "50", out.Legs[0].Quantity.String())
+	require.Equal(t, "buy", out.Legs[0].Side)
+	require.Equal(t, "-150", b.binance.Position("ETHUSDT").String())
+
+	b.binance.SetBalance("ETH", decimal.RequireFromString("230"))
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"split-spot"}`))
+	require.NoError(t, err)
+	require.Len(t, out.Legs, 2)
+	require.True(t, b.binance.Balance("ETH").IsZero(), "sold: %s left", b.binance.Balance("ETH"))
+}
