@@ -3,13 +3,18 @@ package gateway_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -98,4 +103,51 @@ func TestSizedExitAndSpotCloseAboveTheMaximumAreSplit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Legs, 2)
 	require.True(t, b.binance.Balance("ETH").IsZero(), "sold: %s left", b.binance.Balance("ETH"))
+}
+
+// A leg whose answer was lost (the venue booked it and answered 502) is
+// left open, and the sweeper finishes the close: it looks the leg up and
+// adopts it — Binance takes a filled order's client ID again, so a blind
+// re-send would close twice — then places the part still planned. Every
+// part is at the venue once, and all are recorded.
+func TestLegWithALostAnswerIsAdoptedAndTheRestPlacedByTheSweeper(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	pool, marker := pgtest.OpenPool(t, url), pgtest.OpenPool(t, url)
+	fake := binancefake.New(t, binancefake.Options{})
+	bigETH(fake)
+	fake.SetPosition("ETHUSDT", decimal.RequireFromString("250"))
+	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL})
+	require.NoError(t, err)
+	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: marker, Venues: reg,
+		// The primary is booked; the next placement (the first leg) is
+		// booked too, but its answer is lost.
+		AfterVenue: func(string) { fake.Inject(binancefake.Fault{Kind: binancefake.FaultServerErrorAfterAccept}) }})
+	t.Cleanup(svc.Close)
+
+	out, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"lost-leg"}`))
+	require.NoError(t, err, "the primary is recorded; the legs' fate is the sweeper's")
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Empty(t, out.Legs, "no leg recorded yet")
+	require.Len(t, fake.Orders(), 2, "the primary and the first leg are booked")
+	require.Equal(t, "50", fake.Position("ETHUSDT").String())
+
+	sweeper := jobs.NewSweepWorker(pool, jobs.Config{SweepGrace: time.Millisecond}, reg, nil, nil)
+	require.Eventually(t, func() bool {
+		_, err := sweeper.Sweep(ctx)
+		require.NoError(t, err)
+		return count(t, pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:lost-leg' AND outcome = 'dispatched'`) == 2
+	}, 10*time.Second, 20*time.Millisecond)
+
+	require.True(t, fake.Position("ETHUSDT").IsZero(), "flat")
+	require.Len(t, fake.Orders(), 3, "one order per part")
+	for _, o := range fake.Orders() {
+		require.Equal(t, 1, fake.Placements(o.ClientOrderID), o.ClientOrderID)
+	}
+	leg1 := signal.LegClientOrderID(out.Order.ClientOrderID, 1)
+	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-leg' AND event = 'leg_placed'
+		AND detail->>'adopted' = 'true' AND detail->>'client_order_id' = '`+leg1+`'`))
+	require.Equal(t, 3, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-leg'`))
 }
