@@ -64,6 +64,7 @@ func coreOptions(c *Config) []option {
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}, ""},
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},
 		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}, ""},
+		{"crash-after-leg", "HOOX_DRILL_CRASH_AFTER_LEG", "fault drill: SIGKILL hoox itself between a leg's venue answer (the first one) and its record", boolValue{&c.CrashLegDrill}, ""},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
 		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// splitRig is a Binance USDⓈ-M fake whose ETHUSDT takes at most 100 ETH
+// per market order (MARKET_LOT_SIZE maxQty), holding a 250 ETH long: a
+// full close is three reduce-only orders (100, 100, 50).
+func splitRig(t *testing.T) (*binancefake.Server, []string, string) {
+	t.Helper()
+	d := decimal.RequireFromString
+	fake := binancefake.New(t, binancefake.Options{})
+	fake.SetSymbol(binancefake.Symbol{Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
+		StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"), MarketMaxQty: d("100"),
+		TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"), MinNotional: d("5"), Price: d("3000")})
+	fake.SetPosition("ETHUSDT", d("250"))
+	env := []string{"HOOX_BINANCE_FUTURES_API_KEY=" + fake.APIKey(), "HOOX_BINANCE_FUTURES_API_SECRET=" + fake.APISecret(),
+		"HOOX_BINANCE_FUTURES_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"split-crash"}`
+	return fake, env, body
+}
+
+// requireOnePerPart checks the venue holds the three parts once each and
+// the position is flat.
+func requireOnePerPart(t *testing.T, fake *binancefake.Server) {
+	t.Helper()
+	orders := fake.Orders()
+	require.Len(t, orders, 3, "one order per part")
+	for _, o := range orders {
+		require.Equal(t, 1, fake.Placements(o.ClientOrderID), "%s placed once", o.ClientOrderID)
+		require.True(t, o.ReduceOnly)
+	}
+	require.True(t, fake.Position("ETHUSDT").IsZero(), "flat: %s left", fake.Position("ETHUSDT"))
+}
+
+// A split close, hoox killed with -9 right after the venue booked its
+// first leg (the second part) and before it was recorded; nobody resends.
+// The primary was committed, so the trace is settled and a resend would be
+// a duplicate: the sweeper of the next process finishes the close — it
+// looks the leg up and adopts it (Binance takes a filled order's client ID
+// again, so a blind re-send would sell twice), then places the last part.
+// The venue holds one order per part, all three recorded.
+func TestVenueSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
+	t.Parallel()
+	fake, env, body := splitRig(t)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
+
+	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	require.Len(t, fake.Orders(), 2, "the primary and the first leg are booked")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"), "only the primary is recorded")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NULL"), "the last part is planned")
+
+	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
+	require.Eventually(t, func() bool {
+		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:split-crash' AND outcome = 'dispatched'") == 2
+	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the legs")
+	requireOnePerPart(t, fake)
+	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
+
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	require.Len(t, fake.Orders(), 3, "nothing placed twice")
+}
+
+// A split close, hoox killed with -9 between the venue's answer for the
+// primary (the first part) and its commit; the sender resends. The resend
+// adopts the primary from its intent — the split planned before the crash,
+// not a new one from the smaller position now held — and places the two
+// other parts, which its answer lists.
+func TestVenueSplitCloseCrashAfterThePrimaryThenResendPlacesEachPartOnce(t *testing.T) {
+	t.Parallel()
+	fake, env, body := splitRig(t)
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
+
+	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	require.Len(t, fake.Orders(), 1)
+	require.Equal(t, "150", fake.Position("ETHUSDT").String())
+
+	survivor, _ := startVenueServe(t, dbURL, env...)
+	r := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	orders, _ := r.Body["orders"].([]any)
+	require.Len(t, orders, 3, r.Raw)
+	for i, want := range []string{"100", "100", "50"} {
+		o := orders[i].(map[string]any)
+		require.Equal(t, want, o["quantity"], r.Raw)
+		require.Equal(t, "filled", o["status"], r.Raw)
+	}
+	require.Equal(t, "primary", r.Str("order", "role"))
+	requireOnePerPart(t, fake)
+	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"))
+
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	require.Len(t, fake.Orders(), 3)
+}
