@@ -120,5 +120,10 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 	if r.Reason != "" {
 		rec.Detail["reason"] = r.Reason
 	}
+	if len(r.CancelledFirst) > 0 {
+		// The resting orders cancelled so the close could go through
+		// (Binance -2022).
+		rec.Detail["cancelled_first"] = r.CancelledFirst
+	}
 	return rec
 }

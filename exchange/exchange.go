@@ -107,6 +107,21 @@ type Report struct {
 	FillPrice decimal.NullDecimal
 	// Reason says why the venue refused the order, when it did.
 	Reason string
+	// CancelledFirst lists resting orders the adapter cancelled before
+	// the order could be placed: Binance USDⓈ-M reduce-only orders that
+	// blocked a close (-2022). Empty otherwise.
+	CancelledFirst []CancelledOrder `json:",omitempty"`
+}
+
+// CancelledOrder is a resting order cancelled to let a close through.
+type CancelledOrder struct {
+	ClientOrderID   string `json:"client_order_id"`
+	ExchangeOrderID string `json:"exchange_order_id"`
+	Side            string `json:"side"`
+	// Remaining is what the order still had to execute.
+	Remaining string `json:"remaining"`
+	// PlacedByHoox says whether its client order ID has hoox's prefix.
+	PlacedByHoox bool `json:"placed_by_hoox"`
 }
 
 // Venue is one exchange account. Implementations must be safe for concurrent

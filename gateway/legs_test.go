@@ -151,3 +151,44 @@ func TestLegWithALostAnswerIsAdoptedAndTheRestPlacedByTheSweeper(t *testing.T) {
 		AND detail->>'adopted' = 'true' AND detail->>'client_order_id' = '`+leg1+`'`))
 	require.Equal(t, 3, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-leg'`))
 }
+
+// A take-profit limit for the whole position, resting reduce-only, makes
+// Binance refuse a reduce-only market close (-2022). The close cancels
+// the reduce-only orders resting on its side — and nothing else — then
+// closes: flat, with the cancelled orders named in the audit.
+func TestCloseBlockedByRestingReduceOnlyOrdersCancelsThemFirst(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.binance.SetPosition("ETHUSDT", d("10"))
+	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: b.binance.APIKey(), APISecret: b.binance.APISecret(), BaseURL: b.binance.URL})
+	require.NoError(t, err)
+	for _, o := range []exchange.Order{
+		{ClientOrderID: "manual-tp", Symbol: "ETHUSDT", Action: "sell", Side: "sell", ReduceOnly: true, OrderType: "limit", Quantity: d("6"), Price: decimal.NewNullDecimal(d("4000"))},
+		{ClientOrderID: "hxrestingtp", Symbol: "ETHUSDT", Action: "sell", Side: "sell", ReduceOnly: true, OrderType: "limit", Quantity: d("4"), Price: decimal.NewNullDecimal(d("4500"))},
+		{ClientOrderID: "dip-buy", Symbol: "ETHUSDT", Action: "buy", Side: "buy", OrderType: "limit", Quantity: d("1"), Price: decimal.NewNullDecimal(d("2000"))},
+	} {
+		r, err := venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+	}
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"unblock-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, "filled", out.Order.Status)
+	require.Equal(t, "10", out.Order.Quantity.String())
+	require.True(t, b.binance.Position("ETHUSDT").IsZero())
+	require.Equal(t, 2, b.binance.Cancels(), "the two reduce-only sells, not the buy")
+	open := map[string]string{}
+	for _, o := range b.binance.Orders() {
+		open[o.ClientOrderID] = o.Status
+	}
+	require.Equal(t, "CANCELED", open["manual-tp"])
+	require.Equal(t, "CANCELED", open["hxrestingtp"])
+	require.Equal(t, "NEW", open["dip-buy"])
+	require.Equal(t, 1, b.binance.Placements(out.Order.ClientOrderID), "one close booked")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:unblock-1' AND event = 'dispatched'
+		AND jsonb_array_length(detail->'cancelled_first') = 2
+		AND detail->'cancelled_first' @> '[{"client_order_id":"manual-tp","placed_by_hoox":false},{"client_order_id":"hxrestingtp","placed_by_hoox":true}]'`))
+}

@@ -182,6 +182,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 	}
+	var cancelled []exchange.CancelledOrder
 	for {
 		sent, reason, err := v.prepare(ctx, o, f, out)
 		if r, err, done := refusal(err); done {
@@ -191,10 +192,24 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 		r, err := v.send(ctx, sent, stamp)
+		r.CancelledFirst = cancelled
 		if err == nil && sent.market && r.Status == exchange.StatusOpen {
-			return v.confirm(ctx, sent, r)
+			r, err = v.confirm(ctx, sent, r)
+			r.CancelledFirst = cancelled
+			return r, err
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
+		if isAPI && apiErr.Code == -2022 && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
+			// Refused for good, nothing booked: reduce-only orders resting
+			// on the close's side block it. Cancel them and send the close
+			// again, under the same client order ID, once.
+			if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
+				return exchange.Report{}, err
+			}
+			v.log.InfoContext(ctx, "binance refused a close behind resting reduce-only orders; cancelled them and sending the close again",
+				"client_order_id", sent.clientID, "cancelled", len(cancelled))
+			continue
+		}
 		if !isAPI || apiErr.Class != ClassFilter {
 			if isAPI && apiErr.Refused() {
 				return rejected(apiErr.Msg), nil

@@ -205,6 +205,8 @@ type Server struct {
 	late         venuefake.Late[lateOrder]
 	holdLeft     int
 	holdQueries  int
+	// cancels counts DELETE order cancellations (Cancels).
+	cancels int
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes

@@ -147,3 +147,46 @@ func TestMarketOrderAboveMarketMaxQtyIsRefused(t *testing.T) {
 	status, out = place("/api/v3/order", "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&price=2000&quantity=101&newClientOrderId=spotlimit")
 	require.Equal(t, http.StatusOK, status, out)
 }
+
+// A reduce-only order that, with the reduce-only orders resting on its
+// side, would reduce more than the position is refused -2022; once the
+// resting ones are cancelled (DELETE /fapi/v1/order, listed by GET
+// /fapi/v1/openOrders) it is accepted.
+func TestRestingReduceOnlyOrdersBlockAReduceOnlyClose(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{})
+	s.SetPosition("ETHUSDT", decimal.RequireFromString("10"))
+	call := func(method, path, params string) (int, any) {
+		t.Helper()
+		ts := strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q := params + "&recvWindow=5000&timestamp=" + ts
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&price=4000&quantity=10&reduceOnly=true&newClientOrderId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	status, out = call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=10&reduceOnly=true&newClientOrderId=close")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -2022, out.(map[string]any)["code"], out)
+
+	status, out = call(http.MethodGet, "/fapi/v1/openOrders", "symbol=ETHUSDT")
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, out, 1)
+	status, _ = call(http.MethodDelete, "/fapi/v1/order", "symbol=ETHUSDT&origClientOrderId=tp")
+	require.Equal(t, http.StatusOK, status)
+	status, out = call(http.MethodDelete, "/fapi/v1/order", "symbol=ETHUSDT&origClientOrderId=tp")
+	require.Equal(t, http.StatusBadRequest, status, "a cancelled order cannot be cancelled again")
+	require.EqualValues(t, -2011, out.(map[string]any)["code"])
+
+	status, out = call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=10&reduceOnly=true&newClientOrderId=close")
+	require.Equal(t, http.StatusOK, status, out)
+	require.True(t, s.Position("ETHUSDT").IsZero())
+}

@@ -48,6 +48,8 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
 	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
+	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
+	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -713,7 +715,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		pos := s.positions[sym.Symbol]
 		if reduceOnly {
 			reduces := (side == "SELL" && pos.IsPositive()) || (side == "BUY" && pos.IsNegative())
-			if !reduces || qty.GreaterThan(pos.Abs()) {
+			if !reduces || qty.Add(s.restingReduceOnly(market, sym.Symbol, side)).GreaterThan(pos.Abs()) {
 				return bad(-2022, "ReduceOnly Order is rejected.")
 			}
 		} else {

@@ -1,0 +1,102 @@
+package binancefake
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/shopspring/decimal"
+)
+
+// restingReduceOnly is what the open reduce-only orders on symbol's side
+// still have to execute; callers hold mu. A new reduce-only order that
+// would take the reduce-only total past the position is refused with -2022
+// "ReduceOnly Order is rejected." (error-code.md, -2022 REDUCE_ONLY_REJECT):
+// resting take-profit limits for the whole position block a market close
+// until they are cancelled.
+func (s *Server) restingReduceOnly(market, symbol, side string) decimal.Decimal {
+	total := decimal.Zero
+	for _, o := range s.orders {
+		if o.Market == market && o.Symbol == symbol && o.ReduceOnly && o.Side == side && o.Open() {
+			total = total.Add(o.Quantity.Sub(o.ExecutedQty))
+		}
+	}
+	return total
+}
+
+// handleOpenOrders is GET /fapi/v1/openOrders (trade/rest-api/
+// Current-All-Open-Orders.md): the symbol's open orders, in the order
+// query's shape.
+func (s *Server) handleOpenOrders(market string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		params, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		symbol := params.Get("symbol")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.symbols[symbol]; symbol != "" && !ok {
+			writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+			return
+		}
+		out := []map[string]any{}
+		for _, o := range s.orders {
+			if o.Market == market && (symbol == "" || o.Symbol == symbol) && o.Open() {
+				out = append(out, orderJSON(o, false))
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// handleCancel is DELETE /fapi/v1/order (trade/rest-api/Cancel-Order.md):
+// symbol, and orderId or origClientOrderId. Only an active order (NEW,
+// PARTIALLY_FILLED) can be cancelled; any other — already cancelled,
+// filled, expired, or never placed — is -2011 "Unknown order sent."
+func (s *Server) handleCancel(market string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		params, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		symbol, id, orderID := params.Get("symbol"), params.Get("origClientOrderId"), params.Get("orderId")
+		if symbol == "" {
+			writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
+			return
+		}
+		if id == "" && orderID == "" {
+			writeErr(w, http.StatusBadRequest, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!")
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.symbols[symbol]; !ok {
+			writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+			return
+		}
+		for _, o := range slices.Backward(s.orders) {
+			if o.Market != market || o.Symbol != symbol {
+				continue
+			}
+			if (id != "" && o.ClientOrderID != id) || (orderID != "" && strconv.FormatInt(o.OrderID, 10) != orderID) {
+				continue
+			}
+			if !o.Open() {
+				break
+			}
+			o.Status = "CANCELED"
+			s.cancels++
+			writeJSON(w, http.StatusOK, orderJSON(o, false))
+			return
+		}
+		writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
+	}
+}
+
+// Cancels counts the orders the fake cancelled through DELETE.
+func (s *Server) Cancels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancels
+}
