@@ -9,6 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/internal/apptest"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -114,4 +116,69 @@ func TestVenueSplitCloseCrashAfterThePrimaryThenResendPlacesEachPartOnce(t *test
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 	require.Len(t, fake.Orders(), 3)
+}
+
+// A close blocked by a resting reduce-only take-profit (Binance -2022):
+// hoox cancels the take-profit and is killed with -9 before the close it
+// sends next is booked (the fake holds that request until hoox is dead).
+// The sender's resend finds the close's intent, and once the venue's
+// accept window has passed the reconcile sends the close, now unblocked:
+// the take-profit was cancelled once, the position closed by one order.
+func TestVenueCancelThenCloseCrashBetweenTheCancelAndTheClose(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits out the venue's accept window (~17 s) before the close is sent again")
+	}
+	ctx := t.Context()
+	d := decimal.RequireFromString
+	fake := binancefake.New(t, binancefake.Options{})
+	fake.SetPosition("ETHUSDT", d("10"))
+	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL})
+	require.NoError(t, err)
+	tp, err := venue.Place(ctx, exchange.Order{ClientOrderID: "manual-tp", Symbol: "ETHUSDT", Action: "sell", Side: "sell", ReduceOnly: true,
+		OrderType: "limit", Quantity: d("10"), Price: decimal.NewNullDecimal(d("4000"))})
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, tp.Status, tp.Reason)
+	env := []string{"HOOX_BINANCE_FUTURES_API_KEY=" + fake.APIKey(), "HOOX_BINANCE_FUTURES_API_SECRET=" + fake.APISecret(),
+		"HOOX_BINANCE_FUTURES_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"unblock-crash"}`
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
+
+	held, release := fake.HoldPlacementAfterCancel()
+	t.Cleanup(release)
+	doomed, _ := startVenueServe(t, dbURL, env...)
+	answered := make(chan int, 1)
+	go func() { answered <- apptest.SendOnce(doomed.url + "|" + body) }()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the close was never sent after the cancel")
+	}
+	require.NoError(t, doomed.cmd.Process.Kill(), "SIGKILL between the cancel and the close")
+	require.Equal(t, 0, <-answered, "the connection dies with the process")
+	<-waitOr(doomed.exited)
+	release()
+	require.Equal(t, 1, fake.Cancels(), "the take-profit is cancelled")
+	require.Equal(t, "10", fake.Position("ETHUSDT").String(), "the close was not booked")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"), "the close's intent is open")
+
+	survivor, _ := startVenueServe(t, dbURL, env...)
+	r := apptest.Post(t, survivor.url, body)
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, r.Status, r.Raw)
+	require.Eventually(t, func() bool {
+		return apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:unblock-crash' AND status = 'dispatched'") == 1
+	}, 60*time.Second, 100*time.Millisecond, "the close is recorded")
+	require.True(t, fake.Position("ETHUSDT").IsZero(), "flat")
+	closes := 0
+	for _, o := range fake.Orders() {
+		if o.ClientOrderID != "manual-tp" {
+			closes++
+			require.Equal(t, 1, fake.Placements(o.ClientOrderID))
+		}
+	}
+	require.Equal(t, 1, closes, "one close")
+	require.Equal(t, 1, fake.Cancels(), "nothing cancelled twice")
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 }

@@ -207,6 +207,9 @@ type Server struct {
 	holdQueries  int
 	// cancels counts DELETE order cancellations (Cancels).
 	cancels int
+	// holdAfterCancel, when set, holds the first placement after a
+	// cancel (HoldPlacementAfterCancel).
+	holdAfterCancel *heldPlacement
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes

@@ -485,6 +485,9 @@ func orderJSON(o *Order, fills bool) map[string]any {
 // uniqueness rule and balances in the order Binance does.
 func (s *Server) handlePlace(market string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.waitHeldPlacement(r) {
+			return
+		}
 		s.mu.Lock()
 		f, faulted := s.takeFault()
 		s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/shopspring/decimal"
 )
@@ -99,4 +100,42 @@ func (s *Server) Cancels() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cancels
+}
+
+type heldPlacement struct {
+	held    chan struct{}
+	release chan struct{}
+}
+
+// HoldPlacementAfterCancel makes the first order placement that arrives
+// after a cancel wait, unbooked, until release is called or its client
+// gives up (it then books nothing); held is closed once it waits. Crash
+// tests kill hoox between a close's cancels and the close this way.
+func (s *Server) HoldPlacementAfterCancel() (held <-chan struct{}, release func()) {
+	h := &heldPlacement{held: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.holdAfterCancel = h
+	s.mu.Unlock()
+	var once sync.Once
+	return h.held, func() { once.Do(func() { close(h.release) }) }
+}
+
+// waitHeldPlacement holds r if it is the placement HoldPlacementAfterCancel
+// asked for; false when its client went away meanwhile.
+func (s *Server) waitHeldPlacement(r *http.Request) bool {
+	s.mu.Lock()
+	h := s.holdAfterCancel
+	if h == nil || s.cancels == 0 {
+		s.mu.Unlock()
+		return true
+	}
+	s.holdAfterCancel = nil
+	s.mu.Unlock()
+	close(h.held)
+	select {
+	case <-h.release:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
