@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgtest"
 )
 
@@ -84,6 +85,18 @@ func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 	insertEvent(t, pool, "d:twice", "purged", now.Add(-2*time.Hour), nil)
 	insertEvent(t, pool, "d:twice", "received", now.Add(-time.Minute), nil)
 	insertEvent(t, pool, "d:twice", "dispatched", now.Add(-time.Minute), nil)
+
+	// k:split: a close split in three; the last part was sent and not
+	// recorded yet. Its primary and first part are two orders of one
+	// trace, not an execution again.
+	insertTrace(t, pool, seedTrace{ID: "k:split", Symbol: "ETHUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:split", Symbol: "XRPUSDT", ClientOrderID: "hxsplitprimary"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:split", Symbol: "XRPUSDT", ClientOrderID: "hxsplitpart1", Role: exchange.RoleClosePart})
+	_, errLegs := pool.Exec(ctx, `
+INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec, sent_at, outcome)
+VALUES ('hxsplitpart1', 'hxsplitprimary', 1, 'close_part', 'k:split', 'k:split', 'binance-futures', 'live', '{}', now(), 'dispatched'),
+       ('hxsplitpart2', 'hxsplitprimary', 2, 'close_part', 'k:split', 'k:split', 'binance-futures', 'live', '{}', now(), NULL)`)
+	require.NoError(t, errLegs)
 
 	// k:stuck: the venue's answer was lost an hour ago.
 	insertTrace(t, pool, seedTrace{ID: "k:stuck", Status: db.TraceReconciling, Symbol: "SOLUSDT", ReceivedAt: now.Add(-time.Hour)})
@@ -160,6 +173,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Len(t, rows[0]["executed_at"], 2)
 			require.Len(t, rows[0]["freed_by"], 1)
 			require.Contains(t, str(rows[0]["freed_by"]), "purged")
+		},
+		"Signals that placed several orders (split closes)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "hxsplitpart1", rows[0]["client_order_id"])
+			require.Equal(t, "dispatched", rows[0]["leg_state"])
+			require.Equal(t, "filled", rows[0]["status"])
+			require.Equal(t, "hxsplitpart2", rows[1]["client_order_id"])
+			require.Equal(t, "sent, not yet recorded", rows[1]["leg_state"])
+			require.Nil(t, rows[1]["status"], "no order recorded yet")
 		},
 		"Kill switch history": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

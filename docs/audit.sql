@@ -49,9 +49,11 @@ GROUP BY exchange, symbol, mode, status
 ORDER BY exchange, symbol, mode, status;
 
 -- name: Signals that executed again after their TTL or a release
--- One row per trace ID with more than one order: the times of every
--- execution and what freed the key in between (purge at expiry, admin
--- release). Orders are never purged, so this holds past the audit retention.
+-- One row per trace ID with more than one primary order (the signal's own,
+-- not a leg such as a split close's further parts): the times of every
+-- execution and what freed the key in between (purge at expiry,
+-- admin release). Orders are never purged, so this holds past the audit
+-- retention.
 SELECT o.trace_id,
        count(*)                                              AS executions,
        array_agg(o.created_at ORDER BY o.created_at)         AS executed_at,
@@ -61,9 +63,24 @@ SELECT o.trace_id,
        (SELECT array_agg(e.event || ' ' || e.at::text ORDER BY e.at) FROM trace_events e
          WHERE e.trace_id = o.trace_id AND e.event IN ('purged', 'released')) AS freed_by
 FROM orders o
+WHERE o.role = 'primary'
 GROUP BY o.trace_id
 HAVING count(*) > 1
 ORDER BY max(o.created_at) DESC;
+
+-- name: Signals that placed several orders (split closes)
+-- The legs of every signal that resolved to more than one order (a close
+-- split over the venue's maximum market quantity: role close_part), in
+-- plan order after their primary (parent_client_order_id). A leg still
+-- planned or sent but not recorded a minute after its primary is one a
+-- crash left: the sweeper finishes it.
+SELECT l.trace_id, l.parent_client_order_id, l.seq, l.role, l.client_order_id,
+       coalesce(l.outcome, CASE WHEN l.sent_at IS NULL THEN 'planned' ELSE 'sent, not yet recorded' END) AS leg_state,
+       o.status, o.side, o.quantity, o.filled_quantity, o.fill_price, o.exchange_order_id
+FROM order_legs l
+LEFT JOIN orders o ON o.client_order_id = l.client_order_id
+WHERE l.created_at > now() - interval '7 days'
+ORDER BY l.created_at DESC, l.parent_client_order_id, l.seq;
 
 -- name: Kill switch history
 SELECT at, event, detail->>'by' AS by, detail->>'reason' AS reason
