@@ -51,6 +51,15 @@ type Order struct {
 	// Sizing says how Quantity was resolved from the signal's quantity
 	// type; nil for a base quantity.
 	Sizing *Sizing `json:",omitempty"`
+	// TakeProfit, StopLoss and TrailingStop are exits attached to the
+	// entry (nil: none). The gateway resolves a percent target to a price
+	// once, before the intent is written, on a venue that takes them on
+	// the order; a venue that places them as separate orders after the
+	// fill may resolve them from the fill price instead. See
+	// [AttachmentCapable] and [Attached.Resolve].
+	TakeProfit   *Attached `json:",omitempty"`
+	StopLoss     *Attached `json:",omitempty"`
+	TrailingStop *Attached `json:",omitempty"`
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.

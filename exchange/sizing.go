@@ -45,6 +45,9 @@ type SizingFacts struct {
 	// Step and MinQty are the symbol's quantity step and minimum for the
 	// order's type, in base units (zero: none).
 	Step, MinQty decimal.Decimal
+	// Tick is the symbol's price step (zero: none), which attached
+	// exits' triggers are rounded to.
+	Tick decimal.Decimal
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string
