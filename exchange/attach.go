@@ -164,3 +164,27 @@ func RefuseAttachments(v Venue, name string, o Order) string {
 	}
 	return ac.RefuseAttachments(o)
 }
+
+// MatchesAttached checks the take-profit and stop-loss a venue holds on an
+// order against those o would be sent with (after the adapter's rounding:
+// tp and sl, invalid for none). A venue that reports them must not let a
+// lookup adopt an order whose exits differ: it would record protection
+// the position does not have. The error wraps ErrMismatch.
+func MatchesAttached(o Order, tp, sl decimal.NullDecimal, held Report) error {
+	for _, c := range []struct {
+		role       string
+		want, have decimal.NullDecimal
+	}{{RoleTakeProfit, tp, held.TakeProfit}, {RoleStopLoss, sl, held.StopLoss}} {
+		if c.want.Valid != c.have.Valid || c.want.Valid && !c.want.Decimal.Equal(c.have.Decimal) {
+			return fmt.Errorf("%w: client order id %s is held with %s %s, not %s", ErrMismatch, o.ClientOrderID, c.role, nullString(c.have), nullString(c.want))
+		}
+	}
+	return nil
+}
+
+func nullString(d decimal.NullDecimal) string {
+	if !d.Valid {
+		return "none"
+	}
+	return d.Decimal.String()
+}

@@ -106,6 +106,10 @@ type Report struct {
 	FillPrice decimal.NullDecimal
 	// Reason says why the venue refused the order, when it did.
 	Reason string
+	// TakeProfit and StopLoss are the trigger prices the venue holds on
+	// the order itself (Bybit's takeProfit and stopLoss), as it reports
+	// them; invalid when it holds none or does not say.
+	TakeProfit, StopLoss decimal.NullDecimal
 }
 
 // Venue is one exchange account. Implementations must be safe for concurrent

@@ -1,0 +1,58 @@
+package bybit
+
+import (
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var _ exchange.AttachmentCapable = (*Venue)(nil)
+
+// Reasons for refusing attached exits, before anything is sent.
+const (
+	ReasonTrailingStop = "trailing_stop is not supported on bybit yet: Bybit sets a trailing stop on the position (POST /v5/position/trading-stop) once the entry has filled, a second request hoox does not make yet; send the entry with take_profit/stop_loss only"
+	ReasonSpotTPSL     = "bybit-spot takes take_profit/stop_loss only on a limit order (create-order.mdx: \"Spot Limit order supports take profit, stop loss\"); send a limit entry (with price) or none"
+)
+
+// RefuseAttachments says which attached exits Bybit cannot take on the
+// order itself (create-order.mdx): a take-profit and a stop-loss go on any
+// linear entry and on a spot limit entry; a trailing stop exists only as
+// a position setting (trading-stop.mdx), not on an order.
+func (v *Venue) RefuseAttachments(o exchange.Order) string {
+	switch {
+	case o.TrailingStop != nil:
+		return ReasonTrailingStop
+	case (o.TakeProfit != nil || o.StopLoss != nil) && v.cfg.Market == MarketSpot && o.OrderType != "limit":
+		return ReasonSpotTPSL
+	}
+	return ""
+}
+
+// attachedPrices returns o's take-profit and stop-loss trigger prices as
+// they go on the wire: rounded to the tick toward the entry
+// (exchange.Attached.Resolve), so a stop never risks more than asked. A
+// percent target must have been resolved before (the gateway does it
+// once, before the intent, from the signal's price or the last price read
+// at sizing); one that was not is refused rather than guessed.
+func attachedPrices(o exchange.Order, side string, tick decimal.Decimal) (tp, sl decimal.NullDecimal, reason string) {
+	for _, a := range []struct {
+		role string
+		in   *exchange.Attached
+		out  *decimal.NullDecimal
+	}{{exchange.RoleTakeProfit, o.TakeProfit, &tp}, {exchange.RoleStopLoss, o.StopLoss, &sl}} {
+		if a.in == nil {
+			continue
+		}
+		if !a.in.Price.Valid {
+			return tp, sl, fmt.Sprintf("%s: the percent target was not resolved to a price", a.role)
+		}
+		r, err := a.in.Resolve(a.role, side, decimal.Zero, tick)
+		if err != nil {
+			return tp, sl, err.Error()
+		}
+		*a.out = r.Price
+	}
+	return tp, sl, ""
+}
