@@ -48,6 +48,8 @@ type Problem struct {
 	TraceID  string    `json:"trace_id,omitempty"`
 	Original *original `json:"original,omitempty"`
 	Order    *orderDTO `json:"order,omitempty"`
+	// Attached are the rejected order's exits (status not_placed).
+	Attached []attachedDTO `json:"attached,omitempty"`
 	// Duplicate is set on 409 duplicate answers, mirroring the success body.
 	Duplicate  *bool         `json:"duplicate,omitempty"`
 	RetryAfter time.Duration `json:"-"`
@@ -91,6 +93,7 @@ func fromGateway(e *gateway.Error) *Problem {
 	if out := e.Outcome; out != nil {
 		p.TraceID = out.TraceID
 		p.Order = newOrderDTO(out.Order)
+		p.Attached = newAttachedDTOs(out.Order)
 	}
 	return p
 }

@@ -31,6 +31,30 @@ type signalResponse struct {
 	Duplicate  bool      `json:"duplicate"`
 	ReceivedAt time.Time `json:"received_at"`
 	Order      *orderDTO `json:"order"`
+	// Attached are the exits the order carries (take-profit, stop-loss);
+	// left out when it carries none.
+	Attached []attachedDTO `json:"attached,omitempty"`
+}
+
+// attachedDTO is one exit attached to an order: the shape the answer, the
+// admin API and the audit share (separate exit orders add their own IDs).
+type attachedDTO struct {
+	Role         string `json:"role"`
+	TriggerPrice string `json:"trigger_price"`
+	Status       string `json:"status"`
+}
+
+// newAttachedDTOs lists o's attached exits, nil when it has none (or o is
+// nil).
+func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
+	if o == nil {
+		return nil
+	}
+	var out []attachedDTO
+	for _, a := range o.Attached() {
+		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status})
+	}
+	return out
 }
 
 type orderDTO struct {
@@ -138,7 +162,7 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
-		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order)})
+		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Attached: newAttachedDTOs(out.Order)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

@@ -206,5 +206,19 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		reason := r.Reason
 		row.RejectReason = &reason
 	}
+	row.TakeProfit, row.StopLoss = attachedPrice(o.TakeProfit, r.TakeProfit), attachedPrice(o.StopLoss, r.StopLoss)
 	return row
+}
+
+// attachedPrice is an on-order exit's trigger price as recorded: what the
+// venue reports holding, else the resolved price it was sent with (a venue
+// that does not report it, a rejected order); null when there is none.
+func attachedPrice(sent *exchange.Attached, held decimal.NullDecimal) decimal.NullDecimal {
+	switch {
+	case sent == nil:
+		return decimal.NullDecimal{}
+	case held.Valid:
+		return held
+	}
+	return sent.Price
 }

@@ -177,10 +177,10 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
-	if err := canSize(sig, venue); err != nil {
+	if err := canAttach(sig, venue); err != nil {
 		return nil, err
 	}
-	if err := canAttach(sig, venue); err != nil {
+	if err := canSize(sig, venue); err != nil {
 		return nil, err
 	}
 	return s.coalesce(ctx, in, venue)
