@@ -1,10 +1,6 @@
 package bybit
 
 import (
-	"fmt"
-
-	"github.com/shopspring/decimal"
-
 	"github.com/hoox/hoox/exchange"
 )
 
@@ -28,31 +24,4 @@ func (v *Venue) RefuseAttachments(o exchange.Order) string {
 		return ReasonSpotTPSL
 	}
 	return ""
-}
-
-// attachedPrices returns o's take-profit and stop-loss trigger prices as
-// they go on the wire: rounded to the tick toward the entry
-// (exchange.Attached.Resolve), so a stop never risks more than asked. A
-// percent target must have been resolved before (the gateway does it
-// once, before the intent, from the signal's price or the last price read
-// at sizing); one that was not is refused rather than guessed.
-func attachedPrices(o exchange.Order, side string, tick decimal.Decimal) (tp, sl decimal.NullDecimal, reason string) {
-	for _, a := range []struct {
-		role string
-		in   *exchange.Attached
-		out  *decimal.NullDecimal
-	}{{exchange.RoleTakeProfit, o.TakeProfit, &tp}, {exchange.RoleStopLoss, o.StopLoss, &sl}} {
-		if a.in == nil {
-			continue
-		}
-		if !a.in.Price.Valid {
-			return tp, sl, fmt.Sprintf("%s: the percent target was not resolved to a price", a.role)
-		}
-		r, err := a.in.Resolve(a.role, side, decimal.Zero, tick)
-		if err != nil {
-			return tp, sl, err.Error()
-		}
-		*a.out = r.Price
-	}
-	return tp, sl, ""
 }

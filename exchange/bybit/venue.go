@@ -275,7 +275,7 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 		out.price = decimal.NewNullDecimal(venuekit.RoundPrice(o.Price.Decimal, f.tick, out.side))
 	}
 	var reason string
-	if out.tp, out.sl, reason = attachedPrices(o, out.side, f.tick); reason != "" {
+	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.tick); reason != "" {
 		return out, reason, nil
 	}
 	if !out.qty.IsPositive() || out.qty.LessThan(f.minQty) {
@@ -436,7 +436,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		// The exits as they would have been sent: the held order must
 		// carry the same, or it is not this signal's order.
 		var reason string
-		if tp, sl, reason = attachedPrices(o, o.Side, f.tick); reason != "" {
+		if tp, sl, reason = venuekit.AttachedPrices(o, o.Side, f.tick); reason != "" {
 			return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w: %s", o.ClientOrderID, exchange.ErrMismatch, reason)
 		}
 	}
