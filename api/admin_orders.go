@@ -32,6 +32,8 @@ type adminOrder struct {
 	// Role is primary (the signal's own order) or a leg's (close_part, …).
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
+	// Attached are the exits the order carries; left out when none.
+	Attached []attachedDTO `json:"attached,omitempty"`
 }
 
 func newAdminOrder(o db.OrderRow) adminOrder {
@@ -39,7 +41,8 @@ func newAdminOrder(o db.OrderRow) adminOrder {
 		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
 		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
 		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role, CreatedAt: o.CreatedAt.UTC()}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role, CreatedAt: o.CreatedAt.UTC(),
+		Attached: newAttachedDTOs(&o)}
 	if o.Side != "" {
 		side := o.Side
 		a.Side = &side

@@ -29,6 +29,7 @@ var statusOf = map[string]int{
 	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	codes.KeyReused:        http.StatusUnprocessableEntity,
 	codes.OrderRejected:    http.StatusUnprocessableEntity,
+	codes.Unsupported:      http.StatusUnprocessableEntity,
 	codes.RateLimited:      http.StatusTooManyRequests,
 	codes.Unavailable:      http.StatusServiceUnavailable,
 	codes.KillSwitch:       http.StatusServiceUnavailable,
@@ -47,6 +48,8 @@ type Problem struct {
 	TraceID  string    `json:"trace_id,omitempty"`
 	Original *original `json:"original,omitempty"`
 	Order    *orderDTO `json:"order,omitempty"`
+	// Attached are the rejected order's exits (status not_placed).
+	Attached []attachedDTO `json:"attached,omitempty"`
 	// Duplicate is set on 409 duplicate answers, mirroring the success body.
 	Duplicate  *bool         `json:"duplicate,omitempty"`
 	RetryAfter time.Duration `json:"-"`
@@ -90,6 +93,7 @@ func fromGateway(e *gateway.Error) *Problem {
 	if out := e.Outcome; out != nil {
 		p.TraceID = out.TraceID
 		p.Order = newOrderDTO(out.Order)
+		p.Attached = newAttachedDTOs(out.Order)
 	}
 	return p
 }

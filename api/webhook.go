@@ -35,6 +35,30 @@ type signalResponse struct {
 	// close): the primary first, then its legs in plan order. Omitted for
 	// a one-order signal.
 	Orders []*orderDTO `json:"orders,omitempty"`
+	// Attached are the exits the order carries (take-profit, stop-loss);
+	// left out when it carries none.
+	Attached []attachedDTO `json:"attached,omitempty"`
+}
+
+// attachedDTO is one exit attached to an order: the shape the answer, the
+// admin API and the audit share (separate exit orders add their own IDs).
+type attachedDTO struct {
+	Role         string `json:"role"`
+	TriggerPrice string `json:"trigger_price"`
+	Status       string `json:"status"`
+}
+
+// newAttachedDTOs lists o's attached exits, nil when it has none (or o is
+// nil).
+func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
+	if o == nil {
+		return nil
+	}
+	var out []attachedDTO
+	for _, a := range o.Attached() {
+		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status})
+	}
+	return out
 }
 
 type orderDTO struct {
@@ -158,7 +182,8 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
-		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs)})
+		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs),
+		Attached: newAttachedDTOs(out.Order)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

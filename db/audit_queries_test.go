@@ -119,6 +119,12 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
 
+	// k:protected: an entry that filled with a take-profit and a stop-loss.
+	insertTrace(t, pool, seedTrace{ID: "k:protected"})
+	protected := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT"})
+	_, err1 := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.66, stop_loss = 0.5 WHERE id = $1`, protected)
+	require.NoError(t, err1)
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
 	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
@@ -207,6 +213,14 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "k:sized", rows[0]["trace_id"])
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
+		},
+		"Orders with their attached exits (take-profit, stop-loss)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:protected", rows[0]["trace_id"])
+			require.Equal(t, []any{
+				map[string]any{"role": "take_profit", "trigger_price": "0.66", "status": "placed"},
+				map[string]any{"role": "stop_loss", "trigger_price": "0.5", "status": "placed"},
+			}, rows[0]["attached"])
 		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

@@ -382,13 +382,20 @@ type OrderRow struct {
 	// signal's own order) or a leg's role (exchange.RoleClosePart, …).
 	Role      string    `db:"role"`
 	CreatedAt time.Time `db:"created_at"`
+	// TakeProfit and StopLoss are the exits the venue took on the order
+	// itself (or, for a rejected order, the ones it was sent with); null
+	// when it carried none. On a take_profit or stop_loss leg (an exit
+	// placed as its own order), the leg's trigger price.
+	TakeProfit decimal.NullDecimal `db:"take_profit"`
+	StopLoss   decimal.NullDecimal `db:"stop_loss"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
-                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
+                    take_profit, stop_loss)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -516,7 +523,8 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 func queueOrder(b *pgx.Batch, o *OrderRow) {
 	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
-		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity)).
+		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
+		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

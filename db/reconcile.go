@@ -206,5 +206,23 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		reason := r.Reason
 		row.RejectReason = &reason
 	}
+	rejected := r.Status == exchange.StatusRejected
+	row.TakeProfit = attachedPrice(o.TakeProfit, r.TakeProfit, rejected)
+	row.StopLoss = attachedPrice(o.StopLoss, r.StopLoss, rejected)
 	return row
+}
+
+// attachedPrice is an on-order exit's trigger price as recorded: what the
+// venue reports holding on the order; for a rejected order, which holds
+// nothing, the price it was sent with (shown as not placed); null when
+// there is none — also when the venue holds an order without it (OKX
+// attaches TP/SL only to an order that fills completely).
+func attachedPrice(sent *exchange.Attached, held decimal.NullDecimal, rejected bool) decimal.NullDecimal {
+	switch {
+	case sent == nil:
+		return decimal.NullDecimal{}
+	case rejected && !held.Valid:
+		return sent.Price
+	}
+	return held
 }

@@ -134,3 +134,22 @@ SELECT trace_id, event, at,
 FROM trace_events
 WHERE detail ? 'sizing' AND at > now() - interval '1 day'
 ORDER BY at DESC;
+
+-- name: Orders with their attached exits (take-profit, stop-loss)
+-- The exits a venue took on the order itself, in the shape the answer and
+-- the admin API show: placed once the entry filled, waiting_for_entry while
+-- a limit entry rests, not_placed when the entry was rejected. hoox does not
+-- follow whether an exit later triggered.
+SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
+       jsonb_agg(jsonb_build_object(
+                   'role', a.role,
+                   'trigger_price', trim_scale(a.trigger_price)::text,
+                   'status', CASE o.status WHEN 'filled' THEN 'placed'
+                                           WHEN 'open' THEN 'waiting_for_entry'
+                                           ELSE 'not_placed' END)
+                 ORDER BY a.n) AS attached
+FROM orders o
+CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit), (2, 'stop_loss', o.stop_loss)) AS a(n, role, trigger_price)
+WHERE a.trigger_price IS NOT NULL AND o.created_at > now() - interval '7 days'
+GROUP BY o.id
+ORDER BY o.created_at DESC;

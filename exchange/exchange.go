@@ -61,6 +61,15 @@ type Order struct {
 	// has its own client order ID and is placed only after the primary
 	// filled.
 	Legs []Leg `json:",omitempty"`
+	// TakeProfit, StopLoss and TrailingStop are exits attached to the
+	// entry (nil: none). The gateway resolves a percent target to a price
+	// once, before the intent is written, on a venue that takes them on
+	// the order; a venue that places them as separate orders after the
+	// fill may resolve them from the fill price instead. See
+	// [AttachmentCapable] and [Attached.Resolve].
+	TakeProfit   *Attached `json:",omitempty"`
+	StopLoss     *Attached `json:",omitempty"`
+	TrailingStop *Attached `json:",omitempty"`
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.
@@ -111,6 +120,10 @@ type Report struct {
 	// the order could be placed: Binance USDⓈ-M reduce-only orders that
 	// blocked a close (-2022). Empty otherwise.
 	CancelledFirst []CancelledOrder `json:",omitempty"`
+	// TakeProfit and StopLoss are the trigger prices the venue holds on
+	// the order itself (Bybit's takeProfit and stopLoss), as it reports
+	// them; invalid when it holds none or does not say.
+	TakeProfit, StopLoss decimal.NullDecimal
 }
 
 // CancelledOrder is a resting order cancelled to let a close through.

@@ -49,6 +49,9 @@ type SizingFacts struct {
 	// (Binance MARKET_LOT_SIZE maxQty); zero when the venue has none or
 	// splits large orders itself.
 	MaxMarketQty decimal.Decimal
+	// Tick is the symbol's price step (zero: none), which attached
+	// exits' triggers are rounded to.
+	Tick decimal.Decimal
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string

@@ -188,6 +188,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
+	if err := canAttach(sig, venue); err != nil {
+		return nil, err
+	}
 	if err := canSize(sig, venue); err != nil {
 		return nil, err
 	}
@@ -306,6 +309,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
+	order = withAttachments(order, sig)
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
 	// sized is true once order carries its resolved size: a sized signal's
 	// order comes from an earlier attempt's intent when there is one,

@@ -11,9 +11,17 @@ import (
 	"github.com/hoox/hoox/signal"
 )
 
-// needsSizing reports whether sig's quantity is not a base quantity: the
-// venue must resolve it to one before the intent is written.
+// needsSizing reports whether sig's order must be resolved by the venue
+// before the intent is written: a quantity that is not a base quantity, or
+// an attached exit given as a percentage (its price is taken from a price
+// read then). The resolved order goes into the intent, and every recovery
+// path re-uses it.
 func needsSizing(sig signal.Signal) bool {
+	return sizedQuantity(sig) || hasPercentTarget(sig)
+}
+
+// sizedQuantity reports whether sig's quantity is not a base quantity.
+func sizedQuantity(sig signal.Signal) bool {
 	return sig.QuantityType != "" && sig.QuantityType != signal.QuantityBase
 }
 
@@ -24,6 +32,9 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 		return nil
 	}
 	sizer, ok := venue.(exchange.Sizer)
+	if !ok && !sizedQuantity(sig) {
+		return &Error{Code: codes.Unsupported, Detail: fmt.Sprintf("a take_profit or stop_loss in percent needs the venue's price, and venue %q cannot read it; send it as a price", sig.Exchange)}
+	}
 	if !ok {
 		return invalid(signal.FieldQuantityType, fmt.Sprintf("%s needs the venue's price, balance or position, and venue %q cannot read them; send a base quantity", sig.QuantityType, sig.Exchange))
 	}
@@ -87,18 +98,32 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	sig, tr := in.Signal, in.Trace
 	sizer := venue.(exchange.Sizer) // canSize checked it
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
-	facts, err := sizer.SizingFacts(vctx, order, exchange.Need(sig.QuantityType, order))
+	need := exchange.Need(sig.QuantityType, order)
+	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit {
+		need.Price = true
+	}
+	facts, err := sizer.SizingFacts(vctx, order, need)
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
 		return order, facts, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
-	resolved, sizing, reason := exchange.Resolve(sig.QuantityType, order, facts)
+	resolved, reason := order, facts.Refused
+	var sizing exchange.Sizing
+	if sizedQuantity(sig) {
+		resolved, sizing, reason = exchange.Resolve(sig.QuantityType, order, facts)
+	}
+	if reason == "" {
+		resolved, reason = resolveTargets(resolved, facts)
+	}
 	if reason == "" {
 		return resolved, facts, false, nil
 	}
-	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP,
-		Detail: map[string]any{"reason": reason, "sizing": sizing, "sent": false}}
+	detail := map[string]any{"reason": reason, "sent": false}
+	if sizedQuantity(sig) {
+		detail["sizing"] = sizing
+	}
+	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
 		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}

@@ -102,6 +102,14 @@ type Signal struct {
 	Strategy string
 	// Comment is free text for the audit, at most 256 characters.
 	Comment string
+	// TakeProfit, StopLoss and TrailingStop are exits attached to an
+	// entry, nil when not given; a close never carries them. A price
+	// target is on the profitable (take-profit) or losing (stop-loss) side
+	// of a quoted price; a percent target is resolved by the venue from
+	// the entry's price once, before the intent is written.
+	TakeProfit   *Target
+	StopLoss     *Target
+	TrailingStop *Target
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -201,6 +209,9 @@ func (r *Raw) Signal() (Signal, error) {
 		return Signal{}, err
 	}
 	if s.Comment, _, err = fieldValue(r, FieldComment, parseText, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+	if err := attachments(r, &s); err != nil {
 		return Signal{}, err
 	}
 	return s, nil
@@ -555,6 +566,11 @@ type canonicalSignal struct {
 	Test         bool    `json:"test"`
 	Strategy     string  `json:"strategy"`
 	Comment      string  `json:"comment"`
+	// The attached exits are left out when not given, so the fingerprint
+	// of every signal without them stays what it was.
+	TakeProfit   any `json:"take_profit,omitempty"`
+	StopLoss     any `json:"stop_loss,omitempty"`
+	TrailingStop any `json:"trailing_stop,omitempty"`
 }
 
 // Canonical returns the canonical JSON of the normalised signal: fixed key
@@ -590,6 +606,15 @@ func (s Signal) Canonical() []byte {
 	if !s.Timestamp.IsZero() {
 		ms := s.Timestamp.UnixMilli()
 		c.Timestamp = &ms
+	}
+	if s.TakeProfit != nil {
+		c.TakeProfit = s.TakeProfit.canonical()
+	}
+	if s.StopLoss != nil {
+		c.StopLoss = s.StopLoss.canonical()
+	}
+	if s.TrailingStop != nil {
+		c.TrailingStop = s.TrailingStop.canonical()
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -28,7 +28,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	case f.status != "" && f.status != "Trading":
 		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.status}, nil
 	}
-	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty}
+	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty, Tick: f.tick}
 	if need.Price {
 		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
 			return out, asUnreachable(err)

@@ -137,6 +137,19 @@ type createBody struct {
 	MarketUnit  string `json:"marketUnit,omitempty"`
 	PositionIdx *int   `json:"positionIdx,omitempty"`
 	ReduceOnly  *bool  `json:"reduceOnly,omitempty"`
+	// The exits attached to the entry (create-order.mdx). Linear sends
+	// tpslMode Partial, so the take-profit and stop-loss cover what this
+	// order fills and never replace those of an earlier entry on the same
+	// position (Full would), with Market orders triggered by the last
+	// price (Bybit's default, said explicitly). Spot takes only the prices
+	// and Market order types.
+	TakeProfit  string `json:"takeProfit,omitempty"`
+	StopLoss    string `json:"stopLoss,omitempty"`
+	TpslMode    string `json:"tpslMode,omitempty"`
+	TpTriggerBy string `json:"tpTriggerBy,omitempty"`
+	SlTriggerBy string `json:"slTriggerBy,omitempty"`
+	TpOrderType string `json:"tpOrderType,omitempty"`
+	SlOrderType string `json:"slOrderType,omitempty"`
 }
 
 // outgoing is an order as it goes on the wire, after rounding.
@@ -148,6 +161,8 @@ type outgoing struct {
 	price      decimal.NullDecimal // limit only
 	reduceOnly bool
 	clientID   string
+	// tp and sl are the attached exits' trigger prices (invalid: none).
+	tp, sl decimal.NullDecimal
 }
 
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
@@ -197,6 +212,15 @@ func (v *Venue) validate(o exchange.Order) string {
 		// the strategy meant to open a short, and selling what the
 		// account holds instead is a trade nobody asked for.
 		return ReasonSpotShort
+	case o.HasAttachments() && exchange.IsClose(o.Action):
+		// create-order.mdx: "When reduceOnly is true, take profit/stop
+		// loss cannot be set". The signal refuses it first.
+		return "a close takes no take_profit/stop_loss"
+	}
+	if o.HasAttachments() {
+		// The gateway refuses these before claiming; an order reaching
+		// here with them anyway is refused, never sent without them.
+		return v.RefuseAttachments(o)
 	}
 	return ""
 }
@@ -250,6 +274,10 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 		}
 		out.price = decimal.NewNullDecimal(venuekit.RoundPrice(o.Price.Decimal, f.tick, out.side))
 	}
+	var reason string
+	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.tick); reason != "" {
+		return out, reason, nil
+	}
 	if !out.qty.IsPositive() || out.qty.LessThan(f.minQty) {
 		return out, fmt.Sprintf("%s: %s rounds down to %s (step %s, minimum %s)",
 			ReasonBelowMinQty, o.Quantity, out.qty, f.step, f.minQty), nil
@@ -299,6 +327,23 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 	} else if out.market {
 		body.MarketUnit = "baseCoin"
 	}
+	if out.tp.Valid || out.sl.Valid {
+		if out.tp.Valid {
+			body.TakeProfit, body.TpOrderType = out.tp.Decimal.String(), "Market"
+		}
+		if out.sl.Valid {
+			body.StopLoss, body.SlOrderType = out.sl.Decimal.String(), "Market"
+		}
+		if v.cfg.Market == MarketLinear {
+			body.TpslMode = "Partial"
+			if out.tp.Valid {
+				body.TpTriggerBy = "LastPrice"
+			}
+			if out.sl.Valid {
+				body.SlTriggerBy = "LastPrice"
+			}
+		}
+	}
 	var ack struct {
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
@@ -314,6 +359,7 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 				slog.String("symbol", out.symbol), slog.Int("ret_code", e.Code), slog.String("ret_msg", e.Msg))
 			r := rejected(e.Msg)
 			r.Symbol, r.Side, r.Quantity, r.Price = out.symbol, out.side, out.qty, out.price
+			r.TakeProfit, r.StopLoss = out.tp, out.sl
 			if r.Reason == "" {
 				r.Reason = fmt.Sprintf("bybit http %d", e.HTTPStatus)
 			}
@@ -378,6 +424,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w", o.ClientOrderID, err)
 	}
 	sent := o.Quantity
+	var tp, sl decimal.NullDecimal
 	if !exchange.IsClose(o.Action) {
 		f, found, err := v.filtersFor(ctx, sym)
 		if err != nil {
@@ -386,9 +433,20 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		if found {
 			sent = venuekit.FloorTo(o.Quantity, f.step)
 		}
+		// The exits as they would have been sent: the held order must
+		// carry the same, or it is not this signal's order.
+		var reason string
+		if tp, sl, reason = venuekit.AttachedPrices(o, o.Side, f.tick); reason != "" {
+			return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w: %s", o.ClientOrderID, exchange.ErrMismatch, reason)
+		}
 	}
 	if err := exchange.Matches(o, sym, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit lookup: %w", err)
+	}
+	if !exchange.IsClose(o.Action) {
+		if err := exchange.MatchesAttached(o, tp, sl, r); err != nil {
+			return exchange.Report{}, fmt.Errorf("bybit lookup: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -407,6 +465,10 @@ type orderInfo struct {
 	CumExecQty   string `json:"cumExecQty"`
 	CumExecValue string `json:"cumExecValue"`
 	RejectReason string `json:"rejectReason"`
+	// TakeProfit and StopLoss are the exits set on the order ("" or "0":
+	// none).
+	TakeProfit string `json:"takeProfit"`
+	StopLoss   string `json:"stopLoss"`
 }
 
 // find queries realtime, then history for its default last 7 days, for
@@ -465,6 +527,12 @@ func toReport(oi orderInfo) exchange.Report {
 	}
 	if oi.OrderType == "Limit" {
 		r.Price = decimal.NewNullDecimal(dec(oi.Price))
+	}
+	if p := dec(oi.TakeProfit); p.IsPositive() {
+		r.TakeProfit = decimal.NewNullDecimal(p)
+	}
+	if p := dec(oi.StopLoss); p.IsPositive() {
+		r.StopLoss = decimal.NewNullDecimal(p)
 	}
 	fill := dec(oi.AvgPrice)
 	if !fill.IsPositive() && executed.IsPositive() {

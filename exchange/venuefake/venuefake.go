@@ -23,6 +23,9 @@ type Order struct {
 	// Side is "buy" or "sell".
 	Side     string
 	Quantity decimal.Decimal
+	// TakeProfit and StopLoss are the exits set on the order itself
+	// (zero: none, or a venue whose fake does not take them).
+	TakeProfit, StopLoss decimal.Decimal
 }
 
 // Fault is a failure of the next order placement, named by what the client

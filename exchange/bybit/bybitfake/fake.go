@@ -167,6 +167,10 @@ type Order struct {
 	// HiddenFor is how many more realtime or history answers that would
 	// list the order leave it out (HideFromQueries).
 	HiddenFor int
+	// TakeProfit and StopLoss are the trigger prices set on the order
+	// (zero: none), with their tpslMode and trigger price types.
+	TakeProfit, StopLoss               decimal.Decimal
+	TpslMode, TpTriggerBy, SlTriggerBy string
 }
 
 // Fault is a failure the fake answers a request with instead of its normal

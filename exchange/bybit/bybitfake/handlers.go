@@ -477,10 +477,22 @@ func orderJSON(o *Order) map[string]any {
 		"positionIdx": 0, "orderStatus": o.Status, "rejectReason": reason,
 		"avgPrice": avg, "cumExecQty": o.CumExecQty.String(), "leavesQty": o.Qty.Sub(o.CumExecQty).String(),
 		"orderType": o.OrderType, "timeInForce": o.TimeInForce, "reduceOnly": o.ReduceOnly,
-		"marketUnit":  o.MarketUnit,
+		"marketUnit": o.MarketUnit,
+		"takeProfit": priceOrEmpty(o.TakeProfit), "stopLoss": priceOrEmpty(o.StopLoss),
+		"tpslMode": o.TpslMode, "tpTriggerBy": o.TpTriggerBy, "slTriggerBy": o.SlTriggerBy,
 		"createdTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 		"updatedTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 	}
+}
+
+// priceOrEmpty is how the order lists show an unset price: "" (spot) or
+// "0" — the fake answers "" for both categories, which Bybit's clients
+// read as unset either way.
+func priceOrEmpty(p decimal.Decimal) string {
+	if p.IsZero() {
+		return ""
+	}
+	return p.String()
 }
 
 func (s *Server) servePositions(r *http.Request, _ []byte) reply {

@@ -32,7 +32,7 @@ func (v *venueView) Orders() []venuefake.Order {
 	for _, o := range v.s.Orders() {
 		if o.Category == v.category {
 			out = append(out, venuefake.Order{ClientOrderID: o.OrderLinkID, ExchangeOrderID: o.OrderID,
-				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Qty})
+				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Qty, TakeProfit: o.TakeProfit, StopLoss: o.StopLoss})
 		}
 	}
 	return out

@@ -82,6 +82,10 @@ type Order struct {
 	State                    string // live, partially_filled, filled, canceled
 	ReduceOnly               bool
 	CTime, VisibleAt         time.Time
+	// TpTriggerPx and SlTriggerPx are the take-profit and stop-loss
+	// attached to the order (attachAlgoOrds; zero: none), TpOrdPx and
+	// SlOrdPx their order prices (-1: market).
+	TpTriggerPx, TpOrdPx, SlTriggerPx, SlOrdPx decimal.Decimal
 }
 
 // Pending reports whether the order still holds its clOrdId.

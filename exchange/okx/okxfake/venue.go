@@ -40,7 +40,8 @@ func (v *venueView) Orders() []venuefake.Order {
 		if in, ok := ins[o.InstID]; ok && in.CtVal.IsPositive() {
 			qty = qty.Mul(in.CtVal)
 		}
-		out = append(out, venuefake.Order{ClientOrderID: o.ClOrdID, ExchangeOrderID: o.OrdID, Symbol: o.InstID, Side: o.Side, Quantity: qty})
+		out = append(out, venuefake.Order{ClientOrderID: o.ClOrdID, ExchangeOrderID: o.OrdID, Symbol: o.InstID, Side: o.Side, Quantity: qty,
+			TakeProfit: o.TpTriggerPx, StopLoss: o.SlTriggerPx})
 	}
 	return out
 }
