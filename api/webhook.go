@@ -46,6 +46,10 @@ type attachedDTO struct {
 	Role         string `json:"role"`
 	TriggerPrice string `json:"trigger_price"`
 	Status       string `json:"status"`
+	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
+	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
+	ClientOrderID   string `json:"client_order_id,omitempty"`
+	ExchangeOrderID string `json:"exchange_order_id,omitempty"`
 }
 
 // newAttachedDTOs lists o's attached exits, nil when it has none (or o is
@@ -56,7 +60,8 @@ func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
 	}
 	var out []attachedDTO
 	for _, a := range o.Attached() {
-		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status})
+		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status,
+			ClientOrderID: a.ClientOrderID, ExchangeOrderID: a.ExchangeOrderID})
 	}
 	return out
 }
@@ -88,6 +93,16 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
 		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role}
+}
+
+// attachedWithLegs lists the exits of an entry: those the venue holds on
+// the order itself, then those placed as their own orders (legs).
+func attachedWithLegs(primary *db.OrderRow, legs []db.OrderRow) []attachedDTO {
+	out := newAttachedDTOs(primary)
+	for i := range legs {
+		out = append(out, newAttachedDTOs(&legs[i])...)
+	}
+	return out
 }
 
 // ordersDTO is the primary order and its legs' orders, or nil when the
@@ -183,7 +198,7 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
 		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs),
-		Attached: newAttachedDTOs(out.Order)})
+		Attached: attachedWithLegs(out.Order, out.Legs)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

@@ -26,11 +26,33 @@ type AttachedExit struct {
 	Role         string
 	TriggerPrice decimal.Decimal
 	Status       string
+	// ClientOrderID and ExchangeOrderID are set for an exit that is its
+	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
+	// an exit the venue holds on the entry itself.
+	ClientOrderID   string
+	ExchangeOrderID string
 }
 
 // Attached lists the exits recorded on o (take_profit, then stop_loss),
 // or nil when it carries none.
 func (o OrderRow) Attached() []AttachedExit {
+	if o.Role == exchange.RoleTakeProfit || o.Role == exchange.RoleStopLoss {
+		// An exit placed as its own order (a leg): the venue holds it
+		// unless it refused it.
+		price := o.TakeProfit
+		if o.Role == exchange.RoleStopLoss {
+			price = o.StopLoss
+		}
+		st := AttachedPlaced
+		if o.Status == string(exchange.StatusRejected) {
+			st = AttachedNotPlaced
+		}
+		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+		if o.ExchangeOrderID != nil {
+			e.ExchangeOrderID = *o.ExchangeOrderID
+		}
+		return []AttachedExit{e}
+	}
 	status := AttachedPlaced
 	switch o.Status {
 	case string(exchange.StatusOpen):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgconv"
@@ -96,8 +97,9 @@ func LockLegs(ctx context.Context, pool *pgxpool.Pool, lockKey, parent string, l
 // InsertLegOrderSQL records a leg's order with its role.
 const InsertLegOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
-                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role,
+                    take_profit, stop_loss)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 RETURNING created_at`
 
 const settleLegSQL = `
@@ -113,7 +115,7 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 		b.Queue(InsertLegOrderSQL, pgconv.UUID(row.ID), row.TraceID, row.ClientOrderID, row.Exchange, row.Symbol, row.Action,
 			row.Side, row.OrderType, pgconv.Numeric(row.Quantity), pgconv.NullNumeric(row.Price), row.Leverage, row.Mode,
 			row.Status, row.ExchangeOrderID, pgconv.NullNumeric(row.FillPrice), row.RejectReason,
-			pgconv.NullNumeric(row.FilledQuantity), row.Role).
+			pgconv.NullNumeric(row.FilledQuantity), row.Role, pgconv.NullNumeric(row.TakeProfit), pgconv.NullNumeric(row.StopLoss)).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
@@ -138,17 +140,23 @@ func (t *LegsTx) Rollback(ctx context.Context) {
 }
 
 // MarkLegSent makes durable, before the leg's order is sent (again), that
-// it may exist at the venue: a synchronous commit on its own connection
-// (pool, not the pass's transaction, which commits only after the venue
-// answers), with its dispatch_started event. It refuses, with
-// ErrIntentConsumed, a leg already settled.
+// it may exist at the venue, and the order as it will be sent (leg.Order:
+// an exit's target resolved from the entry's fill, once — every later
+// pass reads it back): a synchronous commit on its own connection (pool,
+// not the pass's transaction, which commits only after the venue answers),
+// with its leg_started event. It refuses, with ErrIntentConsumed, a leg
+// already settled.
 func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
+	spec, err := json.Marshal(leg.Order)
+	if err != nil {
+		return fmt.Errorf("encode leg %s: %w", leg.ClientOrderID, err)
+	}
 	found := false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(`UPDATE order_legs SET sent_at = now(), attempts = attempts + 1
-WHERE client_order_id = $1 AND outcome IS NULL RETURNING true`, leg.ClientOrderID).Query(func(rows pgx.Rows) error {
+	b.Queue(`UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
+WHERE client_order_id = $1 AND outcome IS NULL RETURNING true`, leg.ClientOrderID, spec).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 		}
@@ -222,4 +230,23 @@ ORDER BY (SELECT seq FROM order_legs l WHERE l.client_order_id = orders.client_o
 		return nil, fmt.Errorf("leg orders: %w", translate(err))
 	}
 	return out, nil
+}
+
+// ParentFill is what a leg's primary order executed, as recorded.
+type ParentFill struct {
+	Side           string
+	FillPrice      decimal.NullDecimal
+	FilledQuantity decimal.NullDecimal
+}
+
+// ParentOrderFill reads the recorded fill of the order placed under
+// parent: an exit leg's quantity and percent target come from it.
+func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
+	var p ParentFill
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity FROM orders WHERE client_order_id = $1`, parent).
+		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity)
+	if err != nil {
+		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
+	}
+	return p, nil
 }

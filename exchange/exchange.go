@@ -70,6 +70,12 @@ type Order struct {
 	TakeProfit   *Attached `json:",omitempty"`
 	StopLoss     *Attached `json:",omitempty"`
 	TrailingStop *Attached `json:",omitempty"`
+	// Exit, on a leg, makes the order a conditional exit of its own
+	// (RoleTakeProfit, RoleStopLoss) whose trigger is the matching
+	// attached field: a venue that takes exits as separate orders
+	// (Binance USDⓈ-M's algo orders) places it as one. Empty for a plain
+	// order.
+	Exit string `json:",omitempty"`
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.

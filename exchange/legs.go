@@ -110,3 +110,65 @@ func SplitClose(o Order, f SizingFacts, partID func(i int) string) (Order, bool)
 	}
 	return first, true
 }
+
+// LegAttacher is implemented by a venue that takes an entry's attached
+// exits (take-profit, stop-loss) as separate reduce-only conditional
+// orders, placed after the entry filled (Binance USDⓈ-M), rather than on
+// the entry itself: the gateway plans them as legs (PlanExitLegs), and
+// their percent targets are resolved from the entry's fill price when they
+// are first sent.
+type LegAttacher interface {
+	AttachesAsLegs() bool
+}
+
+// AttachesAsLegs reports whether v takes attached exits as legs.
+func AttachesAsLegs(v Venue) bool {
+	la, ok := v.(LegAttacher)
+	return ok && la.AttachesAsLegs()
+}
+
+// PlanExitLegs moves o's take-profit and stop-loss into legs: each a
+// reduce-only close of the entry on the opposite side, with Exit set to its
+// role and its target as asked (a price, or a percent still to resolve from
+// the fill), under partID(i). o itself is returned without them: the entry
+// goes to the venue as a plain order.
+func PlanExitLegs(o Order, partID func(i int) string) Order {
+	if !o.HasAttachments() {
+		return o
+	}
+	side := "sell"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	entry := o
+	entry.TakeProfit, entry.StopLoss, entry.TrailingStop = nil, nil, nil
+	for _, r := range o.Attachments() {
+		exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
+			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role}
+		a := *r.Attached
+		switch r.Role {
+		case RoleTakeProfit:
+			exit.TakeProfit = &a
+		case RoleStopLoss:
+			exit.StopLoss = &a
+		default:
+			exit.TrailingStop = &a
+		}
+		entry.Legs = append(entry.Legs, Leg{Role: r.Role, Order: exit})
+	}
+	return entry
+}
+
+// ExitTarget is the exit order o's target (its Exit role's attached field);
+// nil when o is not an exit.
+func (o Order) ExitTarget() *Attached {
+	switch o.Exit {
+	case RoleTakeProfit:
+		return o.TakeProfit
+	case RoleStopLoss:
+		return o.StopLoss
+	case RoleTrailingStop:
+		return o.TrailingStop
+	}
+	return nil
+}

@@ -14,9 +14,10 @@ import (
 )
 
 // Where a venue cannot take an attached exit, the signal is refused with
-// 422 unsupported before anything is claimed or sent: Binance (spot and
-// USDⓈ-M) until its separate TP/SL orders land, a trailing stop anywhere,
-// TP/SL on a Bybit spot market order.
+// 422 unsupported before anything is claimed or sent: Binance spot (an OCO
+// order list, not built yet), a Binance USDⓈ-M limit entry (its exits
+// would wait for the fill), a trailing stop anywhere, TP/SL on a Bybit
+// spot market order.
 func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -24,8 +25,9 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	tests := []struct {
 		exchange, members, detail string
 	}{
-		{"binance", `"take_profit":"70000"`, `not supported on venue "binance" yet`},
-		{"binance-futures", `"stop_loss":{"percent":2}`, `not supported on venue "binance-futures" yet`},
+		{"binance", `"take_profit":"70000"`, "Binance spot (an OCO order list) are not supported yet"},
+		{"binance-futures", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on binance-futures yet"},
+		{"binance-futures", `"order_type":"limit","price":"40000","stop_loss":{"percent":2}`, "on a Binance limit entry are not supported yet"},
 		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
 	}

@@ -192,3 +192,51 @@ func TestCloseBlockedByRestingReduceOnlyOrdersCancelsThemFirst(t *testing.T) {
 		AND jsonb_array_length(detail->'cancelled_first') = 2
 		AND detail->'cancelled_first' @> '[{"client_order_id":"manual-tp","placed_by_hoox":false},{"client_order_id":"hxrestingtp","placed_by_hoox":true}]'`))
 }
+
+// A USDⓈ-M market entry with a take-profit (2 % from the fill) and a
+// stop-loss (a price): the entry goes out plain, then each exit as a
+// reduce-only conditional market order of the quantity that filled,
+// through the Algo Order API (the plain endpoint answers -4120), under its
+// own client order ID. The percent is taken from the fill price (3000),
+// not from a price read before. The answer shows both beside the order.
+func TestBinanceFuturesEntryWithTakeProfitAndStopLossPlacesAlgoOrders(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
+		"take_profit":{"percent":2},"stop_loss":"2900.004","trace_id":"tpsl-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "3000", out.Order.FillPrice.Decimal.String())
+	require.Len(t, b.binance.Orders(), 1, "the entry is the only plain order")
+	algos := b.binance.AlgoOrders()
+	require.Len(t, algos, 2)
+	tp, sl := algos[0], algos[1]
+	require.Equal(t, "TAKE_PROFIT_MARKET", tp.Type)
+	require.Equal(t, "3060", tp.TriggerPrice.String(), "2 % above the fill")
+	require.Equal(t, "STOP_MARKET", sl.Type)
+	require.Equal(t, "2900.01", sl.TriggerPrice.String(), "rounded to the tick toward the entry")
+	for i, a := range algos {
+		require.Equal(t, "SELL", a.Side)
+		require.Equal(t, "2", a.Quantity.String())
+		require.True(t, a.ReduceOnly)
+		require.Equal(t, signal.LegClientOrderID(out.Order.ClientOrderID, i+1), a.ClientAlgoID)
+	}
+	require.Len(t, out.Legs, 2)
+	require.Equal(t, exchange.RoleTakeProfit, out.Legs[0].Role)
+	require.Equal(t, "open", out.Legs[0].Status, "resting until triggered")
+	require.Equal(t, "3060", out.Legs[0].TakeProfit.Decimal.String())
+	require.Equal(t, exchange.RoleStopLoss, out.Legs[1].Role)
+	require.Equal(t, "2900.01", out.Legs[1].StopLoss.Decimal.String())
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:tpsl-1' AND outcome = 'dispatched'`))
+
+	// A take-profit the fill price has already passed is refused before
+	// it is sent, and the entry stays recorded.
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"short","quantity":"1",
+		"take_profit":"3100","trace_id":"tpsl-2"}`))
+	require.NoError(t, err)
+	require.Empty(t, out.Legs)
+	require.Len(t, b.binance.AlgoOrders(), 2, "nothing sent for the wrong-side exit")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:tpsl-2' AND event = 'leg_failed'
+		AND detail->>'reason' LIKE '%not below the entry''s price 3000%'`))
+}

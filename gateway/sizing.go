@@ -50,7 +50,8 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // several parts — so every recovery path must re-use the order stored in
 // the intent rather than rebuild it from the signal.
 func (s *Service) plans(sig signal.Signal, venue exchange.Venue) bool {
-	return needsSizing(sig) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue))
+	return needsSizing(sig) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
+		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
 }
 
 // plan resolves the order once, under the trace's claim and before its
@@ -68,6 +69,11 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		if order, facts, done, err = s.size(ctx, tx, in, venue, order, out); done {
 			return order, true, err
 		}
+	}
+	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
+		// Separate exit orders, placed once the entry filled (percent
+		// targets resolved from its fill price then).
+		return exchange.PlanExitLegs(order, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }), false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil
@@ -99,7 +105,8 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	sizer := venue.(exchange.Sizer) // canSize checked it
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 	need := exchange.Need(sig.QuantityType, order)
-	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit {
+	legExits := exchange.AttachesAsLegs(venue)
+	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
 		need.Price = true
 	}
 	facts, err := sizer.SizingFacts(vctx, order, need)
@@ -113,7 +120,9 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if sizedQuantity(sig) {
 		resolved, sizing, reason = exchange.Resolve(sig.QuantityType, order, facts)
 	}
-	if reason == "" {
+	if reason == "" && !legExits {
+		// A venue taking exits as legs resolves them from the entry's
+		// fill price instead (jobs.LegRunner).
 		resolved, reason = resolveTargets(resolved, facts)
 	}
 	if reason == "" {

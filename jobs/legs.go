@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -96,7 +97,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		held, err := venue.Lookup(vctx, leg.Order)
 		cancel()
 		switch {
-		case err == nil && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
+		case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
 			return fmt.Errorf("leg %s: %w: the market order is still executing", leg.ClientOrderID, ErrNotYet)
 		case err == nil:
 			return r.record(ctx, tx, leg, held, true)
@@ -113,6 +114,16 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		default:
 			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
 		}
+	}
+	if leg.Order.Exit != "" {
+		exit, reason, err := r.resolveExit(ctx, venue, leg)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			return r.fail(ctx, tx, leg, db.IntentRejected, reason)
+		}
+		leg.Order = exit
 	}
 	if err := db.MarkLegSent(ctx, r.intentPool, leg); err != nil {
 		return err
@@ -134,7 +145,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		// Sent, answer unknown (or a duplicate ID): the next pass looks
 		// it up once the venue's window allows.
 		return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrNotYet, err)
-	case stillExecuting(leg.Order, report):
+	case leg.Order.Exit == "" && stillExecuting(leg.Order, report):
 		return fmt.Errorf("leg %s: %w: the venue reports the market order still executing", leg.ClientOrderID, ErrNotYet)
 	}
 	return r.record(ctx, tx, leg, report, false)
@@ -161,4 +172,49 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 		"role", leg.Role, "reason", reason)
 	return tx.Settle(ctx, leg, nil, outcome, []db.Event{{TraceID: leg.TraceID, Event: db.EventLegFailed,
 		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "reason": reason}}})
+}
+
+// resolveExit sets an exit leg's quantity to what its entry executed and
+// its trigger from the entry's fill price (a percent target) or as given,
+// rounded to the venue's tick toward the entry and checked to lie on the
+// exit's side of the fill (exchange.Attached.Resolve). reason is set when
+// the exit cannot be sent (a trigger on the wrong side, a percent smaller
+// than a tick): it is not sent. MarkLegSent stores what this returns, so
+// the resolution happens once.
+func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg) (exchange.Order, string, error) {
+	o := leg.Order
+	target := o.ExitTarget()
+	if target == nil {
+		return o, fmt.Sprintf("exit leg %s carries no %s target", leg.ClientOrderID, o.Exit), nil
+	}
+	fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
+	if err != nil {
+		return o, "", err
+	}
+	if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
+		o.Quantity = fill.FilledQuantity.Decimal
+	}
+	var tick decimal.Decimal
+	if sizer, ok := venue.(exchange.Sizer); ok {
+		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+		facts, err := sizer.SizingFacts(vctx, o, exchange.SizingNeed{})
+		cancel()
+		if err != nil {
+			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
+		}
+		tick = facts.Tick
+	}
+	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
+	if err != nil {
+		return o, err.Error(), nil
+	}
+	switch o.Exit {
+	case exchange.RoleTakeProfit:
+		o.TakeProfit = &resolved
+	case exchange.RoleStopLoss:
+		o.StopLoss = &resolved
+	default:
+		o.TrailingStop = &resolved
+	}
+	return o, "", nil
 }

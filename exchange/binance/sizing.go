@@ -31,7 +31,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		return exchange.SizingFacts{}, asNothingSent(err)
 	}
 	market := o.OrderType == "market"
-	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty}
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty, Tick: f.TickSize}
 	if market && f.MarketStepSize.GreaterThan(out.Step) {
 		out.Step = f.MarketStepSize
 	}

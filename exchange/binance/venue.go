@@ -137,6 +137,9 @@ type outgoing struct {
 // recvWindow, Binance refuses the order unexecuted (-1021, ErrUnreachable)
 // and Place does not send it again with a fresh timestamp.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit != "" && v.futures() {
+		return v.placeAlgo(ctx, o)
+	}
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
@@ -480,6 +483,9 @@ func (a orderAnswer) fillPrice() decimal.Decimal {
 // o in symbol, side or quantity (as o would be sent, rounded to the step) is
 // an error wrapping exchange.ErrMismatch.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit != "" && v.futures() {
+		return v.lookupAlgo(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
 	weight := 4

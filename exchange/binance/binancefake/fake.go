@@ -207,6 +207,8 @@ type Server struct {
 	holdQueries  int
 	// cancels counts DELETE order cancellations (Cancels).
 	cancels int
+	// algos are the conditional orders of the Algo Order API.
+	algos []*AlgoOrder
 	// holdAfterCancel, when set, holds the first placement after a
 	// cancel (HoldPlacementAfterCancel).
 	holdAfterCancel *heldPlacement

@@ -190,3 +190,47 @@ func TestRestingReduceOnlyOrdersBlockAReduceOnlyClose(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, out)
 	require.True(t, s.Position("ETHUSDT").IsZero())
 }
+
+// USDⓈ-M takes conditional orders (take-profit, stop) only through the
+// Algo Order API: the plain order endpoint answers -4120; the algo
+// endpoint accepts them unless the last price already reached the
+// trigger (-2021), and finds them again by clientAlgoId.
+func TestConditionalOrdersGoThroughTheAlgoOrderAPI(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
+	call := func(method, path, params string) (int, map[string]any) {
+		t.Helper()
+		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&stopPrice=3300&quantity=1&reduceOnly=true&newClientOrderId=tp")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4120, out["code"], out)
+
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=2900&quantity=1&reduceOnly=true&clientAlgoId=tp")
+	require.Equal(t, http.StatusBadRequest, status, "a sell take-profit below the last price would fire at once")
+	require.EqualValues(t, -2021, out["code"], out)
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=STOP_MARKET&triggerPrice=3100&quantity=1&reduceOnly=true&clientAlgoId=sl")
+	require.Equal(t, http.StatusBadRequest, status, "a sell stop above the last price would fire at once")
+	require.EqualValues(t, -2021, out["code"], out)
+
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=3300&quantity=1&reduceOnly=true&clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "NEW", out["algoStatus"])
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "3300", out["triggerPrice"])
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=nope")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -2013, out["code"])
+	require.Len(t, s.AlgoOrders(), 1)
+}

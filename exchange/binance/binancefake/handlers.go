@@ -49,6 +49,8 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
 	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
+	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
+	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
 	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -611,6 +613,11 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 	side, typ := p.Get("side"), p.Get("type")
 	if side != "BUY" && side != "SELL" {
 		return bad(-1117, "Invalid side.")
+	}
+	if futures && conditionalTypes[typ] {
+		// USDⓈ-M moved conditional orders to the Algo Order API
+		// (error-code.md, -4120 STOP_ORDER_SWITCH_ALGO).
+		return bad(-4120, "Order type not supported for this endpoint. Please use the Algo Order API endpoints instead.")
 	}
 	if typ != "MARKET" && typ != "LIMIT" {
 		return bad(-1116, "Invalid orderType.")
