@@ -182,3 +182,92 @@ func TestVenueCancelThenCloseCrashBetweenTheCancelAndTheClose(t *testing.T) {
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 }
+
+// requireOneExitEach checks the fake holds the entry once and one
+// take-profit and one stop-loss, each placed once.
+func requireOneExitEach(t *testing.T, fake *binancefake.Server) {
+	t.Helper()
+	require.Len(t, fake.Orders(), 1, "one entry")
+	algos := fake.AlgoOrders()
+	require.Len(t, algos, 2, "one take-profit and one stop-loss")
+	require.Equal(t, "TAKE_PROFIT_MARKET", algos[0].Type)
+	require.Equal(t, "3060", algos[0].TriggerPrice.String(), "2 % above the fill, decided once")
+	require.Equal(t, "STOP_MARKET", algos[1].Type)
+	require.Equal(t, "2940", algos[1].TriggerPrice.String())
+}
+
+// An entry with a take-profit and a stop-loss on Binance USDⓈ-M, hoox
+// killed with -9 right after Binance booked the take-profit and before it
+// was recorded; the price then moves. Nobody resends (the entry was
+// committed; a resend would be a duplicate): the next process's sweeper
+// looks the take-profit up by its client algo ID and adopts it — with the
+// trigger resolved from the fill before the crash — and places the
+// stop-loss. One entry, one take-profit, one stop-loss, all recorded.
+func TestVenueEntryWithExitsCrashAfterTheTakeProfitIsFinishedByTheSweeper(t *testing.T) {
+	t.Parallel()
+	fake := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
+	env := []string{"HOOX_BINANCE_FUTURES_API_KEY=" + fake.APIKey(), "HOOX_BINANCE_FUTURES_API_SECRET=" + fake.APISecret(),
+		"HOOX_BINANCE_FUTURES_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",` +
+		`"take_profit":{"percent":2},"stop_loss":"2%","trace_id":"exits-crash"}`
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
+
+	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	require.Len(t, fake.AlgoOrders(), 1, "the take-profit is booked")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"), "only the entry is recorded")
+	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
+
+	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
+	require.Eventually(t, func() bool {
+		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:exits-crash' AND outcome = 'dispatched'") == 2
+	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the exits")
+	requireOneExitEach(t, fake)
+	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:exits-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'take_profit'"))
+
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	requireOneExitEach(t, fake)
+}
+
+// The same entry, hoox killed with -9 between Binance's answer for the
+// entry and its commit; the sender resends. The resend adopts the entry
+// and places each exit once, resolved from the entry's fill price; its
+// answer shows them beside the order.
+func TestVenueEntryWithExitsCrashAfterTheEntryThenResendPlacesEachExitOnce(t *testing.T) {
+	t.Parallel()
+	fake := binancefake.New(t, binancefake.Options{})
+	env := []string{"HOOX_BINANCE_FUTURES_API_KEY=" + fake.APIKey(), "HOOX_BINANCE_FUTURES_API_SECRET=" + fake.APISecret(),
+		"HOOX_BINANCE_FUTURES_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",` +
+		`"take_profit":{"percent":2},"stop_loss":"2%","trace_id":"exits-crash-2"}`
+	dbURL := pgtest.NewDatabase(t)
+
+	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body))
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	require.Len(t, fake.Orders(), 1)
+	require.Empty(t, fake.AlgoOrders(), "no exit before the entry is recorded")
+
+	survivor, _ := startVenueServe(t, dbURL, env...)
+	r := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	attached, _ := r.Body["attached"].([]any)
+	require.Len(t, attached, 2, r.Raw)
+	for i, role := range []string{"take_profit", "stop_loss"} {
+		a := attached[i].(map[string]any)
+		require.Equal(t, role, a["role"], r.Raw)
+		require.Equal(t, "placed", a["status"], r.Raw)
+		require.NotEmpty(t, a["client_order_id"], r.Raw)
+		require.NotEmpty(t, a["exchange_order_id"], r.Raw)
+	}
+	requireOneExitEach(t, fake)
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	requireOneExitEach(t, fake)
+}
