@@ -138,15 +138,19 @@ ORDER BY at DESC;
 -- name: Orders with their attached exits (take-profit, stop-loss)
 -- The exits a venue took on the order itself, in the shape the answer and
 -- the admin API show: placed once the entry filled, waiting_for_entry while
--- a limit entry rests, not_placed when the entry was rejected. hoox does not
--- follow whether an exit later triggered.
+-- a limit entry rests, not_placed when the entry was rejected. An exit placed
+-- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
+-- client order ID) is placed while the venue holds it. hoox does not follow
+-- whether an exit later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
-                   'status', CASE o.status WHEN 'filled' THEN 'placed'
-                                           WHEN 'open' THEN 'waiting_for_entry'
-                                           ELSE 'not_placed' END)
+                   'status', CASE WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
+                                  WHEN o.role <> 'primary' THEN 'not_placed'
+                                  WHEN o.status = 'filled' THEN 'placed'
+                                  WHEN o.status = 'open' THEN 'waiting_for_entry'
+                                  ELSE 'not_placed' END)
                  ORDER BY a.n) AS attached
 FROM orders o
 CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit), (2, 'stop_loss', o.stop_loss)) AS a(n, role, trigger_price)
