@@ -242,9 +242,15 @@ type ReleaseParams struct {
 
 // LockKeyOf returns the advisory lock key the claim takes for traceID: the
 // ID itself, except for a window trace ("[test:]w:<hash>:<unix ms>"), whose
-// lock leaves out the time (see signal.Trace.LockKey).
+// lock leaves out the time (see signal.Trace.LockKey), also on a named
+// account ("[test:]@<account>:w:<hash>:<unix ms>", signal.DeriveAccountTrace).
 func LockKeyOf(traceID string) string {
 	rest := strings.TrimPrefix(traceID, "test:")
+	if strings.HasPrefix(rest, "@") {
+		if j := strings.IndexByte(rest, ':'); j > 0 {
+			rest = rest[j+1:]
+		}
+	}
 	if !strings.HasPrefix(rest, "w:") {
 		return traceID
 	}

@@ -232,6 +232,13 @@ func TestLockKeyOf(t *testing.T) {
 		"test:w:ff:170000000000": "test:w:ff",
 		"w:":                     "w:",
 		"test:w:":                "test:w:",
+		// Named accounts (signal.DeriveAccountTrace).
+		"@sub1:k:abc":                  "@sub1:k:abc",
+		"@sub1:k:w:1":                  "@sub1:k:w:1",
+		"@sub1:d:ffee":                 "@sub1:d:ffee",
+		"@sub1:w:ffee:1700000000000":   "@sub1:w:ffee",
+		"test:@sub1:w:ff:170000000000": "test:@sub1:w:ff",
+		"@sub1:w:":                     "@sub1:w:",
 	} {
 		require.Equal(t, want, db.LockKeyOf(id), id)
 	}
