@@ -140,3 +140,26 @@ func TestDeriveAccountTrace(t *testing.T) {
 		}
 	})
 }
+
+func TestSplitAccountTrace(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string][2]string{
+		"k:abc":                 {"", "k:abc"},
+		"k:@sub1:x":             {"", "k:@sub1:x"},
+		"@sub1:k:abc":           {"sub1", "k:abc"},
+		"test:@sub1:w:ff:17000": {"sub1", "test:w:ff:17000"},
+		"@:k:abc":               {"", "@:k:abc"},
+		"@sub1":                 {"", "@sub1"},
+	} {
+		account, base := SplitAccountTrace(id)
+		require.Equal(t, want, [2]string{account, base}, id)
+	}
+	s := mustSignal(t, `{"accounts":["sub1"],"symbol":"BTCUSDT","action":"buy","quantity":1,"timestamp":1714564800000,"test":true}`)
+	tr, err := DeriveAccountTrace(s, "sub1", "okx", "", time.Now())
+	require.NoError(t, err)
+	base, err := DeriveAccountTrace(s, "okx", "okx", "", time.Now())
+	require.NoError(t, err)
+	account, got := SplitAccountTrace(tr.ID)
+	require.Equal(t, "sub1", account)
+	require.Equal(t, base.ID, got)
+}

@@ -140,3 +140,23 @@ func DeriveAccountTrace(s Signal, account, venue, headerKey string, now time.Tim
 	tr.Fingerprint = own.Fingerprint()
 	return tr, nil
 }
+
+// SplitAccountTrace undoes DeriveAccountTrace's prefix: the named account
+// a trace ID belongs to ("" for a venue's default account) and the trace
+// ID the signal has on its venue's default account. A fan-out's traces on
+// one venue share that base, which is how they are found together.
+func SplitAccountTrace(id string) (account, base string) {
+	prefix := ""
+	rest := id
+	if strings.HasPrefix(rest, "test:") {
+		prefix, rest = "test:", rest[len("test:"):]
+	}
+	if !strings.HasPrefix(rest, "@") {
+		return "", id
+	}
+	i := strings.IndexByte(rest, ':')
+	if i < 2 {
+		return "", id
+	}
+	return rest[1:i], prefix + rest[i+1:]
+}
