@@ -343,3 +343,26 @@ func TestReleaseRefusesAReconcilingTrace(t *testing.T) {
 		require.NotEqual(t, "released", e.Event)
 	}
 }
+
+// The fanout filter finds one signal's traces and orders on every
+// account: its default account's trace and "@<account>:" before it.
+func TestListFanOutFindsEveryAccountsTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	for _, id := range []string{"k:x", "@sub1:k:x", "@by-2:k:x", "k:x2", "@sub1:k:x2", "test:@sub1:k:x", "k:@sub1:k:x"} {
+		insertTrace(t, pool, seedTrace{ID: id})
+		insertOrder(t, pool, seedOrder{TraceID: id})
+	}
+	traces, err := db.ListTraces(ctx, pool, db.ListFilter{FanOut: "k:x", Limit: 100}, nil)
+	require.NoError(t, err)
+	var ids []string
+	for _, tr := range traces {
+		ids = append(ids, tr.TraceID)
+	}
+	require.ElementsMatch(t, []string{"k:x", "@sub1:k:x", "@by-2:k:x"}, ids)
+	orders, err := db.ListOrders(ctx, pool, db.ListFilter{FanOut: "test:k:x", Limit: 100}, nil)
+	require.NoError(t, err)
+	require.Len(t, orders, 1)
+	require.Equal(t, "test:@sub1:k:x", orders[0].TraceID)
+}
