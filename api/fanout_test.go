@@ -176,3 +176,39 @@ func TestOneAccountAnswersAsASingleSignal(t *testing.T) {
 	}
 	require.Len(t, g.inputs, 1, "a refused signal executes on no account")
 }
+
+// A fan-out's traces through the real gateway: the trace page shows each
+// one's account and links to the signal on every account; the admin API
+// shows the account and lists the fan-out together.
+func TestFanOutTracesShowTheirAccountAndAreFoundTogether(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken, paper2: true})
+	send := func(key string) response {
+		return do(t, b.handler, http.MethodPost, "/webhook", "", `{"secret":"`+webhookSecret+`","accounts":["paper","paper2"],"symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"`+key+`"}`)
+	}
+	require.Equal(t, http.StatusOK, send("ui-fan").Status)
+	require.Equal(t, http.StatusOK, send("other").Status)
+
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	page := string(br.get("/ui/trace/@paper2:k:ui-fan").Body)
+	require.Contains(t, page, `<dd id="trace-account">paper2 (on paper)</dd>`)
+	require.Contains(t, page, `href="/ui/?fanout=k%3aui-fan"`)
+	require.Contains(t, string(br.get("/ui/trace/k:ui-fan").Body), `<dd id="trace-account">paper</dd>`)
+	list := string(br.get("/ui/?fanout=k:ui-fan").Body)
+	require.Contains(t, list, `data-id="k:ui-fan"`)
+	require.Contains(t, list, `data-id="@paper2:k:ui-fan"`)
+	require.NotContains(t, list, "k:other")
+
+	traces := do(t, b.handler, http.MethodGet, "/admin/traces?fanout=@paper2:k:ui-fan", adminToken, "")
+	require.Equal(t, http.StatusOK, traces.Status, string(traces.Body))
+	accounts := map[string]string{}
+	for _, tr := range traces.json(t)["traces"].([]any) {
+		tr := tr.(map[string]any)
+		accounts[tr["trace_id"].(string)] = tr["account"].(string)
+	}
+	require.Equal(t, map[string]string{"k:ui-fan": "paper", "@paper2:k:ui-fan": "paper2"}, accounts)
+	orders := do(t, b.handler, http.MethodGet, "/admin/orders?fanout=k:ui-fan", adminToken, "")
+	require.Equal(t, http.StatusOK, orders.Status, string(orders.Body))
+	require.Len(t, orders.json(t)["orders"], 2)
+}
