@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,10 +33,10 @@ func startFanOutRig(t *testing.T) fanOutRig {
 		t.Cleanup(s.Close)
 		return s.Venue(binancefake.MarketSpot)
 	}
-	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{APIKey: "bybit-sub-key", APISecret: "bybit-sub-secret"})
+	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{APIKey: "KEYbybit1e8b", APISecret: "SECRETbybit1e8b"})
 	require.NoError(t, err)
 	t.Cleanup(by.Close)
-	r := fanOutRig{main: startBinance("main-key", "main-secret"), sub1: startBinance("sub1-key", "sub1-secret"), bybit1: by.Venue(bybitfake.CategoryLinear)}
+	r := fanOutRig{main: startBinance("KEYmain7f3a", "SECRETmain7f3a"), sub1: startBinance("KEYsub19c2d", "SECRETsub19c2d"), bybit1: by.Venue(bybitfake.CategoryLinear)}
 	account := func(name, venue string, f venuefake.Fake) app.AccountSettings {
 		return app.AccountSettings{Name: name, Venue: venue, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL()}
 	}
@@ -177,4 +180,67 @@ func TestFanOutRefusesBadAccountsBeforeAnything(t *testing.T) {
 	for _, f := range []venuefake.Fake{r.main, r.sub1, r.bybit1} {
 		require.Empty(t, f.Orders())
 	}
+}
+
+// The accounts' keys and secrets reach no log line, stored row, answer,
+// admin API page or metric, whatever the signals met.
+func TestAccountCredentialsNeverLeave(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	r.sub1.Inject(venuefake.RefuseInsufficientBalance)
+	accept := r.bybit1.RefuseCredentials()
+	var bodies []string
+	first := apptest.Post(t, r.b.URL, fanOutBody)
+	require.Equal(t, http.StatusServiceUnavailable, first.Status, first.Raw)
+	require.Equal(t, "unavailable", problemCode(answers(t, first)["bybit1"]), "the refused key is an outage: nothing placed, retry")
+	accept()
+	second := apptest.Post(t, r.b.URL, fanOutBody)
+	require.Equal(t, http.StatusOK, second.Status, second.Raw)
+	bodies = append(bodies, first.Raw, second.Raw)
+	get := func(path string) string {
+		req, err := http.NewRequest(http.MethodGet, r.b.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+apptest.AdminToken)
+		resp, err := apptest.Client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		return string(b)
+	}
+	bodies = append(bodies, get("/admin/traces"), get("/admin/orders"), get("/admin/traces/@sub1:k:fan-1"), get("/metrics"))
+	var dump string
+	require.NoError(t, r.b.Pool.QueryRow(context.Background(), `
+		SELECT concat_ws(' ',
+			(SELECT json_agg(t) FROM trace_ids t), (SELECT json_agg(o) FROM orders o),
+			(SELECT json_agg(e) FROM trace_events e), (SELECT json_agg(i) FROM dispatch_intents i),
+			(SELECT json_agg(j) FROM river_job j))`).Scan(&dump))
+	require.Contains(t, dump, "@sub1:k:fan-1")
+	everything := strings.Join(append(bodies, dump, r.b.Logs.String()), "\n")
+	require.Contains(t, everything, "bybit1", "the account is named")
+	for _, f := range []venuefake.Fake{r.main, r.sub1, r.bybit1} {
+		require.NotContains(t, everything, f.APIKey())
+		require.NotContains(t, everything, f.APISecret())
+	}
+}
+
+// Without a client key the accounts dedup as single signals do: by the
+// derived trace (with a timestamp) or within the window (without); a
+// resend is a repeat on every account.
+func TestFanOutDerivedAndWindowSignalsRepeatOnEveryAccount(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	for _, extra := range []string{`"timestamp":"2026-01-02T03:04:05Z"`, `"comment":"no key, no time"`} {
+		body := `{"secret":"` + apptest.Secret + `","accounts":["main","sub1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002",` + extra + `}`
+		first := apptest.Post(t, r.b.URL, body)
+		require.Equal(t, http.StatusOK, first.Status, first.Raw)
+		got := answers(t, first)
+		require.NotEqual(t, got["main"]["trace_id"], got["sub1"]["trace_id"])
+		again := apptest.Post(t, r.b.URL, body)
+		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+		require.Equal(t, "duplicate", again.Str("code"))
+	}
+	require.Len(t, r.main.Orders(), 2)
+	require.Len(t, r.sub1.Orders(), 2)
 }
