@@ -32,19 +32,26 @@ type target struct {
 // a contradiction, or an account not configured, is a 400 invalid_signal
 // and nothing is executed.
 func (s *Server) targets(sig signal.Signal, headerKey string, now time.Time) ([]target, error) {
-	if sig.Accounts == nil {
-		tr, err := signal.DeriveTrace(sig, headerKey, now)
-		if err != nil {
-			return nil, invalidSignal(err)
-		}
-		return []target{{account: sig.Exchange, venue: sig.Exchange, trace: tr}}, nil
-	}
 	reg := s.deps.Venues
 	venueOf := func(name string) (string, bool) {
 		if reg == nil {
 			return "", false
 		}
 		return reg.VenueOf(name)
+	}
+	if sig.Accounts == nil {
+		// exchange alone: a venue's default account, or a named account
+		// (the same unit as "account" naming it). One that is not
+		// configured is the gateway's refusal, as before.
+		venue, ok := venueOf(sig.Exchange)
+		if !ok {
+			venue = sig.Exchange
+		}
+		tr, err := signal.DeriveAccountTrace(sig, sig.Exchange, venue, headerKey, now)
+		if err != nil {
+			return nil, invalidSignal(err)
+		}
+		return []target{{account: sig.Exchange, venue: venue, trace: tr}}, nil
 	}
 	field := signal.FieldAccount
 	if sig.FanOut {

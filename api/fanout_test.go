@@ -164,6 +164,13 @@ func TestOneAccountAnswersAsASingleSignal(t *testing.T) {
 	require.Equal(t, "@sub1:k:one", r.json(t)["trace_id"])
 	require.NotContains(t, r.json(t), "accounts")
 	require.Equal(t, "sub1", g.inputs[0].Signal.Exchange)
+	// exchange naming the account is the same unit, not the default
+	// account's "k:one".
+	r = b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","exchange":"sub1","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"one"}`})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "@sub1:k:one", r.json(t)["trace_id"])
+	require.Equal(t, g.inputs[0].Trace, g.inputs[1].Trace)
+	require.Equal(t, g.inputs[0].Signal.Fingerprint(), g.inputs[1].Signal.Fingerprint())
 
 	for body, says := range map[string]string{
 		`"exchange":"bybit","account":"sub1"`: `account: account "sub1" trades on binance, but exchange says bybit`,
@@ -174,7 +181,7 @@ func TestOneAccountAnswersAsASingleSignal(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
 		require.Contains(t, r.json(t)["detail"], says)
 	}
-	require.Len(t, g.inputs, 1, "a refused signal executes on no account")
+	require.Len(t, g.inputs, 2, "a refused signal executes on no account")
 }
 
 // A fan-out's traces through the real gateway: the trace page shows each
