@@ -187,9 +187,10 @@ func (s *Server) executeOne(ctx context.Context, in gateway.Input) (r executed) 
 // resends on a 5xx resends exactly when some account still needs it, and
 // a resend places only what is missing (the others answer as repeats):
 //
-//   - 503 unavailable when any account answered 5xx (nothing placed there:
-//     venue or database unreachable, kill switch, shutting down), with the
-//     longest Retry-After;
+//   - 503 when any account answered 5xx (nothing placed there: venue or
+//     database unreachable, kill switch, shutting down), with the longest
+//     Retry-After: kill_switch when every such account was halted, else
+//     unavailable;
 //   - else 200 when any account placed (200), 202 when the rest of the
 //     placed ones are reconciling;
 //   - else every account refused: their common status and code when they
@@ -240,7 +241,22 @@ func fanOutStatus(answers []accountAnswer) (int, *Problem) {
 	n := len(answers)
 	switch {
 	case unavailable > 0:
-		p := problem(codes.Unavailable, fmt.Sprintf("%d of %d accounts placed nothing and can be retried: resend the signal (accounts already executed answer as repeats)", unavailable, n))
+		// The 5xx accounts' own code when they share it (kill_switch: all
+		// halted), else unavailable.
+		code := ""
+		for _, a := range answers {
+			switch {
+			case a.Status < 500 || a.Problem == nil:
+			case code == "":
+				code = a.Problem.Code
+			case code != a.Problem.Code:
+				code = codes.Unavailable
+			}
+		}
+		if statusOf[code] != http.StatusServiceUnavailable {
+			code = codes.Unavailable
+		}
+		p := problem(code, fmt.Sprintf("%d of %d accounts placed nothing and can be retried: resend the signal (accounts already executed answer as repeats)", unavailable, n))
 		p.RetryAfter = max(retry, time.Second)
 		return p.Status, p
 	case placed > 0:

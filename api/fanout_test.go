@@ -122,6 +122,7 @@ func TestFanOutStatusFollowsWhatARetryWouldDo(t *testing.T) {
 	}{
 		{"one unreachable, the others placed", map[string]error{"by1": unavailable}, http.StatusServiceUnavailable, "unavailable", "5"},
 		{"one unreachable, one halted, the others repeats", map[string]error{"by1": unavailable, "main": killed, "binance": dup, "sub1": dup}, http.StatusServiceUnavailable, "unavailable", "60"},
+		{"all halted", all(killed), http.StatusServiceUnavailable, "kill_switch", "60"},
 		{"one refused, the others placed", map[string]error{"sub1": rejected}, http.StatusOK, "", ""},
 		{"one placed, the others repeats", map[string]error{"binance": dup, "main": dup, "sub1": dup}, http.StatusOK, "", ""},
 		{"all repeats", all(dup), http.StatusConflict, "duplicate", ""},
