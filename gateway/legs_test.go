@@ -12,6 +12,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
@@ -239,4 +240,33 @@ func TestBinanceFuturesEntryWithTakeProfitAndStopLossPlacesAlgoOrders(t *testing
 	require.Len(t, b.binance.AlgoOrders(), 2, "nothing sent for the wrong-side exit")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:tpsl-2' AND event = 'leg_failed'
 		AND detail->>'reason' LIKE '%not below the entry''s price 3000%'`))
+}
+
+// Bybit takes a market order of at most lotSizeFilter.maxMktOrderQty and
+// does not split a larger one (its docs; the fake refuses it, 10001): a
+// close of a larger linear position is split like Binance's, each part
+// under its own client order ID, until flat.
+func TestBybitCloseAboveMaxMktOrderQtyIsSplit(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
+	b.bybit.SetPosition("ETHUSDT", "Buy", d("230"))
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-split"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	require.Len(t, out.Legs, 2)
+	require.Equal(t, "100", out.Legs[0].Quantity.String())
+	require.Equal(t, "30", out.Legs[1].Quantity.String())
+	require.True(t, b.bybit.Position("ETHUSDT").Size.IsZero(), "flat: %v", b.bybit.Position("ETHUSDT"))
+	orders := b.bybit.Orders()
+	require.Len(t, orders, 3)
+	for _, o := range orders {
+		require.True(t, o.ReduceOnly)
+		require.True(t, o.Qty.LessThanOrEqual(d("100")))
+	}
 }

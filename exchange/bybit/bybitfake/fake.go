@@ -121,6 +121,9 @@ type Instrument struct {
 	MinNotional decimal.Decimal
 	// MaxLeverage is leverageFilter.maxLeverage (linear); 100 when zero.
 	MaxLeverage int
+	// MaxMktOrderQty is lotSizeFilter.maxMktOrderQty (linear): the most a
+	// Market order may carry; 100000 when zero.
+	MaxMktOrderQty decimal.Decimal
 }
 
 // Position is a linear position in one-way mode.

@@ -330,7 +330,7 @@ func instrumentJSON(cat string, in Instrument) map[string]any {
 	m["leverageFilter"] = map[string]string{"minLeverage": "1", "maxLeverage": strconv.Itoa(in.MaxLeverage) + ".00", "leverageStep": "0.01"}
 	m["lotSizeFilter"] = map[string]string{
 		"qtyStep": in.QtyStep.String(), "minOrderQty": in.MinOrderQty.String(),
-		"minNotionalValue": in.MinNotional.String(), "maxOrderQty": "1000000", "maxMktOrderQty": "100000",
+		"minNotionalValue": in.MinNotional.String(), "maxOrderQty": "1000000", "maxMktOrderQty": in.maxMkt().String(),
 	}
 	return m
 }
@@ -587,4 +587,12 @@ func (s *Server) serveWallet(r *http.Request, _ []byte) reply {
 		})
 	}
 	return ok(map[string]any{"list": []any{map[string]any{"accountType": "UNIFIED", "coin": coins}}})
+}
+
+// maxMkt is the instrument's maxMktOrderQty, 100000 when unset.
+func (in Instrument) maxMkt() decimal.Decimal {
+	if in.MaxMktOrderQty.IsPositive() {
+		return in.MaxMktOrderQty
+	}
+	return decimal.NewFromInt(100000)
 }

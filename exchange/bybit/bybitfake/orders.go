@@ -138,6 +138,12 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		if req.Category == CategoryLinear && qty.LessThan(in.MinOrderQty) {
 			return fail(c.minQty, "The number of contracts exceeds minimum limit allowed")
 		}
+		if req.Category == CategoryLinear && req.OrderType == "Market" && qty.GreaterThan(in.maxMkt()) {
+			// lotSizeFilter.maxMktOrderQty: "Maximum quantity for Market
+			// order" (instrument.mdx). error.mdx lists no code of its own
+			// for it; the fake answers with the minimum's counterpart.
+			return fail(c.minQty, "The number of contracts exceeds maximum limit allowed: too large")
+		}
 		if qty.Mul(refPrice).LessThan(in.MinNotional) {
 			return c.msg(c.notional, fmt.Sprintf("Order does not meet minimum order value %s%s", in.MinNotional, in.QuoteCoin), "Order value exceeded lower limit")
 		}
