@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/internal/apptest"
 )
 
@@ -106,4 +108,25 @@ func TestAttachedExitsRefusedBeforeAnythingIsClaimed(t *testing.T) {
 	}
 	require.Zero(t, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_ids"), "nothing claimed")
 	require.Zero(t, apptest.Count(t, b.Pool, "SELECT count(*) FROM paper_orders"), "nothing placed")
+}
+
+// An entry with percent exits whose answer is lost: 202, then the
+// reconcile job (River) records the order with the exits resolved before
+// it was sent, as the intent stored them.
+func TestLostAnswerOfAnEntryWithExitsIsReconciledWithThem(t *testing.T) {
+	t.Parallel()
+	b := apptest.Setup(t)
+	b.App.Paper().SetFaults(paper.Faults{LoseAnswer: true})
+	body := apptest.Signal(`"price":"200","order_type":"market","take_profit":"5%","stop_loss":{"percent":2.5},"trace_id":"lost-exits"`)
+	r := apptest.Post(t, b.URL, body)
+	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+	require.Nil(t, r.Body["attached"], "nothing is known yet")
+	b.App.Paper().SetFaults(paper.Faults{})
+
+	require.Eventually(t, func() bool {
+		return apptest.Text(t, b.Pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lost-exits'") == "dispatched"
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-exits' AND take_profit = 210 AND stop_loss = 195`))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM paper_orders WHERE take_profit = 210 AND stop_loss = 195`))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-exits' AND event = 'reconciled'"))
 }
