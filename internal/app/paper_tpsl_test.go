@@ -72,6 +72,10 @@ func TestPaperEntryWithTakeProfitAndStopLoss(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, map[string][2]string{"take_profit": {"98", "placed"}, "stop_loss": {"101.5", "placed"}}, attachedOf(t, r.Body))
 	require.Equal(t, "100", apptest.Text(t, b.Pool, `SELECT order_spec->'TakeProfit'->>'From' FROM dispatch_intents WHERE trace_id = 'k:tp-2'`))
+	// The audit event says what was asked and what it became, from which
+	// price.
+	require.Equal(t, `[{"role": "take_profit", "percent": "2", "from_price": "100", "trigger_price": "98"}, {"role": "stop_loss", "percent": "1.5", "from_price": "100", "trigger_price": "101.5"}]`,
+		apptest.Text(t, b.Pool, `SELECT detail->>'attached' FROM trace_events WHERE trace_id = 'k:tp-2' AND event = 'dispatched'`))
 
 	// A limit entry's percent targets are from its limit price, and wait
 	// for the entry to fill.
