@@ -30,6 +30,7 @@ var statusOf = map[string]int{
 	codes.KeyReused:        http.StatusUnprocessableEntity,
 	codes.OrderRejected:    http.StatusUnprocessableEntity,
 	codes.Unsupported:      http.StatusUnprocessableEntity,
+	codes.AccountsRefused:  http.StatusUnprocessableEntity,
 	codes.RateLimited:      http.StatusTooManyRequests,
 	codes.Unavailable:      http.StatusServiceUnavailable,
 	codes.KillSwitch:       http.StatusServiceUnavailable,

@@ -112,6 +112,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	_, err1 := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.66, stop_loss = 0.5 WHERE id = $1`, protected)
 	require.NoError(t, err1)
 
+	// k:demo-fan: one signal on the default binance account and on the
+	// named account sub1; k:demo-fan-other is another signal.
+	insertTrace(t, pool, seedTrace{ID: "k:demo-fan", Exchange: "binance"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:demo-fan", Exchange: "binance", Symbol: "ADAUSDT"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan", Exchange: "sub1"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan", Exchange: "sub1", Symbol: "ADAUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan-other", Exchange: "sub1", Symbol: "ADAUSDT", Status: "open"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan-other", Exchange: "sub1"})
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
 	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
@@ -199,6 +208,22 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 				map[string]any{"role": "take_profit", "trigger_price": "0.66", "status": "placed"},
 				map[string]any{"role": "stop_loss", "trigger_price": "0.5", "status": "placed"},
 			}, rows[0]["attached"])
+		},
+		"Orders per account and outcome": func(t *testing.T, rows []row) {
+			orders := map[string]string{}
+			for _, r := range rows {
+				orders[str(r["account"])+"/"+str(r["status"])] = str(r["orders"])
+			}
+			require.Equal(t, "1", orders["binance/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/open"], "%v", rows)
+		},
+		"One fan-out on every account": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2, "the signal's two traces, not the other signal's")
+			require.Equal(t, "binance", rows[0]["account"])
+			require.Equal(t, "k:demo-fan", rows[0]["trace_id"])
+			require.Equal(t, "sub1", rows[1]["account"])
+			require.Equal(t, "@sub1:k:demo-fan", rows[1]["trace_id"])
 		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

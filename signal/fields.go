@@ -28,6 +28,11 @@ const (
 	FieldTakeProfit   = "take_profit"
 	FieldStopLoss     = "stop_loss"
 	FieldTrailingStop = "trailing_stop"
+	// FieldAccount names one configured account to trade on;
+	// FieldAccounts a list of them (a fan-out). Neither: the exchange's
+	// default account.
+	FieldAccount  = "account"
+	FieldAccounts = "accounts"
 )
 
 // HeaderIdempotencyKey is the header whose value is the client key; it is the
@@ -86,7 +91,8 @@ func isKnownField(key string) bool {
 		"test", "strategy", "comment",
 		"quantity_type", "quantityType",
 		"sentiment", "market_position",
-		"take_profit", "takeProfit", "stop_loss", "stopLoss", "trailing_stop", "trailingStop":
+		"take_profit", "takeProfit", "stop_loss", "stopLoss", "trailing_stop", "trailingStop",
+		"account", "accounts":
 		return true
 	}
 	return false
