@@ -124,6 +124,7 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	protected := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT"})
 	_, err1 := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.66, stop_loss = 0.5 WHERE id = $1`, protected)
 	require.NoError(t, err1)
+
 	// k:demo-fan: one signal on the default binance account and on the
 	// named account sub1; k:demo-fan-other is another signal.
 	insertTrace(t, pool, seedTrace{ID: "k:demo-fan", Exchange: "binance"})

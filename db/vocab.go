@@ -114,6 +114,11 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		// venue's maximum market quantity and the parts planned.
 		rec.Detail["split"] = o.Split
 	}
+	if o.HasAttachments() {
+		// The exits as sent: what was asked (a percent) and what it was
+		// resolved to, from which price, once, before the intent.
+		rec.Detail["attached"] = attachedDetail(o)
+	}
 	if r.Status == exchange.StatusRejected {
 		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected
 	}
@@ -126,4 +131,29 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		rec.Detail["cancelled_first"] = r.CancelledFirst
 	}
 	return rec
+}
+
+// attachedDetail lists o's attached exits for an audit event: role,
+// trigger price (or trailing distance), and the percent and reference
+// price it was resolved from when the signal gave a percentage.
+func attachedDetail(o exchange.Order) []map[string]string {
+	var out []map[string]string
+	for _, r := range o.Attachments() {
+		m := map[string]string{"role": r.Role}
+		a := r.Attached
+		if a.Price.Valid {
+			m["trigger_price"] = a.Price.Decimal.String()
+		}
+		if a.Distance.Valid {
+			m["distance"] = a.Distance.Decimal.String()
+		}
+		if a.Percent.Valid {
+			m["percent"] = a.Percent.Decimal.String()
+		}
+		if a.From.Valid {
+			m["from_price"] = a.From.Decimal.String()
+		}
+		out = append(out, m)
+	}
+	return out
 }

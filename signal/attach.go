@@ -233,7 +233,12 @@ func (s Signal) HasAttachments() bool {
 	return s.TakeProfit != nil || s.StopLoss != nil || s.TrailingStop != nil
 }
 
+// quoteKey quotes an unknown key for an error message, cut to 32
+// characters: a key, not a value, but still not echoed at any length.
 func quoteKey(k string) string {
+	if r := []rune(k); len(r) > 32 {
+		k = string(r[:32]) + "…"
+	}
 	b, _ := json.Marshal(k)
 	return string(b)
 }

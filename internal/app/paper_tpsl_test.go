@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/internal/apptest"
 )
 
@@ -70,6 +72,10 @@ func TestPaperEntryWithTakeProfitAndStopLoss(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, map[string][2]string{"take_profit": {"98", "placed"}, "stop_loss": {"101.5", "placed"}}, attachedOf(t, r.Body))
 	require.Equal(t, "100", apptest.Text(t, b.Pool, `SELECT order_spec->'TakeProfit'->>'From' FROM dispatch_intents WHERE trace_id = 'k:tp-2'`))
+	// The audit event says what was asked and what it became, from which
+	// price.
+	require.Equal(t, `[{"role": "take_profit", "percent": "2", "from_price": "100", "trigger_price": "98"}, {"role": "stop_loss", "percent": "1.5", "from_price": "100", "trigger_price": "101.5"}]`,
+		apptest.Text(t, b.Pool, `SELECT detail->>'attached' FROM trace_events WHERE trace_id = 'k:tp-2' AND event = 'dispatched'`))
 
 	// A limit entry's percent targets are from its limit price, and wait
 	// for the entry to fill.
@@ -106,4 +112,57 @@ func TestAttachedExitsRefusedBeforeAnythingIsClaimed(t *testing.T) {
 	}
 	require.Zero(t, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_ids"), "nothing claimed")
 	require.Zero(t, apptest.Count(t, b.Pool, "SELECT count(*) FROM paper_orders"), "nothing placed")
+}
+
+// An entry with percent exits whose answer is lost: 202, then the
+// reconcile job (River) records the order with the exits resolved before
+// it was sent, as the intent stored them.
+func TestLostAnswerOfAnEntryWithExitsIsReconciledWithThem(t *testing.T) {
+	t.Parallel()
+	b := apptest.Setup(t)
+	b.App.Paper().SetFaults(paper.Faults{LoseAnswer: true})
+	body := apptest.Signal(`"price":"200","order_type":"market","take_profit":"5%","stop_loss":{"percent":2.5},"trace_id":"lost-exits"`)
+	r := apptest.Post(t, b.URL, body)
+	require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
+	require.Nil(t, r.Body["attached"], "nothing is known yet")
+	b.App.Paper().SetFaults(paper.Faults{})
+
+	require.Eventually(t, func() bool {
+		return apptest.Text(t, b.Pool, "SELECT status FROM trace_ids WHERE trace_id = 'k:lost-exits'") == "dispatched"
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-exits' AND take_profit = 210 AND stop_loss = 195`))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM paper_orders WHERE take_profit = 210 AND stop_loss = 195`))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-exits' AND event = 'reconciled'"))
+}
+
+// A fan-out with exits: each account decides for itself. Binance (no
+// attached exits yet) refuses with 422 unsupported without blocking the
+// others; paper and Bybit place the entry with the exits resolved from
+// their own prices (paper 100, Bybit's last price 60000), and each
+// account's answer shows them.
+func TestFanOutWithExitsEachAccountDecides(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	body := `{"secret":"` + apptest.Secret + `","accounts":["paper","main","bybit1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","take_profit":"2%","stop_loss":{"percent":3},"trace_id":"fan-exits"}`
+	first := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusOK, first.Status, first.Raw)
+	got := answers(t, first)
+
+	require.Equal(t, http.StatusUnprocessableEntity, statusOf(got["main"]))
+	require.Equal(t, "unsupported", problemCode(got["main"]))
+	require.Empty(t, r.main.Orders(), "nothing sent to binance")
+
+	require.Equal(t, http.StatusOK, statusOf(got["paper"]))
+	require.Equal(t, map[string][2]string{"take_profit": {"102", "placed"}, "stop_loss": {"97", "placed"}},
+		attachedOf(t, got["paper"]["result"].(map[string]any)))
+	require.Equal(t, http.StatusOK, statusOf(got["bybit1"]))
+	require.Equal(t, map[string][2]string{"take_profit": {"61200", "placed"}, "stop_loss": {"58200", "placed"}},
+		attachedOf(t, got["bybit1"]["result"].(map[string]any)))
+	held := r.bybit1.Orders()
+	require.Len(t, held, 1)
+	require.Equal(t, "61200", held[0].TakeProfit.String())
+
+	// Binance's refusal claimed nothing, so the same signal without the
+	// exits can go to it at once.
+	require.Zero(t, apptest.Count(t, r.b.Pool, "SELECT count(*) FROM trace_ids WHERE trace_id = '@main:k:fan-exits'"))
 }

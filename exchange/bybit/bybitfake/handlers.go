@@ -478,21 +478,24 @@ func orderJSON(o *Order) map[string]any {
 		"avgPrice": avg, "cumExecQty": o.CumExecQty.String(), "leavesQty": o.Qty.Sub(o.CumExecQty).String(),
 		"orderType": o.OrderType, "timeInForce": o.TimeInForce, "reduceOnly": o.ReduceOnly,
 		"marketUnit": o.MarketUnit,
-		"takeProfit": priceOrEmpty(o.TakeProfit), "stopLoss": priceOrEmpty(o.StopLoss),
+		"takeProfit": listedPrice(o.Category, o.TakeProfit), "stopLoss": listedPrice(o.Category, o.StopLoss),
 		"tpslMode": o.TpslMode, "tpTriggerBy": o.TpTriggerBy, "slTriggerBy": o.SlTriggerBy,
 		"createdTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 		"updatedTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 	}
 }
 
-// priceOrEmpty is how the order lists show an unset price: "" (spot) or
-// "0" — the fake answers "" for both categories, which Bybit's clients
-// read as unset either way.
-func priceOrEmpty(p decimal.Decimal) string {
-	if p.IsZero() {
-		return ""
+// listedPrice is how the order lists show a take-profit or stop-loss:
+// the price, or for none "0.00" on linear (order-list.mdx's example) and
+// "" on spot.
+func listedPrice(category string, p decimal.Decimal) string {
+	switch {
+	case !p.IsZero():
+		return p.String()
+	case category == CategoryLinear:
+		return "0.00"
 	}
-	return p.String()
+	return ""
 }
 
 func (s *Server) servePositions(r *http.Request, _ []byte) reply {
