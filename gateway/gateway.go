@@ -473,6 +473,9 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	for _, ev := range r.Events {
 		ev.Detail["recovered_by"] = tr.ID
 	}
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), r.Order, tr.Mode, earlier); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
 	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.Timing.TraceTTL); err != nil {
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
@@ -621,6 +624,12 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: rec.Detail})
 	if err := s.notify(ctx, tx, in, order, events[len(events)-1]); err != nil {
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
+		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
+	}
+	// An open order (a resting limit) is followed to its end by a job
+	// that commits with it.
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), row, tr.Mode, order); err != nil {
+		s.deps.Logger.ErrorContext(ctx, "queue follow job with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
 	recordStart := time.Now()
