@@ -31,6 +31,9 @@ type signalResponse struct {
 	Duplicate  bool      `json:"duplicate"`
 	ReceivedAt time.Time `json:"received_at"`
 	Order      *orderDTO `json:"order"`
+	// Cancelled lists the orders a cancel signal cancelled (an empty list
+	// when none was open); absent for every other signal.
+	Cancelled *[]orderDTO `json:"cancelled,omitempty"`
 }
 
 type orderDTO struct {
@@ -47,6 +50,11 @@ type orderDTO struct {
 	FillPrice       *string `json:"fill_price,omitempty"`
 	FilledQuantity  *string `json:"filled_quantity,omitempty"`
 	RejectReason    *string `json:"reject_reason,omitempty"`
+	// AvgPrice, Fee and FeeAsset say what the order executed at and what
+	// the venue charged, once it executed something.
+	AvgPrice *string `json:"avg_price,omitempty"`
+	Fee      *string `json:"fee,omitempty"`
+	FeeAsset *string `json:"fee_asset,omitempty"`
 }
 
 func newOrderDTO(o *db.OrderRow) *orderDTO {
@@ -56,7 +64,21 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason,
+		AvgPrice: decimalText(o.AvgPrice), Fee: decimalText(o.Fee), FeeAsset: o.FeeAsset}
+}
+
+// newOrderDTOs is the list of orders a cancel cancelled; nil (absent from
+// the body) when orders is nil, an empty list when it is empty.
+func newOrderDTOs(orders []db.OrderRow) *[]orderDTO {
+	if orders == nil {
+		return nil
+	}
+	out := make([]orderDTO, len(orders))
+	for i := range orders {
+		out[i] = *newOrderDTO(&orders[i])
+	}
+	return &out
 }
 
 // decimalText is d as an exact decimal string, nil when d is null: bodies
@@ -138,7 +160,7 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
-		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order)})
+		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Cancelled: newOrderDTOs(out.Cancelled)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

@@ -204,17 +204,38 @@ func FollowOrder(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, 
 	return st, translate(tx.Commit(ctx))
 }
 
-// openOrdersSQL lists (and locks) the open orders of symbols at one venue
-// and mode, oldest first: the orders a cancel signal targets.
+// openOrdersSQL lists the open orders of one venue and mode, oldest
+// first (orders_open_idx): the candidates of a cancel signal, whose symbol
+// the caller compares in the venue's spellings.
 const openOrdersSQL = `SELECT ` + orderColumns + `
-FROM orders WHERE exchange = $1 AND mode = $2 AND symbol = ANY($3) AND status = 'open'
+FROM orders WHERE exchange = $1 AND mode = $2 AND status = 'open'
+ORDER BY created_at, id`
+
+// lockOrdersSQL locks the chosen orders that are still open.
+const lockOrdersSQL = `SELECT ` + orderColumns + `
+FROM orders WHERE client_order_id = ANY($1) AND status = 'open'
 ORDER BY created_at, id FOR UPDATE`
 
-// LockOpenOrders returns the open orders hoox recorded for any of symbols
-// (the signal's symbol and the venue's spelling of it) at exchangeName in
-// mode, locked in q's transaction until it ends.
-func LockOpenOrders(ctx context.Context, q DBTX, exchangeName, mode string, symbols []string) ([]OrderRow, error) {
-	rows, _ := q.Query(ctx, openOrdersSQL, exchangeName, mode, symbols)
+// LockOpenOrders returns, locked in q's transaction until it ends, the open
+// orders hoox recorded at exchangeName in mode that keep says to take (the
+// cancel signal's symbol). Only the orders taken are locked, so the follow
+// jobs of other symbols go on.
+func LockOpenOrders(ctx context.Context, q DBTX, exchangeName, mode string, keep func(OrderRow) bool) ([]OrderRow, error) {
+	rows, _ := q.Query(ctx, openOrdersSQL, exchangeName, mode)
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+	if err != nil {
+		return nil, translate(err)
+	}
+	var ids []string
+	for _, o := range all {
+		if keep(o) {
+			ids = append(ids, o.ClientOrderID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, _ = q.Query(ctx, lockOrdersSQL, ids)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
 	return out, translate(err)
 }

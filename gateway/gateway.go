@@ -141,6 +141,9 @@ type Outcome struct {
 	Status     db.TraceStatus // dispatched, rejected, reconciling
 	ReceivedAt time.Time
 	Order      *db.OrderRow
+	// Cancelled lists the orders a cancel signal cancelled (empty, not
+	// nil, when it found none open); nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Original describes the first attempt of a trace, for repeats.
@@ -150,6 +153,9 @@ type Original struct {
 	OrderID       *uuid.UUID
 	ClientOrderID *string
 	FirstSeen     time.Time
+	// Cancelled lists what the first attempt of a cancel signal
+	// cancelled; nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Execute claims in.Trace and, when this is the first attempt, places the
@@ -178,6 +184,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
 	if err := canSize(sig, venue); err != nil {
+		return nil, err
+	}
+	if err := canCancel(sig, venue); err != nil {
 		return nil, err
 	}
 	return s.coalesce(ctx, in, venue)
@@ -226,6 +235,8 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		return nil, s.inProgress(tr.ID)
+	case sig.Action == signal.ActionCancel:
+		return s.cancelOrders(ctx, tx, in, venue, res)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
 }
@@ -239,6 +250,16 @@ func (s *Service) inProgress(traceID string) *Error {
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
+	if in.Signal.Action == signal.ActionCancel && e.Code == codes.Duplicate && t.Status == db.TraceDispatched {
+		// A cancel's outcome is the orders it cancelled: one more read,
+		// for cancels only.
+		cancelled, err := db.OrdersCancelledBy(ctx, s.deps.MarkerPool, t.TraceID)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "read a repeated cancel's orders", "trace_id", t.TraceID, "error", err)
+		} else {
+			e.Original.Cancelled = cancelled
+		}
+	}
 	// The answer is known from the claim's one round trip, which wrote
 	// nothing (the trace's insert found its conflict). Off the answer's
 	// path, the claim's transaction ends with a rollback (no WAL, the
