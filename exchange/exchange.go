@@ -155,6 +155,15 @@ type Canceler interface {
 	Cancel(ctx context.Context, o Order) (Report, error)
 }
 
+// FeeReader is implemented by a venue whose order query does not carry
+// the fees charged (Binance: its account trade lists do). The follow job
+// calls it for an order that executed something since it last looked, and
+// it returns r with Fee and FeeAsset (and AvgPrice, when the trades say
+// it) filled in.
+type FeeReader interface {
+	Fees(ctx context.Context, o Order, r Report) (Report, error)
+}
+
 // SharedDatabase is implemented by a venue that writes its orders into
 // hoox's own Postgres (paper). The gateway may then commit an attempt's
 // intent asynchronously: the venue's write comes later in the same WAL, so
@@ -233,3 +242,15 @@ var (
 	// the operator has to fix the key before a retry can succeed.
 	ErrCredentials = errors.New("exchange refused the api credentials")
 )
+
+// ReadFees completes r with its fees when v reads them apart from the
+// order (FeeReader) and r executed something the caller has not seen with
+// a fee yet: more than filledBefore, or anything when hadFee is false. It
+// costs a request only then.
+func ReadFees(ctx context.Context, v Venue, o Order, r Report, filledBefore decimal.Decimal, hadFee bool) (Report, error) {
+	fr, ok := v.(FeeReader)
+	if !ok || !r.FilledQuantity.IsPositive() || (r.FilledQuantity.Equal(filledBefore) && hadFee) {
+		return r, nil
+	}
+	return fr.Fees(ctx, o, r)
+}

@@ -62,6 +62,9 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		}
 		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 		report, err := canceler.Cancel(vctx, order)
+		if err == nil {
+			report, err = exchange.ReadFees(vctx, venue, order, report, row.FilledQuantity.Decimal, row.Fee.Valid)
+		}
 		cancel()
 		if s.deps.AfterVenue != nil {
 			s.deps.AfterVenue(tr.ID)

@@ -187,6 +187,9 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
+	if err == nil {
+		report, err = exchange.ReadFees(vctx, venue, a.Order, report, st.Order.FilledQuantity.Decimal, st.Order.Fee.Valid)
+	}
 	if err != nil {
 		w.venues.NoteError(a.Exchange, err, w.cfg.Timing.Clock())
 		return db.FollowStep{}, true, fmt.Errorf("look up order %s: %w", a.ClientOrderID, err)
