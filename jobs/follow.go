@@ -85,7 +85,12 @@ func followHook(row *db.OrderRow, mode string, o exchange.Order) db.TxHook {
 		return nil
 	}
 	return func(ctx context.Context, tx pgx.Tx) error {
-		return InsertFollowTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, row, mode, o)
+		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+		if err != nil {
+			// Never record an open order that nothing will follow.
+			return fmt.Errorf("queue follow job of %s: %w", row.ClientOrderID, err)
+		}
+		return InsertFollowTx(ctx, client, tx, row, mode, o)
 	}
 }
 
