@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,34 @@ func TestLimitOrderIsFollowedUntilItFills(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return apptest.Count(t, b.Pool, `SELECT count(*) FROM river_job WHERE kind = 'follow' AND state = 'completed'`) == 1
 	}, 30*time.Second, 50*time.Millisecond, "the job ends with the order")
+}
+
+// A cancel signal through /webhook: 200 listing the orders it cancelled, a
+// repeat 409 listing the same, and with nothing left open 200 with an
+// empty list. Every answer is held to the OpenAPI document.
+func TestCancelSignalThroughTheWebhook(t *testing.T) {
+	t.Parallel()
+	b := apptest.Setup(t)
+	for _, key := range []string{"rest-1", "rest-2"} {
+		r := apptest.Post(t, b.URL, apptest.Signal(`"trace_id":"`+key+`","price":"80"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		require.Equal(t, "open", r.Str("order", "status"))
+	}
+	cancel := fmt.Sprintf(`{"secret":%q,"exchange":"paper","symbol":"BTCUSDT","action":"cancel","trace_id":"cancel-1"}`, apptest.Secret)
+	r := apptest.Post(t, b.URL, cancel)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	require.Equal(t, "dispatched", r.Str("status"))
+	cancelled, _ := r.Body["cancelled"].([]any)
+	require.Len(t, cancelled, 2, r.Raw)
+	require.Equal(t, "cancelled", cancelled[0].(map[string]any)["status"])
+	require.Equal(t, 2, apptest.Count(t, b.Pool, `SELECT count(*) FROM orders WHERE status = 'cancelled' AND cancelled_by = 'k:cancel-1'`))
+
+	again := apptest.Post(t, b.URL, cancel)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	orig, _ := again.Body["original"].(map[string]any)
+	require.Len(t, orig["cancelled"], 2, "the repeat shows what the first attempt cancelled")
+
+	none := apptest.Post(t, b.URL, strings.Replace(cancel, "cancel-1", "cancel-2", 1))
+	require.Equal(t, http.StatusOK, none.Status, none.Raw)
+	require.Contains(t, none.Raw, `"cancelled":[]`, "nothing open: an empty list")
 }
