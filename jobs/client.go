@@ -151,6 +151,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},
 			QueueSweep:         {MaxWorkers: 1},
+			QueueFollow:        {MaxWorkers: FollowWorkers},
 			NotifyQueue:        NotifyQueueConfig(),
 		},
 	})

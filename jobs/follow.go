@@ -23,6 +23,15 @@ import (
 // an attempt): with River's backoff, weeks.
 const FollowMaxAttempts = 25
 
+// QueueFollow is the follow jobs' own queue, so a thousand resting orders
+// being looked at never delay a reconcile (whose trace a sender is waiting
+// on) in the default queue.
+const QueueFollow = "follow"
+
+// FollowWorkers is how many orders one replica looks at at once: each
+// holds a connection across its venue request.
+const FollowWorkers = 2
+
 // FollowMaxInterval is the longest wait between two looks at an open
 // order: a limit order resting for days is asked about every five minutes,
 // not kept hot.
@@ -46,7 +55,7 @@ func (FollowArgs) Kind() string { return "follow" }
 
 // InsertOpts make the job unique per order while it is not finished.
 func (FollowArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: river.QueueDefault, MaxAttempts: FollowMaxAttempts,
+	return river.InsertOpts{Queue: QueueFollow, MaxAttempts: FollowMaxAttempts,
 		UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 

@@ -201,3 +201,26 @@ func TestSweeperQueuesTheFollowOfAnOpenOrder(t *testing.T) {
 	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'follow' AND args->>'client_order_id' = $1", limit.ClientOrderID),
 		"followed from the sweeper's commit on")
 }
+
+// One follow job per order: queuing it again (another path recording the
+// same order, a second replica) is a no-op while the first is not done.
+func TestFollowJobIsUniquePerOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
+	args := jobs.FollowArgs{ClientOrderID: "hxunique", TraceID: "k:u", Exchange: "paper", Mode: "live"}
+	for range 3 {
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		_, err = client.InsertTx(ctx, tx, args, nil)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+	}
+	args.ClientOrderID = "hxother"
+	_, err = client.Insert(ctx, args, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'follow' AND args->>'client_order_id' = 'hxunique'"))
+	require.EqualValues(t, 2, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'follow' AND queue = 'follow'"))
+}
