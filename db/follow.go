@@ -64,6 +64,11 @@ type OrderUpdate struct {
 func UpdateFromReport(r exchange.Report) OrderUpdate {
 	u := OrderUpdate{Status: r.Status, FilledQuantity: r.FilledQuantity, AvgPrice: r.AvgPrice, FillPrice: r.FillPrice,
 		FeeAsset: r.FeeAsset}
+	if r.Status == exchange.StatusFilled && u.FilledQuantity.IsZero() {
+		// As NewOrderRow: a venue that reports no executed quantity for a
+		// filled order filled all of it.
+		u.FilledQuantity = r.Quantity
+	}
 	if !u.AvgPrice.Valid && r.Status == exchange.StatusFilled {
 		u.AvgPrice = r.FillPrice
 	}

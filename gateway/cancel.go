@@ -50,7 +50,11 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		// one, though hoox never records those anyway.
 		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, db.ErrLockTimeout):
+		// A follow job is asking the venue about one of them right now.
+		return nil, unavailable("an open order of this symbol is being looked at right now; nothing was cancelled, retry", 2*time.Second, err)
+	case err != nil:
 		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt, Cancelled: []db.OrderRow{}}
