@@ -2,14 +2,18 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
@@ -193,3 +197,72 @@ func TestCancelOnAVenueWithoutCancelIsRefused(t *testing.T) {
 
 // plainVenue hides the paper venue's Cancel.
 type plainVenue struct{ exchange.Venue }
+
+// A cancel through the real adapters: the symbol's resting hoox orders
+// (sent as BINANCE:BTCUSDT.P, recorded as BTCUSDT) are cancelled at each
+// venue's fake and recorded cancelled; an order placed by hand at the
+// venue, under a client order ID that is not hoox's, is left alone.
+func TestCancelThroughTheVenueAdapters(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	// An order the trader placed by hand on the same symbol.
+	manual, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: b.binance.APIKey(), APISecret: b.binance.APISecret(),
+		BaseURL: b.binance.URL})
+	require.NoError(t, err)
+	byHand := exchange.Order{ClientOrderID: "my-own-order-1", Symbol: "BTCUSDT", Action: "buy", Side: "buy", OrderType: "limit",
+		Quantity: decimal.RequireFromString("0.01"), Price: decimal.NewNullDecimal(decimal.RequireFromString("30000"))}
+	_, err = manual.Place(ctx, byHand)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		r, err := manual.Lookup(ctx, byHand)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status, "the order placed by hand is never cancelled")
+	})
+	for _, name := range []string{"binance", "binance-futures", "bybit", "bybit-spot"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var ids []string
+			for i := range 2 {
+				out, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
+					`{"exchange":%q,"symbol":"BINANCE:BTCUSDT.P","action":"buy","quantity":"0.01","price":"30000","trace_id":"rest-%s-%d"}`, name, name, i)))
+				require.NoError(t, err)
+				require.Equal(t, "open", out.Order.Status)
+				ids = append(ids, out.Order.ClientOrderID)
+			}
+			out, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
+				`{"exchange":%q,"symbol":"BTCUSDT","action":"cancel","trace_id":"cancel-%s"}`, name, name)))
+			require.NoError(t, err)
+			require.ElementsMatch(t, ids, cancelIDs(out.Cancelled))
+			require.Equal(t, 2, count(t, b.pool, fmt.Sprintf(
+				`SELECT count(*) FROM orders WHERE status = 'cancelled' AND cancelled_by = 'k:cancel-%s'`, name)))
+			for _, id := range ids {
+				require.Equal(t, "cancelled", b.venueStatus(t, name, id), "cancelled at the venue")
+			}
+		})
+	}
+}
+
+// venueStatus is the fake's status of the order under clientOrderID, in
+// hoox's words.
+func (b *adaptersBundle) venueStatus(t *testing.T, exchangeName, clientOrderID string) string {
+	t.Helper()
+	switch exchangeName {
+	case "binance", "binance-futures":
+		for _, o := range b.binance.Orders() {
+			if o.ClientOrderID == clientOrderID && o.Status == "CANCELED" {
+				return "cancelled"
+			}
+		}
+	case "bybit", "bybit-spot":
+		category := bybitfake.CategoryLinear
+		if exchangeName == "bybit-spot" {
+			category = bybitfake.CategorySpot
+		}
+		o, ok := b.bybit.Order(category, clientOrderID)
+		if ok && (o.Status == "Cancelled" || o.Status == "PartiallyFilledCanceled") {
+			return "cancelled"
+		}
+	}
+	return "not cancelled"
+}
