@@ -108,6 +108,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
 
+	// k:demo-fan: one signal on the default binance account and on the
+	// named account sub1; k:demo-fan-other is another signal.
+	insertTrace(t, pool, seedTrace{ID: "k:demo-fan", Exchange: "binance"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:demo-fan", Exchange: "binance", Symbol: "ADAUSDT"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan", Exchange: "sub1"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan", Exchange: "sub1", Symbol: "ADAUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan-other", Exchange: "sub1", Symbol: "ADAUSDT", Status: "open"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan-other", Exchange: "sub1"})
+
 	// k:rested: a limit order that filled in part, then was cancelled.
 	insertTrace(t, pool, seedTrace{ID: "k:rested"})
 	insertOrder(t, pool, seedOrder{TraceID: "k:rested", ClientOrderID: "hxrested", OrderType: "limit", Price: "90",
@@ -197,6 +206,22 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "k:sized", rows[0]["trace_id"])
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
+		},
+		"Orders per account and outcome": func(t *testing.T, rows []row) {
+			orders := map[string]string{}
+			for _, r := range rows {
+				orders[str(r["account"])+"/"+str(r["status"])] = str(r["orders"])
+			}
+			require.Equal(t, "1", orders["binance/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/open"], "%v", rows)
+		},
+		"One fan-out on every account": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2, "the signal's two traces, not the other signal's")
+			require.Equal(t, "binance", rows[0]["account"])
+			require.Equal(t, "k:demo-fan", rows[0]["trace_id"])
+			require.Equal(t, "sub1", rows[1]["account"])
+			require.Equal(t, "@sub1:k:demo-fan", rows[1]["trace_id"])
 		},
 		"Fills and fees of orders followed to their end": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
