@@ -36,6 +36,14 @@ type adminOrder struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Attached are the exits the order carries; left out when none.
 	Attached []attachedDTO `json:"attached,omitempty"`
+	// What the order executed at and what it cost, as the follow job
+	// last recorded it (issue 19).
+	AvgPrice    *string    `json:"avg_price"`
+	Fee         *string    `json:"fee"`
+	FeeAsset    *string    `json:"fee_asset"`
+	UpdatedAt   *time.Time `json:"updated_at"`
+	FinalAt     *time.Time `json:"final_at"`
+	CancelledBy *string    `json:"cancelled_by"`
 }
 
 func newAdminOrder(o db.OrderRow) adminOrder {
@@ -44,7 +52,8 @@ func newAdminOrder(o db.OrderRow) adminOrder {
 		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
 		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
 		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role, CreatedAt: o.CreatedAt.UTC(),
-		Attached: newAttachedDTOs(&o)}
+		Attached: newAttachedDTOs(&o), AvgPrice: decimalText(o.AvgPrice), Fee: decimalText(o.Fee), FeeAsset: o.FeeAsset,
+		UpdatedAt: utcPtr(o.UpdatedAt), FinalAt: utcPtr(o.FinalAt), CancelledBy: o.CancelledBy}
 	if o.Side != "" {
 		side := o.Side
 		a.Side = &side
@@ -65,4 +74,13 @@ func (a *Admin) listOrders(c echo.Context) error {
 		return err
 	}
 	return adminJSON(c, http.StatusOK, ordersPage{Orders: items(rows, newAdminOrder), NextCursor: next})
+}
+
+// utcPtr is t in UTC, nil when t is.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

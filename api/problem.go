@@ -72,6 +72,8 @@ type original struct {
 	OrderID       *string   `json:"order_id"`
 	ClientOrderID *string   `json:"client_order_id"`
 	FirstSeen     time.Time `json:"first_seen"`
+	// Cancelled is what a cancel signal's first attempt cancelled.
+	Cancelled *[]orderDTO `json:"cancelled,omitempty"`
 }
 
 // fromGateway turns a gateway refusal into its problem.
@@ -80,7 +82,8 @@ func fromGateway(e *gateway.Error) *Problem {
 	p.RetryAfter = e.RetryAfter
 	if o := e.Original; o != nil {
 		p.TraceID = o.TraceID
-		orig := &original{Status: string(o.Status), ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC()}
+		orig := &original{Status: string(o.Status), ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC(),
+			Cancelled: newOrderDTOs(o.Cancelled)}
 		if o.OrderID != nil {
 			id := o.OrderID.String()
 			orig.OrderID = &id

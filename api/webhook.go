@@ -38,6 +38,9 @@ type signalResponse struct {
 	// Attached are the exits the order carries (take-profit, stop-loss);
 	// left out when it carries none.
 	Attached []attachedDTO `json:"attached,omitempty"`
+	// Cancelled lists the orders a cancel signal cancelled (an empty list
+	// when none was open); absent for every other signal.
+	Cancelled *[]orderDTO `json:"cancelled,omitempty"`
 }
 
 // attachedDTO is one exit attached to an order: the shape the answer, the
@@ -83,6 +86,11 @@ type orderDTO struct {
 	// Role is what the order is to its signal: primary, or a leg's role
 	// (close_part, …).
 	Role string `json:"role,omitempty"`
+	// AvgPrice, Fee and FeeAsset say what the order executed at and what
+	// the venue charged, once it executed something.
+	AvgPrice *string `json:"avg_price,omitempty"`
+	Fee      *string `json:"fee,omitempty"`
+	FeeAsset *string `json:"fee_asset,omitempty"`
 }
 
 func newOrderDTO(o *db.OrderRow) *orderDTO {
@@ -92,7 +100,8 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role,
+		AvgPrice: decimalText(o.AvgPrice), Fee: decimalText(o.Fee), FeeAsset: o.FeeAsset}
 }
 
 // attachedWithLegs lists the exits of an entry: those the venue holds on
@@ -116,6 +125,19 @@ func ordersDTO(primary *db.OrderRow, legs []db.OrderRow) []*orderDTO {
 		out = append(out, newOrderDTO(&legs[i]))
 	}
 	return out
+}
+
+// newOrderDTOs is the list of orders a cancel cancelled; nil (absent from
+// the body) when orders is nil, an empty list when it is empty.
+func newOrderDTOs(orders []db.OrderRow) *[]orderDTO {
+	if orders == nil {
+		return nil
+	}
+	out := make([]orderDTO, len(orders))
+	for i := range orders {
+		out[i] = *newOrderDTO(&orders[i])
+	}
+	return &out
 }
 
 // decimalText is d as an exact decimal string, nil when d is null: bodies
@@ -204,7 +226,7 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
 		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs),
-		Attached: attachedWithLegs(out.Order, out.Legs)})
+		Attached: attachedWithLegs(out.Order, out.Legs), Cancelled: newOrderDTOs(out.Cancelled)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -134,9 +136,19 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan-other", Exchange: "sub1", Symbol: "ADAUSDT", Status: "open"})
 	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan-other", Exchange: "sub1"})
 
+	// k:rested: a limit order that filled in part, then was cancelled.
+	insertTrace(t, pool, seedTrace{ID: "k:rested"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:rested", ClientOrderID: "hxrested", OrderType: "limit", Price: "90",
+		Quantity: "2", Status: "open"})
+	changed, err := db.ApplyOrderUpdate(ctx, pool, "hxrested", db.OrderUpdate{Status: "cancelled",
+		FilledQuantity: decimal.RequireFromString("0.5"), AvgPrice: decimal.NewNullDecimal(decimal.RequireFromString("89.5")),
+		Fee: decimal.NewNullDecimal(decimal.RequireFromString("0.0005")), FeeAsset: "BTC", CancelledBy: "k:cancel"}, nil)
+	require.NoError(t, err)
+	require.True(t, changed)
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
-	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
+	_, err = db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
 	require.NoError(t, err)
 	_, err = db.SetKillSwitch(ctx, pool, true, "venue incident", "admin")
 	require.NoError(t, err)
@@ -247,6 +259,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "sub1", rows[1]["account"])
 			require.Equal(t, "@sub1:k:demo-fan", rows[1]["trace_id"])
 		},
+		"Fills and fees of orders followed to their end": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "hxrested", rows[0]["client_order_id"])
+			require.Equal(t, "cancelled", rows[0]["status"])
+			require.True(t, numeric(t, rows[0]["filled_quantity"]).Equal(decimal.RequireFromString("0.5")))
+			require.True(t, numeric(t, rows[0]["fee"]).Equal(decimal.RequireFromString("0.0005")))
+			require.Equal(t, "BTC", rows[0]["fee_asset"])
+			require.Equal(t, "k:cancel", rows[0]["cancelled_by"])
+		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "insufficient balance", rows[0]["reject_reason"])
@@ -273,6 +294,16 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 }
 
 // str renders a column value as text for loose comparisons.
+// numeric reads a numeric column as a decimal.
+func numeric(t *testing.T, v any) decimal.Decimal {
+	t.Helper()
+	n, ok := v.(pgtype.Numeric)
+	require.True(t, ok, "%T is not numeric", v)
+	text, err := n.Value()
+	require.NoError(t, err)
+	return decimal.RequireFromString(text.(string))
+}
+
 func str(v any) string {
 	switch x := v.(type) {
 	case nil:

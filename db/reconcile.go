@@ -194,6 +194,18 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		}
 		row.FilledQuantity = decimal.NullDecimal{Decimal: filled, Valid: true}
 	}
+	if r.AvgPrice.Valid {
+		row.AvgPrice = r.AvgPrice
+	} else if r.Status == exchange.StatusFilled && r.FillPrice.Valid {
+		row.AvgPrice = r.FillPrice
+	}
+	if !r.Fee.IsZero() || r.FeeAsset != "" {
+		row.Fee = decimal.NullDecimal{Decimal: r.Fee, Valid: true}
+		if r.FeeAsset != "" {
+			asset := r.FeeAsset
+			row.FeeAsset = &asset
+		}
+	}
 	if o.Leverage > 0 {
 		l := int32(o.Leverage)
 		row.Leverage = &l

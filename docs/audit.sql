@@ -5,8 +5,10 @@
 --
 -- Events in trace_events: received, duplicate, key_reused, dispatch_started,
 -- dispatched, rejected, reconciling, reconciled, failed, released, purged,
--- kill_switch_engaged, kill_switch_released. Admin actions use trace IDs
--- starting with 'admin:', which no signal can produce.
+-- kill_switch_engaged, kill_switch_released; for an order followed to its
+-- end, order_partially_filled, order_filled, order_cancelled, order_expired,
+-- order_rejected; for a cancel signal, cancelled. Admin actions use trace
+-- IDs starting with 'admin:', which no signal can produce.
 
 -- name: Duplicates per day
 SELECT date_trunc('day', at) AS day,
@@ -179,3 +181,16 @@ CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit), (2, 'stop_loss', o
 WHERE a.trigger_price IS NOT NULL AND o.created_at > now() - interval '7 days'
 GROUP BY o.id
 ORDER BY o.created_at DESC;
+
+-- name: Fills and fees of orders followed to their end
+-- A limit order (or a market order the venue was still executing) is
+-- followed by a job until it ends, and every change is an order_* event on its
+-- trace. fee is what the venue charged, in fee_asset, and cancelled_by names
+-- the cancel signal that cancelled it.
+SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type,
+       quantity, filled_quantity, avg_price, fee, fee_asset, status,
+       final_at - created_at AS open_for, cancelled_by
+FROM orders
+WHERE order_type = 'limit' OR updated_at IS NOT NULL
+ORDER BY created_at DESC
+LIMIT 100;

@@ -87,7 +87,19 @@ const (
 	StatusFilled   Status = "filled"
 	StatusOpen     Status = "open"
 	StatusRejected Status = "rejected"
+	// StatusCancelled: the order was cancelled (by hoox's cancel action,
+	// by hand, or by the venue) before it filled completely;
+	// FilledQuantity says what executed before that.
+	StatusCancelled Status = "cancelled"
+	// StatusExpired: the venue ended the order on its own (time in force,
+	// a self-trade prevention, an IOC remainder) before it filled
+	// completely.
+	StatusExpired Status = "expired"
 )
+
+// Final reports whether an order in status s will never change again at
+// the venue: everything but open.
+func (s Status) Final() bool { return s != StatusOpen && s != "" }
 
 // Report is the venue's answer about one order.
 type Report struct {
@@ -122,6 +134,17 @@ type Report struct {
 	FillPrice decimal.NullDecimal
 	// Reason says why the venue refused the order, when it did.
 	Reason string
+	// AvgPrice is the average price of what executed so far (Binance
+	// avgPrice or cummulativeQuoteQty/executedQty, Bybit avgPrice, OKX
+	// avgPx); invalid while nothing executed.
+	AvgPrice decimal.NullDecimal
+	// Fee is what the venue charged for the executions so far, as a
+	// positive amount in FeeAsset (zero while nothing executed, or when
+	// the venue does not say). A rebate is negative.
+	Fee decimal.Decimal
+	// FeeAsset is the asset Fee is charged in (Binance commissionAsset,
+	// Bybit's settle or received coin, OKX feeCcy); "" when Fee is zero.
+	FeeAsset string
 	// CancelledFirst lists resting orders the adapter cancelled before
 	// the order could be placed: Binance USDⓈ-M reduce-only orders that
 	// blocked a close (-2022). Empty otherwise.
@@ -165,6 +188,24 @@ type Venue interface {
 	// proves nothing; after it, nothing more can appear. Zero for a venue
 	// whose write is visible the moment it commits (paper).
 	AcceptWindow() time.Duration
+}
+
+// Canceler is implemented by a venue that can cancel an order hoox placed,
+// by its client order ID (the `cancel` action). Cancel is idempotent: an
+// order already final (cancelled, filled, expired) is reported as it is,
+// not as an error, so a retry after a crash between two cancels finishes
+// the work. ErrNotFound when the venue holds no order under the ID.
+type Canceler interface {
+	Cancel(ctx context.Context, o Order) (Report, error)
+}
+
+// FeeReader is implemented by a venue whose order query does not carry
+// the fees charged (Binance: its account trade lists do). The follow job
+// calls it for an order that executed something since it last looked, and
+// it returns r with Fee and FeeAsset (and AvgPrice, when the trades say
+// it) filled in.
+type FeeReader interface {
+	Fees(ctx context.Context, o Order, r Report) (Report, error)
 }
 
 // SharedDatabase is implemented by a venue that writes its orders into
@@ -245,3 +286,15 @@ var (
 	// the operator has to fix the key before a retry can succeed.
 	ErrCredentials = errors.New("exchange refused the api credentials")
 )
+
+// ReadFees completes r with its fees when v reads them apart from the
+// order (FeeReader) and r executed something the caller has not seen with
+// a fee yet: more than filledBefore, or anything when hadFee is false. It
+// costs a request only then.
+func ReadFees(ctx context.Context, v Venue, o Order, r Report, filledBefore decimal.Decimal, hadFee bool) (Report, error) {
+	fr, ok := v.(FeeReader)
+	if !ok || !r.FilledQuantity.IsPositive() || (r.FilledQuantity.Equal(filledBefore) && hadFee) {
+		return r, nil
+	}
+	return fr.Fees(ctx, o, r)
+}

@@ -152,6 +152,9 @@ type Outcome struct {
 	// Legs are the orders of the signal's legs recorded so far (the other
 	// parts of a split close), in plan order; empty for a one-order signal.
 	Legs []db.OrderRow
+	// Cancelled lists the orders a cancel signal cancelled (empty, not
+	// nil, when it found none open); nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Original describes the first attempt of a trace, for repeats.
@@ -161,6 +164,9 @@ type Original struct {
 	OrderID       *uuid.UUID
 	ClientOrderID *string
 	FirstSeen     time.Time
+	// Cancelled lists what the first attempt of a cancel signal
+	// cancelled; nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Execute claims in.Trace and, when this is the first attempt, places the
@@ -192,6 +198,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 		return nil, err
 	}
 	if err := canSize(sig, venue); err != nil {
+		return nil, err
+	}
+	if err := canCancel(sig, venue); err != nil {
 		return nil, err
 	}
 	return s.coalesce(ctx, in, venue)
@@ -240,6 +249,8 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		return nil, s.inProgress(tr.ID)
+	case sig.Action == signal.ActionCancel:
+		return s.cancelOrders(ctx, tx, in, venue, res)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
 }
@@ -253,6 +264,16 @@ func (s *Service) inProgress(traceID string) *Error {
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
+	if in.Signal.Action == signal.ActionCancel && e.Code == codes.Duplicate && t.Status == db.TraceDispatched {
+		// A cancel's outcome is the orders it cancelled: one more read,
+		// for cancels only.
+		cancelled, err := db.OrdersCancelledBy(ctx, s.deps.MarkerPool, t.TraceID)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "read a repeated cancel's orders", "trace_id", t.TraceID, "error", err)
+		} else {
+			e.Original.Cancelled = cancelled
+		}
+	}
 	// The answer is known from the claim's one round trip, which wrote
 	// nothing (the trace's insert found its conflict). Off the answer's
 	// path, the claim's transaction ends with a rollback (no WAL, the
@@ -489,6 +510,9 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	for _, ev := range r.Events {
 		ev.Detail["recovered_by"] = tr.ID
 	}
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), r.Order, tr.Mode, earlier); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
 	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.Timing.TraceTTL); err != nil {
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
@@ -637,6 +661,12 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	events = append(events, db.Event{TraceID: tr.ID, Event: event, SourceIP: in.SourceIP, Detail: rec.Detail})
 	if err := s.notify(ctx, tx, in, order, events[len(events)-1]); err != nil {
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
+		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
+	}
+	// An open order (a resting limit) is followed to its end by a job
+	// that commits with it.
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), row, tr.Mode, order); err != nil {
+		s.deps.Logger.ErrorContext(ctx, "queue follow job with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
 	recordStart := time.Now()

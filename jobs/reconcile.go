@@ -88,7 +88,8 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 			var sn *snooze
 			if err == nil || !final || errors.As(err, &sn) {
 				outcome = o
-				r.BeforeCommit = w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order)
+				r.BeforeCommit = chainHooks(w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order),
+					followHook(r.Order, a.Mode, a.Order))
 				return r, err
 			}
 			// The venue stayed out of reach for every attempt: give the

@@ -113,6 +113,9 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 					r.BeforeCommit = w.notifier.notifyHook(ev, s.Intent.Exchange, s.Intent.Mode, s.Intent.Order)
 				}
 			}
+			// An order recorded open is followed to its end from this
+			// commit on.
+			r.BeforeCommit = chainHooks(r.BeforeCommit, followHook(r.Order, s.Intent.Mode, s.Intent.Order))
 			return r, err
 		})
 		switch {

@@ -59,3 +59,18 @@ func LegClientOrderID(parent string, n int) string {
 	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
 	return clientOrderIDPrefix + strings.ToLower(enc[:clientOrderIDHashLen])
 }
+
+// IsClientOrderID reports whether id has the shape of a client order ID
+// hoox derives: "hx" and 30 lower-case base32 characters. The cancel action
+// touches only such orders, never one placed by hand.
+func IsClientOrderID(id string) bool {
+	if len(id) != len(clientOrderIDPrefix)+clientOrderIDHashLen || !strings.HasPrefix(id, clientOrderIDPrefix) {
+		return false
+	}
+	for _, c := range id[len(clientOrderIDPrefix):] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}

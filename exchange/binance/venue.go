@@ -328,8 +328,10 @@ type orderAnswer struct {
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
 	Fills               []struct {
-		Price decimal.Decimal `json:"price"`
-		Qty   decimal.Decimal `json:"qty"`
+		Price           decimal.Decimal `json:"price"`
+		Qty             decimal.Decimal `json:"qty"`
+		Commission      decimal.Decimal `json:"commission"`
+		CommissionAsset string          `json:"commissionAsset"`
 	} `json:"fills"`
 }
 
@@ -414,6 +416,13 @@ func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Repor
 }
 
 // report maps Binance's order object onto a Report.
+//
+// A LIMIT order ends as Binance says (enums.md, Order status): CANCELED is
+// cancelled and EXPIRED / EXPIRED_IN_MATCH expired, whatever filled before
+// (FilledQuantity says it) — the follow job records how a resting order
+// ended. A MARKET order that ends CANCELED or EXPIRED after a partial fill
+// is filled for what executed (the position moved by that much), and with
+// nothing executed rejected, as the gateway has always recorded it.
 func (a orderAnswer) report() exchange.Report {
 	r := exchange.Report{
 		ExchangeOrderID: strconv.FormatInt(a.OrderID, 10),
@@ -422,20 +431,38 @@ func (a orderAnswer) report() exchange.Report {
 		Quantity:        a.OrigQty,
 		FilledQuantity:  a.ExecutedQty,
 	}
-	if a.Type == "LIMIT" {
+	limit := a.Type == "LIMIT"
+	if limit {
 		r.Price = decimal.NewNullDecimal(a.Price)
+	}
+	if p := a.fillPrice(); a.ExecutedQty.IsPositive() && p.IsPositive() {
+		r.AvgPrice = decimal.NewNullDecimal(p)
+	}
+	// Spot's FULL answer carries the commission of each fill (rest-api.md,
+	// "Response FULL": fills[].commission, commissionAsset); the order
+	// query does not, and FeeReader reads the trades for it.
+	for _, f := range a.Fills {
+		if r.FeeAsset == "" || r.FeeAsset == f.CommissionAsset {
+			r.Fee, r.FeeAsset = r.Fee.Add(f.Commission), f.CommissionAsset
+		}
+	}
+	if r.Fee.IsZero() {
+		r.FeeAsset = ""
 	}
 	filled := func() {
 		r.Status = exchange.StatusFilled
-		if p := a.fillPrice(); p.IsPositive() {
-			r.FillPrice = decimal.NewNullDecimal(p)
-		}
+		r.FillPrice = r.AvgPrice
 	}
-	switch a.Status {
-	case "FILLED":
+	final := a.Status == "CANCELED" || a.Status == "EXPIRED" || a.Status == "EXPIRED_IN_MATCH" || a.Status == "REJECTED"
+	switch {
+	case a.Status == "FILLED":
 		filled()
-	case "CANCELED", "EXPIRED", "EXPIRED_IN_MATCH", "REJECTED":
-		// Final. With something executed it is a (partial) fill, and what
+	case limit && a.Status == "CANCELED":
+		r.Status = exchange.StatusCancelled
+	case limit && (a.Status == "EXPIRED" || a.Status == "EXPIRED_IN_MATCH"):
+		r.Status = exchange.StatusExpired
+	case final:
+		// With something executed it is a (partial) fill, and what
 		// filled (FilledQuantity) is the position the signal now has: a
 		// MARKET order that meets too little liquidity is EXPIRED after a
 		// partial fill (enums.md), and must never read as rejected.

@@ -41,6 +41,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -469,6 +470,9 @@ type orderInfo struct {
 	// none).
 	TakeProfit string `json:"takeProfit"`
 	StopLoss   string `json:"stopLoss"`
+	// CumFeeDetail is the cumulative fee per coin, for linear and spot
+	// (order/open-order.mdx: cumExecFee is deprecated there).
+	CumFeeDetail map[string]string `json:"cumFeeDetail"`
 }
 
 // find queries realtime, then history for its default last 7 days, for
@@ -514,8 +518,11 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (excha
 }
 
 // toReport maps Bybit's order to a Report. New, PartiallyFilled,
-// Untriggered and Triggered are open; Filled is filled; a closed order
-// (Cancelled, PartiallyFilledCanceled, Rejected, Deactivated) is filled
+// Untriggered and Triggered are open; Filled is filled. A limit order that
+// closed otherwise (Cancelled, PartiallyFilledCanceled, Deactivated) is
+// cancelled — with what filled before in FilledQuantity — and Rejected is
+// rejected: the follow job records how a resting order ended (Bybit has no
+// expired status; enum.mdx, orderStatus). A closed market order is filled
 // when anything executed — a market order is an IOC that Bybit cancels
 // after a partial fill — else rejected. A status Bybit may add later counts
 // as open: not final, so the gateway keeps asking.
@@ -525,7 +532,8 @@ func toReport(oi orderInfo) exchange.Report {
 		ExchangeOrderID: oi.OrderID, Symbol: oi.Symbol, Side: strings.ToLower(oi.Side),
 		Quantity: dec(oi.Qty), FilledQuantity: executed, Status: exchange.StatusOpen,
 	}
-	if oi.OrderType == "Limit" {
+	limit := oi.OrderType == "Limit"
+	if limit {
 		r.Price = decimal.NewNullDecimal(dec(oi.Price))
 	}
 	if p := dec(oi.TakeProfit); p.IsPositive() {
@@ -538,10 +546,20 @@ func toReport(oi orderInfo) exchange.Report {
 	if !fill.IsPositive() && executed.IsPositive() {
 		fill = dec(oi.CumExecValue).DivRound(executed, 16)
 	}
+	if executed.IsPositive() && fill.IsPositive() {
+		r.AvgPrice = decimal.NewNullDecimal(fill)
+	}
+	r.Fee, r.FeeAsset = feeOf(oi.CumFeeDetail)
 	switch oi.OrderStatus {
 	case "Filled":
 		r.Status, r.FillPrice = exchange.StatusFilled, decimal.NewNullDecimal(fill)
-	case "Cancelled", "PartiallyFilledCanceled", "Rejected", "Deactivated":
+	case "Cancelled", "PartiallyFilledCanceled", "Deactivated":
+		if limit {
+			r.Status = exchange.StatusCancelled
+			break
+		}
+		fallthrough
+	case "Rejected":
 		if executed.IsPositive() {
 			r.Status, r.FillPrice = exchange.StatusFilled, decimal.NewNullDecimal(fill)
 			break
@@ -553,6 +571,23 @@ func toReport(oi orderInfo) exchange.Report {
 		}
 	}
 	return r
+}
+
+// feeOf reads cumFeeDetail: the fee in its one coin (the settle coin on
+// linear, the coin received on spot). Were there several coins, the first
+// in name order is kept.
+func feeOf(detail map[string]string) (decimal.Decimal, string) {
+	coins := make([]string, 0, len(detail))
+	for c := range detail {
+		coins = append(coins, c)
+	}
+	slices.Sort(coins)
+	for _, c := range coins {
+		if fee := dec(detail[c]); !fee.IsZero() {
+			return fee, c
+		}
+	}
+	return decimal.Zero, ""
 }
 
 // rejected is a refusal for good decided before sending: nothing reached

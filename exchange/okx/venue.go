@@ -368,6 +368,10 @@ type orderInfo struct {
 	State     string `json:"state"`
 	// AttachAlgoOrds are the TP/SL attached when the order was placed.
 	AttachAlgoOrds []attachAlgoOrd `json:"attachAlgoOrds"`
+	// Fee is the accumulated fee, negative when charged, in FeeCcy
+	// (Get_Order_Details.md).
+	Fee    string `json:"fee"`
+	FeeCcy string `json:"feeCcy"`
 }
 
 // attached returns the take-profit and stop-loss trigger prices oi was
@@ -398,14 +402,19 @@ func (v *Venue) query(ctx context.Context, f Filters, q url.Values) (exchange.Re
 }
 
 // report maps OKX's order: live and partially_filled are open, filled is
-// filled, a cancelled order is filled when anything executed (a market
-// order cut short) and rejected otherwise. A state OKX may add later
-// counts as open: not final, so the gateway keeps asking.
+// filled. A limit order canceled (or mmp_canceled) is cancelled, with what
+// filled before in FilledQuantity: the follow job records how a resting
+// order ended (OKX has no expired state; Get_Order_Details.md). A market
+// order canceled is filled when anything executed (cut short) and
+// rejected otherwise. A state OKX may add later counts as open: not final,
+// so the gateway keeps asking. OKX's fee is negative when charged; Fee is
+// the amount charged (positive), in feeCcy.
 func report(oi orderInfo, f Filters) exchange.Report {
 	filled := f.fromWire(venuekit.Dec(oi.AccFillSz))
 	r := exchange.Report{ExchangeOrderID: oi.OrdID, Symbol: oi.InstID, Side: oi.Side,
 		Quantity: f.fromWire(venuekit.Dec(oi.Sz)), FilledQuantity: filled, Status: exchange.StatusOpen}
-	if oi.OrdType == "limit" {
+	limit := oi.OrdType == "limit"
+	if limit {
 		r.Price = decimal.NewNullDecimal(venuekit.Dec(oi.Px))
 	}
 	fill := decimal.NewNullDecimal(venuekit.Dec(oi.AvgPx))
@@ -416,11 +425,21 @@ func report(oi orderInfo, f Filters) exchange.Report {
 	// leaves its position without them, and the report says so by
 	// carrying none.
 	tp, sl := oi.attached()
+	if filled.IsPositive() && fill.Decimal.IsPositive() {
+		r.AvgPrice = fill
+	}
+	if fee := venuekit.Dec(oi.Fee); !fee.IsZero() && oi.FeeCcy != "" {
+		r.Fee, r.FeeAsset = fee.Neg(), oi.FeeCcy
+	}
 	switch oi.State {
 	case "filled":
 		r.Status, r.FillPrice = exchange.StatusFilled, fill
 	case "canceled", "mmp_canceled":
 		tp, sl = decimal.NullDecimal{}, decimal.NullDecimal{}
+		if limit {
+			r.Status = exchange.StatusCancelled
+			break
+		}
 		if filled.IsPositive() {
 			r.Status, r.FillPrice = exchange.StatusFilled, fill
 			break

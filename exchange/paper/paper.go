@@ -19,8 +19,9 @@
 //
 // Market orders fill at once and in full (FilledQuantity = Quantity), at the
 // order's price when it has one, else at Config.ReferencePrice. Limit orders
-// rest (status open, nothing filled) and never fill: the paper venue has no
-// market data.
+// rest (status open, nothing filled) until a price set with SetPrice crosses
+// them (the paper venue has no market data of its own), or until Cancel
+// cancels them. Paper charges no fee.
 //
 // Positions are the net filled quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
@@ -367,6 +368,10 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	}
 	r.Status = exchange.Status(status)
 	r.FilledQuantity = filledQuantity(r.Status, r.Quantity)
+	if r.Status == exchange.StatusFilled {
+		// Everything fills at one price: the average is the fill price.
+		r.AvgPrice = r.FillPrice
+	}
 	if err := exchange.Matches(o, o.Symbol, o.Quantity, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("paper: %w", err)
 	}

@@ -98,6 +98,11 @@ type Fake interface {
 	// orders as the venue refuses one-way orders in hedge mode. A no-op
 	// on spot.
 	SetHedgeMode(on bool)
+	// FillPart executes qty (in the base asset, as signals count) more of
+	// the resting order under clientOrderID at its limit price, as if the
+	// market traded through it: the order stays open until all of it has
+	// filled. An error when no such order rests.
+	FillPart(clientOrderID string, qty decimal.Decimal) error
 	// Close stops the fake (every market it serves).
 	Close()
 }

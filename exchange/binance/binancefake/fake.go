@@ -190,6 +190,7 @@ type Server struct {
 	hedge        bool
 	liquidity    map[string]decimal.Decimal
 	orders       []*Order
+	trades       []Trade
 	nextID       int64
 	lookupLag    time.Duration
 	nextLag      *time.Duration

@@ -30,6 +30,8 @@ var weights = map[string]int{
 	"/api/v3/account":       20,
 	"/api/v3/ticker/price":  2,
 	"/fapi/v2/positionRisk": 5,
+	"/api/v3/myTrades":      5,
+	"/fapi/v1/userTrades":   5,
 }
 
 func (s *Server) handler() http.Handler {
@@ -51,7 +53,10 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
 	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
 	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
+	mux.HandleFunc("DELETE /api/v3/order", s.handleCancel(MarketSpot))
 	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
+	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades(MarketSpot))
+	mux.HandleFunc("GET /fapi/v1/userTrades", s.handleMyTrades(MarketFutures))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -442,6 +447,12 @@ func (s *Server) handleQuery(market string) http.HandlerFunc {
 // orderJSON renders an order as the order query (and RESULT response)
 // does on o's market; fills adds the spot FULL response's fills.
 func orderJSON(o *Order, fills bool) map[string]any {
+	return orderJSONWith(o, fills, nil)
+}
+
+// orderJSONWith is orderJSON whose fills carry the commission of trades
+// (the FULL response's fills[].commission and commissionAsset).
+func orderJSONWith(o *Order, fills bool, trades []Trade) map[string]any {
 	if o.Market == MarketFutures {
 		avg := decimal.Zero
 		if o.ExecutedQty.IsPositive() {
@@ -473,9 +484,15 @@ func orderJSON(o *Order, fills bool) map[string]any {
 			half := o.ExecutedQty.Div(decimal.NewFromInt(2))
 			avg := o.CumQuote.Div(o.ExecutedQty)
 			one := decimal.NewFromInt(1)
+			// The commission, split over the two fills.
+			fee, asset := decimal.Zero, "BNB"
+			for _, t := range trades {
+				fee, asset = fee.Add(t.Commission), t.CommissionAsset
+			}
+			feeHalf := fee.Div(decimal.NewFromInt(2))
 			f = append(f,
-				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID * 10},
-				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID*10 + 1},
+				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": str(feeHalf), "commissionAsset": asset, "tradeId": o.OrderID * 10},
+				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": str(fee.Sub(feeHalf)), "commissionAsset": asset, "tradeId": o.OrderID*10 + 1},
 			)
 		}
 		m["fills"] = f
@@ -550,7 +567,7 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 		o, status, e := s.place(market, params)
 		var body map[string]any
 		if e == nil {
-			body = orderJSON(o, market == MarketSpot && params.Get("newOrderRespType") != "RESULT" && params.Get("newOrderRespType") != "ACK")
+			body = orderJSONWith(o, market == MarketSpot && params.Get("newOrderRespType") != "RESULT" && params.Get("newOrderRespType") != "ACK", s.tradesOf(o))
 		}
 		s.mu.Unlock()
 		if e != nil {
@@ -779,6 +796,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 // execute fills qty of o at price, moving balances or the position;
 // callers hold mu.
 func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
+	s.trade(o, qty, price)
 	o.ExecutedQty = o.ExecutedQty.Add(qty)
 	o.CumQuote = o.CumQuote.Add(qty.Mul(price))
 	sym := s.symbols[o.Symbol]

@@ -2,8 +2,6 @@ package binancefake
 
 import (
 	"net/http"
-	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/shopspring/decimal"
@@ -48,50 +46,6 @@ func (s *Server) handleOpenOrders(market string) http.HandlerFunc {
 			}
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
-}
-
-// handleCancel is DELETE /fapi/v1/order (trade/rest-api/Cancel-Order.md):
-// symbol, and orderId or origClientOrderId. Only an active order (NEW,
-// PARTIALLY_FILLED) can be cancelled; any other — already cancelled,
-// filled, expired, or never placed — is -2011 "Unknown order sent."
-func (s *Server) handleCancel(market string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		params, ok := s.authenticate(w, r)
-		if !ok {
-			return
-		}
-		symbol, id, orderID := params.Get("symbol"), params.Get("origClientOrderId"), params.Get("orderId")
-		if symbol == "" {
-			writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
-			return
-		}
-		if id == "" && orderID == "" {
-			writeErr(w, http.StatusBadRequest, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!")
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if _, ok := s.symbols[symbol]; !ok {
-			writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
-			return
-		}
-		for _, o := range slices.Backward(s.orders) {
-			if o.Market != market || o.Symbol != symbol {
-				continue
-			}
-			if (id != "" && o.ClientOrderID != id) || (orderID != "" && strconv.FormatInt(o.OrderID, 10) != orderID) {
-				continue
-			}
-			if !o.Open() {
-				break
-			}
-			o.Status = "CANCELED"
-			s.cancels++
-			writeJSON(w, http.StatusOK, orderJSON(o, false))
-			return
-		}
-		writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
 	}
 }
 

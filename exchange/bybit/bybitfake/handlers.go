@@ -194,6 +194,7 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 		PathPositions:   {http.MethodGet, true, false, 50, s.servePositions},
 		PathLeverage:    {http.MethodPost, true, true, 10, s.serveLeverage},
 		PathWallet:      {http.MethodGet, true, false, 50, s.serveWallet},
+		PathCancel:      {http.MethodPost, true, true, 10, s.serveCancel},
 	}
 	ep, found := endpoints[r.URL.Path]
 	if !found {
@@ -403,7 +404,9 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 			o.HiddenFor--
 			continue
 		}
-		list = append(list, orderJSON(o))
+		entry := orderJSON(o)
+		entry["cumFeeDetail"] = s.feeDetail(o)
+		list = append(list, entry)
 	}
 	return ok(map[string]any{"category": cat, "list": list, "nextPageCursor": ""})
 }

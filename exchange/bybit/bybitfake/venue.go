@@ -1,6 +1,7 @@
 package bybitfake
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -87,3 +88,12 @@ func (v *venueView) RefuseLeverage() func() {
 
 // SetHedgeMode sets the linear account's position mode.
 func (v *venueView) SetHedgeMode(on bool) { v.s.SetHedgeMode(on) }
+
+// FillPart fills qty more of the open limit order (PartiallyFilled, then
+// Filled).
+func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
+	if !v.s.PartialFill(v.category, clientOrderID, qty) {
+		return fmt.Errorf("bybitfake: fill %s: no such open order", clientOrderID)
+	}
+	return nil
+}

@@ -64,6 +64,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/account/leverage-info", s.private(s.serveLeverageInfo))
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
+	mux.HandleFunc("POST "+PathCancel, s.private(s.serveCancel))
 	return mux
 }
 
@@ -267,7 +268,11 @@ func (s *Server) serveOrder(r *http.Request, _ []byte) reply {
 			continue
 		}
 		if (ordID != "" && o.OrdID == ordID) || (ordID == "" && o.ClOrdID == clOrdID) {
-			return ok([]map[string]any{orderJSON(o)})
+			m := orderJSON(o)
+			if fee, ccy := s.feeOf(o); ccy != "" {
+				m["fee"], m["feeCcy"] = fee.String(), ccy
+			}
+			return ok([]map[string]any{m})
 		}
 	}
 	return fail(http.StatusOK, 51603, "Order does not exist.")

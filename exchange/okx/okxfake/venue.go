@@ -101,3 +101,19 @@ func (v *venueView) RefuseLeverage() func() {
 
 // SetHedgeMode sets the account's posMode (long_short_mode when on).
 func (v *venueView) SetHedgeMode(on bool) { v.s.SetLongShortMode(on) }
+
+// FillPart fills qty more of the pending order, in contracts on a swap
+// (qty / ctVal).
+func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
+	v.s.mu.Lock()
+	o := v.s.latest(clientOrderID)
+	var ctVal decimal.Decimal
+	if o != nil {
+		ctVal = v.s.instruments[o.InstID].CtVal
+	}
+	v.s.mu.Unlock()
+	if ctVal.IsPositive() {
+		qty = qty.Div(ctVal)
+	}
+	return v.s.PartialFill(clientOrderID, qty)
+}
