@@ -232,6 +232,22 @@ ORDER BY (SELECT seq FROM order_legs l WHERE l.client_order_id = orders.client_o
 	return out, nil
 }
 
+// GetLegOrder reads the order a leg was sent as (order_legs.order_spec: an
+// exit's resolved target and its Exit role included), by the leg's client
+// order ID, or ErrNotFound when no leg has it.
+func GetLegOrder(ctx context.Context, q DBTX, clientOrderID string) (exchange.Order, error) {
+	var spec []byte
+	err := q.QueryRow(ctx, `SELECT order_spec FROM order_legs WHERE client_order_id = $1`, clientOrderID).Scan(&spec)
+	if err != nil {
+		return exchange.Order{}, fmt.Errorf("leg %s: %w", clientOrderID, translate(err))
+	}
+	var o exchange.Order
+	if err := json.Unmarshal(spec, &o); err != nil {
+		return exchange.Order{}, fmt.Errorf("leg %s: decode order: %w", clientOrderID, err)
+	}
+	return o, nil
+}
+
 // ParentFill is what a leg's primary order executed, as recorded.
 type ParentFill struct {
 	Side           string

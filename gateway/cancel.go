@@ -125,13 +125,24 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	return out, nil
 }
 
-// orderOf is the order as hoox sent it (its intent), for the venue's
-// lookup; an order recorded without an intent is rebuilt from its row.
+// orderOf is the order as hoox sent it, for the venue's cancel and
+// lookup: its intent, or for a leg (which has none) the order its leg
+// stores — an exit's Exit role and resolved target with it, so a venue
+// that holds exits apart (Binance's USDⓈ-M algo orders) cancels it where
+// it rests (issue 19). An order recorded with neither is rebuilt from its
+// row.
 func (s *Service) orderOf(ctx context.Context, row db.OrderRow) (exchange.Order, error) {
 	it, err := db.GetIntent(ctx, s.deps.MarkerPool, row.ClientOrderID)
 	switch {
 	case err == nil:
 		return it.Order, nil
+	case !errors.Is(err, db.ErrNotFound):
+		return exchange.Order{}, err
+	}
+	leg, err := db.GetLegOrder(ctx, s.deps.MarkerPool, row.ClientOrderID)
+	switch {
+	case err == nil:
+		return leg, nil
 	case !errors.Is(err, db.ErrNotFound):
 		return exchange.Order{}, err
 	}

@@ -242,6 +242,44 @@ func TestBinanceFuturesEntryWithTakeProfitAndStopLossPlacesAlgoOrders(t *testing
 		AND detail->>'reason' LIKE '%not below the entry''s price 3000%'`))
 }
 
+// A cancel signal reaches a Binance USDⓈ-M entry's take-profit and
+// stop-loss, which rest at the venue as algo orders under their legs'
+// client order IDs: each is cancelled through DELETE /fapi/v1/algoOrder
+// (trade/rest-api/Cancel-Algo-Order.md), listed in the answer and recorded
+// cancelled. Before issue 19's fix the plain cancel endpoint answered
+// -2011, the plain lookup found nothing, and the cancel skipped both while
+// reporting success.
+func TestCancelReachesBinanceFuturesTakeProfitAndStopLoss(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	entry, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"exits-1"}`))
+	require.NoError(t, err)
+	require.Len(t, entry.Legs, 2)
+	require.Len(t, b.binance.AlgoOrders(), 2)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"cancel","trace_id":"exits-cancel"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.ElementsMatch(t, []string{entry.Legs[0].ClientOrderID, entry.Legs[1].ClientOrderID}, cancelIDs(out.Cancelled),
+		"both exits are cancelled")
+	for _, o := range out.Cancelled {
+		require.Equal(t, "cancelled", o.Status)
+	}
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM orders WHERE role IN ('take_profit', 'stop_loss')
+		AND status = 'cancelled' AND cancelled_by = 'k:exits-cancel' AND final_at IS NOT NULL`))
+	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM orders WHERE status = 'open'`))
+	for _, a := range b.binance.AlgoOrders() {
+		require.Equal(t, "CANCELED", a.Status, "%s no longer rests at the venue", a.ClientAlgoID)
+	}
+
+	// Nothing is left open for the symbol.
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"cancel","trace_id":"exits-cancel-2"}`))
+	require.NoError(t, err)
+	require.Empty(t, out.Cancelled)
+}
+
 // Bybit takes a market order of at most lotSizeFilter.maxMktOrderQty and
 // does not split a larger one (its docs; the fake refuses it, 10001): a
 // close of a larger linear position is split like Binance's, each part

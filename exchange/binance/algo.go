@@ -62,14 +62,17 @@ type algoAnswer struct {
 
 // report maps an algo order onto a Report: a conditional order waiting
 // for its trigger is open (the venue holds the exit); one triggered or
-// finished is filled as far as hoox follows it; cancelled, expired or
+// finished is filled as far as hoox follows it; a cancelled one
+// (CANCELED: by hoox's cancel action or by hand) is cancelled; expired or
 // rejected ones are rejected. The trigger is reported as the exit's
 // price.
 func (a algoAnswer) report(role string) exchange.Report {
 	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10), Symbol: a.Symbol,
 		Side: strings.ToLower(a.Side), Quantity: a.Quantity}
 	switch a.AlgoStatus {
-	case "CANCELED", "EXPIRED", "REJECTED":
+	case "CANCELED":
+		r.Status = exchange.StatusCancelled
+	case "EXPIRED", "REJECTED":
 		r.Status, r.Reason = exchange.StatusRejected, "binance algo order "+strings.ToLower(a.AlgoStatus)
 	case "TRIGGERED", "FINISHED":
 		r.Status = exchange.StatusFilled
@@ -165,6 +168,45 @@ func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	}
 	if !a.TriggerPrice.Equal(trigger) {
 		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with trigger %s, not %s", exchange.ErrMismatch, o.ClientOrderID, a.TriggerPrice, trigger)
+	}
+	return r, nil
+}
+
+// cancelAlgo cancels the exit o by its clientAlgoId: DELETE
+// /fapi/v1/algoOrder (trade/rest-api/Cancel-Algo-Order.md, "Cancel an
+// active algo (conditional) order", by algoId or clientAlgoId; the answer
+// is algoId, clientAlgoId, code "200", msg "success"), reported cancelled
+// — the query shows it algoStatus CANCELED from then on
+// (Query-Algo-Order.md). An exit no longer active — already cancelled,
+// triggered, or never placed — is refused (-2011 CANCEL_REJECTED, or -2013
+// NO_SUCH_ORDER; error-code.md) and looked up instead, reported as
+// Binance holds it: idempotent, as a retry after a crash between two
+// cancels needs; exchange.ErrNotFound when Binance holds none.
+func (v *Venue) cancelAlgo(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	var a struct {
+		AlgoID       int64  `json:"algoId"`
+		ClientAlgoID string `json:"clientAlgoId"`
+	}
+	err := v.do(ctx, request{method: http.MethodDelete, path: v.prefix + "/algoOrder",
+		params: params{}.add("clientAlgoId", o.ClientOrderID), signed: true, weight: 1}, &a)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && (apiErr.Code == -2011 || apiErr.Class == ClassNotFound) {
+		return v.lookupAlgo(ctx, o)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: cancel algo order %s: %w", o.ClientOrderID, err)
+	}
+	if a.AlgoID == 0 || a.ClientAlgoID != o.ClientOrderID {
+		return exchange.Report{}, fmt.Errorf("binance: cancel algo order %s: answered for algo %d %q: %w",
+			o.ClientOrderID, a.AlgoID, a.ClientAlgoID, exchange.ErrUnknownOutcome)
+	}
+	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10), Symbol: exchange.VenueSymbol(o.Symbol),
+		Side: o.Side, Quantity: o.Quantity, Status: exchange.StatusCancelled}
+	if t := o.ExitTarget(); t != nil && t.Price.Valid {
+		if o.Exit == exchange.RoleTakeProfit {
+			r.TakeProfit = t.Price
+		} else {
+			r.StopLoss = t.Price
+		}
 	}
 	return r, nil
 }

@@ -24,7 +24,14 @@ var (
 // placed (errors.md, -2011 CANCEL_REJECTED) — so Cancel then looks the
 // order up and reports it as it is: idempotent, as a retry after a crash
 // between two cancels needs. exchange.ErrNotFound when Binance holds none.
+//
+// A USDⓈ-M exit (o.Exit set: a take-profit or stop-loss leg, placed
+// through the Algo Order API under its clientAlgoId) is not on the plain
+// order endpoint at all: it is cancelled by cancelAlgo.
 func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit != "" && v.futures() {
+		return v.cancelAlgo(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
 	var a orderAnswer

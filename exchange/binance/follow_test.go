@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange"
@@ -86,4 +87,56 @@ func TestExpiredLimitOrder(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusExpired, r.Status)
 	})
+}
+
+// A USDⓈ-M exit (a take-profit or stop-loss leg, an algo order under its
+// clientAlgoId) is cancelled through DELETE /fapi/v1/algoOrder, not the
+// plain cancel (which knows no such order): reported cancelled, and the
+// venue holds it CANCELED. A second cancel — refused -2011 — looks it up
+// and reports it cancelled again; an exit never placed is ErrNotFound.
+func TestCancelAFuturesExitCancelsTheAlgoOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketFutures)
+	exit := func(role, trigger string) exchange.Order {
+		o := exchange.Order{ClientOrderID: newID(), Symbol: "BTCUSDT", Action: "close", Side: "sell", ReduceOnly: true,
+			OrderType: "market", Quantity: d("0.01"), Exit: role}
+		a := &exchange.Attached{Price: decimal.NewNullDecimal(d(trigger))}
+		if role == exchange.RoleTakeProfit {
+			o.TakeProfit = a
+		} else {
+			o.StopLoss = a
+		}
+		return o
+	}
+	tp, sl := exit(exchange.RoleTakeProfit, "55000"), exit(exchange.RoleStopLoss, "45000")
+	for _, o := range []exchange.Order{tp, sl} {
+		placed, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, placed.Status)
+	}
+
+	r, err := b.venue.Cancel(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusCancelled, r.Status)
+	require.Equal(t, "55000", r.TakeProfit.Decimal.String())
+	require.NotEmpty(t, r.ExchangeOrderID)
+	require.Zero(t, b.fake.Requests("/fapi/v1/order"), "nothing sent to the plain order endpoint")
+
+	again, err := b.venue.Cancel(ctx, tp)
+	require.NoError(t, err, "cancelling a cancelled exit is not an error")
+	require.Equal(t, exchange.StatusCancelled, again.Status)
+	require.Equal(t, r.ExchangeOrderID, again.ExchangeOrderID)
+	looked, err := b.venue.Lookup(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusCancelled, looked.Status)
+
+	held := map[string]string{}
+	for _, a := range b.fake.AlgoOrders() {
+		held[a.ClientAlgoID] = a.Status
+	}
+	require.Equal(t, map[string]string{tp.ClientOrderID: "CANCELED", sl.ClientOrderID: "NEW"}, held, "only the take-profit is cancelled")
+
+	_, err = b.venue.Cancel(ctx, exit(exchange.RoleStopLoss, "45000"))
+	require.ErrorIs(t, err, exchange.ErrNotFound)
 }

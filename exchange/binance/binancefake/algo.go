@@ -21,7 +21,7 @@ type AlgoOrder struct {
 	Quantity     decimal.Decimal
 	TriggerPrice decimal.Decimal
 	ReduceOnly   bool
-	Status       string // NEW
+	Status       string // NEW, CANCELED
 	Time         time.Time
 }
 
@@ -151,4 +151,38 @@ func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
+}
+
+// handleCancelAlgo is DELETE /fapi/v1/algoOrder (trade/rest-api/
+// Cancel-Algo-Order.md): "Cancel an active algo (conditional) order", by
+// algoId or clientAlgoId; the answer is algoId, clientAlgoId, code "200"
+// and msg "success", and the order is CANCELED from then on (the query,
+// Query-Algo-Order.md, shows algoStatus CANCELED). One not active —
+// already cancelled, or never placed — is -2011 "Unknown order sent."
+// (error-code.md, -2011 CANCEL_REJECTED), as the plain cancel answers.
+func (s *Server) handleCancelAlgo(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	id, algoID := p.Get("clientAlgoId"), p.Get("algoId")
+	if id == "" && algoID == "" {
+		writeErr(w, http.StatusBadRequest, -1102, "Param 'algoId' or 'clientAlgoId' must be sent, but both were empty/null!")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.algos) - 1; i >= 0; i-- {
+		a := s.algos[i]
+		if (id != "" && a.ClientAlgoID != id) || (id == "" && strconv.FormatInt(a.AlgoID, 10) != algoID) {
+			continue
+		}
+		if a.Status != "NEW" {
+			break
+		}
+		a.Status = "CANCELED"
+		writeJSON(w, http.StatusOK, map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "code": "200", "msg": "success"})
+		return
+	}
+	writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
 }

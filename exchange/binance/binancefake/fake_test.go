@@ -234,3 +234,58 @@ func TestConditionalOrdersGoThroughTheAlgoOrderAPI(t *testing.T) {
 	require.EqualValues(t, -2013, out["code"])
 	require.Len(t, s.AlgoOrders(), 1)
 }
+
+// An algo order is cancelled through DELETE /fapi/v1/algoOrder by
+// clientAlgoId or algoId (trade/rest-api/Cancel-Algo-Order.md: the answer
+// is algoId, clientAlgoId, code "200", msg "success"); the query then shows
+// it CANCELED. One no longer active — already cancelled, or never placed —
+// is refused -2011 "Unknown order sent." (error-code.md, CANCEL_REJECTED).
+func TestAlgoOrderCancelThroughTheAlgoOrderAPI(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
+	call := func(method, path, params string) (int, map[string]any) {
+		t.Helper()
+		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q = strings.TrimPrefix(q, "&")
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, placed := call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=3300&quantity=1&reduceOnly=true&clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, placed)
+	status, out := call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=STOP_MARKET&triggerPrice=2700&quantity=1&reduceOnly=true&clientAlgoId=sl")
+	require.Equal(t, http.StatusOK, status, out)
+	slID := strconv.FormatInt(int64(out["algoId"].(float64)), 10)
+
+	status, out = call(http.MethodDelete, "/fapi/v1/algoOrder", "")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -1102, out["code"], out)
+
+	status, out = call(http.MethodDelete, "/fapi/v1/algoOrder", "clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, map[string]any{"algoId": placed["algoId"], "clientAlgoId": "tp", "code": "200", "msg": "success"}, out)
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "CANCELED", out["algoStatus"], "the query shows it cancelled")
+
+	status, out = call(http.MethodDelete, "/fapi/v1/algoOrder", "clientAlgoId=tp")
+	require.Equal(t, http.StatusBadRequest, status, "a cancelled algo order cannot be cancelled again")
+	require.EqualValues(t, -2011, out["code"], out)
+	status, out = call(http.MethodDelete, "/fapi/v1/algoOrder", "clientAlgoId=nope")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -2011, out["code"], out)
+
+	status, out = call(http.MethodDelete, "/fapi/v1/algoOrder", "algoId="+slID)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "sl", out["clientAlgoId"])
+	for _, a := range s.AlgoOrders() {
+		require.Equal(t, "CANCELED", a.Status, a.ClientAlgoID)
+	}
+}

@@ -53,6 +53,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
 	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
 	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
+	mux.HandleFunc("DELETE /fapi/v1/algoOrder", s.handleCancelAlgo)
 	mux.HandleFunc("DELETE /api/v3/order", s.handleCancel(MarketSpot))
 	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
 	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades(MarketSpot))
