@@ -378,14 +378,23 @@ type OrderRow struct {
 	// sent); null for a rejected order and for rows older than the column.
 	FilledQuantity decimal.NullDecimal `db:"filled_quantity"`
 	RejectReason   *string             `db:"reject_reason"`
-	CreatedAt      time.Time           `db:"created_at"`
+	// Fee and FeeAsset are the venue's fee for what filled, when it said.
+	Fee      decimal.NullDecimal `db:"fee"`
+	FeeAsset *string             `db:"fee_asset"`
+	// Strategy and BaseAsset are set on a spot order, whose fills count in
+	// the strategy's spot ledger (migration 00012's trigger); nil
+	// elsewhere.
+	Strategy  *string   `db:"strategy"`
+	BaseAsset *string   `db:"base_asset"`
+	CreatedAt time.Time `db:"created_at"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
-                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
+                    fee, fee_asset, strategy, base_asset)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -513,7 +522,8 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 func queueOrder(b *pgx.Batch, o *OrderRow) {
 	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
-		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity)).
+		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
+		pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

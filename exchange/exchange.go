@@ -51,6 +51,37 @@ type Order struct {
 	// Sizing says how Quantity was resolved from the signal's quantity
 	// type; nil for a base quantity.
 	Sizing *Sizing `json:",omitempty"`
+	// Ledger, set by the gateway for an order on a spot venue, counts the
+	// order's fills in its strategy's spot ledger (see Ledger); nil on
+	// derivatives and paper. It travels in the intent, so every path that
+	// records the order counts it the same way. Venues ignore it.
+	Ledger *Ledger `json:",omitempty"`
+}
+
+// Ledger is how a spot order counts in the per-strategy spot ledger: what
+// a strategy bought through hoox, which a spot close sells (and nothing
+// else the account holds).
+type Ledger struct {
+	// Strategy is the signal's strategy field ("" when absent).
+	Strategy string `json:"strategy"`
+	// Symbol is the venue's spelling of the symbol, as the order row
+	// stores it.
+	Symbol string `json:"symbol"`
+	// BaseAsset is the coin the symbol trades (BTC for BTCUSDT): a fee
+	// charged in it reduces what a buy received.
+	BaseAsset string `json:"base_asset"`
+}
+
+// SpotTrader is implemented by a venue that may trade spot. The gateway
+// asks it which symbol and base asset an order trades, to count the
+// order's fills in the strategy's ledger and to size a spot close from it.
+type SpotTrader interface {
+	// SpotSymbol returns the venue's symbol and base asset for symbol, and
+	// spot false when the venue trades derivatives (nothing to count). A
+	// symbol the venue does not list is spot false too: its order is
+	// refused when placed. An error means nothing was sent (it wraps
+	// ErrUnreachable).
+	SpotSymbol(ctx context.Context, symbol string) (venueSymbol, baseAsset string, spot bool, err error)
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.
@@ -95,6 +126,16 @@ type Report struct {
 	Status Status
 	// FillPrice is set when the order filled.
 	FillPrice decimal.NullDecimal
+	// AvgPrice is the average price of what filled, as the venue reports
+	// it; invalid when nothing filled or the venue did not say.
+	AvgPrice decimal.NullDecimal
+	// Fee is the venue's fee for what filled so far, in FeeAsset (Binance
+	// spot fills[].commission, Bybit cumExecFee, OKX fee as a positive
+	// amount); zero with FeeAsset "" when the venue did not say.
+	Fee decimal.Decimal
+	// FeeAsset is the asset Fee was charged in: on spot the received asset
+	// (the base coin of a buy) unless the venue pays it otherwise (BNB).
+	FeeAsset string
 	// Reason says why the venue refused the order, when it did.
 	Reason string
 }

@@ -48,6 +48,12 @@ type SizingFacts struct {
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string
+	// Ledger, valid on a spot venue, is what the strategy holds through
+	// hoox (the spot ledger): a spot exit takes its share of the smaller
+	// of Ledger and Position (the free BaseAsset balance), never of coins
+	// the strategy did not buy.
+	Ledger    decimal.NullDecimal
+	BaseAsset string
 }
 
 // Sizer is implemented by a venue that can size an order from what the
@@ -77,6 +83,13 @@ type Sizing struct {
 	QuoteAsset string `json:"quote_asset,omitempty"`
 	FreeQuote  string `json:"free_quote,omitempty"`
 	Position   string `json:"position,omitempty"`
+	// On spot, Position is the smaller of Ledger — what the strategy
+	// bought through hoox (the spot ledger, read under the close's lock)
+	// — and FreeBase, the venue's free balance of BaseAsset: a spot close
+	// sells only what the strategy holds, and never more than is there.
+	Ledger    string `json:"ledger,omitempty"`
+	BaseAsset string `json:"base_asset,omitempty"`
+	FreeBase  string `json:"free_base,omitempty"`
 	// Step and MinQty are the venue's lot rules applied.
 	Step   string `json:"step,omitempty"`
 	MinQty string `json:"min_qty,omitempty"`
@@ -138,8 +151,16 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 		}
 		qty = amount.DivRound(price, 18)
 	case QuantityPercentOfPosition:
-		s.Position = f.Position.String()
 		pos := f.Position
+		if f.Ledger.Valid {
+			s.Ledger, s.FreeBase, s.BaseAsset = f.Ledger.Decimal.String(), f.Position.String(), f.BaseAsset
+			pos = decimal.Min(f.Ledger.Decimal, f.Position)
+			if !pos.IsPositive() {
+				s.Position = pos.String()
+				return o, s, fmt.Sprintf("nothing to sell: the strategy holds %s %s through hoox and the free balance is %s", f.Ledger.Decimal, f.BaseAsset, f.Position)
+			}
+		}
+		s.Position = pos.String()
 		switch {
 		case pos.IsPositive() && o.Action != "close_short":
 			o.Side = "sell"

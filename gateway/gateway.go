@@ -296,10 +296,13 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
+	if err := s.tagLedger(ctx, venue, in, &order); err != nil {
+		return nil, err
+	}
 	// sized is true once order carries its resolved size: a sized signal's
-	// order comes from an earlier attempt's intent when there is one,
-	// never from a second sizing.
-	sized := !needsSizing(sig)
+	// order (or a spot close's) comes from an earlier attempt's intent when
+	// there is one, never from a second sizing.
+	sized := !sizedByVenue(sig, order)
 
 	for _, u := range res.Unknown {
 		earlier := order
@@ -447,7 +450,7 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
-	if needsSizing(sig) {
+	if sizedByVenue(sig, order) {
 		// That execution sized its own order; adopt only what it sent.
 		stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
 		if err != nil {

@@ -89,3 +89,22 @@ func (v *Venue) freeQuote(ctx context.Context, asset string) (decimal.Decimal, e
 func asNothingSent(err error) error {
 	return fmt.Errorf("%w: %w", exchange.ErrUnreachable, err)
 }
+
+var _ exchange.SpotTrader = (*Venue)(nil)
+
+// SpotSymbol names symbol's base asset on spot (exchangeInfo baseAsset),
+// for the strategy's spot ledger; futures is not spot.
+func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, bool, error) {
+	if v.futures() {
+		return "", "", false, nil
+	}
+	venueSymbol := exchange.VenueSymbol(symbol)
+	f, _, err := v.filtersFor(ctx, venueSymbol)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Refused() {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, asNothingSent(err)
+	}
+	return venueSymbol, f.BaseAsset, f.BaseAsset != "", nil
+}

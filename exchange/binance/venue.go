@@ -309,10 +309,34 @@ type orderAnswer struct {
 	Status              string          `json:"status"`
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
-	Fills               []struct {
-		Price decimal.Decimal `json:"price"`
-		Qty   decimal.Decimal `json:"qty"`
+	// Fills are spot's FULL answer's trades, each with its commission
+	// and the asset it was charged in (rest-api.md "Response FULL").
+	Fills []struct {
+		Price           decimal.Decimal `json:"price"`
+		Qty             decimal.Decimal `json:"qty"`
+		Commission      decimal.Decimal `json:"commission"`
+		CommissionAsset string          `json:"commissionAsset"`
 	} `json:"fills"`
+}
+
+// fee sums the fills' commissions. Binance charges them all in the asset
+// the order received, or all in BNB; should BNB run out mid-order, the
+// fills charged in another asset than BNB are the ones reported, since
+// they are what reduced the coins received (faqs/commission_faq.md). The
+// order query carries no fills: its fee is unknown ("").
+func (a orderAnswer) fee() (decimal.Decimal, string) {
+	sums := map[string]decimal.Decimal{}
+	asset := ""
+	for _, f := range a.Fills {
+		if f.CommissionAsset == "" {
+			continue
+		}
+		sums[f.CommissionAsset] = sums[f.CommissionAsset].Add(f.Commission)
+		if asset == "" || asset == "BNB" {
+			asset = f.CommissionAsset
+		}
+	}
+	return sums[asset], asset
 }
 
 // send places out, signed with timestamp stamp, and maps the answer.
@@ -411,8 +435,10 @@ func (a orderAnswer) report() exchange.Report {
 		r.Status = exchange.StatusFilled
 		if p := a.fillPrice(); p.IsPositive() {
 			r.FillPrice = decimal.NewNullDecimal(p)
+			r.AvgPrice = r.FillPrice
 		}
 	}
+	r.Fee, r.FeeAsset = a.fee()
 	switch a.Status {
 	case "FILLED":
 		filled()

@@ -66,3 +66,19 @@ func partialQty(o exchange.Order, held decimal.Decimal) decimal.Decimal {
 	}
 	return held
 }
+
+var _ exchange.SpotTrader = (*Venue)(nil)
+
+// SpotSymbol names symbol's base coin on spot (instruments-info
+// baseCoin), for the strategy's spot ledger; linear is not spot.
+func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, bool, error) {
+	if v.cfg.Market != MarketSpot {
+		return "", "", false, nil
+	}
+	venueSymbol := exchange.VenueSymbol(symbol)
+	f, found, err := v.filtersFor(ctx, venueSymbol)
+	if err != nil {
+		return "", "", false, asUnreachable(err)
+	}
+	return venueSymbol, f.baseCoin, found && f.baseCoin != "", nil
+}

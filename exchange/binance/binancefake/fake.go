@@ -147,7 +147,11 @@ type Order struct {
 	Price         decimal.Decimal
 	ExecutedQty   decimal.Decimal
 	CumQuote      decimal.Decimal
-	Status        string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
+	// Commission is what spot charged for the fills so far, in
+	// CommissionAsset: the asset the order received (SetSpotCommission).
+	Commission      decimal.Decimal
+	CommissionAsset string
+	Status          string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
 	ReduceOnly    bool
 	Time          time.Time
 	// VisibleAt is when the order query starts to find the order (the
@@ -205,6 +209,9 @@ type Server struct {
 	late         venuefake.Late[lateOrder]
 	holdLeft     int
 	holdQueries  int
+	// spotCommission is the spot commission rate, charged in the asset an
+	// order receives (SetSpotCommission); zero charges nothing.
+	spotCommission decimal.Decimal
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -386,6 +393,17 @@ func (s *Server) SetMarketLiquidity(symbol string, qty decimal.Decimal) {
 		return
 	}
 	s.liquidity[symbol] = qty
+}
+
+// SetSpotCommission charges rate (0.001 for 0.1 %) on every spot fill
+// from now on, as Binance does when BNB does not pay it: taken out of the
+// received amount — the base asset of a buy, the quote asset of a sell —
+// and reported in the FULL response's fills[].commission and
+// commissionAsset (binance-spot-api-docs faqs/commission_faq.md).
+func (s *Server) SetSpotCommission(rate decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spotCommission = rate
 }
 
 // SetLookupLag makes orders placed from now on invisible to the order query

@@ -469,9 +469,14 @@ func orderJSON(o *Order, fills bool) map[string]any {
 			half := o.ExecutedQty.Div(decimal.NewFromInt(2))
 			avg := o.CumQuote.Div(o.ExecutedQty)
 			one := decimal.NewFromInt(1)
+			// The commission is split between them as the quantities are.
+			asset, first := "BNB", decimal.Zero
+			if o.CommissionAsset != "" {
+				asset, first = o.CommissionAsset, o.Commission.Mul(half).Div(o.ExecutedQty).Truncate(8)
+			}
 			f = append(f,
-				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID * 10},
-				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": "0.00000000", "commissionAsset": "BNB", "tradeId": o.OrderID*10 + 1},
+				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": str(first), "commissionAsset": asset, "tradeId": o.OrderID * 10},
+				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": str(o.Commission.Sub(first)), "commissionAsset": asset, "tradeId": o.OrderID*10 + 1},
 			)
 		}
 		m["fills"] = f
@@ -777,4 +782,14 @@ func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
 	}
 	s.balances[sym.Base] = s.balances[sym.Base].Add(signed)
 	s.balances[sym.Quote] = s.balances[sym.Quote].Sub(signed.Mul(price))
+	if s.spotCommission.IsPositive() {
+		// Taken out of what the order received (faqs/commission_faq.md).
+		received, asset := qty, sym.Base
+		if o.Side == "SELL" {
+			received, asset = qty.Mul(price), sym.Quote
+		}
+		fee := received.Mul(s.spotCommission).Truncate(8)
+		s.balances[asset] = s.balances[asset].Sub(fee)
+		o.Commission, o.CommissionAsset = o.Commission.Add(fee), asset
+	}
 }
