@@ -152,8 +152,8 @@ type Order struct {
 	Commission      decimal.Decimal
 	CommissionAsset string
 	Status          string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
-	ReduceOnly    bool
-	Time          time.Time
+	ReduceOnly      bool
+	Time            time.Time
 	// VisibleAt is when the order query starts to find the order (the
 	// lookup lag); the matching engine sees it at once.
 	VisibleAt time.Time
