@@ -1,0 +1,111 @@
+package db_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// spotOrder inserts an order row as the gateway records a spot order
+// (base_asset set) — or a derivatives one when base is "" — and returns
+// its client order ID.
+func spotOrder(t *testing.T, pool *pgxpool.Pool, side, base, strategy, status, filled string) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	coid := "hx" + strings.ReplaceAll(id.String(), "-", "")[:30]
+	_, err := pool.Exec(context.Background(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side,
+		order_type, quantity, mode, status, filled_quantity, strategy, base_asset)
+		VALUES ($1, 'k:'||$2, $2, 'binance', 'BTCUSDT', $3, $3, 'limit', 1, 'live', $4, $5::numeric, $6, NULLIF($7, ''))`,
+		id, coid, side, status, filled, strategy, base)
+	require.NoError(t, err)
+	return coid
+}
+
+func ledger(t *testing.T, pool *pgxpool.Pool, strategy string) string {
+	t.Helper()
+	es, err := db.ListLedger(context.Background(), pool, db.LedgerFilter{Strategy: strategy, HasStrategy: true})
+	require.NoError(t, err)
+	if len(es) == 0 {
+		return "none"
+	}
+	require.Len(t, es, 1)
+	return es[0].Quantity.String()
+}
+
+// Whatever writes the order row — an insert by the gateway, the reconcile
+// or the sweeper, or an update by a job that follows an open order to its
+// fills — the ledger moves by what changed, so each fill counts once: a
+// repeated update of the same fill moves nothing.
+func TestLedgerMovesByEachFillOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	update := func(coid, filled, fee, feeAsset, status string) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `UPDATE orders SET filled_quantity = $2::numeric, fee = NULLIF($3, '')::numeric,
+			fee_asset = NULLIF($4, ''), status = $5 WHERE client_order_id = $1`, coid, filled, fee, feeAsset, status)
+		require.NoError(t, err)
+	}
+
+	limit := spotOrder(t, pool, "buy", "BTC", "grid", "open", "0")
+	require.Equal(t, "none", ledger(t, pool, "grid"), "nothing filled yet")
+	update(limit, "0.4", "", "", "open")
+	require.Equal(t, "0.4", ledger(t, pool, "grid"))
+	update(limit, "1", "0.001", "BTC", "filled")
+	require.Equal(t, "0.999", ledger(t, pool, "grid"), "the rest filled, less the commission taken in BTC")
+	update(limit, "1", "0.001", "BTC", "filled")
+	require.Equal(t, "0.999", ledger(t, pool, "grid"), "the same fill seen again counts nothing")
+
+	spotOrder(t, pool, "buy", "BTC", "grid", "filled", "0.5")
+	require.Equal(t, "1.499", ledger(t, pool, "grid"))
+	sell := spotOrder(t, pool, "sell", "BTC", "grid", "filled", "1.2")
+	require.Equal(t, "0.299", ledger(t, pool, "grid"))
+	update(sell, "1.2", "12", "USDT", "filled")
+	require.Equal(t, "0.299", ledger(t, pool, "grid"), "a fee in the quote asset does not touch the base holding")
+
+	spotOrder(t, pool, "sell", "BTC", "grid", "filled", "5")
+	require.Equal(t, "0", ledger(t, pool, "grid"), "a sell of more than was bought leaves nothing, never less")
+
+	spotOrder(t, pool, "buy", "", "perp", "filled", "3")
+	require.Equal(t, "none", ledger(t, pool, "perp"), "derivatives orders stay out of the spot ledger")
+	spotOrder(t, pool, "buy", "BTC", "perp", "rejected", "0")
+	require.Equal(t, "none", ledger(t, pool, "perp"), "a rejected order moved nothing")
+}
+
+// An operator may set an entry (after a manual trade, or to hand holdings
+// bought before hoox to a strategy): the change is audited with what it
+// replaced, and later fills move the entry from the new value.
+func TestSetLedgerIsAuditedAndFillsMoveOnFromIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	spotOrder(t, pool, "buy", "BTC", "", "filled", "0.3")
+	k := db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: ""}
+
+	e, err := db.SetLedger(ctx, pool, k, decimal.RequireFromString("1.5"), "bought by hand before hoox", "admin")
+	require.NoError(t, err)
+	require.Equal(t, "admin", e.UpdatedBy)
+	require.Equal(t, "1.5", ledger(t, pool, ""))
+	spotOrder(t, pool, "sell", "BTC", "", "filled", "0.5")
+	require.Equal(t, "1", ledger(t, pool, ""))
+
+	var was, now, reason, by string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT detail->>'was', detail->>'quantity', detail->>'reason', detail->>'by'
+		FROM trace_events WHERE trace_id = $1 AND event = $2`, db.LedgerTraceID, db.EventLedgerSet).Scan(&was, &now, &reason, &by))
+	require.Equal(t, []string{"0.3", "1.5", "bought by hand before hoox", "admin"}, []string{was, now, reason, by})
+
+	held, err := db.LockLedger(ctx, pool, k)
+	require.NoError(t, err)
+	require.Equal(t, "1", held.String())
+	held, err = db.LockLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "test", Symbol: "BTCUSDT"})
+	require.NoError(t, err)
+	require.True(t, held.IsZero(), "live and test books never mix")
+}

@@ -1,0 +1,146 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// ledgerOf reads what strategy holds of symbol on exchange (live), "0"
+// when it has no entry.
+func ledgerOf(t *testing.T, b *adaptersBundle, exchange, symbol, strategy string) string {
+	t.Helper()
+	var q decimal.Decimal
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT coalesce((SELECT quantity FROM spot_ledger
+		WHERE exchange = $1 AND mode = 'live' AND symbol = $2 AND strategy = $3), 0)`, exchange, symbol, strategy).Scan(&q))
+	return q.String()
+}
+
+func spotSignal(action, quantity, strategy, key string) string {
+	return fmt.Sprintf(`{"exchange":"binance","symbol":"BTCUSDT","action":%q,"quantity":%q,"strategy":%q,"trace_id":%q}`,
+		action, quantity, strategy, key)
+}
+
+// A spot close sells what the strategy bought through hoox — net of the
+// commission Binance took in BTC, rounded down to the lot step — and
+// never the coins the account held before, nor what another strategy
+// bought. The audit event says why that size: the ledger and the free
+// balance read.
+func TestSpotCloseSellsWhatTheStrategyBought(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetBalance("BTC", decimal.RequireFromString("1")) // held before hoox
+	b.binance.SetSpotCommission(decimal.RequireFromString("0.001"))
+
+	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "trend", "buy-trend")))
+	require.NoError(t, err)
+	_, err = b.svc.Execute(ctx, input(t, spotSignal("buy", "0.020", "", "buy-none")))
+	require.NoError(t, err)
+	require.Equal(t, "0.00999", ledgerOf(t, b, "binance", "BTCUSDT", "trend"), "0.010 bought, 0.1 %% taken in BTC")
+	require.Equal(t, "0.01998", ledgerOf(t, b, "binance", "BTCUSDT", ""))
+
+	out, err := b.svc.Execute(ctx, input(t, spotSignal("close", "1", "trend", "close-trend")))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "sell", out.Order.Side)
+	require.Equal(t, "0.009", out.Order.Quantity.String(), "0.00999 rounded down to the 0.001 step, not the 1.02997 BTC free")
+	require.Equal(t, "0.009", b.venueQuantities("binance")[out.Order.ClientOrderID].String())
+	require.Equal(t, "0.00099", ledgerOf(t, b, "binance", "BTCUSDT", "trend"), "the dust below the step stays the strategy's")
+	require.Equal(t, "0.01998", ledgerOf(t, b, "binance", "BTCUSDT", ""), "another strategy's holding is untouched")
+
+	var ledger, free, position string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT detail->'sizing'->>'ledger', detail->'sizing'->>'free_base', detail->'sizing'->>'position'
+		FROM trace_events WHERE trace_id = 'k:close-trend' AND event = 'dispatched'`).Scan(&ledger, &free, &position))
+	require.Equal(t, "0.00999", ledger)
+	require.Equal(t, "1.02997", free)
+	require.Equal(t, "0.00999", position)
+}
+
+// A strategy that holds nothing through hoox (or only dust below the lot
+// step) gets a clear 422 and nothing reaches the venue, whatever the
+// account holds.
+func TestSpotCloseOfNothingHeldIsRefusedBeforeAnythingIsSent(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetBalance("BTC", decimal.RequireFromString("5"))
+
+	_, err := b.svc.Execute(ctx, input(t, spotSignal("close", "1", "never-bought", "close-nothing")))
+	var gerr *gateway.Error
+	require.True(t, errors.As(err, &gerr), "%v", err)
+	require.Equal(t, codes.OrderRejected, gerr.Code)
+	require.Contains(t, gerr.Detail, "holds 0 BTC through hoox")
+	require.Empty(t, b.binance.Orders(), "nothing was sent")
+	require.Equal(t, "5", b.binance.Balance("BTC").String())
+
+	var reason string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT detail->>'reason' FROM trace_events
+		WHERE trace_id = 'k:close-nothing' AND event = 'rejected'`).Scan(&reason))
+	require.Contains(t, reason, "nothing to sell")
+}
+
+// percent_of_position on spot takes its share of what the strategy holds
+// through hoox (bounded by the free balance), not of the whole balance.
+func TestSpotPercentOfPositionIsAShareOfTheLedger(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetBalance("BTC", decimal.RequireFromString("2"))
+	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.100", "swing", "buy-swing")))
+	require.NoError(t, err)
+
+	out, err := b.svc.Execute(ctx, input(t,
+		`{"exchange":"binance","symbol":"BTCUSDT","action":"close","quantity":"50","quantity_type":"percent_of_position","strategy":"swing","trace_id":"half-swing"}`))
+	require.NoError(t, err)
+	require.Equal(t, "0.05", out.Order.Quantity.String(), "half of 0.1, not of 2.1")
+	require.Equal(t, "0.05", ledgerOf(t, b, "binance", "BTCUSDT", "swing"))
+}
+
+// Derivatives closes are unchanged: they close the venue's position, and
+// nothing enters the spot ledger.
+func TestDerivativesOrdersStayOutOfTheSpotLedger(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	_, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"BTCUSDT","action":"long","quantity":"0.010","strategy":"perp","trace_id":"perp-long"}`))
+	require.NoError(t, err)
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"BTCUSDT","action":"close","quantity":"1","strategy":"perp","trace_id":"perp-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, "0.01", out.Order.Quantity.String(), "the whole position")
+	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM spot_ledger`))
+}
+
+// Two signals of one strategy recorded at once both count: the trigger's
+// upsert takes the ledger row's lock, so neither buy's fill is lost.
+func TestConcurrentBuysOfOneStrategyAllCount(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "grid", fmt.Sprintf("grid-%d", i))))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, "0.08", ledgerOf(t, b, "binance", "BTCUSDT", "grid"))
+}
