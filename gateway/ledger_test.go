@@ -144,3 +144,22 @@ func TestConcurrentBuysOfOneStrategyAllCount(t *testing.T) {
 	}
 	require.Equal(t, "0.08", ledgerOf(t, b, "binance", "BTCUSDT", "grid"))
 }
+
+// Bybit spot charges a buy's fee in the base coin: the ledger counts what
+// arrived, and the close sells exactly that.
+func TestBybitSpotCloseSellsWhatTheStrategyBought(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.bybit.SetBalance("BTC", decimal.RequireFromString("3"))
+	b.bybit.SetSpotFeeRate(decimal.RequireFromString("0.001"))
+	_, err := b.svc.Execute(ctx, input(t, `{"exchange":"bybit-spot","symbol":"BTCUSDT","action":"buy","quantity":"0.01","strategy":"mean-rev","trace_id":"bb-buy"}`))
+	require.NoError(t, err)
+	require.Equal(t, "0.00999", ledgerOf(t, b, "bybit-spot", "BTCUSDT", "mean-rev"))
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"bybit-spot","symbol":"BTCUSDT","action":"close","quantity":"1","strategy":"mean-rev","trace_id":"bb-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, "0.00999", out.Order.Quantity.String(), "what the strategy received, not the 3.00999 BTC free")
+	require.Equal(t, "0", ledgerOf(t, b, "bybit-spot", "BTCUSDT", "mean-rev"))
+	require.Equal(t, "3", b.bybit.Balance("BTC").WalletBalance.String(), "the coins held before hoox are still there")
+}

@@ -406,6 +406,7 @@ type orderInfo struct {
 	AvgPrice     string `json:"avgPrice"`
 	CumExecQty   string `json:"cumExecQty"`
 	CumExecValue string `json:"cumExecValue"`
+	CumExecFee   string `json:"cumExecFee"`
 	RejectReason string `json:"rejectReason"`
 }
 
@@ -444,11 +445,36 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (excha
 		}
 		for _, oi := range res.List {
 			if oi.OrderLinkID == linkID {
-				return toReport(oi), nil
+				return v.withFee(ctx, sym, oi, toReport(oi)), nil
 			}
 		}
 	}
 	return exchange.Report{}, exchange.ErrNotFound
+}
+
+// withFee adds the order's fee (cumExecFee) to r with the coin it was
+// charged in. Bybit lists no fee currency on an order; on spot it follows
+// the "Spot Fee Currency Instruction" (docs/v5 enum): with a positive fee
+// a buy pays in the base coin and a sell in the quote coin; a negative fee
+// (a maker rebate under a negative maker rate) is paid the other way. On
+// linear the fee is in the settlement coin, the symbol's quote coin. A fee
+// whose coin cannot be named (filters not at hand) is left out.
+func (v *Venue) withFee(ctx context.Context, sym string, oi orderInfo, r exchange.Report) exchange.Report {
+	fee := dec(oi.CumExecFee)
+	if fee.IsZero() {
+		return r
+	}
+	f, found, err := v.filtersFor(ctx, sym)
+	if err != nil || !found {
+		return r
+	}
+	base := (oi.Side == "Buy") == fee.IsPositive()
+	if v.cfg.Market == MarketSpot && base {
+		r.Fee, r.FeeAsset = fee, f.baseCoin
+	} else {
+		r.Fee, r.FeeAsset = fee, f.quoteCoin
+	}
+	return r
 }
 
 // toReport maps Bybit's order to a Report. New, PartiallyFilled,
@@ -469,6 +495,9 @@ func toReport(oi orderInfo) exchange.Report {
 	fill := dec(oi.AvgPrice)
 	if !fill.IsPositive() && executed.IsPositive() {
 		fill = dec(oi.CumExecValue).DivRound(executed, 16)
+	}
+	if fill.IsPositive() {
+		r.AvgPrice = decimal.NewNullDecimal(fill)
 	}
 	switch oi.OrderStatus {
 	case "Filled":

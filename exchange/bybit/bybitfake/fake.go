@@ -156,9 +156,12 @@ type Order struct {
 	MarketUnit  string
 	// Status is Bybit's orderStatus: New, PartiallyFilled, Filled,
 	// Cancelled, Rejected, PartiallyFilledCanceled, …
-	Status       string
-	CumExecQty   decimal.Decimal
-	AvgPrice     decimal.Decimal
+	Status     string
+	CumExecQty decimal.Decimal
+	AvgPrice   decimal.Decimal
+	// CumExecFee is the spot fee charged so far (SetSpotFeeRate): in the
+	// base coin for a buy, the quote coin for a sell.
+	CumExecFee   decimal.Decimal
 	RejectReason string
 	CreatedAt    time.Time
 	// VisibleAt is when lookups start to see the order (placement time
@@ -305,6 +308,9 @@ type Server struct {
 	attempts    map[string]int
 	forgetReal  bool
 	liquidity   map[orderKey]decimal.Decimal // category, symbol
+	// spotFeeRate is the spot fee rate (SetSpotFeeRate); zero charges
+	// nothing.
+	spotFeeRate decimal.Decimal
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
@@ -637,6 +643,17 @@ func (s *Server) ForgetClosedInRealtime() {
 	s.forgetReal = true
 }
 
+// SetSpotFeeRate charges rate (0.001 for 0.1 %) on every spot fill from
+// now on, as Bybit does with a positive fee rate: a buy pays in the base
+// coin, a sell in the quote coin (docs/v5 enum "Spot Fee Currency
+// Instruction"), taken out of what the fill credited and reported in the
+// order's cumExecFee (order-list.mdx).
+func (s *Server) SetSpotFeeRate(rate decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spotFeeRate = rate
+}
+
 // SetMarketLiquidity caps how much of a market order on symbol (in
 // category) fills; Bybit cancels the rest of the IOC: PartiallyFilledCanceled
 // after a partial fill, Cancelled with nothing filled. A negative qty
@@ -668,7 +685,7 @@ func (s *Server) PartialFill(category, linkID string, qty decimal.Decimal) bool 
 	if category == CategorySpot {
 		s.unlock(in, o.Side, qty, o.Price)
 	}
-	s.settle(category, in, o.Side, qty, o.Price)
+	s.settle(category, in, o, qty, o.Price)
 	o.AvgPrice = o.Price
 	o.CumExecQty = o.CumExecQty.Add(qty)
 	o.Status = "PartiallyFilled"
