@@ -325,6 +325,11 @@ type orderInfo struct {
 	AccFillSz string `json:"accFillSz"`
 	AvgPx     string `json:"avgPx"`
 	State     string `json:"state"`
+	// Fee is negative for a fee charged ("for spot, accumulated fee
+	// charged by the platform, always negative"), positive for a rebate;
+	// FeeCcy is the currency it is in.
+	Fee    string `json:"fee"`
+	FeeCcy string `json:"feeCcy"`
 }
 
 // query reads one order (by ordId or clOrdId) and maps it.
@@ -351,6 +356,13 @@ func report(oi orderInfo, f Filters) exchange.Report {
 		r.Price = decimal.NewNullDecimal(venuekit.Dec(oi.Px))
 	}
 	fill := decimal.NewNullDecimal(venuekit.Dec(oi.AvgPx))
+	if fill.Decimal.IsPositive() {
+		r.AvgPrice = fill
+	}
+	if oi.FeeCcy != "" {
+		// A Report's fee is what was charged: OKX's sign flipped.
+		r.Fee, r.FeeAsset = venuekit.Dec(oi.Fee).Neg(), oi.FeeCcy
+	}
 	switch oi.State {
 	case "filled":
 		r.Status, r.FillPrice = exchange.StatusFilled, fill
