@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -162,4 +163,54 @@ func TestBybitSpotCloseSellsWhatTheStrategyBought(t *testing.T) {
 	require.Equal(t, "0.00999", out.Order.Quantity.String(), "what the strategy received, not the 3.00999 BTC free")
 	require.Equal(t, "0", ledgerOf(t, b, "bybit-spot", "BTCUSDT", "mean-rev"))
 	require.Equal(t, "3", b.bybit.Balance("BTC").WalletBalance.String(), "the coins held before hoox are still there")
+}
+
+// Closes of one strategy's holding sent at once sell it once: the second
+// reads the ledger only after the first's fill is recorded, and finds
+// nothing left — although the account holds plenty of coins it never
+// bought.
+func TestConcurrentSpotClosesSellTheHoldingOnce(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetBalance("BTC", decimal.RequireFromString("5"))
+	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "scalp", "scalp-buy")))
+	require.NoError(t, err)
+	// A slow placement keeps each close in flight long enough for the
+	// others to size theirs meanwhile, were nothing to stop them.
+	b.binance.SetLatency("/api/v3/order", 150*time.Millisecond)
+
+	const n = 4
+	var wg sync.WaitGroup
+	outcomes := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.svc.Execute(ctx, input(t, spotSignal("close", "1", "scalp", fmt.Sprintf("scalp-close-%d", i))))
+			outcomes <- err
+		}()
+	}
+	wg.Wait()
+	close(outcomes)
+	placed := 0
+	for err := range outcomes {
+		if err == nil {
+			placed++
+			continue
+		}
+		var gerr *gateway.Error
+		require.True(t, errors.As(err, &gerr), "%v", err)
+		require.Equal(t, codes.OrderRejected, gerr.Code, gerr.Detail)
+	}
+	require.Equal(t, 1, placed, "one close sold the holding; the others found nothing left")
+	sold := decimal.Zero
+	for _, o := range b.binance.Orders() {
+		if o.Side == "SELL" {
+			sold = sold.Add(o.ExecutedQty)
+		}
+	}
+	require.Equal(t, "0.01", sold.String())
+	require.Equal(t, "5", b.binance.Balance("BTC").String())
+	require.Equal(t, "0", ledgerOf(t, b, "binance", "BTCUSDT", "scalp"))
 }
