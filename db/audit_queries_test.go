@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -106,6 +108,22 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
 
+	// The spot ledger: strategy "trend" bought 0.010 BTC (0.00001 taken in
+	// BTC) and sold 0.009; an operator handed 1 BTC bought by hand to
+	// strategy "manual".
+	for _, o := range []struct{ id, side, filled, fee, feeAsset string }{
+		{"hxspotbuy", "buy", "0.010", "0.00001", "BTC"}, {"hxspotsell", "sell", "0.009", "0.05", "USDT"},
+	} {
+		_, err := pool.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+			quantity, mode, status, filled_quantity, fee, fee_asset, strategy, base_asset)
+			VALUES (gen_random_uuid(), 'k:'||$1, $1, 'binance', 'BTCUSDT', $2, $2, 'market', $3::numeric, 'live', 'filled',
+			        $3::numeric, $4::numeric, $5, 'trend', 'BTC')`, o.id, o.side, o.filled, o.fee, o.feeAsset)
+		require.NoError(t, err)
+	}
+	_, err1 := db.SetLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "manual"},
+		decimal.RequireFromString("1"), "bought by hand before hoox", "admin")
+	require.NoError(t, err1)
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
 	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
@@ -186,6 +204,27 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
 		},
+		"What each strategy holds on spot (the spot ledger)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "manual", rows[0]["strategy"])
+			require.Equal(t, "1", str(rows[0]["quantity"]))
+			require.Equal(t, "0", str(rows[0]["from_fills"]), "set by an operator, not by fills")
+			require.Equal(t, "trend", rows[1]["strategy"])
+			require.Equal(t, "0.00099", str(rows[1]["quantity"]))
+			require.Equal(t, "0.00099", str(rows[1]["from_fills"]))
+		},
+		"Spot fills of one strategy, as the ledger counted them": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "0.00999", str(rows[0]["moved"]), "the buy, less its fee in BTC")
+			require.Equal(t, "-0.009", str(rows[1]["moved"]), "the sell; its fee was in USDT")
+		},
+		"Operator changes to the spot ledger": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "manual", rows[0]["strategy"])
+			require.Equal(t, "0", rows[0]["was"])
+			require.Equal(t, "1", rows[0]["set_to"])
+			require.Equal(t, "bought by hand before hoox", rows[0]["reason"])
+		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "insufficient balance", rows[0]["reject_reason"])
@@ -211,13 +250,16 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	}
 }
 
-// str renders a column value as text for loose comparisons.
+// str renders a column value as text for loose comparisons (a numeric as
+// its exact decimal).
 func str(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
 	case string:
 		return x
+	case pgtype.Numeric:
+		return decimal.NewFromBigInt(x.Int, x.Exp).String()
 	default:
 		return fmt.Sprint(x)
 	}
