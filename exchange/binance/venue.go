@@ -399,7 +399,7 @@ func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Repor
 			return false
 		}
 		if r := a.report(); r.Status != exchange.StatusOpen {
-			final = r
+			final = v.withTradesFee(ctx, out.symbol, r)
 			return true
 		}
 		last = fmt.Errorf("binance shows it %s, not yet final", a.Status)
@@ -527,5 +527,27 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if err := exchange.Matches(o, symbol, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
-	return r, nil
+	return v.withTradesFee(ctx, symbol, r), nil
+}
+
+// withTradesFee adds the commission of a spot order that filled to a
+// report read from the order query, which carries no fills (rest-api.md
+// "Query order"): from the order's trades (GET /api/v3/myTrades with
+// orderId, weight 5, "Account trade list"), summed as fee() does. A failed
+// read leaves the fee unknown, logged: the order's fate, not its fee, is
+// what the caller needs, and the spot ledger then counts the fill gross
+// (a close still never sells more than the free balance).
+func (v *Venue) withTradesFee(ctx context.Context, symbol string, r exchange.Report) exchange.Report {
+	if v.futures() || r.FeeAsset != "" || !r.FilledQuantity.IsPositive() || r.ExchangeOrderID == "" {
+		return r
+	}
+	var a orderAnswer
+	p := params{}.add("symbol", symbol).add("orderId", r.ExchangeOrderID)
+	if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/myTrades", params: p, signed: true, weight: 5}, &a.Fills); err != nil {
+		v.log.WarnContext(ctx, "binance: the order's trades could not be read; its fee is unknown",
+			"symbol", symbol, "order_id", r.ExchangeOrderID, "error", err)
+		return r
+	}
+	r.Fee, r.FeeAsset = a.fee()
+	return r
 }

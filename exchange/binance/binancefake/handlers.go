@@ -45,6 +45,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v3/order", s.handleQuery(MarketSpot))
 	mux.HandleFunc("GET /fapi/v1/order", s.handleQuery(MarketFutures))
 	mux.HandleFunc("GET /api/v3/account", s.handleAccount)
+	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades)
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
 	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
@@ -463,25 +464,75 @@ func orderJSON(o *Order, fills bool) map[string]any {
 	}
 	if fills {
 		f := []map[string]any{}
-		if o.ExecutedQty.IsPositive() {
-			// Two fills at prices around the average, so that a client
-			// that reads only the first fill gets the wrong price.
-			half := o.ExecutedQty.Div(decimal.NewFromInt(2))
-			avg := o.CumQuote.Div(o.ExecutedQty)
-			one := decimal.NewFromInt(1)
-			// The commission is split between them as the quantities are.
-			asset, first := "BNB", decimal.Zero
-			if o.CommissionAsset != "" {
-				asset, first = o.CommissionAsset, o.Commission.Mul(half).Div(o.ExecutedQty).Truncate(8)
-			}
-			f = append(f,
-				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": str(first), "commissionAsset": asset, "tradeId": o.OrderID * 10},
-				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": str(o.Commission.Sub(first)), "commissionAsset": asset, "tradeId": o.OrderID*10 + 1},
-			)
+		for _, t := range spotTrades(o) {
+			f = append(f, map[string]any{"price": str(t.price), "qty": str(t.qty), "commission": str(t.commission),
+				"commissionAsset": t.asset, "tradeId": t.id})
 		}
 		m["fills"] = f
 	}
 	return m
+}
+
+// trade is one execution of a spot order, as the FULL answer's fills and
+// myTrades list it.
+type trade struct {
+	id                     int64
+	price, qty, commission decimal.Decimal
+	asset                  string
+}
+
+// spotTrades are o's executions: two, at prices around the average, so
+// that a client that reads only the first gets the wrong price, with the
+// commission split between them as the quantities are (BNB, zero, when
+// SetSpotCommission charged nothing).
+func spotTrades(o *Order) []trade {
+	if !o.ExecutedQty.IsPositive() {
+		return nil
+	}
+	half := o.ExecutedQty.Div(decimal.NewFromInt(2))
+	avg := o.CumQuote.Div(o.ExecutedQty)
+	one := decimal.NewFromInt(1)
+	asset, first := "BNB", decimal.Zero
+	if o.CommissionAsset != "" {
+		asset, first = o.CommissionAsset, o.Commission.Mul(half).Div(o.ExecutedQty).Truncate(8)
+	}
+	return []trade{
+		{id: o.OrderID * 10, price: avg.Sub(one), qty: half, commission: first, asset: asset},
+		{id: o.OrderID*10 + 1, price: avg.Add(one), qty: o.ExecutedQty.Sub(half), commission: o.Commission.Sub(first), asset: asset},
+	}
+}
+
+// handleMyTrades answers GET /api/v3/myTrades for one order (symbol and
+// orderId): its trades with their commission (rest-api.md "Account trade
+// list"); an order with nothing executed, or none, has none.
+func (s *Server) handleMyTrades(w http.ResponseWriter, r *http.Request) {
+	params, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	symbol, id := params.Get("symbol"), params.Get("orderId")
+	if symbol == "" {
+		writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.symbols[symbol]; !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	out := []map[string]any{}
+	for _, o := range s.orders {
+		if o.Market != MarketSpot || o.Symbol != symbol || (id != "" && strconv.FormatInt(o.OrderID, 10) != id) {
+			continue
+		}
+		for _, t := range spotTrades(o) {
+			out = append(out, map[string]any{"symbol": o.Symbol, "id": t.id, "orderId": o.OrderID, "orderListId": -1,
+				"price": str(t.price), "qty": str(t.qty), "quoteQty": str(t.price.Mul(t.qty)), "commission": str(t.commission),
+				"commissionAsset": t.asset, "time": o.Time.UnixMilli(), "isBuyer": o.Side == "BUY", "isMaker": false, "isBestMatch": true})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handlePlace accepts an order on market, applying faults, filters, the
