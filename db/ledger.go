@@ -50,21 +50,37 @@ const EventLedgerSet = "ledger_set"
 const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
 
 const readLedgerSQL = `
-SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0)`
+SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
+       coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM dispatch_intents
+                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR outcome = 'reconciling')
+                    AND order_spec->>'Side' = 'sell'
+                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)`
+
+// LedgerHolding is what a spot close reads of its strategy's entry.
+type LedgerHolding struct {
+	// Quantity is the entry: what the recorded fills (and operators) say
+	// the strategy holds.
+	Quantity decimal.Decimal
+	// Unrecorded is the quantity of the strategy's sells of this holding
+	// that were sent but are not recorded yet (the intent of an attempt
+	// that died, or of a lost answer being reconciled): they may have sold
+	// part of Quantity already, so a close counts them as sold.
+	Unrecorded decimal.Decimal
+}
 
 // LockLedger takes the close's lock on k (LockLedgerSQL) and reads what
 // the strategy holds; zero when it never held any. q is the claim's
 // transaction: the lock lasts until it ends, and waits at most its
 // lock_timeout (ErrLockTimeout).
-func LockLedger(ctx context.Context, q DBTX, k LedgerKey) (decimal.Decimal, error) {
+func LockLedger(ctx context.Context, q DBTX, k LedgerKey) (LedgerHolding, error) {
 	if _, err := q.Exec(ctx, LockLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy); err != nil {
-		return decimal.Zero, fmt.Errorf("lock spot ledger: %w", translate(err))
+		return LedgerHolding{}, fmt.Errorf("lock spot ledger: %w", translate(err))
 	}
-	var qty decimal.Decimal
-	if err := q.QueryRow(ctx, readLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&qty); err != nil {
-		return decimal.Zero, fmt.Errorf("read spot ledger: %w", translate(err))
+	var h LedgerHolding
+	if err := q.QueryRow(ctx, readLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&h.Quantity, &h.Unrecorded); err != nil {
+		return LedgerHolding{}, fmt.Errorf("read spot ledger: %w", translate(err))
 	}
-	return qty, nil
+	return h, nil
 }
 
 // LedgerFilter narrows ListLedger; empty fields match everything.

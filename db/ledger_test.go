@@ -104,8 +104,8 @@ func TestSetLedgerIsAuditedAndFillsMoveOnFromIt(t *testing.T) {
 
 	held, err := db.LockLedger(ctx, pool, k)
 	require.NoError(t, err)
-	require.Equal(t, "1", held.String())
+	require.Equal(t, "1", held.Quantity.String())
 	held, err = db.LockLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "test", Symbol: "BTCUSDT"})
 	require.NoError(t, err)
-	require.True(t, held.IsZero(), "live and test books never mix")
+	require.True(t, held.Quantity.IsZero(), "live and test books never mix")
 }

@@ -54,6 +54,9 @@ type SizingFacts struct {
 	// the strategy did not buy.
 	Ledger    decimal.NullDecimal
 	BaseAsset string
+	// Unrecorded is what the strategy's sells of the holding that were
+	// sent but not yet recorded may have sold: counted as sold.
+	Unrecorded decimal.Decimal
 }
 
 // Sizer is implemented by a venue that can size an order from what the
@@ -90,6 +93,9 @@ type Sizing struct {
 	Ledger    string `json:"ledger,omitempty"`
 	BaseAsset string `json:"base_asset,omitempty"`
 	FreeBase  string `json:"free_base,omitempty"`
+	// Unrecorded is the quantity of the strategy's sells that were sent
+	// but not yet recorded, taken off Ledger (they may have sold it).
+	Unrecorded string `json:"unrecorded_sells,omitempty"`
 	// Step and MinQty are the venue's lot rules applied.
 	Step   string `json:"step,omitempty"`
 	MinQty string `json:"min_qty,omitempty"`
@@ -154,10 +160,19 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 		pos := f.Position
 		if f.Ledger.Valid {
 			s.Ledger, s.FreeBase, s.BaseAsset = f.Ledger.Decimal.String(), f.Position.String(), f.BaseAsset
-			pos = decimal.Min(f.Ledger.Decimal, f.Position)
+			held := f.Ledger.Decimal
+			if f.Unrecorded.IsPositive() {
+				s.Unrecorded = f.Unrecorded.String()
+				held = decimal.Max(held.Sub(f.Unrecorded), decimal.Zero)
+			}
+			pos = decimal.Min(held, f.Position)
 			if !pos.IsPositive() {
 				s.Position = pos.String()
-				return o, s, fmt.Sprintf("nothing to sell: the strategy holds %s %s through hoox and the free balance is %s", f.Ledger.Decimal, f.BaseAsset, f.Position)
+				reason := fmt.Sprintf("nothing to sell: the strategy holds %s %s through hoox and the free balance is %s", f.Ledger.Decimal, f.BaseAsset, f.Position)
+				if f.Unrecorded.IsPositive() {
+					reason += fmt.Sprintf(" (sells of %s %s are sent but not recorded yet)", f.Unrecorded, f.BaseAsset)
+				}
+				return o, s, reason
 			}
 		}
 		s.Position = pos.String()

@@ -87,8 +87,15 @@ func TestResolve(t *testing.T) {
 			require.Equal(t, tt.ledger, s.Ledger)
 			require.Equal(t, tt.free, s.FreeBase)
 		}
+		f.Ledger, f.Position, f.Unrecorded = decimal.NewNullDecimal(d("0.5")), d("3"), d("0.2")
+		o, s, reason := exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, "100"), f)
+		require.Empty(t, reason)
+		require.Equal(t, "0.3", o.Quantity.String(), "a sell sent but not recorded counts as sold")
+		require.Equal(t, "0.2", s.Unrecorded)
+		f.Unrecorded = decimal.Zero
+
 		f.Ledger, f.Position = decimal.NewNullDecimal(decimal.Zero), d("3")
-		_, s, reason := exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, "100"), f)
+		_, s, reason = exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, "100"), f)
 		require.Contains(t, reason, "nothing to sell: the strategy holds 0 BTC through hoox and the free balance is 3")
 		require.Equal(t, "0", s.Position)
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 )
@@ -213,4 +214,30 @@ func TestConcurrentSpotClosesSellTheHoldingOnce(t *testing.T) {
 	require.Equal(t, "0.01", sold.String())
 	require.Equal(t, "5", b.binance.Balance("BTC").String())
 	require.Equal(t, "0", ledgerOf(t, b, "binance", "BTCUSDT", "scalp"))
+}
+
+// A close whose answer was lost may have sold the holding although no fill
+// is recorded yet: a second close counts that sell as done, and sells
+// nothing of the coins the strategy never bought.
+func TestSpotCloseCountsUnrecordedSellsAsSold(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetBalance("BTC", decimal.RequireFromString("5"))
+	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "swing", "swing-buy")))
+	require.NoError(t, err)
+
+	b.binance.Inject(binancefake.Fault{Kind: binancefake.FaultUnknownAfterAccept})
+	_, err = b.svc.Execute(ctx, input(t, spotSignal("close", "1", "swing", "swing-close-lost")))
+	var gerr *gateway.Error
+	require.True(t, errors.As(err, &gerr), "%v", err)
+	require.Equal(t, codes.Unavailable, gerr.Code, "no reconciler runs here: the claim rolls back, its intent stays open")
+	require.Equal(t, "5", b.binance.Balance("BTC").String(), "the venue sold the holding")
+	require.Equal(t, "0.01", ledgerOf(t, b, "binance", "BTCUSDT", "swing"), "no fill recorded yet")
+
+	_, err = b.svc.Execute(ctx, input(t, spotSignal("close", "1", "swing", "swing-close-again")))
+	require.True(t, errors.As(err, &gerr), "%v", err)
+	require.Equal(t, codes.OrderRejected, gerr.Code, gerr.Detail)
+	require.Contains(t, gerr.Detail, "not recorded yet")
+	require.Equal(t, "5", b.binance.Balance("BTC").String(), "nothing more sold")
 }

@@ -76,7 +76,7 @@ func (s *Service) readLedger(ctx context.Context, tx *db.ClaimTx, in Input, orde
 	case err != nil:
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
-	facts.Ledger, facts.BaseAsset = decimal.NewNullDecimal(held), order.Ledger.BaseAsset
+	facts.Ledger, facts.Unrecorded, facts.BaseAsset = decimal.NewNullDecimal(held.Quantity), held.Unrecorded, order.Ledger.BaseAsset
 	return nil
 }
 
@@ -127,7 +127,7 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		s.venueError(ctx, sig.Exchange, err)
 		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
-	read.Ledger, read.BaseAsset = facts.Ledger, facts.BaseAsset
+	read.Ledger, read.Unrecorded, read.BaseAsset = facts.Ledger, facts.Unrecorded, facts.BaseAsset
 	resolved, sizing, reason := exchange.Resolve(qtype, order, read)
 	if reason == "" {
 		return resolved, false, nil

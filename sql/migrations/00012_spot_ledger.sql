@@ -79,7 +79,15 @@ CREATE TRIGGER orders_spot_ledger
 AFTER INSERT OR UPDATE OF side, base_asset, filled_quantity, fee, fee_asset ON orders
 FOR EACH ROW EXECUTE FUNCTION spot_ledger_apply();
 
+-- A spot close subtracts the sells of the same holding that were sent but
+-- are not recorded yet (an attempt that died, an answer lost): they may
+-- have sold coins the ledger still counts. This finds them without a scan
+-- of every intent ever written.
+CREATE INDEX dispatch_intents_unrecorded_idx ON dispatch_intents (exchange, mode)
+WHERE outcome IS NULL OR outcome = 'reconciling';
+
 -- +goose Down
+DROP INDEX dispatch_intents_unrecorded_idx;
 DROP TRIGGER orders_spot_ledger ON orders;
 DROP FUNCTION spot_ledger_apply();
 DROP FUNCTION spot_ledger_moved(text, text, numeric, numeric, text);
