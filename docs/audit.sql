@@ -113,6 +113,7 @@ SELECT trace_id, event, at,
        detail->'sizing'->>'position'   AS position,
        detail->'sizing'->>'ledger'     AS spot_ledger,
        detail->'sizing'->>'free_base'  AS spot_free_base,
+       detail->'sizing'->>'unrecorded_sells' AS spot_unrecorded_sells,
        detail->'sizing'->>'step'       AS step,
        detail->'sizing'->>'quantity'   AS sent,
        detail->>'reason'               AS refused_because
