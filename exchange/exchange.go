@@ -130,8 +130,9 @@ type Report struct {
 	// it; invalid when nothing filled or the venue did not say.
 	AvgPrice decimal.NullDecimal
 	// Fee is the venue's fee for what filled so far, in FeeAsset (Binance
-	// spot fills[].commission, Bybit cumExecFee, OKX fee as a positive
-	// amount); zero with FeeAsset "" when the venue did not say.
+	// spot fills[].commission, Bybit cumExecFee, OKX's fee with its sign
+	// flipped): positive for a charge, negative for a rebate; zero with
+	// FeeAsset "" when the venue did not say.
 	Fee decimal.Decimal
 	// FeeAsset is the asset Fee was charged in: on spot the received asset
 	// (the base coin of a buy) unless the venue pays it otherwise (BNB).

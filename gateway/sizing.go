@@ -96,7 +96,8 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 	return nil
 }
 
-// size resolves a sized signal's order once, under the trace's claim and
+// size resolves a sized signal's order (or a spot close's, from what the
+// strategy holds in the spot ledger) once, under the trace's claim and
 // before its intent: the venue's facts (price, balance, position, lot) are
 // read, the size computed and rounded down, and the facts go with the
 // order (Order.Sizing) into the intent and every audit event that records
@@ -110,8 +111,8 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if !ok {
 		return order, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
 	}
-	qtype, order := quantityType(sig, order)
-	need := exchange.Need(qtype, order)
+	qtype, asked := quantityType(sig, order)
+	need := exchange.Need(qtype, asked)
 	var facts exchange.SizingFacts
 	if need.Position && order.Ledger != nil {
 		// Before the venue's balance: the free balance read after the
@@ -121,14 +122,14 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
-	read, err := sizer.SizingFacts(vctx, order, need)
+	read, err := sizer.SizingFacts(vctx, asked, need)
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
 		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	read.Ledger, read.Unrecorded, read.BaseAsset = facts.Ledger, facts.Unrecorded, facts.BaseAsset
-	resolved, sizing, reason := exchange.Resolve(qtype, order, read)
+	resolved, sizing, reason := exchange.Resolve(qtype, asked, read)
 	if reason == "" {
 		return resolved, false, nil
 	}
