@@ -40,7 +40,7 @@ type SizingFacts struct {
 	// spend (on derivatives, the available margin balance).
 	FreeQuote decimal.Decimal
 	// Position is the position in base units, signed (short < 0); on spot,
-	// the free balance of the base asset, which a close sells.
+	// the free balance of the base asset: the most a close can sell.
 	Position decimal.Decimal
 	// Step and MinQty are the symbol's quantity step and minimum for the
 	// order's type, in base units (zero: none).

@@ -20,7 +20,7 @@ func (v *Venue) ReadsBalance() bool { return true }
 // SizingFacts reads what sizing o needs: the ticker price, the free quote
 // balance (spot /api/v3/account free; futures /fapi/v2/balance
 // availableBalance), the position (futures positionRisk; spot the free base
-// asset, which a close sells) and the lot rules for o's type.
+// asset, the most a close can sell) and the lot rules for o's type.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, _, err := v.filtersFor(ctx, symbol)

@@ -15,8 +15,8 @@ func (v *Venue) ReadsBalance() bool { return true }
 
 // SizingFacts reads what sizing o needs: the ticker's last price, the
 // unified wallet's free balance of the quote coin, the position (linear:
-// the position list; spot: the free base coin, which a close sells) and the
-// lot rules.
+// the position list; spot: the free base coin, the most a close can sell)
+// and the lot rules.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
