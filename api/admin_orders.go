@@ -12,10 +12,12 @@ import (
 // adminOrder is an order as the admin API shows it: decimals as strings,
 // never a float round trip.
 type adminOrder struct {
-	ID              string    `json:"id"`
-	TraceID         string    `json:"trace_id"`
-	ClientOrderID   string    `json:"client_order_id"`
-	Exchange        string    `json:"exchange"`
+	ID            string `json:"id"`
+	TraceID       string `json:"trace_id"`
+	ClientOrderID string `json:"client_order_id"`
+	Exchange      string `json:"exchange"`
+	// Account is the account the order was placed on (adminTrace.Account).
+	Account         string    `json:"account"`
 	Symbol          string    `json:"symbol"`
 	Action          string    `json:"action"`
 	Side            *string   `json:"side"`
@@ -33,7 +35,7 @@ type adminOrder struct {
 }
 
 func newAdminOrder(o db.OrderRow) adminOrder {
-	a := adminOrder{ID: o.ID.String(), TraceID: o.TraceID, ClientOrderID: o.ClientOrderID, Exchange: o.Exchange,
+	a := adminOrder{ID: o.ID.String(), TraceID: o.TraceID, ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Account: o.Exchange,
 		Symbol: o.Symbol, Action: o.Action, OrderType: o.OrderType, Quantity: o.Quantity.String(),
 		Price: decimalText(o.Price), Leverage: o.Leverage, Mode: o.Mode, Status: o.Status,
 		ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),

@@ -29,11 +29,11 @@ const (
 // listParams names the query parameters both listings accept. Any other
 // parameter is refused: a misspelt filter that silently matched everything
 // would mislead an audit.
-const listParams = "status, exchange, symbol, mode, since, until, limit, cursor"
+const listParams = "status, exchange, symbol, mode, since, until, fanout, limit, cursor"
 
 func isListParam(name string) bool {
 	switch name {
-	case "status", "exchange", "symbol", "mode", "since", "until", "limit", "cursor":
+	case "status", "exchange", "symbol", "mode", "since", "until", "fanout", "limit", "cursor":
 		return true
 	}
 	return false
@@ -90,6 +90,13 @@ func parseListQuery(q url.Values, statuses []string) (db.ListFilter, string, err
 			return f, "", invalidParam("symbol", "is longer than 32 characters")
 		}
 		f.Symbol = strings.ToUpper(v)
+	}
+	// fanout takes any trace ID of a fan-out and matches every account's.
+	if v, ok := param(q, "fanout"); ok {
+		if len(v) > 512 {
+			return f, "", invalidParam("fanout", "is longer than 512 characters")
+		}
+		_, f.FanOut = signal.SplitAccountTrace(v)
 	}
 	for _, name := range []string{"since", "until"} {
 		v, ok := param(q, name)

@@ -20,11 +20,15 @@ import (
 
 // adminTrace is a trace as the admin API shows it.
 type adminTrace struct {
-	TraceID       string          `json:"trace_id"`
-	Status        string          `json:"status"`
-	Mode          string          `json:"mode"`
-	KeySource     string          `json:"key_source"`
-	Exchange      string          `json:"exchange"`
+	TraceID   string `json:"trace_id"`
+	Status    string `json:"status"`
+	Mode      string `json:"mode"`
+	KeySource string `json:"key_source"`
+	Exchange  string `json:"exchange"`
+	// Account is the account the trace executed on: a named account, or
+	// the venue's name for its default account. It is the exchange
+	// column, under the name a fan-out's answer uses.
+	Account       string          `json:"account"`
 	Symbol        string          `json:"symbol"`
 	Action        string          `json:"action"`
 	Fingerprint   string          `json:"fingerprint"`
@@ -39,7 +43,7 @@ type adminTrace struct {
 }
 
 func newAdminTrace(t db.TraceRow) adminTrace {
-	a := adminTrace{TraceID: t.TraceID, Status: string(t.Status), Mode: t.Mode, KeySource: t.KeySource, Exchange: t.Exchange,
+	a := adminTrace{TraceID: t.TraceID, Status: string(t.Status), Mode: t.Mode, KeySource: t.KeySource, Exchange: t.Exchange, Account: t.Exchange,
 		Symbol: t.Symbol, Action: t.Action, Fingerprint: t.Fingerprint, ClientOrderID: t.ClientOrderID,
 		SourceIP: t.SourceIP, SignalTime: utc(t.SignalTime), ReceivedAt: t.ReceivedAt.UTC(),
 		UpdatedAt: t.UpdatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), Signal: t.Signal}

@@ -29,6 +29,7 @@ var statusOf = map[string]int{
 	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	codes.KeyReused:        http.StatusUnprocessableEntity,
 	codes.OrderRejected:    http.StatusUnprocessableEntity,
+	codes.AccountsRefused:  http.StatusUnprocessableEntity,
 	codes.RateLimited:      http.StatusTooManyRequests,
 	codes.Unavailable:      http.StatusServiceUnavailable,
 	codes.KillSwitch:       http.StatusServiceUnavailable,

@@ -14,6 +14,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // uiPageSize is how many rows a listing shows per page.
@@ -27,13 +28,14 @@ type uiFilter struct {
 	Mode     string
 	Since    string
 	Until    string
+	FanOut   string
 }
 
 // readUIFilter reads the filter form from the query string.
 func readUIFilter(q url.Values) uiFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
 	return uiFilter{Status: get("status"), Exchange: get("exchange"), Symbol: get("symbol"), Mode: get("mode"),
-		Since: get("since"), Until: get("until")}
+		Since: get("since"), Until: get("until"), FanOut: get("fanout")}
 }
 
 // query is the filter as URL parameters, blanks left out, for the page's
@@ -41,7 +43,7 @@ func readUIFilter(q url.Values) uiFilter {
 func (f uiFilter) query() url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"status": f.Status, "exchange": f.Exchange, "symbol": f.Symbol, "mode": f.Mode,
-		"since": f.Since, "until": f.Until} {
+		"since": f.Since, "until": f.Until, "fanout": f.FanOut} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -174,6 +176,11 @@ type traceView struct {
 	// CanRelease shows the release form: the trace is held and its status
 	// allows a release (db.TraceStatus.Releasable).
 	CanRelease bool
+	// Account is the account the trace executed on (its exchange column),
+	// Venue that account's venue kind when this replica configures it;
+	// FanOut is the trace ID that finds every account's trace of the same
+	// signal (the traces filter fanout=).
+	Account, Venue, FanOut string
 }
 
 // tracePage shows one trace: the signal as stored (which never holds the
@@ -200,7 +207,18 @@ func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
 		return err
 	}
 	v.Title, v.Nav = "Trace "+id, "traces"
-	v.Data = traceView{TraceID: id, Detail: d, CanRelease: d.Trace != nil && d.Trace.Status.Releasable()}
+	tv := traceView{TraceID: id, Detail: d, CanRelease: d.Trace != nil && d.Trace.Status.Releasable()}
+	_, tv.FanOut = signal.SplitAccountTrace(id)
+	switch {
+	case d.Trace != nil:
+		tv.Account = d.Trace.Exchange
+	case len(d.Orders) > 0:
+		tv.Account = d.Orders[0].Exchange
+	}
+	if r := u.s.deps.Venues; r != nil && tv.Account != "" {
+		tv.Venue, _ = r.VenueOf(tv.Account)
+	}
+	v.Data = tv
 	return u.render(c, status, "trace", v)
 }
 

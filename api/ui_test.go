@@ -47,6 +47,8 @@ type uiOpts struct {
 	trusted    string
 	idle       time.Duration // SessionIdle (HOOX_UI_SESSION_IDLE); zero: the default
 	lockWait   time.Duration
+	// paper2 adds a named paper account "paper2" beside paper.
+	paper2 bool
 }
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
@@ -55,6 +57,10 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 	pool := pgtest.OpenPool(t, dsn)
 	venue := paper.New(paper.Config{Pool: pgtest.OpenPool(t, dsn)})
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue})
+	if o.paper2 {
+		venues = exchange.NewRegistryOf(exchange.Entry{Name: "paper", Live: venue},
+			exchange.Entry{Name: "paper2", Venue: "paper", Live: paper.New(paper.Config{Pool: pgtest.OpenPool(t, dsn)})})
+	}
 	reg := prometheus.NewRegistry()
 	gw := gateway.New(gateway.Config{DedupWindow: time.Minute, Timing: timing.Config{TraceTTL: 24 * time.Hour, LockWait: 2 * time.Second, VenueTimeout: 5 * time.Second}},
 		gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dsn), Venues: venues, Metrics: gateway.NewMetrics(reg)})
@@ -807,6 +813,7 @@ func TestUIVenuesShowModeAndLastError(t *testing.T) {
 		exchange.Entry{Name: "paper"},
 		exchange.Entry{Name: "binance", Testnet: true, BaseURL: "https://testnet.binance.example"},
 		exchange.Entry{Name: "bybit", BaseURL: "https://api.bybit.example"},
+		exchange.Entry{Name: "sub1", Venue: "bybit", BaseURL: "https://api.bybit.example"},
 	)
 	venues.NoteError("bybit", errors.New("invalid api key (code 10003)"), time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
 	deps := b.deps
@@ -818,7 +825,8 @@ func TestUIVenuesShowModeAndLastError(t *testing.T) {
 	page := string(br.get("/ui/venues").Body)
 	require.Regexp(t, `(?s)<td>binance</td>\s*<td><span class="status s-test">testnet</span>`, page)
 	require.Regexp(t, `(?s)<td>bybit</td>\s*<td><span class="status s-live">live</span>.*2025-03-04 05:06:07Z: invalid api key \(code 10003\)`, page)
-	require.Regexp(t, `(?s)<td>paper</td>\s*<td>simulated</td>`, page)
+	require.Regexp(t, `(?s)<td>paper</td>\s*<td>paper</td>\s*<td>simulated</td>`, page)
+	require.Regexp(t, `(?s)<td>sub1</td>\s*<td>bybit</td>\s*<td><span class="status s-live">live</span>`, page, "a named account and its venue")
 }
 
 func TestUIOrdersList(t *testing.T) {

@@ -114,18 +114,24 @@ func (s *Server) webhook(c echo.Context) error {
 		return invalidSignal(err)
 	}
 	headerKey := req.Header.Get(signal.HeaderIdempotencyKey)
-	tr, err := signal.DeriveTrace(sig, headerKey, start)
+	targets, err := s.targets(sig, headerKey, start)
 	if err != nil {
-		return invalidSignal(err)
+		return err
 	}
-	if err := cred.covers(tr, headerKey, sig.ClientKey); err != nil {
+	// Every account's trace comes from the same key source, so what
+	// covers one covers all.
+	if err := cred.covers(targets[0].trace, headerKey, sig.ClientKey); err != nil {
 		return err
 	}
 	if s.deps.Gateway == nil {
 		return problem(codes.Unavailable, "this server executes no signals").withRetryAfter(5 * time.Second)
 	}
 	s.deps.Stages.ObserveStage(gateway.StageDecode, time.Since(start))
-	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig, Trace: tr, SourceIP: ip, Arrived: start})
+	if sig.FanOut {
+		return s.fanOut(c, sig, targets, ip, start)
+	}
+	one := targets[0]
+	out, err := s.deps.Gateway.Execute(req.Context(), gateway.Input{Signal: sig.ForAccount(one.account), Trace: one.trace, SourceIP: ip, Arrived: start})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,10 @@ type ListFilter struct {
 	Mode     string
 	Since    time.Time // inclusive
 	Until    time.Time // exclusive
+	// FanOut is a trace ID as a venue's default account has it
+	// (signal.SplitAccountTrace's base): only that trace and the same
+	// signal's traces on named accounts ("@<account>:<base>") match.
+	FanOut string
 	// Limit is the page size; the caller bounds it.
 	Limit int
 }
@@ -99,6 +103,7 @@ WHERE ($1::text IS NULL OR status = $1)
   AND ($5::timestamptz IS NULL OR received_at >= $5)
   AND ($6::timestamptz IS NULL OR received_at < $6)
   AND ($7::timestamptz IS NULL OR (received_at, trace_id) < ($7, $8::text))
+  AND ($10::text IS NULL OR trace_id = $10 OR regexp_replace(trace_id, '^(test:)?@[a-z0-9_-]+:', '\1') = $10)
 ORDER BY received_at DESC, trace_id DESC
 LIMIT $9`
 
@@ -118,7 +123,7 @@ func ListTraces(ctx context.Context, q DBTX, f ListFilter, after *TraceCursor) (
 // size, in that order.
 func list[T any](ctx context.Context, q DBTX, what, sql string, f ListFilter, afterAt *time.Time, afterID any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, nullText(f.Status), nullText(f.Exchange), nullText(f.Symbol),
-		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit)
+		nullText(f.Mode), nullTime(f.Since), nullTime(f.Until), afterAt, afterID, f.Limit, nullText(f.FanOut))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", what, translate(err))
 	}
@@ -145,6 +150,7 @@ WHERE ($1::text IS NULL OR status = $1)
   AND ($5::timestamptz IS NULL OR created_at >= $5)
   AND ($6::timestamptz IS NULL OR created_at < $6)
   AND ($7::timestamptz IS NULL OR (created_at, id) < ($7, $8::uuid))
+  AND ($10::text IS NULL OR trace_id = $10 OR regexp_replace(trace_id, '^(test:)?@[a-z0-9_-]+:', '\1') = $10)
 ORDER BY created_at DESC, id DESC
 LIMIT $9`
 
@@ -243,9 +249,15 @@ type ReleaseParams struct {
 
 // LockKeyOf returns the advisory lock key the claim takes for traceID: the
 // ID itself, except for a window trace ("[test:]w:<hash>:<unix ms>"), whose
-// lock leaves out the time (see signal.Trace.LockKey).
+// lock leaves out the time (see signal.Trace.LockKey), also on a named
+// account ("[test:]@<account>:w:<hash>:<unix ms>", signal.DeriveAccountTrace).
 func LockKeyOf(traceID string) string {
 	rest := strings.TrimPrefix(traceID, "test:")
+	if strings.HasPrefix(rest, "@") {
+		if j := strings.IndexByte(rest, ':'); j > 0 {
+			rest = rest[j+1:]
+		}
+	}
 	if !strings.HasPrefix(rest, "w:") {
 		return traceID
 	}

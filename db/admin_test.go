@@ -232,6 +232,13 @@ func TestLockKeyOf(t *testing.T) {
 		"test:w:ff:170000000000": "test:w:ff",
 		"w:":                     "w:",
 		"test:w:":                "test:w:",
+		// Named accounts (signal.DeriveAccountTrace).
+		"@sub1:k:abc":                  "@sub1:k:abc",
+		"@sub1:k:w:1":                  "@sub1:k:w:1",
+		"@sub1:d:ffee":                 "@sub1:d:ffee",
+		"@sub1:w:ffee:1700000000000":   "@sub1:w:ffee",
+		"test:@sub1:w:ff:170000000000": "test:@sub1:w:ff",
+		"@sub1:w:":                     "@sub1:w:",
 	} {
 		require.Equal(t, want, db.LockKeyOf(id), id)
 	}
@@ -335,4 +342,27 @@ func TestReleaseRefusesAReconcilingTrace(t *testing.T) {
 	for _, e := range d.Events {
 		require.NotEqual(t, "released", e.Event)
 	}
+}
+
+// The fanout filter finds one signal's traces and orders on every
+// account: its default account's trace and "@<account>:" before it.
+func TestListFanOutFindsEveryAccountsTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	for _, id := range []string{"k:x", "@sub1:k:x", "@by-2:k:x", "k:x2", "@sub1:k:x2", "test:@sub1:k:x", "k:@sub1:k:x"} {
+		insertTrace(t, pool, seedTrace{ID: id})
+		insertOrder(t, pool, seedOrder{TraceID: id})
+	}
+	traces, err := db.ListTraces(ctx, pool, db.ListFilter{FanOut: "k:x", Limit: 100}, nil)
+	require.NoError(t, err)
+	var ids []string
+	for _, tr := range traces {
+		ids = append(ids, tr.TraceID)
+	}
+	require.ElementsMatch(t, []string{"k:x", "@sub1:k:x", "@by-2:k:x"}, ids)
+	orders, err := db.ListOrders(ctx, pool, db.ListFilter{FanOut: "test:k:x", Limit: 100}, nil)
+	require.NoError(t, err)
+	require.Len(t, orders, 1)
+	require.Equal(t, "test:@sub1:k:x", orders[0].TraceID)
 }

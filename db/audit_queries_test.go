@@ -108,16 +108,26 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
 
+	// k:demo-fan: one signal on the default binance account and on the
+	// named account sub1; k:demo-fan-other is another signal.
+	insertTrace(t, pool, seedTrace{ID: "k:demo-fan", Exchange: "binance"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:demo-fan", Exchange: "binance", Symbol: "ADAUSDT"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan", Exchange: "sub1"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan", Exchange: "sub1", Symbol: "ADAUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan-other", Exchange: "sub1", Symbol: "ADAUSDT", Status: "open"})
+	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan-other", Exchange: "sub1"})
 	// The spot ledger: strategy "trend" bought 0.010 BTC (0.00001 taken in
-	// BTC) and sold 0.009; an operator handed 1 BTC bought by hand to
+	// BTC) and sold 0.009, last month (so the week's order counts above
+	// stay the accounts' own); an operator handed 1 BTC bought by hand to
 	// strategy "manual".
-	for _, o := range []struct{ id, side, filled, fee, feeAsset string }{
+	for i, o := range []struct{ id, side, filled, fee, feeAsset string }{
 		{"hxspotbuy", "buy", "0.010", "0.00001", "BTC"}, {"hxspotsell", "sell", "0.009", "0.05", "USDT"},
 	} {
 		_, err := pool.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
-			quantity, mode, status, filled_quantity, fee, fee_asset, strategy, base_asset)
+			quantity, mode, status, filled_quantity, fee, fee_asset, strategy, base_asset, created_at)
 			VALUES (gen_random_uuid(), 'k:'||$1, $1, 'binance', 'BTCUSDT', $2, $2, 'market', $3::numeric, 'live', 'filled',
-			        $3::numeric, $4::numeric, $5, 'trend', 'BTC')`, o.id, o.side, o.filled, o.fee, o.feeAsset)
+			        $3::numeric, $4::numeric, $5, 'trend', 'BTC', now() - interval '30 days' + $6::int * interval '1 second')`,
+			o.id, o.side, o.filled, o.fee, o.feeAsset, i)
 		require.NoError(t, err)
 	}
 	_, err1 := db.SetLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "manual"},
@@ -203,6 +213,22 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "k:sized", rows[0]["trace_id"])
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
+		},
+		"Orders per account and outcome": func(t *testing.T, rows []row) {
+			orders := map[string]string{}
+			for _, r := range rows {
+				orders[str(r["account"])+"/"+str(r["status"])] = str(r["orders"])
+			}
+			require.Equal(t, "1", orders["binance/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/filled"], "%v", rows)
+			require.Equal(t, "1", orders["sub1/open"], "%v", rows)
+		},
+		"One fan-out on every account": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2, "the signal's two traces, not the other signal's")
+			require.Equal(t, "binance", rows[0]["account"])
+			require.Equal(t, "k:demo-fan", rows[0]["trace_id"])
+			require.Equal(t, "sub1", rows[1]["account"])
+			require.Equal(t, "@sub1:k:demo-fan", rows[1]["trace_id"])
 		},
 		"What each strategy holds on spot (the spot ledger)": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 2)

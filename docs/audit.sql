@@ -121,6 +121,28 @@ FROM trace_events
 WHERE detail ? 'sizing' AND at > now() - interval '1 day'
 ORDER BY at DESC;
 
+-- name: Orders per account and outcome
+-- exchange holds the account: a named account (HOOX_ACCOUNTS), or a
+-- venue's name for its default account.
+SELECT exchange AS account, mode, status,
+       count(*)             AS orders,
+       sum(filled_quantity) AS filled_quantity,
+       max(created_at)      AS last_order
+FROM orders
+WHERE created_at > now() - interval '7 days'
+GROUP BY exchange, mode, status
+ORDER BY exchange, mode, status;
+
+-- name: One fan-out on every account
+-- Edit the trace ID: the signal's trace on its venue's default account
+-- (a named account's trace is '@<account>:' before it).
+SELECT t.trace_id, t.exchange AS account, t.status, t.client_order_id,
+       o.exchange_order_id, o.status AS order_status, t.received_at
+FROM trace_ids t
+LEFT JOIN orders o ON o.id = t.order_id
+WHERE regexp_replace(t.trace_id, '^(test:)?@[a-z0-9_-]+:', '\1') = 'k:demo-fan'
+ORDER BY t.exchange;
+
 -- name: What each strategy holds on spot (the spot ledger)
 -- A spot close sells the smaller of quantity and the venue's free balance.
 -- from_fills sums what the recorded fills moved: it differs from quantity

@@ -11,11 +11,20 @@ import (
 // venue with no testnet credentials go to it.
 const PaperName = "paper"
 
-// Entry is one configured venue: its live account and, when testnet
-// credentials are configured, its testnet account.
+// Entry is one configured account: its live venue and, when testnet
+// credentials are configured, its testnet venue. A venue's default account
+// (HOOX_<VENUE>_*) is named as its venue; a named account (HOOX_ACCOUNTS)
+// has its own name and says its venue in Venue.
 type Entry struct {
-	// Name is what a signal's exchange field says: paper, binance, …
+	// Name is what a signal's exchange or account field says: paper,
+	// binance, … or a named account ("main", "sub1"). It is what the
+	// trace, intent and order rows store as their exchange, so every
+	// recovery path finds the same account again.
 	Name string
+	// Venue is the venue kind (binance, bybit-spot, paper, …) of a named
+	// account; empty for a venue's default account, whose Name is its
+	// venue.
+	Venue string
 	// Live receives signals without test: true.
 	Live Venue
 	// Test receives test signals; nil sends them to paper.
@@ -45,7 +54,9 @@ type VenueError struct {
 
 // VenueStatus describes one configured venue for the operator's page.
 type VenueStatus struct {
-	Name       string
+	Name string
+	// Venue is the account's venue kind (Name for a default account).
+	Venue      string
 	Testnet    bool
 	HasTestnet bool
 	BaseURL    string
@@ -100,6 +111,19 @@ func (r *Registry) For(name string, test bool) (Venue, bool) {
 	return p.Live, ok
 }
 
+// VenueOf returns the venue kind of the account named name: Entry.Venue,
+// or the name itself for a venue's default account.
+func (r *Registry) VenueOf(name string) (string, bool) {
+	e, ok := r.entries[name]
+	if !ok {
+		return "", false
+	}
+	if e.Venue == "" {
+		return e.Name, true
+	}
+	return e.Venue, true
+}
+
 // Names lists the configured exchange names, sorted, for error messages and
 // readiness reports.
 func (r *Registry) Names() []string {
@@ -125,7 +149,8 @@ func (r *Registry) Describe() []VenueStatus {
 	out := make([]VenueStatus, 0, len(r.entries))
 	for _, name := range r.Names() {
 		e := r.entries[name]
-		s := VenueStatus{Name: name, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: e.BaseURL}
+		venue, _ := r.VenueOf(name)
+		s := VenueStatus{Name: name, Venue: venue, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: e.BaseURL}
 		if ve, ok := r.errs[name]; ok {
 			s.LastError = &ve
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // ledgerOf reads what strategy holds of symbol on exchange (live), "0"
@@ -240,4 +244,52 @@ func TestSpotCloseCountsUnrecordedSellsAsSold(t *testing.T) {
 	require.Equal(t, codes.OrderRejected, gerr.Code, gerr.Detail)
 	require.Contains(t, gerr.Detail, "not recorded yet")
 	require.Equal(t, "5", b.binance.Balance("BTC").String(), "nothing more sold")
+}
+
+// The ledger is per account: a named account (its own keys, here its own
+// fake) on the same venue keeps its own entry, as the trace and order
+// rows record it, and its close sells only what was bought there.
+func TestSpotLedgerIsPerAccount(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, url)
+	spotOn := func(f *binancefake.Server) exchange.Venue {
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+			HTTPClient: &http.Client{Transport: tr}})
+		require.NoError(t, err)
+		return v
+	}
+	main, sub := binancefake.New(t, binancefake.Options{}), binancefake.New(t, binancefake.Options{})
+	reg := exchange.NewRegistryOf(
+		exchange.Entry{Name: "binance", Live: spotOn(main)},
+		exchange.Entry{Name: "sub1", Venue: "binance", Live: spotOn(sub)},
+	)
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url), Venues: reg})
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+	send := func(account, action, qty, key string) (*gateway.Outcome, error) {
+		return svc.Execute(ctx, input(t, fmt.Sprintf(`{"exchange":%q,"symbol":"BTCUSDT","action":%q,"quantity":%q,"strategy":"grid","trace_id":%q}`,
+			account, action, qty, key)))
+	}
+	held := func(account string) string {
+		var q decimal.Decimal
+		require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND strategy = 'grid'), 0)`,
+			account).Scan(&q))
+		return q.String()
+	}
+	_, err := send("binance", "buy", "0.010", "acct-buy-main")
+	require.NoError(t, err)
+	_, err = send("sub1", "buy", "0.030", "acct-buy-sub")
+	require.NoError(t, err)
+	require.Equal(t, "0.01", held("binance"))
+	require.Equal(t, "0.03", held("sub1"))
+
+	out, err := send("sub1", "close", "1", "acct-close-sub")
+	require.NoError(t, err)
+	require.Equal(t, "0.03", out.Order.Quantity.String())
+	require.Equal(t, "0", held("sub1"))
+	require.Equal(t, "0.01", held("binance"), "the default account's holding is its own")
+	require.Equal(t, "0.01", main.Balance("BTC").String())
 }

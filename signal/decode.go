@@ -42,6 +42,10 @@ type value struct {
 	text string
 	// line, col and offset locate the value in the body for error messages.
 	line, col, offset int
+	// items are the elements of an array (kindArray), each a scalar or,
+	// for a nested array or object, only its kind: the one list field
+	// (accounts) takes strings.
+	items []value
 }
 
 // Raw is a syntactically valid signal body whose fields have not been
@@ -140,8 +144,13 @@ func Decode(body []byte) (*Raw, error) {
 
 		// tok is a value, or the end of an array.
 		known := len(stack) == 1 && isKnownField(topKey)
+		// item: an element of a known field's array.
+		item := len(stack) == 2 && !top.object && isKnownField(topKey)
+		if d, ok := tok.(json.Delim); ok && d == ']' {
+			item = false
+		}
 		v := value{}
-		if known {
+		if known || item {
 			v.line, v.col, v.offset = position(body, start, bomLen)
 		}
 		switch t := tok.(type) {
@@ -151,12 +160,19 @@ func Decode(body []byte) (*Raw, error) {
 				if len(stack) >= MaxDepth {
 					return nil, syntaxError(body, start, bomLen, "nesting deeper than "+strconv.Itoa(MaxDepth)+" levels")
 				}
-				if known {
+				if known || item {
 					v.kind = kindArray
 					if t == '{' {
 						v.kind = kindObject
 					}
+				}
+				if known {
 					raw.fields[topKey] = v
+				}
+				if item {
+					list := raw.fields[topKey]
+					list.items = append(list.items, v)
+					raw.fields[topKey] = list
 				}
 				f := &frame{object: t == '{', wantKey: t == '{'}
 				if f.object {
@@ -180,6 +196,11 @@ func Decode(body []byte) (*Raw, error) {
 		}
 		if _, isDelim := tok.(json.Delim); !isDelim && known {
 			raw.fields[topKey] = v
+		}
+		if _, isDelim := tok.(json.Delim); !isDelim && item {
+			list := raw.fields[topKey]
+			list.items = append(list.items, v)
+			raw.fields[topKey] = list
 		}
 		if len(stack) > 0 && stack[len(stack)-1].object {
 			stack[len(stack)-1].wantKey = true

@@ -8,5 +8,6 @@
 //
 // The handler calls it in the order the design fixes, so each error means one
 // thing: Decode (JSON syntax) → Raw.Secret (authentication) → Raw.Signal
-// (field validation) → DeriveTrace.
+// (field validation) → DeriveTrace, or DeriveAccountTrace per account when
+// the signal names accounts (each (signal, account) pair is its own unit).
 package signal

@@ -23,6 +23,11 @@ const (
 	// FieldSentiment is TradersPost's sentiment or TradingView's
 	// {{strategy.market_position}}: "flat" closes the position.
 	FieldSentiment = "sentiment"
+	// FieldAccount names one configured account to trade on;
+	// FieldAccounts a list of them (a fan-out). Neither: the exchange's
+	// default account.
+	FieldAccount  = "account"
+	FieldAccounts = "accounts"
 )
 
 // HeaderIdempotencyKey is the header whose value is the client key; it is the
@@ -74,7 +79,8 @@ func isKnownField(key string) bool {
 		"trace_id", "transaction_id", "idempotencyKey", "idempotency_key",
 		"test", "strategy", "comment",
 		"quantity_type", "quantityType",
-		"sentiment", "market_position":
+		"sentiment", "market_position",
+		"account", "accounts":
 		return true
 	}
 	return false

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -19,6 +21,9 @@ const (
 	maxKeyLen      = 255
 	maxTextLen     = 256
 	maxLeverage    = 125
+	// MaxAccounts bounds a fan-out: each account is a claim, a venue call
+	// and a row, dispatched at once.
+	MaxAccounts = 10
 )
 
 // minTimestamp (2000-01-01T00:00:00Z) and maxTimestamp
@@ -57,8 +62,17 @@ const (
 // same order produce equal Signals (and equal Canonical bytes), whatever
 // aliases, letter case, key order or number formatting they used.
 type Signal struct {
-	// Exchange is the venue, lower-cased, 1–32 of [a-z0-9_-].
+	// Exchange is the venue (or account), lower-cased, 1–32 of
+	// [a-z0-9_-]. It may be empty when Accounts names the accounts; for
+	// the signal one account executes (ForAccount) it is that account.
 	Exchange string
+	// Accounts are the accounts named by "account" (one) or "accounts"
+	// (a list of 1–MaxAccounts, no repeats), lower-cased, in the order
+	// sent; nil when neither was given (Exchange's default account).
+	Accounts []string
+	// FanOut is true when the accounts came as a list: the answer then
+	// lists each account's outcome.
+	FanOut bool
 	// Symbol is the instrument, 1–32 of A-Za-z0-9._:/-, upper-cased.
 	Symbol string
 	// Action is one of buy, sell, long, short, close_long, close_short,
@@ -127,8 +141,14 @@ func (r *Raw) Signal() (Signal, error) {
 	}
 
 	var err error
-	if s.Exchange, err = required(r, FieldExchange, parseExchange); err != nil {
+	if s.Accounts, s.FanOut, err = accounts(r); err != nil {
 		return Signal{}, err
+	}
+	if s.Exchange, _, err = fieldValue(r, FieldExchange, parseExchange, equalComparable[string]); err != nil {
+		return Signal{}, err
+	}
+	if s.Exchange == "" && s.Accounts == nil {
+		return Signal{}, &Error{Field: FieldExchange, Msg: "is required (or name the account or accounts)"}
 	}
 	if s.Symbol, err = required(r, FieldSymbol, parseSymbol); err != nil {
 		return Signal{}, err
@@ -265,6 +285,49 @@ func parseExchange(v value) (string, string) {
 		return "", "must be 1–32 of a-z, 0-9, _ and -"
 	}
 	return strings.ToLower(s), ""
+}
+
+// accounts reads "account" or "accounts" (not both): names of the same
+// form as exchange, at most MaxAccounts, none twice.
+func accounts(r *Raw) ([]string, bool, error) {
+	one, foundOne, err := fieldValue(r, FieldAccount, parseExchange, equalComparable[string])
+	if err != nil {
+		return nil, false, err
+	}
+	list, foundList, err := fieldValue(r, FieldAccounts, parseAccounts, slices.Equal[[]string])
+	switch {
+	case err != nil:
+		return nil, false, err
+	case foundOne && foundList:
+		return nil, false, fieldError(FieldAccounts, "send account or accounts, not both", r.firstValue(FieldAccounts))
+	case foundOne:
+		return []string{one}, false, nil
+	case foundList:
+		return list, true, nil
+	}
+	return nil, false, nil
+}
+
+// parseAccounts accepts a list of 1–MaxAccounts account names, each once.
+func parseAccounts(v value) ([]string, string) {
+	if v.kind != kindArray {
+		return nil, "must be a list of account names"
+	}
+	if len(v.items) == 0 || len(v.items) > MaxAccounts {
+		return nil, fmt.Sprintf("must name 1–%d accounts", MaxAccounts)
+	}
+	out := make([]string, 0, len(v.items))
+	for _, it := range v.items {
+		name, msg := parseExchange(it)
+		if msg != "" {
+			return nil, "each account " + msg
+		}
+		if slices.Contains(out, name) {
+			return nil, fmt.Sprintf("names %q twice", name)
+		}
+		out = append(out, name)
+	}
+	return out, ""
 }
 
 func parseSymbol(v value) (string, string) {

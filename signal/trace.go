@@ -2,6 +2,7 @@ package signal
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,4 +93,70 @@ func DeriveTrace(s Signal, headerKey string, now time.Time) (Trace, error) {
 		tr.ID = tr.LockKey + ":" + strconv.FormatInt(now.UnixMilli(), 10)
 	}
 	return tr, nil
+}
+
+// ForAccount is the signal that account executes: s with Exchange set to
+// the account and the account list dropped. Its Canonical (and so its
+// Fingerprint) names the account, so one signal on two accounts is two
+// fingerprints, and a key reused on one account with a different signal is
+// caught per account.
+func (s Signal) ForAccount(account string) Signal {
+	s.Exchange = account
+	s.Accounts = nil
+	s.FanOut = false
+	return s
+}
+
+// DeriveAccountTrace is the trace of s on account, whose venue is venue:
+// each (signal, account) pair is its own exactly-once unit.
+//
+// A venue's default account (account == venue: the account configured by
+// HOOX_<VENUE>_*, named as the venue) keeps DeriveTrace's trace, so a
+// signal sent with "exchange" alone, with "account" naming that default
+// account, or in a list, is one unit and today's traces are unchanged. A
+// named account's trace is the default account's trace on the same venue
+// with "@<account>:" put in front (after "test:"): "@sub1:k:<key>",
+// "@sub1:d:<fingerprint>", "@sub1:w:<fingerprint>:<unix ms>". Its lock key
+// (and so its client order IDs) is prefixed the same way, and its
+// fingerprint is that of s.ForAccount(account). A client key cannot start
+// with "@": every trace ID of a client key starts with "k:" or "test:k:",
+// so no key, whatever characters it holds, meets an account's trace.
+func DeriveAccountTrace(s Signal, account, venue, headerKey string, now time.Time) (Trace, error) {
+	own := s.ForAccount(account)
+	if account == venue {
+		return DeriveTrace(own, headerKey, now)
+	}
+	tr, err := DeriveTrace(s.ForAccount(venue), headerKey, now)
+	if err != nil {
+		return Trace{}, err
+	}
+	prefix := ""
+	if tr.Mode == ModeTest {
+		prefix = "test:"
+	}
+	tag := prefix + "@" + account + ":"
+	tr.ID = tag + strings.TrimPrefix(tr.ID, prefix)
+	tr.LockKey = tag + strings.TrimPrefix(tr.LockKey, prefix)
+	tr.Fingerprint = own.Fingerprint()
+	return tr, nil
+}
+
+// SplitAccountTrace undoes DeriveAccountTrace's prefix: the named account
+// a trace ID belongs to ("" for a venue's default account) and the trace
+// ID the signal has on its venue's default account. A fan-out's traces on
+// one venue share that base, which is how they are found together.
+func SplitAccountTrace(id string) (account, base string) {
+	prefix := ""
+	rest := id
+	if strings.HasPrefix(rest, "test:") {
+		prefix, rest = "test:", rest[len("test:"):]
+	}
+	if !strings.HasPrefix(rest, "@") {
+		return "", id
+	}
+	i := strings.IndexByte(rest, ':')
+	if i < 2 {
+		return "", id
+	}
+	return rest[1:i], prefix + rest[i+1:]
 }

@@ -31,7 +31,7 @@ type option struct {
 // options lists every setting; --help prints them in this order. It is the
 // one table from a package's field to its variable.
 func options(c *Config) []option {
-	return append(coreOptions(c), venueOptions(c)...)
+	return append(append(coreOptions(c), venueOptions(c)...), accountOptions(c)...)
 }
 
 func coreOptions(c *Config) []option {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/hoox/hoox/exchange/venues"
@@ -37,4 +39,50 @@ func venueOptions(c *Config) []option {
 		}
 	}
 	return out
+}
+
+// accountOptions are the named accounts: a JSON list in HOOX_ACCOUNTS, or
+// the same JSON in the file HOOX_ACCOUNTS_FILE names (not both).
+func accountOptions(c *Config) []option {
+	return []option{
+		{"accounts", "HOOX_ACCOUNTS", `named accounts, a JSON list: [{"name":"main","venue":"binance","api_key":"…","api_secret":"…"}] (also api_passphrase, base_url, testnet)`,
+			accountsValue{c: c, from: "HOOX_ACCOUNTS"}, ""},
+		{"accounts-file", "HOOX_ACCOUNTS_FILE", "a file holding HOOX_ACCOUNTS' JSON (instead of HOOX_ACCOUNTS)",
+			accountsValue{c: c, from: "HOOX_ACCOUNTS_FILE", file: true}, ""},
+	}
+}
+
+// accountsValue parses the accounts' JSON, given inline or as a file. It
+// never prints its value: the JSON holds keys and secrets.
+type accountsValue struct {
+	c    *Config
+	from string
+	file bool
+}
+
+func (v accountsValue) String() string {
+	if v.file && v.c != nil && v.c.AccountsFrom == v.from {
+		return v.c.AccountsPath
+	}
+	return ""
+}
+
+func (v accountsValue) Set(s string) error {
+	if v.c.AccountsFrom != "" && v.c.AccountsFrom != v.from {
+		return fmt.Errorf("%s is set too: give the accounts in one of HOOX_ACCOUNTS and HOOX_ACCOUNTS_FILE", v.c.AccountsFrom)
+	}
+	data := []byte(s)
+	if v.file {
+		var err error
+		if data, err = os.ReadFile(s); err != nil {
+			return fmt.Errorf("read the accounts file: %w", err)
+		}
+		v.c.AccountsPath = s
+	}
+	accounts, err := app.ParseAccounts(data)
+	if err != nil {
+		return err
+	}
+	v.c.Accounts, v.c.AccountsFrom = accounts, v.from
+	return nil
 }

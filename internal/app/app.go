@@ -109,6 +109,11 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	if err != nil {
 		return nil, err
 	}
+	accounts, err := cfg.accountEntries(logger, a.pools.Paper)
+	if err != nil {
+		return nil, err
+	}
+	entries = append(entries, accounts...)
 	venues := exchange.NewRegistryOf(append([]exchange.Entry{{Name: exchange.PaperName, Live: a.paper}}, entries...)...)
 	notifier, err := jobs.NewNotifier(cfg.Notify)
 	if err != nil {

@@ -61,6 +61,14 @@ type Config struct {
 	// (NewVenueSettings; DefaultConfig allocates them). A copy of a Config
 	// shares them: clone the slice to change one copy only.
 	Venues []VenueSettings
+	// Accounts are the named accounts (HOOX_ACCOUNTS or
+	// HOOX_ACCOUNTS_FILE); AccountsFrom is the variable that set them,
+	// for the refusals.
+	Accounts     []AccountSettings
+	AccountsFrom string
+	// AccountsPath is HOOX_ACCOUNTS_FILE's path, when the accounts came
+	// from a file.
+	AccountsPath string
 	// Notify configures operators' notifications; NotifyEvents is the raw
 	// HOOX_NOTIFY_EVENTS, parsed by Validate.
 	Notify       notify.Config
@@ -160,6 +168,9 @@ func (c *Config) Validate() error {
 	}
 	for _, line := range c.checkVenues() {
 		own.Refuse("Venues", "", line)
+	}
+	for _, line := range c.checkAccounts() {
+		own.Refuse("Accounts", "", line)
 	}
 	events, err := notify.ParseEvents(c.NotifyEvents)
 	if err != nil {

@@ -14,6 +14,10 @@ const (
 	OrderRejected = "order_rejected"
 	Unavailable   = "unavailable"
 	KillSwitch    = "kill_switch"
+	// AccountsRefused answers a fan-out whose accounts all refused or
+	// repeated, for different reasons: each account's own answer says
+	// which.
+	AccountsRefused = "accounts_refused"
 )
 
 // Codes the HTTP layer raises itself.

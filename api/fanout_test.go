@@ -1,0 +1,222 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/api"
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// accountGateway answers per account (the input's exchange): the refusal
+// set for it, or dispatched. With together set, each execution waits
+// (at most 10 s) until that many have arrived, which only a concurrent
+// dispatch achieves; a sequential one is answered unavailable.
+type accountGateway struct {
+	mu       sync.Mutex
+	errs     map[string]error
+	inputs   []gateway.Input
+	together int
+	all      chan struct{}
+}
+
+func (g *accountGateway) Execute(_ context.Context, in gateway.Input) (*gateway.Outcome, error) {
+	g.mu.Lock()
+	g.inputs = append(g.inputs, in)
+	err := g.errs[in.Signal.Exchange]
+	if g.together > 0 && len(g.inputs) == g.together {
+		close(g.all)
+	}
+	g.mu.Unlock()
+	if g.together > 0 {
+		select {
+		case <-g.all:
+		case <-time.After(10 * time.Second):
+			return nil, &gateway.Error{Code: codes.Unavailable, Detail: "the accounts were not dispatched together"}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &gateway.Outcome{TraceID: in.Trace.ID, Status: db.TraceDispatched, ReceivedAt: time.Now()}, nil
+}
+
+func setupFanOut(t *testing.T, g *accountGateway) *webhookBundle {
+	t.Helper()
+	reg := exchange.NewRegistryOf(
+		exchange.Entry{Name: "paper"},
+		exchange.Entry{Name: "binance"},
+		exchange.Entry{Name: "main", Venue: "binance"},
+		exchange.Entry{Name: "sub1", Venue: "binance"},
+		exchange.Entry{Name: "by1", Venue: "bybit"},
+	)
+	return &webhookBundle{handler: api.New(api.Config{WebhookSecret: webhookSecret}, api.Deps{Gateway: g, Venues: reg}).Handler()}
+}
+
+func fanOutAnswers(t *testing.T, r response) []map[string]any {
+	t.Helper()
+	list, ok := r.json(t)["accounts"].([]any)
+	require.True(t, ok, "accounts listed: %s", r.Body)
+	out := make([]map[string]any, len(list))
+	for i, a := range list {
+		out[i] = a.(map[string]any)
+	}
+	return out
+}
+
+const fanOutSignal = `{"secret":"` + webhookSecret + `","accounts":["binance","main","sub1","by1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"f1"}`
+
+// Every account is dispatched at once (the fake answers none until all
+// four arrived), each under its own trace, and the answer lists them in
+// the order sent.
+func TestFanOutDispatchesEveryAccountAtOnceUnderItsOwnTrace(t *testing.T) {
+	t.Parallel()
+	g := &accountGateway{together: 4, all: make(chan struct{})}
+	b := setupFanOut(t, g)
+	r := b.post(t, webhookRequest{body: fanOutSignal})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	got := fanOutAnswers(t, r)
+	require.Len(t, got, 4)
+	wantTraces := []string{"k:f1", "@main:k:f1", "@sub1:k:f1", "@by1:k:f1"}
+	for i, name := range []string{"binance", "main", "sub1", "by1"} {
+		require.Equal(t, name, got[i]["account"])
+		require.Equal(t, float64(http.StatusOK), got[i]["status"])
+		require.Equal(t, wantTraces[i], got[i]["trace_id"])
+		require.Equal(t, wantTraces[i], got[i]["result"].(map[string]any)["trace_id"])
+	}
+	require.Equal(t, "bybit", got[3]["venue"])
+	locks := map[string]bool{}
+	for _, in := range g.inputs {
+		require.Nil(t, in.Signal.Accounts, "each account executes a single-account signal")
+		locks[in.Trace.LockKey] = true
+	}
+	require.Len(t, locks, 4, "four lock keys, so four client order IDs")
+}
+
+// The whole answer's status: 503 as soon as one account can be retried,
+// else 200 when one placed, else the accounts' shared refusal, else 422.
+func TestFanOutStatusFollowsWhatARetryWouldDo(t *testing.T) {
+	t.Parallel()
+	unavailable := &gateway.Error{Code: codes.Unavailable, Detail: "venue by1 is unreachable; nothing was placed", RetryAfter: 5 * time.Second}
+	killed := &gateway.Error{Code: codes.KillSwitch, Detail: "halted", RetryAfter: time.Minute}
+	dup := &gateway.Error{Code: codes.Duplicate, Detail: "already received", Original: &gateway.Original{TraceID: "k:f1", Status: db.TraceDispatched, FirstSeen: time.Now()}}
+	rejected := &gateway.Error{Code: codes.OrderRejected, Detail: "venue refused"}
+	inProgress := &gateway.Error{Code: codes.InProgress, Detail: "running", RetryAfter: time.Second}
+	all := func(err error) map[string]error {
+		return map[string]error{"binance": err, "main": err, "sub1": err, "by1": err}
+	}
+	tests := []struct {
+		name       string
+		errs       map[string]error
+		status     int
+		code       string
+		retryAfter string
+	}{
+		{"one unreachable, the others placed", map[string]error{"by1": unavailable}, http.StatusServiceUnavailable, "unavailable", "5"},
+		{"one unreachable, one halted, the others repeats", map[string]error{"by1": unavailable, "main": killed, "binance": dup, "sub1": dup}, http.StatusServiceUnavailable, "unavailable", "60"},
+		{"all halted", all(killed), http.StatusServiceUnavailable, "kill_switch", "60"},
+		{"one refused, the others placed", map[string]error{"sub1": rejected}, http.StatusOK, "", ""},
+		{"one placed, the others repeats", map[string]error{"binance": dup, "main": dup, "sub1": dup}, http.StatusOK, "", ""},
+		{"all repeats", all(dup), http.StatusConflict, "duplicate", ""},
+		{"all refused", all(rejected), http.StatusUnprocessableEntity, "order_rejected", ""},
+		{"repeats and one still running", map[string]error{"binance": dup, "main": dup, "sub1": dup, "by1": inProgress}, http.StatusConflict, "in_progress", "1"},
+		{"repeats and refusals", map[string]error{"binance": dup, "main": dup, "sub1": rejected, "by1": rejected}, http.StatusUnprocessableEntity, "accounts_refused", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupFanOut(t, &accountGateway{errs: tc.errs})
+			r := b.post(t, webhookRequest{body: fanOutSignal})
+			require.Equal(t, tc.status, r.Status, string(r.Body))
+			require.Equal(t, tc.retryAfter, r.Header.Get("Retry-After"))
+			if tc.code != "" {
+				require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
+				require.Equal(t, tc.code, r.json(t)["code"])
+			}
+			got := fanOutAnswers(t, r)
+			for _, a := range got {
+				err, refused := tc.errs[a["account"].(string)]
+				if !refused {
+					require.Equal(t, float64(http.StatusOK), a["status"], a["account"])
+					continue
+				}
+				require.Equal(t, err.(*gateway.Error).Code, a["problem"].(map[string]any)["code"], a["account"])
+			}
+		})
+	}
+}
+
+// One account alone answers as a single signal does, on that account's
+// trace; exchange must agree with the account's venue.
+func TestOneAccountAnswersAsASingleSignal(t *testing.T) {
+	t.Parallel()
+	g := &accountGateway{errs: map[string]error{}}
+	b := setupFanOut(t, g)
+	r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","exchange":"binance","account":"Sub1","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"one"}`})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "@sub1:k:one", r.json(t)["trace_id"])
+	require.NotContains(t, r.json(t), "accounts")
+	require.Equal(t, "sub1", g.inputs[0].Signal.Exchange)
+	// exchange naming the account is the same unit, not the default
+	// account's "k:one".
+	r = b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","exchange":"sub1","symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"one"}`})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "@sub1:k:one", r.json(t)["trace_id"])
+	require.Equal(t, g.inputs[0].Trace, g.inputs[1].Trace)
+	require.Equal(t, g.inputs[0].Signal.Fingerprint(), g.inputs[1].Signal.Fingerprint())
+
+	for body, says := range map[string]string{
+		`"exchange":"bybit","account":"sub1"`: `account: account "sub1" trades on binance, but exchange says bybit`,
+		`"account":"ghost"`:                   `account: "ghost" is not a configured account`,
+		`"accounts":["main","ghost"]`:         `accounts: "ghost" is not a configured account (configured: binance, by1, main, paper, sub1)`,
+	} {
+		r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `",` + body + `,"symbol":"BTCUSDT","action":"buy","quantity":"0.5"}`})
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+		require.Contains(t, r.json(t)["detail"], says)
+	}
+	require.Len(t, g.inputs, 2, "a refused signal executes on no account")
+}
+
+// A fan-out's traces through the real gateway: the trace page shows each
+// one's account and links to the signal on every account; the admin API
+// shows the account and lists the fan-out together.
+func TestFanOutTracesShowTheirAccountAndAreFoundTogether(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken, paper2: true})
+	send := func(key string) response {
+		return do(t, b.handler, http.MethodPost, "/webhook", "", `{"secret":"`+webhookSecret+`","accounts":["paper","paper2"],"symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"`+key+`"}`)
+	}
+	require.Equal(t, http.StatusOK, send("ui-fan").Status)
+	require.Equal(t, http.StatusOK, send("other").Status)
+
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	page := string(br.get("/ui/trace/@paper2:k:ui-fan").Body)
+	require.Contains(t, page, `<dd id="trace-account">paper2 (on paper)</dd>`)
+	require.Contains(t, page, `href="/ui/?fanout=k%3aui-fan"`)
+	require.Contains(t, string(br.get("/ui/trace/k:ui-fan").Body), `<dd id="trace-account">paper</dd>`)
+	list := string(br.get("/ui/?fanout=k:ui-fan").Body)
+	require.Contains(t, list, `data-id="k:ui-fan"`)
+	require.Contains(t, list, `data-id="@paper2:k:ui-fan"`)
+	require.NotContains(t, list, "k:other")
+
+	traces := do(t, b.handler, http.MethodGet, "/admin/traces?fanout=@paper2:k:ui-fan", adminToken, "")
+	require.Equal(t, http.StatusOK, traces.Status, string(traces.Body))
+	accounts := map[string]string{}
+	for _, tr := range traces.json(t)["traces"].([]any) {
+		tr := tr.(map[string]any)
+		accounts[tr["trace_id"].(string)] = tr["account"].(string)
+	}
+	require.Equal(t, map[string]string{"k:ui-fan": "paper", "@paper2:k:ui-fan": "paper2"}, accounts)
+	orders := do(t, b.handler, http.MethodGet, "/admin/orders?fanout=k:ui-fan", adminToken, "")
+	require.Equal(t, http.StatusOK, orders.Status, string(orders.Body))
+	require.Len(t, orders.json(t)["orders"], 2)
+}
