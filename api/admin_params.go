@@ -50,7 +50,8 @@ func traceStatuses() []string {
 
 // orderStatuses are the values an order listing's status filter accepts.
 func orderStatuses() []string {
-	return []string{string(exchange.StatusFilled), string(exchange.StatusOpen), string(exchange.StatusRejected)}
+	return []string{string(exchange.StatusFilled), string(exchange.StatusOpen), string(exchange.StatusRejected),
+		string(exchange.StatusCancelled), string(exchange.StatusExpired)}
 }
 
 // parseListQuery reads the shared filters and the page size. statuses are

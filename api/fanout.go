@@ -151,7 +151,9 @@ func (s *Server) fanOut(c echo.Context, sig signal.Signal, targets []target, ip 
 				a.Status = http.StatusAccepted
 			}
 			a.TraceID = r.out.TraceID
-			a.Result = &signalResponse{TraceID: r.out.TraceID, Status: string(r.out.Status), ReceivedAt: r.out.ReceivedAt.UTC(), Order: newOrderDTO(r.out.Order)}
+			a.Result = &signalResponse{TraceID: r.out.TraceID, Status: string(r.out.Status), ReceivedAt: r.out.ReceivedAt.UTC(), Order: newOrderDTO(r.out.Order),
+				Attached:  newAttachedDTOs(r.out.Order),
+				Cancelled: newOrderDTOs(r.out.Cancelled)}
 		}
 		answers[i] = a
 	}

@@ -220,3 +220,32 @@ func TestFanOutTracesShowTheirAccountAndAreFoundTogether(t *testing.T) {
 	require.Equal(t, http.StatusOK, orders.Status, string(orders.Body))
 	require.Len(t, orders.json(t)["orders"], 2)
 }
+
+// A cancel fanned out to accounts cancels each account's own open orders
+// and lists them in that account's answer; a cancel on one account leaves
+// the other account's orders open.
+func TestCancelOnEachAccount(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken, paper2: true})
+	send := func(body string) response {
+		return do(t, b.handler, http.MethodPost, "/webhook", "", `{"secret":"`+webhookSecret+`",`+body+`}`)
+	}
+	r := send(`"accounts":["paper","paper2"],"symbol":"BTCUSDT","action":"buy","quantity":"0.01","price":"80","trace_id":"rest"`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+
+	one := send(`"account":"paper2","symbol":"BTCUSDT","action":"cancel","trace_id":"c-one"`)
+	require.Equal(t, http.StatusOK, one.Status, string(one.Body))
+	require.Len(t, one.json(t)["cancelled"], 1)
+	var open int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE status = 'open' AND exchange = 'paper'`).Scan(&open))
+	require.Equal(t, 1, open, "the other account's order is left alone")
+
+	all := send(`"accounts":["paper","paper2"],"symbol":"BTCUSDT","action":"cancel","trace_id":"c-all"`)
+	require.Equal(t, http.StatusOK, all.Status, string(all.Body))
+	got := map[string]int{}
+	for _, a := range all.json(t)["accounts"].([]any) {
+		a := a.(map[string]any)
+		got[a["account"].(string)] = len(a["result"].(map[string]any)["cancelled"].([]any))
+	}
+	require.Equal(t, map[string]int{"paper": 1, "paper2": 0}, got, "each account lists its own")
+}

@@ -29,6 +29,7 @@ var statusOf = map[string]int{
 	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	codes.KeyReused:        http.StatusUnprocessableEntity,
 	codes.OrderRejected:    http.StatusUnprocessableEntity,
+	codes.Unsupported:      http.StatusUnprocessableEntity,
 	codes.AccountsRefused:  http.StatusUnprocessableEntity,
 	codes.RateLimited:      http.StatusTooManyRequests,
 	codes.Unavailable:      http.StatusServiceUnavailable,
@@ -48,6 +49,8 @@ type Problem struct {
 	TraceID  string    `json:"trace_id,omitempty"`
 	Original *original `json:"original,omitempty"`
 	Order    *orderDTO `json:"order,omitempty"`
+	// Attached are the rejected order's exits (status not_placed).
+	Attached []attachedDTO `json:"attached,omitempty"`
 	// Duplicate is set on 409 duplicate answers, mirroring the success body.
 	Duplicate  *bool         `json:"duplicate,omitempty"`
 	RetryAfter time.Duration `json:"-"`
@@ -69,6 +72,8 @@ type original struct {
 	OrderID       *string   `json:"order_id"`
 	ClientOrderID *string   `json:"client_order_id"`
 	FirstSeen     time.Time `json:"first_seen"`
+	// Cancelled is what a cancel signal's first attempt cancelled.
+	Cancelled *[]orderDTO `json:"cancelled,omitempty"`
 }
 
 // fromGateway turns a gateway refusal into its problem.
@@ -77,7 +82,8 @@ func fromGateway(e *gateway.Error) *Problem {
 	p.RetryAfter = e.RetryAfter
 	if o := e.Original; o != nil {
 		p.TraceID = o.TraceID
-		orig := &original{Status: string(o.Status), ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC()}
+		orig := &original{Status: string(o.Status), ClientOrderID: o.ClientOrderID, FirstSeen: o.FirstSeen.UTC(),
+			Cancelled: newOrderDTOs(o.Cancelled)}
 		if o.OrderID != nil {
 			id := o.OrderID.String()
 			orig.OrderID = &id
@@ -91,6 +97,7 @@ func fromGateway(e *gateway.Error) *Problem {
 	if out := e.Outcome; out != nil {
 		p.TraceID = out.TraceID
 		p.Order = newOrderDTO(out.Order)
+		p.Attached = newAttachedDTOs(out.Order)
 	}
 	return p
 }

@@ -48,6 +48,16 @@ func newWebUI(s *Server) *webUI {
 		"json":     prettyJSON,
 		"mul100":   func(f float64) float64 { return f * 100 },
 		"seconds":  formatSeconds,
+		// attachedAny reports whether any order carries an attached exit,
+		// so the trace page shows the table only then.
+		"attachedAny": func(orders []db.OrderRow) bool {
+			for _, o := range orders {
+				if len(o.Attached()) > 0 {
+					return true
+				}
+			}
+			return false
+		},
 	}
 	for _, p := range uiPages {
 		// A template error is a bug in the embedded files, caught by every

@@ -15,9 +15,11 @@ import (
 	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/proto"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 )
 
 // chromiumPaths are where a Chromium is looked for; HOOX_CHROMIUM names
@@ -197,6 +199,24 @@ func TestUIInABrowser(t *testing.T) {
 	navigate("/ui/orders")
 	require.Len(t, page.MustElements("#order-list tbody tr"), 4)
 	shots.shoot(page, "orders")
+
+	// A resting limit order's page keeps itself up to date: when its
+	// follow job records the fill, the page shows it without a click.
+	rest := fmt.Sprintf(`{"secret":%q,"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.02","price":"90","trace_id":"rest-1"}`, webhookSecret)
+	res, err := client.Post(ts.URL+"/webhook", "application/json", strings.NewReader(rest))
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	navigate("/ui/trace/k:rest-1")
+	page.MustElement("#orders .s-open")
+	var restID string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT client_order_id FROM orders WHERE trace_id = 'k:rest-1'").Scan(&restID))
+	_, err = db.ApplyOrderUpdate(ctx, b.pool, restID, db.OrderUpdate{Status: exchange.StatusFilled,
+		FilledQuantity: decimal.RequireFromString("0.02"), AvgPrice: decimal.NewNullDecimal(decimal.RequireFromString("89.95")),
+		Fee: decimal.NewNullDecimal(decimal.RequireFromString("0.00002")), FeeAsset: "BTC"}, nil)
+	require.NoError(t, err)
+	page.MustElement("#orders .s-filled")
+	require.Contains(t, page.MustElement("#orders").MustText(), "0.00002 BTC")
 
 	navigate("/ui/stats")
 	page.MustElement("#chart svg polyline")

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/api"
@@ -906,4 +907,42 @@ func TestUnreachableDatabaseIs503OnTheAPIAndThePage(t *testing.T) {
 		require.NotContains(t, string(res.Body), "closed pool", "the cause stays in the log")
 		require.Equal(t, "5", res.Header.Get("Retry-After"), path)
 	}
+}
+
+// A followed order's live state — status, filled quantity, average price,
+// fee and when it last changed — shows on the orders page, the trace page
+// and the admin API (issue 19).
+func TestUIAndAdminShowAFollowedOrdersFillsAndFees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	testfactory.Trace(t, b.pool, testfactory.TraceOpts{ID: "k:followed", Status: db.TraceDispatched})
+	o := testfactory.Order(t, b.pool, testfactory.OrderOpts{TraceID: "k:followed", Status: exchange.StatusOpen, OrderType: "limit",
+		Quantity: "2", Price: "90"})
+	changed, err := db.ApplyOrderUpdate(ctx, b.pool, o.ClientOrderID, db.OrderUpdate{Status: exchange.StatusCancelled,
+		FilledQuantity: decimal.RequireFromString("0.75"), AvgPrice: decimal.NewNullDecimal(decimal.RequireFromString("89.9")),
+		Fee: decimal.NewNullDecimal(decimal.RequireFromString("0.00075")), FeeAsset: "BTC", CancelledBy: "k:cancel-1"}, nil)
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	for _, path := range []string{"/ui/orders", "/ui/trace/k:followed"} {
+		page := string(br.get(path).Body)
+		for _, want := range []string{"s-cancelled", "0.75", "89.9", "0.00075 BTC"} {
+			require.Contains(t, page, want, path)
+		}
+	}
+	ab := &adminBundle{pool: b.pool, handler: b.handler}
+	get := func(target string) string {
+		res := ab.do(t, http.MethodGet, target, "")
+		require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+		return string(res.Body)
+	}
+	body := get("/admin/orders?status=cancelled")
+	require.Contains(t, body, `"avg_price":"89.9"`)
+	require.Contains(t, body, `"fee":"0.00075"`)
+	require.Contains(t, body, `"fee_asset":"BTC"`)
+	require.Contains(t, body, `"cancelled_by":"k:cancel-1"`)
+	require.Contains(t, get("/admin/traces/k:followed"), `"filled_quantity":"0.75"`)
 }

@@ -31,6 +31,42 @@ type signalResponse struct {
 	Duplicate  bool      `json:"duplicate"`
 	ReceivedAt time.Time `json:"received_at"`
 	Order      *orderDTO `json:"order"`
+	// Orders lists every order of a signal that placed several (a split
+	// close): the primary first, then its legs in plan order. Omitted for
+	// a one-order signal.
+	Orders []*orderDTO `json:"orders,omitempty"`
+	// Attached are the exits the order carries (take-profit, stop-loss);
+	// left out when it carries none.
+	Attached []attachedDTO `json:"attached,omitempty"`
+	// Cancelled lists the orders a cancel signal cancelled (an empty list
+	// when none was open); absent for every other signal.
+	Cancelled *[]orderDTO `json:"cancelled,omitempty"`
+}
+
+// attachedDTO is one exit attached to an order: the shape the answer, the
+// admin API and the audit share (separate exit orders add their own IDs).
+type attachedDTO struct {
+	Role         string `json:"role"`
+	TriggerPrice string `json:"trigger_price"`
+	Status       string `json:"status"`
+	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
+	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
+	ClientOrderID   string `json:"client_order_id,omitempty"`
+	ExchangeOrderID string `json:"exchange_order_id,omitempty"`
+}
+
+// newAttachedDTOs lists o's attached exits, nil when it has none (or o is
+// nil).
+func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
+	if o == nil {
+		return nil
+	}
+	var out []attachedDTO
+	for _, a := range o.Attached() {
+		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status,
+			ClientOrderID: a.ClientOrderID, ExchangeOrderID: a.ExchangeOrderID})
+	}
+	return out
 }
 
 type orderDTO struct {
@@ -47,6 +83,14 @@ type orderDTO struct {
 	FillPrice       *string `json:"fill_price,omitempty"`
 	FilledQuantity  *string `json:"filled_quantity,omitempty"`
 	RejectReason    *string `json:"reject_reason,omitempty"`
+	// Role is what the order is to its signal: primary, or a leg's role
+	// (close_part, …).
+	Role string `json:"role,omitempty"`
+	// AvgPrice, Fee and FeeAsset say what the order executed at and what
+	// the venue charged, once it executed something.
+	AvgPrice *string `json:"avg_price,omitempty"`
+	Fee      *string `json:"fee,omitempty"`
+	FeeAsset *string `json:"fee_asset,omitempty"`
 }
 
 func newOrderDTO(o *db.OrderRow) *orderDTO {
@@ -56,7 +100,44 @@ func newOrderDTO(o *db.OrderRow) *orderDTO {
 	return &orderDTO{ID: o.ID.String(), ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
 		Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity.String(), Price: decimalText(o.Price),
 		Status: o.Status, ExchangeOrderID: o.ExchangeOrderID, FillPrice: decimalText(o.FillPrice),
-		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason}
+		FilledQuantity: decimalText(o.FilledQuantity), RejectReason: o.RejectReason, Role: o.Role,
+		AvgPrice: decimalText(o.AvgPrice), Fee: decimalText(o.Fee), FeeAsset: o.FeeAsset}
+}
+
+// attachedWithLegs lists the exits of an entry: those the venue holds on
+// the order itself, then those placed as their own orders (legs).
+func attachedWithLegs(primary *db.OrderRow, legs []db.OrderRow) []attachedDTO {
+	out := newAttachedDTOs(primary)
+	for i := range legs {
+		out = append(out, newAttachedDTOs(&legs[i])...)
+	}
+	return out
+}
+
+// ordersDTO is the primary order and its legs' orders, or nil when the
+// signal placed only one.
+func ordersDTO(primary *db.OrderRow, legs []db.OrderRow) []*orderDTO {
+	if primary == nil || len(legs) == 0 {
+		return nil
+	}
+	out := []*orderDTO{newOrderDTO(primary)}
+	for i := range legs {
+		out = append(out, newOrderDTO(&legs[i]))
+	}
+	return out
+}
+
+// newOrderDTOs is the list of orders a cancel cancelled; nil (absent from
+// the body) when orders is nil, an empty list when it is empty.
+func newOrderDTOs(orders []db.OrderRow) *[]orderDTO {
+	if orders == nil {
+		return nil
+	}
+	out := make([]orderDTO, len(orders))
+	for i := range orders {
+		out[i] = *newOrderDTO(&orders[i])
+	}
+	return &out
 }
 
 // decimalText is d as an exact decimal string, nil when d is null: bodies
@@ -144,7 +225,8 @@ func (s *Server) webhook(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	c.Response().WriteHeader(status)
 	return writeJSON(c.Response(), signalResponse{TraceID: out.TraceID, Status: string(out.Status),
-		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order)})
+		ReceivedAt: out.ReceivedAt.UTC(), Order: newOrderDTO(out.Order), Orders: ordersDTO(out.Order, out.Legs),
+		Attached: attachedWithLegs(out.Order, out.Legs), Cancelled: newOrderDTOs(out.Cancelled)})
 }
 
 func (p *Problem) withRetryAfter(d time.Duration) *Problem {

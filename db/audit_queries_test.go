@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgtest"
 )
 
@@ -87,6 +88,18 @@ func TestAuditQueriesRunAndFindTheIncidents(t *testing.T) {
 	insertEvent(t, pool, "d:twice", "received", now.Add(-time.Minute), nil)
 	insertEvent(t, pool, "d:twice", "dispatched", now.Add(-time.Minute), nil)
 
+	// k:split: a close split in three; the last part was sent and not
+	// recorded yet. Its primary and first part are two orders of one
+	// trace, not an execution again.
+	insertTrace(t, pool, seedTrace{ID: "k:split", Symbol: "ETHUSDT"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:split", Symbol: "XRPUSDT", ClientOrderID: "hxsplitprimary"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:split", Symbol: "XRPUSDT", ClientOrderID: "hxsplitpart1", Role: exchange.RoleClosePart})
+	_, errLegs := pool.Exec(ctx, `
+INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec, sent_at, outcome)
+VALUES ('hxsplitpart1', 'hxsplitprimary', 1, 'close_part', 'k:split', 'k:split', 'binance-futures', 'live', '{}', now(), 'dispatched'),
+       ('hxsplitpart2', 'hxsplitprimary', 2, 'close_part', 'k:split', 'k:split', 'binance-futures', 'live', '{}', now(), NULL)`)
+	require.NoError(t, errLegs)
+
 	// k:stuck: the venue's answer was lost an hour ago.
 	insertTrace(t, pool, seedTrace{ID: "k:stuck", Status: db.TraceReconciling, Symbol: "SOLUSDT", ReceivedAt: now.Add(-time.Hour)})
 
@@ -107,6 +120,12 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	insertEvent(t, pool, "k:sized", "dispatched", now.Add(-3*time.Minute), map[string]any{"sizing": map[string]any{
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
+
+	// k:protected: an entry that filled with a take-profit and a stop-loss.
+	insertTrace(t, pool, seedTrace{ID: "k:protected"})
+	protected := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT"})
+	_, err1 := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.66, stop_loss = 0.5 WHERE id = $1`, protected)
+	require.NoError(t, err1)
 
 	// k:demo-fan: one signal on the default binance account and on the
 	// named account sub1; k:demo-fan-other is another signal.
@@ -130,13 +149,23 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			o.id, o.side, o.filled, o.fee, o.feeAsset, i)
 		require.NoError(t, err)
 	}
-	_, err1 := db.SetLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "manual"},
+	_, err1 = db.SetLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "manual"},
 		decimal.RequireFromString("1"), "bought by hand before hoox", "admin")
 	require.NoError(t, err1)
 
+	// k:rested: a limit order that filled in part, then was cancelled.
+	insertTrace(t, pool, seedTrace{ID: "k:rested"})
+	insertOrder(t, pool, seedOrder{TraceID: "k:rested", ClientOrderID: "hxrested", OrderType: "limit", Price: "90",
+		Quantity: "2", Status: "open"})
+	changed, err := db.ApplyOrderUpdate(ctx, pool, "hxrested", db.OrderUpdate{Status: "cancelled",
+		FilledQuantity: decimal.RequireFromString("0.5"), AvgPrice: decimal.NewNullDecimal(decimal.RequireFromString("89.5")),
+		Fee: decimal.NewNullDecimal(decimal.RequireFromString("0.0005")), FeeAsset: "BTC", CancelledBy: "k:cancel"}, nil)
+	require.NoError(t, err)
+	require.True(t, changed)
+
 	// Operator actions, through the code the admin API runs.
 	insertTrace(t, pool, seedTrace{ID: "k:freed"})
-	_, err := db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
+	_, err = db.ReleaseTrace(ctx, pool, db.ReleaseParams{TraceID: "k:freed", By: "admin", Reason: "resend"})
 	require.NoError(t, err)
 	_, err = db.SetKillSwitch(ctx, pool, true, "venue incident", "admin")
 	require.NoError(t, err)
@@ -189,6 +218,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Len(t, rows[0]["freed_by"], 1)
 			require.Contains(t, str(rows[0]["freed_by"]), "purged")
 		},
+		"Signals that placed several orders (split closes)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "hxsplitpart1", rows[0]["client_order_id"])
+			require.Equal(t, "dispatched", rows[0]["leg_state"])
+			require.Equal(t, "filled", rows[0]["status"])
+			require.Equal(t, "hxsplitpart2", rows[1]["client_order_id"])
+			require.Equal(t, "sent, not yet recorded", rows[1]["leg_state"])
+			require.Nil(t, rows[1]["status"], "no order recorded yet")
+		},
 		"Kill switch history": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "kill_switch_engaged", rows[0]["event"])
@@ -213,6 +251,14 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "k:sized", rows[0]["trace_id"])
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
+		},
+		"Orders with their attached exits (take-profit, stop-loss)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "k:protected", rows[0]["trace_id"])
+			require.Equal(t, []any{
+				map[string]any{"role": "take_profit", "trigger_price": "0.66", "status": "placed"},
+				map[string]any{"role": "stop_loss", "trigger_price": "0.5", "status": "placed"},
+			}, rows[0]["attached"])
 		},
 		"Orders per account and outcome": func(t *testing.T, rows []row) {
 			orders := map[string]string{}
@@ -251,6 +297,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "1", rows[0]["set_to"])
 			require.Equal(t, "bought by hand before hoox", rows[0]["reason"])
 		},
+		"Fills and fees of orders followed to their end": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "hxrested", rows[0]["client_order_id"])
+			require.Equal(t, "cancelled", rows[0]["status"])
+			require.True(t, numeric(t, rows[0]["filled_quantity"]).Equal(decimal.RequireFromString("0.5")))
+			require.True(t, numeric(t, rows[0]["fee"]).Equal(decimal.RequireFromString("0.0005")))
+			require.Equal(t, "BTC", rows[0]["fee_asset"])
+			require.Equal(t, "k:cancel", rows[0]["cancelled_by"])
+		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "insufficient balance", rows[0]["reject_reason"])
@@ -274,6 +329,16 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	for name := range expect {
 		require.True(t, seen[name], "expected query %q is missing from docs/audit.sql", name)
 	}
+}
+
+// numeric reads a numeric column as a decimal.
+func numeric(t *testing.T, v any) decimal.Decimal {
+	t.Helper()
+	n, ok := v.(pgtype.Numeric)
+	require.True(t, ok, "%T is not numeric", v)
+	text, err := n.Value()
+	require.NoError(t, err)
+	return decimal.RequireFromString(text.(string))
 }
 
 // str renders a column value as text for loose comparisons (a numeric as

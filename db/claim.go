@@ -378,23 +378,43 @@ type OrderRow struct {
 	// sent); null for a rejected order and for rows older than the column.
 	FilledQuantity decimal.NullDecimal `db:"filled_quantity"`
 	RejectReason   *string             `db:"reject_reason"`
-	// Fee and FeeAsset are the venue's fee for what filled, when it said.
+	// Role is what the order is to its trace: exchange.RolePrimary (the
+	// signal's own order) or a leg's role (exchange.RoleClosePart, …).
+	Role      string    `db:"role"`
+	CreatedAt time.Time `db:"created_at"`
+	// TakeProfit and StopLoss are the exits the venue took on the order
+	// itself (or, for a rejected order, the ones it was sent with); null
+	// when it carried none. On a take_profit or stop_loss leg (an exit
+	// placed as its own order), the leg's trigger price.
+	TakeProfit decimal.NullDecimal `db:"take_profit"`
+	StopLoss   decimal.NullDecimal `db:"stop_loss"`
+	// AvgPrice is the average price of what executed; null while nothing
+	// has, and on rows older than the column.
+	AvgPrice decimal.NullDecimal `db:"avg_price"`
+	// Fee is what the venue charged so far, in FeeAsset; null while
+	// nothing executed or when the venue did not say.
 	Fee      decimal.NullDecimal `db:"fee"`
 	FeeAsset *string             `db:"fee_asset"`
+	// UpdatedAt is when a follow job or a cancel last changed the row
+	// (null: never since it was recorded); FinalAt when it became final
+	// (filled, cancelled, expired or rejected after being accepted).
+	UpdatedAt *time.Time `db:"updated_at"`
+	FinalAt   *time.Time `db:"final_at"`
+	// CancelledBy is the trace of the cancel signal that cancelled it.
+	CancelledBy *string `db:"cancelled_by"`
 	// Strategy and BaseAsset are set on a spot order, whose fills count in
 	// the strategy's spot ledger (migration 00012's trigger); nil
 	// elsewhere.
-	Strategy  *string   `db:"strategy"`
-	BaseAsset *string   `db:"base_asset"`
-	CreatedAt time.Time `db:"created_at"`
+	Strategy  *string `db:"strategy"`
+	BaseAsset *string `db:"base_asset"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
-                    fee, fee_asset, strategy, base_asset)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -523,7 +543,8 @@ func queueOrder(b *pgx.Batch, o *OrderRow) {
 	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
 		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
-		pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
+		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss),
+		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

@@ -51,8 +51,16 @@ const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledge
 
 const readLedgerSQL = `
 SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
-       coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM dispatch_intents
-                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR outcome = 'reconciling')
+       coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
+                            + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
+                                          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
+                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0))
+                  FROM dispatch_intents i
+                  WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')
+                    AND i.order_spec->>'Side' = 'sell'
+                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4), 0)
+     + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
+                  WHERE exchange = $1 AND mode = $2 AND outcome IS NULL
                     AND order_spec->>'Side' = 'sell'
                     AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)`
 
@@ -63,8 +71,10 @@ type LedgerHolding struct {
 	Quantity decimal.Decimal
 	// Unrecorded is the quantity of the strategy's sells of this holding
 	// that were sent but are not recorded yet (the intent of an attempt
-	// that died, or of a lost answer being reconciled): they may have sold
-	// part of Quantity already, so a close counts them as sold.
+	// that died, or of a lost answer being reconciled, with the further
+	// parts it planned; the parts of a split spot close not settled yet):
+	// they may have sold part of Quantity already, or are about to, so a
+	// close counts them as sold.
 	Unrecorded decimal.Decimal
 }
 

@@ -109,3 +109,41 @@ func TestSetLedgerIsAuditedAndFillsMoveOnFromIt(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, held.Quantity.IsZero(), "live and test books never mix")
 }
+
+// A split spot close sells in parts: until each part is recorded it may
+// have sold, or is about to sell, the holding, so a close read meanwhile
+// counts as sold the unsent parts an unrecorded intent planned and the
+// parts (order_legs) not settled yet — never a settled one, whose fill
+// the ledger already counts.
+func TestUnrecordedSellsCountTheUnsettledPartsOfASplitClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	sell := func(qty string) string {
+		return `{"Side":"sell","Quantity":"` + qty + `","Ledger":{"strategy":"trend","symbol":"BTCUSDT","base_asset":"BTC"}}`
+	}
+	// An intent whose answer was lost: 1 sent, 2 and 3 planned as parts.
+	_, err := pool.Exec(ctx, `INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source,
+		exchange, symbol, action, order_spec, signal, received_at, execution, outcome)
+		VALUES ('hxlost', 'k:lost', 'k:lost', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'close',
+		        jsonb_set($1::jsonb, '{Legs}', jsonb_build_array(jsonb_build_object('Role', 'close_part', 'Order', $2::jsonb),
+		                                                         jsonb_build_object('Role', 'close_part', 'Order', $3::jsonb))),
+		        '{}', now(), 1, NULL)`, sell("1"), sell("2"), sell("3"))
+	require.NoError(t, err)
+	// A recorded close's parts: one still to place (4), one settled (5).
+	for _, l := range []struct {
+		id, qty string
+		outcome any
+	}{{"hxpart4", "4", nil}, {"hxpart5", "5", "dispatched"}} {
+		_, err := pool.Exec(ctx, `INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
+			exchange, mode, order_spec, outcome) VALUES ($1, 'hxdone', $2::int, 'close_part', 'k:done', 'k:done', 'binance', 'live', $3, $4)`,
+			l.id, l.qty, sell(l.qty), l.outcome)
+		require.NoError(t, err)
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	held, err := db.LockLedger(ctx, tx, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"})
+	require.NoError(t, err)
+	require.Equal(t, "10", held.Unrecorded.String(), "1 + 2 + 3 of the lost close, 4 of the unsettled part")
+}

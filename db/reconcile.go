@@ -168,7 +168,7 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	row := &OrderRow{
 		ID: uuid.Must(uuid.NewV7()), TraceID: traceID, ClientOrderID: o.ClientOrderID, Exchange: exchangeName,
 		Symbol: o.Symbol, Action: o.Action, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
-		Price: o.Price, Mode: mode, Status: string(r.Status), FillPrice: r.FillPrice,
+		Price: o.Price, Mode: mode, Status: string(r.Status), FillPrice: r.FillPrice, Role: exchange.RolePrimary,
 	}
 	if r.Side != "" {
 		row.Side = r.Side
@@ -194,9 +194,17 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		}
 		row.FilledQuantity = decimal.NullDecimal{Decimal: filled, Valid: true}
 	}
-	if r.FeeAsset != "" {
-		asset := r.FeeAsset
-		row.Fee, row.FeeAsset = decimal.NewNullDecimal(r.Fee), &asset
+	if r.AvgPrice.Valid {
+		row.AvgPrice = r.AvgPrice
+	} else if r.Status == exchange.StatusFilled && r.FillPrice.Valid {
+		row.AvgPrice = r.FillPrice
+	}
+	if !r.Fee.IsZero() || r.FeeAsset != "" {
+		row.Fee = decimal.NullDecimal{Decimal: r.Fee, Valid: true}
+		if r.FeeAsset != "" {
+			asset := r.FeeAsset
+			row.FeeAsset = &asset
+		}
 	}
 	if o.Ledger != nil {
 		// A spot order: its fills count in the strategy's ledger, under
@@ -219,5 +227,23 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		reason := r.Reason
 		row.RejectReason = &reason
 	}
+	rejected := r.Status == exchange.StatusRejected
+	row.TakeProfit = attachedPrice(o.TakeProfit, r.TakeProfit, rejected)
+	row.StopLoss = attachedPrice(o.StopLoss, r.StopLoss, rejected)
 	return row
+}
+
+// attachedPrice is an on-order exit's trigger price as recorded: what the
+// venue reports holding on the order; for a rejected order, which holds
+// nothing, the price it was sent with (shown as not placed); null when
+// there is none — also when the venue holds an order without it (OKX
+// attaches TP/SL only to an order that fills completely).
+func attachedPrice(sent *exchange.Attached, held decimal.NullDecimal, rejected bool) decimal.NullDecimal {
+	switch {
+	case sent == nil:
+		return decimal.NullDecimal{}
+	case rejected && !held.Valid:
+		return sent.Price
+	}
+	return held
 }

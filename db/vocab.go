@@ -66,6 +66,14 @@ const (
 	EventReconciled      = "reconciled"
 	EventSwept           = "swept"
 	EventFailed          = "failed"
+	// A leg's events (issue 19): its send began (its intent is durable),
+	// its order was recorded (placed or adopted; or refused), or it ended
+	// without one (absent where the venue may fill late, another order
+	// under its ID). Each names the leg's client_order_id and role.
+	EventLegStarted  = "leg_started"
+	EventLegPlaced   = "leg_placed"
+	EventLegRejected = "leg_rejected"
+	EventLegFailed   = "leg_failed"
 )
 
 // Recorded is what an order the venue holds (or refused) makes of its
@@ -101,11 +109,51 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		// before the intent, and the rounding applied.
 		rec.Detail["sizing"] = o.Sizing
 	}
+	if o.Split != nil {
+		// Why several orders: the position read before the intent, the
+		// venue's maximum market quantity and the parts planned.
+		rec.Detail["split"] = o.Split
+	}
+	if o.HasAttachments() {
+		// The exits as sent: what was asked (a percent) and what it was
+		// resolved to, from which price, once, before the intent.
+		rec.Detail["attached"] = attachedDetail(o)
+	}
 	if r.Status == exchange.StatusRejected {
 		rec.Status, rec.IntentOutcome = TraceRejected, IntentRejected
 	}
 	if r.Reason != "" {
 		rec.Detail["reason"] = r.Reason
 	}
+	if len(r.CancelledFirst) > 0 {
+		// The resting orders cancelled so the close could go through
+		// (Binance -2022).
+		rec.Detail["cancelled_first"] = r.CancelledFirst
+	}
 	return rec
+}
+
+// attachedDetail lists o's attached exits for an audit event: role,
+// trigger price (or trailing distance), and the percent and reference
+// price it was resolved from when the signal gave a percentage.
+func attachedDetail(o exchange.Order) []map[string]string {
+	var out []map[string]string
+	for _, r := range o.Attachments() {
+		m := map[string]string{"role": r.Role}
+		a := r.Attached
+		if a.Price.Valid {
+			m["trigger_price"] = a.Price.Decimal.String()
+		}
+		if a.Distance.Valid {
+			m["distance"] = a.Distance.Decimal.String()
+		}
+		if a.Percent.Valid {
+			m["percent"] = a.Percent.Decimal.String()
+		}
+		if a.From.Valid {
+			m["from_price"] = a.From.Decimal.String()
+		}
+		out = append(out, m)
+	}
+	return out
 }

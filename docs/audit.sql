@@ -5,8 +5,11 @@
 --
 -- Events in trace_events: received, duplicate, key_reused, dispatch_started,
 -- dispatched, rejected, reconciling, reconciled, failed, released, purged,
--- kill_switch_engaged, kill_switch_released, ledger_set. Admin actions use trace IDs
--- starting with 'admin:', which no signal can produce.
+-- kill_switch_engaged, kill_switch_released, ledger_set; for an order
+-- followed to its end, order_partially_filled, order_filled,
+-- order_cancelled, order_expired, order_rejected; for a cancel signal,
+-- cancelled. Admin actions use trace IDs starting with 'admin:', which no
+-- signal can produce.
 
 -- name: Duplicates per day
 SELECT date_trunc('day', at) AS day,
@@ -49,9 +52,11 @@ GROUP BY exchange, symbol, mode, status
 ORDER BY exchange, symbol, mode, status;
 
 -- name: Signals that executed again after their TTL or a release
--- One row per trace ID with more than one order: the times of every
--- execution and what freed the key in between (purge at expiry, admin
--- release). Orders are never purged, so this holds past the audit retention.
+-- One row per trace ID with more than one primary order (the signal's own,
+-- not a leg such as a split close's further parts): the times of every
+-- execution and what freed the key in between (purge at expiry,
+-- admin release). Orders are never purged, so this holds past the audit
+-- retention.
 SELECT o.trace_id,
        count(*)                                              AS executions,
        array_agg(o.created_at ORDER BY o.created_at)         AS executed_at,
@@ -61,9 +66,24 @@ SELECT o.trace_id,
        (SELECT array_agg(e.event || ' ' || e.at::text ORDER BY e.at) FROM trace_events e
          WHERE e.trace_id = o.trace_id AND e.event IN ('purged', 'released')) AS freed_by
 FROM orders o
+WHERE o.role = 'primary'
 GROUP BY o.trace_id
 HAVING count(*) > 1
 ORDER BY max(o.created_at) DESC;
+
+-- name: Signals that placed several orders (split closes)
+-- The legs of every signal that resolved to more than one order (a close
+-- split over the venue's maximum market quantity: role close_part), in
+-- plan order after their primary (parent_client_order_id). A leg still
+-- planned or sent but not recorded a minute after its primary is one a
+-- crash left: the sweeper finishes it.
+SELECT l.trace_id, l.parent_client_order_id, l.seq, l.role, l.client_order_id,
+       coalesce(l.outcome, CASE WHEN l.sent_at IS NULL THEN 'planned' ELSE 'sent, not yet recorded' END) AS leg_state,
+       o.status, o.side, o.quantity, o.filled_quantity, o.fill_price, o.exchange_order_id
+FROM order_legs l
+LEFT JOIN orders o ON o.client_order_id = l.client_order_id
+WHERE l.created_at > now() - interval '7 days'
+ORDER BY l.created_at DESC, l.parent_client_order_id, l.seq;
 
 -- name: Kill switch history
 SELECT at, event, detail->>'by' AS by, detail->>'reason' AS reason
@@ -174,3 +194,39 @@ SELECT at, detail->>'exchange' AS exchange, detail->>'mode' AS mode, detail->>'s
 FROM trace_events
 WHERE trace_id = 'admin:ledger' AND event = 'ledger_set'
 ORDER BY at DESC, id DESC;
+
+-- name: Orders with their attached exits (take-profit, stop-loss)
+-- The exits a venue took on the order itself, in the shape the answer and
+-- the admin API show: placed once the entry filled, waiting_for_entry while
+-- a limit entry rests, not_placed when the entry was rejected. An exit placed
+-- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
+-- client order ID) is placed while the venue holds it. hoox does not follow
+-- whether an exit later triggered.
+SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
+       jsonb_agg(jsonb_build_object(
+                   'role', a.role,
+                   'trigger_price', trim_scale(a.trigger_price)::text,
+                   'status', CASE WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
+                                  WHEN o.role <> 'primary' THEN 'not_placed'
+                                  WHEN o.status = 'filled' THEN 'placed'
+                                  WHEN o.status = 'open' THEN 'waiting_for_entry'
+                                  ELSE 'not_placed' END)
+                 ORDER BY a.n) AS attached
+FROM orders o
+CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit), (2, 'stop_loss', o.stop_loss)) AS a(n, role, trigger_price)
+WHERE a.trigger_price IS NOT NULL AND o.created_at > now() - interval '7 days'
+GROUP BY o.id
+ORDER BY o.created_at DESC;
+
+-- name: Fills and fees of orders followed to their end
+-- A limit order (or a market order the venue was still executing) is
+-- followed by a job until it ends, and every change is an order_* event on its
+-- trace. fee is what the venue charged, in fee_asset, and cancelled_by names
+-- the cancel signal that cancelled it.
+SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type,
+       quantity, filled_quantity, avg_price, fee, fee_asset, status,
+       final_at - created_at AS open_for, cancelled_by
+FROM orders
+WHERE order_type = 'limit' OR updated_at IS NOT NULL
+ORDER BY created_at DESC
+LIMIT 100;

@@ -51,6 +51,31 @@ type Order struct {
 	// Sizing says how Quantity was resolved from the signal's quantity
 	// type; nil for a base quantity.
 	Sizing *Sizing `json:",omitempty"`
+	// Split, on the first part of a close split over the venue's maximum
+	// market quantity, records the position read and the plan (see
+	// SplitClose); nil otherwise.
+	Split *Split `json:",omitempty"`
+	// Legs are the signal's further orders (the other parts of a split
+	// close), planned once with this order, the primary, and stored with
+	// it in its intent, so every recovery path places exactly these. Each
+	// has its own client order ID and is placed only after the primary
+	// filled.
+	Legs []Leg `json:",omitempty"`
+	// TakeProfit, StopLoss and TrailingStop are exits attached to the
+	// entry (nil: none). The gateway resolves a percent target to a price
+	// once, before the intent is written, on a venue that takes them on
+	// the order; a venue that places them as separate orders after the
+	// fill may resolve them from the fill price instead. See
+	// [AttachmentCapable] and [Attached.Resolve].
+	TakeProfit   *Attached `json:",omitempty"`
+	StopLoss     *Attached `json:",omitempty"`
+	TrailingStop *Attached `json:",omitempty"`
+	// Exit, on a leg, makes the order a conditional exit of its own
+	// (RoleTakeProfit, RoleStopLoss) whose trigger is the matching
+	// attached field: a venue that takes exits as separate orders
+	// (Binance USDⓈ-M's algo orders) places it as one. Empty for a plain
+	// order.
+	Exit string `json:",omitempty"`
 	// Ledger, set by the gateway for an order on a spot venue, counts the
 	// order's fills in its strategy's spot ledger (see Ledger); nil on
 	// derivatives and paper. It travels in the intent, so every path that
@@ -93,7 +118,19 @@ const (
 	StatusFilled   Status = "filled"
 	StatusOpen     Status = "open"
 	StatusRejected Status = "rejected"
+	// StatusCancelled: the order was cancelled (by hoox's cancel action,
+	// by hand, or by the venue) before it filled completely;
+	// FilledQuantity says what executed before that.
+	StatusCancelled Status = "cancelled"
+	// StatusExpired: the venue ended the order on its own (time in force,
+	// a self-trade prevention, an IOC remainder) before it filled
+	// completely.
+	StatusExpired Status = "expired"
 )
+
+// Final reports whether an order in status s will never change again at
+// the venue: everything but open.
+func (s Status) Final() bool { return s != StatusOpen && s != "" }
 
 // Report is the venue's answer about one order.
 type Report struct {
@@ -126,19 +163,43 @@ type Report struct {
 	Status Status
 	// FillPrice is set when the order filled.
 	FillPrice decimal.NullDecimal
-	// AvgPrice is the average price of what filled, as the venue reports
-	// it; invalid when nothing filled or the venue did not say.
-	AvgPrice decimal.NullDecimal
-	// Fee is the venue's fee for what filled so far, in FeeAsset (Binance
-	// spot fills[].commission, Bybit cumExecFee, OKX's fee with its sign
-	// flipped): positive for a charge, negative for a rebate; zero with
-	// FeeAsset "" when the venue did not say.
-	Fee decimal.Decimal
-	// FeeAsset is the asset Fee was charged in: on spot the received asset
-	// (the base coin of a buy) unless the venue pays it otherwise (BNB).
-	FeeAsset string
 	// Reason says why the venue refused the order, when it did.
 	Reason string
+	// AvgPrice is the average price of what executed so far (Binance
+	// avgPrice or cummulativeQuoteQty/executedQty, Bybit avgPrice, OKX
+	// avgPx); invalid while nothing executed.
+	AvgPrice decimal.NullDecimal
+	// Fee is what the venue charged for the executions so far, as a
+	// positive amount in FeeAsset (zero while nothing executed, or when
+	// the venue does not say): Binance fills[].commission or the
+	// order's trades, Bybit cumFeeDetail, OKX's fee with its sign flipped.
+	// A rebate is negative.
+	Fee decimal.Decimal
+	// FeeAsset is the asset Fee is charged in (Binance commissionAsset,
+	// Bybit's settle or received coin, OKX feeCcy); "" when Fee is zero.
+	// On spot it is the received asset (the base coin of a buy) unless the
+	// venue takes it otherwise (BNB); a fee in the base coin reduces what
+	// the strategy's spot ledger counts.
+	FeeAsset string
+	// CancelledFirst lists resting orders the adapter cancelled before
+	// the order could be placed: Binance USDⓈ-M reduce-only orders that
+	// blocked a close (-2022). Empty otherwise.
+	CancelledFirst []CancelledOrder `json:",omitempty"`
+	// TakeProfit and StopLoss are the trigger prices the venue holds on
+	// the order itself (Bybit's takeProfit and stopLoss), as it reports
+	// them; invalid when it holds none or does not say.
+	TakeProfit, StopLoss decimal.NullDecimal
+}
+
+// CancelledOrder is a resting order cancelled to let a close through.
+type CancelledOrder struct {
+	ClientOrderID   string `json:"client_order_id"`
+	ExchangeOrderID string `json:"exchange_order_id"`
+	Side            string `json:"side"`
+	// Remaining is what the order still had to execute.
+	Remaining string `json:"remaining"`
+	// PlacedByHoox says whether its client order ID has hoox's prefix.
+	PlacedByHoox bool `json:"placed_by_hoox"`
 }
 
 // Venue is one exchange account. Implementations must be safe for concurrent
@@ -163,6 +224,24 @@ type Venue interface {
 	// proves nothing; after it, nothing more can appear. Zero for a venue
 	// whose write is visible the moment it commits (paper).
 	AcceptWindow() time.Duration
+}
+
+// Canceler is implemented by a venue that can cancel an order hoox placed,
+// by its client order ID (the `cancel` action). Cancel is idempotent: an
+// order already final (cancelled, filled, expired) is reported as it is,
+// not as an error, so a retry after a crash between two cancels finishes
+// the work. ErrNotFound when the venue holds no order under the ID.
+type Canceler interface {
+	Cancel(ctx context.Context, o Order) (Report, error)
+}
+
+// FeeReader is implemented by a venue whose order query does not carry
+// the fees charged (Binance: its account trade lists do). The follow job
+// calls it for an order that executed something since it last looked, and
+// it returns r with Fee and FeeAsset (and AvgPrice, when the trades say
+// it) filled in.
+type FeeReader interface {
+	Fees(ctx context.Context, o Order, r Report) (Report, error)
 }
 
 // SharedDatabase is implemented by a venue that writes its orders into
@@ -243,3 +322,15 @@ var (
 	// the operator has to fix the key before a retry can succeed.
 	ErrCredentials = errors.New("exchange refused the api credentials")
 )
+
+// ReadFees completes r with its fees when v reads them apart from the
+// order (FeeReader) and r executed something the caller has not seen with
+// a fee yet: more than filledBefore, or anything when hadFee is false. It
+// costs a request only then.
+func ReadFees(ctx context.Context, v Venue, o Order, r Report, filledBefore decimal.Decimal, hadFee bool) (Report, error) {
+	fr, ok := v.(FeeReader)
+	if !ok || !r.FilledQuantity.IsPositive() || (r.FilledQuantity.Equal(filledBefore) && hadFee) {
+		return r, nil
+	}
+	return fr.Fees(ctx, o, r)
+}

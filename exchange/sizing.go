@@ -45,6 +45,13 @@ type SizingFacts struct {
 	// Step and MinQty are the symbol's quantity step and minimum for the
 	// order's type, in base units (zero: none).
 	Step, MinQty decimal.Decimal
+	// MaxMarketQty is the largest quantity one market order may carry
+	// (Binance MARKET_LOT_SIZE maxQty); zero when the venue has none or
+	// splits large orders itself.
+	MaxMarketQty decimal.Decimal
+	// Tick is the symbol's price step (zero: none), which attached
+	// exits' triggers are rounded to.
+	Tick decimal.Decimal
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string

@@ -15,3 +15,11 @@ func VenueSymbol(s string) string {
 	s = strings.TrimSuffix(s, ".P")
 	return strings.NewReplacer("/", "", "-", "", "_", "").Replace(s)
 }
+
+// SameSymbol reports whether two spellings name one instrument: a signal's
+// symbol (BINANCE:BTCUSDT.P, BTC/USDT) and a venue's (BTCUSDT, OKX's
+// BTC-USDT-SWAP). The cancel action compares recorded orders with it.
+func SameSymbol(a, b string) bool {
+	key := func(s string) string { return strings.TrimSuffix(VenueSymbol(s), "SWAP") }
+	return key(a) == key(b)
+}

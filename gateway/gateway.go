@@ -59,6 +59,9 @@ type Deps struct {
 	// AfterVenue, when set, runs between the venue's answer and the commit.
 	// Fault tests use it to kill the process at the worst moment.
 	AfterVenue func(traceID string)
+	// AfterLeg, when set, runs between a leg's venue answer and its
+	// record (the crash drill for multi-order signals).
+	AfterLeg func(clientOrderID string)
 }
 
 // LatencyObserver hears each signal's latency (see Deps.Latency).
@@ -87,6 +90,9 @@ type Service struct {
 	// notified, so a broken key alerts once an hour, not once a signal.
 	credMu     sync.Mutex
 	credAlerts map[string]time.Time
+	// legs places a signal's follow-up orders after its primary is
+	// recorded (the sweeper runs the same code for what a crash left).
+	legs *jobs.LegRunner
 }
 
 // Close refuses new signals, waits for the ones in flight to be recorded
@@ -120,8 +126,10 @@ func New(cfg Config, deps Deps) *Service {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(nil)
 	}
-	return &Service{cfg: cfg.WithDefaults(), deps: deps, credAlerts: map[string]time.Time{},
-		flights: flights{m: map[string]*flight{}}}
+	cfg = cfg.WithDefaults()
+	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
+		flights: flights{m: map[string]*flight{}},
+		legs:    jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg)}
 }
 
 // Input is one validated signal with its trace.
@@ -141,6 +149,12 @@ type Outcome struct {
 	Status     db.TraceStatus // dispatched, rejected, reconciling
 	ReceivedAt time.Time
 	Order      *db.OrderRow
+	// Legs are the orders of the signal's legs recorded so far (the other
+	// parts of a split close), in plan order; empty for a one-order signal.
+	Legs []db.OrderRow
+	// Cancelled lists the orders a cancel signal cancelled (empty, not
+	// nil, when it found none open); nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Original describes the first attempt of a trace, for repeats.
@@ -150,6 +164,9 @@ type Original struct {
 	OrderID       *uuid.UUID
 	ClientOrderID *string
 	FirstSeen     time.Time
+	// Cancelled lists what the first attempt of a cancel signal
+	// cancelled; nil for every other signal.
+	Cancelled []db.OrderRow
 }
 
 // Execute claims in.Trace and, when this is the first attempt, places the
@@ -177,7 +194,13 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 	if !ok {
 		return nil, invalid("exchange", fmt.Sprintf("%q is not a configured venue (configured: %v)", sig.Exchange, s.deps.Venues.Names()))
 	}
+	if err := canAttach(sig, venue); err != nil {
+		return nil, err
+	}
 	if err := canSize(sig, venue); err != nil {
+		return nil, err
+	}
+	if err := canCancel(sig, venue); err != nil {
 		return nil, err
 	}
 	return s.coalesce(ctx, in, venue)
@@ -226,6 +249,8 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
 		return nil, s.inProgress(tr.ID)
+	case sig.Action == signal.ActionCancel:
+		return s.cancelOrders(ctx, tx, in, venue, res)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
 }
@@ -239,6 +264,16 @@ func (s *Service) inProgress(traceID string) *Error {
 // repeat answers a signal whose trace is already claimed.
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
+	if in.Signal.Action == signal.ActionCancel && e.Code == codes.Duplicate && t.Status == db.TraceDispatched {
+		// A cancel's outcome is the orders it cancelled: one more read,
+		// for cancels only.
+		cancelled, err := db.OrdersCancelledBy(ctx, s.deps.MarkerPool, t.TraceID)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "read a repeated cancel's orders", "trace_id", t.TraceID, "error", err)
+		} else {
+			e.Original.Cancelled = cancelled
+		}
+	}
 	// The answer is known from the claim's one round trip, which wrote
 	// nothing (the trace's insert found its conflict). Off the answer's
 	// path, the claim's transaction ends with a rollback (no WAL, the
@@ -295,14 +330,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
 	}
+	order = withAttachments(order, sig)
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
 	if err := s.tagLedger(ctx, venue, in, &order); err != nil {
 		return nil, err
 	}
 	// sized is true once order carries its resolved size: a sized signal's
-	// order (or a spot close's) comes from an earlier attempt's intent when
-	// there is one, never from a second sizing.
-	sized := !sizedByVenue(sig, order)
+	// order (a sized signal's, a spot close's or a split close's) comes
+	// from an earlier attempt's intent when there is one, never from a
+	// second sizing.
+	sized := !s.plans(sig, venue, order)
 
 	for _, u := range res.Unknown {
 		earlier := order
@@ -363,7 +400,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	if !sized {
 		var done bool
 		var resolved exchange.Order
-		resolved, done, err = s.size(ctx, tx, in, venue, order, out)
+		resolved, done, err = s.plan(ctx, tx, in, venue, order, out)
 		if done {
 			return nil, err
 		}
@@ -450,8 +487,9 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
-	if sizedByVenue(sig, order) {
-		// That execution sized its own order; adopt only what it sent.
+	if s.plans(sig, venue, order) {
+		// That execution sized (or split) its own order; adopt only what
+		// it sent.
 		stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
 		if err != nil {
 			return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
@@ -475,6 +513,9 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	}
 	for _, ev := range r.Events {
 		ev.Detail["recovered_by"] = tr.ID
+	}
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), r.Order, tr.Mode, earlier); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	if err := tx.RecoverEarlier(ctx, p.ClientOrderID, r, s.cfg.Timing.TraceTTL); err != nil {
 		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
@@ -626,6 +667,12 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		s.deps.Logger.ErrorContext(ctx, "queue notification with the order", "trace_id", tr.ID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
+	// An open order (a resting limit) is followed to its end by a job
+	// that commits with it.
+	if err := jobs.InsertFollowTx(ctx, s.deps.Jobs, tx.Tx(), row, tr.Mode, order); err != nil {
+		s.deps.Logger.ErrorContext(ctx, "queue follow job with the order", "trace_id", tr.ID, "error", err)
+		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
+	}
 	recordStart := time.Now()
 	err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: status, Order: row,
 		IntentID: order.ClientOrderID, IntentOutcome: rec.IntentOutcome, Events: events})
@@ -641,6 +688,20 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	if status == db.TraceRejected {
 		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}
+	}
+	if len(order.Legs) > 0 && row.Status == string(exchange.StatusFilled) {
+		// The commit planned the legs (a trigger on orders); place them
+		// now, so the answer shows them. What cannot be decided now (a
+		// lost answer, a venue out of reach) the sweeper finishes.
+		legs, err := s.legs.Finish(ctx, tr.LockKey, order.ClientOrderID)
+		if err != nil {
+			s.deps.Logger.WarnContext(ctx, "legs left for the sweeper", "trace_id", tr.ID,
+				"client_order_id", order.ClientOrderID, "error", err)
+			if legs, err = db.LegOrders(ctx, s.deps.Pool, order.ClientOrderID); err != nil {
+				s.deps.Logger.WarnContext(ctx, "read leg orders", "trace_id", tr.ID, "error", err)
+			}
+		}
+		out.Legs = legs
 	}
 	return out, nil
 }

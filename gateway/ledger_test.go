@@ -100,6 +100,7 @@ func TestSpotCloseOfNothingHeldIsRefusedBeforeAnythingIsSent(t *testing.T) {
 func TestSpotPercentOfPositionIsAShareOfTheLedger(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
+	b.binance.SetSpotCommission(decimal.Zero) // no fee: the ledger's arithmetic is under test
 	ctx := context.Background()
 	b.binance.SetBalance("BTC", decimal.RequireFromString("2"))
 	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.100", "swing", "buy-swing")))
@@ -131,6 +132,7 @@ func TestDerivativesOrdersStayOutOfTheSpotLedger(t *testing.T) {
 func TestConcurrentBuysOfOneStrategyAllCount(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
+	b.binance.SetSpotCommission(decimal.Zero) // no fee: the ledger's arithmetic is under test
 	ctx := context.Background()
 	const n = 8
 	var wg sync.WaitGroup
@@ -177,6 +179,7 @@ func TestBybitSpotCloseSellsWhatTheStrategyBought(t *testing.T) {
 func TestConcurrentSpotClosesSellTheHoldingOnce(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
+	b.binance.SetSpotCommission(decimal.Zero) // no fee: the ledger's arithmetic is under test
 	ctx := context.Background()
 	b.binance.SetBalance("BTC", decimal.RequireFromString("5"))
 	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "scalp", "scalp-buy")))
@@ -226,6 +229,7 @@ func TestConcurrentSpotClosesSellTheHoldingOnce(t *testing.T) {
 func TestSpotCloseCountsUnrecordedSellsAsSold(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
+	b.binance.SetSpotCommission(decimal.Zero) // no fee: the ledger's arithmetic is under test
 	ctx := context.Background()
 	b.binance.SetBalance("BTC", decimal.RequireFromString("5"))
 	_, err := b.svc.Execute(ctx, input(t, spotSignal("buy", "0.010", "swing", "swing-buy")))
@@ -262,6 +266,8 @@ func TestSpotLedgerIsPerAccount(t *testing.T) {
 		return v
 	}
 	main, sub := binancefake.New(t, binancefake.Options{}), binancefake.New(t, binancefake.Options{})
+	main.SetSpotCommission(decimal.Zero) // no fee: the ledger's arithmetic is under test
+	sub.SetSpotCommission(decimal.Zero)
 	reg := exchange.NewRegistryOf(
 		exchange.Entry{Name: "binance", Live: spotOn(main)},
 		exchange.Entry{Name: "sub1", Venue: "binance", Live: spotOn(sub)},

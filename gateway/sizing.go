@@ -14,18 +14,18 @@ import (
 	"github.com/hoox/hoox/signal"
 )
 
-// needsSizing reports whether sig's quantity is not a base quantity: the
-// venue must resolve it to one before the intent is written.
+// needsSizing reports whether sig's order must be resolved by the venue
+// before the intent is written: a quantity that is not a base quantity, or
+// an attached exit given as a percentage (its price is taken from a price
+// read then). The resolved order goes into the intent, and every recovery
+// path re-uses it.
 func needsSizing(sig signal.Signal) bool {
-	return sig.QuantityType != "" && sig.QuantityType != signal.QuantityBase
+	return sizedQuantity(sig) || hasPercentTarget(sig)
 }
 
-// sizedByVenue reports whether order's size is resolved before its intent
-// from what the venue (and, on spot, the strategy's ledger) holds: a sized
-// signal, or any close on spot, which sells what the strategy bought
-// through hoox rather than the coin's whole free balance.
-func sizedByVenue(sig signal.Signal, order exchange.Order) bool {
-	return needsSizing(sig) || spotClose(sig, order)
+// sizedQuantity reports whether sig's quantity is not a base quantity.
+func sizedQuantity(sig signal.Signal) bool {
+	return sig.QuantityType != "" && sig.QuantityType != signal.QuantityBase
 }
 
 // spotClose reports whether order closes on a spot venue.
@@ -37,7 +37,7 @@ func spotClose(sig signal.Signal, order exchange.Order) bool {
 // a spot close given as a base quantity, all (100 %) of the position —
 // which on spot is what the strategy holds through hoox.
 func quantityType(sig signal.Signal, order exchange.Order) (string, exchange.Order) {
-	if spotClose(sig, order) && !needsSizing(sig) {
+	if spotClose(sig, order) && !sizedQuantity(sig) {
 		order.Quantity = decimal.NewFromInt(100)
 		return exchange.QuantityPercentOfPosition, order
 	}
@@ -87,6 +87,9 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 		return nil
 	}
 	sizer, ok := venue.(exchange.Sizer)
+	if !ok && !sizedQuantity(sig) {
+		return &Error{Code: codes.Unsupported, Detail: fmt.Sprintf("a take_profit or stop_loss in percent needs the venue's price, and venue %q cannot read it; send it as a price", sig.Exchange)}
+	}
 	if !ok {
 		return invalid(signal.FieldQuantityType, fmt.Sprintf("%s needs the venue's price, balance or position, and venue %q cannot read them; send a base quantity", sig.QuantityType, sig.Exchange))
 	}
@@ -94,6 +97,60 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 		return invalid(signal.FieldQuantityType, fmt.Sprintf("percent_of_balance needs a free balance, and venue %q keeps none; send a base or quote quantity", sig.Exchange))
 	}
 	return nil
+}
+
+// plans reports whether sig's order is resolved against the venue before
+// its intent — sized (needsSizing), a close on spot (sold from what the
+// strategy holds in the spot ledger, see spotClose) or, for a close on a
+// venue that refuses market orders above a maximum
+// (exchange.SplitsCloses), planned as one or several parts — so every
+// recovery path must re-use the order stored in the intent rather than
+// rebuild it from the signal.
+func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.Order) bool {
+	return needsSizing(sig) || spotClose(sig, order) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
+		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
+}
+
+// plan resolves the order once, under the trace's claim and before its
+// intent: sizing (see size; a spot close is sized from the strategy's
+// ledger), then for a close on a venue that needs it, the split into parts
+// of at most the venue's maximum market quantity, computed from the
+// position read here (the facts sizing read, or one read for a full
+// close). done reports that the attempt ended (refused or the venue could
+// not be asked; nothing was sent).
+func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+	sig := in.Signal
+	var facts exchange.SizingFacts
+	sized := needsSizing(sig) || spotClose(sig, order)
+	if sized {
+		var done bool
+		var err error
+		if order, facts, done, err = s.size(ctx, tx, in, venue, order, out); done {
+			return order, true, err
+		}
+	}
+	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
+		// Separate exit orders, placed once the entry filled (percent
+		// targets resolved from its fill price then).
+		return exchange.PlanExitLegs(order, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }), false, nil
+	}
+	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
+		return order, false, nil
+	}
+	if !sized {
+		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+		f, err := venue.(exchange.Sizer).SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
+		cancel()
+		if err != nil {
+			s.venueError(ctx, sig.Exchange, err)
+			return order, true, unavailable(fmt.Sprintf("venue %s could not be asked for the position to close; nothing was placed", sig.Exchange), 5*time.Second, err)
+		}
+		facts = f
+	}
+	// A spot close sized from the ledger is a partial close (Partial) of
+	// at most the free balance (facts.Position): split that size.
+	split, _ := exchange.SplitClose(order, facts, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) })
+	return split, false, nil
 }
 
 // size resolves a sized signal's order (or a spot close's, from what the
@@ -105,43 +162,60 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // the trace rejected without writing an intent or sending anything (done,
 // with the 422); after a read that fails the claim rolls back (done, with
 // the 503): nothing was sent either way.
-func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, exchange.SizingFacts, bool, error) {
 	sig, tr := in.Signal, in.Trace
 	sizer, ok := venue.(exchange.Sizer) // canSize checked it for a sized signal
 	if !ok {
-		return order, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
+		return order, exchange.SizingFacts{}, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
 	}
 	qtype, asked := quantityType(sig, order)
+	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
 	need := exchange.Need(qtype, asked)
-	var facts exchange.SizingFacts
+	legExits := exchange.AttachesAsLegs(venue)
+	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
+		need.Price = true
+	}
+	var held exchange.SizingFacts
 	if need.Position && order.Ledger != nil {
 		// Before the venue's balance: the free balance read after the
 		// lock already reflects a close that went before.
-		if err := s.readLedger(ctx, tx, in, order, &facts); err != nil {
-			return order, true, err
+		if err := s.readLedger(ctx, tx, in, order, &held); err != nil {
+			return order, held, true, err
 		}
 	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
-	read, err := sizer.SizingFacts(vctx, asked, need)
+	facts, err := sizer.SizingFacts(vctx, asked, need)
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
-		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
+		return order, facts, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
-	read.Ledger, read.Unrecorded, read.BaseAsset = facts.Ledger, facts.Unrecorded, facts.BaseAsset
-	resolved, sizing, reason := exchange.Resolve(qtype, asked, read)
+	facts.Ledger, facts.Unrecorded, facts.BaseAsset = held.Ledger, held.Unrecorded, held.BaseAsset
+	resolved, reason := order, facts.Refused
+	var sizing exchange.Sizing
+	if sizeQuantity {
+		resolved, sizing, reason = exchange.Resolve(qtype, asked, facts)
+	}
+	if reason == "" && !legExits {
+		// A venue taking exits as legs resolves them from the entry's
+		// fill price instead (jobs.LegRunner).
+		resolved, reason = resolveTargets(resolved, facts)
+	}
 	if reason == "" {
-		return resolved, false, nil
+		return resolved, facts, false, nil
 	}
-	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP,
-		Detail: map[string]any{"reason": reason, "sizing": sizing, "sent": false}}
+	detail := map[string]any{"reason": reason, "sent": false}
+	if sizeQuantity {
+		detail["sizing"] = sizing
+	}
+	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
-		return order, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceRejected, Events: []db.Event{ev}}); err != nil {
-		return order, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	out.Status = db.TraceRejected
-	return order, true, &Error{Code: codes.OrderRejected, Outcome: out,
+	return order, facts, true, &Error{Code: codes.OrderRejected, Outcome: out,
 		Detail: fmt.Sprintf("the order was not sent to %s: %s", sig.Exchange, reason)}
 }

@@ -104,6 +104,10 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	if err := river.AddWorkerSafely(workers, sweeper); err != nil {
 		return nil, fmt.Errorf("register sweep worker: %w", err)
 	}
+	follow := NewFollowWorker(pool, cfg, deps.Venues, logger, deps.Notifier)
+	if err := river.AddWorkerSafely(workers, follow); err != nil {
+		return nil, fmt.Errorf("register follow worker: %w", err)
+	}
 	// Registered even with no channel configured: River refuses to insert a
 	// kind it has no worker for, and that would fail the transaction
 	// recording the event.
@@ -147,6 +151,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},
 			QueueSweep:         {MaxWorkers: 1},
+			QueueFollow:        {MaxWorkers: FollowWorkers},
 			NotifyQueue:        NotifyQueueConfig(),
 		},
 	})

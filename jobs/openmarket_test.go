@@ -66,6 +66,10 @@ func TestReconcileFollowsAMarketOrderStillOpen(t *testing.T) {
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 	require.Equal(t, db.TraceDispatched, traceStatus(t, b.pool, "k:resting"), "a resting limit order is recorded open")
 	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE status = 'open'"))
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'follow' AND args->>'trace_id' = 'k:resting'"),
+		"and followed from the reconcile's commit on (issue 19)")
+	require.EqualValues(t, 0, count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'follow' AND args->>'trace_id' = 'k:working'"),
+		"a filled order needs no follow")
 }
 
 // B7: the sweeper leaves a dead attempt's market order that is still open

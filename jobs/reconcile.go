@@ -47,6 +47,7 @@ type ReconcileWorker struct {
 	log        *slog.Logger
 	metrics    *Metrics
 	notifier   *Notifier
+	legs       *LegRunner
 }
 
 // NewReconcileWorker returns a worker recording through pool. intentPool
@@ -58,7 +59,8 @@ func NewReconcileWorker(pool, intentPool *pgxpool.Pool, cfg Config, venues *exch
 	if intentPool == nil {
 		intentPool = pool
 	}
-	return &ReconcileWorker{pool: pool, intentPool: intentPool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics}
+	return &ReconcileWorker{pool: pool, intentPool: intentPool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics,
+		legs: NewLegRunner(pool, intentPool, cfg, venues, logger, nil)}
 }
 
 // snooze asks River to run the job again after d, without counting an
@@ -86,7 +88,8 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 			var sn *snooze
 			if err == nil || !final || errors.As(err, &sn) {
 				outcome = o
-				r.BeforeCommit = w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order)
+				r.BeforeCommit = chainHooks(w.notifier.notifyHook(r.Event, a.Exchange, a.Mode, a.Order),
+					followHook(r.Order, a.Mode, a.Order))
 				return r, err
 			}
 			// The venue stayed out of reach for every attempt: give the
@@ -119,6 +122,14 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 	w.metrics.Reconciles.WithLabelValues(outcome).Inc()
 	w.log.InfoContext(ctx, "reconciled", "trace_id", a.TraceID, "client_order_id", a.Order.ClientOrderID,
 		"outcome", outcome, "attempt", job.Attempt)
+	if len(a.Order.Legs) > 0 {
+		// The primary is recorded (its legs planned if it filled): place
+		// them now rather than after a sweep. What cannot be decided now
+		// is the sweeper's.
+		if _, err := w.legs.Finish(ctx, db.LockKeyOf(a.TraceID), a.Order.ClientOrderID); err != nil {
+			w.log.WarnContext(ctx, "reconcile: legs left for the sweeper", "trace_id", a.TraceID, "error", err)
+		}
+	}
 	return nil
 }
 

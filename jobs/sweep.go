@@ -66,12 +66,14 @@ type SweepWorker struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	notifier *Notifier
+	legs     *LegRunner
 }
 
 // NewSweepWorker returns a sweeper working through pool.
 func NewSweepWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, metrics *Metrics) *SweepWorker {
 	logger, metrics = orDefaults(logger, metrics)
-	return &SweepWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics}
+	return &SweepWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, metrics: metrics,
+		legs: NewLegRunner(pool, nil, cfg, venues, logger, nil)}
 }
 
 // ErrNotYet leaves an item for a later sweep: the venue's answer decides
@@ -111,6 +113,9 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 					r.BeforeCommit = w.notifier.notifyHook(ev, s.Intent.Exchange, s.Intent.Mode, s.Intent.Order)
 				}
 			}
+			// An order recorded open is followed to its end from this
+			// commit on.
+			r.BeforeCommit = chainHooks(r.BeforeCommit, followHook(r.Order, s.Intent.Mode, s.Intent.Order))
 			return r, err
 		})
 		switch {
@@ -133,6 +138,31 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 		}
 		w.log.Log(ctx, level, "swept", "trace_id", traceOf(s), "client_order_id", s.Intent.ClientOrderID,
 			"outcome", outcome, "orphaned_reconcile", s.TraceID != "")
+		if outcome == sweepAdopted && len(s.Intent.Order.Legs) > 0 && s.Intent.LockKey != "" {
+			// The primary just recorded planned its legs: place them now,
+			// not a sweep later.
+			if _, err := w.legs.Finish(ctx, s.Intent.LockKey, s.Intent.ClientOrderID); err != nil {
+				w.log.WarnContext(ctx, "sweep: legs left for the next sweep", "trace_id", traceOf(s), "error", err)
+			}
+		}
+	}
+	// Legs (issue 19) an attempt left unplaced or unknown when it died:
+	// finished as the gateway would have, each trace's under its lock.
+	open, err := db.ListOpenLegs(ctx, w.pool, w.cfg.SweepGrace, sweepBatch)
+	if err != nil {
+		return settled, err
+	}
+	for _, o := range open {
+		_, err := w.legs.Finish(ctx, o.LockKey, o.ParentClientOrderID)
+		switch {
+		case err == nil:
+			settled++
+			w.log.InfoContext(ctx, "swept legs", "trace_id", o.TraceID, "parent_client_order_id", o.ParentClientOrderID)
+		case errors.Is(err, ErrNotYet), errors.Is(err, db.ErrLockTimeout):
+		default:
+			w.log.WarnContext(ctx, "sweep: legs left for the next sweep", "trace_id", o.TraceID,
+				"parent_client_order_id", o.ParentClientOrderID, "error", err)
+		}
 	}
 	return settled, nil
 }

@@ -45,6 +45,16 @@ const (
 	// EventVenueCredentials: a venue refused hoox's API key or signature,
 	// so every order to it fails until someone fixes the key.
 	EventVenueCredentials = "venue_credentials"
+	// EventOrderFilled: an order hoox followed after placing it (a
+	// resting limit order, a market order still executing) filled
+	// completely.
+	EventOrderFilled = "order_filled"
+	// EventOrderCancelled: a followed order was cancelled (by a cancel
+	// signal, by hand or by the venue) before it filled completely.
+	EventOrderCancelled = "order_cancelled"
+	// EventOrderExpired: the venue ended a followed order on its own
+	// before it filled completely.
+	EventOrderExpired = "order_expired"
 )
 
 // Channel names a notification service; it is what a job records, never the
@@ -67,13 +77,15 @@ const DefaultTimeout = 10 * time.Second
 // documentation gives them.
 func AllEvents() []string {
 	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials,
-		EventReconciled, EventDispatched}
+		EventOrderFilled, EventReconciled, EventDispatched, EventOrderCancelled, EventOrderExpired}
 }
 
 // DefaultEvents are the events sent when HOOX_NOTIFY_EVENTS is not set: the
-// ones that need a human. Dispatched and reconciled orders are routine.
+// ones that need a human, and the fill of an order hoox followed (a limit
+// order resting until the price came: the trader waits for that news).
+// Dispatched and reconciled orders are routine.
 func DefaultEvents() []string {
-	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials}
+	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials, EventOrderFilled}
 }
 
 // Config says where notifications go and which events are sent. A channel is

@@ -68,6 +68,12 @@ func (m Message) Title() string {
 		}
 	case EventVenueCredentials:
 		t = "venue refused hoox's API key"
+	case EventOrderFilled:
+		t = "order filled"
+	case EventOrderCancelled:
+		t = "order cancelled"
+	case EventOrderExpired:
+		t = "order expired"
 	default:
 		t = m.Event
 	}

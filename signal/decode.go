@@ -37,8 +37,9 @@ const (
 // never pass through float64.
 type value struct {
 	kind valueKind
-	// text is the unescaped string, the number token exactly as sent, or
-	// "true"/"false".
+	// text is the unescaped string, the number token exactly as sent,
+	// "true"/"false", or for an object or array the JSON text of it as
+	// sent (attachments such as {"percent": 2} are read from it).
 	text string
 	// line, col and offset locate the value in the body for error messages.
 	line, col, offset int
@@ -99,6 +100,18 @@ func Decode(body []byte) (*Raw, error) {
 	raw := &Raw{fields: make(map[string]value)}
 	var stack []*frame
 	topKey := ""
+	// nestedStart is where the value of the current top-level known field
+	// began, when that value is an object or array: its text is kept once
+	// it closes.
+	nestedStart := -1
+	closeNested := func() {
+		if len(stack) == 1 && nestedStart >= 0 {
+			v := raw.fields[topKey]
+			v.text = string(body[nestedStart:dec.InputOffset()])
+			raw.fields[topKey] = v
+			nestedStart = -1
+		}
+	}
 	for {
 		start := tokenStart(body, int(dec.InputOffset()))
 		tok, err := dec.Token()
@@ -120,6 +133,7 @@ func Decode(body []byte) (*Raw, error) {
 				if len(stack) == 0 {
 					break
 				}
+				closeNested()
 				if parent := stack[len(stack)-1]; parent.object {
 					parent.wantKey = true
 				}
@@ -168,6 +182,7 @@ func Decode(body []byte) (*Raw, error) {
 				}
 				if known {
 					raw.fields[topKey] = v
+					nestedStart = start
 				}
 				if item {
 					list := raw.fields[topKey]
@@ -184,6 +199,7 @@ func Decode(body []byte) (*Raw, error) {
 				// ']': the root is always an object, so the stack cannot
 				// empty here, and a stray '}' is rejected by the decoder.
 				stack = stack[:len(stack)-1]
+				closeNested()
 			}
 		case string:
 			v.kind, v.text = kindString, t

@@ -23,6 +23,11 @@ const (
 	// FieldSentiment is TradersPost's sentiment or TradingView's
 	// {{strategy.market_position}}: "flat" closes the position.
 	FieldSentiment = "sentiment"
+	// FieldTakeProfit, FieldStopLoss and FieldTrailingStop are an entry's
+	// attached exits: a price, or {"percent": p} from the entry's price.
+	FieldTakeProfit   = "take_profit"
+	FieldStopLoss     = "stop_loss"
+	FieldTrailingStop = "trailing_stop"
 	// FieldAccount names one configured account to trade on;
 	// FieldAccounts a list of them (a fan-out). Neither: the exchange's
 	// default account.
@@ -58,6 +63,12 @@ func aliasesOf(field string) []string {
 		return []string{"quantity_type", "quantityType"}
 	case FieldSentiment:
 		return []string{"sentiment", "market_position"}
+	case FieldTakeProfit:
+		return []string{"take_profit", "takeProfit"}
+	case FieldStopLoss:
+		return []string{"stop_loss", "stopLoss"}
+	case FieldTrailingStop:
+		return []string{"trailing_stop", "trailingStop"}
 	default:
 		return []string{field}
 	}
@@ -80,6 +91,7 @@ func isKnownField(key string) bool {
 		"test", "strategy", "comment",
 		"quantity_type", "quantityType",
 		"sentiment", "market_position",
+		"take_profit", "takeProfit", "stop_loss", "stopLoss", "trailing_stop", "trailingStop",
 		"account", "accounts":
 		return true
 	}

@@ -31,6 +31,9 @@ func FuzzDecode(f *testing.F) {
 		``,
 		"{\"comment\":\"\xff\"}",
 		`{"secret":"s","apiKey":"t"}`,
+		`{"exchange":"bybit","symbol":"X","action":"buy","quantity":1,"price":"100","take_profit":{"percent":"2.5"},"stopLoss":"1%","trailing_stop":{"distance":5}}`,
+		`{"exchange":"bybit","symbol":"X","action":"short","quantity":1,"takeProfit":{"limitPrice":90,"percent":null},"stop_loss":{"type":"stop","stopPrice":"1e2"}}`,
+		`{"exchange":"bybit","symbol":"X","action":"buy","quantity":1,"take_profit":{"percent":{"x":[1]}},"stop_loss":[{"price":1}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -36,3 +36,41 @@ func ClientOrderID(deployment, lockKey string, n int) string {
 	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
 	return clientOrderIDPrefix + strings.ToLower(enc[:clientOrderIDHashLen])
 }
+
+// legDomain separates leg IDs from primary IDs in the hash's input: no
+// (parent, n) can give the bytes of a (deployment, lock key, n).
+const legDomain = "hoox-leg\x00"
+
+// LegClientOrderID returns the client order ID of leg n (n ≥ 1) of the
+// order placed under parent (a ClientOrderID): "hx" and 30 base32
+// characters of SHA-256(legDomain ‖ parent ‖ uint64 big-endian n), the
+// same form as ClientOrderID (32 alphanumerics, which OKX also takes). It
+// depends only on the primary's ID, itself derived from the deployment,
+// the trace's lock key and the execution, so every attempt and recovery
+// path derives the same ID for the same leg, and hoox recognises it as its
+// own by the prefix.
+func LegClientOrderID(parent string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(legDomain))
+	h.Write([]byte(parent))
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(n))
+	h.Write(buf[:])
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
+	return clientOrderIDPrefix + strings.ToLower(enc[:clientOrderIDHashLen])
+}
+
+// IsClientOrderID reports whether id has the shape of a client order ID
+// hoox derives: "hx" and 30 lower-case base32 characters. The cancel action
+// touches only such orders, never one placed by hand.
+func IsClientOrderID(id string) bool {
+	if len(id) != len(clientOrderIDPrefix)+clientOrderIDHashLen || !strings.HasPrefix(id, clientOrderIDPrefix) {
+		return false
+	}
+	for _, c := range id[len(clientOrderIDPrefix):] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}

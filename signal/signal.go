@@ -52,6 +52,10 @@ const (
 	QuantityPercentOfPosition = "percent_of_position"
 )
 
+// ActionCancel cancels the symbol's open orders that hoox placed; it
+// places nothing.
+const ActionCancel = "cancel"
+
 // Order types.
 const (
 	OrderTypeMarket = "market"
@@ -76,7 +80,8 @@ type Signal struct {
 	// Symbol is the instrument, 1–32 of A-Za-z0-9._:/-, upper-cased.
 	Symbol string
 	// Action is one of buy, sell, long, short, close_long, close_short,
-	// close, lower-cased.
+	// close, lower-cased — or cancel (ActionCancel), which places nothing
+	// and has no quantity, price, order type or leverage.
 	Action string
 	// Side is derived from Action: "buy" or "sell", or "" for close, where
 	// the venue decides from the open position.
@@ -116,6 +121,14 @@ type Signal struct {
 	Strategy string
 	// Comment is free text for the audit, at most 256 characters.
 	Comment string
+	// TakeProfit, StopLoss and TrailingStop are exits attached to an
+	// entry, nil when not given; a close never carries them. A price
+	// target is on the profitable (take-profit) or losing (stop-loss) side
+	// of a quoted price; a percent target is resolved by the venue from
+	// the entry's price once, before the intent is written.
+	TakeProfit   *Target
+	StopLoss     *Target
+	TrailingStop *Target
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -173,40 +186,13 @@ func (r *Raw) Signal() (Signal, error) {
 	s.Action = action
 	s.Side, s.ReduceOnly = sideOf(s.Action)
 
-	qty, found, err := fieldValue(r, FieldQuantity, parseQuantity, quantity.equal)
-	if err != nil {
-		return Signal{}, err
-	}
-	if !found {
-		return Signal{}, &Error{Field: FieldQuantity, Msg: "is required"}
-	}
-	s.Quantity = qty.d
-	if s.QuantityType, err = quantityType(r, s.Action, qty); err != nil {
-		return Signal{}, err
-	}
-
-	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
-	if err != nil {
-		return Signal{}, err
-	}
-	s.Price = decimal.NullDecimal{Decimal: price, Valid: found}
-
-	orderType, found, err := fieldValue(r, FieldOrderType, parseOrderType, equalComparable[string])
-	if err != nil {
-		return Signal{}, err
-	}
-	switch {
-	case !found && s.Price.Valid:
-		orderType = OrderTypeLimit
-	case !found:
-		orderType = OrderTypeMarket
-	case orderType == OrderTypeLimit && !s.Price.Valid:
-		return Signal{}, fieldError(FieldOrderType, "limit order requires a price", r.firstValue(FieldOrderType))
-	}
-	s.OrderType = orderType
-
-	if s.Leverage, _, err = fieldValue(r, FieldLeverage, parseLeverage, equalComparable[int]); err != nil {
-		return Signal{}, err
+	if s.Action != ActionCancel {
+		// A cancel names no order: its quantity, price, order type and
+		// leverage are not read (a template that carries them anyway is
+		// not refused for it).
+		if err := r.orderFields(&s); err != nil {
+			return Signal{}, err
+		}
 	}
 	if s.Timestamp, _, err = fieldValue(r, FieldTimestamp, parseTimestamp, time.Time.Equal); err != nil {
 		return Signal{}, err
@@ -223,7 +209,51 @@ func (r *Raw) Signal() (Signal, error) {
 	if s.Comment, _, err = fieldValue(r, FieldComment, parseText, equalComparable[string]); err != nil {
 		return Signal{}, err
 	}
+	if err := attachments(r, &s); err != nil {
+		return Signal{}, err
+	}
 	return s, nil
+}
+
+// orderFields reads the fields that describe the order itself: quantity and
+// its type, price, order type and leverage.
+func (r *Raw) orderFields(s *Signal) error {
+	qty, found, err := fieldValue(r, FieldQuantity, parseQuantity, quantity.equal)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &Error{Field: FieldQuantity, Msg: "is required"}
+	}
+	s.Quantity = qty.d
+	if s.QuantityType, err = quantityType(r, s.Action, qty); err != nil {
+		return err
+	}
+
+	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
+	if err != nil {
+		return err
+	}
+	s.Price = decimal.NullDecimal{Decimal: price, Valid: found}
+
+	orderType, found, err := fieldValue(r, FieldOrderType, parseOrderType, equalComparable[string])
+	if err != nil {
+		return err
+	}
+	switch {
+	case !found && s.Price.Valid:
+		orderType = OrderTypeLimit
+	case !found:
+		orderType = OrderTypeMarket
+	case orderType == OrderTypeLimit && !s.Price.Valid:
+		return fieldError(FieldOrderType, "limit order requires a price", r.firstValue(FieldOrderType))
+	}
+	s.OrderType = orderType
+
+	if s.Leverage, _, err = fieldValue(r, FieldLeverage, parseLeverage, equalComparable[int]); err != nil {
+		return err
+	}
+	return nil
 }
 
 // firstValue returns the first non-null value of a field, for locating an
@@ -346,12 +376,12 @@ func parseAction(v value) (string, string) {
 	if msg != "" {
 		return "", msg
 	}
-	const rule = "must be one of buy, sell, long, short, close_long, close_short, close"
+	const rule = "must be one of buy, sell, long, short, close_long, close_short, close, cancel"
 	if !asciiCharset(s, func(c byte) bool { return c < utf8.RuneSelf }) {
 		return "", rule
 	}
 	switch a := strings.ToLower(s); a {
-	case "buy", "sell", "long", "short", "close_long", "close_short", "close":
+	case "buy", "sell", "long", "short", "close_long", "close_short", "close", ActionCancel:
 		return a, ""
 	}
 	return "", rule
@@ -618,6 +648,11 @@ type canonicalSignal struct {
 	Test         bool    `json:"test"`
 	Strategy     string  `json:"strategy"`
 	Comment      string  `json:"comment"`
+	// The attached exits are left out when not given, so the fingerprint
+	// of every signal without them stays what it was.
+	TakeProfit   any `json:"take_profit,omitempty"`
+	StopLoss     any `json:"stop_loss,omitempty"`
+	TrailingStop any `json:"trailing_stop,omitempty"`
 }
 
 // Canonical returns the canonical JSON of the normalised signal: fixed key
@@ -626,11 +661,16 @@ type canonicalSignal struct {
 // hashes and what the database stores, so it never contains the secret. It
 // is itself a valid signal body that decodes to the same Canonical.
 func (s Signal) Canonical() []byte {
+	qty := s.Quantity.String()
+	if s.Action == ActionCancel {
+		// A cancel has no quantity (nor order type, price or leverage).
+		qty = ""
+	}
 	c := canonicalSignal{
 		Exchange:  s.Exchange,
 		Symbol:    s.Symbol,
 		Action:    s.Action,
-		Quantity:  s.Quantity.String(),
+		Quantity:  qty,
 		OrderType: s.OrderType,
 		QuantityType: func() string {
 			if s.QuantityType == QuantityBase {
@@ -653,6 +693,15 @@ func (s Signal) Canonical() []byte {
 	if !s.Timestamp.IsZero() {
 		ms := s.Timestamp.UnixMilli()
 		c.Timestamp = &ms
+	}
+	if s.TakeProfit != nil {
+		c.TakeProfit = s.TakeProfit.canonical()
+	}
+	if s.StopLoss != nil {
+		c.StopLoss = s.StopLoss.canonical()
+	}
+	if s.TrailingStop != nil {
+		c.TrailingStop = s.TrailingStop.canonical()
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -64,6 +64,7 @@ func coreOptions(c *Config) []option {
 		{"log-level", "HOOX_LOG_LEVEL", "debug, info, warn or error", stringValue{&c.LogLevel}, ""},
 		{"paper-faults", "HOOX_PAPER_FAULTS", "paper venue fault drill, e.g. unreachable or delay=3s,lose_answer", stringValue{&c.PaperFaults}, ""},
 		{"crash-after-venue", "HOOX_DRILL_CRASH_AFTER_VENUE", "fault drill: SIGKILL hoox itself between the venue's answer and the commit", boolValue{&c.CrashDrill}, ""},
+		{"crash-after-leg", "HOOX_DRILL_CRASH_AFTER_LEG", "fault drill: SIGKILL hoox itself between a leg's venue answer (the first one) and its record", boolValue{&c.CrashLegDrill}, ""},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
 		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
@@ -72,7 +73,7 @@ func coreOptions(c *Config) []option {
 		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, "notify.TelegramChatID"},
 		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, "notify.DiscordWebhookURL"},
 		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, "notify.SlackWebhookURL"},
-		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials; also dispatched, reconciled; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
+		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials,order_filled; also dispatched, reconciled, order_cancelled, order_expired; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
 	}
 }
 

@@ -159,3 +159,37 @@ func TestTwoProcessesPurgeOnceUnderOneLeader(t *testing.T) {
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(DISTINCT args->>'scheduler') FROM river_job WHERE kind = 'purge'"),
 		"only the leader schedules the purge")
 }
+
+// A cancel signal whose process is SIGKILLed between two venue cancels (the
+// first order already cancelled at the venue, nothing recorded) is
+// finished by the sender's resend on another process: every targeted
+// order ends cancelled at the venue and is recorded cancelled once.
+func TestCrashBetweenCancelsIsFinishedByTheResend(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, dbURL)
+	first := startServe(t, dbURL)
+	for _, key := range []string{"rest-a", "rest-b"} {
+		r := apptest.Post(t, first.url, apptest.Signal(`"trace_id":"`+key+`","price":"80"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	}
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGTERM))
+	<-waitOr(first.exited)
+
+	cancel := `{"secret":"` + apptest.Secret + `","exchange":"paper","symbol":"BTCUSDT","action":"cancel","trace_id":"cancel-crash"}`
+	doomed := startServe(t, dbURL, "HOOX_DRILL_CRASH_AFTER_VENUE=true")
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+cancel), "the connection dies with the process")
+	err := <-waitOr(doomed.exited)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "hoox was killed")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM paper_orders WHERE status = 'cancelled'"), "killed after the first cancel")
+	require.Equal(t, 0, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:cancel-crash'"), "the claim died uncommitted")
+
+	survivor := startServe(t, dbURL)
+	r := apptest.Post(t, survivor.url, cancel)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM paper_orders WHERE status = 'cancelled'"))
+	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE status = 'cancelled'"), "both recorded cancelled")
+	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'"), "each once")
+	require.Equal(t, http.StatusConflict, apptest.Post(t, survivor.url, cancel).Status)
+}

@@ -25,6 +25,7 @@ func TestSpotBuyCrashedThenAdoptedCountsOnceAndTheCloseSellsIt(t *testing.T) {
 		t.Run(vc.name, func(t *testing.T) {
 			t.Parallel()
 			fake := vc.newFake(t)
+			fake.SetSpotFeeRate(decimal.Zero) // no fee: what counts once is under test
 			dbURL := pgtest.NewDatabase(t)
 			pool := pgtest.OpenPool(t, dbURL)
 			env := vc.envFor(fake)

@@ -175,6 +175,16 @@ func (f Filters) checkQuantity(q decimal.Decimal, market bool) string {
 	return ""
 }
 
+// marketMax is the largest quantity a market order may carry: the smaller
+// of LOT_SIZE and MARKET_LOT_SIZE maxQty that are set; zero when neither is.
+func (f Filters) marketMax() decimal.Decimal {
+	m := f.MaxQty
+	if f.MarketMaxQty.IsPositive() && (!m.IsPositive() || f.MarketMaxQty.LessThan(m)) {
+		m = f.MarketMaxQty
+	}
+	return m
+}
+
 // checkPrice returns why a limit price breaks PRICE_FILTER, or "".
 func (f Filters) checkPrice(p decimal.Decimal) string {
 	switch {

@@ -31,12 +31,15 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		return exchange.SizingFacts{}, asNothingSent(err)
 	}
 	market := o.OrderType == "market"
-	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty}
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty, Tick: f.TickSize}
 	if market && f.MarketStepSize.GreaterThan(out.Step) {
 		out.Step = f.MarketStepSize
 	}
 	if market && f.MarketMinQty.GreaterThan(out.MinQty) {
 		out.MinQty = f.MarketMinQty
+	}
+	if market {
+		out.MaxMarketQty = f.marketMax()
 	}
 	if need.Price {
 		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
@@ -61,6 +64,14 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	}
 	return out, nil
 }
+
+var _ exchange.CloseSplitter = (*Venue)(nil)
+
+// SplitsCloses is true on both markets: Binance refuses a market order
+// above MARKET_LOT_SIZE maxQty (and LOT_SIZE maxQty) and does not split
+// it, so a close of a larger position must be sent as several orders
+// (USDⓈ-M common-definition.md, "MARKET_LOT_SIZE": quantity <= maxQty).
+func (v *Venue) SplitsCloses() bool { return true }
 
 // freeQuote is the free balance of asset: spot's free balance, or on
 // futures the wallet's availableBalance (Futures Account Balance V2).

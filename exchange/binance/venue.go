@@ -137,6 +137,9 @@ type outgoing struct {
 // recvWindow, Binance refuses the order unexecuted (-1021, ErrUnreachable)
 // and Place does not send it again with a fresh timestamp.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit != "" && v.futures() {
+		return v.placeAlgo(ctx, o)
+	}
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
@@ -182,6 +185,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 	}
+	var cancelled []exchange.CancelledOrder
 	for {
 		sent, reason, err := v.prepare(ctx, o, f, out)
 		if r, err, done := refusal(err); done {
@@ -191,10 +195,24 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 		r, err := v.send(ctx, sent, stamp)
+		r.CancelledFirst = cancelled
 		if err == nil && sent.market && r.Status == exchange.StatusOpen {
-			return v.confirm(ctx, sent, r)
+			r, err = v.confirm(ctx, sent, r)
+			r.CancelledFirst = cancelled
+			return r, err
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
+		if isAPI && apiErr.Code == -2022 && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
+			// Refused for good, nothing booked: reduce-only orders resting
+			// on the close's side block it. Cancel them and send the close
+			// again, under the same client order ID, once.
+			if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
+				return exchange.Report{}, err
+			}
+			v.log.InfoContext(ctx, "binance refused a close behind resting reduce-only orders; cancelled them and sending the close again",
+				"client_order_id", sent.clientID, "cancelled", len(cancelled))
+			continue
+		}
 		if !isAPI || apiErr.Class != ClassFilter {
 			if isAPI && apiErr.Refused() {
 				return rejected(apiErr.Msg), nil
@@ -311,23 +329,27 @@ type orderAnswer struct {
 	Side                string          `json:"side"`
 	// Fills are spot's FULL answer's trades, each with its commission
 	// and the asset it was charged in (rest-api.md "Response FULL").
-	Fills []struct {
-		Price           decimal.Decimal `json:"price"`
-		Qty             decimal.Decimal `json:"qty"`
-		Commission      decimal.Decimal `json:"commission"`
-		CommissionAsset string          `json:"commissionAsset"`
-	} `json:"fills"`
+	Fills []fill `json:"fills"`
 }
 
-// fee sums the fills' commissions. Binance charges them all in the asset
+// fill is one execution of an order: an element of spot's FULL answer's
+// fills, or of the account trade lists (myTrades, userTrades).
+type fill struct {
+	Price           decimal.Decimal `json:"price"`
+	Qty             decimal.Decimal `json:"qty"`
+	Commission      decimal.Decimal `json:"commission"`
+	CommissionAsset string          `json:"commissionAsset"`
+}
+
+// fees sums the fills' commissions. Binance charges them all in the asset
 // the order received, or all in BNB; should BNB run out mid-order, the
 // fills charged in another asset than BNB are the ones reported, since
-// they are what reduced the coins received (faqs/commission_faq.md). The
-// order query carries no fills: its fee is unknown ("").
-func (a orderAnswer) fee() (decimal.Decimal, string) {
+// they are what reduced the coins received (faqs/commission_faq.md), and
+// the spot ledger nets them. mixed says a fill in another asset was left
+// out. The order query carries no fills: its fee is unknown ("").
+func fees(fills []fill) (fee decimal.Decimal, asset string, mixed bool) {
 	sums := map[string]decimal.Decimal{}
-	asset := ""
-	for _, f := range a.Fills {
+	for _, f := range fills {
 		if f.CommissionAsset == "" {
 			continue
 		}
@@ -336,7 +358,7 @@ func (a orderAnswer) fee() (decimal.Decimal, string) {
 			asset = f.CommissionAsset
 		}
 	}
-	return sums[asset], asset
+	return sums[asset], asset, len(sums) > 1
 }
 
 // send places out, signed with timestamp stamp, and maps the answer.
@@ -399,7 +421,7 @@ func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Repor
 			return false
 		}
 		if r := a.report(); r.Status != exchange.StatusOpen {
-			final = v.withTradesFee(ctx, out.symbol, r)
+			final = v.withTradesFee(ctx, exchange.Order{Symbol: out.symbol, ClientOrderID: out.clientID}, r)
 			return true
 		}
 		last = fmt.Errorf("binance shows it %s, not yet final", a.Status)
@@ -420,6 +442,13 @@ func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Repor
 }
 
 // report maps Binance's order object onto a Report.
+//
+// A LIMIT order ends as Binance says (enums.md, Order status): CANCELED is
+// cancelled and EXPIRED / EXPIRED_IN_MATCH expired, whatever filled before
+// (FilledQuantity says it) — the follow job records how a resting order
+// ended. A MARKET order that ends CANCELED or EXPIRED after a partial fill
+// is filled for what executed (the position moved by that much), and with
+// nothing executed rejected, as the gateway has always recorded it.
 func (a orderAnswer) report() exchange.Report {
 	r := exchange.Report{
 		ExchangeOrderID: strconv.FormatInt(a.OrderID, 10),
@@ -428,22 +457,34 @@ func (a orderAnswer) report() exchange.Report {
 		Quantity:        a.OrigQty,
 		FilledQuantity:  a.ExecutedQty,
 	}
-	if a.Type == "LIMIT" {
+	limit := a.Type == "LIMIT"
+	if limit {
 		r.Price = decimal.NewNullDecimal(a.Price)
+	}
+	if p := a.fillPrice(); a.ExecutedQty.IsPositive() && p.IsPositive() {
+		r.AvgPrice = decimal.NewNullDecimal(p)
+	}
+	// Spot's FULL answer carries the commission of each fill (rest-api.md,
+	// "Response FULL": fills[].commission, commissionAsset); the order
+	// query does not, and FeeReader reads the trades for it.
+	r.Fee, r.FeeAsset, _ = fees(a.Fills)
+	if r.Fee.IsZero() {
+		r.FeeAsset = ""
 	}
 	filled := func() {
 		r.Status = exchange.StatusFilled
-		if p := a.fillPrice(); p.IsPositive() {
-			r.FillPrice = decimal.NewNullDecimal(p)
-			r.AvgPrice = r.FillPrice
-		}
+		r.FillPrice = r.AvgPrice
 	}
-	r.Fee, r.FeeAsset = a.fee()
-	switch a.Status {
-	case "FILLED":
+	final := a.Status == "CANCELED" || a.Status == "EXPIRED" || a.Status == "EXPIRED_IN_MATCH" || a.Status == "REJECTED"
+	switch {
+	case a.Status == "FILLED":
 		filled()
-	case "CANCELED", "EXPIRED", "EXPIRED_IN_MATCH", "REJECTED":
-		// Final. With something executed it is a (partial) fill, and what
+	case limit && a.Status == "CANCELED":
+		r.Status = exchange.StatusCancelled
+	case limit && (a.Status == "EXPIRED" || a.Status == "EXPIRED_IN_MATCH"):
+		r.Status = exchange.StatusExpired
+	case final:
+		// With something executed it is a (partial) fill, and what
 		// filled (FilledQuantity) is the position the signal now has: a
 		// MARKET order that meets too little liquidity is EXPIRED after a
 		// partial fill (enums.md), and must never read as rejected.
@@ -491,6 +532,9 @@ func (a orderAnswer) fillPrice() decimal.Decimal {
 // o in symbol, side or quantity (as o would be sent, rounded to the step) is
 // an error wrapping exchange.ErrMismatch.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit != "" && v.futures() {
+		return v.lookupAlgo(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
 	weight := 4
@@ -527,27 +571,26 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if err := exchange.Matches(o, symbol, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
-	return v.withTradesFee(ctx, symbol, r), nil
+	return v.withTradesFee(ctx, o, r), nil
 }
 
-// withTradesFee adds the commission of a spot order that filled to a
-// report read from the order query, which carries no fills (rest-api.md
-// "Query order"): from the order's trades (GET /api/v3/myTrades with
-// orderId, weight 5, "Account trade list"), summed as fee() does. A failed
-// read leaves the fee unknown, logged: the order's fate, not its fee, is
-// what the caller needs, and the spot ledger then counts the fill gross
-// (a close still never sells more than the free balance).
-func (v *Venue) withTradesFee(ctx context.Context, symbol string, r exchange.Report) exchange.Report {
-	if v.futures() || r.FeeAsset != "" || !r.FilledQuantity.IsPositive() || r.ExchangeOrderID == "" {
+// withTradesFee adds the commission of a spot order that ended having
+// filled something to a report read from the order query, which carries
+// no fills (rest-api.md "Query order"): from the order's trades (Fees).
+// An order still open is left to the follow job, which reads its fees as
+// it executes. A failed read leaves the fee unknown, logged: the order's
+// fate, not its fee, is what the caller needs, and the spot ledger then
+// counts the fill gross (a close still never sells more than the free
+// balance).
+func (v *Venue) withTradesFee(ctx context.Context, o exchange.Order, r exchange.Report) exchange.Report {
+	if v.futures() || r.FeeAsset != "" || !r.Status.Final() || !r.FilledQuantity.IsPositive() || r.ExchangeOrderID == "" {
 		return r
 	}
-	var a orderAnswer
-	p := params{}.add("symbol", symbol).add("orderId", r.ExchangeOrderID)
-	if err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/myTrades", params: p, signed: true, weight: 5}, &a.Fills); err != nil {
+	withFee, err := v.Fees(ctx, o, r)
+	if err != nil {
 		v.log.WarnContext(ctx, "binance: the order's trades could not be read; its fee is unknown",
-			"symbol", symbol, "order_id", r.ExchangeOrderID, "error", err)
+			"symbol", r.Symbol, "order_id", r.ExchangeOrderID, "error", err)
 		return r
 	}
-	r.Fee, r.FeeAsset = a.fee()
-	return r
+	return withFee
 }

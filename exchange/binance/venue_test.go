@@ -92,8 +92,9 @@ func TestPlaceLimitRoundsPriceTowardPassiveSide(t *testing.T) {
 	})
 }
 
-// TestStatusMapping maps every order status Binance reports, through the
-// order query.
+// TestStatusMapping maps every order status Binance reports for a limit
+// order, through the order query: a resting order ends cancelled or
+// expired as Binance says, with what filled before (issue 19).
 func TestStatusMapping(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -102,16 +103,17 @@ func TestStatusMapping(t *testing.T) {
 		quote         string
 		want          exchange.Status
 		wantFillPrice string
+		wantAvgPrice  string
 	}{
-		{"NEW", "0", "0", exchange.StatusOpen, ""},
-		{"PARTIALLY_FILLED", "0.005", "250", exchange.StatusOpen, ""},
-		{"FILLED", "0.01", "501", exchange.StatusFilled, "50100"},
-		{"CANCELED", "0", "0", exchange.StatusRejected, ""},
-		{"CANCELED", "0.004", "200", exchange.StatusFilled, "50000"},
-		{"EXPIRED", "0", "0", exchange.StatusRejected, ""},
-		{"EXPIRED", "0.002", "99", exchange.StatusFilled, "49500"},
-		{"EXPIRED_IN_MATCH", "0", "0", exchange.StatusRejected, ""},
-		{"REJECTED", "0", "0", exchange.StatusRejected, ""},
+		{"NEW", "0", "0", exchange.StatusOpen, "", ""},
+		{"PARTIALLY_FILLED", "0.005", "250", exchange.StatusOpen, "", "50000"},
+		{"FILLED", "0.01", "501", exchange.StatusFilled, "50100", "50100"},
+		{"CANCELED", "0", "0", exchange.StatusCancelled, "", ""},
+		{"CANCELED", "0.004", "200", exchange.StatusCancelled, "", "50000"},
+		{"EXPIRED", "0", "0", exchange.StatusExpired, "", ""},
+		{"EXPIRED", "0.002", "99", exchange.StatusExpired, "", "49500"},
+		{"EXPIRED_IN_MATCH", "0", "0", exchange.StatusExpired, "", ""},
+		{"REJECTED", "0", "0", exchange.StatusRejected, "", ""},
 	}
 	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
 		for _, c := range cases {
@@ -129,6 +131,11 @@ func TestStatusMapping(t *testing.T) {
 				require.False(t, r.FillPrice.Valid, c.status)
 			} else {
 				require.True(t, d(c.wantFillPrice).Equal(r.FillPrice.Decimal), "%s: fill price %s", c.status, r.FillPrice.Decimal)
+			}
+			if c.wantAvgPrice == "" {
+				require.False(t, r.AvgPrice.Valid, c.status)
+			} else {
+				require.True(t, d(c.wantAvgPrice).Equal(r.AvgPrice.Decimal), "%s: average price %s", c.status, r.AvgPrice.Decimal)
 			}
 			if c.want == exchange.StatusRejected {
 				require.Contains(t, r.Reason, "nothing filled")

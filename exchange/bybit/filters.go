@@ -27,6 +27,9 @@ type filters struct {
 	// minNotional is minNotionalValue (linear) or minOrderAmt (spot), in
 	// the quote coin.
 	minNotional decimal.Decimal
+	// maxMktQty is lotSizeFilter.maxMktOrderQty (linear): "Maximum
+	// quantity for Market order" (docs/v5/market/instrument.mdx).
+	maxMktQty decimal.Decimal
 }
 
 type instrumentInfo struct {
@@ -43,6 +46,7 @@ type instrumentInfo struct {
 		MinNotionalValue string `json:"minNotionalValue"`
 		BasePrecision    string `json:"basePrecision"`
 		MinOrderAmt      string `json:"minOrderAmt"`
+		MaxMktOrderQty   string `json:"maxMktOrderQty"`
 	} `json:"lotSizeFilter"`
 }
 
@@ -78,6 +82,7 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found
 			f.step = dec(in.LotSizeFilter.QtyStep)
 			f.minQty = dec(in.LotSizeFilter.MinOrderQty)
 			f.minNotional = dec(in.LotSizeFilter.MinNotionalValue)
+			f.maxMktQty = dec(in.LotSizeFilter.MaxMktOrderQty)
 		}
 		found = true
 	}

@@ -28,7 +28,10 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	case f.status != "" && f.status != "Trading":
 		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.status}, nil
 	}
-	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty}
+	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty, Tick: f.tick}
+	if o.OrderType == "market" {
+		out.MaxMarketQty = f.maxMktQty
+	}
 	if need.Price {
 		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
 			return out, asUnreachable(err)
@@ -66,6 +69,17 @@ func partialQty(o exchange.Order, held decimal.Decimal) decimal.Decimal {
 	}
 	return held
 }
+
+var _ exchange.CloseSplitter = (*Venue)(nil)
+
+// SplitsCloses is true on linear: Bybit takes a market order of at most
+// lotSizeFilter.maxMktOrderQty ("Maximum quantity for Market order",
+// docs/v5/market/instrument.mdx) and does not split a larger one — even
+// its qty="0" close-on-trigger order closes "up to maxMktOrderQty or
+// maxOrderQty" (docs/v5/order/create-order.mdx) — so hoox splits a close
+// of a larger position. Spot sells are not split (its market orders are
+// bounded by amount, not by maxMktOrderQty).
+func (v *Venue) SplitsCloses() bool { return v.cfg.Market == MarketLinear }
 
 var _ exchange.SpotTrader = (*Venue)(nil)
 

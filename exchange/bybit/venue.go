@@ -41,6 +41,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,6 +138,19 @@ type createBody struct {
 	MarketUnit  string `json:"marketUnit,omitempty"`
 	PositionIdx *int   `json:"positionIdx,omitempty"`
 	ReduceOnly  *bool  `json:"reduceOnly,omitempty"`
+	// The exits attached to the entry (create-order.mdx). Linear sends
+	// tpslMode Partial, so the take-profit and stop-loss cover what this
+	// order fills and never replace those of an earlier entry on the same
+	// position (Full would), with Market orders triggered by the last
+	// price (Bybit's default, said explicitly). Spot takes only the prices
+	// and Market order types.
+	TakeProfit  string `json:"takeProfit,omitempty"`
+	StopLoss    string `json:"stopLoss,omitempty"`
+	TpslMode    string `json:"tpslMode,omitempty"`
+	TpTriggerBy string `json:"tpTriggerBy,omitempty"`
+	SlTriggerBy string `json:"slTriggerBy,omitempty"`
+	TpOrderType string `json:"tpOrderType,omitempty"`
+	SlOrderType string `json:"slOrderType,omitempty"`
 }
 
 // outgoing is an order as it goes on the wire, after rounding.
@@ -148,6 +162,8 @@ type outgoing struct {
 	price      decimal.NullDecimal // limit only
 	reduceOnly bool
 	clientID   string
+	// tp and sl are the attached exits' trigger prices (invalid: none).
+	tp, sl decimal.NullDecimal
 }
 
 // Place sends o as one Bybit order under orderLinkId o.ClientOrderID and
@@ -197,6 +213,15 @@ func (v *Venue) validate(o exchange.Order) string {
 		// the strategy meant to open a short, and selling what the
 		// account holds instead is a trade nobody asked for.
 		return ReasonSpotShort
+	case o.HasAttachments() && exchange.IsClose(o.Action):
+		// create-order.mdx: "When reduceOnly is true, take profit/stop
+		// loss cannot be set". The signal refuses it first.
+		return "a close takes no take_profit/stop_loss"
+	}
+	if o.HasAttachments() {
+		// The gateway refuses these before claiming; an order reaching
+		// here with them anyway is refused, never sent without them.
+		return v.RefuseAttachments(o)
 	}
 	return ""
 }
@@ -250,6 +275,10 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 		}
 		out.price = decimal.NewNullDecimal(venuekit.RoundPrice(o.Price.Decimal, f.tick, out.side))
 	}
+	var reason string
+	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.tick); reason != "" {
+		return out, reason, nil
+	}
 	if !out.qty.IsPositive() || out.qty.LessThan(f.minQty) {
 		return out, fmt.Sprintf("%s: %s rounds down to %s (step %s, minimum %s)",
 			ReasonBelowMinQty, o.Quantity, out.qty, f.step, f.minQty), nil
@@ -299,6 +328,23 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 	} else if out.market {
 		body.MarketUnit = "baseCoin"
 	}
+	if out.tp.Valid || out.sl.Valid {
+		if out.tp.Valid {
+			body.TakeProfit, body.TpOrderType = out.tp.Decimal.String(), "Market"
+		}
+		if out.sl.Valid {
+			body.StopLoss, body.SlOrderType = out.sl.Decimal.String(), "Market"
+		}
+		if v.cfg.Market == MarketLinear {
+			body.TpslMode = "Partial"
+			if out.tp.Valid {
+				body.TpTriggerBy = "LastPrice"
+			}
+			if out.sl.Valid {
+				body.SlTriggerBy = "LastPrice"
+			}
+		}
+	}
 	var ack struct {
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
@@ -314,6 +360,7 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 				slog.String("symbol", out.symbol), slog.Int("ret_code", e.Code), slog.String("ret_msg", e.Msg))
 			r := rejected(e.Msg)
 			r.Symbol, r.Side, r.Quantity, r.Price = out.symbol, out.side, out.qty, out.price
+			r.TakeProfit, r.StopLoss = out.tp, out.sl
 			if r.Reason == "" {
 				r.Reason = fmt.Sprintf("bybit http %d", e.HTTPStatus)
 			}
@@ -378,6 +425,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w", o.ClientOrderID, err)
 	}
 	sent := o.Quantity
+	var tp, sl decimal.NullDecimal
 	if !exchange.IsClose(o.Action) {
 		f, found, err := v.filtersFor(ctx, sym)
 		if err != nil {
@@ -386,9 +434,20 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		if found {
 			sent = venuekit.FloorTo(o.Quantity, f.step)
 		}
+		// The exits as they would have been sent: the held order must
+		// carry the same, or it is not this signal's order.
+		var reason string
+		if tp, sl, reason = venuekit.AttachedPrices(o, o.Side, f.tick); reason != "" {
+			return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w: %s", o.ClientOrderID, exchange.ErrMismatch, reason)
+		}
 	}
 	if err := exchange.Matches(o, sym, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit lookup: %w", err)
+	}
+	if !exchange.IsClose(o.Action) {
+		if err := exchange.MatchesAttached(o, tp, sl, r); err != nil {
+			return exchange.Report{}, fmt.Errorf("bybit lookup: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -406,8 +465,14 @@ type orderInfo struct {
 	AvgPrice     string `json:"avgPrice"`
 	CumExecQty   string `json:"cumExecQty"`
 	CumExecValue string `json:"cumExecValue"`
-	CumExecFee   string `json:"cumExecFee"`
 	RejectReason string `json:"rejectReason"`
+	// TakeProfit and StopLoss are the exits set on the order ("" or "0":
+	// none).
+	TakeProfit string `json:"takeProfit"`
+	StopLoss   string `json:"stopLoss"`
+	// CumFeeDetail is the cumulative fee per coin, for linear and spot
+	// (order/open-order.mdx: cumExecFee is deprecated there).
+	CumFeeDetail map[string]string `json:"cumFeeDetail"`
 }
 
 // find queries realtime, then history for its default last 7 days, for
@@ -445,41 +510,19 @@ func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (excha
 		}
 		for _, oi := range res.List {
 			if oi.OrderLinkID == linkID {
-				return v.withFee(ctx, sym, oi, toReport(oi)), nil
+				return toReport(oi), nil
 			}
 		}
 	}
 	return exchange.Report{}, exchange.ErrNotFound
 }
 
-// withFee adds the order's fee (cumExecFee) to r with the coin it was
-// charged in. Bybit lists no fee currency on an order; on spot it follows
-// the "Spot Fee Currency Instruction" (docs/v5 enum): with a positive fee
-// a buy pays in the base coin and a sell in the quote coin; a negative fee
-// (a maker rebate under a negative maker rate) is paid the other way. On
-// linear the fee is in the settlement coin, the symbol's quote coin. A fee
-// whose coin cannot be named (filters not at hand) is left out.
-func (v *Venue) withFee(ctx context.Context, sym string, oi orderInfo, r exchange.Report) exchange.Report {
-	fee := dec(oi.CumExecFee)
-	if fee.IsZero() {
-		return r
-	}
-	f, found, err := v.filtersFor(ctx, sym)
-	if err != nil || !found {
-		return r
-	}
-	base := (oi.Side == "Buy") == fee.IsPositive()
-	if v.cfg.Market == MarketSpot && base {
-		r.Fee, r.FeeAsset = fee, f.baseCoin
-	} else {
-		r.Fee, r.FeeAsset = fee, f.quoteCoin
-	}
-	return r
-}
-
 // toReport maps Bybit's order to a Report. New, PartiallyFilled,
-// Untriggered and Triggered are open; Filled is filled; a closed order
-// (Cancelled, PartiallyFilledCanceled, Rejected, Deactivated) is filled
+// Untriggered and Triggered are open; Filled is filled. A limit order that
+// closed otherwise (Cancelled, PartiallyFilledCanceled, Deactivated) is
+// cancelled — with what filled before in FilledQuantity — and Rejected is
+// rejected: the follow job records how a resting order ended (Bybit has no
+// expired status; enum.mdx, orderStatus). A closed market order is filled
 // when anything executed — a market order is an IOC that Bybit cancels
 // after a partial fill — else rejected. A status Bybit may add later counts
 // as open: not final, so the gateway keeps asking.
@@ -489,20 +532,34 @@ func toReport(oi orderInfo) exchange.Report {
 		ExchangeOrderID: oi.OrderID, Symbol: oi.Symbol, Side: strings.ToLower(oi.Side),
 		Quantity: dec(oi.Qty), FilledQuantity: executed, Status: exchange.StatusOpen,
 	}
-	if oi.OrderType == "Limit" {
+	limit := oi.OrderType == "Limit"
+	if limit {
 		r.Price = decimal.NewNullDecimal(dec(oi.Price))
+	}
+	if p := dec(oi.TakeProfit); p.IsPositive() {
+		r.TakeProfit = decimal.NewNullDecimal(p)
+	}
+	if p := dec(oi.StopLoss); p.IsPositive() {
+		r.StopLoss = decimal.NewNullDecimal(p)
 	}
 	fill := dec(oi.AvgPrice)
 	if !fill.IsPositive() && executed.IsPositive() {
 		fill = dec(oi.CumExecValue).DivRound(executed, 16)
 	}
-	if fill.IsPositive() {
+	if executed.IsPositive() && fill.IsPositive() {
 		r.AvgPrice = decimal.NewNullDecimal(fill)
 	}
+	r.Fee, r.FeeAsset = feeOf(oi.CumFeeDetail)
 	switch oi.OrderStatus {
 	case "Filled":
 		r.Status, r.FillPrice = exchange.StatusFilled, decimal.NewNullDecimal(fill)
-	case "Cancelled", "PartiallyFilledCanceled", "Rejected", "Deactivated":
+	case "Cancelled", "PartiallyFilledCanceled", "Deactivated":
+		if limit {
+			r.Status = exchange.StatusCancelled
+			break
+		}
+		fallthrough
+	case "Rejected":
 		if executed.IsPositive() {
 			r.Status, r.FillPrice = exchange.StatusFilled, decimal.NewNullDecimal(fill)
 			break
@@ -514,6 +571,23 @@ func toReport(oi orderInfo) exchange.Report {
 		}
 	}
 	return r
+}
+
+// feeOf reads cumFeeDetail: the fee in its one coin (the settle coin on
+// linear, the coin received on spot). Were there several coins, the first
+// in name order is kept.
+func feeOf(detail map[string]string) (decimal.Decimal, string) {
+	coins := make([]string, 0, len(detail))
+	for c := range detail {
+		coins = append(coins, c)
+	}
+	slices.Sort(coins)
+	for _, c := range coins {
+		if fee := dec(detail[c]); !fee.IsZero() {
+			return fee, c
+		}
+	}
+	return decimal.Zero, ""
 }
 
 // rejected is a refusal for good decided before sending: nothing reached

@@ -175,6 +175,8 @@ func TestPlaceSpot(t *testing.T) {
 	})
 }
 
+// TestLookupStatusMapping maps every order status Bybit reports for a
+// limit order.
 func TestLookupStatusMapping(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -187,11 +189,13 @@ func TestLookupStatusMapping(t *testing.T) {
 		{"PartiallyFilled", "0.004", exchange.StatusOpen, ""},
 		{"Untriggered", "0", exchange.StatusOpen, ""},
 		{"Filled", "0.01", exchange.StatusFilled, "59000"},
-		{"Cancelled", "0", exchange.StatusRejected, ""},
-		{"Cancelled", "0.004", exchange.StatusFilled, "59000"},
-		{"PartiallyFilledCanceled", "0.004", exchange.StatusFilled, "59000"},
+		// A resting limit order that closed is cancelled, with what
+		// filled before kept (issue 19).
+		{"Cancelled", "0", exchange.StatusCancelled, ""},
+		{"Cancelled", "0.004", exchange.StatusCancelled, ""},
+		{"PartiallyFilledCanceled", "0.004", exchange.StatusCancelled, ""},
 		{"Rejected", "0", exchange.StatusRejected, ""},
-		{"Deactivated", "0", exchange.StatusRejected, ""},
+		{"Deactivated", "0", exchange.StatusCancelled, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.status+"_"+tt.cumExec, func(t *testing.T) {

@@ -98,6 +98,19 @@ func ErrorTable() []CodeClass {
 		{51201, ClassRejected, "market order value above the limit"},
 		{51202, ClassRejected, "market order amount above the maximum"},
 		{59107, ClassRejected, "leverage not changed: pending orders under the service"},
+
+		// Attached take-profit / stop-loss refused for good (the entry is
+		// not placed).
+		{51044, ClassRejected, "order type not allowed to set stop loss and take profit"},
+		{51046, ClassRejected, "take-profit trigger not above the order price (buy)"},
+		{51047, ClassRejected, "stop-loss trigger not below the order price (buy)"},
+		{51048, ClassRejected, "take-profit trigger not below the order price (sell)"},
+		{51049, ClassRejected, "stop-loss trigger not above the order price (sell)"},
+		{51050, ClassRejected, "take-profit trigger not above the best ask (buy)"},
+		{51051, ClassRejected, "stop-loss trigger not below the best ask (buy)"},
+		{51052, ClassRejected, "take-profit trigger not below the best bid (sell)"},
+		{51053, ClassRejected, "stop-loss trigger not above the best bid (sell)"},
+		{51100, ClassRejected, "take-profit/stop-loss on a reduce-only order"},
 	}
 }
 

@@ -32,7 +32,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	case f.State != "" && f.State != "live":
 		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.State}, nil
 	}
-	out := exchange.SizingFacts{QuoteAsset: f.QuoteCcy, Step: f.Step, MinQty: f.MinQty}
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteCcy, Step: f.Step, MinQty: f.MinQty, Tick: f.TickSize}
 	if need.Price {
 		if out.Price, err = v.lastPrice(ctx, f.InstID); err != nil {
 			return out, err

@@ -114,6 +114,8 @@ type outgoing struct {
 	price      decimal.Decimal // limit only
 	reduceOnly bool
 	clientID   string
+	// tp and sl are the attached exits' trigger prices (invalid: none).
+	tp, sl decimal.NullDecimal
 }
 
 // Place sends o: validate (what can be refused without asking OKX),
@@ -173,6 +175,14 @@ func (v *Venue) validate(o exchange.Order, symbol string) string {
 		return ReasonLimitWithoutPrice
 	case !v.swap() && o.Action == "short":
 		return ReasonSpotShort
+	case o.HasAttachments() && closing:
+		// 51100: "Take profit/Stop loss conditions cannot be added to
+		// reduce-only orders". The signal refuses it first.
+		return ReasonInvalidOrder + ": a close takes no take_profit/stop_loss"
+	case o.HasAttachments():
+		// The gateway refuses these before claiming; an order reaching
+		// here with them anyway is refused, never sent without them.
+		return v.RefuseAttachments(o)
 	}
 	return ""
 }
@@ -216,6 +226,10 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (F
 	if !out.market {
 		out.price = venuekit.RoundPrice(o.Price.Decimal, f.TickSize, out.side)
 	}
+	var reason string
+	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.TickSize); reason != "" {
+		return f, out, reason, nil
+	}
 	if v.swap() && o.Leverage > 0 && !exchange.IsClose(o.Action) {
 		if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
 			return f, out, reason, err
@@ -235,6 +249,22 @@ type orderBody struct {
 	Px         string `json:"px,omitempty"`
 	TgtCcy     string `json:"tgtCcy,omitempty"`
 	ReduceOnly bool   `json:"reduceOnly,omitempty"`
+	// AttachAlgoOrds carries the entry's take-profit and stop-loss
+	// (Post_Place_Order.md): one element, each trigger with order price
+	// -1 ("executed at the market price"), triggered by the last price.
+	AttachAlgoOrds []attachAlgoOrd `json:"attachAlgoOrds,omitempty"`
+}
+
+// attachAlgoOrd is one TP/SL attached to an order, as OKX takes it and
+// lists it back (Get_Order_Details.md).
+type attachAlgoOrd struct {
+	TpTriggerPx     string `json:"tpTriggerPx,omitempty"`
+	TpOrdPx         string `json:"tpOrdPx,omitempty"`
+	TpTriggerPxType string `json:"tpTriggerPxType,omitempty"`
+	SlTriggerPx     string `json:"slTriggerPx,omitempty"`
+	SlOrdPx         string `json:"slOrdPx,omitempty"`
+	SlTriggerPxType string `json:"slTriggerPxType,omitempty"`
+	FailCode        string `json:"failCode,omitempty"`
 }
 
 // send places out, stamped stamp, and maps the answer. OKX's answer holds
@@ -255,6 +285,16 @@ func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Ti
 	} else {
 		body.Px = out.price.String()
 	}
+	if out.tp.Valid || out.sl.Valid {
+		var a attachAlgoOrd
+		if out.tp.Valid {
+			a.TpTriggerPx, a.TpOrdPx, a.TpTriggerPxType = out.tp.Decimal.String(), "-1", "last"
+		}
+		if out.sl.Valid {
+			a.SlTriggerPx, a.SlOrdPx, a.SlTriggerPxType = out.sl.Decimal.String(), "-1", "last"
+		}
+		body.AttachAlgoOrds = []attachAlgoOrd{a}
+	}
 	var ack []struct {
 		OrdID   string `json:"ordId"`
 		ClOrdID string `json:"clOrdId"`
@@ -267,6 +307,7 @@ func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Ti
 		}
 		r := rejected(e.Msg)
 		r.Symbol, r.Side, r.Quantity = out.instID, out.side, out.qty
+		r.TakeProfit, r.StopLoss = out.tp, out.sl
 		return r, nil
 	}
 	if err != nil {
@@ -287,7 +328,7 @@ func (v *Venue) confirm(ctx context.Context, f Filters, out outgoing, ordID stri
 	var last error
 	var final exchange.Report
 	try := func() bool {
-		r, err := v.query(ctx, f, url.Values{"instId": {out.instID}, "ordId": {ordID}})
+		r, _, err := v.query(ctx, f, url.Values{"instId": {out.instID}, "ordId": {ordID}})
 		switch {
 		case err == nil && (!out.market || r.Status != exchange.StatusOpen):
 			final = r
@@ -325,54 +366,96 @@ type orderInfo struct {
 	AccFillSz string `json:"accFillSz"`
 	AvgPx     string `json:"avgPx"`
 	State     string `json:"state"`
-	// Fee is negative for a fee charged ("for spot, accumulated fee
-	// charged by the platform, always negative"), positive for a rebate;
-	// FeeCcy is the currency it is in.
+	// AttachAlgoOrds are the TP/SL attached when the order was placed.
+	AttachAlgoOrds []attachAlgoOrd `json:"attachAlgoOrds"`
+	// Fee is the accumulated fee (Get_Order_Details.md), negative for a
+	// fee charged ("for spot, accumulated fee charged by the platform,
+	// always negative"), positive for a rebate; FeeCcy is the currency
+	// it is in.
 	Fee    string `json:"fee"`
 	FeeCcy string `json:"feeCcy"`
 }
 
-// query reads one order (by ordId or clOrdId) and maps it.
-func (v *Venue) query(ctx context.Context, f Filters, q url.Values) (exchange.Report, error) {
+// attached returns the take-profit and stop-loss trigger prices oi was
+// placed with (invalid: none).
+func (oi orderInfo) attached() (tp, sl decimal.NullDecimal) {
+	for _, a := range oi.AttachAlgoOrds {
+		if p := venuekit.Dec(a.TpTriggerPx); p.IsPositive() {
+			tp = decimal.NewNullDecimal(p)
+		}
+		if p := venuekit.Dec(a.SlTriggerPx); p.IsPositive() {
+			sl = decimal.NewNullDecimal(p)
+		}
+	}
+	return tp, sl
+}
+
+// query reads one order (by ordId or clOrdId) and maps it; oi is the
+// order as OKX listed it.
+func (v *Venue) query(ctx context.Context, f Filters, q url.Values) (exchange.Report, orderInfo, error) {
 	var res []orderInfo
 	if err := v.do(ctx, request{method: http.MethodGet, path: "/api/v5/trade/order", query: q, private: true}, &res); err != nil {
-		return exchange.Report{}, err
+		return exchange.Report{}, orderInfo{}, err
 	}
 	if len(res) == 0 {
-		return exchange.Report{}, exchange.ErrNotFound
+		return exchange.Report{}, orderInfo{}, exchange.ErrNotFound
 	}
-	return report(res[0], f), nil
+	return report(res[0], f), res[0], nil
 }
 
 // report maps OKX's order: live and partially_filled are open, filled is
-// filled, a cancelled order is filled when anything executed (a market
-// order cut short) and rejected otherwise. A state OKX may add later
-// counts as open: not final, so the gateway keeps asking.
+// filled. A limit order canceled (or mmp_canceled) is cancelled, with what
+// filled before in FilledQuantity: the follow job records how a resting
+// order ended (OKX has no expired state; Get_Order_Details.md). A market
+// order canceled is filled when anything executed (cut short) and
+// rejected otherwise. A state OKX may add later counts as open: not final,
+// so the gateway keeps asking. OKX's fee is negative when charged; Fee is
+// the amount charged (positive), in feeCcy.
 func report(oi orderInfo, f Filters) exchange.Report {
 	filled := f.fromWire(venuekit.Dec(oi.AccFillSz))
 	r := exchange.Report{ExchangeOrderID: oi.OrdID, Symbol: oi.InstID, Side: oi.Side,
 		Quantity: f.fromWire(venuekit.Dec(oi.Sz)), FilledQuantity: filled, Status: exchange.StatusOpen}
-	if oi.OrdType == "limit" {
+	limit := oi.OrdType == "limit"
+	if limit {
 		r.Price = decimal.NewNullDecimal(venuekit.Dec(oi.Px))
 	}
 	fill := decimal.NewNullDecimal(venuekit.Dec(oi.AvgPx))
-	if fill.Decimal.IsPositive() {
+	// The exits are held while the order may still fill completely, and
+	// after it did; Post_Place_Order.md: "TP/SL algo order will be
+	// generated only when this order is filled fully, or there is no TP/SL
+	// algo order generated" — an order cancelled after a partial fill
+	// leaves its position without them, and the report says so by
+	// carrying none.
+	tp, sl := oi.attached()
+	if filled.IsPositive() && fill.Decimal.IsPositive() {
 		r.AvgPrice = fill
 	}
-	if oi.FeeCcy != "" {
+	if fee := venuekit.Dec(oi.Fee); !fee.IsZero() && oi.FeeCcy != "" {
 		// A Report's fee is what was charged: OKX's sign flipped.
-		r.Fee, r.FeeAsset = venuekit.Dec(oi.Fee).Neg(), oi.FeeCcy
+		r.Fee, r.FeeAsset = fee.Neg(), oi.FeeCcy
 	}
 	switch oi.State {
 	case "filled":
 		r.Status, r.FillPrice = exchange.StatusFilled, fill
 	case "canceled", "mmp_canceled":
+		tp, sl = decimal.NullDecimal{}, decimal.NullDecimal{}
+		if limit {
+			r.Status = exchange.StatusCancelled
+			break
+		}
 		if filled.IsPositive() {
 			r.Status, r.FillPrice = exchange.StatusFilled, fill
 			break
 		}
 		r.Status, r.Reason = exchange.StatusRejected, "okx order "+strings.ReplaceAll(oi.State, "_", " ")+" with nothing filled"
 	}
+	for _, a := range oi.AttachAlgoOrds {
+		if a.FailCode != "" && a.FailCode != "0" {
+			// OKX failed to place the TP/SL (failCode, failReason).
+			tp, sl = decimal.NullDecimal{}, decimal.NullDecimal{}
+		}
+	}
+	r.TakeProfit, r.StopLoss = tp, sl
 	return r
 }
 
@@ -390,12 +473,25 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		// No order can exist on an instrument OKX does not list.
 		return exchange.Report{}, fmt.Errorf("okx: look up order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
 	}
-	r, err := v.query(ctx, f, url.Values{"instId": {f.InstID}, "clOrdId": {o.ClientOrderID}})
+	r, oi, err := v.query(ctx, f, url.Values{"instId": {f.InstID}, "clOrdId": {o.ClientOrderID}})
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w", o.ClientOrderID, err)
 	}
 	if err := exchange.Matches(o, f.InstID, venuekit.FloorTo(o.Quantity, f.Step), r); err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: %w", err)
+	}
+	if !exchange.IsClose(o.Action) {
+		// The exits the order was placed with (whether or not OKX went on
+		// to generate them) must be those o would be sent with.
+		tp, sl, reason := venuekit.AttachedPrices(o, o.Side, f.TickSize)
+		if reason != "" {
+			return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w: %s", o.ClientOrderID, exchange.ErrMismatch, reason)
+		}
+		placed := exchange.Report{}
+		placed.TakeProfit, placed.StopLoss = oi.attached()
+		if err := exchange.MatchesAttached(o, tp, sl, placed); err != nil {
+			return exchange.Report{}, fmt.Errorf("okx: %w", err)
+		}
 	}
 	return r, nil
 }

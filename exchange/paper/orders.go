@@ -31,11 +31,15 @@ type PaperOrder struct {
 	Test bool `db:"test"`
 	// CreatedAt is zero until the database stamps the row.
 	CreatedAt time.Time `db:"created_at"`
+	// TakeProfit and StopLoss are the exits recorded with the entry
+	// (invalid: none); paper does not trigger them.
+	TakeProfit decimal.NullDecimal `db:"take_profit"`
+	StopLoss   decimal.NullDecimal `db:"stop_loss"`
 }
 
 const ordersSQL = `
 SELECT client_order_id, exchange_order_id, symbol, side, order_type,
-       quantity, price, fill_price, status, test, created_at
+       quantity, price, fill_price, status, test, created_at, take_profit, stop_loss
 FROM paper_orders ORDER BY created_at, exchange_order_id`
 
 // Orders lists every order in the book, oldest first, so tests can assert

@@ -19,8 +19,9 @@
 //
 // Market orders fill at once and in full (FilledQuantity = Quantity), at the
 // order's price when it has one, else at Config.ReferencePrice. Limit orders
-// rest (status open, nothing filled) and never fill: the paper venue has no
-// market data.
+// rest (status open, nothing filled) until a price set with SetPrice crosses
+// them (the paper venue has no market data of its own), or until Cancel
+// cancels them. Paper charges no fee.
 //
 // Positions are the net filled quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
@@ -169,6 +170,8 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		FillPrice:       fillPrice,
 		Status:          status,
 		Test:            o.Test,
+		TakeProfit:      attachedPrice(o.TakeProfit),
+		StopLoss:        attachedPrice(o.StopLoss),
 	}
 
 	// Acquired explicitly so that a pool that cannot hand out a connection
@@ -294,15 +297,16 @@ SELECT EXISTS (SELECT 1 FROM paper_orders WHERE client_order_id = $1),
 // InsertSQL is the venue's fill, exported so the benchmarks run exactly it.
 const InsertSQL = `
 INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
-                          quantity, price, fill_price, status, test)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                          quantity, price, fill_price, status, test, take_profit, stop_loss)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (client_order_id) DO NOTHING
 RETURNING exchange_order_id`
 
 // report is the venue's answer for row, stored under exchange order id id.
 func (o PaperOrder) report(id string) exchange.Report {
 	return exchange.Report{ExchangeOrderID: id, Symbol: o.Symbol, Side: o.Side, Quantity: o.Quantity,
-		FilledQuantity: filledQuantity(o.Status, o.Quantity), Price: o.Price, Status: o.Status, FillPrice: o.FillPrice}
+		FilledQuantity: filledQuantity(o.Status, o.Quantity), Price: o.Price, Status: o.Status, FillPrice: o.FillPrice,
+		TakeProfit: o.TakeProfit, StopLoss: o.StopLoss}
 }
 
 // filledQuantity is what a paper order in status executed: the paper venue
@@ -317,7 +321,8 @@ func filledQuantity(status exchange.Status, quantity decimal.Decimal) decimal.De
 // args are the InsertSQL parameters for o.
 func (o PaperOrder) args() []any {
 	return []any{o.ClientOrderID, o.ExchangeOrderID, o.Symbol, o.Side, o.OrderType,
-		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), pgconv.NullNumeric(o.FillPrice), string(o.Status), o.Test}
+		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), pgconv.NullNumeric(o.FillPrice), string(o.Status), o.Test,
+		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss)}
 }
 
 // insert writes a plain order in one autocommit round trip.
@@ -336,7 +341,7 @@ func insert(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.R
 }
 
 const lookupSQL = `
-SELECT exchange_order_id, symbol, side, quantity, price, status, fill_price
+SELECT exchange_order_id, symbol, side, quantity, price, status, fill_price, take_profit, stop_loss
 FROM paper_orders WHERE client_order_id = $1`
 
 // Lookup finds an order by client order ID, or exchange.ErrNotFound. The
@@ -354,7 +359,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		r      exchange.Report
 		status string
 	)
-	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Symbol, &r.Side, &r.Quantity, &r.Price, &status, &r.FillPrice)
+	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Symbol, &r.Side, &r.Quantity, &r.Price, &status, &r.FillPrice, &r.TakeProfit, &r.StopLoss)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", clientOrderID, exchange.ErrNotFound)
 	}
@@ -363,7 +368,14 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	}
 	r.Status = exchange.Status(status)
 	r.FilledQuantity = filledQuantity(r.Status, r.Quantity)
+	if r.Status == exchange.StatusFilled {
+		// Everything fills at one price: the average is the fill price.
+		r.AvgPrice = r.FillPrice
+	}
 	if err := exchange.Matches(o, o.Symbol, o.Quantity, r); err != nil {
+		return exchange.Report{}, fmt.Errorf("paper: %w", err)
+	}
+	if err := exchange.MatchesAttached(o, attachedPrice(o.TakeProfit), attachedPrice(o.StopLoss), r); err != nil {
 		return exchange.Report{}, fmt.Errorf("paper: %w", err)
 	}
 	return r, nil
@@ -409,6 +421,39 @@ func validate(o exchange.Order) string {
 		return ReasonInvalidOrder
 	case o.OrderType == "limit" && !o.Price.Valid:
 		return ReasonLimitWithoutPrice
+	case o.HasAttachments() && (o.Side == "" || o.ReduceOnly):
+		return ReasonInvalidOrder + ": a close takes no take_profit/stop_loss"
+	case o.HasAttachments():
+		if reason := (&Venue{}).RefuseAttachments(o); reason != "" {
+			return reason
+		}
+		for _, a := range []*exchange.Attached{o.TakeProfit, o.StopLoss} {
+			if a != nil && !a.Price.Valid {
+				return ReasonInvalidOrder + ": a percent take_profit/stop_loss was not resolved to a price"
+			}
+		}
 	}
 	return ""
+}
+
+var _ exchange.AttachmentCapable = (*Venue)(nil)
+
+// RefuseAttachments: paper takes a take-profit and a stop-loss on any
+// entry and records them with the order (paper_orders, and the order row),
+// but does not trigger them: it has no price feed that moves (every market
+// order fills at its price or ReferencePrice), so a trigger would never be
+// reached. A trailing stop is refused, as on every venue for now.
+func (v *Venue) RefuseAttachments(o exchange.Order) string {
+	if o.TrailingStop != nil {
+		return "trailing_stop is not supported on paper yet; send take_profit/stop_loss only"
+	}
+	return ""
+}
+
+// attachedPrice is an exit's trigger price, invalid when there is none.
+func attachedPrice(a *exchange.Attached) decimal.NullDecimal {
+	if a == nil {
+		return decimal.NullDecimal{}
+	}
+	return a.Price
 }

@@ -23,6 +23,9 @@ type Order struct {
 	// Side is "buy" or "sell".
 	Side     string
 	Quantity decimal.Decimal
+	// TakeProfit and StopLoss are the exits set on the order itself
+	// (zero: none, or a venue whose fake does not take them).
+	TakeProfit, StopLoss decimal.Decimal
 }
 
 // Fault is a failure of the next order placement, named by what the client
@@ -95,6 +98,16 @@ type Fake interface {
 	// orders as the venue refuses one-way orders in hedge mode. A no-op
 	// on spot.
 	SetHedgeMode(on bool)
+	// FillPart executes qty (in the base asset, as signals count) more of
+	// the resting order under clientOrderID at its limit price, as if the
+	// market traded through it: the order stays open until all of it has
+	// filled. An error when no such order rests.
+	FillPart(clientOrderID string, qty decimal.Decimal) error
+	// SetSpotFeeRate makes every spot fill from now on pay rate (0.001
+	// for 0.1 %; zero for none) in the asset it received, taken out of the
+	// balance and reported as the venue reports a fee. Until it is called
+	// a fake reports its default rate without moving the balances.
+	SetSpotFeeRate(rate decimal.Decimal)
 	// Close stops the fake (every market it serves).
 	Close()
 }

@@ -133,6 +133,37 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 			require.NoError(t, err, "the same order goes through once the key is fixed")
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		}},
+		{"RestingOrderIsFollowedAndCancelled", func(t *testing.T, u venueUnderTest) {
+			// Issue 19: a resting limit order that fills in part shows what
+			// executed, at what average price and for what fee; a cancel
+			// ends it cancelled with that part kept, and cancelling it again
+			// reports it as it is (the venue refuses the second cancel).
+			o := u.order("hxfollow000000000000000000000001", true)
+			placed, err := u.venue.Place(ctx(t), o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, placed.Status, placed.Reason)
+			part := o.Quantity.Div(decimal.NewFromInt(2))
+			require.NoError(t, u.fake.FillPart(o.ClientOrderID, part))
+			r, err := u.venue.Lookup(ctx(t), o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status)
+			require.True(t, r.FilledQuantity.Equal(part), "filled %s of %s", r.FilledQuantity, o.Quantity)
+			require.True(t, r.AvgPrice.Valid && r.AvgPrice.Decimal.Equal(r.Price.Decimal), "average price %v at limit %v", r.AvgPrice, r.Price)
+			r, err = exchange.ReadFees(ctx(t), u.venue, o, r, decimal.Zero, false)
+			require.NoError(t, err)
+			require.True(t, r.Fee.IsPositive(), "a fee was charged: %s", r.Fee)
+			require.NotEmpty(t, r.FeeAsset)
+
+			canceler, ok := u.venue.(exchange.Canceler)
+			require.True(t, ok, "every venue can cancel")
+			r, err = canceler.Cancel(ctx(t), o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusCancelled, r.Status)
+			require.True(t, r.FilledQuantity.Equal(part), "what filled before is kept")
+			r, err = canceler.Cancel(ctx(t), o)
+			require.NoError(t, err, "a second cancel is not an error")
+			require.Equal(t, exchange.StatusCancelled, r.Status)
+		}},
 		{"UnknownSymbolIsRefusedBeforeSending", func(t *testing.T, u venueUnderTest) {
 			o := u.order("hxsym000000000000000000000000001", false)
 			o.Symbol = "NOPEUSDT"

@@ -144,7 +144,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	}
 	a.gateway = gateway.New(cfg.gatewayConfig(),
 		gateway.Deps{Pool: pool, MarkerPool: a.pools.Markers, Venues: venues, Jobs: a.river, Notifier: notifier, Logger: logger,
-			Metrics: gwMetrics, Latency: signals, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment})
+			Metrics: gwMetrics, Latency: signals, AfterVenue: crashDrill(cfg.CrashDrill, logger), Deployment: deployment,
+			AfterLeg: crashDrill(cfg.CrashLegDrill, logger)})
 	a.registry = reg
 	a.server = api.New(cfg.apiConfig(),
 		api.Deps{Gateway: a.gateway, Pool: pool, Venues: venues, Ready: a.ready, Logger: logger, Registry: reg, Stages: gwMetrics,

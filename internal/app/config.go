@@ -40,6 +40,10 @@ type Config struct {
 	LogLevel     string
 	PaperFaults  string
 	CrashDrill   bool
+	// CrashLegDrill kills the process between the first leg's venue answer
+	// and its record (HOOX_DRILL_CRASH_AFTER_LEG), for the multi-order
+	// crash tests.
+	CrashLegDrill bool
 	// ClockSkew offsets the clock the venue adapters, the gateway and the
 	// jobs use (HOOX_DRILL_CLOCK_SKEW): a fault drill for the simulator,
 	// never set in production.

@@ -14,6 +14,9 @@ const (
 	OrderRejected = "order_rejected"
 	Unavailable   = "unavailable"
 	KillSwitch    = "kill_switch"
+	// Unsupported refuses a valid signal the venue cannot carry out (an
+	// attached take-profit on a venue without one): 422, nothing placed.
+	Unsupported = "unsupported"
 	// AccountsRefused answers a fan-out whose accounts all refused or
 	// repeated, for different reasons: each account's own answer says
 	// which.

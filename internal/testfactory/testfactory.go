@@ -87,12 +87,14 @@ type OrderOpts struct {
 	RejectReason string
 	// CreatedAt defaults to now.
 	CreatedAt time.Time
+	// Role defaults to primary (the signal's own order).
+	Role string
 }
 
 const orderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price, mode,
-                    status, reject_reason, created_at)
-VALUES ($1, $2, $3, $4, $5, 'buy', 'buy', $6, $7::numeric, NULLIF($8, '')::numeric, $9, $10, NULLIF($11, ''), $12)`
+                    status, reject_reason, created_at, role)
+VALUES ($1, $2, $3, $4, $5, 'buy', 'buy', $6, $7::numeric, NULLIF($8, '')::numeric, $9, $10, NULLIF($11, ''), $12, $13)`
 
 // Order inserts an order and returns the options with their defaults
 // filled.
@@ -105,11 +107,12 @@ func Order(t testing.TB, q db.DBTX, o OrderOpts) OrderOpts {
 	o.Exchange, o.Symbol, o.Mode = cmp.Or(o.Exchange, "paper"), cmp.Or(o.Symbol, "BTCUSDT"), cmp.Or(o.Mode, "live")
 	o.OrderType, o.Quantity = cmp.Or(o.OrderType, "market"), cmp.Or(o.Quantity, "0.5")
 	o.Status = cmp.Or(o.Status, exchange.StatusFilled)
+	o.Role = cmp.Or(o.Role, exchange.RolePrimary)
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
 	exec(t, q, orderSQL, o.ID, o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.OrderType, o.Quantity, o.Price,
-		o.Mode, o.Status, o.RejectReason, o.CreatedAt)
+		o.Mode, o.Status, o.RejectReason, o.CreatedAt, o.Role)
 	return o
 }
 

@@ -94,8 +94,17 @@ async function drawChart() {
   fig.appendChild(legend);
 }
 
+// Orders and trace pages: while an order shown is open, its follow job may
+// record a fill at any moment; reload every 5 s (while visible) so the
+// status, fills, average price and fee shown stay live.
+function followOpenOrders() {
+  if (!document.querySelector("[data-follow] .s-open")) return;
+  setInterval(() => { if (!document.hidden) location.reload(); }, 5000);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   liveTraces();
+  followOpenOrders();
   drawChart().catch((e) => { const f = document.getElementById("chart"); if (f) f.textContent = "Chart unavailable: " + e.message; });
   setInterval(() => { if (!document.hidden) drawChart().catch(() => {}); }, 30000);
 });

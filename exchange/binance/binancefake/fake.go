@@ -147,13 +147,9 @@ type Order struct {
 	Price         decimal.Decimal
 	ExecutedQty   decimal.Decimal
 	CumQuote      decimal.Decimal
-	// Commission is what spot charged for the fills so far, in
-	// CommissionAsset: the asset the order received (SetSpotCommission).
-	Commission      decimal.Decimal
-	CommissionAsset string
-	Status          string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
-	ReduceOnly      bool
-	Time            time.Time
+	Status        string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
+	ReduceOnly    bool
+	Time          time.Time
 	// VisibleAt is when the order query starts to find the order (the
 	// lookup lag); the matching engine sees it at once.
 	VisibleAt time.Time
@@ -194,6 +190,7 @@ type Server struct {
 	hedge        bool
 	liquidity    map[string]decimal.Decimal
 	orders       []*Order
+	trades       []Trade
 	nextID       int64
 	lookupLag    time.Duration
 	nextLag      *time.Duration
@@ -209,9 +206,18 @@ type Server struct {
 	late         venuefake.Late[lateOrder]
 	holdLeft     int
 	holdQueries  int
-	// spotCommission is the spot commission rate, charged in the asset an
-	// order receives (SetSpotCommission); zero charges nothing.
-	spotCommission decimal.Decimal
+	// cancels counts DELETE order cancellations (Cancels).
+	cancels int
+	// algos are the conditional orders of the Algo Order API.
+	algos []*AlgoOrder
+	// holdAfterCancel, when set, holds the first placement after a
+	// cancel (HoldPlacementAfterCancel).
+	holdAfterCancel *heldPlacement
+	// spotCommission, once SetSpotCommission set it, is the spot
+	// commission rate, and the fake then takes it out of the balance of
+	// the asset an order receives; nil charges SpotCommissionRate in the
+	// trades only.
+	spotCommission *decimal.Decimal
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -395,15 +401,18 @@ func (s *Server) SetMarketLiquidity(symbol string, qty decimal.Decimal) {
 	s.liquidity[symbol] = qty
 }
 
-// SetSpotCommission charges rate (0.001 for 0.1 %) on every spot fill
-// from now on, as Binance does when BNB does not pay it: taken out of the
-// received amount — the base asset of a buy, the quote asset of a sell —
-// and reported in the FULL response's fills[].commission and
-// commissionAsset (binance-spot-api-docs faqs/commission_faq.md).
+// SetSpotCommission charges rate (0.001 for 0.1 %; zero for none) on
+// every spot fill from now on, as Binance does when BNB does not pay it:
+// taken out of the received amount — the base asset of a buy, the quote
+// asset of a sell — and reported in the trades, the FULL response's
+// fills[].commission and commissionAsset and the account trade list
+// (binance-spot-api-docs faqs/commission_faq.md). Until it is called the
+// fake reports SpotCommissionRate in the trades but moves the balances by
+// the gross amounts.
 func (s *Server) SetSpotCommission(rate decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spotCommission = rate
+	s.spotCommission = &rate
 }
 
 // SetLookupLag makes orders placed from now on invisible to the order query

@@ -129,3 +129,132 @@ func TestSpotCommissionIsTakenFromTheReceivedAssetAndReported(t *testing.T) {
 	require.Equal(t, "0.00001", total.String(), "0.1 %% of the 0.010 BTC received")
 	require.Equal(t, "0.00999", s.Balance("BTC").String(), "the account received the quantity less the commission")
 }
+
+// MARKET_LOT_SIZE maxQty caps a market order on both markets (futures
+// -4005, spot -1013 MARKET_LOT_SIZE); a limit order is held to LOT_SIZE
+// only. A close of a larger position must therefore be split.
+func TestMarketOrderAboveMarketMaxQtyIsRefused(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{})
+	d := decimal.RequireFromString
+	s.SetSymbol(binancefake.Symbol{Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
+		StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"), MarketMaxQty: d("100"),
+		TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"), Price: d("3000")})
+	s.SetPosition("ETHUSDT", d("250"))
+	place := func(path, params string) (int, map[string]any) {
+		t.Helper()
+		ts := strconv.FormatInt(s.Now().UnixMilli(), 10)
+		body := params + "&recvWindow=5000&timestamp=" + ts
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.URL+path,
+			strings.NewReader(body+"&signature="+binance.Sign(s.APISecret(), body)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := place("/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=250&reduceOnly=true&newClientOrderId=big")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4005, out["code"], out)
+	require.True(t, s.Position("ETHUSDT").Equal(d("250")), "nothing executed")
+	status, out = place("/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=100&reduceOnly=true&newClientOrderId=part")
+	require.Equal(t, http.StatusOK, status, out)
+	require.True(t, s.Position("ETHUSDT").Equal(d("150")))
+	status, out = place("/api/v3/order", "symbol=ETHUSDT&side=BUY&type=MARKET&quantity=101&newClientOrderId=spotbig")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -1013, out["code"], out)
+	require.Equal(t, "Filter failure: MARKET_LOT_SIZE", out["msg"])
+	status, out = place("/api/v3/order", "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&price=2000&quantity=101&newClientOrderId=spotlimit")
+	require.Equal(t, http.StatusOK, status, out)
+}
+
+// A reduce-only order that, with the reduce-only orders resting on its
+// side, would reduce more than the position is refused -2022; once the
+// resting ones are cancelled (DELETE /fapi/v1/order, listed by GET
+// /fapi/v1/openOrders) it is accepted.
+func TestRestingReduceOnlyOrdersBlockAReduceOnlyClose(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{})
+	s.SetPosition("ETHUSDT", decimal.RequireFromString("10"))
+	call := func(method, path, params string) (int, any) {
+		t.Helper()
+		ts := strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q := params + "&recvWindow=5000&timestamp=" + ts
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=LIMIT&timeInForce=GTC&price=4000&quantity=10&reduceOnly=true&newClientOrderId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	status, out = call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=10&reduceOnly=true&newClientOrderId=close")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -2022, out.(map[string]any)["code"], out)
+
+	status, out = call(http.MethodGet, "/fapi/v1/openOrders", "symbol=ETHUSDT")
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, out, 1)
+	status, _ = call(http.MethodDelete, "/fapi/v1/order", "symbol=ETHUSDT&origClientOrderId=tp")
+	require.Equal(t, http.StatusOK, status)
+	status, out = call(http.MethodDelete, "/fapi/v1/order", "symbol=ETHUSDT&origClientOrderId=tp")
+	require.Equal(t, http.StatusBadRequest, status, "a cancelled order cannot be cancelled again")
+	require.EqualValues(t, -2011, out.(map[string]any)["code"])
+
+	status, out = call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=MARKET&quantity=10&reduceOnly=true&newClientOrderId=close")
+	require.Equal(t, http.StatusOK, status, out)
+	require.True(t, s.Position("ETHUSDT").IsZero())
+}
+
+// USDⓈ-M takes conditional orders (take-profit, stop) only through the
+// Algo Order API: the plain order endpoint answers -4120; the algo
+// endpoint accepts them unless the last price already reached the
+// trigger (-2021), and finds them again by clientAlgoId.
+func TestConditionalOrdersGoThroughTheAlgoOrderAPI(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
+	call := func(method, path, params string) (int, map[string]any) {
+		t.Helper()
+		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&stopPrice=3300&quantity=1&reduceOnly=true&newClientOrderId=tp")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4120, out["code"], out)
+
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=2900&quantity=1&reduceOnly=true&clientAlgoId=tp")
+	require.Equal(t, http.StatusBadRequest, status, "a sell take-profit below the last price would fire at once")
+	require.EqualValues(t, -2021, out["code"], out)
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=STOP_MARKET&triggerPrice=3100&quantity=1&reduceOnly=true&clientAlgoId=sl")
+	require.Equal(t, http.StatusBadRequest, status, "a sell stop above the last price would fire at once")
+	require.EqualValues(t, -2021, out["code"], out)
+
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=3300&quantity=1&reduceOnly=true&clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "NEW", out["algoStatus"])
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=tp")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "3300", out["triggerPrice"])
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=nope")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -2013, out["code"])
+	require.Len(t, s.AlgoOrders(), 1)
+}

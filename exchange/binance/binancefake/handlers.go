@@ -30,6 +30,8 @@ var weights = map[string]int{
 	"/api/v3/account":       20,
 	"/api/v3/ticker/price":  2,
 	"/fapi/v2/positionRisk": 5,
+	"/api/v3/myTrades":      5,
+	"/fapi/v1/userTrades":   5,
 }
 
 func (s *Server) handler() http.Handler {
@@ -45,10 +47,16 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v3/order", s.handleQuery(MarketSpot))
 	mux.HandleFunc("GET /fapi/v1/order", s.handleQuery(MarketFutures))
 	mux.HandleFunc("GET /api/v3/account", s.handleAccount)
-	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades)
 	mux.HandleFunc("GET /fapi/v2/positionRisk", s.handlePositionRisk)
 	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
+	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
+	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
+	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
+	mux.HandleFunc("DELETE /api/v3/order", s.handleCancel(MarketSpot))
+	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
+	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades(MarketSpot))
+	mux.HandleFunc("GET /fapi/v1/userTrades", s.handleMyTrades(MarketFutures))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -439,6 +447,12 @@ func (s *Server) handleQuery(market string) http.HandlerFunc {
 // orderJSON renders an order as the order query (and RESULT response)
 // does on o's market; fills adds the spot FULL response's fills.
 func orderJSON(o *Order, fills bool) map[string]any {
+	return orderJSONWith(o, fills, nil)
+}
+
+// orderJSONWith is orderJSON whose fills carry the commission of trades
+// (the FULL response's fills[].commission and commissionAsset).
+func orderJSONWith(o *Order, fills bool, trades []Trade) map[string]any {
 	if o.Market == MarketFutures {
 		avg := decimal.Zero
 		if o.ExecutedQty.IsPositive() {
@@ -464,81 +478,35 @@ func orderJSON(o *Order, fills bool) map[string]any {
 	}
 	if fills {
 		f := []map[string]any{}
-		for _, t := range spotTrades(o) {
-			f = append(f, map[string]any{"price": str(t.price), "qty": str(t.qty), "commission": str(t.commission),
-				"commissionAsset": t.asset, "tradeId": t.id})
+		if o.ExecutedQty.IsPositive() {
+			// Two fills at prices around the average, so that a client
+			// that reads only the first fill gets the wrong price.
+			half := o.ExecutedQty.Div(decimal.NewFromInt(2))
+			avg := o.CumQuote.Div(o.ExecutedQty)
+			one := decimal.NewFromInt(1)
+			// The commission, split over the two fills.
+			fee, asset := decimal.Zero, "BNB"
+			for _, t := range trades {
+				fee, asset = fee.Add(t.Commission), t.CommissionAsset
+			}
+			feeHalf := fee.Div(decimal.NewFromInt(2))
+			f = append(f,
+				map[string]any{"price": str(avg.Sub(one)), "qty": str(half), "commission": str(feeHalf), "commissionAsset": asset, "tradeId": o.OrderID * 10},
+				map[string]any{"price": str(avg.Add(one)), "qty": str(o.ExecutedQty.Sub(half)), "commission": str(fee.Sub(feeHalf)), "commissionAsset": asset, "tradeId": o.OrderID*10 + 1},
+			)
 		}
 		m["fills"] = f
 	}
 	return m
 }
 
-// trade is one execution of a spot order, as the FULL answer's fills and
-// myTrades list it.
-type trade struct {
-	id                     int64
-	price, qty, commission decimal.Decimal
-	asset                  string
-}
-
-// spotTrades are o's executions: two, at prices around the average, so
-// that a client that reads only the first gets the wrong price, with the
-// commission split between them as the quantities are (BNB, zero, when
-// SetSpotCommission charged nothing).
-func spotTrades(o *Order) []trade {
-	if !o.ExecutedQty.IsPositive() {
-		return nil
-	}
-	half := o.ExecutedQty.Div(decimal.NewFromInt(2))
-	avg := o.CumQuote.Div(o.ExecutedQty)
-	one := decimal.NewFromInt(1)
-	asset, first := "BNB", decimal.Zero
-	if o.CommissionAsset != "" {
-		asset, first = o.CommissionAsset, o.Commission.Mul(half).Div(o.ExecutedQty).Truncate(8)
-	}
-	return []trade{
-		{id: o.OrderID * 10, price: avg.Sub(one), qty: half, commission: first, asset: asset},
-		{id: o.OrderID*10 + 1, price: avg.Add(one), qty: o.ExecutedQty.Sub(half), commission: o.Commission.Sub(first), asset: asset},
-	}
-}
-
-// handleMyTrades answers GET /api/v3/myTrades for one order (symbol and
-// orderId): its trades with their commission (rest-api.md "Account trade
-// list"); an order with nothing executed, or none, has none.
-func (s *Server) handleMyTrades(w http.ResponseWriter, r *http.Request) {
-	params, ok := s.authenticate(w, r)
-	if !ok {
-		return
-	}
-	symbol, id := params.Get("symbol"), params.Get("orderId")
-	if symbol == "" {
-		writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.symbols[symbol]; !ok {
-		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
-		return
-	}
-	out := []map[string]any{}
-	for _, o := range s.orders {
-		if o.Market != MarketSpot || o.Symbol != symbol || (id != "" && strconv.FormatInt(o.OrderID, 10) != id) {
-			continue
-		}
-		for _, t := range spotTrades(o) {
-			out = append(out, map[string]any{"symbol": o.Symbol, "id": t.id, "orderId": o.OrderID, "orderListId": -1,
-				"price": str(t.price), "qty": str(t.qty), "quoteQty": str(t.price.Mul(t.qty)), "commission": str(t.commission),
-				"commissionAsset": t.asset, "time": o.Time.UnixMilli(), "isBuyer": o.Side == "BUY", "isMaker": false, "isBestMatch": true})
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 // handlePlace accepts an order on market, applying faults, filters, the
 // uniqueness rule and balances in the order Binance does.
 func (s *Server) handlePlace(market string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.waitHeldPlacement(r) {
+			return
+		}
 		s.mu.Lock()
 		f, faulted := s.takeFault()
 		s.mu.Unlock()
@@ -599,7 +567,7 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 		o, status, e := s.place(market, params)
 		var body map[string]any
 		if e == nil {
-			body = orderJSON(o, market == MarketSpot && params.Get("newOrderRespType") != "RESULT" && params.Get("newOrderRespType") != "ACK")
+			body = orderJSONWith(o, market == MarketSpot && params.Get("newOrderRespType") != "RESULT" && params.Get("newOrderRespType") != "ACK", s.tradesOf(o))
 		}
 		s.mu.Unlock()
 		if e != nil {
@@ -663,6 +631,11 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 	if side != "BUY" && side != "SELL" {
 		return bad(-1117, "Invalid side.")
 	}
+	if futures && conditionalTypes[typ] {
+		// USDⓈ-M moved conditional orders to the Algo Order API
+		// (error-code.md, -4120 STOP_ORDER_SWITCH_ALGO).
+		return bad(-4120, "Order type not supported for this endpoint. Please use the Algo Order API endpoints instead.")
+	}
 	if typ != "MARKET" && typ != "LIMIT" {
 		return bad(-1116, "Invalid orderType.")
 	}
@@ -703,12 +676,15 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 
 	// Filters.
 	step, minQty, maxQty := sym.StepSize, sym.MinQty, sym.MaxQty
-	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
-		step, minQty, maxQty = sym.MarketStepSize, sym.MarketMinQty, sym.MarketMaxQty
-	}
 	lotFilter := "LOT_SIZE"
 	if typ == "MARKET" && sym.MarketStepSize.IsPositive() {
-		lotFilter = "MARKET_LOT_SIZE"
+		step, minQty, lotFilter = sym.MarketStepSize, sym.MarketMinQty, "MARKET_LOT_SIZE"
+	}
+	if typ == "MARKET" && sym.MarketMaxQty.IsPositive() {
+		// MARKET_LOT_SIZE: "quantity <= maxQty" for MARKET orders
+		// (USDⓈ-M common-definition.md, spot filters.md), whatever its
+		// step; Binance does not split a larger order.
+		maxQty, lotFilter = sym.MarketMaxQty, "MARKET_LOT_SIZE"
 	}
 	if futures {
 		switch {
@@ -766,7 +742,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		pos := s.positions[sym.Symbol]
 		if reduceOnly {
 			reduces := (side == "SELL" && pos.IsPositive()) || (side == "BUY" && pos.IsNegative())
-			if !reduces || qty.GreaterThan(pos.Abs()) {
+			if !reduces || qty.Add(s.restingReduceOnly(market, sym.Symbol, side)).GreaterThan(pos.Abs()) {
 				return bad(-2022, "ReduceOnly Order is rejected.")
 			}
 		} else {
@@ -820,6 +796,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 // execute fills qty of o at price, moving balances or the position;
 // callers hold mu.
 func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
+	s.trade(o, qty, price)
 	o.ExecutedQty = o.ExecutedQty.Add(qty)
 	o.CumQuote = o.CumQuote.Add(qty.Mul(price))
 	sym := s.symbols[o.Symbol]
@@ -833,14 +810,8 @@ func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
 	}
 	s.balances[sym.Base] = s.balances[sym.Base].Add(signed)
 	s.balances[sym.Quote] = s.balances[sym.Quote].Sub(signed.Mul(price))
-	if s.spotCommission.IsPositive() {
+	if t := s.trades[len(s.trades)-1]; o.Market == MarketSpot && s.spotCommission != nil {
 		// Taken out of what the order received (faqs/commission_faq.md).
-		received, asset := qty, sym.Base
-		if o.Side == "SELL" {
-			received, asset = qty.Mul(price), sym.Quote
-		}
-		fee := received.Mul(s.spotCommission).Truncate(8)
-		s.balances[asset] = s.balances[asset].Sub(fee)
-		o.Commission, o.CommissionAsset = o.Commission.Add(fee), asset
+		s.balances[t.CommissionAsset] = s.balances[t.CommissionAsset].Sub(t.Commission)
 	}
 }

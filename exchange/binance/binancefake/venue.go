@@ -96,3 +96,13 @@ func (v *venueView) RefuseLeverage() func() {
 
 // SetHedgeMode sets the futures account's position mode.
 func (v *venueView) SetHedgeMode(on bool) { v.s.SetHedgeMode(on) }
+
+// FillPart fills qty more of the resting order (PARTIALLY_FILLED, then
+// FILLED).
+func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
+	return v.s.PartialFill(clientOrderID, qty)
+}
+
+// SetSpotFeeRate charges rate on every spot fill from now on (see the
+// Server's method).
+func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotCommission(rate) }

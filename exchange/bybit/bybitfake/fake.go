@@ -121,6 +121,9 @@ type Instrument struct {
 	MinNotional decimal.Decimal
 	// MaxLeverage is leverageFilter.maxLeverage (linear); 100 when zero.
 	MaxLeverage int
+	// MaxMktOrderQty is lotSizeFilter.maxMktOrderQty (linear): the most a
+	// Market order may carry; 100000 when zero.
+	MaxMktOrderQty decimal.Decimal
 }
 
 // Position is a linear position in one-way mode.
@@ -160,7 +163,8 @@ type Order struct {
 	CumExecQty decimal.Decimal
 	AvgPrice   decimal.Decimal
 	// CumExecFee is the spot fee charged so far (SetSpotFeeRate): in the
-	// base coin for a buy, the quote coin for a sell.
+	// base coin for a buy, the quote coin for a sell; cumFeeDetail then
+	// reports it.
 	CumExecFee   decimal.Decimal
 	RejectReason string
 	CreatedAt    time.Time
@@ -170,6 +174,10 @@ type Order struct {
 	// HiddenFor is how many more realtime or history answers that would
 	// list the order leave it out (HideFromQueries).
 	HiddenFor int
+	// TakeProfit and StopLoss are the trigger prices set on the order
+	// (zero: none), with their tpslMode and trigger price types.
+	TakeProfit, StopLoss               decimal.Decimal
+	TpslMode, TpTriggerBy, SlTriggerBy string
 }
 
 // Fault is a failure the fake answers a request with instead of its normal
@@ -308,9 +316,10 @@ type Server struct {
 	attempts    map[string]int
 	forgetReal  bool
 	liquidity   map[orderKey]decimal.Decimal // category, symbol
-	// spotFeeRate is the spot fee rate (SetSpotFeeRate); zero charges
-	// nothing.
-	spotFeeRate decimal.Decimal
+	// spotFeeRate, once SetSpotFeeRate set it, is the spot fee rate, taken
+	// out of the balances and reported as charged; nil reports SpotFeeRate
+	// in cumFeeDetail without moving the balances.
+	spotFeeRate *decimal.Decimal
 	// exhaustNext and limitReset are ExhaustLimit's state: the next
 	// successful answer's reset delay, and until when a path refuses.
 	exhaustNext map[string]time.Duration
@@ -643,15 +652,17 @@ func (s *Server) ForgetClosedInRealtime() {
 	s.forgetReal = true
 }
 
-// SetSpotFeeRate charges rate (0.001 for 0.1 %) on every spot fill from
-// now on, as Bybit does with a positive fee rate: a buy pays in the base
-// coin, a sell in the quote coin (docs/v5 enum "Spot Fee Currency
-// Instruction"), taken out of what the fill credited and reported in the
-// order's cumExecFee (order-list.mdx).
+// SetSpotFeeRate charges rate (0.001 for 0.1 %; zero for none) on every
+// spot fill from now on, as Bybit does with a positive fee rate: a buy
+// pays in the base coin, a sell in the quote coin (docs/v5 enum "Spot Fee
+// Currency Instruction"), taken out of what the fill credited and
+// reported in the order's cumExecFee and cumFeeDetail (order-list.mdx).
+// Until it is called the fake reports SpotFeeRate in cumFeeDetail but
+// moves the balances by the gross amounts.
 func (s *Server) SetSpotFeeRate(rate decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spotFeeRate = rate
+	s.spotFeeRate = &rate
 }
 
 // SetMarketLiquidity caps how much of a market order on symbol (in

@@ -194,6 +194,7 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 		PathPositions:   {http.MethodGet, true, false, 50, s.servePositions},
 		PathLeverage:    {http.MethodPost, true, true, 10, s.serveLeverage},
 		PathWallet:      {http.MethodGet, true, false, 50, s.serveWallet},
+		PathCancel:      {http.MethodPost, true, true, 10, s.serveCancel},
 	}
 	ep, found := endpoints[r.URL.Path]
 	if !found {
@@ -330,7 +331,7 @@ func instrumentJSON(cat string, in Instrument) map[string]any {
 	m["leverageFilter"] = map[string]string{"minLeverage": "1", "maxLeverage": strconv.Itoa(in.MaxLeverage) + ".00", "leverageStep": "0.01"}
 	m["lotSizeFilter"] = map[string]string{
 		"qtyStep": in.QtyStep.String(), "minOrderQty": in.MinOrderQty.String(),
-		"minNotionalValue": in.MinNotional.String(), "maxOrderQty": "1000000", "maxMktOrderQty": "100000",
+		"minNotionalValue": in.MinNotional.String(), "maxOrderQty": "1000000", "maxMktOrderQty": in.maxMkt().String(),
 	}
 	return m
 }
@@ -403,7 +404,9 @@ func (s *Server) queryOrders(r *http.Request, history bool) reply {
 			o.HiddenFor--
 			continue
 		}
-		list = append(list, orderJSON(o))
+		entry := orderJSON(o)
+		entry["cumFeeDetail"] = s.feeDetail(o)
+		list = append(list, entry)
 	}
 	return ok(map[string]any{"category": cat, "list": list, "nextPageCursor": ""})
 }
@@ -477,10 +480,25 @@ func orderJSON(o *Order) map[string]any {
 		"positionIdx": 0, "orderStatus": o.Status, "rejectReason": reason,
 		"avgPrice": avg, "cumExecQty": o.CumExecQty.String(), "cumExecFee": o.CumExecFee.String(), "leavesQty": o.Qty.Sub(o.CumExecQty).String(),
 		"orderType": o.OrderType, "timeInForce": o.TimeInForce, "reduceOnly": o.ReduceOnly,
-		"marketUnit":  o.MarketUnit,
+		"marketUnit": o.MarketUnit,
+		"takeProfit": listedPrice(o.Category, o.TakeProfit), "stopLoss": listedPrice(o.Category, o.StopLoss),
+		"tpslMode": o.TpslMode, "tpTriggerBy": o.TpTriggerBy, "slTriggerBy": o.SlTriggerBy,
 		"createdTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 		"updatedTime": strconv.FormatInt(o.CreatedAt.UnixMilli(), 10),
 	}
+}
+
+// listedPrice is how the order lists show a take-profit or stop-loss:
+// the price, or for none "0.00" on linear (order-list.mdx's example) and
+// "" on spot.
+func listedPrice(category string, p decimal.Decimal) string {
+	switch {
+	case !p.IsZero():
+		return p.String()
+	case category == CategoryLinear:
+		return "0.00"
+	}
+	return ""
 }
 
 func (s *Server) servePositions(r *http.Request, _ []byte) reply {
@@ -575,4 +593,12 @@ func (s *Server) serveWallet(r *http.Request, _ []byte) reply {
 		})
 	}
 	return ok(map[string]any{"list": []any{map[string]any{"accountType": "UNIFIED", "coin": coins}}})
+}
+
+// maxMkt is the instrument's maxMktOrderQty, 100000 when unset.
+func (in Instrument) maxMkt() decimal.Decimal {
+	if in.MaxMktOrderQty.IsPositive() {
+		return in.MaxMktOrderQty
+	}
+	return decimal.NewFromInt(100000)
 }

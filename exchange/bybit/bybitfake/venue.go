@@ -1,6 +1,7 @@
 package bybitfake
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ func (v *venueView) Orders() []venuefake.Order {
 	for _, o := range v.s.Orders() {
 		if o.Category == v.category {
 			out = append(out, venuefake.Order{ClientOrderID: o.OrderLinkID, ExchangeOrderID: o.OrderID,
-				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Qty})
+				Symbol: o.Symbol, Side: strings.ToLower(o.Side), Quantity: o.Qty, TakeProfit: o.TakeProfit, StopLoss: o.StopLoss})
 		}
 	}
 	return out
@@ -87,3 +88,16 @@ func (v *venueView) RefuseLeverage() func() {
 
 // SetHedgeMode sets the linear account's position mode.
 func (v *venueView) SetHedgeMode(on bool) { v.s.SetHedgeMode(on) }
+
+// FillPart fills qty more of the open limit order (PartiallyFilled, then
+// Filled).
+func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
+	if !v.s.PartialFill(v.category, clientOrderID, qty) {
+		return fmt.Errorf("bybitfake: fill %s: no such open order", clientOrderID)
+	}
+	return nil
+}
+
+// SetSpotFeeRate charges rate on every spot fill from now on (see the
+// Server's method).
+func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotFeeRate(rate) }

@@ -79,13 +79,17 @@ type Order struct {
 	OrdType                          string // market or limit
 	// Sz is the size as sent: contracts on a swap.
 	Sz, Px, AccFillSz, AvgPx decimal.Decimal
-	// Fee is what spot charged (SetSpotFeeRate), as OKX reports it:
-	// negative, in FeeCcy, the currency the order received.
+	// Fee is what spot charged once SetSpotFeeRate set a rate, as OKX
+	// reports it: negative, in FeeCcy, the currency the order received.
 	Fee              decimal.Decimal
 	FeeCcy           string
 	State            string // live, partially_filled, filled, canceled
 	ReduceOnly       bool
 	CTime, VisibleAt time.Time
+	// TpTriggerPx and SlTriggerPx are the take-profit and stop-loss
+	// attached to the order (attachAlgoOrds; zero: none), TpOrdPx and
+	// SlOrdPx their order prices (-1: market).
+	TpTriggerPx, TpOrdPx, SlTriggerPx, SlOrdPx decimal.Decimal
 }
 
 // Pending reports whether the order still holds its clOrdId.
@@ -153,7 +157,7 @@ type Server struct {
 	nextLag                       *time.Duration
 	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
-	spotFeeRate                   decimal.Decimal
+	spotFeeRate                   *decimal.Decimal
 }
 
 // New starts a fake on a loopback port that closes at the end of the test
@@ -296,15 +300,17 @@ func (s *Server) SetBalance(ccy string, amount decimal.Decimal) {
 	s.balances[ccy] = amount
 }
 
-// SetSpotFeeRate charges rate (0.001 for 0.1 %) on every spot fill from
-// now on, out of the currency the order received (the base currency of a
-// buy, the quote of a sell), reported as the order's fee (negative: "for
-// spot, accumulated fee charged by the platform, always negative") and
-// feeCcy, as GET /api/v5/trade/order does.
+// SetSpotFeeRate charges rate (0.001 for 0.1 %; zero for none) on every
+// spot fill from now on, out of the currency the order received (the base
+// currency of a buy, the quote of a sell), reported as the order's fee
+// (negative: "for spot, accumulated fee charged by the platform, always
+// negative") and feeCcy, as GET /api/v5/trade/order does. Until it is
+// called the fake reports SpotFeeRate on the order but moves the balances
+// by the gross amounts.
 func (s *Server) SetSpotFeeRate(rate decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.spotFeeRate = rate
+	s.spotFeeRate = &rate
 }
 
 // Balance is the available balance of ccy.

@@ -64,6 +64,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/account/leverage-info", s.private(s.serveLeverageInfo))
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
+	mux.HandleFunc("POST "+PathCancel, s.private(s.serveCancel))
 	return mux
 }
 
@@ -267,14 +268,18 @@ func (s *Server) serveOrder(r *http.Request, _ []byte) reply {
 			continue
 		}
 		if (ordID != "" && o.OrdID == ordID) || (ordID == "" && o.ClOrdID == clOrdID) {
-			return ok([]map[string]string{orderJSON(o)})
+			m := orderJSON(o)
+			if fee, ccy := s.feeOf(o); ccy != "" {
+				m["fee"], m["feeCcy"] = fee.String(), ccy
+			}
+			return ok([]map[string]any{m})
 		}
 	}
 	return fail(http.StatusOK, 51603, "Order does not exist.")
 }
 
-func orderJSON(o *Order) map[string]string {
-	m := map[string]string{"instType": o.InstType, "instId": o.InstID, "ordId": o.OrdID, "clOrdId": o.ClOrdID,
+func orderJSON(o *Order) map[string]any {
+	m := map[string]any{"instType": o.InstType, "instId": o.InstID, "ordId": o.OrdID, "clOrdId": o.ClOrdID,
 		"side": o.Side, "ordType": o.OrdType, "sz": str(o.Sz), "accFillSz": str(o.AccFillSz), "state": o.State,
 		"px": "", "avgPx": "", "reduceOnly": strconv.FormatBool(o.ReduceOnly), "cTime": strconv.FormatInt(o.CTime.UnixMilli(), 10)}
 	if o.OrdType == "limit" {
@@ -283,8 +288,97 @@ func orderJSON(o *Order) map[string]string {
 	if o.AccFillSz.IsPositive() {
 		m["avgPx"] = str(o.AvgPx)
 	}
-	m["fee"], m["feeCcy"] = o.Fee.String(), o.FeeCcy
+	// Get_Order_Details.md: attachAlgoOrds, the TP/SL attached when
+	// placing the order ([] when none).
+	algos := []map[string]string{}
+	if !o.TpTriggerPx.IsZero() || !o.SlTriggerPx.IsZero() {
+		algo := map[string]string{"attachAlgoId": "8" + o.OrdID[1:], "tpTriggerPx": "", "tpOrdPx": "", "slTriggerPx": "", "slOrdPx": "",
+			"tpTriggerPxType": "", "slTriggerPxType": "", "failCode": "", "failReason": ""}
+		if !o.TpTriggerPx.IsZero() {
+			algo["tpTriggerPx"], algo["tpOrdPx"], algo["tpTriggerPxType"] = str(o.TpTriggerPx), str(o.TpOrdPx), "last"
+		}
+		if !o.SlTriggerPx.IsZero() {
+			algo["slTriggerPx"], algo["slOrdPx"], algo["slTriggerPxType"] = str(o.SlTriggerPx), str(o.SlOrdPx), "last"
+		}
+		algos = append(algos, algo)
+	}
+	m["attachAlgoOrds"] = algos
 	return m
+}
+
+// attachAlgo is one element of a placement's attachAlgoOrds.
+type attachAlgo struct {
+	AttachAlgoClOrdID string `json:"attachAlgoClOrdId"`
+	TpTriggerPx       string `json:"tpTriggerPx"`
+	TpOrdPx           string `json:"tpOrdPx"`
+	TpTriggerPxType   string `json:"tpTriggerPxType"`
+	SlTriggerPx       string `json:"slTriggerPx"`
+	SlOrdPx           string `json:"slOrdPx"`
+	SlTriggerPxType   string `json:"slTriggerPxType"`
+}
+
+// checkAttached applies the rules of Post_Place_Order.md's attachAlgoOrds
+// and the error codes of Error_Code/Rest_API/Public.md to a placement:
+// each trigger price comes with its order price (-1: market) and the
+// reverse (51000); a reduce-only order takes none (51100); a buy's
+// take-profit is above, its stop-loss below the order price (limit:
+// 51046, 51047) or the best ask (market: 51050, 51051), a sell's the
+// other way round (51048, 51049; 51052, 51053) — the fake's single last
+// price stands for the best bid and ask. The fake takes one element (one
+// TP and/or one SL), not split TPs (sz).
+func checkAttached(b placeBody, ref decimal.Decimal) (tp, tpOrd, sl, slOrd decimal.Decimal, rep reply, refused bool) {
+	if len(b.AttachAlgoOrds) == 0 {
+		return tp, tpOrd, sl, slOrd, rep, false
+	}
+	if b.ReduceOnly {
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51100, "Unable to place order. Take profit/Stop loss conditions cannot be added to reduce-only orders."), true
+	}
+	if len(b.AttachAlgoOrds) > 1 {
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51000, "Parameter attachAlgoOrds error: the fake takes one TP/SL element"), true
+	}
+	a := b.AttachAlgoOrds[0]
+	pair := func(trigger, ord string) (decimal.Decimal, decimal.Decimal, bool) {
+		if (trigger == "") != (ord == "") {
+			return decimal.Zero, decimal.Zero, false
+		}
+		if trigger == "" {
+			return decimal.Zero, decimal.Zero, true
+		}
+		t, err1 := decimal.NewFromString(trigger)
+		o, err2 := decimal.NewFromString(ord)
+		return t, o, err1 == nil && err2 == nil && t.IsPositive() && (o.IsPositive() || o.Equal(decimal.NewFromInt(-1)))
+	}
+	var good bool
+	if tp, tpOrd, good = pair(a.TpTriggerPx, a.TpOrdPx); !good {
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51000, "Parameter tpOrdPx error"), true
+	}
+	if sl, slOrd, good = pair(a.SlTriggerPx, a.SlOrdPx); !good {
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51000, "Parameter slOrdPx error"), true
+	}
+	limit, buy := b.OrdType == "limit", b.Side == "buy"
+	switch {
+	case !tp.IsZero() && buy && !tp.GreaterThan(ref):
+		if limit {
+			return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51046, "The take profit trigger price must be higher than the order price"), true
+		}
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51050, "The take profit trigger price must be higher than the best ask price"), true
+	case !sl.IsZero() && buy && !sl.LessThan(ref):
+		if limit {
+			return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51047, "The stop loss trigger price must be lower than the order price"), true
+		}
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51051, "The stop loss trigger price must be lower than the best ask price"), true
+	case !tp.IsZero() && !buy && !tp.LessThan(ref):
+		if limit {
+			return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51048, "The take profit trigger price must be lower than the order price"), true
+		}
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51052, "The take profit trigger price must be lower than the best bid price"), true
+	case !sl.IsZero() && !buy && !sl.GreaterThan(ref):
+		if limit {
+			return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51049, "The stop loss trigger price must be higher than the order price"), true
+		}
+		return tp, tpOrd, sl, slOrd, orderFail(b.ClOrdID, 51053, "The stop loss trigger price must be higher than the best bid price"), true
+	}
+	return tp, tpOrd, sl, slOrd, rep, false
 }
 
 type placeBody struct {
@@ -298,6 +392,8 @@ type placeBody struct {
 	TgtCcy     string `json:"tgtCcy"`
 	ReduceOnly bool   `json:"reduceOnly"`
 	PosSide    string `json:"posSide"`
+	// AttachAlgoOrds are the TP/SL attached to the order.
+	AttachAlgoOrds []attachAlgo `json:"attachAlgoOrds"`
 }
 
 // servePlace is POST /api/v5/trade/order: authentication, expTime, faults,
@@ -427,6 +523,10 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	if b.OrdType == "limit" {
 		ref = px
 	}
+	tp, tpOrd, sl, slOrd, refusal, refused := checkAttached(b, ref)
+	if refused {
+		return refusal
+	}
 	if in.InstType == InstSwap {
 		pos := s.positions[b.InstID]
 		if b.ReduceOnly {
@@ -451,7 +551,8 @@ func (s *Server) place(body []byte, now time.Time) reply {
 		lag, s.nextLag = *s.nextLag, nil
 	}
 	o := &Order{InstType: in.InstType, InstID: b.InstID, OrdID: strconv.FormatInt(700000000000000000+s.nextID, 10), ClOrdID: b.ClOrdID,
-		Side: b.Side, OrdType: b.OrdType, Sz: sz, Px: px, State: "live", ReduceOnly: b.ReduceOnly, CTime: now, VisibleAt: now.Add(lag)}
+		Side: b.Side, OrdType: b.OrdType, Sz: sz, Px: px, State: "live", ReduceOnly: b.ReduceOnly, CTime: now, VisibleAt: now.Add(lag),
+		TpTriggerPx: tp, TpOrdPx: tpOrd, SlTriggerPx: sl, SlOrdPx: slOrd}
 	s.orders = append(s.orders, o)
 	if b.OrdType == "market" || (b.Side == "buy" && px.GreaterThanOrEqual(price)) || (b.Side == "sell" && px.LessThanOrEqual(price)) {
 		s.fill(o, price)
@@ -473,12 +574,12 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 	}
 	s.balances[in.BaseCcy] = s.balances[in.BaseCcy].Add(signed)
 	s.balances[in.QuoteCcy] = s.balances[in.QuoteCcy].Sub(signed.Mul(price))
-	if s.spotFeeRate.IsPositive() {
+	if s.spotFeeRate != nil && s.spotFeeRate.IsPositive() {
 		received, ccy := o.Sz, in.BaseCcy
 		if o.Side == "sell" {
 			received, ccy = o.Sz.Mul(price), in.QuoteCcy
 		}
-		fee := received.Mul(s.spotFeeRate).Truncate(8)
+		fee := received.Mul(*s.spotFeeRate).Truncate(8)
 		s.balances[ccy] = s.balances[ccy].Sub(fee)
 		o.Fee, o.FeeCcy = fee.Neg(), ccy
 	}

@@ -40,7 +40,8 @@ func (v *venueView) Orders() []venuefake.Order {
 		if in, ok := ins[o.InstID]; ok && in.CtVal.IsPositive() {
 			qty = qty.Mul(in.CtVal)
 		}
-		out = append(out, venuefake.Order{ClientOrderID: o.ClOrdID, ExchangeOrderID: o.OrdID, Symbol: o.InstID, Side: o.Side, Quantity: qty})
+		out = append(out, venuefake.Order{ClientOrderID: o.ClOrdID, ExchangeOrderID: o.OrdID, Symbol: o.InstID, Side: o.Side, Quantity: qty,
+			TakeProfit: o.TpTriggerPx, StopLoss: o.SlTriggerPx})
 	}
 	return out
 }
@@ -100,3 +101,23 @@ func (v *venueView) RefuseLeverage() func() {
 
 // SetHedgeMode sets the account's posMode (long_short_mode when on).
 func (v *venueView) SetHedgeMode(on bool) { v.s.SetLongShortMode(on) }
+
+// FillPart fills qty more of the pending order, in contracts on a swap
+// (qty / ctVal).
+func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
+	v.s.mu.Lock()
+	o := v.s.latest(clientOrderID)
+	var ctVal decimal.Decimal
+	if o != nil {
+		ctVal = v.s.instruments[o.InstID].CtVal
+	}
+	v.s.mu.Unlock()
+	if ctVal.IsPositive() {
+		qty = qty.Div(ctVal)
+	}
+	return v.s.PartialFill(clientOrderID, qty)
+}
+
+// SetSpotFeeRate charges rate on every spot fill from now on (see the
+// Server's method).
+func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotFeeRate(rate) }

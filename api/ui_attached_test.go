@@ -1,0 +1,30 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The trace page shows an order's attached exits under "Attached exits",
+// and shows no such table for an order without them.
+func TestUITracePageShowsAttachedExits(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	sig := fmt.Sprintf(`{"secret":%q,"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.01","price":"100","order_type":"market","take_profit":"104.5","stop_loss":"2%%","trace_id":"exits"}`, webhookSecret)
+	sent := do(t, b.handler, http.MethodPost, "/webhook", "", sig)
+	require.Equal(t, http.StatusOK, sent.Status, string(sent.Body))
+
+	page := string(br.get("/ui/trace/k:exits").Body)
+	require.Contains(t, page, `<table id="attached">`)
+	for _, want := range []string{"take_profit", "104.5", "stop_loss", "98", "placed"} {
+		require.Contains(t, page, want)
+	}
+
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "plain").Status)
+	require.NotContains(t, string(br.get("/ui/trace/k:plain").Body), `<table id="attached">`)
+}

@@ -1,0 +1,73 @@
+package db
+
+import (
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// Statuses of an exit attached to an order (take-profit, stop-loss), from
+// the entry's status: a venue that takes them on the order sets them when
+// the entry fills. hoox does not follow whether one later triggered.
+const (
+	// AttachedPlaced: the entry filled, and the venue holds the exit on
+	// the position it opened.
+	AttachedPlaced = "placed"
+	// AttachedWaiting: the entry rests (a limit order); the venue sets the
+	// exit when it fills.
+	AttachedWaiting = "waiting_for_entry"
+	// AttachedNotPlaced: the entry was rejected, and its exits with it.
+	AttachedNotPlaced = "not_placed"
+)
+
+// AttachedExit is one exit attached to an order, as the answer, the admin
+// API, the web page and the audit show it beside the order.
+type AttachedExit struct {
+	Role         string
+	TriggerPrice decimal.Decimal
+	Status       string
+	// ClientOrderID and ExchangeOrderID are set for an exit that is its
+	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
+	// an exit the venue holds on the entry itself.
+	ClientOrderID   string
+	ExchangeOrderID string
+}
+
+// Attached lists the exits recorded on o (take_profit, then stop_loss),
+// or nil when it carries none.
+func (o OrderRow) Attached() []AttachedExit {
+	if o.Role == exchange.RoleTakeProfit || o.Role == exchange.RoleStopLoss {
+		// An exit placed as its own order (a leg): the venue holds it
+		// unless it refused it.
+		price := o.TakeProfit
+		if o.Role == exchange.RoleStopLoss {
+			price = o.StopLoss
+		}
+		st := AttachedPlaced
+		if o.Status == string(exchange.StatusRejected) {
+			st = AttachedNotPlaced
+		}
+		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+		if o.ExchangeOrderID != nil {
+			e.ExchangeOrderID = *o.ExchangeOrderID
+		}
+		return []AttachedExit{e}
+	}
+	status := AttachedPlaced
+	switch o.Status {
+	case string(exchange.StatusOpen):
+		status = AttachedWaiting
+	case string(exchange.StatusRejected):
+		status = AttachedNotPlaced
+	}
+	var out []AttachedExit
+	for _, a := range []struct {
+		role  string
+		price decimal.NullDecimal
+	}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
+		if a.price.Valid {
+			out = append(out, AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: status})
+		}
+	}
+	return out
+}

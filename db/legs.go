@@ -1,0 +1,256 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/pgconv"
+)
+
+// Leg is one follow-up order of a trace (issue 19), as order_legs holds
+// it: planned once in its primary order's intent, given its row when the
+// primary is recorded filled (a trigger on orders), and its own intent
+// from then on — Sent is made durable before each send, Outcome once its
+// order is recorded.
+type Leg struct {
+	ClientOrderID       string
+	ParentClientOrderID string
+	Seq                 int
+	Role                string
+	TraceID             string
+	LockKey             string
+	Exchange            string
+	Mode                string
+	Order               exchange.Order
+	// Sent is true once an attempt may have sent the leg's order: a
+	// retry looks it up before anything else.
+	Sent bool
+	// SentAgo is how long ago it was last sent, by Postgres's clock.
+	SentAgo  time.Duration
+	Attempts int
+	// Outcome is empty while the leg is open.
+	Outcome IntentOutcome
+}
+
+const legColumns = `client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec,
+       sent_at IS NOT NULL, coalesce((extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint, 0),
+       attempts, coalesce(outcome, '')`
+
+func scanLeg(row pgx.Row) (Leg, error) {
+	var l Leg
+	var spec []byte
+	var sentAgo int64
+	err := row.Scan(&l.ClientOrderID, &l.ParentClientOrderID, &l.Seq, &l.Role, &l.TraceID, &l.LockKey, &l.Exchange,
+		&l.Mode, &spec, &l.Sent, &sentAgo, &l.Attempts, &l.Outcome)
+	if err != nil {
+		return Leg{}, err
+	}
+	l.SentAgo = time.Duration(sentAgo) * time.Microsecond
+	if err := json.Unmarshal(spec, &l.Order); err != nil {
+		return Leg{}, fmt.Errorf("leg %s: decode order: %w", l.ClientOrderID, err)
+	}
+	return l, nil
+}
+
+// LegsTx is one pass over a primary order's legs under its trace's lock:
+// the same advisory lock a claim, a reconcile and the sweeper take, so at
+// most one party places a trace's legs at a time.
+type LegsTx struct {
+	tx pgx.Tx
+}
+
+// LockLegs begins a transaction, takes the advisory lock of lockKey
+// (waiting at most lockWait, else ErrLockTimeout) and reads the legs of
+// the order placed under parent, in plan order. The advisory lock, not a
+// row lock, keeps other parties out: MarkLegSent updates a leg's row from
+// another connection while the pass holds the lock. idle bounds
+// how long the transaction may sit idle while a venue call runs.
+func LockLegs(ctx context.Context, pool *pgxpool.Pool, lockKey, parent string, lockWait, idle time.Duration) (*LegsTx, []Leg, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	var legs []Leg
+	b := &pgx.Batch{}
+	queueTxTimeouts(b, lockWait, idle)
+	b.Queue(traceLockSQL, lockKey)
+	b.Queue(`SELECT `+legColumns+` FROM order_legs WHERE parent_client_order_id = $1 ORDER BY seq`, parent).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			legs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
+			return err
+		})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, nil, translate(err)
+	}
+	return &LegsTx{tx: tx}, legs, nil
+}
+
+// InsertLegOrderSQL records a leg's order with its role, what it executed
+// (average price, fee) and, for a part of a spot close, the strategy and
+// base asset its fills count under in the spot ledger.
+const InsertLegOrderSQL = `
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
+                    leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role,
+                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+        $21, $22, $23, $24, $25)
+RETURNING created_at`
+
+const settleLegSQL = `
+UPDATE order_legs SET outcome = $2, settled_at = now() WHERE client_order_id = $1 AND outcome IS NULL`
+
+// Settle records leg's order (when the venue holds or refused one: row
+// not nil) with outcome and events, and commits. The transaction is over
+// afterwards, whatever the error.
+func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event) error {
+	b := &pgx.Batch{}
+	if row != nil {
+		row.Role = leg.Role
+		b.Queue(InsertLegOrderSQL, pgconv.UUID(row.ID), row.TraceID, row.ClientOrderID, row.Exchange, row.Symbol, row.Action,
+			row.Side, row.OrderType, pgconv.Numeric(row.Quantity), pgconv.NullNumeric(row.Price), row.Leverage, row.Mode,
+			row.Status, row.ExchangeOrderID, pgconv.NullNumeric(row.FillPrice), row.RejectReason,
+			pgconv.NullNumeric(row.FilledQuantity), row.Role, pgconv.NullNumeric(row.TakeProfit), pgconv.NullNumeric(row.StopLoss),
+			pgconv.NullNumeric(row.AvgPrice), pgconv.NullNumeric(row.Fee), row.FeeAsset, row.Strategy, row.BaseAsset).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
+	}
+	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
+	queueEvents(b, events)
+	err := commitWith(ctx, t.tx, b, nil)
+	t.Rollback(ctx)
+	return err
+}
+
+// Commit ends the pass, writing events (may be none) first.
+func (t *LegsTx) Commit(ctx context.Context, events ...Event) error {
+	b := &pgx.Batch{}
+	queueEvents(b, events)
+	err := commitWith(ctx, t.tx, b, nil)
+	t.Rollback(ctx)
+	return err
+}
+
+// Rollback ends the pass without writing; safe after Settle or Commit.
+func (t *LegsTx) Rollback(ctx context.Context) {
+	_ = t.tx.Rollback(context.WithoutCancel(ctx))
+}
+
+// MarkLegSent makes durable, before the leg's order is sent (again), that
+// it may exist at the venue, and the order as it will be sent (leg.Order:
+// an exit's target resolved from the entry's fill, once — every later
+// pass reads it back): a synchronous commit on its own connection (pool,
+// not the pass's transaction, which commits only after the venue answers),
+// with its leg_started event. It refuses, with ErrIntentConsumed, a leg
+// already settled.
+func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
+	spec, err := json.Marshal(leg.Order)
+	if err != nil {
+		return fmt.Errorf("encode leg %s: %w", leg.ClientOrderID, err)
+	}
+	found := false
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(SyncCommitSQL)
+	b.Queue(`UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
+WHERE client_order_id = $1 AND outcome IS NULL RETURNING true`, leg.ClientOrderID, spec).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+		}
+		return rows.Err()
+	})
+	queueEvents(b, []Event{{TraceID: leg.TraceID, Event: EventLegStarted,
+		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq}}})
+	if err := sendTx(ctx, pool, b); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, ErrIntentConsumed)
+	}
+	return nil
+}
+
+// MarkLegUnsent records that the leg's last send provably never reached
+// the venue (exchange.ErrUnreachable): it is planned again, and the next
+// pass sends it without a lookup.
+func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(SyncCommitSQL)
+	b.Queue(`UPDATE order_legs SET sent_at = NULL WHERE client_order_id = $1 AND outcome IS NULL`, clientOrderID)
+	return sendTx(ctx, pool, b)
+}
+
+// OpenLegs names a primary order with legs still open.
+type OpenLegs struct {
+	ParentClientOrderID string
+	LockKey             string
+	TraceID             string
+}
+
+// ListOpenLegs returns at most limit primaries whose open legs were
+// planned or last sent longer than grace ago: legs an attempt left
+// unplaced or unknown when it died, for the sweeper to finish.
+func ListOpenLegs(ctx context.Context, q DBTX, grace time.Duration, limit int) ([]OpenLegs, error) {
+	rows, err := q.Query(ctx, `
+SELECT parent_client_order_id, min(lock_key), min(trace_id)
+FROM order_legs
+WHERE outcome IS NULL AND coalesce(sent_at, created_at) < now() - $1::bigint * interval '1 millisecond'
+GROUP BY parent_client_order_id
+ORDER BY min(created_at)
+LIMIT $2`, grace.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list open legs: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OpenLegs, error) {
+		var o OpenLegs
+		err := row.Scan(&o.ParentClientOrderID, &o.LockKey, &o.TraceID)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list open legs: %w", translate(err))
+	}
+	return out, nil
+}
+
+// LegOrders reads the recorded orders of the legs of the order placed
+// under parent, in plan order.
+func LegOrders(ctx context.Context, q DBTX, parent string) ([]OrderRow, error) {
+	rows, err := q.Query(ctx, `SELECT `+orderColumns+` FROM orders
+WHERE client_order_id IN (SELECT client_order_id FROM order_legs WHERE parent_client_order_id = $1)
+ORDER BY (SELECT seq FROM order_legs l WHERE l.client_order_id = orders.client_order_id)`, parent)
+	if err != nil {
+		return nil, fmt.Errorf("leg orders: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+	if err != nil {
+		return nil, fmt.Errorf("leg orders: %w", translate(err))
+	}
+	return out, nil
+}
+
+// ParentFill is what a leg's primary order executed, as recorded.
+type ParentFill struct {
+	Side           string
+	FillPrice      decimal.NullDecimal
+	FilledQuantity decimal.NullDecimal
+}
+
+// ParentOrderFill reads the recorded fill of the order placed under
+// parent: an exit leg's quantity and percent target come from it.
+func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
+	var p ParentFill
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity FROM orders WHERE client_order_id = $1`, parent).
+		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity)
+	if err != nil {
+		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
+	}
+	return p, nil
+}

@@ -1,0 +1,170 @@
+package binance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var (
+	_ exchange.AttachmentCapable = (*Venue)(nil)
+	_ exchange.LegAttacher       = (*Venue)(nil)
+)
+
+// AttachesAsLegs is true on USDⓈ-M: a take-profit and a stop-loss are
+// separate reduce-only conditional orders, placed after the entry filled
+// through the Algo Order API (trade/rest-api/New-Algo-Order.md: "Use this
+// endpoint to place TP/SL"; the plain order endpoint answers -4120
+// STOP_ORDER_SWITCH_ALGO for conditional types, error-code.md).
+func (v *Venue) AttachesAsLegs() bool { return v.futures() }
+
+// RefuseAttachments takes a take-profit and a stop-loss on a USDⓈ-M market
+// entry. Spot (an OCO order list) and trailing stops are not supported yet,
+// and neither are exits on a limit entry (they would have to wait for its
+// fill): each is refused before anything is sent.
+func (v *Venue) RefuseAttachments(o exchange.Order) string {
+	switch {
+	case !v.futures():
+		return "take_profit and stop_loss on Binance spot (an OCO order list) are not supported yet; send the entry without them"
+	case o.TrailingStop != nil:
+		return "trailing_stop is not supported on binance-futures yet; send take_profit and stop_loss only"
+	case o.OrderType != "market":
+		return "take_profit and stop_loss on a Binance limit entry are not supported yet: they are placed after the entry fills; send a market entry"
+	case exchange.IsClose(o.Action):
+		return "take_profit and stop_loss belong to an entry, not a close"
+	}
+	return ""
+}
+
+// algoTypes maps an exit's role onto its USDⓈ-M conditional order type: a
+// market order once triggered.
+var algoTypes = map[string]string{exchange.RoleTakeProfit: "TAKE_PROFIT_MARKET", exchange.RoleStopLoss: "STOP_MARKET"}
+
+// algoAnswer is the Algo Order API's order object (New-Algo-Order.md,
+// Query-Algo-Order.md).
+type algoAnswer struct {
+	AlgoID       int64           `json:"algoId"`
+	ClientAlgoID string          `json:"clientAlgoId"`
+	OrderType    string          `json:"orderType"`
+	Symbol       string          `json:"symbol"`
+	Side         string          `json:"side"`
+	Quantity     decimal.Decimal `json:"quantity"`
+	AlgoStatus   string          `json:"algoStatus"`
+	TriggerPrice decimal.Decimal `json:"triggerPrice"`
+}
+
+// report maps an algo order onto a Report: a conditional order waiting
+// for its trigger is open (the venue holds the exit); one triggered or
+// finished is filled as far as hoox follows it; cancelled, expired or
+// rejected ones are rejected. The trigger is reported as the exit's
+// price.
+func (a algoAnswer) report(role string) exchange.Report {
+	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10), Symbol: a.Symbol,
+		Side: strings.ToLower(a.Side), Quantity: a.Quantity}
+	switch a.AlgoStatus {
+	case "CANCELED", "EXPIRED", "REJECTED":
+		r.Status, r.Reason = exchange.StatusRejected, "binance algo order "+strings.ToLower(a.AlgoStatus)
+	case "TRIGGERED", "FINISHED":
+		r.Status = exchange.StatusFilled
+	default:
+		r.Status = exchange.StatusOpen
+	}
+	trigger := decimal.NewNullDecimal(a.TriggerPrice)
+	if role == exchange.RoleTakeProfit {
+		r.TakeProfit = trigger
+	} else {
+		r.StopLoss = trigger
+	}
+	return r
+}
+
+// exitOrder is what placeAlgo sends for o: quantity rounded down to the
+// market step, the trigger as resolved (on the tick already).
+// It returns ErrBadExit (wrapped) for an exit hoox cannot send: an
+// unknown role, or a target without a trigger price.
+func (v *Venue) exitOrder(ctx context.Context, o exchange.Order) (symbol string, qty, trigger decimal.Decimal, typ string, err error) {
+	symbol = exchange.VenueSymbol(o.Symbol)
+	typ, ok := algoTypes[o.Exit]
+	target := o.ExitTarget()
+	if !ok || target == nil || !target.Price.Valid {
+		return symbol, qty, trigger, "", fmt.Errorf("%w: exit %q of %s has no trigger price", errBadExit, o.Exit, o.ClientOrderID)
+	}
+	f, _, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return symbol, qty, trigger, "", err
+	}
+	return symbol, f.RoundQuantity(o.Quantity, true), target.Price.Decimal, typ, nil
+}
+
+// errBadExit is an exit order hoox cannot send as it stands.
+var errBadExit = errors.New("binance: exit order cannot be sent")
+
+// placeAlgo sends the exit o as a reduce-only conditional market order
+// (POST /fapi/v1/algoOrder, algoType CONDITIONAL, clientAlgoId the leg's
+// client order ID, triggered by the contract's last price).
+func (v *Venue) placeAlgo(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
+	if !clientOrderIDPattern.MatchString(o.ClientOrderID) {
+		return rejected(ReasonClientOrderID), nil
+	}
+	stamp, err := v.serverTimeAt(ctx, start)
+	if err != nil {
+		return exchange.Report{}, err
+	}
+	ctx = v.withOrderExpiry(ctx, stamp)
+	symbol, qty, trigger, typ, err := v.exitOrder(ctx, o)
+	if errors.Is(err, errBadExit) {
+		return rejected(err.Error()), nil
+	}
+	if r, err, done := refusal(err); done {
+		return r, err
+	}
+	p := params{}.add("algoType", "CONDITIONAL").add("symbol", symbol).add("side", strings.ToUpper(o.Side)).
+		add("type", typ).add("quantity", qty.String()).add("triggerPrice", trigger.String()).
+		add("workingType", "CONTRACT_PRICE").add("reduceOnly", "true").add("clientAlgoId", o.ClientOrderID)
+	var a algoAnswer
+	req := request{method: http.MethodPost, path: v.prefix + "/algoOrder", params: p, signed: true, weight: 1, placement: true, stamp: stamp}
+	if err := v.do(ctx, req, &a); err != nil {
+		if r, err, done := refusal(fmt.Errorf("binance: place algo order %s: %w", o.ClientOrderID, err)); done {
+			return r, err
+		}
+	}
+	if a.AlgoID == 0 {
+		return exchange.Report{}, fmt.Errorf("binance: place algo order %s: answer without algo id: %w", o.ClientOrderID, exchange.ErrUnknownOutcome)
+	}
+	return a.report(o.Exit), nil
+}
+
+// lookupAlgo finds the exit o by its clientAlgoId (GET /fapi/v1/algoOrder);
+// exchange.ErrNotFound when Binance holds none (-2013). One held for
+// another symbol, side, quantity or trigger is an ErrMismatch.
+func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	var a algoAnswer
+	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/algoOrder",
+		params: params{}.add("clientAlgoId", o.ClientOrderID), signed: true, weight: 1}, &a)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassNotFound {
+		return exchange.Report{}, fmt.Errorf("binance: look up algo order %s: %w: %w", o.ClientOrderID, exchange.ErrNotFound, err)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up algo order %s: %w", o.ClientOrderID, err)
+	}
+	r := a.report(o.Exit)
+	symbol, qty, trigger, _, err := v.exitOrder(ctx, o)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up algo order %s: %w", o.ClientOrderID, err)
+	}
+	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, symbol, qty, r); err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: %w", err)
+	}
+	if !a.TriggerPrice.Equal(trigger) {
+		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with trigger %s, not %s", exchange.ErrMismatch, o.ClientOrderID, a.TriggerPrice, trigger)
+	}
+	return r, nil
+}

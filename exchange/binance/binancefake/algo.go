@@ -1,0 +1,154 @@
+package binancefake
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// AlgoOrder is one conditional order of the USDⓈ-M Algo Order API
+// (trade/rest-api/New-Algo-Order.md): a take-profit or stop that rests
+// off the book until its trigger price is reached. The fake never
+// triggers it.
+type AlgoOrder struct {
+	AlgoID       int64
+	ClientAlgoID string
+	Symbol       string
+	Side         string // BUY or SELL
+	Type         string // STOP_MARKET, TAKE_PROFIT_MARKET, …
+	Quantity     decimal.Decimal
+	TriggerPrice decimal.Decimal
+	ReduceOnly   bool
+	Status       string // NEW
+	Time         time.Time
+}
+
+// conditionalTypes are the order types USDⓈ-M takes only through the Algo
+// Order API: the plain order endpoint answers -4120 for them.
+var conditionalTypes = map[string]bool{"STOP": true, "STOP_MARKET": true, "TAKE_PROFIT": true,
+	"TAKE_PROFIT_MARKET": true, "TRAILING_STOP_MARKET": true}
+
+// AlgoOrders are the conditional orders the fake holds, oldest first.
+func (s *Server) AlgoOrders() []AlgoOrder {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]AlgoOrder, 0, len(s.algos))
+	for _, a := range s.algos {
+		out = append(out, *a)
+	}
+	return out
+}
+
+func algoJSON(a *AlgoOrder) map[string]any {
+	return map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "algoType": "CONDITIONAL",
+		"orderType": a.Type, "symbol": a.Symbol, "side": a.Side, "positionSide": "BOTH", "timeInForce": "GTC",
+		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": a.TriggerPrice.String(),
+		"price": "0", "workingType": "CONTRACT_PRICE", "priceMatch": "NONE", "closePosition": false,
+		"priceProtect": false, "reduceOnly": a.ReduceOnly, "createTime": a.Time.UnixMilli(),
+		"updateTime": a.Time.UnixMilli(), "triggerTime": 0, "goodTillDate": 0}
+}
+
+// handleNewAlgo is POST /fapi/v1/algoOrder (trade/rest-api/
+// New-Algo-Order.md) for algoType CONDITIONAL: STOP_MARKET and
+// TAKE_PROFIT_MARKET with a quantity and a triggerPrice (the other
+// conditional types are refused as unsupported by the fake). A trigger the
+// last price has already reached is refused -2021 "Order would immediately
+// trigger." by the doc's trigger rules (TAKE_PROFIT SELL: price >=
+// triggerPrice; STOP SELL: price <= triggerPrice; BUY the other way);
+// the trigger must be on PRICE_FILTER's tick and the quantity on LOT_SIZE;
+// clientAlgoId is unique among open algo orders.
+func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
+	if !s.waitHeldPlacement(r) {
+		return
+	}
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.Get("algoType") != "CONDITIONAL" {
+		writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'algoType' was not sent, was empty/null, or malformed.")
+		return
+	}
+	sym, ok := s.symbols[p.Get("symbol")]
+	if !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	side, typ := p.Get("side"), p.Get("type")
+	if side != "BUY" && side != "SELL" {
+		writeErr(w, http.StatusBadRequest, -1117, "Invalid side.")
+		return
+	}
+	if typ != "STOP_MARKET" && typ != "TAKE_PROFIT_MARKET" {
+		writeErr(w, http.StatusBadRequest, -1116, "Invalid orderType.")
+		return
+	}
+	qty, err1 := decimal.NewFromString(p.Get("quantity"))
+	trigger, err2 := decimal.NewFromString(p.Get("triggerPrice"))
+	switch {
+	case err1 != nil || !qty.IsPositive():
+		writeErr(w, http.StatusBadRequest, -4003, "Quantity less than or equal to zero.")
+		return
+	case sym.StepSize.IsPositive() && !qty.Mod(sym.StepSize).IsZero():
+		writeErr(w, http.StatusBadRequest, -4023, "Quantity not increased by step size.")
+		return
+	case err2 != nil || !trigger.IsPositive():
+		writeErr(w, http.StatusBadRequest, -4006, "Stop price less than zero.")
+		return
+	case sym.TickSize.IsPositive() && !trigger.Mod(sym.TickSize).IsZero():
+		writeErr(w, http.StatusBadRequest, -4014, "Price not increased by tick size.")
+		return
+	}
+	last := sym.Price
+	takeProfit := typ == "TAKE_PROFIT_MARKET"
+	immediate := (takeProfit && side == "SELL" && !last.LessThan(trigger)) || (takeProfit && side == "BUY" && !last.GreaterThan(trigger)) ||
+		(!takeProfit && side == "SELL" && !last.GreaterThan(trigger)) || (!takeProfit && side == "BUY" && !last.LessThan(trigger))
+	if immediate {
+		writeErr(w, http.StatusBadRequest, -2021, "Order would immediately trigger.")
+		return
+	}
+	id := p.Get("clientAlgoId")
+	if !clientOrderIDPattern.MatchString(id) {
+		writeErr(w, http.StatusBadRequest, -4015, "Client order id is not valid.")
+		return
+	}
+	for _, a := range s.algos {
+		if a.ClientAlgoID == id && a.Status == "NEW" {
+			writeErr(w, http.StatusBadRequest, -4116, "ClientOrderId is duplicated.")
+			return
+		}
+	}
+	s.nextID++
+	a := &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: id, Symbol: sym.Symbol, Side: side, Type: typ, Quantity: qty,
+		TriggerPrice: trigger, ReduceOnly: p.Get("reduceOnly") == "true", Status: "NEW", Time: s.now()}
+	s.algos = append(s.algos, a)
+	writeJSON(w, http.StatusOK, algoJSON(a))
+}
+
+// handleQueryAlgo is GET /fapi/v1/algoOrder (trade/rest-api/
+// Query-Algo-Order.md): by algoId or clientAlgoId; -2013 when none.
+func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	id, algoID := p.Get("clientAlgoId"), p.Get("algoId")
+	if id == "" && algoID == "" {
+		writeErr(w, http.StatusBadRequest, -1102, "Param 'algoId' or 'clientAlgoId' must be sent, but both were empty/null!")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.algos) - 1; i >= 0; i-- {
+		a := s.algos[i]
+		if (id != "" && a.ClientAlgoID == id) || (id == "" && strconv.FormatInt(a.AlgoID, 10) == algoID) {
+			writeJSON(w, http.StatusOK, algoJSON(a))
+			return
+		}
+	}
+	writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
+}

@@ -1,0 +1,125 @@
+package bybit_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+)
+
+func price(s string) *exchange.Attached {
+	return &exchange.Attached{Price: decimal.NewNullDecimal(d(s))}
+}
+
+func TestPlaceWithTakeProfitAndStopLoss(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("LinearMarketBuyCarriesThemRoundedTowardTheEntry", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		// Tick 0.10: the take-profit rounds down, the stop-loss up.
+		o.TakeProfit, o.StopLoss = price("61200.07"), price("58800.01")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "61200", r.TakeProfit.Decimal.String())
+		require.Equal(t, "58800.1", r.StopLoss.Decimal.String())
+
+		held, ok := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.True(t, ok)
+		require.Equal(t, "61200", held.TakeProfit.String())
+		require.Equal(t, "58800.1", held.StopLoss.String())
+		require.Equal(t, "Partial", held.TpslMode, "this entry's exits cover what it filled, never replace another entry's")
+		require.Equal(t, "LastPrice", held.TpTriggerBy)
+
+		// The lookup of the same order adopts it, exits included.
+		got, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, r.TakeProfit, got.TakeProfit)
+	})
+
+	t.Run("LookupRefusesAnOrderWithOtherExits", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		o.StopLoss = price("58000")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+
+		other := o
+		other.StopLoss = price("57000")
+		_, err = b.venue.Lookup(ctx, other)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
+		require.ErrorContains(t, err, "held with stop_loss 58000, not 57000")
+
+		none := o
+		none.StopLoss = nil
+		_, err = b.venue.Lookup(ctx, none)
+		require.ErrorIs(t, err, exchange.ErrMismatch, "an order without exits is not the one that carries them")
+
+		added := o
+		added.TakeProfit = price("65000")
+		_, err = b.venue.Lookup(ctx, added)
+		require.ErrorIs(t, err, exchange.ErrMismatch)
+	})
+
+	t.Run("WrongSideIsRejectedByBybit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		// Last price 60000: a buy's take-profit at 59000 would fire at once.
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		o.TakeProfit = price("59000")
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "should be higher than base_price")
+		_, found := b.fake.Order(bybitfake.CategoryLinear, o.ClientOrderID)
+		require.False(t, found, "nothing was booked")
+	})
+
+	t.Run("UnresolvedPercentIsNeverSent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		o.StopLoss = &exchange.Attached{Percent: decimal.NewNullDecimal(d("2"))}
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Contains(t, r.Reason, "not resolved")
+		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
+	})
+
+	t.Run("SpotLimitCarriesThem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketSpot)
+		o := limitOrder("BTCUSDT", "buy", "0.01", "59000")
+		o.TakeProfit, o.StopLoss = price("61000"), price("58000")
+		require.Empty(t, b.venue.RefuseAttachments(o))
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusOpen, r.Status)
+		require.Equal(t, "61000", r.TakeProfit.Decimal.String())
+	})
+}
+
+func TestRefuseAttachments(t *testing.T) {
+	t.Parallel()
+
+	linear := setup(t, bybit.MarketLinear).venue
+	spot := setup(t, bybit.MarketSpot).venue
+	market := marketOrder("BTCUSDT", "buy", "0.01")
+	market.StopLoss = price("58000")
+	require.Empty(t, linear.RefuseAttachments(market))
+	require.Equal(t, bybit.ReasonSpotTPSL, spot.RefuseAttachments(market), "spot takes TP/SL on limit orders only")
+
+	trailing := marketOrder("BTCUSDT", "buy", "0.01")
+	trailing.TrailingStop = &exchange.Attached{Percent: decimal.NewNullDecimal(d("1"))}
+	require.Equal(t, bybit.ReasonTrailingStop, linear.RefuseAttachments(trailing))
+}

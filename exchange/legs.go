@@ -1,0 +1,174 @@
+package exchange
+
+import (
+	"github.com/shopspring/decimal"
+)
+
+// Roles of a trace's orders (orders.role): the signal's own order, and the
+// legs a signal may plan with it.
+const (
+	RolePrimary   = "primary"
+	RoleClosePart = "close_part"
+)
+
+// Leg is one follow-up order of a signal, planned with its primary order.
+type Leg struct {
+	// Role is what the leg is to its trace (RoleClosePart, …).
+	Role string
+	// Order is sent as it is, under its own Order.ClientOrderID.
+	Order Order
+}
+
+// CloseSplitter is implemented by a venue that refuses a market order above
+// a maximum quantity (SizingFacts.MaxMarketQty) and does not split a large
+// close itself: the gateway reads the position before the intent and plans
+// the close as several reduce-only parts (SplitClose).
+type CloseSplitter interface {
+	// SplitsCloses reports whether hoox must split a close larger than the
+	// venue's maximum market quantity.
+	SplitsCloses() bool
+}
+
+// SplitsCloses reports whether v needs hoox to split large closes (see
+// CloseSplitter); such a venue is also a Sizer, which reads the position.
+func SplitsCloses(v Venue) bool {
+	cs, ok := v.(CloseSplitter)
+	_, sizer := v.(Sizer)
+	return ok && sizer && cs.SplitsCloses()
+}
+
+// Split records how a close was split: the position read before the
+// intent, the venue's maximum market quantity and the parts planned.
+type Split struct {
+	Position     string   `json:"position"`
+	MaxMarketQty string   `json:"max_market_qty"`
+	Parts        []string `json:"parts"`
+}
+
+// SplitClose plans the close o of f.Position — all of it, or o.Quantity of
+// it when o is already a partial close (percent_of_position) — as parts of
+// at most f.MaxMarketQty, each a reduce-only partial close on the side that
+// reduces the position. When one order can carry it (or there is no
+// position or no maximum) o is returned unchanged and false. Otherwise the
+// returned order is the first part (the primary) with the others as its
+// legs, each under partID(i) for part i ≥ 1. Every part is a multiple of
+// f.Step, and none falls below f.MinQty when the venue's rules allow it.
+func SplitClose(o Order, f SizingFacts, partID func(i int) string) (Order, bool) {
+	max := f.MaxMarketQty
+	if f.Step.IsPositive() {
+		max = max.Div(f.Step).Floor().Mul(f.Step)
+	}
+	pos := f.Position
+	side := o.Side
+	switch {
+	case !max.IsPositive():
+		return o, false
+	case side == "" && pos.IsPositive() && o.Action != "close_short":
+		side = "sell"
+	case side == "" && pos.IsNegative() && o.Action != "close_long":
+		side = "buy"
+	case side == "":
+		return o, false
+	}
+	total := pos.Abs()
+	if o.Partial {
+		total = decimal.Min(o.Quantity, total)
+	}
+	if f.Step.IsPositive() {
+		total = total.Div(f.Step).Floor().Mul(f.Step)
+	}
+	if total.LessThanOrEqual(max) {
+		return o, false
+	}
+	var parts []decimal.Decimal
+	for left := total; left.IsPositive(); {
+		p := decimal.Min(left, max)
+		parts = append(parts, p)
+		left = left.Sub(p)
+	}
+	if last := len(parts) - 1; f.MinQty.IsPositive() && parts[last].LessThan(f.MinQty) {
+		// Move enough from the part before so the last one is sendable.
+		need := f.MinQty.Sub(parts[last])
+		if f.Step.IsPositive() {
+			need = need.Div(f.Step).Ceil().Mul(f.Step)
+		}
+		parts[last-1], parts[last] = parts[last-1].Sub(need), parts[last].Add(need)
+	}
+	split := &Split{Position: pos.String(), MaxMarketQty: f.MaxMarketQty.String()}
+	for _, p := range parts {
+		split.Parts = append(split.Parts, p.String())
+	}
+	first := o
+	first.Side, first.Partial, first.ReduceOnly, first.Quantity = side, true, true, parts[0]
+	first.Split, first.Legs = split, nil
+	part := first
+	part.Sizing, part.Split = nil, nil
+	for i, q := range parts[1:] {
+		leg := part
+		leg.ClientOrderID, leg.Quantity = partID(i+1), q
+		first.Legs = append(first.Legs, Leg{Role: RoleClosePart, Order: leg})
+	}
+	return first, true
+}
+
+// LegAttacher is implemented by a venue that takes an entry's attached
+// exits (take-profit, stop-loss) as separate reduce-only conditional
+// orders, placed after the entry filled (Binance USDⓈ-M), rather than on
+// the entry itself: the gateway plans them as legs (PlanExitLegs), and
+// their percent targets are resolved from the entry's fill price when they
+// are first sent.
+type LegAttacher interface {
+	AttachesAsLegs() bool
+}
+
+// AttachesAsLegs reports whether v takes attached exits as legs.
+func AttachesAsLegs(v Venue) bool {
+	la, ok := v.(LegAttacher)
+	return ok && la.AttachesAsLegs()
+}
+
+// PlanExitLegs moves o's take-profit and stop-loss into legs: each a
+// reduce-only close of the entry on the opposite side, with Exit set to its
+// role and its target as asked (a price, or a percent still to resolve from
+// the fill), under partID(i). o itself is returned without them: the entry
+// goes to the venue as a plain order.
+func PlanExitLegs(o Order, partID func(i int) string) Order {
+	if !o.HasAttachments() {
+		return o
+	}
+	side := "sell"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	entry := o
+	entry.TakeProfit, entry.StopLoss, entry.TrailingStop = nil, nil, nil
+	for _, r := range o.Attachments() {
+		exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
+			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role}
+		a := *r.Attached
+		switch r.Role {
+		case RoleTakeProfit:
+			exit.TakeProfit = &a
+		case RoleStopLoss:
+			exit.StopLoss = &a
+		default:
+			exit.TrailingStop = &a
+		}
+		entry.Legs = append(entry.Legs, Leg{Role: r.Role, Order: exit})
+	}
+	return entry
+}
+
+// ExitTarget is the exit order o's target (its Exit role's attached field);
+// nil when o is not an exit.
+func (o Order) ExitTarget() *Attached {
+	switch o.Exit {
+	case RoleTakeProfit:
+		return o.TakeProfit
+	case RoleStopLoss:
+		return o.StopLoss
+	case RoleTrailingStop:
+		return o.TrailingStop
+	}
+	return nil
+}

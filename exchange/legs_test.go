@@ -1,0 +1,64 @@
+package exchange_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+func TestSplitClosePlansPartsOfAtMostTheMaximum(t *testing.T) {
+	t.Parallel()
+	d := decimal.RequireFromString
+	id := func(i int) string { return fmt.Sprintf("leg%d", i) }
+	tests := []struct {
+		name      string
+		o         exchange.Order
+		f         exchange.SizingFacts
+		side      string
+		parts     []string
+		unchanged bool
+	}{
+		{name: "long over the maximum", o: exchange.Order{Action: "close", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("250.5"), MaxMarketQty: d("100"), Step: d("0.1")}, side: "sell", parts: []string{"100", "100", "50.5"}},
+		{name: "short", o: exchange.Order{Action: "close_short", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("-200"), MaxMarketQty: d("100")}, side: "buy", parts: []string{"100", "100"}},
+		{name: "last part below the minimum borrows from the one before", o: exchange.Order{Action: "close", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("200.01"), MaxMarketQty: d("100"), Step: d("0.01"), MinQty: d("1")}, side: "sell", parts: []string{"100", "99.01", "1"}},
+		{name: "a partial exit is split from its own size", o: exchange.Order{Action: "close", Partial: true, Side: "sell", Quantity: d("150")},
+			f: exchange.SizingFacts{Position: d("300"), MaxMarketQty: d("100")}, side: "sell", parts: []string{"100", "50"}},
+		{name: "fits one order", o: exchange.Order{Action: "close", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("100"), MaxMarketQty: d("100")}, unchanged: true},
+		{name: "no maximum", o: exchange.Order{Action: "close", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("1000")}, unchanged: true},
+		{name: "close_long of a short: nothing to split", o: exchange.Order{Action: "close_long", Quantity: d("1")},
+			f: exchange.SizingFacts{Position: d("-500"), MaxMarketQty: d("100")}, unchanged: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, split := exchange.SplitClose(tt.o, tt.f, id)
+			if tt.unchanged {
+				require.False(t, split)
+				require.Equal(t, tt.o, got)
+				return
+			}
+			require.True(t, split)
+			parts := []string{got.Quantity.String()}
+			require.True(t, got.Partial && got.ReduceOnly)
+			require.Equal(t, tt.side, got.Side)
+			for i, l := range got.Legs {
+				require.Equal(t, exchange.RoleClosePart, l.Role)
+				require.Equal(t, id(i+1), l.Order.ClientOrderID)
+				require.Equal(t, tt.side, l.Order.Side)
+				require.True(t, l.Order.Partial && l.Order.ReduceOnly)
+				require.Nil(t, l.Order.Legs)
+				parts = append(parts, l.Order.Quantity.String())
+			}
+			require.Equal(t, tt.parts, parts)
+			require.Equal(t, tt.parts, got.Split.Parts)
+		})
+	}
+}

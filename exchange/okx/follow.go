@@ -1,0 +1,60 @@
+package okx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
+)
+
+var _ exchange.Canceler = (*Venue)(nil)
+
+// cancelBody is POST /api/v5/trade/cancel-order's body.
+type cancelBody struct {
+	InstID  string `json:"instId"`
+	ClOrdID string `json:"clOrdId"`
+}
+
+// Cancel cancels the order held under o.ClientOrderID by its clOrdId (POST
+// /api/v5/trade/cancel-order, OKX/Order_Book_Trading/Trade/
+// Post_Cancel_Order.md). OKX refuses with 51400 "the order has been
+// filled, canceled or does not exist" (Error_Code/Rest_API/Public.md), so
+// Cancel then looks the order up and reports it as it is: idempotent. An
+// accepted cancel "only means that your cancellation request has been
+// accepted", so the order is asked about until it is closed, for at most
+// ConfirmWait; still open then, it is reported open and its follow job
+// records the end. exchange.ErrNotFound when OKX holds no such order.
+func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	symbol := exchange.VenueSymbol(o.Symbol)
+	f, found, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: %w", o.ClientOrderID, err)
+	}
+	if !found {
+		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
+	}
+	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/cancel-order",
+		body: cancelBody{InstID: f.InstID, ClOrdID: o.ClientOrderID}, private: true}, nil)
+	if e, ok := errors.AsType[*APIError](err); ok && e.Code == 51400 {
+		return v.Lookup(ctx, o)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: %w", o.ClientOrderID, err)
+	}
+	var last exchange.Report
+	var lastErr error
+	try := func() bool {
+		last, lastErr = v.Lookup(ctx, o)
+		return lastErr == nil && last.Status.Final()
+	}
+	if !try() {
+		_ = venuekit.Poll(ctx, v.cfg.ConfirmWait, try)
+	}
+	if lastErr != nil {
+		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: look up after the cancel: %w", o.ClientOrderID, lastErr)
+	}
+	return last, nil
+}

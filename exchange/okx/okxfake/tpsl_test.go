@@ -1,0 +1,61 @@
+package okxfake_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange/okx/okxfake"
+)
+
+// The fake refuses attached TP/SL the way OKX's error-code page
+// (Error_Code/Rest_API/Public.md) says: on the wrong side of the order
+// price (limit) or of the best bid/ask (market: the fake's last price,
+// 60000 for BTC-USDT), on a reduce-only order, or without its order price
+// (Post_Place_Order.md: "If you fill in this parameter, you should fill in
+// the take-profit order price as well").
+func TestFakeEnforcesAttachedTPSLRules(t *testing.T) {
+	t.Parallel()
+	f := okxfake.New(t, okxfake.Options{})
+	now := f.Now()
+	n := 0
+	place := func(side, ordType, algo string, extra string) string {
+		n++
+		px := ""
+		if ordType == "limit" {
+			px = `,"px":"59000"`
+		}
+		body := fmt.Sprintf(`{"instId":"BTC-USDT-SWAP","tdMode":"cross","clOrdId":"hxtpsl%d","side":%q,"ordType":%q,"sz":"1"%s%s,"attachAlgoOrds":[%s]}`,
+			n, side, ordType, px, extra, algo)
+		return send(t, f, f.APISecret(), now, time.Time{}, body)
+	}
+	tests := []struct {
+		name, side, ordType, algo, extra, code string
+	}{
+		{"buy market, both sides right", "buy", "market", `{"tpTriggerPx":"61000","tpOrdPx":"-1","slTriggerPx":"59000","slOrdPx":"-1"}`, "", "0"},
+		{"buy market tp below the ask", "buy", "market", `{"tpTriggerPx":"59999.9","tpOrdPx":"-1"}`, "", "51050"},
+		{"buy market sl above the ask", "buy", "market", `{"slTriggerPx":"60000","slOrdPx":"-1"}`, "", "51051"},
+		{"sell market tp above the bid", "sell", "market", `{"tpTriggerPx":"60100","tpOrdPx":"-1"}`, "", "51052"},
+		{"sell market sl below the bid", "sell", "market", `{"slTriggerPx":"59000","slOrdPx":"-1"}`, "", "51053"},
+		{"buy limit tp below its price", "buy", "limit", `{"tpTriggerPx":"58000","tpOrdPx":"-1"}`, "", "51046"},
+		{"buy limit sl above its price", "buy", "limit", `{"slTriggerPx":"59500","slOrdPx":"-1"}`, "", "51047"},
+		{"sell limit tp above its price", "sell", "limit", `{"tpTriggerPx":"59500","tpOrdPx":"-1"}`, "", "51048"},
+		{"sell limit sl below its price", "sell", "limit", `{"slTriggerPx":"58000","slOrdPx":"-1"}`, "", "51049"},
+		{"trigger without its order price", "buy", "market", `{"tpTriggerPx":"61000"}`, "", "51000"},
+		{"reduce-only", "sell", "market", `{"slTriggerPx":"61000","slOrdPx":"-1"}`, `,"reduceOnly":true`, "51100"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.code, place(tt.side, tt.ordType, tt.algo, tt.extra), tt.name)
+	}
+	var held []okxfake.Order
+	for _, o := range f.Orders() {
+		if !o.TpTriggerPx.IsZero() || !o.SlTriggerPx.IsZero() {
+			held = append(held, o)
+		}
+	}
+	require.Len(t, held, 1, "only the accepted order holds its TP/SL")
+	require.Equal(t, "61000", held[0].TpTriggerPx.String())
+	require.Equal(t, "-1", held[0].SlOrdPx.String())
+}

@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/jobs"
+	"github.com/hoox/hoox/signal"
+)
+
+// canCancel refuses, before anything is claimed, a cancel signal for a
+// venue that cannot cancel (400: nothing changed).
+func canCancel(sig signal.Signal, venue exchange.Venue) error {
+	if sig.Action != signal.ActionCancel {
+		return nil
+	}
+	if _, ok := venue.(exchange.Canceler); !ok {
+		return invalid(signal.FieldAction, fmt.Sprintf("cancel is not supported on venue %q yet", sig.Exchange))
+	}
+	return nil
+}
+
+// cancelOrders executes a claimed cancel signal: every open order hoox
+// recorded for the signal's symbol at its venue and mode is cancelled at the
+// venue by its client order ID, and recorded — its row cancelled (or filled,
+// expired: whatever the venue says it became), an audit event on its own
+// trace — in the claim's commit, with the cancel's trace dispatched and an
+// event listing what it cancelled. The rows stay locked across the venue
+// calls, so a follow job never records one change twice.
+//
+// A venue failure (or a crash) part-way rolls everything back: the orders
+// already cancelled at the venue stay cancelled there, and the sender's
+// retry (a 503 asks for it) cancels the rest and records all of them —
+// cancelling is idempotent at every venue, an order already cancelled is
+// reported as it is. Meanwhile their follow jobs may record them cancelled
+// on their own; each change is recorded once either way.
+func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, res db.ClaimResult) (*Outcome, error) {
+	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timing.VenueTimeout+30*time.Second)
+	defer cancelAll()
+	sig, tr := in.Signal, in.Trace
+	canceler := venue.(exchange.Canceler)
+	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
+		// Only orders hoox placed (its client order IDs), never a manual
+		// one, though hoox never records those anyway.
+		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID)
+	})
+	switch {
+	case errors.Is(err, db.ErrLockTimeout):
+		// A follow job is asking the venue about one of them right now.
+		return nil, unavailable("an open order of this symbol is being looked at right now; nothing was cancelled, retry", 2*time.Second, err)
+	case err != nil:
+		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+	}
+	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt, Cancelled: []db.OrderRow{}}
+	ids := []string{}
+	for _, row := range rows {
+		order, err := s.orderOf(ctx, row)
+		if err != nil {
+			return nil, unavailable("the database is unavailable; nothing was recorded, retry to finish the cancel", 5*time.Second, err)
+		}
+		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+		report, err := canceler.Cancel(vctx, order)
+		if err == nil {
+			report, err = exchange.ReadFees(vctx, venue, order, report, row.FilledQuantity.Decimal, row.Fee.Valid)
+		}
+		cancel()
+		if s.deps.AfterVenue != nil {
+			s.deps.AfterVenue(tr.ID)
+		}
+		switch {
+		case errors.Is(err, exchange.ErrNotFound):
+			// Recorded open but unknown to the venue: nothing to cancel;
+			// its follow job keeps asking.
+			s.deps.Logger.WarnContext(ctx, "cancel: the venue holds no such order", "trace_id", tr.ID,
+				"client_order_id", row.ClientOrderID, "exchange", sig.Exchange)
+			continue
+		case err != nil:
+			s.venueError(ctx, sig.Exchange, err)
+			return nil, unavailable(fmt.Sprintf("venue %s failed while cancelling %s; orders cancelled so far stay cancelled there: retry to finish and record them",
+				sig.Exchange, row.ClientOrderID), 5*time.Second, err)
+		}
+		u := db.UpdateFromReport(report)
+		if u.Status == exchange.StatusOpen {
+			// Not cancelled (a venue that took the request but still
+			// shows the order): its follow job records the end.
+			continue
+		}
+		if u.Status == exchange.StatusCancelled {
+			u.CancelledBy = tr.ID
+		}
+		ev, msg := jobs.OrderChange(row, row.Mode, order, u, s.deps.Notifier)
+		if _, err := db.ApplyOrderUpdate(ctx, tx.Tx(), row.ClientOrderID, u, []db.Event{ev}); err != nil {
+			return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+		}
+		if msg != nil && s.deps.Jobs != nil {
+			if err := s.deps.Notifier.InsertTx(ctx, s.deps.Jobs, tx.Tx(), *msg); err != nil {
+				return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+			}
+		}
+		if u.Status != exchange.StatusCancelled {
+			continue
+		}
+		done := row
+		done.Status, done.FilledQuantity = string(u.Status), decimal.NewNullDecimal(u.FilledQuantity)
+		if u.AvgPrice.Valid {
+			done.AvgPrice = u.AvgPrice
+		}
+		cb := tr.ID
+		done.CancelledBy = &cb
+		out.Cancelled = append(out.Cancelled, done)
+		ids = append(ids, row.ClientOrderID)
+	}
+	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
+		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows)}}
+	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
+		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+	}
+	out.Status = db.TraceDispatched
+	return out, nil
+}
+
+// orderOf is the order as hoox sent it (its intent), for the venue's
+// lookup; an order recorded without an intent is rebuilt from its row.
+func (s *Service) orderOf(ctx context.Context, row db.OrderRow) (exchange.Order, error) {
+	it, err := db.GetIntent(ctx, s.deps.MarkerPool, row.ClientOrderID)
+	switch {
+	case err == nil:
+		return it.Order, nil
+	case !errors.Is(err, db.ErrNotFound):
+		return exchange.Order{}, err
+	}
+	return exchange.Order{ClientOrderID: row.ClientOrderID, Symbol: row.Symbol, Action: row.Action, Side: row.Side,
+		OrderType: row.OrderType, Quantity: row.Quantity, Price: row.Price, Test: row.Mode == signal.ModeTest}, nil
+}

@@ -1,0 +1,252 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/notify"
+	"github.com/hoox/hoox/signal"
+)
+
+// FollowMaxAttempts bounds the retries of a follow job that fails on the
+// database (a venue that cannot be asked snoozes instead, without counting
+// an attempt): with River's backoff, weeks.
+const FollowMaxAttempts = 25
+
+// QueueFollow is the follow jobs' own queue, so a thousand resting orders
+// being looked at never delay a reconcile (whose trace a sender is waiting
+// on) in the default queue.
+const QueueFollow = "follow"
+
+// FollowWorkers is how many orders one replica looks at at once: each
+// holds a connection across its venue request.
+const FollowWorkers = 2
+
+// FollowMaxInterval is the longest wait between two looks at an open
+// order: a limit order resting for days is asked about every five minutes,
+// not kept hot.
+const FollowMaxInterval = 5 * time.Minute
+
+// FollowArgs asks the follow worker to follow one open order until the
+// venue says it is final. It is inserted with InsertTx in the transaction
+// that records the order open (the gateway's claim, a reconcile, the
+// sweeper), and is unique per client order ID, so two replicas never
+// follow one order at once and a second insert is a no-op.
+type FollowArgs struct {
+	ClientOrderID string         `json:"client_order_id" river:"unique"`
+	TraceID       string         `json:"trace_id"`
+	Exchange      string         `json:"exchange"`
+	Mode          string         `json:"mode"`
+	Order         exchange.Order `json:"order"`
+}
+
+// Kind names the job in River's tables.
+func (FollowArgs) Kind() string { return "follow" }
+
+// InsertOpts make the job unique per order while it is not finished.
+func (FollowArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFollow, MaxAttempts: FollowMaxAttempts,
+		UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// FollowInserter is the part of a River client that queues follow jobs;
+// *river.Client[pgx.Tx] satisfies it.
+type FollowInserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// FollowArgsFor is the follow job of row, the order o recorded as row, or
+// false when row is not open (nothing to follow).
+func FollowArgsFor(row *db.OrderRow, mode string, o exchange.Order) (FollowArgs, bool) {
+	if row == nil || row.Status != string(exchange.StatusOpen) {
+		return FollowArgs{}, false
+	}
+	return FollowArgs{ClientOrderID: row.ClientOrderID, TraceID: row.TraceID, Exchange: row.Exchange, Mode: mode, Order: o}, true
+}
+
+// InsertFollowTx queues the follow job of row in tx when row is open: the
+// one call every path that records an order makes.
+func InsertFollowTx(ctx context.Context, ins FollowInserter, tx pgx.Tx, row *db.OrderRow, mode string, o exchange.Order) error {
+	args, ok := FollowArgsFor(row, mode, o)
+	if !ok || ins == nil {
+		return nil
+	}
+	if _, err := ins.InsertTx(ctx, tx, args, nil); err != nil {
+		return fmt.Errorf("queue follow job of %s: %w", row.ClientOrderID, err)
+	}
+	return nil
+}
+
+// followHook queues row's follow job through the River client working the
+// current job (nil when row is not open).
+func followHook(row *db.OrderRow, mode string, o exchange.Order) db.TxHook {
+	if _, ok := FollowArgsFor(row, mode, o); !ok {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx) error {
+		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+		if err != nil {
+			// Never record an open order that nothing will follow.
+			return fmt.Errorf("queue follow job of %s: %w", row.ClientOrderID, err)
+		}
+		return InsertFollowTx(ctx, client, tx, row, mode, o)
+	}
+}
+
+// chainHooks runs hooks in order in one transaction.
+func chainHooks(hooks ...db.TxHook) db.TxHook {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		for _, h := range hooks {
+			if h == nil {
+				continue
+			}
+			if err := h(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// FollowWorker follows an open order to its end. Each run locks the order
+// row, asks the venue by client order ID and records what changed — status,
+// filled quantity, average price, fee — with an audit event on the order's
+// trace and, when the order ends, a notification, all in one commit. While
+// the order stays open the job snoozes, longer the older the order is (up to
+// FollowMaxInterval). The follow horizon is the order's trace: once the
+// purge (or a release) removes it, the job stops and the row keeps its last
+// known state.
+type FollowWorker struct {
+	river.WorkerDefaults[FollowArgs]
+	pool     *pgxpool.Pool
+	cfg      Config
+	venues   *exchange.Registry
+	log      *slog.Logger
+	notifier *Notifier
+}
+
+// NewFollowWorker returns a worker recording through pool.
+func NewFollowWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, notifier *Notifier) *FollowWorker {
+	logger, _ = orDefaults(logger, nil)
+	return &FollowWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, notifier: notifier}
+}
+
+// Timeout bounds one look: a lookup and the writes around it.
+func (w *FollowWorker) Timeout(*river.Job[FollowArgs]) time.Duration {
+	return w.cfg.reconcileTimeout()
+}
+
+// followBackoff is the wait before looking at an open order again: a
+// quarter of its age, between 1 s and FollowMaxInterval.
+func followBackoff(age time.Duration) time.Duration {
+	return min(max(age/4, time.Second), FollowMaxInterval)
+}
+
+// Work looks at the order once.
+func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
+	a := job.Args
+	var wait time.Duration
+	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
+		if !st.TraceExists {
+			return db.FollowStep{}, nil
+		}
+		step, open, err := w.look(ctx, a, st)
+		if open || err != nil {
+			wait = followBackoff(st.Age)
+		}
+		if err != nil {
+			// The venue could not be asked: look again later, without
+			// spending an attempt (an outage must not end the follow).
+			w.log.WarnContext(ctx, "follow: venue not asked; looking again later", "trace_id", a.TraceID,
+				"client_order_id", a.ClientOrderID, "exchange", a.Exchange, "error", err, "retry_in", wait)
+			return db.FollowStep{}, nil
+		}
+		return step, nil
+	})
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		w.log.WarnContext(ctx, "follow: order not recorded; nothing to follow", "client_order_id", a.ClientOrderID)
+		return nil
+	case err != nil:
+		return fmt.Errorf("follow order %s: %w", a.ClientOrderID, err)
+	case st.Order.Status != string(exchange.StatusOpen):
+		return nil
+	case !st.TraceExists:
+		w.log.WarnContext(ctx, "follow: the order's trace was purged; no longer followed, its row keeps its last known state",
+			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "filled_quantity", st.Order.FilledQuantity.Decimal.String())
+		return nil
+	case wait > 0:
+		return river.JobSnooze(wait)
+	}
+	return nil
+}
+
+// look asks the venue about the order and returns the step to record;
+// open is true while the order stays open.
+func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState) (db.FollowStep, bool, error) {
+	venue, ok := w.venues.For(a.Exchange, a.Mode == signal.ModeTest)
+	if !ok {
+		return db.FollowStep{}, true, fmt.Errorf("venue %q is not configured on this replica", a.Exchange)
+	}
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
+	defer cancel()
+	report, err := venue.Lookup(vctx, a.Order)
+	if err == nil {
+		report, err = exchange.ReadFees(vctx, venue, a.Order, report, st.Order.FilledQuantity.Decimal, st.Order.Fee.Valid)
+	}
+	if err != nil {
+		w.venues.NoteError(a.Exchange, err, w.cfg.Timing.Clock())
+		return db.FollowStep{}, true, fmt.Errorf("look up order %s: %w", a.ClientOrderID, err)
+	}
+	u := db.UpdateFromReport(report)
+	open := !report.Status.Final()
+	if !u.Changes(st.Order) {
+		return db.FollowStep{}, open, nil
+	}
+	ev, msg := OrderChange(st.Order, a.Mode, a.Order, u, w.notifier)
+	step := db.FollowStep{Update: &u, Events: []db.Event{ev}}
+	if msg != nil {
+		n := w.notifier
+		step.BeforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+			return n.InsertTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, *msg)
+		}
+	}
+	return step, open, nil
+}
+
+// OrderChange is the audit event that records u on row (on the order's
+// trace) and, when the order ended and n sends that event, its
+// notification (nil otherwise). The follow job and the cancel action build
+// them the same way.
+func OrderChange(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpdate, n *Notifier) (db.Event, *notify.Message) {
+	ev := db.Event{TraceID: row.TraceID, Event: db.OrderChangeEvent(u.Status), Detail: u.Detail(row)}
+	if !u.Status.Final() || !n.Enabled(ev.Event) {
+		return ev, nil
+	}
+	msg := OrderMessage(row, mode, o, u, ev)
+	return ev, &msg
+}
+
+// OrderMessage is the notification of an order that ended as u says.
+func OrderMessage(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpdate, ev db.Event) notify.Message {
+	m := TraceMessage(ev, row.Exchange, mode, o)
+	m.Symbol, m.ClientOrderID, m.Quantity = row.Symbol, row.ClientOrderID, row.Quantity.String()
+	m.Detail = fmt.Sprintf("%s: filled %s of %s", u.Status, u.FilledQuantity, row.Quantity)
+	if u.AvgPrice.Valid {
+		m.Detail += " at " + u.AvgPrice.Decimal.String()
+	}
+	if u.Fee.Valid {
+		m.Detail += fmt.Sprintf(", fee %s %s", u.Fee.Decimal, u.FeeAsset)
+	}
+	return m
+}

@@ -1,0 +1,220 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/signal"
+)
+
+// LegRunner places a trace's legs (issue 19: the further parts of a split
+// close, …) through the same protocol as the primary order: under the
+// trace's lock, each leg's intent is made durable before its order is sent
+// (db.MarkLegSent); a leg that may have been sent already is looked up
+// first and adopted if the venue holds it; a "not found" counts only after
+// the venue's accept window, and is sent again only on a venue that
+// refuses late requests (exchange.RefusesLate) — elsewhere the leg ends
+// failed as a missed order, for an operator. The gateway runs it right
+// after the primary is recorded, and the sweeper for legs a crash left
+// open; both call Finish, and the lock lets one party at a time work on a
+// trace's legs.
+type LegRunner struct {
+	pool       *pgxpool.Pool
+	intentPool *pgxpool.Pool
+	cfg        Config
+	venues     *exchange.Registry
+	log        *slog.Logger
+	// afterVenue, when set, runs between a leg's venue answer and its
+	// record (the crash drill).
+	afterVenue func(clientOrderID string)
+}
+
+// NewLegRunner returns a runner that locks and records through pool and
+// makes leg intents durable through intentPool (nil: pool). afterVenue,
+// when set, runs between each leg's venue answer and its record: fault
+// drills kill the process there.
+func NewLegRunner(pool, intentPool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, afterVenue func(clientOrderID string)) *LegRunner {
+	if intentPool == nil {
+		intentPool = pool
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &LegRunner{pool: pool, intentPool: intentPool, cfg: cfg.WithDefaults(), venues: venues, log: logger, afterVenue: afterVenue}
+}
+
+// Finish places or settles, in plan order, every open leg of the order
+// placed under parent (a trace locked by lockKey) and returns the legs'
+// recorded orders. It stops at the first leg whose fate it cannot decide
+// now — its order may still be accepted or is still executing (ErrNotYet),
+// or the venue or the database gave no answer (another error) — and leaves
+// it and the legs after it to a later pass (the sweeper's).
+func (r *LegRunner) Finish(ctx context.Context, lockKey, parent string) ([]db.OrderRow, error) {
+	for {
+		tx, legs, err := db.LockLegs(ctx, r.pool, lockKey, parent, r.cfg.LockWait, r.cfg.Timing.VenueTimeout+45*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		var open *db.Leg
+		for i := range legs {
+			if legs[i].Outcome == "" {
+				open = &legs[i]
+				break
+			}
+		}
+		if open == nil {
+			tx.Rollback(ctx)
+			break
+		}
+		if err := r.step(ctx, tx, *open); err != nil {
+			tx.Rollback(ctx)
+			return nil, err
+		}
+	}
+	return db.LegOrders(ctx, r.pool, parent)
+}
+
+// step decides one open leg under the pass's lock and ends tx: it records
+// the leg's order (placed or adopted), settles it without one, or returns
+// an error (the caller rolls back) when nothing can be decided now.
+func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
+	venue, ok := r.venues.For(leg.Exchange, leg.Mode == signal.ModeTest)
+	if !ok {
+		return fmt.Errorf("leg %s: venue %q is not configured on this replica", leg.ClientOrderID, leg.Exchange)
+	}
+	if leg.Sent {
+		// An earlier pass may have sent it and died: ask first, never send
+		// blind.
+		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+		held, err := venue.Lookup(vctx, leg.Order)
+		cancel()
+		switch {
+		case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
+			return fmt.Errorf("leg %s: %w: the market order is still executing", leg.ClientOrderID, ErrNotYet)
+		case err == nil:
+			return r.record(ctx, tx, leg, held, true)
+		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
+			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
+		case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLate(venue):
+			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
+		case errors.Is(err, exchange.ErrNotFound):
+			// Past the window on a venue that refuses late requests:
+			// nothing can appear, send again under the same ID.
+		case errors.Is(err, exchange.ErrMismatch):
+			return r.fail(ctx, tx, leg, db.IntentKeyReused,
+				fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", leg.ClientOrderID, err))
+		default:
+			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
+		}
+	}
+	if leg.Order.Exit != "" {
+		exit, reason, err := r.resolveExit(ctx, venue, leg)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			return r.fail(ctx, tx, leg, db.IntentRejected, reason)
+		}
+		leg.Order = exit
+	}
+	if err := db.MarkLegSent(ctx, r.intentPool, leg); err != nil {
+		return err
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	report, err := venue.Place(vctx, leg.Order)
+	cancel()
+	if r.afterVenue != nil {
+		r.afterVenue(leg.ClientOrderID)
+	}
+	switch {
+	case errors.Is(err, exchange.ErrUnreachable):
+		// Nothing reached the venue: the next pass sends without asking.
+		if uerr := db.MarkLegUnsent(ctx, r.intentPool, leg.ClientOrderID); uerr != nil {
+			r.log.WarnContext(ctx, "leg: mark unsent", "client_order_id", leg.ClientOrderID, "error", uerr)
+		}
+		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
+	case err != nil:
+		// Sent, answer unknown (or a duplicate ID): the next pass looks
+		// it up once the venue's window allows.
+		return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrNotYet, err)
+	case leg.Order.Exit == "" && stillExecuting(leg.Order, report):
+		return fmt.Errorf("leg %s: %w: the venue reports the market order still executing", leg.ClientOrderID, ErrNotYet)
+	}
+	return r.record(ctx, tx, leg, report, false)
+}
+
+// record writes the order the venue holds (or refused) for leg.
+func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, report exchange.Report, adopted bool) error {
+	rec := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, report)
+	rec.Detail["role"], rec.Detail["seq"], rec.Detail["parent_client_order_id"] = leg.Role, leg.Seq, leg.ParentClientOrderID
+	if adopted {
+		rec.Detail["adopted"] = true
+	}
+	event := db.EventLegPlaced
+	if rec.IntentOutcome == db.IntentRejected {
+		event = db.EventLegRejected
+	}
+	return tx.Settle(ctx, leg, rec.Order, rec.IntentOutcome,
+		[]db.Event{{TraceID: leg.TraceID, Event: event, Detail: rec.Detail}})
+}
+
+// fail settles leg without an order: an operator must look at the venue.
+func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome db.IntentOutcome, reason string) error {
+	r.log.ErrorContext(ctx, "leg not placed", "trace_id", leg.TraceID, "client_order_id", leg.ClientOrderID,
+		"role", leg.Role, "reason", reason)
+	return tx.Settle(ctx, leg, nil, outcome, []db.Event{{TraceID: leg.TraceID, Event: db.EventLegFailed,
+		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "reason": reason}}})
+}
+
+// resolveExit sets an exit leg's quantity to what its entry executed and
+// its trigger from the entry's fill price (a percent target) or as given,
+// rounded to the venue's tick toward the entry and checked to lie on the
+// exit's side of the fill (exchange.Attached.Resolve). reason is set when
+// the exit cannot be sent (a trigger on the wrong side, a percent smaller
+// than a tick): it is not sent. MarkLegSent stores what this returns, so
+// the resolution happens once.
+func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg) (exchange.Order, string, error) {
+	o := leg.Order
+	target := o.ExitTarget()
+	if target == nil {
+		return o, fmt.Sprintf("exit leg %s carries no %s target", leg.ClientOrderID, o.Exit), nil
+	}
+	fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
+	if err != nil {
+		return o, "", err
+	}
+	if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
+		o.Quantity = fill.FilledQuantity.Decimal
+	}
+	var tick decimal.Decimal
+	if sizer, ok := venue.(exchange.Sizer); ok {
+		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+		facts, err := sizer.SizingFacts(vctx, o, exchange.SizingNeed{})
+		cancel()
+		if err != nil {
+			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
+		}
+		tick = facts.Tick
+	}
+	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
+	if err != nil {
+		return o, err.Error(), nil
+	}
+	switch o.Exit {
+	case exchange.RoleTakeProfit:
+		o.TakeProfit = &resolved
+	case exchange.RoleStopLoss:
+		o.StopLoss = &resolved
+	default:
+		o.TrailingStop = &resolved
+	}
+	return o, "", nil
+}

@@ -1,0 +1,36 @@
+package signal
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A cancel names no order: it needs no quantity, and the order fields a
+// reused template carries are not read — the same cancel whatever they say.
+func TestCancelHasNoQuantity(t *testing.T) {
+	t.Parallel()
+	s := mustSignal(t, `{"exchange":"binance","symbol":"BTCUSDT","action":"CANCEL","trace_id":"c-1"}`)
+	require.Equal(t, ActionCancel, s.Action)
+	require.True(t, s.Quantity.IsZero())
+	require.Empty(t, s.Side)
+	require.False(t, s.ReduceOnly)
+
+	withOrderFields := mustSignal(t, `{"exchange":"binance","symbol":"BTCUSDT","action":"cancel","quantity":"{{strategy.order.contracts}}","price":"x","trace_id":"c-1"}`)
+	require.Equal(t, string(s.Canonical()), string(withOrderFields.Canonical()))
+
+	c := string(s.Canonical())
+	require.Equal(t, `{"exchange":"binance","symbol":"BTCUSDT","action":"cancel","quantity":"","price":null,"order_type":"","leverage":null,"timestamp":null,"test":false,"strategy":"","comment":""}`, c)
+	require.Equal(t, c, string(mustSignal(t, c).Canonical()), "the canonical form is itself the same signal")
+
+	// Every other action still needs its quantity.
+	require.Equal(t, FieldQuantity, signalError(t, `{"exchange":"binance","symbol":"BTCUSDT","action":"buy"}`).Field)
+}
+
+func TestIsClientOrderID(t *testing.T) {
+	t.Parallel()
+	require.True(t, IsClientOrderID(ClientOrderID("dep", "k:x", 0)))
+	require.False(t, IsClientOrderID("manual-order-1"))
+	require.False(t, IsClientOrderID("hx"+"ABCDEFGHIJKLMNOPQRSTUVWXYZ2345"), "hoox's IDs are lower-case")
+	require.False(t, IsClientOrderID(ClientOrderID("dep", "k:x", 0)+"a"))
+}
