@@ -56,6 +56,8 @@ func (a *Admin) routes(g *echo.Group, cfg Config) {
 	g.GET("/stats", a.stats)
 	g.GET("/kill-switch", a.getKillSwitch)
 	g.PUT("/kill-switch", a.putKillSwitch)
+	g.GET("/ledger", a.listLedger)
+	g.PUT("/ledger", a.putLedger)
 	a.mountRiverUI(g)
 }
 

@@ -171,6 +171,8 @@ func TestAdminRoutesNeedTheToken(t *testing.T) {
 		{http.MethodGet, "/admin/stats", "", http.StatusOK},
 		{http.MethodGet, "/admin/kill-switch", "", http.StatusOK},
 		{http.MethodPut, "/admin/kill-switch", `{"engaged": false}`, http.StatusOK},
+		{http.MethodGet, "/admin/ledger", "", http.StatusOK},
+		{http.MethodPut, "/admin/ledger", `{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "0"}`, http.StatusOK},
 		{http.MethodGet, "/admin/river/", "", http.StatusOK},
 		{http.MethodGet, "/admin/river/api/jobs?state=available", "", http.StatusOK},
 		{http.MethodGet, "/admin/no-such-route", "", http.StatusNotFound},

@@ -135,6 +135,23 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan", Exchange: "sub1", Symbol: "ADAUSDT"})
 	insertOrder(t, pool, seedOrder{TraceID: "@sub1:k:demo-fan-other", Exchange: "sub1", Symbol: "ADAUSDT", Status: "open"})
 	insertTrace(t, pool, seedTrace{ID: "@sub1:k:demo-fan-other", Exchange: "sub1"})
+	// The spot ledger: strategy "trend" bought 0.010 BTC (0.00001 taken in
+	// BTC) and sold 0.009, last month (so the week's order counts above
+	// stay the accounts' own); an operator handed 1 BTC bought by hand to
+	// strategy "manual".
+	for i, o := range []struct{ id, side, filled, fee, feeAsset string }{
+		{"hxspotbuy", "buy", "0.010", "0.00001", "BTC"}, {"hxspotsell", "sell", "0.009", "0.05", "USDT"},
+	} {
+		_, err := pool.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+			quantity, mode, status, filled_quantity, fee, fee_asset, strategy, base_asset, created_at)
+			VALUES (gen_random_uuid(), 'k:'||$1, $1, 'binance', 'BTCUSDT', $2, $2, 'market', $3::numeric, 'live', 'filled',
+			        $3::numeric, $4::numeric, $5, 'trend', 'BTC', now() - interval '30 days' + $6::int * interval '1 second')`,
+			o.id, o.side, o.filled, o.fee, o.feeAsset, i)
+		require.NoError(t, err)
+	}
+	_, err1 = db.SetLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "manual"},
+		decimal.RequireFromString("1"), "bought by hand before hoox", "admin")
+	require.NoError(t, err1)
 
 	// k:rested: a limit order that filled in part, then was cancelled.
 	insertTrace(t, pool, seedTrace{ID: "k:rested"})
@@ -259,6 +276,27 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "sub1", rows[1]["account"])
 			require.Equal(t, "@sub1:k:demo-fan", rows[1]["trace_id"])
 		},
+		"What each strategy holds on spot (the spot ledger)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "manual", rows[0]["strategy"])
+			require.Equal(t, "1", str(rows[0]["quantity"]))
+			require.Equal(t, "0", str(rows[0]["from_fills"]), "set by an operator, not by fills")
+			require.Equal(t, "trend", rows[1]["strategy"])
+			require.Equal(t, "0.00099", str(rows[1]["quantity"]))
+			require.Equal(t, "0.00099", str(rows[1]["from_fills"]))
+		},
+		"Spot fills of one strategy, as the ledger counted them": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "0.00999", str(rows[0]["moved"]), "the buy, less its fee in BTC")
+			require.Equal(t, "-0.009", str(rows[1]["moved"]), "the sell; its fee was in USDT")
+		},
+		"Operator changes to the spot ledger": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 1)
+			require.Equal(t, "manual", rows[0]["strategy"])
+			require.Equal(t, "0", rows[0]["was"])
+			require.Equal(t, "1", rows[0]["set_to"])
+			require.Equal(t, "bought by hand before hoox", rows[0]["reason"])
+		},
 		"Fills and fees of orders followed to their end": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)
 			require.Equal(t, "hxrested", rows[0]["client_order_id"])
@@ -293,7 +331,6 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	}
 }
 
-// str renders a column value as text for loose comparisons.
 // numeric reads a numeric column as a decimal.
 func numeric(t *testing.T, v any) decimal.Decimal {
 	t.Helper()
@@ -304,12 +341,16 @@ func numeric(t *testing.T, v any) decimal.Decimal {
 	return decimal.RequireFromString(text.(string))
 }
 
+// str renders a column value as text for loose comparisons (a numeric as
+// its exact decimal).
 func str(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
 	case string:
 		return x
+	case pgtype.Numeric:
+		return decimal.NewFromBigInt(x.Int, x.Exp).String()
 	default:
 		return fmt.Sprint(x)
 	}

@@ -402,14 +402,19 @@ type OrderRow struct {
 	FinalAt   *time.Time `db:"final_at"`
 	// CancelledBy is the trace of the cancel signal that cancelled it.
 	CancelledBy *string `db:"cancelled_by"`
+	// Strategy and BaseAsset are set on a spot order, whose fills count in
+	// the strategy's spot ledger (migration 00012's trigger); nil
+	// elsewhere.
+	Strategy  *string `db:"strategy"`
+	BaseAsset *string `db:"base_asset"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
-                    take_profit, stop_loss, avg_price, fee, fee_asset)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -539,7 +544,7 @@ func queueOrder(b *pgx.Batch, o *OrderRow) {
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
 		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
 		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss),
-		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset).
+		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

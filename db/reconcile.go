@@ -206,6 +206,15 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 			row.FeeAsset = &asset
 		}
 	}
+	if o.Ledger != nil {
+		// A spot order: its fills count in the strategy's ledger, under
+		// the venue's symbol the ledger was read with.
+		strategy, base := o.Ledger.Strategy, o.Ledger.BaseAsset
+		row.Strategy, row.BaseAsset = &strategy, &base
+		if o.Ledger.Symbol != "" {
+			row.Symbol = o.Ledger.Symbol
+		}
+	}
 	if o.Leverage > 0 {
 		l := int32(o.Leverage)
 		row.Leverage = &l

@@ -5,10 +5,11 @@
 --
 -- Events in trace_events: received, duplicate, key_reused, dispatch_started,
 -- dispatched, rejected, reconciling, reconciled, failed, released, purged,
--- kill_switch_engaged, kill_switch_released; for an order followed to its
--- end, order_partially_filled, order_filled, order_cancelled, order_expired,
--- order_rejected; for a cancel signal, cancelled. Admin actions use trace
--- IDs starting with 'admin:', which no signal can produce.
+-- kill_switch_engaged, kill_switch_released, ledger_set; for an order
+-- followed to its end, order_partially_filled, order_filled,
+-- order_cancelled, order_expired, order_rejected; for a cancel signal,
+-- cancelled. Admin actions use trace IDs starting with 'admin:', which no
+-- signal can produce.
 
 -- name: Duplicates per day
 SELECT date_trunc('day', at) AS day,
@@ -130,6 +131,9 @@ SELECT trace_id, event, at,
        detail->'sizing'->>'price'      AS price,
        detail->'sizing'->>'free_quote' AS free_quote,
        detail->'sizing'->>'position'   AS position,
+       detail->'sizing'->>'ledger'     AS spot_ledger,
+       detail->'sizing'->>'free_base'  AS spot_free_base,
+       detail->'sizing'->>'unrecorded_sells' AS spot_unrecorded_sells,
        detail->'sizing'->>'step'       AS step,
        detail->'sizing'->>'quantity'   AS sent,
        detail->>'reason'               AS refused_because
@@ -158,6 +162,38 @@ FROM trace_ids t
 LEFT JOIN orders o ON o.id = t.order_id
 WHERE regexp_replace(t.trace_id, '^(test:)?@[a-z0-9_-]+:', '\1') = 'k:demo-fan'
 ORDER BY t.exchange;
+
+-- name: What each strategy holds on spot (the spot ledger)
+-- A spot close sells the smaller of quantity and the venue's free balance.
+-- from_fills sums what the recorded fills moved: it differs from quantity
+-- after an operator set the entry, or when a sell took more than the
+-- strategy held (the entry stops at zero).
+SELECT l.exchange, l.mode, l.symbol, l.strategy, l.quantity, l.updated_at, l.updated_by,
+       (SELECT coalesce(sum(spot_ledger_moved(o.side, o.base_asset, o.filled_quantity, o.fee, o.fee_asset)), 0)
+          FROM orders o
+         WHERE o.exchange = l.exchange AND o.mode = l.mode AND o.symbol = l.symbol
+           AND coalesce(o.strategy, '') = l.strategy) AS from_fills
+FROM spot_ledger l
+ORDER BY l.exchange, l.mode, l.symbol, l.strategy;
+
+-- name: Spot fills of one strategy, as the ledger counted them
+-- moved is what each order added to (buy) or took from (sell) the entry:
+-- the filled quantity, less a fee charged in the base asset.
+SELECT o.created_at, o.trace_id, o.client_order_id, o.action, o.side, o.status,
+       o.filled_quantity, o.fee, o.fee_asset, o.base_asset,
+       spot_ledger_moved(o.side, o.base_asset, o.filled_quantity, o.fee, o.fee_asset) AS moved
+FROM orders o
+WHERE o.base_asset IS NOT NULL AND o.exchange = 'binance' AND o.mode = 'live'
+  AND o.symbol = 'BTCUSDT' AND coalesce(o.strategy, '') = 'trend'
+ORDER BY o.created_at, o.id;
+
+-- name: Operator changes to the spot ledger
+SELECT at, detail->>'exchange' AS exchange, detail->>'mode' AS mode, detail->>'symbol' AS symbol,
+       detail->>'strategy' AS strategy, detail->>'was' AS was, detail->>'quantity' AS set_to,
+       detail->>'by' AS by, detail->>'reason' AS reason
+FROM trace_events
+WHERE trace_id = 'admin:ledger' AND event = 'ledger_set'
+ORDER BY at DESC, id DESC;
 
 -- name: Orders with their attached exits (take-profit, stop-loss)
 -- The exits a venue took on the order itself, in the shape the answer and

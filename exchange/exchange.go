@@ -76,6 +76,37 @@ type Order struct {
 	// (Binance USDⓈ-M's algo orders) places it as one. Empty for a plain
 	// order.
 	Exit string `json:",omitempty"`
+	// Ledger, set by the gateway for an order on a spot venue, counts the
+	// order's fills in its strategy's spot ledger (see Ledger); nil on
+	// derivatives and paper. It travels in the intent, so every path that
+	// records the order counts it the same way. Venues ignore it.
+	Ledger *Ledger `json:",omitempty"`
+}
+
+// Ledger is how a spot order counts in the per-strategy spot ledger: what
+// a strategy bought through hoox, which a spot close sells (and nothing
+// else the account holds).
+type Ledger struct {
+	// Strategy is the signal's strategy field ("" when absent).
+	Strategy string `json:"strategy"`
+	// Symbol is the venue's spelling of the symbol, as the order row
+	// stores it.
+	Symbol string `json:"symbol"`
+	// BaseAsset is the coin the symbol trades (BTC for BTCUSDT): a fee
+	// charged in it reduces what a buy received.
+	BaseAsset string `json:"base_asset"`
+}
+
+// SpotTrader is implemented by a venue that may trade spot. The gateway
+// asks it which symbol and base asset an order trades, to count the
+// order's fills in the strategy's ledger and to size a spot close from it.
+type SpotTrader interface {
+	// SpotSymbol returns the venue's symbol and base asset for symbol, and
+	// spot false when the venue trades derivatives (nothing to count). A
+	// symbol the venue does not list is spot false too: its order is
+	// refused when placed. An error means nothing was sent (it wraps
+	// ErrUnreachable).
+	SpotSymbol(ctx context.Context, symbol string) (venueSymbol, baseAsset string, spot bool, err error)
 }
 
 // Status is an order's state at the venue, in the words the orders table uses.
@@ -140,10 +171,15 @@ type Report struct {
 	AvgPrice decimal.NullDecimal
 	// Fee is what the venue charged for the executions so far, as a
 	// positive amount in FeeAsset (zero while nothing executed, or when
-	// the venue does not say). A rebate is negative.
+	// the venue does not say): Binance fills[].commission or the
+	// order's trades, Bybit cumFeeDetail, OKX's fee with its sign flipped.
+	// A rebate is negative.
 	Fee decimal.Decimal
 	// FeeAsset is the asset Fee is charged in (Binance commissionAsset,
 	// Bybit's settle or received coin, OKX feeCcy); "" when Fee is zero.
+	// On spot it is the received asset (the base coin of a buy) unless the
+	// venue takes it otherwise (BNB); a fee in the base coin reduces what
+	// the strategy's spot ledger counts.
 	FeeAsset string
 	// CancelledFirst lists resting orders the adapter cancelled before
 	// the order could be placed: Binance USDⓈ-M reduce-only orders that

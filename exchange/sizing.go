@@ -40,7 +40,7 @@ type SizingFacts struct {
 	// spend (on derivatives, the available margin balance).
 	FreeQuote decimal.Decimal
 	// Position is the position in base units, signed (short < 0); on spot,
-	// the free balance of the base asset, which a close sells.
+	// the free balance of the base asset: the most a close can sell.
 	Position decimal.Decimal
 	// Step and MinQty are the symbol's quantity step and minimum for the
 	// order's type, in base units (zero: none).
@@ -55,6 +55,15 @@ type SizingFacts struct {
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string
+	// Ledger, valid on a spot venue, is what the strategy holds through
+	// hoox (the spot ledger): a spot exit takes its share of the smaller
+	// of Ledger and Position (the free BaseAsset balance), never of coins
+	// the strategy did not buy.
+	Ledger    decimal.NullDecimal
+	BaseAsset string
+	// Unrecorded is what the strategy's sells of the holding that were
+	// sent but not yet recorded may have sold: counted as sold.
+	Unrecorded decimal.Decimal
 }
 
 // Sizer is implemented by a venue that can size an order from what the
@@ -84,6 +93,16 @@ type Sizing struct {
 	QuoteAsset string `json:"quote_asset,omitempty"`
 	FreeQuote  string `json:"free_quote,omitempty"`
 	Position   string `json:"position,omitempty"`
+	// On spot, Position is the smaller of Ledger — what the strategy
+	// bought through hoox (the spot ledger, read under the close's lock)
+	// — and FreeBase, the venue's free balance of BaseAsset: a spot close
+	// sells only what the strategy holds, and never more than is there.
+	Ledger    string `json:"ledger,omitempty"`
+	BaseAsset string `json:"base_asset,omitempty"`
+	FreeBase  string `json:"free_base,omitempty"`
+	// Unrecorded is the quantity of the strategy's sells that were sent
+	// but not yet recorded, taken off Ledger (they may have sold it).
+	Unrecorded string `json:"unrecorded_sells,omitempty"`
 	// Step and MinQty are the venue's lot rules applied.
 	Step   string `json:"step,omitempty"`
 	MinQty string `json:"min_qty,omitempty"`
@@ -145,8 +164,25 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 		}
 		qty = amount.DivRound(price, 18)
 	case QuantityPercentOfPosition:
-		s.Position = f.Position.String()
 		pos := f.Position
+		if f.Ledger.Valid {
+			s.Ledger, s.FreeBase, s.BaseAsset = f.Ledger.Decimal.String(), f.Position.String(), f.BaseAsset
+			held := f.Ledger.Decimal
+			if f.Unrecorded.IsPositive() {
+				s.Unrecorded = f.Unrecorded.String()
+				held = decimal.Max(held.Sub(f.Unrecorded), decimal.Zero)
+			}
+			pos = decimal.Min(held, f.Position)
+			if !pos.IsPositive() {
+				s.Position = pos.String()
+				reason := fmt.Sprintf("nothing to sell: the strategy holds %s %s through hoox and the free balance is %s", f.Ledger.Decimal, f.BaseAsset, f.Position)
+				if f.Unrecorded.IsPositive() {
+					reason += fmt.Sprintf(" (sells of %s %s are sent but not recorded yet)", f.Unrecorded, f.BaseAsset)
+				}
+				return o, s, reason
+			}
+		}
+		s.Position = pos.String()
 		switch {
 		case pos.IsPositive() && o.Action != "close_short":
 			o.Side = "sell"

@@ -70,6 +70,35 @@ func TestResolve(t *testing.T) {
 		_, _, reason = exchange.Resolve(exchange.QuantityPercentOfPosition, cl, f)
 		require.Equal(t, "no position to close", reason)
 	})
+	t.Run("SpotPositionIsTheLedgerAtMostTheFreeBalance", func(t *testing.T) {
+		t.Parallel()
+		f := lot
+		f.BaseAsset = "BTC"
+		for _, tt := range []struct{ ledger, free, pct, want string }{
+			{"0.00999", "1.5", "100", "0.009"}, // the strategy's holding, down to the step
+			{"0.5", "0.2", "100", "0.2"},       // never more than is free
+			{"0.5", "1", "50", "0.25"},         // a share of the holding
+		} {
+			f.Ledger, f.Position = decimal.NewNullDecimal(d(tt.ledger)), d(tt.free)
+			o, s, reason := exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, tt.pct), f)
+			require.Empty(t, reason)
+			require.Equal(t, tt.want, o.Quantity.String(), "ledger %s, free %s, %s %%", tt.ledger, tt.free, tt.pct)
+			require.Equal(t, "sell", o.Side)
+			require.Equal(t, tt.ledger, s.Ledger)
+			require.Equal(t, tt.free, s.FreeBase)
+		}
+		f.Ledger, f.Position, f.Unrecorded = decimal.NewNullDecimal(d("0.5")), d("3"), d("0.2")
+		o, s, reason := exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, "100"), f)
+		require.Empty(t, reason)
+		require.Equal(t, "0.3", o.Quantity.String(), "a sell sent but not recorded counts as sold")
+		require.Equal(t, "0.2", s.Unrecorded)
+		f.Unrecorded = decimal.Zero
+
+		f.Ledger, f.Position = decimal.NewNullDecimal(decimal.Zero), d("3")
+		_, s, reason = exchange.Resolve(exchange.QuantityPercentOfPosition, with(closing, "100"), f)
+		require.Contains(t, reason, "nothing to sell: the strategy holds 0 BTC through hoox and the free balance is 3")
+		require.Equal(t, "0", s.Position)
+	})
 	t.Run("RefusedSymbol", func(t *testing.T) {
 		t.Parallel()
 		_, _, reason := exchange.Resolve(exchange.QuantityQuote, with(entry, "100"), exchange.SizingFacts{Refused: "unknown symbol"})

@@ -332,10 +332,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	}
 	order = withAttachments(order, sig)
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}
+	if err := s.tagLedger(ctx, venue, in, &order); err != nil {
+		return nil, err
+	}
 	// sized is true once order carries its resolved size: a sized signal's
-	// order comes from an earlier attempt's intent when there is one,
-	// never from a second sizing.
-	sized := !s.plans(sig, venue)
+	// order (a sized signal's, a spot close's or a split close's) comes
+	// from an earlier attempt's intent when there is one, never from a
+	// second sizing.
+	sized := !s.plans(sig, venue, order)
 
 	for _, u := range res.Unknown {
 		earlier := order
@@ -483,7 +487,7 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	sig, tr := in.Signal, in.Trace
 	earlier := order
 	earlier.ClientOrderID = p.ClientOrderID
-	if s.plans(sig, venue) {
+	if s.plans(sig, venue, order) {
 		// That execution sized (or split) its own order; adopt only what
 		// it sent.
 		stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)

@@ -99,11 +99,18 @@ func TestSizedExitAndSpotCloseAboveTheMaximumAreSplit(t *testing.T) {
 	require.Equal(t, "buy", out.Legs[0].Side)
 	require.Equal(t, "-150", b.binance.Position("ETHUSDT").String())
 
+	// A spot close sells what the strategy holds through hoox (the spot
+	// ledger, set here as an operator would), at most the free balance;
+	// every part's fill counts in the ledger.
 	b.binance.SetBalance("ETH", decimal.RequireFromString("230"))
+	_, err = db.SetLedger(ctx, b.pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "ETHUSDT", Strategy: ""},
+		decimal.RequireFromString("230"), "bought before hoox", "admin")
+	require.NoError(t, err)
 	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"split-spot"}`))
 	require.NoError(t, err)
 	require.Len(t, out.Legs, 2)
 	require.True(t, b.binance.Balance("ETH").IsZero(), "sold: %s left", b.binance.Balance("ETH"))
+	require.Equal(t, "0", ledgerOf(t, b, "binance", "ETHUSDT", ""), "every part counted in the ledger")
 }
 
 // A leg whose answer was lost (the venue booked it and answered 502) is

@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -23,6 +26,58 @@ func needsSizing(sig signal.Signal) bool {
 // sizedQuantity reports whether sig's quantity is not a base quantity.
 func sizedQuantity(sig signal.Signal) bool {
 	return sig.QuantityType != "" && sig.QuantityType != signal.QuantityBase
+}
+
+// spotClose reports whether order closes on a spot venue.
+func spotClose(sig signal.Signal, order exchange.Order) bool {
+	return order.Ledger != nil && exchange.IsClose(sig.Action)
+}
+
+// quantityType is how order's size is resolved: the signal's type, or for
+// a spot close given as a base quantity, all (100 %) of the position —
+// which on spot is what the strategy holds through hoox.
+func quantityType(sig signal.Signal, order exchange.Order) (string, exchange.Order) {
+	if spotClose(sig, order) && !sizedQuantity(sig) {
+		order.Quantity = decimal.NewFromInt(100)
+		return exchange.QuantityPercentOfPosition, order
+	}
+	return sig.QuantityType, order
+}
+
+// tagLedger marks an order on a spot venue for the strategy's spot ledger
+// (Order.Ledger): its fills count there, and a close sells from there.
+func (s *Service) tagLedger(ctx context.Context, venue exchange.Venue, in Input, order *exchange.Order) error {
+	st, ok := venue.(exchange.SpotTrader)
+	if !ok {
+		return nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	symbol, base, spot, err := st.SpotSymbol(vctx, order.Symbol)
+	cancel()
+	if err != nil {
+		s.venueError(ctx, in.Signal.Exchange, err)
+		return unavailable(fmt.Sprintf("venue %s could not be asked about %s; nothing was placed", in.Signal.Exchange, order.Symbol), 5*time.Second, err)
+	}
+	if spot {
+		order.Ledger = &exchange.Ledger{Strategy: in.Signal.Strategy, Symbol: symbol, BaseAsset: base}
+	}
+	return nil
+}
+
+// readLedger takes the spot close's lock on the strategy's ledger entry
+// and reads it into facts, in the claim's transaction: a second close of
+// the same holding waits until this one's fill is recorded.
+func (s *Service) readLedger(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, facts *exchange.SizingFacts) error {
+	k := db.LedgerKey{Exchange: in.Signal.Exchange, Mode: in.Trace.Mode, Symbol: order.Ledger.Symbol, Strategy: order.Ledger.Strategy}
+	held, err := db.LockLedger(ctx, tx.Tx(), k)
+	switch {
+	case errors.Is(err, db.ErrLockTimeout):
+		return unavailable(fmt.Sprintf("another close of strategy %q's %s is still in flight; nothing was placed, retry", k.Strategy, k.Symbol), 5*time.Second, err)
+	case err != nil:
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
+	facts.Ledger, facts.Unrecorded, facts.BaseAsset = decimal.NewNullDecimal(held.Quantity), held.Unrecorded, order.Ledger.BaseAsset
+	return nil
 }
 
 // canSize refuses, before anything is claimed, a sized signal for a venue
@@ -45,25 +100,29 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 }
 
 // plans reports whether sig's order is resolved against the venue before
-// its intent — sized (needsSizing) or, for a close on a venue that refuses
-// market orders above a maximum (exchange.SplitsCloses), planned as one or
-// several parts — so every recovery path must re-use the order stored in
-// the intent rather than rebuild it from the signal.
-func (s *Service) plans(sig signal.Signal, venue exchange.Venue) bool {
-	return needsSizing(sig) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
+// its intent — sized (needsSizing), a close on spot (sold from what the
+// strategy holds in the spot ledger, see spotClose) or, for a close on a
+// venue that refuses market orders above a maximum
+// (exchange.SplitsCloses), planned as one or several parts — so every
+// recovery path must re-use the order stored in the intent rather than
+// rebuild it from the signal.
+func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.Order) bool {
+	return needsSizing(sig) || spotClose(sig, order) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
 		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
 }
 
 // plan resolves the order once, under the trace's claim and before its
-// intent: sizing (see size), then for a close on a venue that needs it,
-// the split into parts of at most the venue's maximum market quantity,
-// computed from the position read here (the facts sizing read, or one
-// read for a full close). done reports that the attempt ended (refused
-// or the venue could not be asked; nothing was sent).
+// intent: sizing (see size; a spot close is sized from the strategy's
+// ledger), then for a close on a venue that needs it, the split into parts
+// of at most the venue's maximum market quantity, computed from the
+// position read here (the facts sizing read, or one read for a full
+// close). done reports that the attempt ended (refused or the venue could
+// not be asked; nothing was sent).
 func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
 	sig := in.Signal
 	var facts exchange.SizingFacts
-	if needsSizing(sig) {
+	sized := needsSizing(sig) || spotClose(sig, order)
+	if sized {
 		var done bool
 		var err error
 		if order, facts, done, err = s.size(ctx, tx, in, venue, order, out); done {
@@ -78,7 +137,7 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil
 	}
-	if !needsSizing(sig) {
+	if !sized {
 		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
 		f, err := venue.(exchange.Sizer).SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
 		cancel()
@@ -88,11 +147,14 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 		facts = f
 	}
+	// A spot close sized from the ledger is a partial close (Partial) of
+	// at most the free balance (facts.Position): split that size.
 	split, _ := exchange.SplitClose(order, facts, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) })
 	return split, false, nil
 }
 
-// size resolves a sized signal's order once, under the trace's claim and
+// size resolves a sized signal's order (or a spot close's, from what the
+// strategy holds in the spot ledger) once, under the trace's claim and
 // before its intent: the venue's facts (price, balance, position, lot) are
 // read, the size computed and rounded down, and the facts go with the
 // order (Order.Sizing) into the intent and every audit event that records
@@ -102,23 +164,37 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 // the 503): nothing was sent either way.
 func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, exchange.SizingFacts, bool, error) {
 	sig, tr := in.Signal, in.Trace
-	sizer := venue.(exchange.Sizer) // canSize checked it
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
-	need := exchange.Need(sig.QuantityType, order)
+	sizer, ok := venue.(exchange.Sizer) // canSize checked it for a sized signal
+	if !ok {
+		return order, exchange.SizingFacts{}, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
+	}
+	qtype, asked := quantityType(sig, order)
+	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
+	need := exchange.Need(qtype, asked)
 	legExits := exchange.AttachesAsLegs(venue)
 	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
 		need.Price = true
 	}
-	facts, err := sizer.SizingFacts(vctx, order, need)
+	var held exchange.SizingFacts
+	if need.Position && order.Ledger != nil {
+		// Before the venue's balance: the free balance read after the
+		// lock already reflects a close that went before.
+		if err := s.readLedger(ctx, tx, in, order, &held); err != nil {
+			return order, held, true, err
+		}
+	}
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	facts, err := sizer.SizingFacts(vctx, asked, need)
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
 		return order, facts, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
+	facts.Ledger, facts.Unrecorded, facts.BaseAsset = held.Ledger, held.Unrecorded, held.BaseAsset
 	resolved, reason := order, facts.Refused
 	var sizing exchange.Sizing
-	if sizedQuantity(sig) {
-		resolved, sizing, reason = exchange.Resolve(sig.QuantityType, order, facts)
+	if sizeQuantity {
+		resolved, sizing, reason = exchange.Resolve(qtype, asked, facts)
 	}
 	if reason == "" && !legExits {
 		// A venue taking exits as legs resolves them from the entry's
@@ -129,7 +205,7 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		return resolved, facts, false, nil
 	}
 	detail := map[string]any{"reason": reason, "sent": false}
-	if sizedQuantity(sig) {
+	if sizeQuantity {
 		detail["sizing"] = sizing
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}

@@ -75,7 +75,8 @@ func TestVenueSizedSignalCrashThenResendKeepsTheFirstSize(t *testing.T) {
 // Sizing through /webhook on every venue: an amount of the quote currency
 // becomes a base quantity at the venue's price; a size below the venue's
 // minimum is refused before anything is sent; a 50 % exit sells half the
-// position (on spot: of the free base asset), reduce-only, as one order;
+// position (on spot: of what the strategy bought through hoox, the spot
+// ledger), reduce-only, as one order;
 // sentiment "flat" (TradingView's {{strategy.market_position}}) closes
 // what is left.
 func TestVenueSizingAndFlatExit(t *testing.T) {

@@ -14,8 +14,10 @@ import (
 // resolveClose turns a close, close_long or close_short into the market
 // order that flattens what the account holds: on futures a reduce-only
 // order for all of the position pos (one-way mode), on spot a sell of the
-// free base-asset balance. The signal's quantity is not used: the venue's
-// position is the truth. reason is set when there is nothing to close.
+// free base-asset balance — or, for a close the gateway sized from the
+// strategy's spot ledger (Partial), of that size, at most the free
+// balance. The signal's quantity is not used: the venue's position is the
+// truth. reason is set when there is nothing to close.
 func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, out outgoing, pos positionInfo) (outgoing, string, error) {
 	out.market = true
 	if v.futures() {

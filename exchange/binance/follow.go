@@ -45,21 +45,13 @@ func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, 
 	return a.report(), nil
 }
 
-// trade is one execution in the account trade list.
-type trade struct {
-	Price           decimal.Decimal `json:"price"`
-	Qty             decimal.Decimal `json:"qty"`
-	Commission      decimal.Decimal `json:"commission"`
-	CommissionAsset string          `json:"commissionAsset"`
-}
-
 // Fees reads the order's executions from the account trade list — GET
 // /api/v3/myTrades (spot, rest-api.md "Account trade list", weight 5 with
 // orderId) or GET /fapi/v1/userTrades (USDⓈ-M,
 // trade/rest-api/Account-Trade-List.md) — and returns r with their
-// commission summed (in the asset of the first; a trade charged in another
-// asset, BNB beside USDT, is left out and logged) and the average price of
-// the executions.
+// commission summed (in one asset, as fees chooses: a trade charged in
+// another asset, BNB beside USDT, is left out and logged) and the average
+// price of the executions.
 func (v *Venue) Fees(ctx context.Context, o exchange.Order, r exchange.Report) (exchange.Report, error) {
 	if r.ExchangeOrderID == "" || !r.FilledQuantity.IsPositive() {
 		return r, nil
@@ -69,21 +61,18 @@ func (v *Venue) Fees(ctx context.Context, o exchange.Order, r exchange.Report) (
 		path = v.prefix + "/userTrades"
 	}
 	p := params{}.add("symbol", exchange.VenueSymbol(o.Symbol)).add("orderId", r.ExchangeOrderID)
-	var trades []trade
+	var trades []fill
 	if err := v.do(ctx, request{method: http.MethodGet, path: path, params: p, signed: true, weight: 5}, &trades); err != nil {
 		return r, fmt.Errorf("binance: trades of order %s: %w", o.ClientOrderID, err)
 	}
-	fee, asset := decimal.Zero, ""
+	fee, asset, mixed := fees(trades)
+	if mixed {
+		v.log.WarnContext(ctx, "binance charged an order's fees in two assets; only one is recorded",
+			"client_order_id", o.ClientOrderID, "recorded_asset", asset)
+	}
 	var quote, qty decimal.Decimal
 	for _, t := range trades {
 		quote, qty = quote.Add(t.Price.Mul(t.Qty)), qty.Add(t.Qty)
-		switch {
-		case asset == "" || t.CommissionAsset == asset:
-			fee, asset = fee.Add(t.Commission), t.CommissionAsset
-		default:
-			v.log.WarnContext(ctx, "binance charged an order's fees in two assets; only the first is recorded",
-				"client_order_id", o.ClientOrderID, "recorded_asset", asset, "other_asset", t.CommissionAsset, "other_fee", t.Commission.String())
-		}
 	}
 	if asset != "" {
 		r.Fee, r.FeeAsset = fee, asset

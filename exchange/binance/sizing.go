@@ -20,7 +20,7 @@ func (v *Venue) ReadsBalance() bool { return true }
 // SizingFacts reads what sizing o needs: the ticker price, the free quote
 // balance (spot /api/v3/account free; futures /fapi/v2/balance
 // availableBalance), the position (futures positionRisk; spot the free base
-// asset, which a close sells) and the lot rules for o's type.
+// asset, the most a close can sell) and the lot rules for o's type.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, _, err := v.filtersFor(ctx, symbol)
@@ -99,4 +99,23 @@ func (v *Venue) freeQuote(ctx context.Context, asset string) (decimal.Decimal, e
 // any order is sent, so whatever the read's fate, no order exists.
 func asNothingSent(err error) error {
 	return fmt.Errorf("%w: %w", exchange.ErrUnreachable, err)
+}
+
+var _ exchange.SpotTrader = (*Venue)(nil)
+
+// SpotSymbol names symbol's base asset on spot (exchangeInfo baseAsset),
+// for the strategy's spot ledger; futures is not spot.
+func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, bool, error) {
+	if v.futures() {
+		return "", "", false, nil
+	}
+	venueSymbol := exchange.VenueSymbol(symbol)
+	f, _, err := v.filtersFor(ctx, venueSymbol)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Refused() {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, asNothingSent(err)
+	}
+	return venueSymbol, f.BaseAsset, f.BaseAsset != "", nil
 }

@@ -327,12 +327,38 @@ type orderAnswer struct {
 	Status              string          `json:"status"`
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
-	Fills               []struct {
-		Price           decimal.Decimal `json:"price"`
-		Qty             decimal.Decimal `json:"qty"`
-		Commission      decimal.Decimal `json:"commission"`
-		CommissionAsset string          `json:"commissionAsset"`
-	} `json:"fills"`
+	// Fills are spot's FULL answer's trades, each with its commission
+	// and the asset it was charged in (rest-api.md "Response FULL").
+	Fills []fill `json:"fills"`
+}
+
+// fill is one execution of an order: an element of spot's FULL answer's
+// fills, or of the account trade lists (myTrades, userTrades).
+type fill struct {
+	Price           decimal.Decimal `json:"price"`
+	Qty             decimal.Decimal `json:"qty"`
+	Commission      decimal.Decimal `json:"commission"`
+	CommissionAsset string          `json:"commissionAsset"`
+}
+
+// fees sums the fills' commissions. Binance charges them all in the asset
+// the order received, or all in BNB; should BNB run out mid-order, the
+// fills charged in another asset than BNB are the ones reported, since
+// they are what reduced the coins received (faqs/commission_faq.md), and
+// the spot ledger nets them. mixed says a fill in another asset was left
+// out. The order query carries no fills: its fee is unknown ("").
+func fees(fills []fill) (fee decimal.Decimal, asset string, mixed bool) {
+	sums := map[string]decimal.Decimal{}
+	for _, f := range fills {
+		if f.CommissionAsset == "" {
+			continue
+		}
+		sums[f.CommissionAsset] = sums[f.CommissionAsset].Add(f.Commission)
+		if asset == "" || asset == "BNB" {
+			asset = f.CommissionAsset
+		}
+	}
+	return sums[asset], asset, len(sums) > 1
 }
 
 // send places out, signed with timestamp stamp, and maps the answer.
@@ -395,7 +421,7 @@ func (v *Venue) confirm(ctx context.Context, out outgoing, placed exchange.Repor
 			return false
 		}
 		if r := a.report(); r.Status != exchange.StatusOpen {
-			final = r
+			final = v.withTradesFee(ctx, exchange.Order{Symbol: out.symbol, ClientOrderID: out.clientID}, r)
 			return true
 		}
 		last = fmt.Errorf("binance shows it %s, not yet final", a.Status)
@@ -441,11 +467,7 @@ func (a orderAnswer) report() exchange.Report {
 	// Spot's FULL answer carries the commission of each fill (rest-api.md,
 	// "Response FULL": fills[].commission, commissionAsset); the order
 	// query does not, and FeeReader reads the trades for it.
-	for _, f := range a.Fills {
-		if r.FeeAsset == "" || r.FeeAsset == f.CommissionAsset {
-			r.Fee, r.FeeAsset = r.Fee.Add(f.Commission), f.CommissionAsset
-		}
-	}
+	r.Fee, r.FeeAsset, _ = fees(a.Fills)
 	if r.Fee.IsZero() {
 		r.FeeAsset = ""
 	}
@@ -549,5 +571,26 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if err := exchange.Matches(o, symbol, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
-	return r, nil
+	return v.withTradesFee(ctx, o, r), nil
+}
+
+// withTradesFee adds the commission of a spot order that ended having
+// filled something to a report read from the order query, which carries
+// no fills (rest-api.md "Query order"): from the order's trades (Fees).
+// An order still open is left to the follow job, which reads its fees as
+// it executes. A failed read leaves the fee unknown, logged: the order's
+// fate, not its fee, is what the caller needs, and the spot ledger then
+// counts the fill gross (a close still never sells more than the free
+// balance).
+func (v *Venue) withTradesFee(ctx context.Context, o exchange.Order, r exchange.Report) exchange.Report {
+	if v.futures() || r.FeeAsset != "" || !r.Status.Final() || !r.FilledQuantity.IsPositive() || r.ExchangeOrderID == "" {
+		return r
+	}
+	withFee, err := v.Fees(ctx, o, r)
+	if err != nil {
+		v.log.WarnContext(ctx, "binance: the order's trades could not be read; its fee is unknown",
+			"symbol", r.Symbol, "order_id", r.ExchangeOrderID, "error", err)
+		return r
+	}
+	return withFee
 }

@@ -351,3 +351,55 @@ func TestArchivedOrderIsNeverNotFound(t *testing.T) {
 	require.True(t, r.FilledQuantity.IsZero())
 	require.Equal(t, 1, b.fake.Placements(o.ClientOrderID), "not placed again")
 }
+
+// A spot buy reports the commission Binance took and its asset (the FULL
+// answer's fills), so the ledger counts what the account received; the
+// spot SpotSymbol names the base asset, futures is not spot.
+func TestSpotFillReportsItsCommission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketSpot)
+	b.fake.SetSpotCommission(d("0.001"))
+	r, err := b.venue.Place(ctx, marketOrder("buy", "0.010"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusFilled, r.Status)
+	require.Equal(t, "BTC", r.FeeAsset)
+	require.True(t, d("0.00001").Equal(r.Fee), "fee %s", r.Fee)
+	require.True(t, r.AvgPrice.Valid)
+
+	symbol, base, spot, err := b.venue.SpotSymbol(ctx, "BINANCE:BTCUSDT")
+	require.NoError(t, err)
+	require.True(t, spot)
+	require.Equal(t, "BTCUSDT", symbol)
+	require.Equal(t, "BTC", base)
+
+	_, _, spot, err = setup(t, binance.MarketFutures).venue.SpotSymbol(ctx, "BTCUSDT")
+	require.NoError(t, err)
+	require.False(t, spot)
+}
+
+// An order found by the order query (an adoption, a reconcile, a sweep)
+// carries no fills: its commission comes from its trades, so the ledger
+// counts an adopted buy net of the fee as it does a placed one.
+func TestSpotLookupReadsTheCommissionFromTheTrades(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketSpot)
+	b.fake.SetSpotCommission(d("0.001"))
+	o := marketOrder("buy", "0.010")
+	_, err := b.venue.Place(ctx, o)
+	require.NoError(t, err)
+
+	got, err := b.venue.Lookup(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, "BTC", got.FeeAsset)
+	require.True(t, d("0.00001").Equal(got.Fee), "fee %s", got.Fee)
+	require.Equal(t, 1, b.fake.Requests("/api/v3/myTrades"))
+
+	fut := setup(t, binance.MarketFutures)
+	_, err = fut.venue.Place(ctx, o)
+	require.NoError(t, err)
+	_, err = fut.venue.Lookup(ctx, o)
+	require.NoError(t, err)
+	require.Zero(t, fut.fake.Requests("/api/v3/myTrades"), "futures has no spot commission to read")
+}

@@ -15,8 +15,8 @@ func (v *Venue) ReadsBalance() bool { return true }
 
 // SizingFacts reads what sizing o needs: the ticker's last price, the
 // unified wallet's free balance of the quote coin, the position (linear:
-// the position list; spot: the free base coin, which a close sells) and the
-// lot rules.
+// the position list; spot: the free base coin, the most a close can sell)
+// and the lot rules.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
@@ -80,3 +80,19 @@ var _ exchange.CloseSplitter = (*Venue)(nil)
 // of a larger position. Spot sells are not split (its market orders are
 // bounded by amount, not by maxMktOrderQty).
 func (v *Venue) SplitsCloses() bool { return v.cfg.Market == MarketLinear }
+
+var _ exchange.SpotTrader = (*Venue)(nil)
+
+// SpotSymbol names symbol's base coin on spot (instruments-info
+// baseCoin), for the strategy's spot ledger; linear is not spot.
+func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, bool, error) {
+	if v.cfg.Market != MarketSpot {
+		return "", "", false, nil
+	}
+	venueSymbol := exchange.VenueSymbol(symbol)
+	f, found, err := v.filtersFor(ctx, venueSymbol)
+	if err != nil {
+		return "", "", false, asUnreachable(err)
+	}
+	return venueSymbol, f.baseCoin, found && f.baseCoin != "", nil
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange"
@@ -138,6 +139,28 @@ func TestPlaceSpot(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusRejected, r.Status)
 		require.Equal(t, "Balance insufficient", r.Reason)
+	})
+
+	t.Run("FeeInTheReceivedCoin", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketSpot)
+		b.fake.SetSpotFeeRate(decimal.RequireFromString("0.001"))
+		r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+		require.NoError(t, err)
+		require.Equal(t, "BTC", r.FeeAsset, "a spot buy pays its fee in the base coin")
+		require.Equal(t, "0.00001", r.Fee.String())
+		require.True(t, r.AvgPrice.Valid)
+		r, err = b.venue.Place(ctx, marketOrder("BTCUSDT", "sell", "0.005"))
+		require.NoError(t, err)
+		require.Equal(t, "USDT", r.FeeAsset, "a spot sell pays it in the quote coin")
+		require.True(t, r.Fee.IsPositive())
+
+		symbol, base, spot, err := b.venue.SpotSymbol(ctx, "BYBIT:BTCUSDT")
+		require.NoError(t, err)
+		require.Equal(t, []any{"BTCUSDT", "BTC", true}, []any{symbol, base, spot})
+		_, _, spot, err = setup(t, bybit.MarketLinear).venue.SpotSymbol(ctx, "BTCUSDT")
+		require.NoError(t, err)
+		require.False(t, spot)
 	})
 
 	t.Run("LeverageIgnored", func(t *testing.T) {

@@ -18,7 +18,8 @@ type Market string
 // The markets a Venue can trade.
 const (
 	// MarketSpot is instType SPOT, traded in cash mode (tdMode cash): a
-	// close sells the free base-currency balance.
+	// close sells what the strategy bought through hoox (sized by the
+	// gateway from the spot ledger), at most the free base currency.
 	MarketSpot Market = "spot"
 	// MarketSwap is instType SWAP, USDT-margined perpetual swaps
 	// (instId BTC-USDT-SWAP), cross margin, net (one-way) position mode.

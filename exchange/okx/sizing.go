@@ -75,3 +75,19 @@ func (v *Venue) lastPrice(ctx context.Context, instID string) (decimal.Decimal, 
 	}
 	return decimal.Zero, fmt.Errorf("okx: ticker %s: not listed: %w", instID, exchange.ErrUnreachable)
 }
+
+var _ exchange.SpotTrader = (*Venue)(nil)
+
+// SpotSymbol names symbol's instrument and base currency on spot
+// (instruments baseCcy), for the strategy's spot ledger; swaps are not
+// spot.
+func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, bool, error) {
+	if v.swap() {
+		return "", "", false, nil
+	}
+	f, found, err := v.filtersFor(ctx, exchange.VenueSymbol(symbol))
+	if err != nil {
+		return "", "", false, asUnreachable(err)
+	}
+	return f.InstID, f.BaseCcy, found && f.BaseCcy != "", nil
+}

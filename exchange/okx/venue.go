@@ -368,8 +368,10 @@ type orderInfo struct {
 	State     string `json:"state"`
 	// AttachAlgoOrds are the TP/SL attached when the order was placed.
 	AttachAlgoOrds []attachAlgoOrd `json:"attachAlgoOrds"`
-	// Fee is the accumulated fee, negative when charged, in FeeCcy
-	// (Get_Order_Details.md).
+	// Fee is the accumulated fee (Get_Order_Details.md), negative for a
+	// fee charged ("for spot, accumulated fee charged by the platform,
+	// always negative"), positive for a rebate; FeeCcy is the currency
+	// it is in.
 	Fee    string `json:"fee"`
 	FeeCcy string `json:"feeCcy"`
 }
@@ -429,6 +431,7 @@ func report(oi orderInfo, f Filters) exchange.Report {
 		r.AvgPrice = fill
 	}
 	if fee := venuekit.Dec(oi.Fee); !fee.IsZero() && oi.FeeCcy != "" {
+		// A Report's fee is what was charged: OKX's sign flipped.
 		r.Fee, r.FeeAsset = fee.Neg(), oi.FeeCcy
 	}
 	switch oi.State {

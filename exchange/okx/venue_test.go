@@ -185,3 +185,26 @@ func TestUnlistedCodeIsUnknown(t *testing.T) {
 	require.Contains(t, r.Reason, "lot size")
 	require.Empty(t, fake.Orders())
 }
+
+// A spot fill reports the fee OKX charged (its negative fee flipped) in
+// feeCcy, and SpotSymbol names the instrument and base currency; swaps
+// are not spot.
+func TestSpotFillReportsItsFee(t *testing.T) {
+	t.Parallel()
+	v, fake := setup(t, okx.MarketSpot)
+	fake.SetSpotFeeRate(d("0.001"))
+	r, err := v.Place(ctx(t), order("hxokxfee", "BTCUSDT", "buy", "0.01"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusFilled, r.Status)
+	require.Equal(t, "BTC", r.FeeAsset)
+	require.Equal(t, "0.00001", r.Fee.String())
+	require.True(t, r.AvgPrice.Valid)
+
+	symbol, base, spot, err := v.SpotSymbol(ctx(t), "BTCUSDT")
+	require.NoError(t, err)
+	require.Equal(t, []any{"BTC-USDT", "BTC", true}, []any{symbol, base, spot})
+	swap, _ := setup(t, okx.MarketSwap)
+	_, _, spot, err = swap.SpotSymbol(ctx(t), "BTCUSDT")
+	require.NoError(t, err)
+	require.False(t, spot)
+}

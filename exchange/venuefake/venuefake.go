@@ -103,6 +103,11 @@ type Fake interface {
 	// market traded through it: the order stays open until all of it has
 	// filled. An error when no such order rests.
 	FillPart(clientOrderID string, qty decimal.Decimal) error
+	// SetSpotFeeRate makes every spot fill from now on pay rate (0.001
+	// for 0.1 %; zero for none) in the asset it received, taken out of the
+	// balance and reported as the venue reports a fee. Until it is called
+	// a fake reports its default rate without moving the balances.
+	SetSpotFeeRate(rate decimal.Decimal)
 	// Close stops the fake (every market it serves).
 	Close()
 }

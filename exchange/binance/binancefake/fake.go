@@ -213,6 +213,11 @@ type Server struct {
 	// holdAfterCancel, when set, holds the first placement after a
 	// cancel (HoldPlacementAfterCancel).
 	holdAfterCancel *heldPlacement
+	// spotCommission, once SetSpotCommission set it, is the spot
+	// commission rate, and the fake then takes it out of the balance of
+	// the asset an order receives; nil charges SpotCommissionRate in the
+	// trades only.
+	spotCommission *decimal.Decimal
 }
 
 // New starts a fake on a loopback port. With a non-nil tb the fake closes
@@ -394,6 +399,20 @@ func (s *Server) SetMarketLiquidity(symbol string, qty decimal.Decimal) {
 		return
 	}
 	s.liquidity[symbol] = qty
+}
+
+// SetSpotCommission charges rate (0.001 for 0.1 %; zero for none) on
+// every spot fill from now on, as Binance does when BNB does not pay it:
+// taken out of the received amount — the base asset of a buy, the quote
+// asset of a sell — and reported in the trades, the FULL response's
+// fills[].commission and commissionAsset and the account trade list
+// (binance-spot-api-docs faqs/commission_faq.md). Until it is called the
+// fake reports SpotCommissionRate in the trades but moves the balances by
+// the gross amounts.
+func (s *Server) SetSpotCommission(rate decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spotCommission = &rate
 }
 
 // SetLookupLag makes orders placed from now on invisible to the order query

@@ -106,6 +106,30 @@ func TestMatchingEngineRechecksTimestamp(t *testing.T) {
 	require.False(t, log[1].Timestamp.IsZero())
 }
 
+// Binance spot takes its commission out of what an order receives (the
+// base asset of a buy, the quote of a sell) unless BNB pays it, and the
+// FULL response reports it per fill (faqs/commission_faq.md, rest-api.md
+// fills[].commission/commissionAsset).
+func TestSpotCommissionIsTakenFromTheReceivedAssetAndReported(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{})
+	s.SetSpotCommission(decimal.RequireFromString("0.001"))
+	ts := strconv.FormatInt(s.Now().UnixMilli(), 10)
+	status, out := post(t, s, "symbol=BTCUSDT&side=BUY&type=MARKET&newOrderRespType=FULL",
+		"quantity=0.010&newClientOrderId=fee1&recvWindow=5000&timestamp="+ts, s.APISecret())
+	require.Equal(t, http.StatusOK, status, out)
+	fills, _ := out["fills"].([]any)
+	require.Len(t, fills, 2)
+	total := decimal.Zero
+	for _, f := range fills {
+		fill := f.(map[string]any)
+		require.Equal(t, "BTC", fill["commissionAsset"])
+		total = total.Add(decimal.RequireFromString(fill["commission"].(string)))
+	}
+	require.Equal(t, "0.00001", total.String(), "0.1 %% of the 0.010 BTC received")
+	require.Equal(t, "0.00999", s.Balance("BTC").String(), "the account received the quantity less the commission")
+}
+
 // MARKET_LOT_SIZE maxQty caps a market order on both markets (futures
 // -4005, spot -1013 MARKET_LOT_SIZE); a limit order is held to LOT_SIZE
 // only. A close of a larger position must therefore be split.

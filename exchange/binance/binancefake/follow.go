@@ -43,11 +43,20 @@ func (s *Server) trade(o *Order, qty, price decimal.Decimal) {
 	case o.Market == MarketFutures:
 		t.Commission, t.CommissionAsset = quote.Mul(FuturesCommissionRate), sym.Quote
 	case o.Side == "BUY":
-		t.Commission, t.CommissionAsset = qty.Mul(SpotCommissionRate), sym.Base
+		t.Commission, t.CommissionAsset = qty.Mul(s.spotRate()).Truncate(8), sym.Base
 	default:
-		t.Commission, t.CommissionAsset = quote.Mul(SpotCommissionRate), sym.Quote
+		t.Commission, t.CommissionAsset = quote.Mul(s.spotRate()).Truncate(8), sym.Quote
 	}
 	s.trades = append(s.trades, t)
+}
+
+// spotRate is the spot commission rate (SetSpotCommission); callers hold
+// mu.
+func (s *Server) spotRate() decimal.Decimal {
+	if s.spotCommission != nil {
+		return *s.spotCommission
+	}
+	return SpotCommissionRate
 }
 
 // tradesOf lists o's trades; callers hold mu.

@@ -811,4 +811,8 @@ func (s *Server) execute(o *Order, qty, price decimal.Decimal) {
 	}
 	s.balances[sym.Base] = s.balances[sym.Base].Add(signed)
 	s.balances[sym.Quote] = s.balances[sym.Quote].Sub(signed.Mul(price))
+	if t := s.trades[len(s.trades)-1]; o.Market == MarketSpot && s.spotCommission != nil {
+		// Taken out of what the order received (faqs/commission_faq.md).
+		s.balances[t.CommissionAsset] = s.balances[t.CommissionAsset].Sub(t.Commission)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
@@ -146,4 +147,44 @@ func TestFakeHistoryRangeAtMostSevenDays(t *testing.T) {
 	}
 	require.Equal(t, 0, query(7*24*time.Hour))
 	require.Equal(t, 10001, query(7*24*time.Hour+time.Millisecond))
+}
+
+// With a positive fee rate Bybit spot charges a buy in the base coin and a
+// sell in the quote coin (docs/v5 enum "Spot Fee Currency Instruction"),
+// out of what the fill credited, and the order reports it as cumExecFee
+// (docs/v5/order/order-list.mdx).
+func TestFakeSpotFeeIsChargedInTheReceivedCoin(t *testing.T) {
+	now := time.Now()
+	f := bybitfake.New(t, bybitfake.Options{Now: func() time.Time { return now }})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	f.SetSpotFeeRate(decimal.RequireFromString("0.001"))
+	for _, o := range []struct{ side, qty string }{{"Buy", "0.01"}, {"Sell", "0.005"}} {
+		body := `{"category":"spot","symbol":"BTCUSDT","side":"` + o.side + `","orderType":"Market","qty":"` + o.qty +
+			`","marketUnit":"baseCoin","orderLinkId":"fee-` + o.side + `"}`
+		require.Equal(t, 0, retCode(t, signedRequest(t, f.URL, http.MethodPost, bybitfake.PathCreate, body, now, bybitfake.DefaultAPISecret)))
+	}
+	for _, o := range f.Orders() {
+		switch o.Side {
+		case "Buy":
+			require.Equal(t, "0.00001", o.CumExecFee.String(), "0.1 %% of the 0.01 BTC bought, in BTC")
+		case "Sell":
+			require.Equal(t, o.CumExecQty.Mul(o.AvgPrice).Mul(decimal.RequireFromString("0.001")).Truncate(8).String(), o.CumExecFee.String(),
+				"0.1 %% of the USDT received")
+		}
+	}
+	require.Equal(t, "0.00499", f.Balance("BTC").WalletBalance.String(), "bought 0.01 less the fee in BTC, sold 0.005")
+
+	q := "category=spot&orderLinkId=fee-Buy&symbol=BTCUSDT"
+	req := signedRequest(t, f.URL, http.MethodGet, bybitfake.PathRealtime, q, now, bybitfake.DefaultAPISecret)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var env struct {
+		Result struct {
+			List []map[string]any `json:"list"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+	require.Len(t, env.Result.List, 1)
+	require.Equal(t, "0.00001", env.Result.List[0]["cumExecFee"])
 }

@@ -29,6 +29,15 @@ func (s *Server) feeDetail(o *Order) map[string]string {
 	in := s.instruments[o.Category][o.Symbol]
 	value := o.CumExecQty.Mul(o.AvgPrice)
 	switch {
+	case o.Category == CategorySpot && s.spotFeeRate != nil:
+		// What SetSpotFeeRate charged, in the coin received.
+		if o.CumExecFee.IsPositive() {
+			coin := in.QuoteCoin
+			if o.Side == "Buy" {
+				coin = in.BaseCoin
+			}
+			out[coin] = o.CumExecFee.String()
+		}
 	case o.Category == CategoryLinear:
 		out[in.QuoteCoin] = value.Mul(LinearFeeRate).String()
 	case o.Side == "Buy":

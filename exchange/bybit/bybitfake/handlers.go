@@ -478,7 +478,7 @@ func orderJSON(o *Order) map[string]any {
 		"orderId": o.OrderID, "orderLinkId": o.OrderLinkID, "symbol": o.Symbol,
 		"price": o.Price.String(), "qty": o.Qty.String(), "side": o.Side,
 		"positionIdx": 0, "orderStatus": o.Status, "rejectReason": reason,
-		"avgPrice": avg, "cumExecQty": o.CumExecQty.String(), "leavesQty": o.Qty.Sub(o.CumExecQty).String(),
+		"avgPrice": avg, "cumExecQty": o.CumExecQty.String(), "cumExecFee": o.CumExecFee.String(), "leavesQty": o.Qty.Sub(o.CumExecQty).String(),
 		"orderType": o.OrderType, "timeInForce": o.TimeInForce, "reduceOnly": o.ReduceOnly,
 		"marketUnit": o.MarketUnit,
 		"takeProfit": listedPrice(o.Category, o.TakeProfit), "stopLoss": listedPrice(o.Category, o.StopLoss),

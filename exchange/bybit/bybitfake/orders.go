@@ -218,7 +218,7 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 			o.Status = "Cancelled"
 		}
 		if fill.IsPositive() {
-			s.settle(req.Category, in, req.Side, fill, last)
+			s.settle(req.Category, in, o, fill, last)
 		}
 	} else if req.Category == CategorySpot {
 		s.lock(in, req.Side, qty, price)
@@ -235,8 +235,10 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 	return rep
 }
 
-// settle moves the position (linear) or the balances (spot) for a fill.
-func (s *Server) settle(category string, in Instrument, side string, qty, price decimal.Decimal) {
+// settle moves the position (linear) or the balances (spot) for a fill of
+// qty of o, charging spot's fee (SetSpotFeeRate) in the coin received.
+func (s *Server) settle(category string, in Instrument, o *Order, qty, price decimal.Decimal) {
+	side := o.Side
 	if category == CategoryLinear {
 		p := s.positions[in.Symbol]
 		signed := p.Size
@@ -266,6 +268,18 @@ func (s *Server) settle(category string, in Instrument, side string, qty, price 
 	} else {
 		base.WalletBalance = base.WalletBalance.Sub(qty)
 		quote.WalletBalance = quote.WalletBalance.Add(value)
+	}
+	if s.spotFeeRate != nil && s.spotFeeRate.IsPositive() {
+		rate := *s.spotFeeRate
+		if side == "Buy" {
+			fee := qty.Mul(rate).Truncate(8)
+			base.WalletBalance = base.WalletBalance.Sub(fee)
+			o.CumExecFee = o.CumExecFee.Add(fee)
+		} else {
+			fee := value.Mul(rate).Truncate(8)
+			quote.WalletBalance = quote.WalletBalance.Sub(fee)
+			o.CumExecFee = o.CumExecFee.Add(fee)
+		}
 	}
 	s.balances[in.BaseCoin], s.balances[in.QuoteCoin] = base, quote
 }

@@ -97,3 +97,7 @@ func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
 	}
 	return nil
 }
+
+// SetSpotFeeRate charges rate on every spot fill from now on (see the
+// Server's method).
+func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotFeeRate(rate) }

@@ -79,9 +79,13 @@ type Order struct {
 	OrdType                          string // market or limit
 	// Sz is the size as sent: contracts on a swap.
 	Sz, Px, AccFillSz, AvgPx decimal.Decimal
-	State                    string // live, partially_filled, filled, canceled
-	ReduceOnly               bool
-	CTime, VisibleAt         time.Time
+	// Fee is what spot charged once SetSpotFeeRate set a rate, as OKX
+	// reports it: negative, in FeeCcy, the currency the order received.
+	Fee              decimal.Decimal
+	FeeCcy           string
+	State            string // live, partially_filled, filled, canceled
+	ReduceOnly       bool
+	CTime, VisibleAt time.Time
 	// TpTriggerPx and SlTriggerPx are the take-profit and stop-loss
 	// attached to the order (attachAlgoOrds; zero: none), TpOrdPx and
 	// SlOrdPx their order prices (-1: market).
@@ -153,6 +157,7 @@ type Server struct {
 	nextLag                       *time.Duration
 	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
+	spotFeeRate                   *decimal.Decimal
 }
 
 // New starts a fake on a loopback port that closes at the end of the test
@@ -293,6 +298,19 @@ func (s *Server) SetBalance(ccy string, amount decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.balances[ccy] = amount
+}
+
+// SetSpotFeeRate charges rate (0.001 for 0.1 %; zero for none) on every
+// spot fill from now on, out of the currency the order received (the base
+// currency of a buy, the quote of a sell), reported as the order's fee
+// (negative: "for spot, accumulated fee charged by the platform, always
+// negative") and feeCcy, as GET /api/v5/trade/order does. Until it is
+// called the fake reports SpotFeeRate on the order but moves the balances
+// by the gross amounts.
+func (s *Server) SetSpotFeeRate(rate decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spotFeeRate = &rate
 }
 
 // Balance is the available balance of ccy.

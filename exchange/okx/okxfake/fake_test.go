@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/okx"
@@ -68,4 +69,19 @@ func TestFakeEnforcesOKXRules(t *testing.T) {
 
 	bad := strings.Replace(market, `"sz":"0.001"`, `"sz":"0.000000001"`, 1)
 	require.Equal(t, "51121", send(t, f, f.APISecret(), now, time.Time{}, bad), "not a multiple of the lot size")
+}
+
+// OKX spot charges its fee in the currency the order received and
+// reports it negative, with feeCcy, on the order.
+func TestFakeSpotFeeIsChargedInTheReceivedCurrency(t *testing.T) {
+	t.Parallel()
+	f := okxfake.New(t, okxfake.Options{})
+	f.SetBalance("BTC", decimal.Zero)
+	f.SetSpotFeeRate(decimal.RequireFromString("0.001"))
+	market := `{"instId":"BTC-USDT","tdMode":"cash","clOrdId":"hxfee","side":"buy","ordType":"market","sz":"0.01","tgtCcy":"base_ccy"}`
+	require.Equal(t, "0", send(t, f, f.APISecret(), f.Now(), time.Time{}, market))
+	o := f.Orders()[0]
+	require.Equal(t, "-0.00001", o.Fee.String())
+	require.Equal(t, "BTC", o.FeeCcy)
+	require.Equal(t, "0.00999", f.Balance("BTC").String())
 }

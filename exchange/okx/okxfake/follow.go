@@ -30,6 +30,12 @@ func (s *Server) feeOf(o *Order) (decimal.Decimal, string) {
 	}
 	in := s.instruments[o.InstID]
 	switch {
+	case in.InstType != InstSwap && s.spotFeeRate != nil:
+		// What SetSpotFeeRate charged.
+		if o.Fee.IsZero() {
+			return decimal.Zero, ""
+		}
+		return o.Fee, o.FeeCcy
 	case in.InstType == InstSwap:
 		return o.AccFillSz.Mul(in.CtVal).Mul(o.AvgPx).Mul(SwapFeeRate).Neg(), in.SettleCcy
 	case o.Side == "buy":

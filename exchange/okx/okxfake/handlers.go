@@ -574,6 +574,15 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 	}
 	s.balances[in.BaseCcy] = s.balances[in.BaseCcy].Add(signed)
 	s.balances[in.QuoteCcy] = s.balances[in.QuoteCcy].Sub(signed.Mul(price))
+	if s.spotFeeRate != nil && s.spotFeeRate.IsPositive() {
+		received, ccy := o.Sz, in.BaseCcy
+		if o.Side == "sell" {
+			received, ccy = o.Sz.Mul(price), in.QuoteCcy
+		}
+		fee := received.Mul(*s.spotFeeRate).Truncate(8)
+		s.balances[ccy] = s.balances[ccy].Sub(fee)
+		o.Fee, o.FeeCcy = fee.Neg(), ccy
+	}
 }
 
 // runEngine hands due late orders to the engine: refused past their

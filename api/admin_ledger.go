@@ -1,0 +1,142 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// ledgerEntry is one entry of the spot ledger as the admin API shows it:
+// what a strategy holds of a symbol through hoox, which its spot close
+// sells.
+type ledgerEntry struct {
+	Exchange  string    `json:"exchange"`
+	Mode      string    `json:"mode"`
+	Symbol    string    `json:"symbol"`
+	Strategy  string    `json:"strategy"`
+	Quantity  string    `json:"quantity"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedBy string    `json:"updated_by"`
+}
+
+func newLedgerEntry(e db.LedgerEntry) ledgerEntry {
+	return ledgerEntry{Exchange: e.Exchange, Mode: e.Mode, Symbol: e.Symbol, Strategy: e.Strategy,
+		Quantity: e.Quantity.String(), UpdatedAt: e.UpdatedAt.UTC(), UpdatedBy: e.UpdatedBy}
+}
+
+// ledgerPage is GET /admin/ledger.
+type ledgerPage struct {
+	Entries []ledgerEntry `json:"entries"`
+}
+
+// listLedger shows the spot ledger, filtered by exchange, mode, symbol
+// and strategy (strategy= with no value selects signals without one).
+func (a *Admin) listLedger(c echo.Context) error {
+	var f db.LedgerFilter
+	for name, vals := range c.QueryParams() {
+		if len(vals) != 1 {
+			return problem(codes.InvalidRequest, fmt.Sprintf("query parameter %s is given %d times", name, len(vals)))
+		}
+		v := vals[0]
+		switch name {
+		case "exchange":
+			f.Exchange = v
+		case "mode":
+			if v != "live" && v != "test" {
+				return problem(codes.InvalidRequest, "mode must be live or test")
+			}
+			f.Mode = v
+		case "symbol":
+			f.Symbol = strings.ToUpper(v)
+		case "strategy":
+			f.Strategy, f.HasStrategy = v, true
+		default:
+			return problem(codes.InvalidRequest, fmt.Sprintf("unknown query parameter %q (accepted: exchange, mode, symbol, strategy)", name))
+		}
+	}
+	rows, err := db.ListLedger(c.Request().Context(), a.Pool, f)
+	if err != nil {
+		return err
+	}
+	return adminJSON(c, http.StatusOK, ledgerPage{Entries: items(rows, newLedgerEntry)})
+}
+
+// ledgerRequest is PUT /admin/ledger: set one entry (quantity "0" resets
+// it). Quantity is raw so it can be a decimal string or a JSON number,
+// read exactly either way.
+type ledgerRequest struct {
+	Exchange string          `json:"exchange"`
+	Mode     string          `json:"mode"`
+	Symbol   string          `json:"symbol"`
+	Strategy *string         `json:"strategy"`
+	Quantity json.RawMessage `json:"quantity"`
+	Reason   string          `json:"reason"`
+}
+
+// putLedger sets what a strategy holds of a symbol through hoox, on an
+// operator's word (a manual trade, a withdrawal, holdings bought before
+// hoox); the change is audited under trace admin:ledger.
+func (a *Admin) putLedger(c echo.Context) error {
+	var req ledgerRequest
+	if err := decodeAdminBody(c, &req, true); err != nil {
+		return err
+	}
+	k, qty, err := req.validate()
+	if err != nil {
+		return err
+	}
+	e, err := db.SetLedger(c.Request().Context(), a.Pool, k, qty, req.Reason, "admin")
+	if err != nil {
+		return err
+	}
+	return adminJSON(c, http.StatusOK, newLedgerEntry(e))
+}
+
+// validate checks every field, so a bad body changes nothing.
+func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
+	bad := func(msg string) (db.LedgerKey, decimal.Decimal, error) {
+		return db.LedgerKey{}, decimal.Zero, problem(codes.InvalidRequest, msg)
+	}
+	switch {
+	case r.Exchange == "" || len(r.Exchange) > 64:
+		return bad("exchange is required (at most 64 characters), as GET /admin/ledger shows it")
+	case r.Mode != "live" && r.Mode != "test":
+		return bad(`mode is required: "live" or "test"`)
+	case r.Symbol == "" || len(r.Symbol) > 32:
+		return bad("symbol is required (at most 32 characters), as the venue spells it and GET /admin/ledger shows it")
+	case r.Strategy == nil:
+		return bad(`strategy is required: the signals' strategy field, "" for signals without one`)
+	case len(*r.Strategy) > 256:
+		return bad("strategy is longer than 256 characters")
+	case len(r.Reason) > 256:
+		return bad("reason is longer than 256 characters")
+	case len(r.Quantity) == 0:
+		return bad(`quantity is required: a decimal string such as "0.5"; "0" resets the entry`)
+	}
+	text := string(r.Quantity)
+	if strings.HasPrefix(text, `"`) {
+		if err := json.Unmarshal(r.Quantity, &text); err != nil {
+			return bad("quantity must be a decimal string or number")
+		}
+	}
+	qty, err := decimal.NewFromString(text)
+	switch {
+	case err != nil || strings.ContainsAny(text, "eE"):
+		return bad("quantity must be a plain decimal, such as \"0.5\"")
+	case qty.IsNegative():
+		return bad("quantity must not be negative")
+	case qty.Exponent() < -18 && !qty.Equal(qty.Truncate(18)):
+		return bad("quantity has more than 18 decimals")
+	case len(qty.Truncate(0).Abs().String()) > 20:
+		return bad("quantity has more than 20 integer digits")
+	}
+	return db.LedgerKey{Exchange: r.Exchange, Mode: r.Mode, Symbol: strings.ToUpper(r.Symbol), Strategy: *r.Strategy}, qty, nil
+}

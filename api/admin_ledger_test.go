@@ -1,0 +1,72 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+)
+
+// Operators see what each strategy holds through hoox and can set or
+// reset an entry; a bad body is refused and changes nothing, and every
+// change is in the audit trail with what it replaced.
+func TestAdminLedger(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+
+	page := b.do(t, http.MethodGet, "/admin/ledger", "").json(t)
+	require.Empty(t, page["entries"])
+
+	for _, bad := range []string{
+		``, `{}`, `not json`,
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "quantity": "1"}`,                                     // no strategy
+		`{"exchange": "binance", "mode": "paper", "symbol": "BTCUSDT", "strategy": "", "quantity": "1"}`,                    // bad mode
+		`{"exchange": "", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1"}`,                            // no exchange
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "-1"}`,                    // negative
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1e3"}`,                   // not plain
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "abc"}`,                   // not a number
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "0.0000000000000000001"}`, // 19 decimals
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "123456789012345678901"}`, // 21 digits
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1", "qty": "2"}`,         // unknown field
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "` + strings.Repeat("s", 300) + `", "quantity": "1"}`,
+	} {
+		res := b.do(t, http.MethodPut, "/admin/ledger", bad)
+		require.Equal(t, http.StatusBadRequest, res.Status, bad)
+		require.Equal(t, "invalid_request", res.problem(t)["code"], bad)
+	}
+	require.Empty(t, b.do(t, http.MethodGet, "/admin/ledger", "").json(t)["entries"], "a bad body changes nothing")
+
+	res := b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange": "binance", "mode": "live", "symbol": "btcusdt", "strategy": "trend", "quantity": "0.5", "reason": "bought by hand"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	entry := res.json(t)
+	require.Equal(t, "BTCUSDT", entry["symbol"])
+	require.Equal(t, "0.5", entry["quantity"])
+	require.Equal(t, "admin", entry["updated_by"])
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": 2.25}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+
+	entries := b.do(t, http.MethodGet, "/admin/ledger?strategy=trend", "").json(t)["entries"].([]any)
+	require.Len(t, entries, 1)
+	require.Equal(t, "0.5", entries[0].(map[string]any)["quantity"])
+	entries = b.do(t, http.MethodGet, "/admin/ledger?strategy=", "").json(t)["entries"].([]any)
+	require.Len(t, entries, 1, "strategy= selects signals without one")
+	require.Equal(t, "2.25", entries[0].(map[string]any)["quantity"])
+	require.Len(t, b.do(t, http.MethodGet, "/admin/ledger?exchange=binance&mode=live&symbol=btcusdt", "").json(t)["entries"], 2)
+	res = b.do(t, http.MethodGet, "/admin/ledger?strategi=trend", "")
+	require.Equal(t, http.StatusBadRequest, res.Status, "a misspelt filter is refused, never read as no filter")
+
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "trend", "quantity": "0", "reason": "reset"}`)
+	require.Equal(t, http.StatusOK, res.Status)
+	detail := b.do(t, http.MethodGet, "/admin/traces/"+db.LedgerTraceID, "").json(t)
+	var trail []string
+	for _, e := range detail["events"].([]any) {
+		ev := e.(map[string]any)
+		d := ev["detail"].(map[string]any)
+		trail = append(trail, ev["event"].(string)+" "+d["strategy"].(string)+" "+d["was"].(string)+"->"+d["quantity"].(string))
+	}
+	require.Equal(t, []string{"ledger_set trend 0->0.5", "ledger_set  0->2.25", "ledger_set trend 0.5->0"}, trail)
+}

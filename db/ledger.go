@@ -1,0 +1,177 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/internal/pgconv"
+)
+
+// LedgerKey names one entry of the spot ledger: what one strategy holds of
+// one symbol on one venue (as the trace records it) and mode.
+type LedgerKey struct {
+	Exchange string `db:"exchange"`
+	Mode     string `db:"mode"`
+	Symbol   string `db:"symbol"`
+	Strategy string `db:"strategy"`
+}
+
+// LedgerEntry is one row of the spot ledger.
+type LedgerEntry struct {
+	LedgerKey
+	// Quantity is the base quantity the strategy holds through hoox.
+	Quantity  decimal.Decimal `db:"quantity"`
+	UpdatedAt time.Time       `db:"updated_at"`
+	// UpdatedBy is "fill" when an order's fill last moved the entry, else
+	// the operator who set it.
+	UpdatedBy string `db:"updated_by"`
+}
+
+// LedgerTraceID is the audit trail's trace ID for operators' changes to
+// the spot ledger; the admin: prefix cannot come from a signal.
+const LedgerTraceID = "admin:ledger"
+
+// EventLedgerSet is the audit event of an operator's change to a ledger
+// entry.
+const EventLedgerSet = "ledger_set"
+
+// LockLedgerSQL serialises spot closes of one ledger entry for the rest
+// of the claim's transaction: a second close of the same strategy's
+// holding reads the ledger only after the first close's fill is recorded
+// (the trigger moves the entry in the first close's commit), so two closes
+// never both sell the same holding. Buys do not take it: their trigger
+// update only waits for the entry's row lock at the moment of a commit.
+const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
+
+const readLedgerSQL = `
+SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
+       coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
+                            + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
+                                          FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
+                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0))
+                  FROM dispatch_intents i
+                  WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')
+                    AND i.order_spec->>'Side' = 'sell'
+                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4), 0)
+     + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
+                  WHERE exchange = $1 AND mode = $2 AND outcome IS NULL
+                    AND order_spec->>'Side' = 'sell'
+                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)`
+
+// LedgerHolding is what a spot close reads of its strategy's entry.
+type LedgerHolding struct {
+	// Quantity is the entry: what the recorded fills (and operators) say
+	// the strategy holds.
+	Quantity decimal.Decimal
+	// Unrecorded is the quantity of the strategy's sells of this holding
+	// that were sent but are not recorded yet (the intent of an attempt
+	// that died, or of a lost answer being reconciled, with the further
+	// parts it planned; the parts of a split spot close not settled yet):
+	// they may have sold part of Quantity already, or are about to, so a
+	// close counts them as sold.
+	Unrecorded decimal.Decimal
+}
+
+// LockLedger takes the close's lock on k (LockLedgerSQL) and reads what
+// the strategy holds; zero when it never held any. q is the claim's
+// transaction: the lock lasts until it ends, and waits at most its
+// lock_timeout (ErrLockTimeout).
+func LockLedger(ctx context.Context, q DBTX, k LedgerKey) (LedgerHolding, error) {
+	if _, err := q.Exec(ctx, LockLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy); err != nil {
+		return LedgerHolding{}, fmt.Errorf("lock spot ledger: %w", translate(err))
+	}
+	var h LedgerHolding
+	if err := q.QueryRow(ctx, readLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&h.Quantity, &h.Unrecorded); err != nil {
+		return LedgerHolding{}, fmt.Errorf("read spot ledger: %w", translate(err))
+	}
+	return h, nil
+}
+
+// LedgerFilter narrows ListLedger; empty fields match everything.
+type LedgerFilter struct {
+	Exchange, Mode, Symbol string
+	// Strategy filters on the strategy when set (HasStrategy): "" is a
+	// strategy of its own (signals without one).
+	Strategy    string
+	HasStrategy bool
+}
+
+const listLedgerSQL = `
+SELECT exchange, mode, symbol, strategy, quantity, updated_at, updated_by
+FROM spot_ledger
+WHERE ($1::text IS NULL OR exchange = $1)
+  AND ($2::text IS NULL OR mode = $2)
+  AND ($3::text IS NULL OR symbol = $3)
+  AND ($4::text IS NULL OR strategy = $4)
+ORDER BY exchange, mode, symbol, strategy
+LIMIT 1000`
+
+// ListLedger returns the ledger's entries (at most 1000, in key order).
+func ListLedger(ctx context.Context, q DBTX, f LedgerFilter) ([]LedgerEntry, error) {
+	var strategy *string
+	if f.HasStrategy {
+		strategy = &f.Strategy
+	}
+	rows, err := q.Query(ctx, listLedgerSQL, nullText(f.Exchange), nullText(f.Mode), nullText(f.Symbol), strategy)
+	if err != nil {
+		return nil, fmt.Errorf("list spot ledger: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[LedgerEntry])
+	if err != nil {
+		return nil, fmt.Errorf("list spot ledger: %w", translate(err))
+	}
+	return out, nil
+}
+
+const lockLedgerEntrySQL = `
+SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4 FOR UPDATE`
+
+const setLedgerSQL = `
+INSERT INTO spot_ledger (exchange, mode, symbol, strategy, quantity, updated_at, updated_by)
+VALUES ($1, $2, $3, $4, $5, now(), $6)
+ON CONFLICT (exchange, mode, symbol, strategy) DO UPDATE
+SET quantity = excluded.quantity, updated_at = excluded.updated_at, updated_by = excluded.updated_by
+RETURNING updated_at`
+
+// SetLedger sets one entry to qty (zero resets it) on an operator's word
+// — after a manual trade, a withdrawal, or to adopt holdings bought before
+// hoox — and audits the change (old and new quantity, who, why) in the
+// same transaction. Fills recorded later move the entry from the new
+// value.
+func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
+	e := LedgerEntry{LedgerKey: k, Quantity: qty, UpdatedBy: by}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
+			return err
+		}
+		// Lock first, so the audit's "was" is the value this change
+		// replaced, whatever fills commit meanwhile.
+		var was decimal.NullDecimal
+		err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&was)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := tx.QueryRow(ctx, setLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, pgconv.Numeric(qty), by).Scan(&e.UpdatedAt); err != nil {
+			return err
+		}
+		detail := map[string]any{"exchange": k.Exchange, "mode": k.Mode, "symbol": k.Symbol, "strategy": k.Strategy,
+			"quantity": qty.String(), "by": by, "reason": reason}
+		if was.Valid {
+			detail["was"] = was.Decimal.String()
+		} else {
+			detail["was"] = "0"
+		}
+		_, err = tx.Exec(ctx, InsertEventSQL, LedgerTraceID, EventLedgerSet, nil, detail)
+		return err
+	})
+	if err != nil {
+		return LedgerEntry{}, fmt.Errorf("set spot ledger: %w", translate(err))
+	}
+	return e, nil
+}

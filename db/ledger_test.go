@@ -1,0 +1,149 @@
+package db_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// spotOrder inserts an order row as the gateway records a spot order
+// (base_asset set) — or a derivatives one when base is "" — and returns
+// its client order ID.
+func spotOrder(t *testing.T, pool *pgxpool.Pool, side, base, strategy, status, filled string) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	coid := "hx" + strings.ReplaceAll(id.String(), "-", "")[:30]
+	_, err := pool.Exec(context.Background(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side,
+		order_type, quantity, mode, status, filled_quantity, strategy, base_asset)
+		VALUES ($1, 'k:'||$2, $2, 'binance', 'BTCUSDT', $3, $3, 'limit', 1, 'live', $4, $5::numeric, $6, NULLIF($7, ''))`,
+		id, coid, side, status, filled, strategy, base)
+	require.NoError(t, err)
+	return coid
+}
+
+func ledger(t *testing.T, pool *pgxpool.Pool, strategy string) string {
+	t.Helper()
+	es, err := db.ListLedger(context.Background(), pool, db.LedgerFilter{Strategy: strategy, HasStrategy: true})
+	require.NoError(t, err)
+	if len(es) == 0 {
+		return "none"
+	}
+	require.Len(t, es, 1)
+	return es[0].Quantity.String()
+}
+
+// Whatever writes the order row — an insert by the gateway, the reconcile
+// or the sweeper, or an update by a job that follows an open order to its
+// fills — the ledger moves by what changed, so each fill counts once: a
+// repeated update of the same fill moves nothing.
+func TestLedgerMovesByEachFillOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	update := func(coid, filled, fee, feeAsset, status string) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `UPDATE orders SET filled_quantity = $2::numeric, fee = NULLIF($3, '')::numeric,
+			fee_asset = NULLIF($4, ''), status = $5 WHERE client_order_id = $1`, coid, filled, fee, feeAsset, status)
+		require.NoError(t, err)
+	}
+
+	limit := spotOrder(t, pool, "buy", "BTC", "grid", "open", "0")
+	require.Equal(t, "none", ledger(t, pool, "grid"), "nothing filled yet")
+	update(limit, "0.4", "", "", "open")
+	require.Equal(t, "0.4", ledger(t, pool, "grid"))
+	update(limit, "1", "0.001", "BTC", "filled")
+	require.Equal(t, "0.999", ledger(t, pool, "grid"), "the rest filled, less the commission taken in BTC")
+	update(limit, "1", "0.001", "BTC", "filled")
+	require.Equal(t, "0.999", ledger(t, pool, "grid"), "the same fill seen again counts nothing")
+
+	spotOrder(t, pool, "buy", "BTC", "grid", "filled", "0.5")
+	require.Equal(t, "1.499", ledger(t, pool, "grid"))
+	sell := spotOrder(t, pool, "sell", "BTC", "grid", "filled", "1.2")
+	require.Equal(t, "0.299", ledger(t, pool, "grid"))
+	update(sell, "1.2", "12", "USDT", "filled")
+	require.Equal(t, "0.299", ledger(t, pool, "grid"), "a fee in the quote asset does not touch the base holding")
+
+	spotOrder(t, pool, "sell", "BTC", "grid", "filled", "5")
+	require.Equal(t, "0", ledger(t, pool, "grid"), "a sell of more than was bought leaves nothing, never less")
+
+	spotOrder(t, pool, "buy", "", "perp", "filled", "3")
+	require.Equal(t, "none", ledger(t, pool, "perp"), "derivatives orders stay out of the spot ledger")
+	spotOrder(t, pool, "buy", "BTC", "perp", "rejected", "0")
+	require.Equal(t, "none", ledger(t, pool, "perp"), "a rejected order moved nothing")
+}
+
+// An operator may set an entry (after a manual trade, or to hand holdings
+// bought before hoox to a strategy): the change is audited with what it
+// replaced, and later fills move the entry from the new value.
+func TestSetLedgerIsAuditedAndFillsMoveOnFromIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	spotOrder(t, pool, "buy", "BTC", "", "filled", "0.3")
+	k := db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: ""}
+
+	e, err := db.SetLedger(ctx, pool, k, decimal.RequireFromString("1.5"), "bought by hand before hoox", "admin")
+	require.NoError(t, err)
+	require.Equal(t, "admin", e.UpdatedBy)
+	require.Equal(t, "1.5", ledger(t, pool, ""))
+	spotOrder(t, pool, "sell", "BTC", "", "filled", "0.5")
+	require.Equal(t, "1", ledger(t, pool, ""))
+
+	var was, now, reason, by string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT detail->>'was', detail->>'quantity', detail->>'reason', detail->>'by'
+		FROM trace_events WHERE trace_id = $1 AND event = $2`, db.LedgerTraceID, db.EventLedgerSet).Scan(&was, &now, &reason, &by))
+	require.Equal(t, []string{"0.3", "1.5", "bought by hand before hoox", "admin"}, []string{was, now, reason, by})
+
+	held, err := db.LockLedger(ctx, pool, k)
+	require.NoError(t, err)
+	require.Equal(t, "1", held.Quantity.String())
+	held, err = db.LockLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "test", Symbol: "BTCUSDT"})
+	require.NoError(t, err)
+	require.True(t, held.Quantity.IsZero(), "live and test books never mix")
+}
+
+// A split spot close sells in parts: until each part is recorded it may
+// have sold, or is about to sell, the holding, so a close read meanwhile
+// counts as sold the unsent parts an unrecorded intent planned and the
+// parts (order_legs) not settled yet — never a settled one, whose fill
+// the ledger already counts.
+func TestUnrecordedSellsCountTheUnsettledPartsOfASplitClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	sell := func(qty string) string {
+		return `{"Side":"sell","Quantity":"` + qty + `","Ledger":{"strategy":"trend","symbol":"BTCUSDT","base_asset":"BTC"}}`
+	}
+	// An intent whose answer was lost: 1 sent, 2 and 3 planned as parts.
+	_, err := pool.Exec(ctx, `INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source,
+		exchange, symbol, action, order_spec, signal, received_at, execution, outcome)
+		VALUES ('hxlost', 'k:lost', 'k:lost', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'close',
+		        jsonb_set($1::jsonb, '{Legs}', jsonb_build_array(jsonb_build_object('Role', 'close_part', 'Order', $2::jsonb),
+		                                                         jsonb_build_object('Role', 'close_part', 'Order', $3::jsonb))),
+		        '{}', now(), 1, NULL)`, sell("1"), sell("2"), sell("3"))
+	require.NoError(t, err)
+	// A recorded close's parts: one still to place (4), one settled (5).
+	for _, l := range []struct {
+		id, qty string
+		outcome any
+	}{{"hxpart4", "4", nil}, {"hxpart5", "5", "dispatched"}} {
+		_, err := pool.Exec(ctx, `INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
+			exchange, mode, order_spec, outcome) VALUES ($1, 'hxdone', $2::int, 'close_part', 'k:done', 'k:done', 'binance', 'live', $3, $4)`,
+			l.id, l.qty, sell(l.qty), l.outcome)
+		require.NoError(t, err)
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	held, err := db.LockLedger(ctx, tx, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"})
+	require.NoError(t, err)
+	require.Equal(t, "10", held.Unrecorded.String(), "1 + 2 + 3 of the lost close, 4 of the unsettled part")
+}
