@@ -210,6 +210,8 @@ type Server struct {
 	cancels int
 	// algos are the conditional orders of the Algo Order API.
 	algos []*AlgoOrder
+	// lists are the spot OCO order lists (oco.go).
+	lists []*OrderList
 	// holdAfterCancel, when set, holds the first placement after a
 	// cancel (HoldPlacementAfterCancel).
 	holdAfterCancel *heldPlacement

@@ -54,6 +54,8 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
 	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
 	mux.HandleFunc("DELETE /fapi/v1/algoOrder", s.handleCancelAlgo)
+	mux.HandleFunc("POST /api/v3/orderList/oco", s.handleNewOCO)
+	mux.HandleFunc("GET /api/v3/orderList", s.handleQueryOrderList)
 	mux.HandleFunc("DELETE /api/v3/order", s.handleCancel(MarketSpot))
 	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
 	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades(MarketSpot))

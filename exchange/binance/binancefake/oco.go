@@ -1,0 +1,252 @@
+package binancefake
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// OrderList is one spot OCO order list (rest-api.md, "New Order list -
+// OCO", POST /api/v3/orderList/oco): an above and a below order for one
+// quantity, where the execution of one cancels the other. The fake never
+// triggers either; ExpireList ends a list by hand.
+type OrderList struct {
+	OrderListID       int64
+	ListClientOrderID string
+	Symbol            string
+	Side              string // BUY or SELL
+	Quantity          decimal.Decimal
+	Above, Below      ListOrder
+	// Status is the list's listOrderStatus: EXECUTING while it rests,
+	// ALL_DONE once it ended (enums.md, "Order List Order Status").
+	Status string
+	Time   time.Time
+}
+
+// ListOrder is one order of an OrderList.
+type ListOrder struct {
+	OrderID       int64
+	ClientOrderID string
+	Type          string // LIMIT_MAKER, TAKE_PROFIT, STOP_LOSS
+	Price         decimal.Decimal
+	StopPrice     decimal.Decimal
+}
+
+// OrderLists are the OCO order lists the fake holds, oldest first.
+func (s *Server) OrderLists() []OrderList {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]OrderList, 0, len(s.lists))
+	for _, l := range s.lists {
+		out = append(out, *l)
+	}
+	return out
+}
+
+// ExpireList ends the open list listClientOrderID (ALL_DONE): its
+// listClientOrderId may then be used again, as Binance allows once the
+// previous list is "filled or completely expired".
+func (s *Server) ExpireList(listClientOrderID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lists {
+		if l.ListClientOrderID == listClientOrderID {
+			l.Status = "ALL_DONE"
+		}
+	}
+}
+
+// ocoTakeProfit and ocoStopLoss are the OCO order types the fake takes
+// (rest-api.md: one order "must be a LIMIT_MAKER/TAKE_PROFIT/
+// TAKE_PROFIT_LIMIT order and the other must be STOP_LOSS or
+// STOP_LOSS_LIMIT"); the *_LIMIT types are refused -1158 as unsupported
+// by the fake.
+var (
+	ocoTakeProfit = map[string]bool{"LIMIT_MAKER": true, "TAKE_PROFIT": true}
+	ocoStopLoss   = map[string]bool{"STOP_LOSS": true}
+)
+
+// handleNewOCO is POST /api/v3/orderList/oco. It enforces the doc's
+// rules: the types (one take-profit kind, one stop-loss kind, else -1158
+// "Order type not supported in OCO."), the price restrictions against the
+// last traded price (SELL: take-profit price > last > stop-loss
+// stopPrice; BUY the reverse, else -2010 "The relationship of the prices
+// for the orders is not correct.", errors.md), the tick and step
+// (-1013), listClientOrderId unique among open lists and the orders'
+// client IDs unique among open orders (-2010 "Duplicate order sent."),
+// and the balance the list sells (a SELL list needs the free base asset
+// for its quantity beyond what open SELL lists already hold: -2010
+// insufficient balance).
+func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
+	if !s.waitHeldPlacement(r) {
+		return
+	}
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bad := func(code int, msg string) { writeErr(w, http.StatusBadRequest, code, msg) }
+	for _, k := range []string{"symbol", "side", "quantity", "aboveType", "belowType"} {
+		if p.Get(k) == "" {
+			bad(-1102, "Mandatory parameter '"+k+"' was not sent, was empty/null, or malformed.")
+			return
+		}
+	}
+	sym, ok := s.symbols[p.Get("symbol")]
+	if !ok {
+		bad(-1121, "Invalid symbol.")
+		return
+	}
+	side := p.Get("side")
+	if side != "BUY" && side != "SELL" {
+		bad(-1117, "Invalid side.")
+		return
+	}
+	aboveType, belowType := p.Get("aboveType"), p.Get("belowType")
+	// SELL: the take-profit is above the market, the stop below; BUY the
+	// reverse.
+	tpType, slType, tpPos, slPos := aboveType, belowType, "above", "below"
+	if side == "BUY" {
+		tpType, slType, tpPos, slPos = belowType, aboveType, "below", "above"
+	}
+	if !ocoTakeProfit[tpType] || !ocoStopLoss[slType] {
+		bad(-1158, "Order type not supported in OCO.")
+		return
+	}
+	qty, err := decimal.NewFromString(p.Get("quantity"))
+	if err != nil || !qty.IsPositive() || (sym.StepSize.IsPositive() && !qty.Mod(sym.StepSize).IsZero()) ||
+		qty.LessThan(sym.MinQty) || (sym.MaxQty.IsPositive() && qty.GreaterThan(sym.MaxQty)) {
+		bad(-1013, "Filter failure: LOT_SIZE")
+		return
+	}
+	price := func(name string) (decimal.Decimal, bool) {
+		d, err := decimal.NewFromString(p.Get(name))
+		if err != nil || !d.IsPositive() || (sym.TickSize.IsPositive() && !d.Mod(sym.TickSize).IsZero()) {
+			return d, false
+		}
+		return d, true
+	}
+	tp := ListOrder{Type: tpType, ClientOrderID: p.Get(tpPos + "ClientOrderId")}
+	sl := ListOrder{Type: slType, ClientOrderID: p.Get(slPos + "ClientOrderId")}
+	tpField := tpPos + "StopPrice"
+	if tpType == "LIMIT_MAKER" {
+		tpField = tpPos + "Price"
+	}
+	var okTP, okSL bool
+	tpTrigger, okTP := price(tpField)
+	if tpType == "LIMIT_MAKER" {
+		tp.Price = tpTrigger
+	} else {
+		tp.StopPrice = tpTrigger
+	}
+	sl.StopPrice, okSL = price(slPos + "StopPrice")
+	if !okTP || !okSL {
+		bad(-1013, "Filter failure: PRICE_FILTER")
+		return
+	}
+	last := sym.Price
+	if (side == "SELL" && !(tpTrigger.GreaterThan(last) && last.GreaterThan(sl.StopPrice))) ||
+		(side == "BUY" && !(tpTrigger.LessThan(last) && last.LessThan(sl.StopPrice))) {
+		bad(-2010, "The relationship of the prices for the orders is not correct.")
+		return
+	}
+	id := p.Get("listClientOrderId")
+	if id == "" {
+		id = "fakelist" + strconv.FormatInt(s.nextID+1, 10)
+	}
+	for _, c := range []string{id, tp.ClientOrderID, sl.ClientOrderID} {
+		if c != "" && !clientOrderIDPattern.MatchString(c) {
+			bad(-1100, "Illegal characters found in parameter 'listClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.")
+			return
+		}
+	}
+	locked := decimal.Zero
+	for _, l := range s.lists {
+		if l.Status != "EXECUTING" {
+			continue
+		}
+		if l.ListClientOrderID == id || l.Above.ClientOrderID == tp.ClientOrderID || l.Above.ClientOrderID == sl.ClientOrderID ||
+			l.Below.ClientOrderID == tp.ClientOrderID || l.Below.ClientOrderID == sl.ClientOrderID {
+			bad(-2010, "Duplicate order sent.")
+			return
+		}
+		if l.Symbol == sym.Symbol && l.Side == "SELL" {
+			locked = locked.Add(l.Quantity)
+		}
+	}
+	if (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(locked))) ||
+		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(sl.StopPrice))) {
+		bad(-2010, "Account has insufficient balance for requested action.")
+		return
+	}
+	s.nextID++
+	l := &OrderList{OrderListID: s.nextID, ListClientOrderID: id, Symbol: sym.Symbol, Side: side, Quantity: qty,
+		Status: "EXECUTING", Time: s.now()}
+	for _, o := range []*ListOrder{&tp, &sl} {
+		s.nextID++
+		o.OrderID = s.nextID
+		if o.ClientOrderID == "" {
+			o.ClientOrderID = "fake" + strconv.FormatInt(o.OrderID, 10)
+		}
+	}
+	l.Above, l.Below = tp, sl
+	if side == "BUY" {
+		l.Above, l.Below = sl, tp
+	}
+	s.lists = append(s.lists, l)
+	body := listJSON(l)
+	var reports []map[string]any
+	for _, o := range []ListOrder{l.Below, l.Above} {
+		reports = append(reports, map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
+			"clientOrderId": o.ClientOrderID, "transactTime": l.Time.UnixMilli(), "price": str(o.Price),
+			"origQty": str(l.Quantity), "executedQty": "0.00000000", "cummulativeQuoteQty": "0.00000000",
+			"status": "NEW", "timeInForce": "GTC", "type": o.Type, "side": l.Side, "stopPrice": str(o.StopPrice),
+			"selfTradePreventionMode": "NONE"})
+	}
+	body["orderReports"] = reports
+	writeJSON(w, http.StatusOK, body)
+}
+
+func listJSON(l *OrderList) map[string]any {
+	statusType := "EXEC_STARTED"
+	if l.Status == "ALL_DONE" {
+		statusType = "ALL_DONE"
+	}
+	var orders []map[string]any
+	for _, o := range []ListOrder{l.Below, l.Above} {
+		orders = append(orders, map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "clientOrderId": o.ClientOrderID})
+	}
+	return map[string]any{"orderListId": l.OrderListID, "contingencyType": "OCO", "listStatusType": statusType,
+		"listOrderStatus": l.Status, "listClientOrderId": l.ListClientOrderID, "transactionTime": l.Time.UnixMilli(),
+		"symbol": l.Symbol, "orders": orders}
+}
+
+// handleQueryOrderList is GET /api/v3/orderList (rest-api.md, "Query
+// Order list"): by orderListId or origClientOrderId (the
+// listClientOrderId), the latest list under it; -2013 "Order list does
+// not exist." when none.
+func (s *Server) handleQueryOrderList(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	id, listID := p.Get("origClientOrderId"), p.Get("orderListId")
+	if id == "" && listID == "" {
+		writeErr(w, http.StatusBadRequest, -1102, "Param 'origClientOrderId' or 'orderListId' must be sent, but both were empty/null!")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.lists) - 1; i >= 0; i-- {
+		l := s.lists[i]
+		if (id != "" && l.ListClientOrderID == id) || (id == "" && strconv.FormatInt(l.OrderListID, 10) == listID) {
+			writeJSON(w, http.StatusOK, listJSON(l))
+			return
+		}
+	}
+	writeErr(w, http.StatusBadRequest, -2013, "Order list does not exist.")
+}
