@@ -53,6 +53,26 @@ func (o OrderRow) Attached() []AttachedExit {
 		}
 		return []AttachedExit{e}
 	}
+	if o.Role == exchange.RoleOCO {
+		// Both exits as one order list (Binance spot OCO): each is shown
+		// with the list's IDs.
+		st := AttachedPlaced
+		if o.Status == string(exchange.StatusRejected) {
+			st = AttachedNotPlaced
+		}
+		var out []AttachedExit
+		for _, a := range []struct {
+			role  string
+			price decimal.NullDecimal
+		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
+			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+			if o.ExchangeOrderID != nil {
+				e.ExchangeOrderID = *o.ExchangeOrderID
+			}
+			out = append(out, e)
+		}
+		return out
+	}
 	status := AttachedPlaced
 	switch o.Status {
 	case string(exchange.StatusOpen):

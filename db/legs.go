@@ -257,14 +257,19 @@ type ParentFill struct {
 	Side           string
 	FillPrice      decimal.NullDecimal
 	FilledQuantity decimal.NullDecimal
+	// Fee is what the venue charged the order so far, in FeeAsset ("" when
+	// none is recorded): a spot buy charged in the coin it bought received
+	// that much less.
+	Fee      decimal.NullDecimal
+	FeeAsset string
 }
 
 // ParentOrderFill reads the recorded fill of the order placed under
 // parent: an exit leg's quantity and percent target come from it.
 func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
 	var p ParentFill
-	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity FROM orders WHERE client_order_id = $1`, parent).
-		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity)
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity, fee, coalesce(fee_asset, '') FROM orders WHERE client_order_id = $1`, parent).
+		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity, &p.Fee, &p.FeeAsset)
 	if err != nil {
 		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
 	}

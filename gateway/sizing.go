@@ -132,7 +132,11 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).
-		return exchange.PlanExitLegs(order, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }), false, nil
+		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
+		if exchange.ExitsAsOneList(venue) {
+			return exchange.PlanOCOLeg(order, legID), false, nil
+		}
+		return exchange.PlanExitLegs(order, legID), false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil

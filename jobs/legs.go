@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -184,7 +183,7 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg) (exchange.Order, string, error) {
 	o := leg.Order
 	target := o.ExitTarget()
-	if target == nil {
+	if target == nil && o.Exit != exchange.RoleOCO {
 		return o, fmt.Sprintf("exit leg %s carries no %s target", leg.ClientOrderID, o.Exit), nil
 	}
 	fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
@@ -194,15 +193,18 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
 		o.Quantity = fill.FilledQuantity.Decimal
 	}
-	var tick decimal.Decimal
+	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
-		facts, err := sizer.SizingFacts(vctx, o, exchange.SizingNeed{})
+		facts, err = sizer.SizingFacts(vctx, o, exchange.SizingNeed{})
 		cancel()
 		if err != nil {
 			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
 		}
-		tick = facts.Tick
+	}
+	tick := facts.Tick
+	if o.Exit == exchange.RoleOCO {
+		return resolveOCO(o, fill, facts)
 	}
 	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
 	if err != nil {
@@ -216,5 +218,36 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	default:
 		o.TrailingStop = &resolved
 	}
+	return o, "", nil
+}
+
+// resolveOCO resolves an OCO exit (exchange.RoleOCO: one order list with
+// both targets, Binance spot): each target from the entry's fill price as
+// resolveExit does, and the quantity to what the entry received — its
+// filled quantity less a fee charged in the coin it bought (the spot
+// ledger's orders.fee, fee_asset) — rounded down to the step: the list
+// sells the coins the entry brought, never more than the account got.
+func resolveOCO(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
+	if o.TakeProfit == nil || o.StopLoss == nil {
+		return o, fmt.Sprintf("OCO exit %s needs a take-profit and a stop-loss", o.ClientOrderID), nil
+	}
+	if fill.Fee.Valid && fill.FeeAsset != "" && fill.FeeAsset == facts.BaseAsset {
+		o.Quantity = o.Quantity.Sub(fill.Fee.Decimal)
+	}
+	if facts.Step.IsPositive() {
+		o.Quantity = o.Quantity.Div(facts.Step).Floor().Mul(facts.Step)
+	}
+	if !o.Quantity.IsPositive() || o.Quantity.LessThan(facts.MinQty) {
+		return o, fmt.Sprintf("OCO exit %s: the entry received %s net of its fee, below the venue's minimum %s", o.ClientOrderID, o.Quantity, facts.MinQty), nil
+	}
+	tp, err := o.TakeProfit.Resolve(exchange.RoleTakeProfit, fill.Side, fill.FillPrice.Decimal, facts.Tick)
+	if err != nil {
+		return o, err.Error(), nil
+	}
+	sl, err := o.StopLoss.Resolve(exchange.RoleStopLoss, fill.Side, fill.FillPrice.Decimal, facts.Tick)
+	if err != nil {
+		return o, err.Error(), nil
+	}
+	o.TakeProfit, o.StopLoss = &tp, &sl
 	return o, "", nil
 }

@@ -18,21 +18,23 @@ var (
 	_ exchange.LegAttacher       = (*Venue)(nil)
 )
 
-// AttachesAsLegs is true on USDⓈ-M: a take-profit and a stop-loss are
-// separate reduce-only conditional orders, placed after the entry filled
-// through the Algo Order API (trade/rest-api/New-Algo-Order.md: "Use this
+// AttachesAsLegs is true on both markets: on spot the exits are one OCO
+// order list placed after the entry filled (oco.go); on USDⓈ-M a
+// take-profit and a stop-loss are separate reduce-only conditional
+// orders, placed after the entry filled through the Algo Order API (trade/rest-api/New-Algo-Order.md: "Use this
 // endpoint to place TP/SL"; the plain order endpoint answers -4120
 // STOP_ORDER_SWITCH_ALGO for conditional types, error-code.md).
-func (v *Venue) AttachesAsLegs() bool { return v.futures() }
+func (v *Venue) AttachesAsLegs() bool { return true }
 
 // RefuseAttachments takes a take-profit and a stop-loss on a USDⓈ-M market
-// entry. Spot (an OCO order list) and trailing stops are not supported yet,
+// entry, and both together on a spot market buy (an OCO order list, see
+// refuseSpotAttachments). Trailing stops are not supported yet,
 // and neither are exits on a limit entry (they would have to wait for its
 // fill): each is refused before anything is sent.
 func (v *Venue) RefuseAttachments(o exchange.Order) string {
 	switch {
 	case !v.futures():
-		return "take_profit and stop_loss on Binance spot (an OCO order list) are not supported yet; send the entry without them"
+		return refuseSpotAttachments(o)
 	case o.TrailingStop != nil:
 		return "trailing_stop is not supported on binance-futures yet; send take_profit and stop_loss only"
 	case o.OrderType != "market":

@@ -32,6 +32,11 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	}
 	market := o.OrderType == "market"
 	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty, Tick: f.TickSize}
+	if !v.futures() {
+		// The coin a spot buy receives: a fee charged in it is not held
+		// (an OCO exit sells what the entry received net of it).
+		out.BaseAsset = f.BaseAsset
+	}
 	if market && f.MarketStepSize.GreaterThan(out.Step) {
 		out.Step = f.MarketStepSize
 	}

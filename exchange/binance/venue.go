@@ -140,6 +140,9 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	if o.Exit != "" && v.futures() {
 		return v.placeAlgo(ctx, o)
 	}
+	if o.Exit == exchange.RoleOCO && !v.futures() {
+		return v.placeOCO(ctx, o)
+	}
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
@@ -534,6 +537,9 @@ func (a orderAnswer) fillPrice() decimal.Decimal {
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	if o.Exit != "" && v.futures() {
 		return v.lookupAlgo(ctx, o)
+	}
+	if o.Exit == exchange.RoleOCO && !v.futures() {
+		return v.lookupOCO(ctx, o)
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)

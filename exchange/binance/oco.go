@@ -1,0 +1,182 @@
+package binance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+var _ exchange.ListExiter = (*Venue)(nil)
+
+// ExitsAsOneList is true on spot: an entry's take-profit and stop-loss
+// are one OCO order list (rest-api.md, "New Order list - OCO"): both sell
+// the coins the entry bought, and only a list lets one of them cancel the
+// other (two plain orders would each lock the whole quantity).
+func (v *Venue) ExitsAsOneList() bool { return !v.futures() }
+
+// refuseSpotAttachments says which attached exits spot cannot take: an
+// OCO needs both targets (a lone take-profit or stop-loss would be a
+// single TAKE_PROFIT or STOP_LOSS order, not built), follows a buy (a
+// spot sell holds no position to protect), and is placed after a market
+// entry filled.
+func refuseSpotAttachments(o exchange.Order) string {
+	switch {
+	case o.TrailingStop != nil:
+		return "trailing_stop is not supported on Binance spot; send take_profit and stop_loss"
+	case exchange.IsClose(o.Action):
+		return "take_profit and stop_loss belong to an entry, not a close"
+	case o.TakeProfit == nil || o.StopLoss == nil:
+		return "Binance spot takes take_profit and stop_loss together, as one OCO order list; send both"
+	case o.Side != "buy":
+		return "take_profit and stop_loss on Binance spot protect a buy; a spot sell opens no position"
+	case o.OrderType != "market":
+		return "take_profit and stop_loss on a Binance limit entry are not supported yet: they are placed after the entry fills; send a market entry"
+	}
+	return ""
+}
+
+// ocoIDs are the client order IDs of an OCO's take-profit and stop-loss
+// orders, derived from its listClientOrderId (the leg's client order ID):
+// Binance wants them distinct from it, unique among open orders, and at
+// most 36 of [.A-Z:/a-z0-9_-] — hoox's 32 characters plus two.
+func ocoIDs(list string) (tp, sl string) { return list + "tp", list + "sl" }
+
+// ocoAnswer is an order list as POST /api/v3/orderList/oco and GET
+// /api/v3/orderList answer it (rest-api.md).
+type ocoAnswer struct {
+	OrderListID       int64  `json:"orderListId"`
+	ListClientOrderID string `json:"listClientOrderId"`
+	ListOrderStatus   string `json:"listOrderStatus"`
+	Symbol            string `json:"symbol"`
+	Orders            []struct {
+		ClientOrderID string `json:"clientOrderId"`
+	} `json:"orders"`
+}
+
+// report maps an order list onto o's Report: EXECUTING is open (Binance
+// holds both exits), ALL_DONE is filled as far as hoox follows it (one
+// exit executed and cancelled the other, or both were cancelled by hand:
+// the list query does not say which), REJECT is rejected. The take-profit
+// and stop-loss reported are the ones the list was placed with.
+func (a ocoAnswer) report(o exchange.Order, qty decimal.Decimal) exchange.Report {
+	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.OrderListID, 10), Symbol: a.Symbol, Side: o.Side,
+		Quantity: qty, Status: exchange.StatusOpen}
+	switch a.ListOrderStatus {
+	case "ALL_DONE":
+		r.Status = exchange.StatusFilled
+	case "REJECT":
+		r.Status, r.Reason = exchange.StatusRejected, "binance rejected the order list"
+	}
+	if o.TakeProfit != nil {
+		r.TakeProfit = o.TakeProfit.Price
+	}
+	if o.StopLoss != nil {
+		r.StopLoss = o.StopLoss.Price
+	}
+	return r
+}
+
+// ocoOrder is what placeOCO sends for o: the quantity rounded down to
+// LOT_SIZE's step (the list's orders are not market orders), the targets
+// as resolved (on the tick already). errBadExit for an OCO without both
+// prices.
+func (v *Venue) ocoOrder(ctx context.Context, o exchange.Order) (symbol string, qty, tp, sl decimal.Decimal, err error) {
+	symbol = exchange.VenueSymbol(o.Symbol)
+	if o.TakeProfit == nil || o.StopLoss == nil || !o.TakeProfit.Price.Valid || !o.StopLoss.Price.Valid {
+		return symbol, qty, tp, sl, fmt.Errorf("%w: OCO %s needs a take-profit and a stop-loss price", errBadExit, o.ClientOrderID)
+	}
+	f, _, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return symbol, qty, tp, sl, err
+	}
+	return symbol, f.RoundQuantity(o.Quantity, false), o.TakeProfit.Price.Decimal, o.StopLoss.Price.Decimal, nil
+}
+
+// placeOCO sends the exit o as one OCO order list (POST
+// /api/v3/orderList/oco, rest-api.md "New Order list - OCO"):
+// listClientOrderId is the leg's client order ID; for a SELL list the
+// above order is a LIMIT_MAKER at the take-profit and the below order a
+// STOP_LOSS (a market order once triggered) at the stop-loss — Binance's
+// rule "LIMIT_MAKER price > Last Traded Price > STOP_LOSS stopPrice"; a BUY
+// list the reverse.
+func (v *Venue) placeOCO(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	start := v.cfg.Now()
+	if !clientOrderIDPattern.MatchString(o.ClientOrderID) {
+		return rejected(ReasonClientOrderID), nil
+	}
+	stamp, err := v.serverTimeAt(ctx, start)
+	if err != nil {
+		return exchange.Report{}, err
+	}
+	ctx = v.withOrderExpiry(ctx, stamp)
+	symbol, qty, tp, sl, err := v.ocoOrder(ctx, o)
+	if errors.Is(err, errBadExit) {
+		return rejected(err.Error()), nil
+	}
+	if r, err, done := refusal(err); done {
+		return r, err
+	}
+	tpID, slID := ocoIDs(o.ClientOrderID)
+	limit, stop := "above", "below"
+	if o.Side == "buy" {
+		limit, stop = "below", "above"
+	}
+	p := params{}.add("symbol", symbol).add("side", strings.ToUpper(o.Side)).add("quantity", qty.String()).
+		add("listClientOrderId", o.ClientOrderID).
+		add(limit+"Type", "LIMIT_MAKER").add(limit+"Price", tp.String()).add(limit+"ClientOrderId", tpID).
+		add(stop+"Type", "STOP_LOSS").add(stop+"StopPrice", sl.String()).add(stop+"ClientOrderId", slID).
+		add("newOrderRespType", "RESULT")
+	var a ocoAnswer
+	req := request{method: http.MethodPost, path: v.prefix + "/orderList/oco", params: p, signed: true, weight: 1, placement: true, stamp: stamp}
+	if err := v.do(ctx, req, &a); err != nil {
+		if r, err, done := refusal(fmt.Errorf("binance: place order list %s: %w", o.ClientOrderID, err)); done {
+			return r, err
+		}
+	}
+	if a.OrderListID == 0 {
+		return exchange.Report{}, fmt.Errorf("binance: place order list %s: answer without order list id: %w", o.ClientOrderID, exchange.ErrUnknownOutcome)
+	}
+	return a.report(o, qty), nil
+}
+
+// lookupOCO finds the exit o by its listClientOrderId (GET
+// /api/v3/orderList with origClientOrderId, rest-api.md "Query Order
+// list", weight 4); exchange.ErrNotFound when Binance holds none (-2013).
+// A list for another symbol, or whose orders are not the two client IDs
+// hoox derives for it, is an ErrMismatch. The list query carries no
+// prices: the targets are those of the leg's stored order, which is the
+// only order hoox ever sends under the ID.
+func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	var a ocoAnswer
+	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/orderList",
+		params: params{}.add("origClientOrderId", o.ClientOrderID), signed: true, weight: 4}, &a)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassNotFound {
+		return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w: %w", o.ClientOrderID, exchange.ErrNotFound, err)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
+	}
+	symbol, qty, _, _, err := v.ocoOrder(ctx, o)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
+	}
+	tpID, slID := ocoIDs(o.ClientOrderID)
+	var ids []string
+	for _, x := range a.Orders {
+		ids = append(ids, x.ClientOrderID)
+	}
+	slices.Sort(ids)
+	if a.Symbol != symbol || !slices.Equal(ids, []string{slID, tpID}) {
+		return exchange.Report{}, fmt.Errorf("binance: %w: list client order id %s is held for %s with orders %v, not %s with %s and %s",
+			exchange.ErrMismatch, o.ClientOrderID, a.Symbol, ids, symbol, tpID, slID)
+	}
+	return a.report(o, qty), nil
+}
