@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/signal"
+)
+
+// A Binance spot market buy with a take-profit (2 % from the fill) and a
+// stop-loss (a price): the entry goes out plain, then both exits as ONE
+// OCO order list (POST /api/v3/orderList/oco) whose listClientOrderId is
+// the leg's client order ID: a LIMIT_MAKER at the take-profit above the
+// market and a STOP_LOSS below it, for what the entry received net of its
+// commission (charged in ETH), rounded down to the step. A list for the
+// whole 2 ETH would be refused for want of balance (0.002 ETH went to the
+// fee), leaving the position unprotected.
+func TestBinanceSpotEntryWithTakeProfitAndStopLossPlacesOneOCO(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.binance.SetSpotCommission(d("0.001"))
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"2",
+		"take_profit":{"percent":2},"stop_loss":"2900.004","trace_id":"oco-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "3000", out.Order.FillPrice.Decimal.String())
+	require.Len(t, b.binance.Orders(), 1, "the entry is the only plain order")
+	lists := b.binance.OrderLists()
+	require.Len(t, lists, 1, "one order list for both exits")
+	l := lists[0]
+	require.Equal(t, signal.LegClientOrderID(out.Order.ClientOrderID, 1), l.ListClientOrderID)
+	require.Len(t, l.ListClientOrderID, 32)
+	require.Equal(t, "SELL", l.Side)
+	require.Equal(t, "1.99", l.Quantity.String(), "2 ETH bought, 0.002 ETH fee, rounded down to 0.01")
+	require.Equal(t, "LIMIT_MAKER", l.Above.Type)
+	require.Equal(t, "3060", l.Above.Price.String(), "2 % above the fill")
+	require.Equal(t, "STOP_LOSS", l.Below.Type)
+	require.Equal(t, "2900.01", l.Below.StopPrice.String(), "rounded to the tick toward the entry")
+
+	require.Len(t, out.Legs, 1)
+	leg := out.Legs[0]
+	require.Equal(t, exchange.RoleOCO, leg.Role)
+	require.Equal(t, "open", leg.Status, "resting until one side executes")
+	require.Equal(t, "3060", leg.TakeProfit.Decimal.String())
+	require.Equal(t, "2900.01", leg.StopLoss.Decimal.String())
+	attached := leg.Attached()
+	require.Len(t, attached, 2)
+	require.Equal(t, exchange.RoleTakeProfit, attached[0].Role)
+	require.Equal(t, exchange.RoleStopLoss, attached[1].Role)
+	require.Equal(t, l.ListClientOrderID, attached[1].ClientOrderID)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:oco-1' AND role = 'oco' AND outcome = 'dispatched'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:oco-1' AND role = 'oco' AND quantity = 1.99`))
+
+	// The repeat places nothing more.
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"2",
+		"take_profit":{"percent":2},"stop_loss":"2900.004","trace_id":"oco-1"}`))
+	require.Error(t, err)
+	require.Len(t, b.binance.OrderLists(), 1)
+}
+
+// A stop-loss the fill already passed (a buy filled at 3000 with a stop at
+// 3100) is not sent: the list would be refused, and the entry stays
+// recorded with the failure in the audit.
+func TestBinanceSpotOCOOnTheWrongSideOfTheFillIsNotSent(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"take_profit":"3300","stop_loss":"3100","trace_id":"oco-wrong"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Empty(t, out.Legs)
+	require.Empty(t, b.binance.OrderLists(), "nothing sent")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-wrong' AND event = 'leg_failed'`))
+}
