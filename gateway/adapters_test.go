@@ -30,6 +30,7 @@ type adaptersBundle struct {
 	binance        *binancefake.Server // live spot and futures
 	binanceTestnet *binancefake.Server // binance's testnet account
 	bybit          *bybitfake.Server   // linear and spot
+	venues         *exchange.Registry
 }
 
 func setupAdapters(t *testing.T) *adaptersBundle {
@@ -65,6 +66,7 @@ func setupAdapters(t *testing.T) *adaptersBundle {
 		exchange.Entry{Name: "bybit", Live: bybitIn(bybit.MarketLinear)},
 		exchange.Entry{Name: "bybit-spot", Live: bybitIn(bybit.MarketSpot)},
 	)
+	b.venues = reg
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Venues: reg})
 	t.Cleanup(b.svc.Close)
 	return b

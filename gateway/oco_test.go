@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -79,4 +80,39 @@ func TestBinanceSpotOCOOnTheWrongSideOfTheFillIsNotSent(t *testing.T) {
 	require.Empty(t, out.Legs)
 	require.Empty(t, b.binance.OrderLists(), "nothing sent")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-wrong' AND event = 'leg_failed'`))
+}
+
+// Binance spot may still book a request that arrives late (its recvWindow
+// checks end before the matching engine), so an OCO whose answer was lost
+// and which the venue does not hold after its accept window is a missed
+// order: the leg ends failed for an operator and is never sent again
+// (a second list could sell the coins twice once the first turned up).
+// Inside the window a pass only waits.
+func TestBinanceSpotOCOLostAndMissingAfterItsWindowEndsFailedNotResent(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.LoseNextOrderList()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"oco-lost"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
+	require.Empty(t, out.Legs, "the list's fate is unknown")
+	require.Empty(t, b.binance.OrderLists())
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:oco-lost' AND sent_at IS NOT NULL AND outcome IS NULL`))
+
+	var lockKey, parent string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, parent_client_order_id FROM order_legs WHERE trace_id = 'k:oco-lost'`).Scan(&lockKey, &parent))
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, b.venues, nil, nil)
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.ErrorIs(t, err, jobs.ErrNotYet, "inside the accept window the list may still appear")
+
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE trace_id = 'k:oco-lost'`)
+	require.NoError(t, err)
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:oco-lost' AND outcome = 'failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-lost' AND event = 'leg_failed'`))
+	require.Empty(t, b.binance.OrderLists(), "never sent again")
+	require.Equal(t, 1, b.binance.Requests("/api/v3/orderList/oco"))
 }

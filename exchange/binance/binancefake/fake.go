@@ -212,6 +212,8 @@ type Server struct {
 	algos []*AlgoOrder
 	// lists are the spot OCO order lists (oco.go).
 	lists []*OrderList
+	// loseList drops the next OCO placement (LoseNextOrderList).
+	loseList bool
 	// holdAfterCancel, when set, holds the first placement after a
 	// cancel (HoldPlacementAfterCancel).
 	holdAfterCancel *heldPlacement

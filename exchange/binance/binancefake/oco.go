@@ -58,6 +58,16 @@ func (s *Server) ExpireList(listClientOrderID string) {
 	}
 }
 
+// LoseNextOrderList makes the next OCO placement answer -1007 ("Timeout
+// waiting for response from backend server. Send status unknown;
+// execution status unknown.") without ever booking the list: the answer
+// is lost and nothing exists, as when Binance's backend dropped it.
+func (s *Server) LoseNextOrderList() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseList = true
+}
+
 // ocoTakeProfit and ocoStopLoss are the OCO order types the fake takes
 // (rest-api.md: one order "must be a LIMIT_MAKER/TAKE_PROFIT/
 // TAKE_PROFIT_LIMIT order and the other must be STOP_LOSS or
@@ -89,6 +99,11 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.loseList {
+		s.loseList = false
+		writeErr(w, http.StatusServiceUnavailable, -1007, "Timeout waiting for response from backend server. Send status unknown; execution status unknown.")
+		return
+	}
 	bad := func(code int, msg string) { writeErr(w, http.StatusBadRequest, code, msg) }
 	for _, k := range []string{"symbol", "side", "quantity", "aboveType", "belowType"} {
 		if p.Get(k) == "" {
