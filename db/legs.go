@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -274,4 +275,19 @@ func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, er
 		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
 	}
 	return p, nil
+}
+
+// OpenLegsLockKey returns the lock key of the open legs of the order
+// placed under parent, and false when it has none: a follow job that just
+// recorded the order filled (which planned its legs) places them at once.
+func OpenLegsLockKey(ctx context.Context, q DBTX, parent string) (string, bool, error) {
+	var key string
+	err := q.QueryRow(ctx, `SELECT lock_key FROM order_legs WHERE parent_client_order_id = $1 AND outcome IS NULL LIMIT 1`, parent).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("open legs of %s: %w", parent, translate(err))
+	}
+	return key, true, nil
 }

@@ -16,8 +16,7 @@ import (
 // Where a venue cannot take an attached exit, the signal is refused with
 // 422 unsupported before anything is claimed or sent: Binance spot with
 // only one of take-profit and stop-loss (its exits are one OCO order list),
-// a Binance limit entry (its exits would wait for the fill), a trailing
-// stop anywhere, TP/SL on a Bybit spot market order.
+// a trailing stop anywhere, TP/SL on a Bybit spot market order.
 func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -27,9 +26,7 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	}{
 		{"binance", `"take_profit":"70000"`, "Binance spot takes take_profit and stop_loss together, as one OCO order list"},
 		{"binance", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on Binance spot"},
-		{"binance", `"order_type":"limit","price":"40000","take_profit":"60000","stop_loss":"30000"`, "on a Binance limit entry are not supported yet"},
 		{"binance-futures", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on binance-futures yet"},
-		{"binance-futures", `"order_type":"limit","price":"40000","stop_loss":{"percent":2}`, "on a Binance limit entry are not supported yet"},
 		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
 	}

@@ -133,12 +133,16 @@ type FollowWorker struct {
 	venues   *exchange.Registry
 	log      *slog.Logger
 	notifier *Notifier
+	// legs places the legs (an entry's exits, a close's further parts)
+	// planned when this job records its order filled.
+	legs *LegRunner
 }
 
 // NewFollowWorker returns a worker recording through pool.
 func NewFollowWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, notifier *Notifier) *FollowWorker {
 	logger, _ = orDefaults(logger, nil)
-	return &FollowWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, notifier: notifier}
+	return &FollowWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, notifier: notifier,
+		legs: NewLegRunner(pool, nil, cfg, venues, logger, nil)}
 }
 
 // Timeout bounds one look: a lookup and the writes around it.
@@ -156,11 +160,13 @@ func followBackoff(age time.Duration) time.Duration {
 func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
 	a := job.Args
 	var wait time.Duration
+	var filled bool
 	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
 		if !st.TraceExists {
 			return db.FollowStep{}, nil
 		}
 		step, open, err := w.look(ctx, a, st)
+		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
 		if open || err != nil {
 			wait = followBackoff(st.Age)
 		}
@@ -179,6 +185,9 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return nil
 	case err != nil:
 		return fmt.Errorf("follow order %s: %w", a.ClientOrderID, err)
+	case filled:
+		w.finishLegs(ctx, a)
+		return nil
 	case st.Order.Status != string(exchange.StatusOpen):
 		return nil
 	case !st.TraceExists:
@@ -249,4 +258,19 @@ func OrderMessage(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpda
 		m.Detail += fmt.Sprintf(", fee %s %s", u.Fee.Decimal, u.FeeAsset)
 	}
 	return m
+}
+
+// finishLegs places the legs planned when the job recorded a's order
+// filled (migration 00015's trigger: a limit entry's exits, a close's
+// further parts), so they do not wait for the sweeper's grace. A leg it
+// cannot decide now is left to the sweeper, as after the gateway's pass.
+func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
+	key, ok, err := db.OpenLegsLockKey(ctx, w.pool, a.ClientOrderID)
+	if err == nil && ok {
+		_, err = w.legs.Finish(ctx, key, a.ClientOrderID)
+	}
+	if err != nil {
+		w.log.WarnContext(ctx, "follow: legs of the filled order left to the sweeper", "trace_id", a.TraceID,
+			"client_order_id", a.ClientOrderID, "error", err)
+	}
 }

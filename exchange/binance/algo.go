@@ -27,18 +27,16 @@ var (
 func (v *Venue) AttachesAsLegs() bool { return true }
 
 // RefuseAttachments takes a take-profit and a stop-loss on a USDⓈ-M market
-// entry, and both together on a spot market buy (an OCO order list, see
-// refuseSpotAttachments). Trailing stops are not supported yet,
-// and neither are exits on a limit entry (they would have to wait for its
-// fill): each is refused before anything is sent.
+// or limit entry, and both together on a spot buy (an OCO order list, see
+// refuseSpotAttachments); a limit entry's exits are placed once its follow
+// job records it filled. Trailing stops are not supported yet: refused
+// before anything is sent.
 func (v *Venue) RefuseAttachments(o exchange.Order) string {
 	switch {
 	case !v.futures():
 		return refuseSpotAttachments(o)
 	case o.TrailingStop != nil:
 		return "trailing_stop is not supported on binance-futures yet; send take_profit and stop_loss only"
-	case o.OrderType != "market":
-		return "take_profit and stop_loss on a Binance limit entry are not supported yet: they are placed after the entry fills; send a market entry"
 	case exchange.IsClose(o.Action):
 		return "take_profit and stop_loss belong to an entry, not a close"
 	}

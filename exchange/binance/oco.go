@@ -25,8 +25,9 @@ func (v *Venue) ExitsAsOneList() bool { return !v.futures() }
 // refuseSpotAttachments says which attached exits spot cannot take: an
 // OCO needs both targets (a lone take-profit or stop-loss would be a
 // single TAKE_PROFIT or STOP_LOSS order, not built), follows a buy (a
-// spot sell holds no position to protect), and is placed after a market
-// entry filled.
+// spot sell holds no position to protect). It is placed once the entry
+// filled: at once for a market buy, when the follow job records a limit
+// buy filled.
 func refuseSpotAttachments(o exchange.Order) string {
 	switch {
 	case o.TrailingStop != nil:
@@ -37,8 +38,6 @@ func refuseSpotAttachments(o exchange.Order) string {
 		return "Binance spot takes take_profit and stop_loss together, as one OCO order list; send both"
 	case o.Side != "buy":
 		return "take_profit and stop_loss on Binance spot protect a buy; a spot sell opens no position"
-	case o.OrderType != "market":
-		return "take_profit and stop_loss on a Binance limit entry are not supported yet: they are placed after the entry fills; send a market entry"
 	}
 	return ""
 }
