@@ -116,3 +116,32 @@ func TestBinanceSpotOCOLostAndMissingAfterItsWindowEndsFailedNotResent(t *testin
 	require.Empty(t, b.binance.OrderLists(), "never sent again")
 	require.Equal(t, 1, b.binance.Requests("/api/v3/orderList/oco"))
 }
+
+// A cancel signal reaches a Binance spot entry's OCO list, which rests
+// under its leg's client order ID (listClientOrderId, not an order's
+// clientOrderId): it is cancelled through DELETE /api/v3/orderList
+// (rest-api.md "Cancel Order list"), listed in the answer and recorded
+// cancelled; the plain cancel endpoint would not find it and the list
+// would keep the coins locked. A second cancel finds nothing open.
+func TestCancelReachesBinanceSpotOCO(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	entry, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"oco-c"}`))
+	require.NoError(t, err)
+	require.Len(t, entry.Legs, 1)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"oco-cancel"}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{entry.Legs[0].ClientOrderID}, cancelIDs(out.Cancelled))
+	require.Equal(t, "cancelled", out.Cancelled[0].Status)
+	lists := b.binance.OrderLists()
+	require.Len(t, lists, 1)
+	require.Equal(t, "ALL_DONE", lists[0].Status, "no longer resting at the venue")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'oco' AND status = 'cancelled' AND cancelled_by = 'k:oco-cancel'`))
+
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"oco-cancel-2"}`))
+	require.NoError(t, err)
+	require.Empty(t, out.Cancelled)
+}

@@ -32,6 +32,9 @@ func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if o.Exit != "" && v.futures() {
 		return v.cancelAlgo(ctx, o)
 	}
+	if o.Exit == exchange.RoleOCO && !v.futures() {
+		return v.cancelOCO(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)
 	var a orderAnswer

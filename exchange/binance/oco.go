@@ -61,10 +61,10 @@ type ocoAnswer struct {
 }
 
 // report maps an order list onto o's Report: EXECUTING is open (Binance
-// holds both exits), ALL_DONE is filled as far as hoox follows it (one
-// exit executed and cancelled the other, or both were cancelled by hand:
-// the list query does not say which), REJECT is rejected. The take-profit
-// and stop-loss reported are the ones the list was placed with.
+// holds both exits), ALL_DONE is filled (one exit executed and cancelled
+// the other) — lookupOCO asks the orders themselves which it was, as the
+// list does not say — REJECT is rejected. The take-profit and stop-loss
+// reported are the ones the list was placed with.
 func (a ocoAnswer) report(o exchange.Order, qty decimal.Decimal) exchange.Report {
 	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.OrderListID, 10), Symbol: a.Symbol, Side: o.Side,
 		Quantity: qty, Status: exchange.StatusOpen}
@@ -177,5 +177,67 @@ func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 		return exchange.Report{}, fmt.Errorf("binance: %w: list client order id %s is held for %s with orders %v, not %s with %s and %s",
 			exchange.ErrMismatch, o.ClientOrderID, a.Symbol, ids, symbol, tpID, slID)
 	}
-	return a.report(o, qty), nil
+	r := a.report(o, qty)
+	if a.ListOrderStatus == "ALL_DONE" {
+		executed, err := v.listExecuted(ctx, symbol, tpID, slID)
+		if err != nil {
+			return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
+		}
+		if !executed {
+			r.Status = exchange.StatusCancelled
+		}
+	}
+	return r, nil
+}
+
+// listExecuted asks a finished list's two orders (GET /api/v3/order by
+// origClientOrderId, weight 4 each) whether one of them executed: a list
+// cancelled or expired as a whole executed neither.
+func (v *Venue) listExecuted(ctx context.Context, symbol string, ids ...string) (bool, error) {
+	for _, id := range ids {
+		var a orderAnswer
+		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
+			params: params{}.add("symbol", symbol).add("origClientOrderId", id), signed: true, weight: 4}, &a)
+		if err != nil {
+			return false, fmt.Errorf("order %s of the list: %w", id, err)
+		}
+		if a.Status == "FILLED" || a.Status == "PARTIALLY_FILLED" || a.ExecutedQty.IsPositive() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// cancelOCO cancels the exit o, a whole order list, by its
+// listClientOrderId (DELETE /api/v3/orderList, rest-api.md "Cancel Order
+// list": "Cancel an entire Order list"; the answer is the list ALL_DONE
+// with its orderReports). A list no longer resting is refused (-2011
+// CANCEL_REJECTED, errors.md) and looked up instead, so a retry is
+// idempotent; exchange.ErrNotFound when Binance holds none.
+func (v *Venue) cancelOCO(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	symbol := exchange.VenueSymbol(o.Symbol)
+	var a struct {
+		ocoAnswer
+		OrderReports []orderAnswer `json:"orderReports"`
+	}
+	err := v.do(ctx, request{method: http.MethodDelete, path: v.prefix + "/orderList",
+		params: params{}.add("symbol", symbol).add("listClientOrderId", o.ClientOrderID), signed: true, weight: 1}, &a)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && (apiErr.Code == -2011 || apiErr.Class == ClassNotFound) {
+		return v.lookupOCO(ctx, o)
+	}
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: cancel order list %s: %w", o.ClientOrderID, err)
+	}
+	if a.OrderListID == 0 || a.ListClientOrderID != o.ClientOrderID {
+		return exchange.Report{}, fmt.Errorf("binance: cancel order list %s: answered for list %d %q: %w",
+			o.ClientOrderID, a.OrderListID, a.ListClientOrderID, exchange.ErrUnknownOutcome)
+	}
+	r := a.report(o, o.Quantity)
+	r.Status = exchange.StatusCancelled
+	for _, x := range a.OrderReports {
+		if x.ExecutedQty.IsPositive() {
+			r.Status = exchange.StatusFilled
+		}
+	}
+	return r, nil
 }

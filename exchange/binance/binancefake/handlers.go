@@ -56,6 +56,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("DELETE /fapi/v1/algoOrder", s.handleCancelAlgo)
 	mux.HandleFunc("POST /api/v3/orderList/oco", s.handleNewOCO)
 	mux.HandleFunc("GET /api/v3/orderList", s.handleQueryOrderList)
+	mux.HandleFunc("DELETE /api/v3/orderList", s.handleCancelOrderList)
 	mux.HandleFunc("DELETE /api/v3/order", s.handleCancel(MarketSpot))
 	mux.HandleFunc("DELETE /fapi/v1/order", s.handleCancel(MarketFutures))
 	mux.HandleFunc("GET /api/v3/myTrades", s.handleMyTrades(MarketSpot))
@@ -442,6 +443,10 @@ func (s *Server) handleQuery(market string) http.HandlerFunc {
 				writeJSON(w, http.StatusOK, orderJSON(o, false))
 				return
 			}
+		}
+		if l, o, ok := s.listOrder(symbol, id); ok && market == MarketSpot && id != "" {
+			writeJSON(w, http.StatusOK, listOrderJSON(l, o))
+			return
 		}
 		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
 	}

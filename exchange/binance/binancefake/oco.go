@@ -32,6 +32,10 @@ type ListOrder struct {
 	Type          string // LIMIT_MAKER, TAKE_PROFIT, STOP_LOSS
 	Price         decimal.Decimal
 	StopPrice     decimal.Decimal
+	// Status is the order's own status: NEW while the list rests,
+	// CANCELED once the list was cancelled, EXPIRED once ExpireList ended
+	// it (the order query shows it, rest-api.md "Query order").
+	Status string
 }
 
 // OrderLists are the OCO order lists the fake holds, oldest first.
@@ -52,8 +56,8 @@ func (s *Server) ExpireList(listClientOrderID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range s.lists {
-		if l.ListClientOrderID == listClientOrderID {
-			l.Status = "ALL_DONE"
+		if l.ListClientOrderID == listClientOrderID && l.Status == "EXECUTING" {
+			l.Status, l.Above.Status, l.Below.Status = "ALL_DONE", "EXPIRED", "EXPIRED"
 		}
 	}
 }
@@ -203,7 +207,7 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 		Status: "EXECUTING", Time: s.now()}
 	for _, o := range []*ListOrder{&tp, &sl} {
 		s.nextID++
-		o.OrderID = s.nextID
+		o.OrderID, o.Status = s.nextID, "NEW"
 		if o.ClientOrderID == "" {
 			o.ClientOrderID = "fake" + strconv.FormatInt(o.OrderID, 10)
 		}
@@ -214,16 +218,69 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 	}
 	s.lists = append(s.lists, l)
 	body := listJSON(l)
-	var reports []map[string]any
-	for _, o := range []ListOrder{l.Below, l.Above} {
-		reports = append(reports, map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
-			"clientOrderId": o.ClientOrderID, "transactTime": l.Time.UnixMilli(), "price": str(o.Price),
-			"origQty": str(l.Quantity), "executedQty": "0.00000000", "cummulativeQuoteQty": "0.00000000",
-			"status": "NEW", "timeInForce": "GTC", "type": o.Type, "side": l.Side, "stopPrice": str(o.StopPrice),
-			"selfTradePreventionMode": "NONE"})
-	}
-	body["orderReports"] = reports
+	body["orderReports"] = listReports(l)
 	writeJSON(w, http.StatusOK, body)
+}
+
+func listOrderJSON(l *OrderList, o ListOrder) map[string]any {
+	return map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
+		"clientOrderId": o.ClientOrderID, "transactTime": l.Time.UnixMilli(), "price": str(o.Price),
+		"origQty": str(l.Quantity), "executedQty": "0.00000000", "cummulativeQuoteQty": "0.00000000",
+		"status": o.Status, "timeInForce": "GTC", "type": o.Type, "side": l.Side, "stopPrice": str(o.StopPrice),
+		"selfTradePreventionMode": "NONE"}
+}
+
+func listReports(l *OrderList) []map[string]any {
+	return []map[string]any{listOrderJSON(l, l.Below), listOrderJSON(l, l.Above)}
+}
+
+// listOrder finds the order of a spot list under clientOrderID, for the
+// plain order query; callers hold mu.
+func (s *Server) listOrder(symbol, clientOrderID string) (*OrderList, ListOrder, bool) {
+	for i := len(s.lists) - 1; i >= 0; i-- {
+		l := s.lists[i]
+		for _, o := range []ListOrder{l.Above, l.Below} {
+			if l.Symbol == symbol && o.ClientOrderID == clientOrderID {
+				return l, o, true
+			}
+		}
+	}
+	return nil, ListOrder{}, false
+}
+
+// handleCancelOrderList is DELETE /api/v3/orderList (rest-api.md, "Cancel
+// Order list"): symbol, and orderListId or listClientOrderId; the list
+// ends ALL_DONE with both orders CANCELED, answered with the list and its
+// orderReports. A list not resting (already ended, or none) is refused
+// -2011 "Unknown order sent." (errors.md, -2011 CANCEL_REJECTED; the docs
+// give no message of their own for lists: the plain cancel's is assumed).
+func (s *Server) handleCancelOrderList(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	id, listID := p.Get("listClientOrderId"), p.Get("orderListId")
+	if p.Get("symbol") == "" || (id == "" && listID == "") {
+		writeErr(w, http.StatusBadRequest, -1102, "Param 'orderListId' or 'listClientOrderId' must be sent, but both were empty/null!")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.lists) - 1; i >= 0; i-- {
+		l := s.lists[i]
+		if l.Symbol != p.Get("symbol") || (id != "" && l.ListClientOrderID != id) || (id == "" && strconv.FormatInt(l.OrderListID, 10) != listID) {
+			continue
+		}
+		if l.Status != "EXECUTING" {
+			break
+		}
+		l.Status, l.Above.Status, l.Below.Status = "ALL_DONE", "CANCELED", "CANCELED"
+		body := listJSON(l)
+		body["orderReports"] = listReports(l)
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
 }
 
 func listJSON(l *OrderList) map[string]any {
