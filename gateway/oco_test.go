@@ -132,6 +132,12 @@ func TestCancelReachesBinanceSpotOCO(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entry.Legs, 1)
 
+	// The list locks the 0.99 ETH it sells (1 bought less the 0.001 fee,
+	// down to the step): a close sells only the 0.01 left free.
+	closed, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"oco-close-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, "0.01", closed.Order.Quantity.String())
+
 	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"oco-cancel"}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{entry.Legs[0].ClientOrderID}, cancelIDs(out.Cancelled))
@@ -144,4 +150,11 @@ func TestCancelReachesBinanceSpotOCO(t *testing.T) {
 	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"oco-cancel-2"}`))
 	require.NoError(t, err)
 	require.Empty(t, out.Cancelled)
+
+	// With the list cancelled, the close sells the rest the strategy
+	// bought (0.999 − 0.01, down to the step).
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"oco-close-2"}`))
+	require.NoError(t, err)
+	require.Equal(t, "filled", out.Order.Status)
+	require.Equal(t, "0.98", out.Order.Quantity.String())
 }

@@ -317,8 +317,13 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(assets)
 	balances := make([]map[string]string, 0, len(assets))
+	locked := map[string]decimal.Decimal{}
+	for _, sym := range s.symbols {
+		// An open SELL order list's coins are locked, not free.
+		locked[sym.Base] = locked[sym.Base].Add(s.lockedByLists(sym.Symbol))
+	}
 	for _, a := range assets {
-		balances = append(balances, map[string]string{"asset": a, "free": str(s.balances[a]), "locked": "0.00000000"})
+		balances = append(balances, map[string]string{"asset": a, "free": str(s.balances[a].Sub(locked[a])), "locked": str(locked[a])})
 	}
 	now := s.now()
 	s.mu.Unlock()
@@ -763,7 +768,8 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 			}
 		}
 	} else {
-		insufficient := (side == "SELL" && s.balances[sym.Base].LessThan(qty)) ||
+		// An open SELL order list locks its quantity (oco.go).
+		insufficient := (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(s.lockedByLists(sym.Symbol)))) ||
 			(side == "BUY" && s.balances[sym.Quote].LessThan(notional))
 		if insufficient {
 			return bad(-2010, "Account has insufficient balance for requested action.")

@@ -183,7 +183,6 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	locked := decimal.Zero
 	for _, l := range s.lists {
 		if l.Status != "EXECUTING" {
 			continue
@@ -193,10 +192,8 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 			bad(-2010, "Duplicate order sent.")
 			return
 		}
-		if l.Symbol == sym.Symbol && l.Side == "SELL" {
-			locked = locked.Add(l.Quantity)
-		}
 	}
+	locked := s.lockedByLists(sym.Symbol)
 	if (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(locked))) ||
 		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(sl.StopPrice))) {
 		bad(-2010, "Account has insufficient balance for requested action.")
@@ -321,4 +318,16 @@ func (s *Server) handleQueryOrderList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeErr(w, http.StatusBadRequest, -2013, "Order list does not exist.")
+}
+
+// lockedByLists is the base quantity symbol's open SELL lists hold: not
+// free for another sell; callers hold mu.
+func (s *Server) lockedByLists(symbol string) decimal.Decimal {
+	locked := decimal.Zero
+	for _, l := range s.lists {
+		if l.Status == "EXECUTING" && l.Symbol == symbol && l.Side == "SELL" {
+			locked = locked.Add(l.Quantity)
+		}
+	}
+	return locked
 }
