@@ -200,8 +200,7 @@ ORDER BY at DESC, id DESC;
 -- the admin API show: placed once the entry filled, waiting_for_entry while
 -- a limit entry rests, not_placed when the entry was rejected. An exit placed
 -- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
--- client order ID; Binance spot: role oco, one order list holding both) is
--- placed while the venue holds it. hoox does not follow
+-- client order ID) is placed while the venue holds it. hoox does not follow
 -- whether an exit later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_build_object(
