@@ -9,6 +9,8 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/signal"
 )
@@ -157,4 +159,19 @@ func TestCancelReachesBinanceSpotOCO(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "filled", out.Order.Status)
 	require.Equal(t, "0.98", out.Order.Quantity.String())
+}
+
+// On spot a sell opens no position to protect: exits on it are refused
+// before anything is claimed or sent.
+func TestBinanceSpotSellWithExitsIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	_, err := b.svc.Execute(context.Background(), input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"sell","quantity":"1",
+		"take_profit":"2700","stop_loss":"3300","trace_id":"oco-sell"}`))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.Unsupported, ge.Code)
+	require.Contains(t, ge.Detail, "a spot sell opens no position")
+	require.Empty(t, b.binance.Orders())
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`))
 }
