@@ -25,8 +25,8 @@ type AlgoOrder struct {
 	CallbackRate  decimal.Decimal
 	ActivatePrice decimal.Decimal
 	ReduceOnly    bool
-	Status       string // NEW, CANCELED
-	Time         time.Time
+	Status        string // NEW, CANCELED
+	Time          time.Time
 }
 
 // conditionalTypes are the order types USDⓈ-M takes only through the Algo
@@ -52,7 +52,7 @@ func algoJSON(a *AlgoOrder) map[string]any {
 	if a.Type == "TRAILING_STOP_MARKET" {
 		rate, activate = a.CallbackRate.String(), a.ActivatePrice.String()
 	}
-	return map[string]any{"activatePrice": activate, "callbackRate": rate,"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "algoType": "CONDITIONAL",
+	return map[string]any{"activatePrice": activate, "callbackRate": rate, "algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "algoType": "CONDITIONAL",
 		"orderType": a.Type, "symbol": a.Symbol, "side": a.Side, "positionSide": "BOTH", "timeInForce": "GTC",
 		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": trigger,
 		"price": "0", "workingType": "CONTRACT_PRICE", "priceMatch": "NONE", "closePosition": false,
