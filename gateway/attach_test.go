@@ -16,7 +16,7 @@ import (
 // Where a venue cannot take an attached exit, the signal is refused with
 // 422 unsupported before anything is claimed or sent: Binance spot (an OCO
 // order list, not built yet), a Binance USDⓈ-M limit entry (its exits
-// would wait for the fill), a trailing stop anywhere, TP/SL on a Bybit
+// would wait for the fill), a trailing stop on Bybit, TP/SL on a Bybit
 // spot market order.
 func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	t.Parallel()
@@ -26,7 +26,6 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 		exchange, members, detail string
 	}{
 		{"binance", `"take_profit":"70000"`, "Binance spot (an OCO order list) are not supported yet"},
-		{"binance-futures", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on binance-futures yet"},
 		{"binance-futures", `"order_type":"limit","price":"40000","stop_loss":{"percent":2}`, "on a Binance limit entry are not supported yet"},
 		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
