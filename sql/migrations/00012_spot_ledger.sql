@@ -77,7 +77,9 @@ $$;
 
 CREATE TRIGGER orders_spot_ledger
 AFTER INSERT OR UPDATE OF side, base_asset, filled_quantity, fee, fee_asset ON orders
-FOR EACH ROW EXECUTE FUNCTION spot_ledger_apply();
+-- Only spot rows move a ledger: every other order (derivatives, paper)
+-- skips the function call altogether (issue 21: cost per signal).
+FOR EACH ROW WHEN (NEW.base_asset IS NOT NULL) EXECUTE FUNCTION spot_ledger_apply();
 
 -- A spot close subtracts the sells of the same holding that were sent but
 -- are not recorded yet (an attempt that died, an answer lost): they may

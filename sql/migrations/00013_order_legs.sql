@@ -56,7 +56,8 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER orders_plan_legs AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION plan_order_legs();
+CREATE TRIGGER orders_plan_legs AFTER INSERT ON orders
+    FOR EACH ROW WHEN (NEW.role = 'primary' AND NEW.status = 'filled') EXECUTE FUNCTION plan_order_legs();
 
 -- +goose Down
 DROP TRIGGER orders_plan_legs ON orders;
