@@ -104,21 +104,21 @@ func (v *Venue) exitOrder(ctx context.Context, o exchange.Order) (symbol string,
 	symbol = exchange.VenueSymbol(o.Symbol)
 	typ, ok := algoTypes[o.Exit]
 	target := o.ExitTarget()
-	if ok && o.Exit == exchange.RoleTrailingStop {
+	switch {
+	case ok && o.Exit == exchange.RoleTrailingStop:
 		rate, reason := callbackRate(target)
 		if reason != "" {
 			return symbol, qty, trigger, "", fmt.Errorf("%w: %s", errBadExit, reason)
 		}
 		trigger = rate
-	} else if !ok || target == nil || !target.Price.Valid {
+	case !ok || target == nil || !target.Price.Valid:
 		return symbol, qty, trigger, "", fmt.Errorf("%w: exit %q of %s has no trigger price", errBadExit, o.Exit, o.ClientOrderID)
+	default:
+		trigger = target.Price.Decimal
 	}
 	f, _, err := v.filtersFor(ctx, symbol)
 	if err != nil {
 		return symbol, qty, trigger, "", err
-	}
-	if trigger.IsZero() {
-		trigger = target.Price.Decimal
 	}
 	return symbol, f.RoundQuantity(o.Quantity, true), trigger, typ, nil
 }
@@ -187,12 +187,12 @@ func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, symbol, qty, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
-	held := a.TriggerPrice.Decimal
+	held, what := a.TriggerPrice.Decimal, "trigger"
 	if o.Exit == exchange.RoleTrailingStop {
-		held = a.CallbackRate.Decimal
+		held, what = a.CallbackRate.Decimal, "callbackRate"
 	}
 	if !held.Equal(trigger) {
-		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with trigger %s, not %s", exchange.ErrMismatch, o.ClientOrderID, held, trigger)
+		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with %s %s, not %s", exchange.ErrMismatch, o.ClientOrderID, what, held, trigger)
 	}
 	return r, nil
 }
