@@ -25,6 +25,18 @@ func TestUITracePageShowsAttachedExits(t *testing.T) {
 		require.Contains(t, page, want)
 	}
 
+	// A trailing stop placed as its own order (Binance USDⓈ-M) shows the
+	// rate it trails by instead of a trigger price.
+	_, err := b.pool.Exec(t.Context(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+		quantity, mode, status, exchange_order_id, role, callback_rate)
+		SELECT gen_random_uuid(), trace_id, 'hxtrailingleg', exchange, symbol, 'close', 'sell', 'market', quantity, mode, 'open', '77',
+		       'trailing_stop', 1.5
+		FROM orders WHERE trace_id = 'k:exits'`)
+	require.NoError(t, err)
+	page = string(br.get("/ui/trace/k:exits").Body)
+	require.Contains(t, page, "trails 1.5 %")
+	require.Contains(t, page, "hxtrailingleg")
+
 	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "plain").Status)
 	require.NotContains(t, string(br.get("/ui/trace/k:plain").Body), `<table id="attached">`)
 }

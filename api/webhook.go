@@ -19,6 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
@@ -46,8 +47,12 @@ type signalResponse struct {
 // attachedDTO is one exit attached to an order: the shape the answer, the
 // admin API and the audit share (separate exit orders add their own IDs).
 type attachedDTO struct {
-	Role         string `json:"role"`
-	TriggerPrice string `json:"trigger_price"`
+	Role string `json:"role"`
+	// TriggerPrice is absent for a trailing stop, which has none: it
+	// trails by CallbackRate instead.
+	TriggerPrice string `json:"trigger_price,omitempty"`
+	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M).
+	CallbackRate string `json:"callback_rate,omitempty"`
 	Status       string `json:"status"`
 	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
 	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
@@ -63,8 +68,15 @@ func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
 	}
 	var out []attachedDTO
 	for _, a := range o.Attached() {
-		out = append(out, attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status,
-			ClientOrderID: a.ClientOrderID, ExchangeOrderID: a.ExchangeOrderID})
+		dto := attachedDTO{Role: a.Role, TriggerPrice: a.TriggerPrice.String(), Status: a.Status,
+			ClientOrderID: a.ClientOrderID, ExchangeOrderID: a.ExchangeOrderID}
+		if a.Role == exchange.RoleTrailingStop {
+			dto.TriggerPrice = ""
+			if a.CallbackRate.Valid {
+				dto.CallbackRate = a.CallbackRate.Decimal.String()
+			}
+		}
+		out = append(out, dto)
 	}
 	return out
 }

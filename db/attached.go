@@ -25,6 +25,9 @@ const (
 type AttachedExit struct {
 	Role         string
 	TriggerPrice decimal.Decimal
+	// CallbackRate is a trailing stop's rate in percent (it has no
+	// trigger price: TriggerPrice is zero); invalid on other exits.
+	CallbackRate decimal.NullDecimal
 	Status       string
 	// ClientOrderID and ExchangeOrderID are set for an exit that is its
 	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
@@ -36,7 +39,7 @@ type AttachedExit struct {
 // Attached lists the exits recorded on o (take_profit, then stop_loss),
 // or nil when it carries none.
 func (o OrderRow) Attached() []AttachedExit {
-	if o.Role == exchange.RoleTakeProfit || o.Role == exchange.RoleStopLoss {
+	if o.Role == exchange.RoleTakeProfit || o.Role == exchange.RoleStopLoss || o.Role == exchange.RoleTrailingStop {
 		// An exit placed as its own order (a leg): the venue holds it
 		// unless it refused it.
 		price := o.TakeProfit
@@ -48,6 +51,9 @@ func (o OrderRow) Attached() []AttachedExit {
 			st = AttachedNotPlaced
 		}
 		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+		if o.Role == exchange.RoleTrailingStop {
+			e.TriggerPrice, e.CallbackRate = decimal.Zero, o.CallbackRate
+		}
 		if o.ExchangeOrderID != nil {
 			e.ExchangeOrderID = *o.ExchangeOrderID
 		}

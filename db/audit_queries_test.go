@@ -126,6 +126,10 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	protected := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT"})
 	_, err1 := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.66, stop_loss = 0.5 WHERE id = $1`, protected)
 	require.NoError(t, err1)
+	// …and a trailing stop placed as its own order (Binance USDⓈ-M).
+	trailing := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedts", Role: exchange.RoleTrailingStop})
+	_, errTS := pool.Exec(ctx, `UPDATE orders SET callback_rate = 1.5 WHERE id = $1`, trailing)
+	require.NoError(t, errTS)
 
 	// k:demo-fan: one signal on the default binance account and on the
 	// named account sub1; k:demo-fan-other is another signal.
@@ -252,13 +256,24 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "1000", rows[0]["free_quote"])
 			require.Equal(t, "0.008", rows[0]["sent"])
 		},
-		"Orders with their attached exits (take-profit, stop-loss)": func(t *testing.T, rows []row) {
-			require.Len(t, rows, 1)
-			require.Equal(t, "k:protected", rows[0]["trace_id"])
+		"Orders with their attached exits (take-profit, stop-loss, trailing stop)": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2, "the entry with its exits, and its trailing stop order")
+			byID := map[string]any{}
+			for _, r := range rows {
+				require.Equal(t, "k:protected", r["trace_id"])
+				byID[str(r["client_order_id"])] = r["attached"]
+			}
 			require.Equal(t, []any{
-				map[string]any{"role": "take_profit", "trigger_price": "0.66", "status": "placed"},
-				map[string]any{"role": "stop_loss", "trigger_price": "0.5", "status": "placed"},
-			}, rows[0]["attached"])
+				map[string]any{"role": "trailing_stop", "callback_rate": "1.5", "status": "placed"},
+			}, byID["hxprotectedts"])
+			delete(byID, "hxprotectedts")
+			require.Len(t, byID, 1)
+			for _, attached := range byID {
+				require.Equal(t, []any{
+					map[string]any{"role": "take_profit", "trigger_price": "0.66", "status": "placed"},
+					map[string]any{"role": "stop_loss", "trigger_price": "0.5", "status": "placed"},
+				}, attached)
+			}
 		},
 		"Orders per account and outcome": func(t *testing.T, rows []row) {
 			orders := map[string]string{}

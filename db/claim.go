@@ -388,6 +388,9 @@ type OrderRow struct {
 	// placed as its own order), the leg's trigger price.
 	TakeProfit decimal.NullDecimal `db:"take_profit"`
 	StopLoss   decimal.NullDecimal `db:"stop_loss"`
+	// CallbackRate is a trailing_stop leg's rate in percent as the venue
+	// holds it (Binance USDⓈ-M callbackRate); null on every other order.
+	CallbackRate decimal.NullDecimal `db:"callback_rate"`
 	// AvgPrice is the average price of what executed; null while nothing
 	// has, and on rows older than the column.
 	AvgPrice decimal.NullDecimal `db:"avg_price"`

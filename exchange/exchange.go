@@ -189,6 +189,10 @@ type Report struct {
 	// the order itself (Bybit's takeProfit and stopLoss), as it reports
 	// them; invalid when it holds none or does not say.
 	TakeProfit, StopLoss decimal.NullDecimal
+	// CallbackRate is the rate in percent a trailing stop placed as its
+	// own order trails by, as the venue holds it (Binance USDⓈ-M
+	// TRAILING_STOP_MARKET's callbackRate); invalid otherwise.
+	CallbackRate decimal.NullDecimal
 }
 
 // CancelledOrder is a resting order cancelled to let a close through.

@@ -27,16 +27,17 @@ var (
 func (v *Venue) AttachesAsLegs() bool { return true }
 
 // RefuseAttachments takes a take-profit and a stop-loss on a USDⓈ-M market
-// or limit entry, and both together on a spot buy (an OCO order list, see
-// refuseSpotAttachments); a limit entry's exits are placed once its follow
-// job records it filled. Trailing stops are not supported yet: refused
-// before anything is sent.
+// or limit entry, a trailing stop given as a percent within Binance's
+// callbackRate range (trailing.go), and both take-profit and stop-loss
+// together on a spot buy (an OCO order list, see refuseSpotAttachments).
+// A limit entry's exits are placed once its follow job records it filled.
+// Anything else is refused before anything is sent.
 func (v *Venue) RefuseAttachments(o exchange.Order) string {
 	switch {
 	case !v.futures():
 		return refuseSpotAttachments(o)
-	case o.TrailingStop != nil:
-		return "trailing_stop is not supported on binance-futures yet; send take_profit and stop_loss only"
+	case o.TrailingStop != nil && trailingRefusal(o.TrailingStop) != "":
+		return trailingRefusal(o.TrailingStop)
 	case exchange.IsClose(o.Action):
 		return "take_profit and stop_loss belong to an entry, not a close"
 	}
@@ -45,7 +46,8 @@ func (v *Venue) RefuseAttachments(o exchange.Order) string {
 
 // algoTypes maps an exit's role onto its USDⓈ-M conditional order type: a
 // market order once triggered.
-var algoTypes = map[string]string{exchange.RoleTakeProfit: "TAKE_PROFIT_MARKET", exchange.RoleStopLoss: "STOP_MARKET"}
+var algoTypes = map[string]string{exchange.RoleTakeProfit: "TAKE_PROFIT_MARKET", exchange.RoleStopLoss: "STOP_MARKET",
+	exchange.RoleTrailingStop: "TRAILING_STOP_MARKET"}
 
 // algoAnswer is the Algo Order API's order object (New-Algo-Order.md,
 // Query-Algo-Order.md).
@@ -57,7 +59,9 @@ type algoAnswer struct {
 	Side         string          `json:"side"`
 	Quantity     decimal.Decimal `json:"quantity"`
 	AlgoStatus   string          `json:"algoStatus"`
-	TriggerPrice decimal.Decimal `json:"triggerPrice"`
+	TriggerPrice algoDecimal     `json:"triggerPrice"`
+	// CallbackRate is a trailing stop's rate in percent ("" otherwise).
+	CallbackRate algoDecimal `json:"callbackRate"`
 }
 
 // report maps an algo order onto a Report: a conditional order waiting
@@ -79,31 +83,44 @@ func (a algoAnswer) report(role string) exchange.Report {
 	default:
 		r.Status = exchange.StatusOpen
 	}
-	trigger := decimal.NewNullDecimal(a.TriggerPrice)
-	if role == exchange.RoleTakeProfit {
+	trigger := decimal.NewNullDecimal(a.TriggerPrice.Decimal)
+	switch role {
+	case exchange.RoleTrailingStop:
+		r.CallbackRate = decimal.NewNullDecimal(a.CallbackRate.Decimal)
+	case exchange.RoleTakeProfit:
 		r.TakeProfit = trigger
-	} else {
+	default:
 		r.StopLoss = trigger
 	}
 	return r
 }
 
 // exitOrder is what placeAlgo sends for o: quantity rounded down to the
-// market step, the trigger as resolved (on the tick already).
+// market step, the trigger as resolved (on the tick already) — for a
+// trailing stop, its callbackRate instead (callbackRate).
 // It returns ErrBadExit (wrapped) for an exit hoox cannot send: an
 // unknown role, or a target without a trigger price.
 func (v *Venue) exitOrder(ctx context.Context, o exchange.Order) (symbol string, qty, trigger decimal.Decimal, typ string, err error) {
 	symbol = exchange.VenueSymbol(o.Symbol)
 	typ, ok := algoTypes[o.Exit]
 	target := o.ExitTarget()
-	if !ok || target == nil || !target.Price.Valid {
+	switch {
+	case ok && o.Exit == exchange.RoleTrailingStop:
+		rate, reason := callbackRate(target)
+		if reason != "" {
+			return symbol, qty, trigger, "", fmt.Errorf("%w: %s", errBadExit, reason)
+		}
+		trigger = rate
+	case !ok || target == nil || !target.Price.Valid:
 		return symbol, qty, trigger, "", fmt.Errorf("%w: exit %q of %s has no trigger price", errBadExit, o.Exit, o.ClientOrderID)
+	default:
+		trigger = target.Price.Decimal
 	}
 	f, _, err := v.filtersFor(ctx, symbol)
 	if err != nil {
 		return symbol, qty, trigger, "", err
 	}
-	return symbol, f.RoundQuantity(o.Quantity, true), target.Price.Decimal, typ, nil
+	return symbol, f.RoundQuantity(o.Quantity, true), trigger, typ, nil
 }
 
 // errBadExit is an exit order hoox cannot send as it stands.
@@ -129,8 +146,12 @@ func (v *Venue) placeAlgo(ctx context.Context, o exchange.Order) (exchange.Repor
 	if r, err, done := refusal(err); done {
 		return r, err
 	}
+	target := "triggerPrice"
+	if o.Exit == exchange.RoleTrailingStop {
+		target = "callbackRate"
+	}
 	p := params{}.add("algoType", "CONDITIONAL").add("symbol", symbol).add("side", strings.ToUpper(o.Side)).
-		add("type", typ).add("quantity", qty.String()).add("triggerPrice", trigger.String()).
+		add("type", typ).add("quantity", qty.String()).add(target, trigger.String()).
 		add("workingType", "CONTRACT_PRICE").add("reduceOnly", "true").add("clientAlgoId", o.ClientOrderID)
 	var a algoAnswer
 	req := request{method: http.MethodPost, path: v.prefix + "/algoOrder", params: p, signed: true, weight: 1, placement: true, stamp: stamp}
@@ -166,8 +187,12 @@ func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, symbol, qty, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
-	if !a.TriggerPrice.Equal(trigger) {
-		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with trigger %s, not %s", exchange.ErrMismatch, o.ClientOrderID, a.TriggerPrice, trigger)
+	held, what := a.TriggerPrice.Decimal, "trigger"
+	if o.Exit == exchange.RoleTrailingStop {
+		held, what = a.CallbackRate.Decimal, "callbackRate"
+	}
+	if !held.Equal(trigger) {
+		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with %s %s, not %s", exchange.ErrMismatch, o.ClientOrderID, what, held, trigger)
 	}
 	return r, nil
 }
@@ -201,7 +226,9 @@ func (v *Venue) cancelAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	}
 	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10), Symbol: exchange.VenueSymbol(o.Symbol),
 		Side: o.Side, Quantity: o.Quantity, Status: exchange.StatusCancelled}
-	if t := o.ExitTarget(); t != nil && t.Price.Valid {
+	if rate, reason := callbackRate(o.TrailingStop); o.Exit == exchange.RoleTrailingStop && reason == "" {
+		r.CallbackRate = decimal.NewNullDecimal(rate)
+	} else if t := o.ExitTarget(); t != nil && t.Price.Valid {
 		if o.Exit == exchange.RoleTakeProfit {
 			r.TakeProfit = t.Price
 		} else {

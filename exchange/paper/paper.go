@@ -442,7 +442,7 @@ var _ exchange.AttachmentCapable = (*Venue)(nil)
 // entry and records them with the order (paper_orders, and the order row),
 // but does not trigger them: it has no price feed that moves (every market
 // order fills at its price or ReferencePrice), so a trigger would never be
-// reached. A trailing stop is refused, as on every venue for now.
+// reached. A trailing stop is refused (paper has no moving price to trail).
 func (v *Venue) RefuseAttachments(o exchange.Order) string {
 	if o.TrailingStop != nil {
 		return "trailing_stop is not supported on paper yet; send take_profit/stop_loss only"

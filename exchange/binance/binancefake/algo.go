@@ -20,9 +20,13 @@ type AlgoOrder struct {
 	Type         string // STOP_MARKET, TAKE_PROFIT_MARKET, …
 	Quantity     decimal.Decimal
 	TriggerPrice decimal.Decimal
-	ReduceOnly   bool
-	Status       string // NEW, CANCELED
-	Time         time.Time
+	// CallbackRate (percent) and ActivatePrice are a TRAILING_STOP_MARKET
+	// order's; zero on the other types.
+	CallbackRate  decimal.Decimal
+	ActivatePrice decimal.Decimal
+	ReduceOnly    bool
+	Status        string // NEW, CANCELED
+	Time          time.Time
 }
 
 // conditionalTypes are the order types USDⓈ-M takes only through the Algo
@@ -42,9 +46,15 @@ func (s *Server) AlgoOrders() []AlgoOrder {
 }
 
 func algoJSON(a *AlgoOrder) map[string]any {
-	return map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "algoType": "CONDITIONAL",
+	// The doc's answer carries activatePrice and callbackRate as "" on an
+	// order that is not a trailing stop (New-Algo-Order.md).
+	rate, activate, trigger := "", "", a.TriggerPrice.String()
+	if a.Type == "TRAILING_STOP_MARKET" {
+		rate, activate = a.CallbackRate.String(), a.ActivatePrice.String()
+	}
+	return map[string]any{"activatePrice": activate, "callbackRate": rate, "algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "algoType": "CONDITIONAL",
 		"orderType": a.Type, "symbol": a.Symbol, "side": a.Side, "positionSide": "BOTH", "timeInForce": "GTC",
-		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": a.TriggerPrice.String(),
+		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": trigger,
 		"price": "0", "workingType": "CONTRACT_PRICE", "priceMatch": "NONE", "closePosition": false,
 		"priceProtect": false, "reduceOnly": a.ReduceOnly, "createTime": a.Time.UnixMilli(),
 		"updateTime": a.Time.UnixMilli(), "triggerTime": 0, "goodTillDate": 0}
@@ -83,8 +93,12 @@ func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, -1117, "Invalid side.")
 		return
 	}
-	if typ != "STOP_MARKET" && typ != "TAKE_PROFIT_MARKET" {
+	if typ != "STOP_MARKET" && typ != "TAKE_PROFIT_MARKET" && typ != "TRAILING_STOP_MARKET" {
 		writeErr(w, http.StatusBadRequest, -1116, "Invalid orderType.")
+		return
+	}
+	if typ == "TRAILING_STOP_MARKET" {
+		s.newTrailingAlgo(w, p, sym)
 		return
 	}
 	qty, err1 := decimal.NewFromString(p.Get("quantity"))

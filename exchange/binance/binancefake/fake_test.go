@@ -313,3 +313,50 @@ func TestAlgoOrderCancelThroughTheAlgoOrderAPI(t *testing.T) {
 		require.Equal(t, "CANCELED", a.Status, a.ClientAlgoID)
 	}
 }
+
+// A trailing stop is a TRAILING_STOP_MARKET algo order
+// (trade/rest-api/New-Algo-Order.md): its callbackRate is a percent
+// within [0.1, 10], it has no triggerPrice, and an activatePrice the last
+// price has already passed would fire at once (-2021).
+func TestTrailingStopGoesThroughTheAlgoOrderAPIWithinItsCallbackRange(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
+	call := func(method, path, params string) (int, map[string]any) {
+		t.Helper()
+		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
+		q += "&signature=" + binance.Sign(s.APISecret(), q)
+		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-MBX-APIKEY", s.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out
+	}
+	const base = "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TRAILING_STOP_MARKET&quantity=1&reduceOnly=true&clientAlgoId=ts"
+	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=TRAILING_STOP_MARKET&callbackRate=1&quantity=1&reduceOnly=true&newClientOrderId=ts")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4120, out["code"], out)
+	for _, rate := range []string{"0.05", "10.5", "1.25", "", "x"} {
+		status, out = call(http.MethodPost, "/fapi/v1/algoOrder", base+"&callbackRate="+rate)
+		require.Equal(t, http.StatusBadRequest, status, "callbackRate %q", rate)
+		require.EqualValues(t, -1130, out["code"], out)
+	}
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", base+"&callbackRate=1&activatePrice=2900")
+	require.Equal(t, http.StatusBadRequest, status, "a sell trailing stop activated below the last price would fire at once")
+	require.EqualValues(t, -2021, out["code"], out)
+	require.Empty(t, s.AlgoOrders())
+
+	status, out = call(http.MethodPost, "/fapi/v1/algoOrder", base+"&callbackRate=1.5")
+	require.Equal(t, http.StatusOK, status, out)
+	status, out = call(http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=ts")
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "TRAILING_STOP_MARKET", out["orderType"])
+	require.Equal(t, "1.5", out["callbackRate"])
+	require.Equal(t, "3000", out["activatePrice"], "activatePrice defaults to the latest price")
+	held := s.AlgoOrders()
+	require.Len(t, held, 1)
+	require.True(t, held[0].ReduceOnly)
+}
