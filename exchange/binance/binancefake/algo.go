@@ -2,6 +2,7 @@ package binancefake
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -150,21 +151,35 @@ func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.algoNamed(w, p)
+	if !ok {
+		return
+	}
+	if a == nil {
+		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
+		return
+	}
+	writeJSON(w, http.StatusOK, algoJSON(a))
+}
+
+// algoNamed is the latest algo order p names by clientAlgoId (or, without
+// one, by algoId); nil when none. Both missing is answered -1102 here and
+// ok is false. Call it with s.mu held.
+func (s *Server) algoNamed(w http.ResponseWriter, p url.Values) (*AlgoOrder, bool) {
 	id, algoID := p.Get("clientAlgoId"), p.Get("algoId")
 	if id == "" && algoID == "" {
 		writeErr(w, http.StatusBadRequest, -1102, "Param 'algoId' or 'clientAlgoId' must be sent, but both were empty/null!")
-		return
+		return nil, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i := len(s.algos) - 1; i >= 0; i-- {
 		a := s.algos[i]
 		if (id != "" && a.ClientAlgoID == id) || (id == "" && strconv.FormatInt(a.AlgoID, 10) == algoID) {
-			writeJSON(w, http.StatusOK, algoJSON(a))
-			return
+			return a, true
 		}
 	}
-	writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
+	return nil, true
 }
 
 // handleCancelAlgo is DELETE /fapi/v1/algoOrder (trade/rest-api/
@@ -179,24 +194,16 @@ func (s *Server) handleCancelAlgo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, algoID := p.Get("clientAlgoId"), p.Get("algoId")
-	if id == "" && algoID == "" {
-		writeErr(w, http.StatusBadRequest, -1102, "Param 'algoId' or 'clientAlgoId' must be sent, but both were empty/null!")
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.algos) - 1; i >= 0; i-- {
-		a := s.algos[i]
-		if (id != "" && a.ClientAlgoID != id) || (id == "" && strconv.FormatInt(a.AlgoID, 10) != algoID) {
-			continue
-		}
-		if a.Status != "NEW" {
-			break
-		}
-		a.Status = "CANCELED"
-		writeJSON(w, http.StatusOK, map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "code": "200", "msg": "success"})
+	a, ok := s.algoNamed(w, p)
+	if !ok {
 		return
 	}
-	writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
+	if a == nil || a.Status != "NEW" {
+		writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
+		return
+	}
+	a.Status = "CANCELED"
+	writeJSON(w, http.StatusOK, map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "code": "200", "msg": "success"})
 }
