@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -166,10 +165,7 @@ func fanOutCrashRig(t *testing.T, key string) (map[string]fakeVenue, []string, s
 func crashFanOut(t *testing.T, dbURL string, env []string, body string, fakes map[string]fakeVenue) map[string]string {
 	t.Helper()
 	pool := pgtest.OpenPool(t, dbURL)
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	held := map[string]string{}
 	for name, f := range fakes {
 		orders := f.Orders()

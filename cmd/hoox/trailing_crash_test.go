@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -48,10 +47,7 @@ func TestVenueEntryWithTrailingStopCrashAfterTheLegIsAdoptedByTheSweeper(t *test
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_LEG", body)
 	require.Len(t, fake.AlgoOrders(), 1, "the trailing stop is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:trail-crash'"), "only the entry is recorded")
 
@@ -78,10 +74,7 @@ func TestVenueEntryWithTrailingStopCrashAfterTheEntryThenResendPlacesItOnce(t *t
 	fake, env, body := trailingRig(t, "trail-crash-2")
 	dbURL := pgtest.NewDatabase(t)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body))
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	require.Len(t, fake.Orders(), 1)
 	require.Empty(t, fake.AlgoOrders(), "no exit before the entry is recorded")
 

@@ -15,16 +15,26 @@ import (
 	"github.com/hoox/hoox/internal/pgtest"
 )
 
+// killedMidSignal sends body to a `hoox serve` started with the drill
+// setting (HOOX_DRILL_CRASH_AFTER_VENUE: SIGKILL between the venue's answer
+// and the commit; HOOX_DRILL_CRASH_AFTER_LEG: between a leg's venue answer
+// and its record) and waits for the drill's kill: the connection dies with
+// the process.
+func killedMidSignal(t *testing.T, dbURL string, env []string, drill, body string) {
+	t.Helper()
+	doomed, _ := startVenueServe(t, dbURL, append(env, drill+"=true")...)
+	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+}
+
 // crashAfterVenue sends body to a `hoox serve` that SIGKILLs itself between
 // the venue's answer and the commit, and checks what the crash left: the
 // venue holds the order, Postgres holds no claim.
 func crashAfterVenue(t *testing.T, dbURL string, env []string, body string, fake fakeVenue) fakeOrder {
 	t.Helper()
 	pool := pgtest.OpenPool(t, dbURL)
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	held := fake.Orders()
 	require.Len(t, held, 1, "the venue holds the order")
 	require.Zero(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim died uncommitted")

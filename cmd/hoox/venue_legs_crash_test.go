@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -59,10 +58,7 @@ func TestVenueSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_LEG", body)
 	require.Len(t, fake.Orders(), 2, "the primary and the first leg are booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"), "only the primary is recorded")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
@@ -94,10 +90,7 @@ func TestVenueSplitCloseCrashAfterThePrimaryThenResendPlacesEachPartOnce(t *test
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	require.Len(t, fake.Orders(), 1)
 	require.Equal(t, "150", fake.Position("ETHUSDT").String())
 
@@ -215,10 +208,7 @@ func TestVenueEntryWithExitsCrashAfterTheTakeProfitIsFinishedByTheSweeper(t *tes
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_LEG", body)
 	require.Len(t, fake.AlgoOrders(), 1, "the take-profit is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"), "only the entry is recorded")
 	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
@@ -249,10 +239,7 @@ func TestVenueEntryWithExitsCrashAfterTheEntryThenResendPlacesEachExitOnce(t *te
 		`"take_profit":{"percent":2},"stop_loss":"2%","trace_id":"exits-crash-2"}`
 	dbURL := pgtest.NewDatabase(t)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body))
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	require.Len(t, fake.Orders(), 1)
 	require.Empty(t, fake.AlgoOrders(), "no exit before the entry is recorded")
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -53,10 +52,7 @@ func TestVenueSpotEntryWithOCOCrashAfterTheListIsFinishedByTheSweeper(t *testing
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_LEG=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body), "the connection dies with the process")
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_LEG", body)
 	require.Len(t, fake.OrderLists(), 1, "the list is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:oco-crash'"), "only the entry is recorded")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
@@ -87,10 +83,7 @@ func TestVenueSpotEntryWithOCOCrashAfterTheEntryThenResendPlacesOneList(t *testi
 	fake, env, body := ocoRig(t, "oco-crash-2")
 	dbURL := pgtest.NewDatabase(t)
 
-	doomed, _ := startVenueServe(t, dbURL, append(env, "HOOX_DRILL_CRASH_AFTER_VENUE=true")...)
-	require.Equal(t, 0, apptest.SendOnce(doomed.url+"|"+body))
-	var exit *exec.ExitError
-	require.ErrorAs(t, <-waitOr(doomed.exited), &exit, "hoox was killed")
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	require.Len(t, fake.Orders(), 1)
 	require.Empty(t, fake.OrderLists(), "no exit before the entry is recorded")
 
