@@ -75,6 +75,10 @@ type Symbol struct {
 	// Price is the ticker's last price (spot) or mark price (futures);
 	// market orders fill at it.
 	Price decimal.Decimal
+	// MaxNumAlgoOrders is MAX_NUM_ALGO_ORDERS: the open algo (stop and
+	// take-profit) orders the account may hold on the symbol, on either
+	// market (algocap.go). Zero: no cap, and the filter is not published.
+	MaxNumAlgoOrders int
 }
 
 // DefaultSymbols are served when Options.Symbols is empty: BTCUSDT at

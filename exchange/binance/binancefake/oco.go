@@ -193,6 +193,15 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	adds := 0
+	for _, o := range []ListOrder{tp, sl} {
+		if spotAlgoTypes[o.Type] {
+			adds++
+		}
+	}
+	if s.algoCapRefused(w, MarketSpot, sym, adds) {
+		return
+	}
 	locked := s.lockedByLists(sym.Symbol)
 	if (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(locked))) ||
 		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(sl.StopPrice))) {
