@@ -34,6 +34,10 @@ type Filters struct {
 	// applyMaxToMarket.
 	MaxNotional       decimal.Decimal
 	MaxNotionalMarket bool
+	// MaxNumAlgoOrders is MAX_NUM_ALGO_ORDERS: the open algo (stop,
+	// take-profit, trailing) orders the account may hold on the symbol;
+	// zero when not published (exitcap.go).
+	MaxNumAlgoOrders int
 }
 
 type rawFilter struct {
@@ -50,6 +54,10 @@ type rawFilter struct {
 	ApplyToMarket    *bool  `json:"applyToMarket"`
 	ApplyMinToMarket *bool  `json:"applyMinToMarket"`
 	ApplyMaxToMarket *bool  `json:"applyMaxToMarket"`
+	// MAX_NUM_ALGO_ORDERS: spot names the number maxNumAlgoOrders
+	// (filters.md), USDⓈ-M limit (common-definition.md).
+	MaxNumAlgoOrders int `json:"maxNumAlgoOrders"`
+	Limit            int `json:"limit"`
 }
 
 type rawSymbol struct {
@@ -79,6 +87,11 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 			}
 			f.MinNotional = dec(r.MinNotional)
 			f.MinNotionalMarket = r.ApplyToMarket != nil && *r.ApplyToMarket
+		case "MAX_NUM_ALGO_ORDERS":
+			f.MaxNumAlgoOrders = r.MaxNumAlgoOrders
+			if futures {
+				f.MaxNumAlgoOrders = r.Limit
+			}
 		case "NOTIONAL":
 			f.MinNotional = dec(r.MinNotional)
 			f.MinNotionalMarket = r.ApplyMinToMarket != nil && *r.ApplyMinToMarket
