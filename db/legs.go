@@ -113,6 +113,12 @@ UPDATE order_legs SET outcome = $2, settled_at = now() WHERE client_order_id = $
 // not nil) with outcome and events, and commits. The transaction is over
 // afterwards, whatever the error.
 func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event) error {
+	return t.SettleWith(ctx, leg, row, outcome, events, nil)
+}
+
+// SettleWith is Settle with hook run in the same transaction before the
+// commit (a notification queued with the refusal it reports).
+func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event, hook TxHook) error {
 	b := &pgx.Batch{}
 	if row != nil {
 		row.Role = leg.Role
@@ -126,7 +132,7 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
 	queueEvents(b, events)
-	err := commitWith(ctx, t.tx, b, nil)
+	err := commitWith(ctx, t.tx, b, hook)
 	t.Rollback(ctx)
 	return err
 }

@@ -130,6 +130,11 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
+		var done bool
+		var err error
+		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
+			return order, true, err
+		}
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
@@ -167,7 +172,7 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 // with the 422); after a read that fails the claim rolls back (done, with
 // the 503): nothing was sent either way.
 func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, exchange.SizingFacts, bool, error) {
-	sig, tr := in.Signal, in.Trace
+	sig := in.Signal
 	sizer, ok := venue.(exchange.Sizer) // canSize checked it for a sized signal
 	if !ok {
 		return order, exchange.SizingFacts{}, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
@@ -212,14 +217,56 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if sizeQuantity {
 		detail["sizing"] = sizing
 	}
-	ev := db.Event{TraceID: tr.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
+	return order, facts, true, s.rejectUnsent(ctx, tx, in, order, out, reason, detail)
+}
+
+// rejectUnsent settles the trace rejected before its intent, nothing sent
+// (a size that rounds to nothing, exits the venue's cap cannot take), and
+// returns the 422 order_rejected; or the 503 when the database cannot
+// record it.
+func (s *Service) rejectUnsent(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, reason string, detail map[string]any) error {
+	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
-		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
-	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceRejected, Events: []db.Event{ev}}); err != nil {
-		return order, facts, true, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	if err := tx.Record(ctx, db.Settlement{TraceID: in.Trace.ID, Status: db.TraceRejected, Events: []db.Event{ev}}); err != nil {
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	out.Status = db.TraceRejected
-	return order, facts, true, &Error{Code: codes.OrderRejected, Outcome: out,
-		Detail: fmt.Sprintf("the order was not sent to %s: %s", sig.Exchange, reason)}
+	return &Error{Code: codes.OrderRejected, Outcome: out,
+		Detail: fmt.Sprintf("the order was not sent to %s: %s", in.Signal.Exchange, reason)}
+}
+
+// checkExitCaps reads, on a venue that caps the exit orders resting per
+// symbol (exchange.ExitCapper), whether the entry's exits still fit, before
+// its intent. If they do not, the venue would refuse an exit only after the
+// entry filled — a position without the stop-loss asked for — so the trace
+// settles rejected instead (422 order_rejected, nothing sent), as a size
+// that rounds to nothing does. Otherwise the caps read go with the order
+// (Order.ExitCaps) into its intent and audit events. done reports that the
+// attempt ended; a venue that cannot be asked rolls the claim back (503).
+func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+	capper, ok := venue.(exchange.ExitCapper)
+	if !ok {
+		return order, false, nil
+	}
+	sig := in.Signal
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	caps, err := capper.ExitCaps(vctx, order)
+	cancel()
+	if err != nil {
+		s.venueError(ctx, sig.Exchange, err)
+		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked how many exit orders rest on %s; nothing was placed", sig.Exchange, order.Symbol), 5*time.Second, err)
+	}
+	if len(caps) == 0 {
+		return order, false, nil
+	}
+	order.ExitCaps = caps
+	for _, c := range caps {
+		if !c.Fits() {
+			reason := c.Refusal()
+			return order, true, s.rejectUnsent(ctx, tx, in, order, out, reason, map[string]any{"reason": reason, "sent": false, "exit_caps": caps})
+		}
+	}
+	return order, false, nil
 }
