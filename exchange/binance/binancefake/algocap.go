@@ -2,6 +2,9 @@ package binancefake
 
 import (
 	"net/http"
+	"strconv"
+
+	"github.com/shopspring/decimal"
 )
 
 // algoTypes are the order types each market counts against its
@@ -107,4 +110,32 @@ func (s *Server) handleOpenAlgoOrders(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// FillAlgoCapOnNextOrder makes the next plain USDⓈ-M order placement (POST
+// /fapi/v1/order) first fill symbol's MAX_NUM_ALGO_ORDERS with stop orders
+// hoox did not place (as a trader's manual stops, or another signal's
+// exits, would): an entry whose exits were counted against the cap before
+// it was sent then finds the cap full when they go out — the race the
+// count read before the intent cannot close.
+func (s *Server) FillAlgoCapOnNextOrder(symbol string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fillAlgoCap = symbol
+}
+
+// fillAlgoCapNow places the stop orders FillAlgoCapOnNextOrder asked for.
+// Called with s.mu held.
+func (s *Server) fillAlgoCapNow() {
+	sym, ok := s.symbols[s.fillAlgoCap]
+	s.fillAlgoCap = ""
+	if !ok {
+		return
+	}
+	for s.openAlgoCount(MarketFutures, sym.Symbol) < sym.MaxNumAlgoOrders {
+		s.nextID++
+		s.algos = append(s.algos, &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: "manual" + strconv.FormatInt(s.nextID, 10),
+			Symbol: sym.Symbol, Side: "SELL", Type: "STOP_MARKET", Quantity: sym.MinQty, TriggerPrice: sym.Price.Div(decimal.NewFromInt(2)).Round(0),
+			ReduceOnly: true, Status: "NEW", Time: s.now()})
+	}
 }

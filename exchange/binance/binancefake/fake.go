@@ -216,6 +216,9 @@ type Server struct {
 	algos []*AlgoOrder
 	// lists are the spot OCO order lists (oco.go).
 	lists []*OrderList
+	// fillAlgoCap names the symbol whose algo cap the next USDⓈ-M order
+	// placement fills first (FillAlgoCapOnNextOrder); "" for none.
+	fillAlgoCap string
 	// loseList drops the next OCO placement (LoseNextOrderList).
 	loseList bool
 	// holdAfterCancel, when set, holds the first placement after a

@@ -533,6 +533,9 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 			return
 		}
 		s.mu.Lock()
+		if market == MarketFutures && s.fillAlgoCap != "" {
+			s.fillAlgoCapNow()
+		}
 		f, faulted := s.takeFault()
 		s.mu.Unlock()
 		if faulted {
