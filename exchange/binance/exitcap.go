@@ -30,8 +30,9 @@ var spotAlgoTypes = map[string]bool{"STOP_LOSS": true, "STOP_LOSS_LIMIT": true, 
 //     hoox's or not. Each exit is one algo order.
 //   - Spot: GET /api/v3/openOrders?symbol= (weight 6, rest-api.md
 //     "Current open orders", which lists the orders of open lists too),
-//     counting the types filters.md names. The entry's exits are one OCO
-//     list whose STOP_LOSS counts and whose LIMIT_MAKER does not: one.
+//     counting the types filters.md names. The entry's exits add one: its
+//     stop order (an OCO list's STOP_LOSS; the list's LIMIT_MAKER does not
+//     count).
 //
 // Binance refuses the exit beyond the cap only when it is placed, after
 // the entry filled (-4045 "Reach max stop order limit." on USDⓈ-M,
@@ -39,7 +40,9 @@ var spotAlgoTypes = map[string]bool{"STOP_LOSS": true, "STOP_LOSS_LIMIT": true, 
 // errors.md): reading first lets the gateway refuse such an entry before
 // anything is sent.
 func (v *Venue) ExitCaps(ctx context.Context, o exchange.Order) ([]exchange.ExitCap, error) {
-	if !o.HasAttachments() {
+	if !o.HasAttachments() || (!v.futures() && o.StopLoss == nil && o.TrailingStop == nil) {
+		// A spot take-profit alone rests as a LIMIT_MAKER, which the
+		// filter does not count.
 		return nil, nil
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)

@@ -1,0 +1,44 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// Binance spot counts an OCO list's STOP_LOSS against the symbol's
+// MAX_NUM_ALGO_ORDERS (filters.md). With a cap of one, a first buy with a
+// take-profit and a stop-loss is placed with its list; a second one is
+// refused before anything is sent (422 order_rejected): the coins it would
+// buy would otherwise sit without the list Binance then refuses.
+func TestBinanceSpotEntryIsRefusedWhenTheAlgoCapHoldsNoRoomForItsOCO(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetSpotCommission(decimal.Zero)
+	b.binance.SetMaxNumAlgoOrders("ETHUSDT", 1)
+	body := func(trace string) string {
+		return `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1","take_profit":"3300","stop_loss":"2700","trace_id":"` + trace + `"}`
+	}
+	out, err := b.svc.Execute(ctx, input(t, body("spot-cap-1")))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Len(t, b.binance.OrderLists(), 1)
+	require.Len(t, b.binance.Orders(), 1)
+
+	_, err = b.svc.Execute(ctx, input(t, body("spot-cap-2")))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.OrderRejected, ge.Code)
+	require.Contains(t, ge.Detail, "MAX_NUM_ALGO_ORDERS allows 1 open stop/take-profit orders on ETHUSDT and 1 are open")
+	require.Len(t, b.binance.Orders(), 1, "the second buy was not sent")
+	require.Len(t, b.binance.OrderLists(), 1)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:spot-cap-2' AND event = 'rejected'
+		AND detail->'exit_caps'->0->>'open' = '1' AND detail->'exit_caps'->0->>'adds' = '1'`))
+}
