@@ -42,3 +42,29 @@ func TestBinanceSpotEntryIsRefusedWhenTheAlgoCapHoldsNoRoomForItsOCO(t *testing.
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:spot-cap-2' AND event = 'rejected'
 		AND detail->'exit_caps'->0->>'open' = '1' AND detail->'exit_caps'->0->>'adds' = '1'`))
 }
+
+// Bybit keeps an entry's take-profit and stop-loss on the order (Partial
+// mode) and caps them per symbol (error.mdx 110061): past the cap Bybit
+// refuses the entry itself, so the answer is 422 order_rejected with
+// Bybit's reason and no position opens without its exits — a refusal for
+// good, not an outcome to reconcile.
+func TestBybitEntryPastThePartialTPSLCapIsRefusedWhole(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.bybit.SetMaxPartialTPSL(2)
+	body := func(trace string) string {
+		return `{"exchange":"bybit","symbol":"BTCUSDT","action":"buy","quantity":"0.01","take_profit":"61200","stop_loss":"58800","trace_id":"` + trace + `"}`
+	}
+	out, err := b.svc.Execute(ctx, input(t, body("bybit-cap-1")))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+
+	_, err = b.svc.Execute(ctx, input(t, body("bybit-cap-2")))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.OrderRejected, ge.Code)
+	require.Contains(t, ge.Detail, "Not allowed to have more than 2 TP/SLs under Partial tpSlMode")
+	require.Len(t, b.bybit.Orders(), 1, "the second entry was not booked")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:bybit-cap-2' AND status = 'rejected'`))
+}
