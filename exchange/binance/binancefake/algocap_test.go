@@ -96,6 +96,7 @@ func TestFuturesAlgoOrdersAreCappedPerSymbol(t *testing.T) {
 	require.Empty(t, open, "another symbol's count is its own")
 	status, out = place("x1", "STOP_MARKET", "triggerPrice=45000")
 	require.Equal(t, http.StatusBadRequest, status)
+	require.EqualValues(t, -4045, out["code"], "still full")
 
 	var cancelled map[string]any
 	require.Equal(t, http.StatusOK, signedCall(t, s, http.MethodDelete, "/fapi/v1/algoOrder", "clientAlgoId=a1", &cancelled))
