@@ -2,6 +2,7 @@ package binance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -47,6 +48,11 @@ func (v *Venue) ExitCaps(ctx context.Context, o exchange.Order) ([]exchange.Exit
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, _, err := v.filtersFor(ctx, symbol)
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassRejected {
+		// A symbol Binance does not list: the placement refuses it for
+		// good, with Binance's words; no cap to read.
+		return nil, nil
+	}
 	if err != nil || f.MaxNumAlgoOrders <= 0 {
 		return nil, err
 	}

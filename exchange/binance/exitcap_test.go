@@ -26,6 +26,11 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, caps, "no MAX_NUM_ALGO_ORDERS published: no cap, nothing read")
 	require.Zero(t, uncapped.fake.Requests("/fapi/v1/openAlgoOrders"))
+	bad := entry
+	bad.Symbol = "NOPEUSDT"
+	caps, err = uncapped.venue.ExitCaps(ctx, bad)
+	require.NoError(t, err, "a symbol Binance does not list is the placement's refusal, not an outage")
+	require.Empty(t, caps)
 
 	b := setup(t, binance.MarketFutures)
 	b.fake.SetMaxNumAlgoOrders("BTCUSDT", 1)
