@@ -91,6 +91,12 @@ func TestWebhookBinanceFuturesExitRefusedAtTheVenueCapIsRejectedAndNotified(t *t
 
 	out := apptest.Post(t, r.b.URL, futuresEntry("cap-race", `"stop_loss":"45000"`))
 	require.Equal(t, http.StatusOK, out.Status, out.Raw)
+	attached, _ := out.Body["attached"].([]any)
+	require.Len(t, attached, 1, out.Raw)
+	require.Equal(t, "not_placed", attached[0].(map[string]any)["status"], "the answer says the stop-loss is not there: %s", out.Raw)
+	orders, _ := out.Body["orders"].([]any)
+	require.Len(t, orders, 2, out.Raw)
+	require.Equal(t, "Reach max stop order limit.", orders[1].(map[string]any)["reject_reason"], out.Raw)
 	require.Len(t, r.fake.Orders(), 1, "the entry filled")
 	require.Equal(t, "dispatched", apptest.Text(t, r.b.Pool, `SELECT status FROM trace_ids WHERE trace_id = 'k:cap-race'`))
 	require.Equal(t, "filled", apptest.Text(t, r.b.Pool, `SELECT status FROM orders WHERE trace_id = 'k:cap-race' AND role = 'primary'`))
