@@ -81,7 +81,9 @@ func (s *Server) serveTradingStop(_ *http.Request, body []byte) reply {
 	p.TrailingStop = ts
 	s.positions[req.Symbol] = p
 	s.trailingSet[req.Symbol]++
-	return ok(struct{}{})
+	rep := ok(struct{}{})
+	rep.accepted = true // an AfterAccept fault loses this answer
+	return rep
 }
 
 // TrailingStop returns the trailing stop distance the linear position on
