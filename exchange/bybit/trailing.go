@@ -54,9 +54,10 @@ func trailingDistance(o exchange.Order) (decimal.Decimal, string) {
 // setting has no ID of its own: it is idempotent (the same distance set
 // twice is one setting; Bybit answers the second 34040, which placeTrailing
 // answers by reading the position), and the leg's client order ID only
-// names it in hoox's records. A refusal (no position, a distance off the
-// tick) is a rejected Report; a lost answer is an error, and the leg
-// runner looks the setting up (lookupTrailing).
+// names it in hoox's records. A refusal while the position is open (a
+// distance off the tick) is a rejected Report; a refusal without a
+// position, like a lost answer, is an error, and the leg runner looks the
+// setting up later (lookupTrailing).
 func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	sym := exchange.VenueSymbol(o.Symbol)
 	d, reason := trailingDistance(o)
@@ -80,6 +81,15 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	case errors.As(err, &e) && e.Refused():
 		v.log.InfoContext(ctx, "bybit refused the trailing stop", slog.String("client_order_id", o.ClientOrderID),
 			slog.String("symbol", sym), slog.Int("ret_code", e.Code), slog.String("ret_msg", e.Msg))
+		if pos, perr := v.readPosition(ctx, sym); perr != nil || !pos.size.IsPositive() {
+			// Refused for want of a position: the entry's fill may not
+			// show in the position yet (Bybit creates orders
+			// asynchronously), or the position closed already. Neither
+			// is a refusal for good: the leg stays sent, and the next
+			// pass reads the position — expired if it is gone, set
+			// again after the accept window if it is open.
+			return exchange.Report{}, fmt.Errorf("bybit trailing stop %s: refused without a position (%s), to be decided by the next look", o.ClientOrderID, e.Msg)
+		}
 		r := trailingReport(o, sym, exchange.StatusRejected, d)
 		r.Reason = e.Msg
 		return r, nil

@@ -34,19 +34,22 @@ func TestTrailingStopIsThePositionsSetting(t *testing.T) {
 	b := setup(t, bybit.MarketLinear)
 	o := trailingExit("600")
 
-	r, err := b.venue.Place(ctx, o)
-	require.NoError(t, err)
-	require.Equal(t, exchange.StatusRejected, r.Status, "no position to trail")
-	require.Contains(t, r.Reason, "zero position")
+	_, err := b.venue.Place(ctx, o)
+	require.ErrorContains(t, err, "zero position", "no position (yet): not a refusal for good, the leg runner looks again")
 
 	b.fake.SetPosition("BTCUSDT", "Buy", d("0.01"))
-	r, err = b.venue.Place(ctx, o)
+	r, err := b.venue.Place(ctx, o)
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusOpen, r.Status)
 	require.Equal(t, "600", r.TrailingDistance.Decimal.String())
 	require.Equal(t, "600", b.fake.TrailingStop("BTCUSDT").String())
 	// The fake takes only tpslMode Full and refuses an activePrice.
 	require.Equal(t, 2, b.fake.Requests(bybitfake.PathTradingStop))
+	require.Equal(t, 1, b.fake.TrailingStopSets("BTCUSDT"))
+
+	r, err = b.venue.Place(ctx, trailingExit("600.05"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusRejected, r.Status, "off the tick, on an open position: refused for good")
 
 	r, err = b.venue.Place(ctx, o)
 	require.NoError(t, err, "the same distance again is 34040, answered by reading the position")
