@@ -59,3 +59,35 @@ func requireOneBybitTrailingStop(t *testing.T, fake *bybitfake.Server) {
 	require.Equal(t, 1, fake.TrailingStopSets("BTCUSDT"), "set once")
 	require.Equal(t, 1, fake.Requests(bybitfake.PathTradingStop), "one trading-stop request in all")
 }
+
+// The same entry, hoox killed with -9 between Bybit's answer for the entry
+// and its commit; the sender resends. The resend adopts the entry and sets
+// the trailing stop once; its answer shows it in attached with its
+// distance and no trigger price.
+func TestBybitEntryWithTrailingStopCrashAfterTheEntryThenResendSetsItOnce(t *testing.T) {
+	t.Parallel()
+	fake := bybitfake.New(t, bybitfake.Options{})
+	env := []string{"HOOX_BYBIT_API_KEY=" + fake.APIKey(), "HOOX_BYBIT_API_SECRET=" + fake.APISecret(), "HOOX_BYBIT_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",` +
+		`"trailing_stop":{"percent":1},"trace_id":"bybit-trail-crash-2"}`
+	dbURL := pgtest.NewDatabase(t)
+
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
+	require.Len(t, fake.Orders(), 1)
+	require.Zero(t, fake.Requests(bybitfake.PathTradingStop), "no trailing stop before the entry is recorded")
+
+	survivor, _ := startVenueServe(t, dbURL, env...)
+	r := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	attached, _ := r.Body["attached"].([]any)
+	require.Len(t, attached, 1, r.Raw)
+	a := attached[0].(map[string]any)
+	require.Equal(t, "trailing_stop", a["role"], r.Raw)
+	require.Equal(t, "placed", a["status"], r.Raw)
+	require.Equal(t, "600", a["trailing_distance"], r.Raw)
+	require.NotContains(t, a, "trigger_price", r.Raw)
+	requireOneBybitTrailingStop(t, fake)
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	requireOneBybitTrailingStop(t, fake)
+}
