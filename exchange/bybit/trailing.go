@@ -54,7 +54,9 @@ func trailingDistance(o exchange.Order) (decimal.Decimal, string) {
 // setting has no ID of its own: it is idempotent (the same distance set
 // twice is one setting; Bybit answers the second 34040, which placeTrailing
 // answers by reading the position), and the leg's client order ID only
-// names it in hoox's records. A refusal while the position is open (a
+// names it in hoox's records. The position is read first: one on the
+// other side (the entry only reduced it) is not the entry's to protect
+// (rejected, nothing sent). A refusal while the position is open (a
 // distance off the tick) is a rejected Report; a refusal without a
 // position, like a lost answer, is an error, and the leg runner looks the
 // setting up later (lookupTrailing).
@@ -67,11 +69,20 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	if reason != "" {
 		return rejected(reason), nil
 	}
-	if err := v.ensureTime(ctx); err != nil {
+	pos, err := v.readPosition(ctx, sym)
+	if err != nil {
 		return exchange.Report{}, fmt.Errorf("bybit trailing stop %s: %w", o.ClientOrderID, err)
 	}
+	if pos.size.IsPositive() && pos.side != positionSide(o) {
+		// One-way mode holds one position per symbol: the entry only
+		// reduced a position on the other side, and a trailing stop set
+		// now would protect that one instead.
+		r := trailingReport(o, sym, exchange.StatusRejected, d)
+		r.Reason = fmt.Sprintf("the %s position is a %s: the entry opened no %s position to trail", sym, pos.side, positionSide(o))
+		return r, nil
+	}
 	body := tradingStopBody{Category: string(MarketLinear), Symbol: sym, TPSLMode: "Full", TrailingStop: d.String()}
-	err := v.do(ctx, request{method: http.MethodPost, path: "/v5/position/trading-stop", body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: "/v5/position/trading-stop", body: body, private: true}, nil)
 	var e *APIError
 	switch {
 	case err == nil:
@@ -97,6 +108,15 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	return exchange.Report{}, fmt.Errorf("bybit trailing stop %s: %w", o.ClientOrderID, err)
 }
 
+// positionSide is the side ("Buy" or "Sell") of the position o's trailing
+// stop protects: o is the exit, on the opposite side of the entry.
+func positionSide(o exchange.Order) string {
+	if o.Side == "buy" {
+		return "Sell"
+	}
+	return "Buy"
+}
+
 // trailingReport is the Report of o's trailing stop on sym.
 func trailingReport(o exchange.Order, sym string, st exchange.Status, d decimal.Decimal) exchange.Report {
 	return exchange.Report{Symbol: sym, Side: o.Side, Quantity: o.Quantity, Status: st,
@@ -112,9 +132,10 @@ const ReasonPositionClosed = "the position closed: Bybit drops a position's trai
 // lookupTrailing reads the position's trailing stop (position list,
 // trailingStop) for o's trailing leg:
 //   - o's distance on an open position: the setting is o's (open);
-//   - no position: whatever was set went with the position, and nothing
-//     can be set on it any more (Bybit refuses a trailing stop on a zero
-//     position): expired, final, never sent again;
+//   - no position, or one on the other side: whatever was set went with
+//     the position, and nothing can be set on it any more (Bybit refuses
+//     a trailing stop on a zero position): expired, final, never sent
+//     again;
 //   - an open position without a trailing stop: ErrNotFound (the leg
 //     runner waits out the accept window, then sends it again: setting the
 //     same distance twice is one setting);
@@ -131,7 +152,9 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w", o.ClientOrderID, err)
 	}
 	switch {
-	case !pos.size.IsPositive():
+	case !pos.size.IsPositive() || pos.side != positionSide(o):
+		// Flat, or flipped to the other side (which closed the position
+		// the trailing stop protected first).
 		r := trailingReport(o, sym, exchange.StatusExpired, d)
 		r.Reason = ReasonPositionClosed
 		return r, nil

@@ -78,6 +78,18 @@ func TestTrailingStopIsThePositionsSetting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusExpired, r.Status, "gone with its position: final")
 	require.Equal(t, bybit.ReasonPositionClosed, r.Reason)
+
+	b.fake.SetPosition("BTCUSDT", "Sell", d("0.01"))
+	r, err = b.venue.Lookup(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusExpired, r.Status, "a short now: the long it protected closed")
+	sent := b.fake.Requests(bybitfake.PathTradingStop)
+	r, err = b.venue.Place(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusRejected, r.Status, "a long's trailing stop is not set on a short")
+	require.Contains(t, r.Reason, "is a Sell")
+	require.Equal(t, sent, b.fake.Requests(bybitfake.PathTradingStop), "nothing sent")
+	require.True(t, b.fake.TrailingStop("BTCUSDT").IsZero())
 }
 
 // An entry that still carries a trailing stop is refused before anything
