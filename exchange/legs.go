@@ -200,12 +200,8 @@ func PlanTrailingLeg(o Order, partID func(i int) string) Order {
 	if o.TrailingStop == nil {
 		return o
 	}
-	ts := o.TrailingStop
-	o.TrailingStop = nil
-	tp, sl := o.TakeProfit, o.StopLoss
-	o.TakeProfit, o.StopLoss = nil, nil
-	planned := PlanExitLegs(Order{TrailingStop: ts, Symbol: o.Symbol, Side: o.Side, Quantity: o.Quantity, Test: o.Test,
-		ClientOrderID: o.ClientOrderID, Legs: o.Legs}, partID)
-	o.Legs, o.TakeProfit, o.StopLoss = planned.Legs, tp, sl
+	only := o
+	only.TakeProfit, only.StopLoss = nil, nil
+	o.TrailingStop, o.Legs = nil, PlanExitLegs(only, partID).Legs
 	return o
 }
