@@ -10,7 +10,9 @@
 // orderLinkId the way Bybit documents it (see below), enforces the lot-size,
 // tick and notional filters with Bybit's own retCodes and messages, fills
 // market orders at the ticker's last price and moves positions and balances
-// accordingly.
+// accordingly. A linear position holds a trailing stop set through
+// /v5/position/trading-stop (PathTradingStop), listed with the position
+// and dropped when it closes.
 //
 // Uniqueness: Bybit's create-order page says a Perps/Futures/Spot
 // orderLinkId is "always unique" — not "unique among open orders". The fake
