@@ -410,14 +410,18 @@ type OrderRow struct {
 	// elsewhere.
 	Strategy  *string `db:"strategy"`
 	BaseAsset *string `db:"base_asset"`
+	// NoLegs says the order's intent planned no legs, so the trigger that
+	// plans them (migration 00023) is not called. Only a writer that holds
+	// the order's legs may set it; the zero value keeps the trigger looking.
+	NoLegs bool `db:"-"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
-                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -547,7 +551,7 @@ func queueOrder(b *pgx.Batch, o *OrderRow) {
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
 		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
 		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss),
-		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
+		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset, !o.NoLegs).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

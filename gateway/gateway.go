@@ -649,6 +649,9 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	sig, tr := in.Signal, in.Trace
 	rec := db.RecordReport(tr.ID, sig.Exchange, tr.Mode, order, report)
 	row, status := rec.Order, rec.Status
+	// The order's legs are the ones its intent holds (planned in dispatch):
+	// with none, the trigger that would look for them is skipped.
+	row.NoLegs = len(order.Legs) == 0
 	out.Order, out.Status = row, status
 	// The event is named after the trace's new status: dispatched or
 	// rejected.
