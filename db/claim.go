@@ -76,7 +76,7 @@ const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 // (PoolConfig.Prepare).
 func ClaimStatements() []string {
 	return []string{"BEGIN", TxTimeoutsSQL, ClaimLockSQL, ClaimSQL, InsertOrderSQL, SettleTraceSQL, SettleIntentSQL,
-		InsertEventSQL, AsyncCommitSQL, "COMMIT"}
+		InsertEventSQL, AsyncCommitSQL, "COMMIT", SettledTraceSQL}
 }
 
 // IntentStatements are what an intent's connection runs (see
@@ -249,6 +249,33 @@ LEFT JOIN LATERAL (
     WHERE r.claimed AND i.lock_key = $14 AND coalesce(i.outcome, '') = 'failed'
       AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
 ) u ON true`
+
+// SettledTraceSQL reads a settled trace as the claim would return it.
+const SettledTraceSQL = `
+SELECT trace_id, fingerprint, status, order_id, client_order_id, received_at
+FROM trace_ids WHERE trace_id = $1 AND status IN ('dispatched', 'rejected', 'failed')`
+
+// SettledTrace reads trace traceID when it is settled, with one plain read
+// (no transaction): a settled row never changes until a release or the
+// purge deletes it, so what the read returns is what a claim would have
+// found at that moment. found is false when the trace does not exist or
+// is not settled.
+func SettledTrace(ctx context.Context, pool *pgxpool.Pool, traceID string) (t ClaimedTrace, found bool, err error) {
+	var orderID pgtype.UUID
+	err = pool.QueryRow(ctx, SettledTraceSQL, traceID).Scan(&t.TraceID, &t.Fingerprint, &t.Status, &orderID,
+		&t.ClientOrderID, &t.ReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ClaimedTrace{}, false, nil
+	}
+	if err != nil {
+		return ClaimedTrace{}, false, translate(err)
+	}
+	if orderID.Valid {
+		id := uuid.UUID(orderID.Bytes)
+		t.OrderID = &id
+	}
+	return t, true, nil
+}
 
 // Claim begins a transaction, waits at most LockWait for the trace's advisory
 // lock, and inserts the trace unless it exists — all in one round trip. When
