@@ -86,4 +86,3 @@ func (s *Service) rememberSettled(t db.ClaimedTrace) {
 		s.settled.add(t.TraceID, t.ReceivedAt.Add(s.cfg.Timing.TraceTTL))
 	}
 }
-
