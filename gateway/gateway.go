@@ -213,7 +213,7 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 // most lockWait for its lock), then answer a repeat or dispatch.
 func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, lockWait time.Duration) (*Outcome, error) {
 	sig, tr := in.Signal, in.Trace
-	if err, ok := s.settledRepeat(ctx, in, lockWait); ok {
+	if answered, err := s.settledRepeat(ctx, in, lockWait); answered {
 		return nil, err
 	}
 	claimStart := time.Now()

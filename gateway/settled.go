@@ -62,12 +62,12 @@ func (k *settledKeys) has(id string, now time.Time) bool {
 }
 
 // settledRepeat answers in from its trace's settled row when this replica
-// saw the trace settled; ok is false when the signal must claim instead
+// saw the trace settled; answered is false when the signal must claim instead
 // (the row is gone or not settled, a window-mode signal, the read failed).
-func (s *Service) settledRepeat(ctx context.Context, in Input, lockWait time.Duration) (err error, ok bool) {
+func (s *Service) settledRepeat(ctx context.Context, in Input, lockWait time.Duration) (answered bool, err error) {
 	tr := in.Trace
 	if tr.Source == signal.KeyWindow || !s.settled.has(tr.ID, time.Now()) {
-		return nil, false
+		return false, nil
 	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, max(lockWait, time.Millisecond))
@@ -75,9 +75,9 @@ func (s *Service) settledRepeat(ctx context.Context, in Input, lockWait time.Dur
 	cancel()
 	s.deps.Metrics.ObserveStage(StageClaim, time.Since(start))
 	if rerr != nil || !found {
-		return nil, false
+		return false, nil
 	}
-	return s.repeat(ctx, nil, in, t), true
+	return true, s.repeat(ctx, nil, in, t)
 }
 
 // rememberSettled notes a trace that reached a settled status.
