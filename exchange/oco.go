@@ -6,27 +6,42 @@ package exchange
 // RoleOCO and both TakeProfit and StopLoss set.
 const RoleOCO = "oco"
 
-// ListExiter is implemented by a LegAttacher whose exits are one order
-// list (an OCO) rather than one order per exit: the take-profit and the
-// stop-loss sell the same coins, so two separate orders would each need
-// the whole quantity and the venue would refuse the second.
+// ListExiter is implemented by a LegAttacher whose take-profit and
+// stop-loss together are one order list (an OCO) rather than one order
+// per exit: both sell the same coins, so two separate orders would each
+// need the whole quantity and the venue would refuse the second. A lone
+// exit is one order, as on any LegAttacher (PlanSellExits). Its exits
+// sell what the entry received: the leg runner nets a commission charged
+// in the coin bought.
 type ListExiter interface {
 	ExitsAsOneList() bool
 }
 
-// ExitsAsOneList reports whether v takes an entry's exits as one OCO leg
-// (PlanOCOLeg) rather than one leg per exit (PlanExitLegs).
+// ExitsAsOneList reports whether v takes an entry's take-profit and
+// stop-loss together as one OCO leg (PlanOCOLeg) rather than one leg per
+// exit (PlanExitLegs); see PlanSellExits.
 func ExitsAsOneList(v Venue) bool {
 	le, ok := v.(ListExiter)
 	return ok && AttachesAsLegs(v) && le.ExitsAsOneList()
 }
 
+// PlanSellExits plans o's exits on a ListExiter venue: a take-profit and
+// a stop-loss together as one OCO leg (PlanOCOLeg), anything else — one
+// of them alone, a trailing stop alone — as one leg per exit
+// (PlanExitLegs), each a single order. The venue refuses the combinations
+// it cannot place before this is reached (AttachmentCapable).
+func PlanSellExits(o Order, partID func(i int) string) Order {
+	if o.TakeProfit != nil && o.StopLoss != nil {
+		return PlanOCOLeg(o, partID)
+	}
+	return PlanExitLegs(o, partID)
+}
+
 // PlanOCOLeg moves o's take-profit and stop-loss into one leg, role
 // RoleOCO, under partID(1): a close of the entry on the opposite side
 // with both targets as asked (a price, or a percent still to resolve from
-// the fill). o itself is returned without them. The venue refuses an
-// entry with only one of the two before this is reached
-// (AttachmentCapable).
+// the fill). o itself is returned without them. PlanSellExits calls it
+// only when both are given.
 func PlanOCOLeg(o Order, partID func(i int) string) Order {
 	if !o.HasAttachments() {
 		return o

@@ -25,8 +25,8 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	tests := []struct {
 		exchange, members, detail string
 	}{
-		{"binance", `"take_profit":"70000"`, "Binance spot takes take_profit and stop_loss together, as one OCO order list"},
-		{"binance", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on Binance spot"},
+		{"binance", `"take_profit":"70000","trailing_stop":{"percent":1}`, "a trailing_stop on Binance spot goes alone"},
+		{"binance", `"trailing_stop":{"distance":50}`, "trailing_stop on Binance spot takes a percent"},
 		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
 	}

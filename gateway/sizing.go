@@ -134,7 +134,7 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		// targets resolved from its fill price then).
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
 		if exchange.ExitsAsOneList(venue) {
-			return exchange.PlanOCOLeg(order, legID), false, nil
+			return exchange.PlanSellExits(order, legID), false, nil
 		}
 		return exchange.PlanExitLegs(order, legID), false, nil
 	}

@@ -17,27 +17,34 @@ import (
 var _ exchange.ListExiter = (*Venue)(nil)
 
 // ExitsAsOneList is true on spot: an entry's take-profit and stop-loss
-// are one OCO order list (rest-api.md, "New Order list - OCO"): both sell
+// together are one OCO order list (rest-api.md, "New Order list - OCO"): both sell
 // the coins the entry bought, and only a list lets one of them cancel the
 // other (two plain orders would each lock the whole quantity).
 func (v *Venue) ExitsAsOneList() bool { return !v.futures() }
 
-// refuseSpotAttachments says which attached exits spot cannot take: an
-// OCO needs both targets (a lone take-profit or stop-loss would be a
-// single TAKE_PROFIT or STOP_LOSS order, not built), follows a buy (a
-// spot sell holds no position to protect). It is placed once the entry
-// filled: at once for a market buy, when the follow job records a limit
-// buy filled.
+// ReasonSpotTrailing refuses a spot trailing stop that is not a percent of
+// at least 0.01 %: Binance spot trails by trailingDelta in BIPS
+// (faqs/trailing-stop-faq.md), a percent, not a price distance.
+const ReasonSpotTrailing = `trailing_stop on Binance spot takes a percent ({"percent": p}, at least 0.01: Binance's trailingDelta in BIPS), not a price distance`
+
+// refuseSpotAttachments says which attached exits spot cannot take. A
+// buy's take-profit and stop-loss together are one OCO order list; one of
+// them alone, or a trailing stop alone, is one plain order (spotexit.go).
+// Refused: a trailing stop beside a take-profit or stop-loss (a second
+// order selling the same coins, which Binance would refuse for want of
+// balance), exits on a sell (a spot sell opens no position to protect)
+// and on a close. Exits are placed once the entry filled: at once for a
+// market buy, when the follow job records a limit buy filled.
 func refuseSpotAttachments(o exchange.Order) string {
 	switch {
-	case o.TrailingStop != nil:
-		return "trailing_stop is not supported on Binance spot; send take_profit and stop_loss"
 	case exchange.IsClose(o.Action):
 		return "take_profit and stop_loss belong to an entry, not a close"
-	case o.TakeProfit == nil || o.StopLoss == nil:
-		return "Binance spot takes take_profit and stop_loss together, as one OCO order list; send both"
+	case o.TrailingStop != nil && (o.TakeProfit != nil || o.StopLoss != nil):
+		return "a trailing_stop on Binance spot goes alone: beside a take_profit or stop_loss it would be a second sell of the same coins; send it without them"
+	case o.TrailingStop != nil && trailingBIPS(o.TrailingStop) < 1:
+		return ReasonSpotTrailing
 	case o.Side != "buy":
-		return "take_profit and stop_loss on Binance spot protect a buy; a spot sell opens no position"
+		return "take_profit, stop_loss and trailing_stop on Binance spot protect a buy; a spot sell opens no position"
 	}
 	return ""
 }
