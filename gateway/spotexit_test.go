@@ -10,6 +10,8 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -120,4 +122,37 @@ func TestCancelReachesBinanceSpotLoneStopLoss(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "filled", closed.Order.Status)
 	require.Equal(t, "0.99", closed.Order.Quantity.String(), "all the strategy bought, net of the fee, down to the step")
+}
+
+// Exits the symbol's own rules would refuse once the entry filled are
+// refused before anything is sent (422 order_rejected, the trace settled
+// rejected): a trailing stop where the symbol takes none
+// (allowTrailingStop false) or beyond its TRAILING_DELTA range (25 % is
+// 2500 BIPS, above 2000), a lone stop-loss where STOP_LOSS is not among
+// its orderTypes. Placing the entry would leave a position without the
+// protection asked for.
+func TestBinanceSpotExitsTheSymbolRefusesAreRefusedBeforeTheEntry(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	sol := binancefake.DefaultSymbols()[1]
+	sol.Symbol, sol.Base, sol.AllowTrailingStop = "SOLUSDT", "SOL", false
+	b.binance.SetSymbol(sol)
+	btc := binancefake.DefaultSymbols()[0]
+	btc.OrderTypes = []string{"LIMIT", "LIMIT_MAKER", "MARKET"}
+	b.binance.SetSymbol(btc)
+	for _, tc := range []struct{ trace, signal, detail string }{
+		{"chk-trail", `"symbol":"SOLUSDT","trailing_stop":{"percent":1}`, "binance takes no trailing stops on SOLUSDT (allowTrailingStop)"},
+		{"chk-wide", `"symbol":"ETHUSDT","trailing_stop":{"percent":25}`, "trailing stop of 2500 BIPS (25 %) is outside ETHUSDT's TRAILING_DELTA range 10 to 2000 BIPS"},
+		{"chk-sl", `"symbol":"BTCUSDT","stop_loss":"49000"`, "binance lists no STOP_LOSS orders for BTCUSDT (orderTypes)"},
+		{"chk-pair", `"symbol":"BTCUSDT","take_profit":"52000","stop_loss":"49000"`, "binance lists no STOP_LOSS orders for BTCUSDT"},
+	} {
+		_, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","action":"buy","quantity":"0.01",`+tc.signal+`,"trace_id":"`+tc.trace+`"}`))
+		var ge *gateway.Error
+		require.ErrorAs(t, err, &ge, tc.trace)
+		require.Equal(t, codes.OrderRejected, ge.Code, tc.trace)
+		require.Contains(t, ge.Detail, tc.detail)
+		require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:`+tc.trace+`' AND status = 'rejected'`))
+	}
+	require.Empty(t, b.binance.Orders(), "no entry was sent")
 }

@@ -40,6 +40,9 @@ type Filters struct {
 	// AllowTrailingStop is spot's allowTrailingStop: orders with
 	// trailingDelta are taken.
 	AllowTrailingStop bool
+	// OCORefused is set when spot's ocoAllowed is false (absent: not
+	// refused).
+	OCORefused bool
 	// TRAILING_DELTA, in BIPS: the range for a trailingDelta whose
 	// trigger lies below the market (a STOP_LOSS SELL) and above it (a
 	// STOP_LOSS BUY), filters.md. Zero: no bound.
@@ -77,6 +80,7 @@ type rawSymbol struct {
 	// "Exchange information").
 	OrderTypes        []string `json:"orderTypes"`
 	AllowTrailingStop bool     `json:"allowTrailingStop"`
+	OCOAllowed        *bool    `json:"ocoAllowed"`
 }
 
 var dec = venuekit.Dec
@@ -85,6 +89,7 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset, QuoteAsset: s.QuoteAsset}
 	if !futures {
 		f.OrderTypes, f.AllowTrailingStop = s.OrderTypes, s.AllowTrailingStop
+		f.OCORefused = s.OCOAllowed != nil && !*s.OCOAllowed
 	}
 	for _, r := range s.Filters {
 		switch r.FilterType {

@@ -82,6 +82,56 @@ func (v *Venue) spotExitOrder(ctx context.Context, o exchange.Order) (e spotExit
 	return e, f.checkSpotExit(e, o.Side), nil
 }
 
+var _ exchange.ExitChecker = (*Venue)(nil)
+
+// CheckExits reads the symbol's rules (exchangeInfo, cached: the entry
+// needs them anyway) and says which of o's exits spot would refuse after
+// the entry filled: a pair needs ocoAllowed and both LIMIT_MAKER and
+// STOP_LOSS in orderTypes, a lone take-profit LIMIT_MAKER, a lone
+// stop-loss STOP_LOSS, a trailing stop STOP_LOSS, allowTrailingStop and a
+// trailingDelta within TRAILING_DELTA. The leg checks them again when it
+// is sent (the rules may change in between). USDⓈ-M: nothing to read
+// (its ranges are fixed, RefuseAttachments).
+func (v *Venue) CheckExits(ctx context.Context, o exchange.Order) (string, error) {
+	if v.futures() || !o.HasAttachments() {
+		return "", nil
+	}
+	f, _, err := v.filtersFor(ctx, exchange.VenueSymbol(o.Symbol))
+	if err != nil {
+		if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Refused() {
+			return apiErr.Msg, nil
+		}
+		return "", err
+	}
+	side := "sell"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	if o.TakeProfit != nil && o.StopLoss != nil {
+		if f.OCORefused {
+			return fmt.Sprintf("binance takes no OCO order lists on %s (ocoAllowed), which a take_profit with a stop_loss needs", f.Symbol), nil
+		}
+		for _, typ := range []string{"LIMIT_MAKER", "STOP_LOSS"} {
+			if f.OrderTypes != nil && !slices.Contains(f.OrderTypes, typ) {
+				return fmt.Sprintf("binance lists no %s orders for %s (orderTypes)", typ, f.Symbol), nil
+			}
+		}
+		return "", nil
+	}
+	for _, r := range o.Attachments() {
+		typ := spotExitTypes[r.Role]
+		if f.OrderTypes != nil && !slices.Contains(f.OrderTypes, typ) {
+			return fmt.Sprintf("binance lists no %s orders for %s (orderTypes), which a lone %s needs", typ, f.Symbol, r.Role), nil
+		}
+		if r.Role == exchange.RoleTrailingStop {
+			if reason := f.checkTrailing(trailingBIPS(r.Attached), side); reason != "" {
+				return reason, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // checkSpotExit returns why the symbol's rules refuse e, a sell (or buy)
 // exit, or "".
 func (f Filters) checkSpotExit(e spotExit, side string) string {
@@ -92,17 +142,7 @@ func (f Filters) checkSpotExit(e spotExit, side string) string {
 		return reason
 	}
 	if e.delta > 0 {
-		lo, hi := f.MinTrailingBelow, f.MaxTrailingBelow
-		if side == "buy" {
-			lo, hi = f.MinTrailingAbove, f.MaxTrailingAbove
-		}
-		switch {
-		case !f.AllowTrailingStop:
-			return fmt.Sprintf("binance takes no trailing stops on %s (allowTrailingStop)", f.Symbol)
-		case (lo > 0 && e.delta < lo) || (hi > 0 && e.delta > hi):
-			return fmt.Sprintf("trailing stop of %d BIPS is outside %s's TRAILING_DELTA range %d to %d", e.delta, f.Symbol, lo, hi)
-		}
-		return ""
+		return f.checkTrailing(e.delta, side)
 	}
 	trigger := e.price
 	if e.typ != "LIMIT_MAKER" {
@@ -113,6 +153,24 @@ func (f Filters) checkSpotExit(e spotExit, side string) string {
 	}
 	// A LIMIT_MAKER is priced; a STOP_LOSS executes as a MARKET order.
 	return f.checkNotional(e.qty, trigger, e.typ != "LIMIT_MAKER")
+}
+
+// checkTrailing returns why a STOP_LOSS on side trailing by delta BIPS
+// breaks the symbol's allowTrailingStop or TRAILING_DELTA (a SELL stop
+// triggers below the market: the "below" bounds), or "".
+func (f Filters) checkTrailing(delta int64, side string) string {
+	lo, hi := f.MinTrailingBelow, f.MaxTrailingBelow
+	if side == "buy" {
+		lo, hi = f.MinTrailingAbove, f.MaxTrailingAbove
+	}
+	switch {
+	case !f.AllowTrailingStop:
+		return fmt.Sprintf("binance takes no trailing stops on %s (allowTrailingStop)", f.Symbol)
+	case (lo > 0 && delta < lo) || (hi > 0 && delta > hi):
+		return fmt.Sprintf("trailing stop of %d BIPS (%s %%) is outside %s's TRAILING_DELTA range %d to %d BIPS",
+			delta, decimal.New(delta, -2), f.Symbol, lo, hi)
+	}
+	return ""
 }
 
 // placeSpotExit sends the lone spot exit o as one order (spotExitTypes)
