@@ -72,3 +72,38 @@ func TestVenueSpotEntryWithLoneStopLossCrashAfterTheStopIsAdoptedByTheSweeper(t 
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 	requireOneStop()
 }
+
+// The same kind of entry with only a take-profit, hoox killed with -9
+// between Binance's answer for the entry and its commit; the sender
+// resends. The resend adopts the entry and places the take-profit once (a
+// LIMIT_MAKER at 3% above the fill); its answer shows it in "attached".
+func TestVenueSpotEntryWithLoneTakeProfitCrashAfterTheEntryThenResendPlacesItOnce(t *testing.T) {
+	t.Parallel()
+	fake := binancefake.New(t, binancefake.Options{})
+	env := []string{"HOOX_BINANCE_API_KEY=" + fake.APIKey(), "HOOX_BINANCE_API_SECRET=" + fake.APISecret(),
+		"HOOX_BINANCE_BASE_URL=" + fake.URL}
+	body := `{"secret":"` + apptest.Secret + `","exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",` +
+		`"take_profit":{"percent":3},"trace_id":"lone-crash-2"}`
+	dbURL := pgtest.NewDatabase(t)
+
+	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
+	require.Len(t, fake.Orders(), 1, "no exit before the entry is recorded")
+
+	survivor, _ := startVenueServe(t, dbURL, env...)
+	r := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Raw)
+	held := fake.Orders()
+	require.Len(t, held, 2, "the entry and one take-profit")
+	require.Equal(t, "LIMIT_MAKER", held[1].Type)
+	require.Equal(t, "3090", held[1].Price.String(), "3 % above the fill at 3000")
+	attached, _ := r.Body["attached"].([]any)
+	require.Len(t, attached, 1, r.Raw)
+	a := attached[0].(map[string]any)
+	require.Equal(t, "take_profit", a["role"], r.Raw)
+	require.Equal(t, "3090", a["trigger_price"], r.Raw)
+	require.Equal(t, held[1].ClientOrderID, a["client_order_id"], r.Raw)
+
+	again := apptest.Post(t, survivor.url, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	require.Len(t, fake.Orders(), 2, "placed once")
+}

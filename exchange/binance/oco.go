@@ -17,9 +17,9 @@ import (
 var _ exchange.ListExiter = (*Venue)(nil)
 
 // ExitsAsOneList is true on spot: an entry's take-profit and stop-loss
-// together are one OCO order list (rest-api.md, "New Order list - OCO"): both sell
-// the coins the entry bought, and only a list lets one of them cancel the
-// other (two plain orders would each lock the whole quantity).
+// together are one OCO order list (rest-api.md, "New Order list - OCO"):
+// both sell the coins the entry bought, and only a list lets one of them
+// cancel the other (two plain orders would each lock the whole quantity).
 func (v *Venue) ExitsAsOneList() bool { return !v.futures() }
 
 // ReasonSpotTrailing refuses a spot trailing stop that is not a percent of
