@@ -102,3 +102,48 @@ func openLegs(t *testing.T, b *testBundle) []string {
 	require.NoError(t, err)
 	return ids
 }
+
+// A Binance spot limit buy with only a stop-loss: nothing is placed while
+// it rests; once the follow job records it filled, the stop goes out as
+// one STOP_LOSS sell for what the buy received (1 ETH less its 0.001 ETH
+// fee, down to the step), once however often the job runs.
+func TestBinanceSpotLimitEntryLoneStopLossIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	f.SetSpotCommission(decimal.RequireFromString("0.001"))
+	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": v})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	spot, err := gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2990","stop_loss":"2800","trace_id":"lim-lone"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", spot.Order.Status)
+	res, err := fb.work(t, fb.queuedFollow(t, "k:lim-lone"))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	require.Len(t, f.Orders(), 1, "nothing but the resting entry")
+
+	require.NoError(t, f.FillOrder(spot.Order.ClientOrderID))
+	for range 2 { // a second delivery changes nothing
+		res, err := fb.work(t, fb.queuedFollow(t, "k:lim-lone"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	held := f.Orders()
+	require.Len(t, held, 2, "the entry and one stop")
+	require.Equal(t, "STOP_LOSS", held[1].Type)
+	require.Equal(t, "2800", held[1].StopPrice.String())
+	require.Equal(t, "0.99", held[1].Quantity.String())
+	require.Empty(t, f.OrderLists())
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'stop_loss' AND status = 'open'`))
+	require.Empty(t, openLegs(t, b))
+}
