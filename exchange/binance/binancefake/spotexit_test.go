@@ -109,3 +109,30 @@ func TestSpotExitOrderRules(t *testing.T) {
 	require.NoError(t, s.FillOrder("tp1"))
 	require.True(t, s.Balance("ETH").IsZero(), "the take-profit sold the ETH")
 }
+
+// An OCO's stop order may trail (faqs/trailing-stop-faq.md: "OCO orders
+// also support trailing stop orders in the contingent leg"; rest-api.md,
+// "New Order list - OCO": "Either belowStopPrice or belowTrailingDelta or
+// both, must be specified"): within TRAILING_DELTA, and without a
+// stopPrice only the take-profit is held against the last price.
+func TestSpotOCOStopOrderMayTrail(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"ETH": decimal.RequireFromString("1")}}) // ETHUSDT at 3000
+	oco := func(tp, below string) (int, map[string]any) {
+		return spotCall(t, s, http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity=1"+
+			"&aboveType=LIMIT_MAKER&abovePrice="+tp+"&belowType=STOP_LOSS&"+below+"&listClientOrderId=l1")
+	}
+	status, out := oco("3300", "belowTrailingDelta=5000")
+	require.Equal(t, http.StatusBadRequest, status, "outside TRAILING_DELTA")
+	require.Equal(t, "Filter failure: TRAILING_DELTA", out["msg"])
+	status, out = oco("2900", "belowTrailingDelta=150")
+	require.Equal(t, http.StatusBadRequest, status, "the take-profit is still held against the last price")
+	require.EqualValues(t, -2010, out["code"], out)
+	require.Empty(t, s.OrderLists())
+
+	status, out = oco("3300", "belowTrailingDelta=150")
+	require.Equal(t, http.StatusOK, status, out)
+	l := s.OrderLists()[0]
+	require.EqualValues(t, 150, l.Below.TrailingDelta)
+	require.True(t, l.Below.StopPrice.IsZero(), "trails from the next trade")
+}
