@@ -25,7 +25,7 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	tests := []struct {
 		exchange, members, detail string
 	}{
-		{"binance", `"take_profit":"70000","trailing_stop":{"percent":1}`, "a trailing_stop on Binance spot goes alone"},
+		{"binance", `"stop_loss":"40000","trailing_stop":{"percent":1}`, "beside a stop_loss it would be a second stop"},
 		{"binance", `"trailing_stop":{"distance":50}`, "trailing_stop on Binance spot takes a percent"},
 		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},

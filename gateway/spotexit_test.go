@@ -156,3 +156,47 @@ func TestBinanceSpotExitsTheSymbolRefusesAreRefusedBeforeTheEntry(t *testing.T) 
 	}
 	require.Empty(t, b.binance.Orders(), "no entry was sent")
 }
+
+// A Binance spot buy with a take-profit and a trailing stop (no stop-loss):
+// one OCO list whose stop order trails — a LIMIT_MAKER at the take-profit
+// and a STOP_LOSS with trailingDelta 150 BIPS and no stopPrice — so the
+// take-profit's fill cancels the trailing stop and the other way round;
+// two separate sells would each need the coins. The answer shows the
+// take-profit and the trailing stop (its rate) with the list's IDs.
+func TestBinanceSpotTakeProfitWithTrailingStopIsOneOCOWhoseStopTrails(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"take_profit":{"percent":5},"trailing_stop":{"percent":1.5},"trace_id":"oco-trail"}`))
+	require.NoError(t, err)
+	require.Len(t, b.binance.Orders(), 1, "the entry is the only plain order")
+	lists := b.binance.OrderLists()
+	require.Len(t, lists, 1)
+	l := lists[0]
+	require.Equal(t, "LIMIT_MAKER", l.Above.Type)
+	require.Equal(t, "3150", l.Above.Price.String(), "5 % above the fill")
+	require.Equal(t, "STOP_LOSS", l.Below.Type)
+	require.EqualValues(t, 150, l.Below.TrailingDelta)
+	require.True(t, l.Below.StopPrice.IsZero())
+
+	require.Len(t, out.Legs, 1)
+	leg := out.Legs[0]
+	require.Equal(t, exchange.RoleOCO, leg.Role)
+	attached := leg.Attached()
+	require.Len(t, attached, 2)
+	require.Equal(t, exchange.RoleTakeProfit, attached[0].Role)
+	require.Equal(t, "3150", attached[0].TriggerPrice.String())
+	require.Equal(t, exchange.RoleTrailingStop, attached[1].Role)
+	require.Equal(t, "1.5", attached[1].CallbackRate.Decimal.String())
+	require.Equal(t, l.ListClientOrderID, attached[1].ClientOrderID)
+
+	// A trailing stop beside a stop-loss would be two stops selling the
+	// same coins: refused before anything is claimed.
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2900","trailing_stop":{"percent":1.5},"trace_id":"oco-trail-2"}`))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.Unsupported, ge.Code)
+	require.Len(t, b.binance.Orders(), 1)
+}

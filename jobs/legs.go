@@ -250,14 +250,15 @@ func received(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) 
 }
 
 // resolveOCO resolves an OCO exit (exchange.RoleOCO: one order list with
-// both targets, Binance spot): each target from the entry's fill price as
-// resolveExit does, and the quantity to what the entry received — its
-// filled quantity less a fee charged in the coin it bought (the spot
-// ledger's orders.fee, fee_asset) — rounded down to the step: the list
-// sells the coins the entry brought, never more than the account got.
+// a take-profit and a stop-loss or trailing stop, Binance spot): each
+// price target from the entry's fill price as resolveExit does, and the
+// quantity to what the entry received — its filled quantity less a fee
+// charged in the coin it bought (the spot ledger's orders.fee, fee_asset)
+// — rounded down to the step: the list sells the coins the entry brought,
+// never more than the account got.
 func resolveOCO(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
-	if o.TakeProfit == nil || o.StopLoss == nil {
-		return o, fmt.Sprintf("OCO exit %s needs a take-profit and a stop-loss", o.ClientOrderID), nil
+	if o.TakeProfit == nil || (o.StopLoss == nil && o.TrailingStop == nil) {
+		return o, fmt.Sprintf("OCO exit %s needs a take-profit and a stop-loss or trailing stop", o.ClientOrderID), nil
 	}
 	var reason string
 	if o.Quantity, reason = received(o, fill, facts); reason != "" {
@@ -267,10 +268,15 @@ func resolveOCO(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts
 	if err != nil {
 		return o, err.Error(), nil
 	}
-	sl, err := o.StopLoss.Resolve(exchange.RoleStopLoss, fill.Side, fill.FillPrice.Decimal, facts.Tick)
-	if err != nil {
-		return o, err.Error(), nil
+	o.TakeProfit = &tp
+	if o.StopLoss != nil {
+		sl, err := o.StopLoss.Resolve(exchange.RoleStopLoss, fill.Side, fill.FillPrice.Decimal, facts.Tick)
+		if err != nil {
+			return o, err.Error(), nil
+		}
+		o.StopLoss = &sl
 	}
-	o.TakeProfit, o.StopLoss = &tp, &sl
+	// A trailing stop needs no resolution: the list's stop order trails by
+	// its percent (Binance spot: trailingDelta).
 	return o, "", nil
 }

@@ -86,8 +86,8 @@ var _ exchange.ExitChecker = (*Venue)(nil)
 
 // CheckExits reads the symbol's rules (exchangeInfo, cached: the entry
 // needs them anyway) and says which of o's exits spot would refuse after
-// the entry filled: a pair needs ocoAllowed and both LIMIT_MAKER and
-// STOP_LOSS in orderTypes, a lone take-profit LIMIT_MAKER, a lone
+// the entry filled: an OCO (a take-profit with a stop-loss or trailing
+// stop) needs ocoAllowed and both LIMIT_MAKER and STOP_LOSS in orderTypes, a lone take-profit LIMIT_MAKER, a lone
 // stop-loss STOP_LOSS, a trailing stop STOP_LOSS, allowTrailingStop and a
 // trailingDelta within TRAILING_DELTA. The leg checks them again when it
 // is sent (the rules may change in between). USDⓈ-M: nothing to read
@@ -107,14 +107,17 @@ func (v *Venue) CheckExits(ctx context.Context, o exchange.Order) (string, error
 	if o.Side == "sell" {
 		side = "buy"
 	}
-	if o.TakeProfit != nil && o.StopLoss != nil {
+	if o.TakeProfit != nil && (o.StopLoss != nil || o.TrailingStop != nil) {
 		if f.OCORefused {
-			return fmt.Sprintf("binance takes no OCO order lists on %s (ocoAllowed), which a take_profit with a stop_loss needs", f.Symbol), nil
+			return fmt.Sprintf("binance takes no OCO order lists on %s (ocoAllowed), which a take_profit with a stop needs", f.Symbol), nil
 		}
 		for _, typ := range []string{"LIMIT_MAKER", "STOP_LOSS"} {
 			if f.OrderTypes != nil && !slices.Contains(f.OrderTypes, typ) {
 				return fmt.Sprintf("binance lists no %s orders for %s (orderTypes)", typ, f.Symbol), nil
 			}
+		}
+		if o.TrailingStop != nil {
+			return f.checkTrailing(trailingBIPS(o.TrailingStop), side), nil
 		}
 		return "", nil
 	}
