@@ -87,9 +87,10 @@ var _ exchange.ExitChecker = (*Venue)(nil)
 // CheckExits reads the symbol's rules (exchangeInfo, cached: the entry
 // needs them anyway) and says which of o's exits spot would refuse after
 // the entry filled: an OCO (a take-profit with a stop-loss or trailing
-// stop) needs ocoAllowed and both LIMIT_MAKER and STOP_LOSS in orderTypes, a lone take-profit LIMIT_MAKER, a lone
-// stop-loss STOP_LOSS, a trailing stop STOP_LOSS, allowTrailingStop and a
-// trailingDelta within TRAILING_DELTA. The leg checks them again when it
+// stop) needs ocoAllowed and both LIMIT_MAKER and STOP_LOSS in
+// orderTypes, a lone take-profit LIMIT_MAKER, a lone stop-loss STOP_LOSS,
+// a trailing stop STOP_LOSS, allowTrailingStop and a trailingDelta within
+// TRAILING_DELTA. The leg checks them again when it
 // is sent (the rules may change in between). USDⓈ-M: nothing to read
 // (its ranges are fixed, RefuseAttachments).
 func (v *Venue) CheckExits(ctx context.Context, o exchange.Order) (string, error) {
