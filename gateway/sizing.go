@@ -108,7 +108,7 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // rebuild it from the signal.
 func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.Order) bool {
 	return needsSizing(sig) || spotClose(sig, order) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
-		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
+		(sig.HasAttachments() && exchange.AttachesAsLegs(venue)) || (sig.TrailingStop != nil && exchange.TrailsAsLeg(venue))
 }
 
 // plan resolves the order once, under the trace's claim and before its
@@ -130,6 +130,9 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
+		if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
+			return order, true, err
+		}
 		var done bool
 		var err error
 		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
@@ -139,9 +142,15 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		// targets resolved from its fill price then).
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
 		if exchange.ExitsAsOneList(venue) {
-			return exchange.PlanOCOLeg(order, legID), false, nil
+			return exchange.PlanSellExits(order, legID), false, nil
 		}
 		return exchange.PlanExitLegs(order, legID), false, nil
+	}
+	if exchange.TrailsAsLeg(venue) && order.TrailingStop != nil {
+		// The trailing stop alone is set after the fill (a percent from
+		// the fill price); take-profit and stop-loss ride on the entry.
+		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
+		return exchange.PlanTrailingLeg(order, legID), false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil
@@ -180,8 +189,8 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	qtype, asked := quantityType(sig, order)
 	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
 	need := exchange.Need(qtype, asked)
-	legExits := exchange.AttachesAsLegs(venue)
-	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
+	legExits, trailLeg := exchange.AttachesAsLegs(venue), exchange.TrailsAsLeg(venue)
+	if percentOnEntry(sig, trailLeg) && order.OrderType != signal.OrderTypeLimit && !legExits {
 		need.Price = true
 	}
 	var held exchange.SizingFacts
@@ -208,7 +217,15 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if reason == "" && !legExits {
 		// A venue taking exits as legs resolves them from the entry's
 		// fill price instead (jobs.LegRunner).
+		trailing := resolved.TrailingStop
+		if trailLeg {
+			// Resolved from the fill by the leg runner, like legExits.
+			resolved.TrailingStop = nil
+		}
 		resolved, reason = resolveTargets(resolved, facts)
+		if trailLeg {
+			resolved.TrailingStop = trailing
+		}
 	}
 	if reason == "" {
 		return resolved, facts, false, nil
@@ -221,9 +238,9 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 }
 
 // rejectUnsent settles the trace rejected before its intent, nothing sent
-// (a size that rounds to nothing, exits the venue's cap cannot take), and
-// returns the 422 order_rejected; or the 503 when the database cannot
-// record it.
+// (a size that rounds to nothing, exits the symbol refuses or the venue's
+// cap cannot take), and returns the 422 order_rejected; or the 503 when
+// the database cannot record it.
 func (s *Service) rejectUnsent(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, reason string, detail map[string]any) error {
 	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
@@ -235,6 +252,31 @@ func (s *Service) rejectUnsent(ctx context.Context, tx *db.ClaimTx, in Input, or
 	out.Status = db.TraceRejected
 	return &Error{Code: codes.OrderRejected, Outcome: out,
 		Detail: fmt.Sprintf("the order was not sent to %s: %s", in.Signal.Exchange, reason)}
+}
+
+// checkExits asks a venue that can tell (exchange.ExitChecker) whether the
+// symbol's rules would refuse the exits once the entry filled; if so the
+// trace settles rejected before its intent (422 order_rejected, nothing
+// sent), as a size that rounds to nothing does: an entry placed without
+// the exit asked for is worse than none. done reports that the attempt
+// ended.
+func (s *Service) checkExits(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (bool, error) {
+	checker, ok := venue.(exchange.ExitChecker)
+	if !ok {
+		return false, nil
+	}
+	sig := in.Signal
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	reason, err := checker.CheckExits(vctx, order)
+	cancel()
+	if err != nil {
+		s.venueError(ctx, sig.Exchange, err)
+		return true, unavailable(fmt.Sprintf("venue %s could not be asked for the symbol's rules; nothing was placed", sig.Exchange), 5*time.Second, err)
+	}
+	if reason == "" {
+		return false, nil
+	}
+	return true, s.rejectUnsent(ctx, tx, in, order, out, reason, map[string]any{"reason": reason, "sent": false})
 }
 
 // checkExitCaps reads, on a venue that caps the exit orders resting per
