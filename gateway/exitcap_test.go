@@ -68,3 +68,35 @@ func TestBybitEntryPastThePartialTPSLCapIsRefusedWhole(t *testing.T) {
 	require.Len(t, b.bybit.Orders(), 1, "the second entry was not booked")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:bybit-cap-2' AND status = 'rejected'`))
 }
+
+// A Binance spot stop-loss alone rests as a STOP_LOSS order, which the
+// algo cap counts; a take-profit alone rests as a LIMIT_MAKER, which it
+// does not. With a cap of one: a buy with a stop-loss is placed, a second
+// one is refused before it is sent, and a buy with only a take-profit is
+// still placed.
+func TestBinanceSpotLoneExitsCountAgainstTheAlgoCapOnlyWhenTheyAreStops(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetSpotCommission(decimal.Zero)
+	b.binance.SetMaxNumAlgoOrders("ETHUSDT", 1)
+	body := func(trace, exit string) string {
+		return `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",` + exit + `,"trace_id":"` + trace + `"}`
+	}
+	out, err := b.svc.Execute(ctx, input(t, body("lone-sl-1", `"stop_loss":"2700"`)))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Len(t, b.binance.Orders(), 2, "the buy and its STOP_LOSS")
+
+	_, err = b.svc.Execute(ctx, input(t, body("lone-sl-2", `"stop_loss":"2700"`)))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.OrderRejected, ge.Code)
+	require.Contains(t, ge.Detail, "MAX_NUM_ALGO_ORDERS")
+	require.Len(t, b.binance.Orders(), 2, "nothing sent")
+
+	out, err = b.svc.Execute(ctx, input(t, body("lone-tp", `"take_profit":"3300"`)))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Len(t, b.binance.Orders(), 4, "the buy and its LIMIT_MAKER: a take-profit alone is not capped")
+}

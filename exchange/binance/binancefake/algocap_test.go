@@ -144,6 +144,13 @@ func TestSpotOCOStopOrdersAreCappedPerSymbol(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"STOP_LOSS": 2, "LIMIT_MAKER": 2}, types)
 
+	var lone map[string]any
+	status = signedCall(t, s, http.MethodPost, "/api/v3/order", "symbol=ETHUSDT&side=SELL&type=STOP_LOSS&quantity=1&stopPrice=2700&newClientOrderId=lone1", &lone)
+	require.Equal(t, http.StatusBadRequest, status, "a lone STOP_LOSS counts too")
+	require.Equal(t, "Filter failure: MAX_NUM_ALGO_ORDERS", lone["msg"], lone)
+	status = signedCall(t, s, http.MethodPost, "/api/v3/order", "symbol=ETHUSDT&side=SELL&type=LIMIT_MAKER&quantity=1&price=3300&newClientOrderId=lone2", &lone)
+	require.Equal(t, http.StatusOK, status, "a LIMIT_MAKER does not: %v", lone)
+
 	s.ExpireList("l1")
 	status, out = oco("l3")
 	require.Equal(t, http.StatusOK, status, "an ended list frees its place: %v", out)
