@@ -14,6 +14,9 @@ type ExitCap struct {
 	// Filter is the venue's name for the cap (Binance MAX_NUM_ALGO_ORDERS).
 	Filter string `json:"filter"`
 	Symbol string `json:"symbol"`
+	// Counted names what the cap counts ("stop/take-profit orders",
+	// "orders").
+	Counted string `json:"counted"`
 	// Limit is the most the venue lets rest on the symbol.
 	Limit int `json:"limit"`
 	// Open is how many count against the cap when it was read.
@@ -27,9 +30,9 @@ func (c ExitCap) Fits() bool { return c.Open+c.Adds <= c.Limit }
 
 // Refusal says why an entry with exits that do not fit is not sent.
 func (c ExitCap) Refusal() string {
-	return fmt.Sprintf("%s allows %d open stop/take-profit orders on %s and %d are open, so the entry's %d exit order(s) would be refused "+
-		"once it filled, leaving the position without them (%s); cancel exits you no longer need, or send the entry without take_profit/stop_loss",
-		c.Filter, c.Limit, c.Symbol, c.Open, c.Adds, c.Filter)
+	return fmt.Sprintf("%s allows %d open %s on %s and %d are open, so the entry's exits (%d more) would be refused "+
+		"once it filled, leaving the position without them; cancel orders you no longer need, or send the entry without take_profit/stop_loss",
+		c.Filter, c.Limit, c.Counted, c.Symbol, c.Open, c.Adds)
 }
 
 // ExitCapper is implemented by a venue that caps the conditional (exit)

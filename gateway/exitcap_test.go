@@ -100,3 +100,30 @@ func TestBinanceSpotLoneExitsCountAgainstTheAlgoCapOnlyWhenTheyAreStops(t *testi
 	require.Equal(t, db.TraceDispatched, out.Status)
 	require.Len(t, b.binance.Orders(), 4, "the buy and its LIMIT_MAKER: a take-profit alone is not capped")
 }
+
+// Spot's MAX_NUM_ORDERS counts every open order, and an OCO list is two:
+// with a cap of three and a resting limit sell plus one list open, a buy
+// with a take-profit and a stop-loss is refused before it is sent, named
+// by the filter that is full.
+func TestBinanceSpotEntryIsRefusedWhenMaxNumOrdersHoldsNoRoomForItsList(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetSpotCommission(decimal.Zero)
+	b.binance.SetMaxNumOrders("ETHUSDT", 3)
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1","take_profit":"3300","stop_loss":"2700","trace_id":"orders-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Len(t, b.binance.OrderLists(), 1)
+	b.binance.SetBalance("ETH", decimal.NewFromInt(5))
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"sell","quantity":"1","order_type":"limit","price":"3500","trace_id":"orders-rest"}`))
+	require.NoError(t, err)
+
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1","take_profit":"3300","stop_loss":"2700","trace_id":"orders-2"}`))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, codes.OrderRejected, ge.Code)
+	require.Contains(t, ge.Detail, "MAX_NUM_ORDERS allows 3 open orders on ETHUSDT and 3 are open")
+	require.Len(t, b.binance.OrderLists(), 1, "no second list")
+	require.Len(t, b.binance.Orders(), 2, "the first buy and the resting sell: the second buy was not sent")
+}

@@ -44,7 +44,7 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 
 	caps, err = venue.ExitCaps(ctx, entry)
 	require.NoError(t, err)
-	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Symbol: "BTCUSDT", Limit: 1, Open: 1, Adds: 2}}, caps)
+	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Counted: "stop/take-profit orders", Symbol: "BTCUSDT", Limit: 1, Open: 1, Adds: 2}}, caps)
 	require.False(t, caps[0].Fits())
 	require.Equal(t, 1, b.fake.Requests("/fapi/v1/openAlgoOrders"))
 
@@ -56,14 +56,16 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 	require.Len(t, b.fake.AlgoOrders(), 1)
 }
 
-// Spot counts the open orders MAX_NUM_ALGO_ORDERS counts (an OCO list's
-// STOP_LOSS, not its LIMIT_MAKER) through openOrders; the entry's exits,
-// one list, add one.
+// Spot counts, from one openOrders read, the open orders
+// MAX_NUM_ALGO_ORDERS counts (an OCO list's STOP_LOSS, not its
+// LIMIT_MAKER) and those MAX_NUM_ORDERS counts (all); the entry's exits,
+// one list, add one algo order and two orders.
 func TestSpotExitCapsCountTheListsStopOrders(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, binance.MarketSpot)
 	b.fake.SetMaxNumAlgoOrders("BTCUSDT", 5)
+	b.fake.SetMaxNumOrders("BTCUSDT", 50)
 	b.fake.SetBalance("BTC", d("1"))
 	list := exchange.Order{ClientOrderID: newID(), Symbol: "BTCUSDT", Action: "close", Side: "sell", OrderType: "market",
 		Quantity: d("0.01"), Exit: exchange.RoleOCO,
@@ -75,6 +77,12 @@ func TestSpotExitCapsCountTheListsStopOrders(t *testing.T) {
 	caps, err := b.venue.ExitCaps(ctx, exchange.Order{Symbol: "BTCUSDT", Action: "buy", Side: "buy", OrderType: "market",
 		Quantity: d("0.01"), TakeProfit: list.TakeProfit, StopLoss: list.StopLoss})
 	require.NoError(t, err)
-	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Symbol: "BTCUSDT", Limit: 5, Open: 1, Adds: 1}}, caps)
+	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Counted: "stop/take-profit orders", Symbol: "BTCUSDT", Limit: 5, Open: 1, Adds: 1},
+		{Filter: "MAX_NUM_ORDERS", Counted: "orders", Symbol: "BTCUSDT", Limit: 50, Open: 2, Adds: 2}}, caps, "one read for both: the list's two orders are open")
 	require.Equal(t, 1, b.fake.Requests("/api/v3/openOrders"))
+	caps, err = b.venue.ExitCaps(ctx, exchange.Order{Symbol: "BTCUSDT", Action: "buy", Side: "buy", OrderType: "market",
+		Quantity: d("0.01"), TakeProfit: list.TakeProfit})
+	require.NoError(t, err)
+	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ORDERS", Counted: "orders", Symbol: "BTCUSDT", Limit: 50, Open: 2, Adds: 1}}, caps,
+		"a take-profit alone rests as a LIMIT_MAKER: not an algo order")
 }

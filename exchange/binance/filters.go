@@ -38,6 +38,9 @@ type Filters struct {
 	// take-profit, trailing) orders the account may hold on the symbol;
 	// zero when not published (exitcap.go).
 	MaxNumAlgoOrders int
+	// MaxNumOrders is spot MAX_NUM_ORDERS: every open order of the
+	// account on the symbol; zero when not published.
+	MaxNumOrders int
 	// OrderTypes is spot's orderTypes: the order types the symbol takes
 	// (nil when exchangeInfo listed none: not checked).
 	OrderTypes []string
@@ -70,6 +73,7 @@ type rawFilter struct {
 	// MAX_NUM_ALGO_ORDERS: spot names the number maxNumAlgoOrders
 	// (filters.md), USDⓈ-M limit (common-definition.md).
 	MaxNumAlgoOrders int `json:"maxNumAlgoOrders"`
+	MaxNumOrders     int `json:"maxNumOrders"`
 	Limit            int `json:"limit"`
 	// TRAILING_DELTA (spot), JSON numbers.
 	MinTrailingAboveDelta int64 `json:"minTrailingAboveDelta"`
@@ -118,6 +122,10 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 			f.MaxNumAlgoOrders = r.MaxNumAlgoOrders
 			if futures {
 				f.MaxNumAlgoOrders = r.Limit
+			}
+		case "MAX_NUM_ORDERS":
+			if !futures {
+				f.MaxNumOrders = r.MaxNumOrders
 			}
 		case "TRAILING_DELTA":
 			f.MinTrailingBelow, f.MaxTrailingBelow = r.MinTrailingBelowDelta, r.MaxTrailingBelowDelta

@@ -53,7 +53,7 @@ func TestWebhookBinanceFuturesEntryIsRefusedWhenTheVenueCapCannotTakeItsExits(t 
 	require.Equal(t, http.StatusOK, first.Status, first.Raw)
 	require.Len(t, r.fake.AlgoOrders(), 2, "room for exactly the two exits: both placed")
 	require.Len(t, r.fake.Orders(), 1)
-	require.Equal(t, `[{"adds": 2, "open": 0, "limit": 2, "filter": "MAX_NUM_ALGO_ORDERS", "symbol": "BTCUSDT"}]`,
+	require.Equal(t, `[{"adds": 2, "open": 0, "limit": 2, "filter": "MAX_NUM_ALGO_ORDERS", "symbol": "BTCUSDT", "counted": "stop/take-profit orders"}]`,
 		apptest.Text(t, r.b.Pool, `SELECT detail->>'exit_caps' FROM trace_events WHERE trace_id = 'k:cap-room' AND event = 'dispatched'`),
 		"the count read before the intent is in the audit")
 

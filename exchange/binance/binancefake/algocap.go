@@ -139,3 +139,46 @@ func (s *Server) fillAlgoCapNow() {
 			ReduceOnly: true, Status: "NEW", Time: s.now()})
 	}
 }
+
+// SetMaxNumOrders sets symbol's spot MAX_NUM_ORDERS filter (filters.md:
+// "the maximum number of orders an account is allowed to have open on a
+// symbol … both "algo" orders and normal orders are counted"): spot
+// exchangeInfo publishes it, and a spot order or order list that would
+// pass it is refused -1013 "Filter failure: MAX_NUM_ORDERS" (errors.md).
+// Zero removes it. The fake applies it to spot only.
+func (s *Server) SetMaxNumOrders(symbol string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sym, ok := s.symbols[symbol]
+	if !ok {
+		return
+	}
+	sym.MaxNumOrders = n
+	s.symbols[symbol] = sym
+}
+
+// spotOrdersRefused reports whether adds more spot orders on sym would
+// pass its MAX_NUM_ORDERS; the caller answers the refusal. Called with
+// s.mu held.
+func (s *Server) spotOrdersRefused(sym Symbol, adds int) bool {
+	if sym.MaxNumOrders <= 0 {
+		return false
+	}
+	n := 0
+	for _, o := range s.orders {
+		if o.Market == MarketSpot && o.Symbol == sym.Symbol && o.Open() {
+			n++
+		}
+	}
+	for _, l := range s.lists {
+		if l.Symbol != sym.Symbol || l.Status != "EXECUTING" {
+			continue
+		}
+		for _, o := range []ListOrder{l.Above, l.Below} {
+			if o.Status == "NEW" {
+				n++
+			}
+		}
+	}
+	return n+adds > sym.MaxNumOrders
+}

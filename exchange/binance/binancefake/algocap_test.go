@@ -155,3 +155,31 @@ func TestSpotOCOStopOrdersAreCappedPerSymbol(t *testing.T) {
 	status, out = oco("l3")
 	require.Equal(t, http.StatusOK, status, "an ended list frees its place: %v", out)
 }
+
+// Spot's MAX_NUM_ORDERS (filters.md: {"filterType": "MAX_NUM_ORDERS",
+// "maxNumOrders": n}) counts every open order, an OCO list's two
+// included; one more is refused -1013 "Filter failure: MAX_NUM_ORDERS".
+func TestSpotOpenOrdersAreCappedPerSymbol(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"ETH": decimal.NewFromInt(10), "USDT": decimal.NewFromInt(100000)}})
+	s.SetMaxNumOrders("ETHUSDT", 3)
+	f := exchangeFilter(t, s, "/api/v3", "ETHUSDT", "MAX_NUM_ORDERS")
+	require.NotNil(t, f)
+	require.EqualValues(t, 3, f["maxNumOrders"])
+	require.Nil(t, exchangeFilter(t, s, "/fapi/v1", "ETHUSDT", "MAX_NUM_ORDERS"), "the fake applies it to spot only")
+
+	var out map[string]any
+	status := signedCall(t, s, http.MethodPost, "/api/v3/order", "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=2900&newClientOrderId=rest1", &out)
+	require.Equal(t, http.StatusOK, status, out)
+	status = signedCall(t, s, http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity=1"+
+		"&aboveType=LIMIT_MAKER&abovePrice=3300&belowType=STOP_LOSS&belowStopPrice=2700&listClientOrderId=l1", &out)
+	require.Equal(t, http.StatusOK, status, "1 + 2 = 3: %v", out)
+	status = signedCall(t, s, http.MethodPost, "/api/v3/order", "symbol=ETHUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=2900&newClientOrderId=rest2", &out)
+	require.Equal(t, http.StatusBadRequest, status, "a fourth open order")
+	require.EqualValues(t, -1013, out["code"], out)
+	require.Equal(t, "Filter failure: MAX_NUM_ORDERS", out["msg"])
+	s.ExpireList("l1")
+	status = signedCall(t, s, http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity=1"+
+		"&aboveType=LIMIT_MAKER&abovePrice=3300&belowType=STOP_LOSS&belowStopPrice=2700&listClientOrderId=l2", &out)
+	require.Equal(t, http.StatusOK, status, "the ended list freed two places: %v", out)
+}

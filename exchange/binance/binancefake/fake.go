@@ -79,6 +79,9 @@ type Symbol struct {
 	// take-profit) orders the account may hold on the symbol, on either
 	// market (algocap.go). Zero: no cap, and the filter is not published.
 	MaxNumAlgoOrders int
+	// MaxNumOrders is spot MAX_NUM_ORDERS: every open spot order on the
+	// symbol (algocap.go). Zero: no cap, not published.
+	MaxNumOrders int
 	// OrderTypes is spot exchangeInfo's orderTypes: an order of another
 	// type is refused -2010 with Binance's message for it.
 	// DefaultSpotOrderTypes when nil.

@@ -288,6 +288,9 @@ func symbolInfo(market string, sym Symbol) map[string]any {
 		}
 		filters = append(filters, map[string]any{"filterType": "MAX_NUM_ALGO_ORDERS", key: sym.MaxNumAlgoOrders})
 	}
+	if sym.MaxNumOrders > 0 && market == MarketSpot {
+		filters = append(filters, map[string]any{"filterType": "MAX_NUM_ORDERS", "maxNumOrders": sym.MaxNumOrders})
+	}
 	if market == MarketSpot {
 		lo, hi := sym.trailingBounds()
 		filters = append(filters, map[string]any{
@@ -806,6 +809,9 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		// A lone STOP_LOSS / TAKE_PROFIT counts against the symbol's
 		// MAX_NUM_ALGO_ORDERS (filters.md; errors.md's filter failure).
 		return bad(-1013, "Filter failure: MAX_NUM_ALGO_ORDERS")
+	}
+	if !futures && s.spotOrdersRefused(sym, 1) {
+		return bad(-1013, "Filter failure: MAX_NUM_ORDERS")
 	}
 
 	// Balances and positions.
