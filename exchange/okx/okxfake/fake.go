@@ -158,6 +158,9 @@ type Server struct {
 	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
 	spotFeeRate                   *decimal.Decimal
+	algos                         []*AlgoOrder
+	callbackRange                 *CallbackRange
+	loseAlgo                      int
 }
 
 // New starts a fake on a loopback port that closes at the end of the test

@@ -65,6 +65,9 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
 	mux.HandleFunc("POST "+PathCancel, s.private(s.serveCancel))
+	mux.HandleFunc("POST "+PathAlgo, s.serveAlgoPlace)
+	mux.HandleFunc("GET "+PathAlgo, s.private(s.serveAlgoDetails))
+	mux.HandleFunc("POST "+PathCancelAlgo, s.private(s.serveAlgoCancel))
 	return mux
 }
 
