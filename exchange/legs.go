@@ -159,6 +159,44 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 	return entry
 }
 
+// TrailingLegger is implemented by a venue that keeps an entry's
+// take-profit and stop-loss on the entry itself but places a trailing stop
+// as a separate algo order (OKX: attachAlgoOrds has no trailing stop;
+// ordType move_order_stop at POST /api/v5/trade/order-algo): the gateway
+// moves only the trailing stop into a leg (PlanTrailingLeg), placed after
+// the entry filled.
+type TrailingLegger interface {
+	TrailsAsLeg() bool
+}
+
+// TrailsAsLeg reports whether v places a trailing stop as a leg while the
+// entry keeps its other exits (see TrailingLegger).
+func TrailsAsLeg(v Venue) bool {
+	tl, ok := v.(TrailingLegger)
+	return ok && !AttachesAsLegs(v) && tl.TrailsAsLeg()
+}
+
+// PlanTrailingLeg moves o's trailing stop into a leg, role
+// RoleTrailingStop, under partID(len(o.Legs)+1): a reduce-only close of the
+// entry on the opposite side with the target as asked. The entry keeps its
+// take-profit and stop-loss.
+func PlanTrailingLeg(o Order, partID func(i int) string) Order {
+	if o.TrailingStop == nil {
+		return o
+	}
+	side := "sell"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	a := *o.TrailingStop
+	entry := o
+	entry.TrailingStop = nil
+	exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
+		ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: RoleTrailingStop, TrailingStop: &a}
+	entry.Legs = append(entry.Legs, Leg{Role: RoleTrailingStop, Order: exit})
+	return entry
+}
+
 // ExitTarget is the exit order o's target (its Exit role's attached field);
 // nil when o is not an exit.
 func (o Order) ExitTarget() *Attached {

@@ -40,10 +40,15 @@ func canAttach(sig signal.Signal, venue exchange.Venue) error {
 }
 
 // hasPercentTarget reports whether sig has a take-profit or stop-loss (or
-// trailing stop) given as a percentage: its price is resolved once, when
-// the order is sized.
-func hasPercentTarget(sig signal.Signal) bool {
-	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss, sig.TrailingStop} {
+// trailing stop, unless skipTrailing: a venue that places it as a leg)
+// given as a percentage: its price is resolved once, when the order is
+// sized.
+func hasPercentTarget(sig signal.Signal, skipTrailing bool) bool {
+	trailing := sig.TrailingStop
+	if skipTrailing {
+		trailing = nil
+	}
+	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss, trailing} {
 		if t != nil && t.Percent.Valid {
 			return true
 		}
@@ -57,13 +62,14 @@ func hasPercentTarget(sig signal.Signal) bool {
 // market entry's fill — rounded to the venue's tick toward the entry
 // (exchange.Attached.Resolve). A target that cannot be resolved (a
 // percentage smaller than a tick) is the reason the order is not sent.
-func resolveTargets(o exchange.Order, facts exchange.SizingFacts) (exchange.Order, string) {
+// skipTrailing leaves a trailing stop that becomes a leg as asked.
+func resolveTargets(o exchange.Order, facts exchange.SizingFacts, skipTrailing bool) (exchange.Order, string) {
 	ref := facts.Price
 	if o.OrderType == signal.OrderTypeLimit && o.Price.Valid {
 		ref = o.Price.Decimal
 	}
 	for _, r := range o.Attachments() {
-		if !r.Attached.Percent.Valid {
+		if !r.Attached.Percent.Valid || (skipTrailing && r.Role == exchange.RoleTrailingStop) {
 			continue
 		}
 		a, err := r.Attached.Resolve(r.Role, o.Side, ref, facts.Tick)

@@ -20,7 +20,7 @@ import (
 // read then). The resolved order goes into the intent, and every recovery
 // path re-uses it.
 func needsSizing(sig signal.Signal) bool {
-	return sizedQuantity(sig) || hasPercentTarget(sig)
+	return sizedQuantity(sig) || hasPercentTarget(sig, false)
 }
 
 // sizedQuantity reports whether sig's quantity is not a base quantity.
@@ -108,7 +108,7 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // rebuild it from the signal.
 func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.Order) bool {
 	return needsSizing(sig) || spotClose(sig, order) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
-		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
+		(sig.HasAttachments() && exchange.AttachesAsLegs(venue)) || (sig.TrailingStop != nil && exchange.TrailsAsLeg(venue))
 }
 
 // plan resolves the order once, under the trace's claim and before its
@@ -137,6 +137,11 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 			return exchange.PlanOCOLeg(order, legID), false, nil
 		}
 		return exchange.PlanExitLegs(order, legID), false, nil
+	}
+	if exchange.TrailsAsLeg(venue) && order.TrailingStop != nil {
+		// The trailing stop is its own order, placed once the entry
+		// filled; the take-profit and stop-loss stay on the entry.
+		return exchange.PlanTrailingLeg(order, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }), false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil
@@ -176,7 +181,10 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
 	need := exchange.Need(qtype, asked)
 	legExits := exchange.AttachesAsLegs(venue)
-	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
+	// A trailing stop that becomes a leg takes its percent from the fill
+	// (or sends it as it is), never from a price read here.
+	trailLeg := exchange.TrailsAsLeg(venue)
+	if hasPercentTarget(sig, trailLeg) && order.OrderType != signal.OrderTypeLimit && !legExits {
 		need.Price = true
 	}
 	var held exchange.SizingFacts
@@ -203,7 +211,7 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if reason == "" && !legExits {
 		// A venue taking exits as legs resolves them from the entry's
 		// fill price instead (jobs.LegRunner).
-		resolved, reason = resolveTargets(resolved, facts)
+		resolved, reason = resolveTargets(resolved, facts, trailLeg)
 	}
 	if reason == "" {
 		return resolved, facts, false, nil
