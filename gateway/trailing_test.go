@@ -10,6 +10,7 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/okx"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
@@ -78,4 +79,75 @@ func TestBinanceFuturesTrailingStopOutsideTheVenueRulesIsRefused(t *testing.T) {
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "nothing claimed")
 	require.Empty(t, b.binance.Orders(), "nothing sent")
 	require.Empty(t, b.binance.AlgoOrders())
+}
+
+// An okx-swap entry with a take-profit, a stop-loss and a trailing stop:
+// OKX takes the take-profit and the stop-loss on the entry
+// (attachAlgoOrds), the trailing stop only as its own algo order, so the
+// gateway plans only the trailing stop as a leg, placed once the entry
+// filled: a reduce-only move_order_stop for what filled, callbackRatio =
+// percent / 100, under the leg's client order ID. The answer shows it with
+// its rate; the cancel action reaches it through OKX's algo cancel.
+func TestOKXSwapEntryWithTrailingStopPlacesOneAlgoOrderBesideTheAttachedExits(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.03",
+		"take_profit":"62000","stop_loss":"2%","trailing_stop":{"percent":1.5},"trace_id":"okx-trail-1"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	entries := b.okx.Orders()
+	require.Len(t, entries, 1, "the entry is the only plain order")
+	require.Equal(t, "62000", entries[0].TpTriggerPx.String(), "the take-profit stays on the entry")
+	require.Equal(t, "58800", entries[0].SlTriggerPx.String(), "the stop-loss stays on the entry, 2 % below the last price")
+	algos := b.okx.AlgoOrders()
+	require.Len(t, algos, 1, "one trailing stop")
+	ts := algos[0]
+	require.Equal(t, "move_order_stop", ts.OrdType)
+	require.Equal(t, "0.015", ts.CallbackRatio.String())
+	require.Equal(t, "sell", ts.Side, "a long's trailing stop sells")
+	require.Equal(t, "3", ts.Sz.String(), "0.03 BTC filled: 3 contracts")
+	require.True(t, ts.ReduceOnly)
+	require.Equal(t, signal.LegClientOrderID(out.Order.ClientOrderID, 1), ts.AlgoClOrdID)
+	require.Len(t, out.Legs, 1)
+	require.Equal(t, exchange.RoleTrailingStop, out.Legs[0].Role)
+	require.Equal(t, "open", out.Legs[0].Status, "resting until triggered")
+	require.Equal(t, "1.5", out.Legs[0].CallbackRate.Decimal.String())
+	require.Equal(t, []db.AttachedExit{{Role: exchange.RoleTrailingStop, CallbackRate: out.Legs[0].CallbackRate,
+		Status: db.AttachedPlaced, ClientOrderID: ts.AlgoClOrdID, ExchangeOrderID: ts.AlgoID}}, out.Legs[0].Attached())
+	roles := map[string]bool{}
+	for _, a := range out.Order.Attached() {
+		roles[a.Role] = true
+	}
+	require.Equal(t, map[string]bool{exchange.RoleTakeProfit: true, exchange.RoleStopLoss: true}, roles, "the entry shows its own exits")
+
+	cancel, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"cancel","trace_id":"okx-trail-cancel"}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{ts.AlgoClOrdID}, cancelIDs(cancel.Cancelled))
+	require.Equal(t, "canceled", b.okx.AlgoOrders()[0].State, "no longer rests at OKX")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND status = 'cancelled'
+		AND callback_rate = 1.5`))
+}
+
+// A trailing stop OKX cannot take as hoox places it is refused with 422
+// before anything is claimed or sent: a price distance, and any trailing
+// stop on okx spot.
+func TestOKXTrailingStopHooxDoesNotPlaceIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	for i, tt := range []struct{ exchange, members, detail string }{
+		{"okx-swap", `"trailing_stop":{"distance":30}`, okx.ReasonTrailingDistance},
+		{"okx", `"trailing_stop":{"percent":1}`, okx.ReasonTrailingSpot},
+	} {
+		_, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
+			`{"exchange":%q,"symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"okx-trail-refuse-%d",%s}`, tt.exchange, i, tt.members)))
+		var ge *gateway.Error
+		require.ErrorAs(t, err, &ge, tt.members)
+		require.Equal(t, codes.Unsupported, ge.Code, tt.members)
+		require.Equal(t, tt.detail, ge.Detail)
+	}
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "nothing claimed")
+	require.Empty(t, b.okx.Orders(), "nothing sent")
+	require.Empty(t, b.okx.AlgoOrders())
 }
