@@ -49,17 +49,23 @@ type Instrument struct {
 	// CtVal is the contract value in the base currency (swaps).
 	CtVal                decimal.Decimal
 	TickSz, LotSz, MinSz decimal.Decimal
-	State                string // live unless set
+	// MaxMktSz is the largest sz of one market order (contracts on a
+	// swap; zero: none), Get_Instruments.md: "Max order quantity of a
+	// single market order".
+	MaxMktSz decimal.Decimal
+	State    string // live unless set
 }
 
-// DefaultInstruments are BTC-USDT and ETH-USDT spot and their USDT swaps.
+// DefaultInstruments are BTC-USDT and ETH-USDT spot and their USDT swaps;
+// the swaps take market orders of up to 100000 contracts (1000 BTC,
+// 10000 ETH).
 func DefaultInstruments() []Instrument {
 	d := decimal.RequireFromString
 	return []Instrument{
 		{InstType: InstSpot, InstID: "BTC-USDT", BaseCcy: "BTC", QuoteCcy: "USDT", TickSz: d("0.1"), LotSz: d("0.00000001"), MinSz: d("0.00001")},
 		{InstType: InstSpot, InstID: "ETH-USDT", BaseCcy: "ETH", QuoteCcy: "USDT", TickSz: d("0.01"), LotSz: d("0.000001"), MinSz: d("0.0001")},
-		{InstType: InstSwap, InstID: "BTC-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.01"), TickSz: d("0.1"), LotSz: d("0.01"), MinSz: d("0.01")},
-		{InstType: InstSwap, InstID: "ETH-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.1"), TickSz: d("0.01"), LotSz: d("0.01"), MinSz: d("0.01")},
+		{InstType: InstSwap, InstID: "BTC-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.01"), TickSz: d("0.1"), LotSz: d("0.01"), MinSz: d("0.01"), MaxMktSz: d("100000")},
+		{InstType: InstSwap, InstID: "ETH-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.1"), TickSz: d("0.01"), LotSz: d("0.01"), MinSz: d("0.01"), MaxMktSz: d("100000")},
 	}
 }
 
