@@ -13,6 +13,7 @@ import (
 	"github.com/hoox/hoox/exchange/okx"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -150,4 +151,38 @@ func TestOKXTrailingStopHooxDoesNotPlaceIsRefused(t *testing.T) {
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "nothing claimed")
 	require.Empty(t, b.okx.Orders(), "nothing sent")
 	require.Empty(t, b.okx.AlgoOrders())
+}
+
+// An OKX trailing stop whose request timed out (50004: "does not mean that
+// the request was successful or failed") and that OKX does not show: inside
+// the accept window the leg waits; after it, the leg ends failed for an
+// operator and is never sent again — OKX's algo endpoint takes no expTime,
+// so the first request may still be booked and a second would make two
+// stops for one.
+func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.okx.TimeOutNextAlgo()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.03",
+		"trailing_stop":"1.5%","trace_id":"okx-trail-lost"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
+	require.Empty(t, out.Legs, "the trailing stop's fate is unknown")
+	require.Empty(t, b.okx.AlgoOrders())
+
+	var lockKey, parent string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, parent_client_order_id FROM order_legs WHERE trace_id = 'k:okx-trail-lost'`).Scan(&lockKey, &parent))
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, b.venues, nil, nil)
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.ErrorIs(t, err, jobs.ErrNotYet, "inside the accept window the stop may still appear")
+
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE trace_id = 'k:okx-trail-lost'`)
+	require.NoError(t, err)
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-trail-lost' AND outcome = 'failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-trail-lost' AND event = 'leg_failed'`))
+	require.Empty(t, b.okx.AlgoOrders(), "never sent again")
+	require.Equal(t, 1, b.okx.AlgoPlacements())
 }

@@ -76,12 +76,30 @@ func (s *Server) TriggerAlgo(algoClOrdID string) error {
 	return ErrNoOrder
 }
 
+// AlgoPlacements is how many algo placements (POST
+// /api/v5/trade/order-algo) the fake received, answered or not.
+func (s *Server) AlgoPlacements() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.algoPlacements
+}
+
 // LoseNextAlgo makes the next algo placement book the order and answer
 // HTTP 502 with an HTML body (the answer is lost after acceptance).
 func (s *Server) LoseNextAlgo() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loseAlgo++
+}
+
+// TimeOutNextAlgo makes the next algo placement answer 50004 ("API
+// endpoint request timeout. (does not mean that the request was successful
+// or failed, please check the request result).") and book nothing, as a
+// request OKX has not processed (yet) looks.
+func (s *Server) TimeOutNextAlgo() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timeoutAlgo++
 }
 
 type algoBody struct {
@@ -115,12 +133,21 @@ func algoFail(algoClOrdID string, code int, msg string) reply {
 // model activation.
 func (s *Server) serveAlgoPlace(w http.ResponseWriter, r *http.Request) {
 	s.count(r)
+	s.mu.Lock()
+	s.algoPlacements++
+	s.mu.Unlock()
 	body, rep, okAuth := s.authenticate(r)
 	if !okAuth {
 		write(w, rep)
 		return
 	}
 	s.mu.Lock()
+	if s.timeoutAlgo > 0 {
+		s.timeoutAlgo--
+		s.mu.Unlock()
+		write(w, fail(http.StatusBadRequest, 50004, "API endpoint request timeout. (does not mean that the request was successful or failed, please check the request result)."))
+		return
+	}
 	rep = s.placeAlgo(body)
 	lose := rep.code == "0" && s.loseAlgo > 0
 	if lose {

@@ -167,6 +167,8 @@ type Server struct {
 	algos                         []*AlgoOrder
 	callbackRange                 *CallbackRange
 	loseAlgo                      int
+	timeoutAlgo                   int
+	algoPlacements                int
 }
 
 // New starts a fake on a loopback port that closes at the end of the test
