@@ -201,7 +201,7 @@ ORDER BY at DESC, id DESC;
 -- a limit entry rests, not_placed when the entry was rejected. An exit placed
 -- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
 -- client order ID) is placed while the venue holds it. A trailing stop (role
--- trailing_stop, Binance USDⓈ-M) has no trigger price: it shows the
+-- trailing_stop, Binance USDⓈ-M, OKX swaps) has no trigger price: it shows the
 -- callback_rate (percent) it trails by. hoox does not follow whether an exit
 -- later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
