@@ -1,11 +1,12 @@
 // Package okxfake is an in-process fake of OKX's v5 REST API, enough for
 // hoox's okx adapter: server time, instruments, place and query orders,
-// positions, balances, leverage. It enforces the rules hoox relies on, as
-// OKX documents them (docs/venues/okx.md): the signature and passphrase,
-// a timestamp within 30 s of its clock, expTime (an order processed after
-// it is refused with 50037 and not booked), clOrdId's form and its
-// uniqueness among pending orders only (a filled order's clOrdId may be
-// used again), lot size, tick size and minimum size, balances on spot and
+// positions, balances, leverage, and trailing stops as algo orders
+// (algo.go). It enforces the rules hoox relies on, as OKX documents them
+// (docs/venues/okx.md): the signature and passphrase, a timestamp within
+// 30 s of its clock, expTime (an order processed after it is refused with
+// 50037 and not booked), clOrdId's form and its uniqueness among pending
+// orders only (a filled order's clOrdId may be used again), lot size, tick
+// size, minimum size and maxMktSz (market orders), balances on spot and
 // reduce-only against the net position on swaps. Faults inject what a real
 // venue does to an answer.
 package okxfake
