@@ -80,3 +80,23 @@ func TestTrailingStopOutsideOKXsRangeIsRejected(t *testing.T) {
 	require.Contains(t, r.Reason, "callback rate")
 	require.Empty(t, fake.AlgoOrders())
 }
+
+// A trailing stop OKX booked but whose answer was lost (a proxy's 502) is
+// an unknown outcome, never "nothing was sent": the lookup by its
+// algoClOrdId then finds it, so the leg runner adopts it rather than
+// sending a second stop.
+func TestTrailingStopWithALostAnswerIsUnknownAndFoundByItsID(t *testing.T) {
+	t.Parallel()
+	v, fake := setup(t, okx.MarketSwap)
+	fake.SetPosition("BTC-USDT-SWAP", d("3"))
+	o := trailingExit("hxokxtrail3", "0.03", "1")
+	fake.LoseNextAlgo()
+	_, err := v.Place(ctx(t), o)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, exchange.ErrUnreachable, "the stop may exist")
+	require.Len(t, fake.AlgoOrders(), 1, "OKX booked it")
+	got, err := v.Lookup(ctx(t), o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, got.Status)
+	require.Equal(t, fake.AlgoOrders()[0].AlgoID, got.ExchangeOrderID)
+}
