@@ -51,9 +51,12 @@ type attachedDTO struct {
 	// TriggerPrice is absent for a trailing stop, which has none: it
 	// trails by CallbackRate instead.
 	TriggerPrice string `json:"trigger_price,omitempty"`
-	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M).
+	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M,
+	// OKX swaps).
 	CallbackRate string `json:"callback_rate,omitempty"`
-	Status       string `json:"status"`
+	// CallbackDistance is a trailing stop's price distance (OKX swaps).
+	CallbackDistance string `json:"callback_distance,omitempty"`
+	Status           string `json:"status"`
 	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
 	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
 	ClientOrderID   string `json:"client_order_id,omitempty"`
@@ -74,6 +77,9 @@ func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
 			dto.TriggerPrice = ""
 			if a.CallbackRate.Valid {
 				dto.CallbackRate = a.CallbackRate.Decimal.String()
+			}
+			if a.CallbackDistance.Valid {
+				dto.CallbackDistance = a.CallbackDistance.Decimal.String()
 			}
 		}
 		out = append(out, dto)

@@ -28,7 +28,10 @@ type AttachedExit struct {
 	// CallbackRate is a trailing stop's rate in percent (it has no
 	// trigger price: TriggerPrice is zero); invalid on other exits.
 	CallbackRate decimal.NullDecimal
-	Status       string
+	// CallbackDistance is a trailing stop's price distance (OKX
+	// callbackSpread) when it trails by one; invalid otherwise.
+	CallbackDistance decimal.NullDecimal
+	Status           string
 	// ClientOrderID and ExchangeOrderID are set for an exit that is its
 	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
 	// an exit the venue holds on the entry itself.
@@ -52,7 +55,7 @@ func (o OrderRow) Attached() []AttachedExit {
 		}
 		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
 		if o.Role == exchange.RoleTrailingStop {
-			e.TriggerPrice, e.CallbackRate = decimal.Zero, o.CallbackRate
+			e.TriggerPrice, e.CallbackRate, e.CallbackDistance = decimal.Zero, o.CallbackRate, o.CallbackDistance
 		}
 		if o.ExchangeOrderID != nil {
 			e.ExchangeOrderID = *o.ExchangeOrderID

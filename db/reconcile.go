@@ -230,7 +230,7 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	rejected := r.Status == exchange.StatusRejected
 	row.TakeProfit = attachedPrice(o.TakeProfit, r.TakeProfit, rejected)
 	row.StopLoss = attachedPrice(o.StopLoss, r.StopLoss, rejected)
-	row.CallbackRate = r.CallbackRate
+	row.CallbackRate, row.CallbackDistance = r.CallbackRate, r.CallbackDistance
 	return row
 }
 

@@ -202,13 +202,14 @@ ORDER BY at DESC, id DESC;
 -- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
 -- client order ID) is placed while the venue holds it. A trailing stop (role
 -- trailing_stop, Binance USDⓈ-M, OKX swaps) has no trigger price: it shows the
--- callback_rate (percent) it trails by. hoox does not follow whether an exit
--- later triggered.
+-- callback_rate (percent) or, on OKX, the callback_distance (price) it trails
+-- by. hoox does not follow whether an exit later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
                    'callback_rate', trim_scale(a.callback_rate)::text,
+                   'callback_distance', trim_scale(a.callback_distance)::text,
                    'status', CASE WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
                                   WHEN o.role <> 'primary' THEN 'not_placed'
                                   WHEN o.status = 'filled' THEN 'placed'
@@ -216,9 +217,11 @@ SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS 
                                   ELSE 'not_placed' END))
                  ORDER BY a.n) AS attached
 FROM orders o
-CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric), (2, 'stop_loss', o.stop_loss, NULL),
-                           (3, 'trailing_stop', NULL, o.callback_rate)) AS a(n, role, trigger_price, callback_rate)
-WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL) AND o.created_at > now() - interval '7 days'
+CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric, NULL::numeric), (2, 'stop_loss', o.stop_loss, NULL, NULL),
+                           (3, 'trailing_stop', NULL, o.callback_rate, o.callback_distance))
+                   AS a(n, role, trigger_price, callback_rate, callback_distance)
+WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL OR a.callback_distance IS NOT NULL)
+  AND o.created_at > now() - interval '7 days'
 GROUP BY o.id
 ORDER BY o.created_at DESC;
 

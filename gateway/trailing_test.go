@@ -130,16 +130,16 @@ func TestOKXSwapEntryWithTrailingStopPlacesOneAlgoOrderBesideTheAttachedExits(t 
 		AND callback_rate = 1.5`))
 }
 
-// A trailing stop OKX cannot take as hoox places it is refused with 422
-// before anything is claimed or sent: a price distance, and any trailing
-// stop on okx spot.
+// A trailing stop hoox does not place on OKX is refused with 422 before
+// anything is claimed or sent: any trailing stop on okx spot, and one on a
+// close.
 func TestOKXTrailingStopHooxDoesNotPlaceIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
 	for i, tt := range []struct{ exchange, members, detail string }{
-		{"okx-swap", `"trailing_stop":{"distance":30}`, okx.ReasonTrailingDistance},
 		{"okx", `"trailing_stop":{"percent":1}`, okx.ReasonTrailingSpot},
+		{"okx", `"trailing_stop":{"distance":30}`, okx.ReasonTrailingSpot},
 	} {
 		_, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
 			`{"exchange":%q,"symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"okx-trail-refuse-%d",%s}`, tt.exchange, i, tt.members)))
@@ -185,4 +185,29 @@ func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testi
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-trail-lost' AND event = 'leg_failed'`))
 	require.Empty(t, b.okx.AlgoOrders(), "never sent again")
 	require.Equal(t, 1, b.okx.AlgoPlacements())
+}
+
+// An okx-swap short with a trailing stop given as a price distance: the
+// stop buys back, trailing by callbackSpread — the distance rounded down
+// to the tick — and is recorded and shown with it as callback_distance.
+func TestOKXSwapTrailingStopByDistanceTrailsByCallbackSpread(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"short","quantity":"0.02",
+		"trailing_stop":{"distance":"250.37"},"trace_id":"okx-trail-dist"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	algos := b.okx.AlgoOrders()
+	require.Len(t, algos, 1)
+	require.Equal(t, "250.3", algos[0].CallbackSpread.String(), "down to the 0.1 tick")
+	require.True(t, algos[0].CallbackRatio.IsZero())
+	require.Equal(t, "buy", algos[0].Side)
+	require.Len(t, out.Legs, 1)
+	attached := out.Legs[0].Attached()
+	require.Len(t, attached, 1)
+	require.Equal(t, "250.3", attached[0].CallbackDistance.Decimal.String())
+	require.False(t, attached[0].CallbackRate.Valid)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND callback_distance = 250.3
+		AND callback_rate IS NULL`))
 }

@@ -72,7 +72,7 @@ func TestAttachedTPSLRefusals(t *testing.T) {
 	require.Equal(t, exchange.StatusRejected, r.Status, "an entry is never sent without the trailing stop it carries")
 	distance := trailing
 	distance.TrailingStop = &exchange.Attached{Distance: decimal.NewNullDecimal(d("100"))}
-	require.Equal(t, okx.ReasonTrailingDistance, v.RefuseAttachments(distance))
+	require.Empty(t, v.RefuseAttachments(distance), "a price distance too (callbackSpread)")
 	spot, _ := setup(t, okx.MarketSpot)
 	require.Equal(t, okx.ReasonTrailingSpot, spot.RefuseAttachments(trailing))
 

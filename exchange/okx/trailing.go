@@ -18,7 +18,8 @@ import (
 // Post_Place_Algo_Order.md in the stored mirror), not an attachAlgoOrds
 // element: hoox places it as a leg after the entry filled, a reduce-only
 // close of what the entry bought or sold, trailing by callbackRatio (the
-// signal's percent / 100: "0.05" is 5 %), named by algoClOrdId (the leg's
+// signal's percent / 100: "0.05" is 5 %) or callbackSpread (its price
+// distance, rounded down to the tick), named by algoClOrdId (the leg's
 // client order ID), found again by GET /api/v5/trade/order-algo?algoClOrdId=
 // (Get_Algo_Order_Details.md) and cancelled by algoId (POST
 // /api/v5/trade/cancel-algos, Post_Cancel_Algo_Order.md). activePx is not
@@ -36,8 +37,7 @@ const (
 
 // Reasons the adapter refuses a trailing stop before anything is claimed.
 const (
-	ReasonTrailingSpot     = "trailing_stop is supported on okx-swap only: on okx spot the stop would have to sell the coins the entry received net of its fee, which hoox does not place yet; send the entry with take_profit/stop_loss only"
-	ReasonTrailingDistance = `trailing_stop on okx-swap takes a percent only ({"percent": p}, OKX's callbackRatio): a price distance (callbackSpread) is not placed yet`
+	ReasonTrailingSpot = "trailing_stop is supported on okx-swap only: on okx spot the stop would have to sell the coins the entry received net of its fee, which hoox does not place yet; send the entry with take_profit/stop_loss only"
 )
 
 // TrailsAsLeg is true: a trailing stop is its own algo order; the
@@ -57,30 +57,58 @@ func (v *Venue) trailingRefusal(a *exchange.Attached) string {
 	switch {
 	case !v.swap():
 		return ReasonTrailingSpot
-	case a == nil || !a.Percent.Valid:
-		return ReasonTrailingDistance
-	case !a.Percent.Decimal.IsPositive() || a.Percent.Decimal.GreaterThanOrEqual(decimal.NewFromInt(100)):
+	case a == nil || (!a.Percent.Valid && !a.Distance.Valid):
+		return "trailing_stop needs a percent or a distance"
+	case a.Percent.Valid && (!a.Percent.Decimal.IsPositive() || a.Percent.Decimal.GreaterThanOrEqual(decimal.NewFromInt(100))):
 		return fmt.Sprintf("trailing_stop percent %s is outside 0 to 100", a.Percent.Decimal)
+	case !a.Percent.Valid && !a.Distance.Decimal.IsPositive():
+		return fmt.Sprintf("trailing_stop distance %s is not positive", a.Distance.Decimal)
 	}
 	return ""
 }
 
-// callbackRatio is the ratio OKX trails by for a percent target.
-func callbackRatio(a *exchange.Attached) decimal.Decimal {
-	return a.Percent.Decimal.Shift(-2)
+// callback is what OKX trails the stop a by: callbackRatio (the percent /
+// 100) for a percent target — the percent is what the signal asked, even
+// after the leg runner worked out its distance from the fill — else
+// callbackSpread, the distance rounded down to the tick (a tighter stop,
+// as every exit rounds). reason is set when the distance is below a tick.
+func callback(a *exchange.Attached, tick decimal.Decimal) (ratio, spread decimal.Decimal, reason string) {
+	if a.Percent.Valid {
+		return a.Percent.Decimal.Shift(-2), spread, ""
+	}
+	spread = a.Distance.Decimal
+	if tick.IsPositive() {
+		spread = spread.Div(tick).Floor().Mul(tick)
+	}
+	if !spread.IsPositive() {
+		return ratio, spread, fmt.Sprintf("trailing_stop distance %s is less than the tick %s", a.Distance.Decimal, tick)
+	}
+	return ratio, spread, ""
+}
+
+// held reports the rate (percent) or distance OKX trails by for ratio and
+// spread, as a Report carries them.
+func held(r *exchange.Report, ratio, spread decimal.Decimal) {
+	if ratio.IsPositive() {
+		r.CallbackRate = decimal.NewNullDecimal(ratio.Shift(2))
+	}
+	if spread.IsPositive() {
+		r.CallbackDistance = decimal.NewNullDecimal(spread)
+	}
 }
 
 // algoPlaceBody is POST /api/v5/trade/order-algo's body for a trailing
 // stop.
 type algoPlaceBody struct {
-	InstID        string `json:"instId"`
-	TdMode        string `json:"tdMode"`
-	Side          string `json:"side"`
-	OrdType       string `json:"ordType"`
-	Sz            string `json:"sz"`
-	AlgoClOrdID   string `json:"algoClOrdId"`
-	ReduceOnly    bool   `json:"reduceOnly"`
-	CallbackRatio string `json:"callbackRatio"`
+	InstID         string `json:"instId"`
+	TdMode         string `json:"tdMode"`
+	Side           string `json:"side"`
+	OrdType        string `json:"ordType"`
+	Sz             string `json:"sz"`
+	AlgoClOrdID    string `json:"algoClOrdId"`
+	ReduceOnly     bool   `json:"reduceOnly"`
+	CallbackRatio  string `json:"callbackRatio,omitempty"`
+	CallbackSpread string `json:"callbackSpread,omitempty"`
 }
 
 // algoInfo is an algo order as Get_Algo_Order_Details.md lists it.
@@ -112,35 +140,42 @@ func (a algoInfo) report(f Filters) exchange.Report {
 	case "order_failed":
 		r.Status, r.Reason = exchange.StatusRejected, "okx trailing stop failed (failCode "+a.FailCode+")"
 	}
-	if ratio := venuekit.Dec(a.CallbackRatio); ratio.IsPositive() {
-		r.CallbackRate = decimal.NewNullDecimal(ratio.Shift(2))
-	}
+	held(&r, venuekit.Dec(a.CallbackRatio), venuekit.Dec(a.CallbackSpread))
 	return r
 }
 
-// trailingOrder is what placeTrailing sends for o: its instrument's rules
-// and its size rounded down to the lot (reason set when it cannot be
-// sent).
-func (v *Venue) trailingOrder(ctx context.Context, o exchange.Order) (f Filters, qty decimal.Decimal, reason string, err error) {
+// trailingOrder is what placeTrailing sends for o (reason set when it
+// cannot be sent).
+func (v *Venue) trailingOrder(ctx context.Context, o exchange.Order) (t trailing, reason string, err error) {
 	if !clOrdIDPattern.MatchString(o.ClientOrderID) {
-		return f, qty, ReasonClientOrderID, nil
+		return t, ReasonClientOrderID, nil
 	}
 	if r := v.trailingRefusal(o.TrailingStop); r != "" {
-		return f, qty, r, nil
+		return t, r, nil
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
 	switch {
 	case err != nil:
-		return f, qty, "", err
+		return t, "", err
 	case !found:
-		return f, qty, ReasonUnknownSymbol + ": " + symbol, nil
+		return t, ReasonUnknownSymbol + ": " + symbol, nil
 	}
-	qty = venuekit.FloorTo(o.Quantity, f.Step)
-	if !qty.IsPositive() || qty.LessThan(f.MinQty) {
-		return f, qty, fmt.Sprintf("trailing stop quantity %s is below the minimum %s for %s", qty, f.MinQty, f.InstID), nil
+	t.f, t.qty = f, venuekit.FloorTo(o.Quantity, f.Step)
+	if !t.qty.IsPositive() || t.qty.LessThan(f.MinQty) {
+		return t, fmt.Sprintf("trailing stop quantity %s is below the minimum %s for %s", t.qty, f.MinQty, f.InstID), nil
 	}
-	return f, qty, "", nil
+	t.ratio, t.spread, reason = callback(o.TrailingStop, f.TickSize)
+	return t, reason, nil
+}
+
+// trailing is a trailing stop as it goes on the wire: its instrument's
+// rules, its size rounded down to the lot (base currency), and the ratio
+// or the spread it trails by (the other zero).
+type trailing struct {
+	f             Filters
+	qty           decimal.Decimal
+	ratio, spread decimal.Decimal
 }
 
 // placeTrailing sends the trailing stop o (Exit RoleTrailingStop) as a
@@ -148,7 +183,7 @@ func (v *Venue) trailingOrder(ctx context.Context, o exchange.Order) (f Filters,
 // OKX's answer holds only algoId and sCode: the stop is reported open
 // (OKX holds it) with the rate it trails by.
 func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	f, qty, reason, err := v.trailingOrder(ctx, o)
+	t, reason, err := v.trailingOrder(ctx, o)
 	if err != nil {
 		if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 			return rejected(e.Msg), nil
@@ -158,9 +193,14 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	if reason != "" {
 		return rejected(reason), nil
 	}
-	ratio := callbackRatio(o.TrailingStop)
+	f, qty := t.f, t.qty
 	body := algoPlaceBody{InstID: f.InstID, TdMode: "cross", Side: o.Side, OrdType: "move_order_stop",
-		Sz: f.toWire(qty).String(), AlgoClOrdID: o.ClientOrderID, ReduceOnly: true, CallbackRatio: ratio.String()}
+		Sz: f.toWire(qty).String(), AlgoClOrdID: o.ClientOrderID, ReduceOnly: true}
+	if t.ratio.IsPositive() {
+		body.CallbackRatio = t.ratio.String()
+	} else {
+		body.CallbackSpread = t.spread.String()
+	}
 	var ack []struct {
 		AlgoID      string `json:"algoId"`
 		AlgoClOrdID string `json:"algoClOrdId"`
@@ -171,7 +211,8 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	err = v.do(ctx, request{method: http.MethodPost, path: pathAlgo, body: body, private: true, placement: true}, &ack)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		r := rejected(e.Msg)
-		r.Symbol, r.Side, r.Quantity, r.CallbackRate = f.InstID, o.Side, qty, decimal.NewNullDecimal(ratio.Shift(2))
+		r.Symbol, r.Side, r.Quantity = f.InstID, o.Side, qty
+		held(&r, t.ratio, t.spread)
 		return r, nil
 	}
 	if err != nil {
@@ -180,8 +221,9 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	if len(ack) == 0 || ack[0].AlgoID == "" {
 		return exchange.Report{}, fmt.Errorf("okx: place trailing stop %s: answer without an algo id: %w", o.ClientOrderID, exchange.ErrUnknownOutcome)
 	}
-	return exchange.Report{ExchangeOrderID: ack[0].AlgoID, Symbol: f.InstID, Side: o.Side, Quantity: qty,
-		Status: exchange.StatusOpen, CallbackRate: decimal.NewNullDecimal(ratio.Shift(2))}, nil
+	r := exchange.Report{ExchangeOrderID: ack[0].AlgoID, Symbol: f.InstID, Side: o.Side, Quantity: qty, Status: exchange.StatusOpen}
+	held(&r, t.ratio, t.spread)
+	return r, nil
 }
 
 // queryTrailing reads the algo order under o.ClientOrderID as OKX holds
@@ -202,10 +244,11 @@ func (v *Venue) queryTrailing(ctx context.Context, o exchange.Order) (algoInfo, 
 }
 
 // lookupTrailing finds the trailing stop o by its algoClOrdId. One held
-// for another instrument, side, size, order type or callbackRatio than o
-// would be sent with wraps exchange.ErrMismatch: it is not adopted.
+// for another instrument, side, size, order type, callbackRatio or
+// callbackSpread than o would be sent with wraps exchange.ErrMismatch: it
+// is not adopted.
 func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	f, qty, reason, err := v.trailingOrder(ctx, o)
+	t, reason, err := v.trailingOrder(ctx, o)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: look up trailing stop %s: %w", o.ClientOrderID, err)
 	}
@@ -216,14 +259,14 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 	if err != nil {
 		return exchange.Report{}, err
 	}
-	r := a.report(f)
-	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, f.InstID, qty, r); err != nil {
+	r := a.report(t.f)
+	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, t.f.InstID, t.qty, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: %w", err)
 	}
-	want := callbackRatio(o.TrailingStop)
-	if held := venuekit.Dec(a.CallbackRatio); a.OrdType != "move_order_stop" || !held.Equal(want) {
-		return exchange.Report{}, fmt.Errorf("okx: %w: algoClOrdId %s is held as %s with callbackRatio %q, not move_order_stop with %s",
-			exchange.ErrMismatch, o.ClientOrderID, a.OrdType, a.CallbackRatio, want)
+	if ratio, spread := venuekit.Dec(a.CallbackRatio), venuekit.Dec(a.CallbackSpread); a.OrdType != "move_order_stop" ||
+		!ratio.Equal(t.ratio) || !spread.Equal(t.spread) {
+		return exchange.Report{}, fmt.Errorf("okx: %w: algoClOrdId %s is held as %s with callbackRatio %q and callbackSpread %q, not move_order_stop with %s / %s",
+			exchange.ErrMismatch, o.ClientOrderID, a.OrdType, a.CallbackRatio, a.CallbackSpread, t.ratio, t.spread)
 	}
 	return r, nil
 }

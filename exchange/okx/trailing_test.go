@@ -100,3 +100,41 @@ func TestTrailingStopWithALostAnswerIsUnknownAndFoundByItsID(t *testing.T) {
 	require.Equal(t, exchange.StatusOpen, got.Status)
 	require.Equal(t, fake.AlgoOrders()[0].AlgoID, got.ExchangeOrderID)
 }
+
+// A trailing stop given as a price distance goes out as callbackSpread,
+// rounded down to the tick (a tighter stop); the lookup compares the
+// spread, and the report carries it as CallbackDistance.
+func TestTrailingStopByDistanceIsSentAsCallbackSpread(t *testing.T) {
+	t.Parallel()
+	v, fake := setup(t, okx.MarketSwap)
+	fake.SetPosition("BTC-USDT-SWAP", d("-3")) // 0.03 BTC short
+	o := exchange.Order{ClientOrderID: "hxokxtrail4", Symbol: "BTCUSDT", Action: "close", Side: "buy", ReduceOnly: true,
+		OrderType: "market", Quantity: d("0.03"), Exit: exchange.RoleTrailingStop,
+		TrailingStop: &exchange.Attached{Distance: decimal.NewNullDecimal(d("250.37"))}}
+	r, err := v.Place(ctx(t), o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+	require.Equal(t, "250.3", r.CallbackDistance.Decimal.String(), "down to the 0.1 tick")
+	require.False(t, r.CallbackRate.Valid)
+	algos := fake.AlgoOrders()
+	require.Len(t, algos, 1)
+	require.Equal(t, "250.3", algos[0].CallbackSpread.String())
+	require.True(t, algos[0].CallbackRatio.IsZero())
+	require.Equal(t, "buy", algos[0].Side, "a short's stop buys back")
+
+	got, err := v.Lookup(ctx(t), o)
+	require.NoError(t, err)
+	require.Equal(t, "250.3", got.CallbackDistance.Decimal.String())
+	other := o
+	other.TrailingStop = &exchange.Attached{Distance: decimal.NewNullDecimal(d("300"))}
+	_, err = v.Lookup(ctx(t), other)
+	require.ErrorIs(t, err, exchange.ErrMismatch, "another spread under the ID is not this stop")
+
+	tiny := o
+	tiny.ClientOrderID = "hxokxtrail5"
+	tiny.TrailingStop = &exchange.Attached{Distance: decimal.NewNullDecimal(d("0.05"))}
+	r, err = v.Place(ctx(t), tiny)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusRejected, r.Status, "a distance below the tick is never sent as zero")
+	require.Len(t, fake.AlgoOrders(), 1)
+}
