@@ -86,9 +86,9 @@ func callback(a *exchange.Attached, tick decimal.Decimal) (ratio, spread decimal
 	return ratio, spread, ""
 }
 
-// held reports the rate (percent) or distance OKX trails by for ratio and
+// withCallback reports the rate (percent) or distance OKX trails by for ratio and
 // spread, as a Report carries them.
-func held(r *exchange.Report, ratio, spread decimal.Decimal) {
+func withCallback(r *exchange.Report, ratio, spread decimal.Decimal) {
 	if ratio.IsPositive() {
 		r.CallbackRate = decimal.NewNullDecimal(ratio.Shift(2))
 	}
@@ -140,7 +140,7 @@ func (a algoInfo) report(f Filters) exchange.Report {
 	case "order_failed":
 		r.Status, r.Reason = exchange.StatusRejected, "okx trailing stop failed (failCode "+a.FailCode+")"
 	}
-	held(&r, venuekit.Dec(a.CallbackRatio), venuekit.Dec(a.CallbackSpread))
+	withCallback(&r, venuekit.Dec(a.CallbackRatio), venuekit.Dec(a.CallbackSpread))
 	return r
 }
 
@@ -212,7 +212,7 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		r := rejected(e.Msg)
 		r.Symbol, r.Side, r.Quantity = f.InstID, o.Side, qty
-		held(&r, t.ratio, t.spread)
+		withCallback(&r, t.ratio, t.spread)
 		return r, nil
 	}
 	if err != nil {
@@ -222,7 +222,7 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 		return exchange.Report{}, fmt.Errorf("okx: place trailing stop %s: answer without an algo id: %w", o.ClientOrderID, exchange.ErrUnknownOutcome)
 	}
 	r := exchange.Report{ExchangeOrderID: ack[0].AlgoID, Symbol: f.InstID, Side: o.Side, Quantity: qty, Status: exchange.StatusOpen}
-	held(&r, t.ratio, t.spread)
+	withCallback(&r, t.ratio, t.spread)
 	return r, nil
 }
 
