@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/okx"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
@@ -210,4 +212,28 @@ func TestOKXSwapTrailingStopByDistanceTrailsByCallbackSpread(t *testing.T) {
 	require.False(t, attached[0].CallbackRate.Valid)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND callback_distance = 250.3
 		AND callback_rate IS NULL`))
+}
+
+// A percent OKX refuses for its trailing stop (51257: outside its callback
+// range, which its docs do not give) is found only once the entry filled:
+// the entry stays, and the trailing stop is recorded rejected — shown as
+// not_placed in the answer, with OKX's reason — never left looking placed.
+func TestOKXTrailingStopOutsideOKXsRangeIsShownNotPlaced(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.okx.SetCallbackRange(okxfake.CallbackRange{Min: decimal.RequireFromString("0.001"), Max: decimal.RequireFromString("0.05")})
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+		"trailing_stop":"8%","trace_id":"okx-trail-range"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
+	require.Equal(t, "filled", out.Order.Status)
+	require.Empty(t, b.okx.AlgoOrders())
+	require.Len(t, out.Legs, 1)
+	require.Equal(t, "rejected", out.Legs[0].Status)
+	require.Contains(t, *out.Legs[0].RejectReason, "callback rate")
+	attached := out.Legs[0].Attached()
+	require.Len(t, attached, 1)
+	require.Equal(t, db.AttachedNotPlaced, attached[0].Status)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-trail-range' AND event = 'leg_rejected'`))
 }
