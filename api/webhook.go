@@ -51,11 +51,11 @@ type attachedDTO struct {
 	// TriggerPrice is absent for a trailing stop, which has none: it
 	// trails by CallbackRate instead.
 	TriggerPrice string `json:"trigger_price,omitempty"`
-	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M,
-	// OKX swaps).
+	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M
+	// callbackRate, Binance spot trailingDelta / 100).
 	CallbackRate string `json:"callback_rate,omitempty"`
-	// CallbackDistance is a trailing stop's price distance (OKX swaps).
-	CallbackDistance string `json:"callback_distance,omitempty"`
+	// TrailingDistance is a trailing stop's price distance (Bybit).
+	TrailingDistance string `json:"trailing_distance,omitempty"`
 	Status           string `json:"status"`
 	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
 	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
@@ -78,8 +78,8 @@ func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
 			if a.CallbackRate.Valid {
 				dto.CallbackRate = a.CallbackRate.Decimal.String()
 			}
-			if a.CallbackDistance.Valid {
-				dto.CallbackDistance = a.CallbackDistance.Decimal.String()
+			if a.TrailingDistance.Valid {
+				dto.TrailingDistance = a.TrailingDistance.Decimal.String()
 			}
 		}
 		out = append(out, dto)

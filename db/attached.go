@@ -18,6 +18,10 @@ const (
 	AttachedWaiting = "waiting_for_entry"
 	// AttachedNotPlaced: the entry was rejected, and its exits with it.
 	AttachedNotPlaced = "not_placed"
+	// AttachedEnded: an exit placed on its own (a leg) that the venue no
+	// longer holds: cancelled, or gone with its position (a Bybit
+	// trailing stop).
+	AttachedEnded = "ended"
 )
 
 // AttachedExit is one exit attached to an order, as the answer, the admin
@@ -28,9 +32,9 @@ type AttachedExit struct {
 	// CallbackRate is a trailing stop's rate in percent (it has no
 	// trigger price: TriggerPrice is zero); invalid on other exits.
 	CallbackRate decimal.NullDecimal
-	// CallbackDistance is a trailing stop's price distance (OKX
-	// callbackSpread) when it trails by one; invalid otherwise.
-	CallbackDistance decimal.NullDecimal
+	// TrailingDistance is a trailing stop's price distance (Bybit); invalid
+	// on other exits and on a trailing stop that trails by a rate.
+	TrailingDistance decimal.NullDecimal
 	Status           string
 	// ClientOrderID and ExchangeOrderID are set for an exit that is its
 	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
@@ -50,12 +54,15 @@ func (o OrderRow) Attached() []AttachedExit {
 			price = o.StopLoss
 		}
 		st := AttachedPlaced
-		if o.Status == string(exchange.StatusRejected) {
+		switch o.Status {
+		case string(exchange.StatusRejected):
 			st = AttachedNotPlaced
+		case string(exchange.StatusCancelled), string(exchange.StatusExpired):
+			st = AttachedEnded
 		}
 		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
 		if o.Role == exchange.RoleTrailingStop {
-			e.TriggerPrice, e.CallbackRate, e.CallbackDistance = decimal.Zero, o.CallbackRate, o.CallbackDistance
+			e.TriggerPrice, e.CallbackRate, e.TrailingDistance = decimal.Zero, o.CallbackRate, o.TrailingDistance
 		}
 		if o.ExchangeOrderID != nil {
 			e.ExchangeOrderID = *o.ExchangeOrderID
@@ -63,8 +70,9 @@ func (o OrderRow) Attached() []AttachedExit {
 		return []AttachedExit{e}
 	}
 	if o.Role == exchange.RoleOCO {
-		// Both exits as one order list (Binance spot OCO): each is shown
-		// with the list's IDs.
+		// The exits of one order list (Binance spot OCO): a take-profit
+		// with a stop-loss, or with a trailing stop (its rate, no
+		// trigger), each shown with the list's IDs.
 		st := AttachedPlaced
 		if o.Status == string(exchange.StatusRejected) {
 			st = AttachedNotPlaced
@@ -73,8 +81,16 @@ func (o OrderRow) Attached() []AttachedExit {
 		for _, a := range []struct {
 			role  string
 			price decimal.NullDecimal
-		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
+		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}, {exchange.RoleTrailingStop, decimal.NullDecimal{}}} {
 			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+			switch {
+			case a.role == exchange.RoleTrailingStop && !o.CallbackRate.Valid:
+				continue
+			case a.role == exchange.RoleTrailingStop:
+				e.CallbackRate = o.CallbackRate
+			case a.role == exchange.RoleStopLoss && !a.price.Valid && o.CallbackRate.Valid:
+				continue
+			}
 			if o.ExchangeOrderID != nil {
 				e.ExchangeOrderID = *o.ExchangeOrderID
 			}

@@ -230,7 +230,8 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	rejected := r.Status == exchange.StatusRejected
 	row.TakeProfit = attachedPrice(o.TakeProfit, r.TakeProfit, rejected)
 	row.StopLoss = attachedPrice(o.StopLoss, r.StopLoss, rejected)
-	row.CallbackRate, row.CallbackDistance = r.CallbackRate, r.CallbackDistance
+	row.CallbackRate = r.CallbackRate
+	row.TrailingDistance = r.TrailingDistance
 	return row
 }
 

@@ -1,6 +1,8 @@
 package exchange
 
 import (
+	"context"
+
 	"github.com/shopspring/decimal"
 )
 
@@ -121,6 +123,18 @@ type LegAttacher interface {
 	AttachesAsLegs() bool
 }
 
+// ExitChecker is implemented by a LegAttacher that can tell before
+// anything is sent that the symbol's own rules refuse the exits o asks
+// for (an order type the symbol does not list, a trailing rate outside
+// its range): the gateway then refuses the signal (422 order_rejected,
+// nothing sent) rather than place an entry whose exit would be refused
+// once it filled, leaving the position without the protection asked for.
+// reason is empty when the exits can go; err when the venue could not be
+// asked.
+type ExitChecker interface {
+	CheckExits(ctx context.Context, o Order) (reason string, err error)
+}
+
 // AttachesAsLegs reports whether v takes attached exits as legs.
 func AttachesAsLegs(v Venue) bool {
 	la, ok := v.(LegAttacher)
@@ -159,44 +173,6 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 	return entry
 }
 
-// TrailingLegger is implemented by a venue that keeps an entry's
-// take-profit and stop-loss on the entry itself but places a trailing stop
-// as a separate algo order (OKX: attachAlgoOrds has no trailing stop;
-// ordType move_order_stop at POST /api/v5/trade/order-algo): the gateway
-// moves only the trailing stop into a leg (PlanTrailingLeg), placed after
-// the entry filled.
-type TrailingLegger interface {
-	TrailsAsLeg() bool
-}
-
-// TrailsAsLeg reports whether v places a trailing stop as a leg while the
-// entry keeps its other exits (see TrailingLegger).
-func TrailsAsLeg(v Venue) bool {
-	tl, ok := v.(TrailingLegger)
-	return ok && !AttachesAsLegs(v) && tl.TrailsAsLeg()
-}
-
-// PlanTrailingLeg moves o's trailing stop into a leg, role
-// RoleTrailingStop, under partID(len(o.Legs)+1): a reduce-only close of the
-// entry on the opposite side with the target as asked. The entry keeps its
-// take-profit and stop-loss.
-func PlanTrailingLeg(o Order, partID func(i int) string) Order {
-	if o.TrailingStop == nil {
-		return o
-	}
-	side := "sell"
-	if o.Side == "sell" {
-		side = "buy"
-	}
-	a := *o.TrailingStop
-	entry := o
-	entry.TrailingStop = nil
-	exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
-		ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: RoleTrailingStop, TrailingStop: &a}
-	entry.Legs = append(entry.Legs, Leg{Role: RoleTrailingStop, Order: exit})
-	return entry
-}
-
 // ExitTarget is the exit order o's target (its Exit role's attached field);
 // nil when o is not an exit.
 func (o Order) ExitTarget() *Attached {
@@ -209,4 +185,37 @@ func (o Order) ExitTarget() *Attached {
 		return o.TrailingStop
 	}
 	return nil
+}
+
+// TrailingLegAttacher is implemented by a venue that takes a take-profit
+// and a stop-loss on the entry order itself but a trailing stop only once
+// the entry filled, by a second request (Bybit linear: the position's
+// trailingStop setting, POST /v5/position/trading-stop): the gateway moves
+// the trailing stop alone into a leg (PlanTrailingLeg), and the venue's
+// Place and Lookup of an order with Exit RoleTrailingStop set and read
+// that setting.
+type TrailingLegAttacher interface {
+	TrailsAsLeg() bool
+}
+
+// TrailsAsLeg reports whether v takes a trailing stop as a leg while
+// keeping take-profit and stop-loss on the entry (see TrailingLegAttacher).
+func TrailsAsLeg(v Venue) bool {
+	ta, ok := v.(TrailingLegAttacher)
+	return ok && ta.TrailsAsLeg()
+}
+
+// PlanTrailingLeg moves o's trailing stop, and only it, into a leg as
+// PlanExitLegs would (a reduce-only exit on the opposite side, Exit
+// RoleTrailingStop, its target as asked: a percent is resolved from the
+// fill when the leg is first sent), under partID(len(o.Legs)+1); the
+// take-profit and stop-loss stay on o for the venue to set on the entry.
+func PlanTrailingLeg(o Order, partID func(i int) string) Order {
+	if o.TrailingStop == nil {
+		return o
+	}
+	only := o
+	only.TakeProfit, only.StopLoss = nil, nil
+	o.TrailingStop, o.Legs = nil, PlanExitLegs(only, partID).Legs
+	return o
 }

@@ -40,20 +40,27 @@ func canAttach(sig signal.Signal, venue exchange.Venue) error {
 }
 
 // hasPercentTarget reports whether sig has a take-profit or stop-loss (or
-// trailing stop, unless skipTrailing: a venue that places it as a leg)
-// given as a percentage: its price is resolved once, when the order is
-// sized.
-func hasPercentTarget(sig signal.Signal, skipTrailing bool) bool {
-	trailing := sig.TrailingStop
-	if skipTrailing {
-		trailing = nil
-	}
-	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss, trailing} {
+// trailing stop) given as a percentage: its price is resolved once, when
+// the order is sized.
+func hasPercentTarget(sig signal.Signal) bool {
+	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss, sig.TrailingStop} {
 		if t != nil && t.Percent.Valid {
 			return true
 		}
 	}
 	return false
+}
+
+// percentOnEntry reports whether sig has a percent target resolved before
+// the intent from the venue's price: any percent target, except a trailing
+// stop the venue sets as a leg (trailLeg: resolved from the fill then).
+func percentOnEntry(sig signal.Signal, trailLeg bool) bool {
+	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss} {
+		if t != nil && t.Percent.Valid {
+			return true
+		}
+	}
+	return !trailLeg && sig.TrailingStop != nil && sig.TrailingStop.Percent.Valid
 }
 
 // resolveTargets turns o's percent targets into prices, once, before the
@@ -62,14 +69,13 @@ func hasPercentTarget(sig signal.Signal, skipTrailing bool) bool {
 // market entry's fill — rounded to the venue's tick toward the entry
 // (exchange.Attached.Resolve). A target that cannot be resolved (a
 // percentage smaller than a tick) is the reason the order is not sent.
-// skipTrailing leaves a trailing stop that becomes a leg as asked.
-func resolveTargets(o exchange.Order, facts exchange.SizingFacts, skipTrailing bool) (exchange.Order, string) {
+func resolveTargets(o exchange.Order, facts exchange.SizingFacts) (exchange.Order, string) {
 	ref := facts.Price
 	if o.OrderType == signal.OrderTypeLimit && o.Price.Valid {
 		ref = o.Price.Decimal
 	}
 	for _, r := range o.Attachments() {
-		if !r.Attached.Percent.Valid || (skipTrailing && r.Role == exchange.RoleTrailingStop) {
+		if !r.Attached.Percent.Valid {
 			continue
 		}
 		a, err := r.Attached.Resolve(r.Role, o.Side, ref, facts.Tick)

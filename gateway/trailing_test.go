@@ -191,7 +191,7 @@ func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testi
 
 // An okx-swap short with a trailing stop given as a price distance: the
 // stop buys back, trailing by callbackSpread — the distance rounded down
-// to the tick — and is recorded and shown with it as callback_distance.
+// to the tick — and is recorded and shown with it as trailing_distance.
 func TestOKXSwapTrailingStopByDistanceTrailsByCallbackSpread(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -208,9 +208,9 @@ func TestOKXSwapTrailingStopByDistanceTrailsByCallbackSpread(t *testing.T) {
 	require.Len(t, out.Legs, 1)
 	attached := out.Legs[0].Attached()
 	require.Len(t, attached, 1)
-	require.Equal(t, "250.3", attached[0].CallbackDistance.Decimal.String())
+	require.Equal(t, "250.3", attached[0].TrailingDistance.Decimal.String())
 	require.False(t, attached[0].CallbackRate.Valid)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND callback_distance = 250.3
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND trailing_distance = 250.3
 		AND callback_rate IS NULL`))
 }
 

@@ -25,8 +25,8 @@ import (
 // /api/v5/trade/cancel-algos, Post_Cancel_Algo_Order.md). activePx is not
 // sent: the stop trails from the moment it is placed, as Binance's does.
 var (
-	_ exchange.TrailingLegger   = (*Venue)(nil)
-	_ exchange.OrderLateRefuser = (*Venue)(nil)
+	_ exchange.TrailingLegAttacher = (*Venue)(nil)
+	_ exchange.OrderLateRefuser    = (*Venue)(nil)
 )
 
 // Paths of OKX's algo order endpoints.
@@ -93,7 +93,7 @@ func withCallback(r *exchange.Report, ratio, spread decimal.Decimal) {
 		r.CallbackRate = decimal.NewNullDecimal(ratio.Shift(2))
 	}
 	if spread.IsPositive() {
-		r.CallbackDistance = decimal.NewNullDecimal(spread)
+		r.TrailingDistance = decimal.NewNullDecimal(spread)
 	}
 }
 

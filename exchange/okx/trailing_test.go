@@ -103,7 +103,7 @@ func TestTrailingStopWithALostAnswerIsUnknownAndFoundByItsID(t *testing.T) {
 
 // A trailing stop given as a price distance goes out as callbackSpread,
 // rounded down to the tick (a tighter stop); the lookup compares the
-// spread, and the report carries it as CallbackDistance.
+// spread, and the report carries it as TrailingDistance.
 func TestTrailingStopByDistanceIsSentAsCallbackSpread(t *testing.T) {
 	t.Parallel()
 	v, fake := setup(t, okx.MarketSwap)
@@ -114,7 +114,7 @@ func TestTrailingStopByDistanceIsSentAsCallbackSpread(t *testing.T) {
 	r, err := v.Place(ctx(t), o)
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
-	require.Equal(t, "250.3", r.CallbackDistance.Decimal.String(), "down to the 0.1 tick")
+	require.Equal(t, "250.3", r.TrailingDistance.Decimal.String(), "down to the 0.1 tick")
 	require.False(t, r.CallbackRate.Valid)
 	algos := fake.AlgoOrders()
 	require.Len(t, algos, 1)
@@ -124,7 +124,7 @@ func TestTrailingStopByDistanceIsSentAsCallbackSpread(t *testing.T) {
 
 	got, err := v.Lookup(ctx(t), o)
 	require.NoError(t, err)
-	require.Equal(t, "250.3", got.CallbackDistance.Decimal.String())
+	require.Equal(t, "250.3", got.TrailingDistance.Decimal.String())
 	other := o
 	other.TrailingStop = &exchange.Attached{Distance: decimal.NewNullDecimal(d("300"))}
 	_, err = v.Lookup(ctx(t), other)
