@@ -267,10 +267,14 @@ type ParentFill struct {
 }
 
 // ParentOrderFill reads the recorded fill of the order placed under
-// parent: an exit leg's quantity and percent target come from it.
+// parent: an exit leg's quantity and percent target come from it. The fill
+// price is the average price when no fill price is recorded: an entry
+// cancelled or expired after a partial fill has only its average (issue 19,
+// migration 00018).
 func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
 	var p ParentFill
-	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity, fee, coalesce(fee_asset, '') FROM orders WHERE client_order_id = $1`, parent).
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), coalesce(fill_price, avg_price), filled_quantity, fee, coalesce(fee_asset, '')
+FROM orders WHERE client_order_id = $1`, parent).
 		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity, &p.Fee, &p.FeeAsset)
 	if err != nil {
 		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
