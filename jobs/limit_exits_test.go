@@ -102,3 +102,87 @@ func openLegs(t *testing.T, b *testBundle) []string {
 	require.NoError(t, err)
 	return ids
 }
+
+// A Binance limit entry that fills in part and is then cancelled (or
+// expires) at the venue gets the exits it asked for, once, for what
+// filled, placed right after its follow job records the end (migration
+// 00018): USDⓈ-M two algo orders of the filled quantity, the percent from
+// the average fill; spot one OCO list for what the buy received net of its
+// ETH fee. An entry cancelled with nothing filled gets none.
+func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	f.SetSpotCommission(decimal.RequireFromString("0.001"))
+	at := func(m binance.Market) exchange.Venue {
+		v, err := binance.New(binance.Config{Market: m, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+		require.NoError(t, err)
+		return v
+	}
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": at(binance.MarketSpot), "binance-futures": at(binance.MarketFutures)})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	place := func(body string) string {
+		t.Helper()
+		out, err := gw.Execute(ctx, input(t, body))
+		require.NoError(t, err)
+		require.Equal(t, "open", out.Order.Status)
+		return out.Order.ClientOrderID
+	}
+	fut := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
+		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"part-fut"}`)
+	spot := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2990","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot"}`)
+	none := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2900","trace_id":"part-none"}`)
+
+	require.NoError(t, f.PartialFill(fut, decimal.RequireFromString("0.5")))
+	require.NoError(t, f.PartialFill(spot, decimal.RequireFromString("0.4")))
+	// Partly filled and still resting: the exits wait for the end.
+	for _, tr := range []string{"k:part-fut", "k:part-spot"} {
+		res, err := fb.work(t, fb.queuedFollow(t, tr))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	}
+	require.Empty(t, f.AlgoOrders())
+	require.Empty(t, f.OrderLists())
+
+	require.NoError(t, f.CancelOrder(fut))
+	require.NoError(t, f.ExpireOrder(spot))
+	require.NoError(t, f.CancelOrder(none))
+	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-none"} {
+		for range 2 { // a second delivery changes nothing
+			res, err := fb.work(t, fb.queuedFollow(t, tr))
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		}
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1 AND status = 'cancelled'
+		AND filled_quantity = 0.5`, fut), "the entry is recorded cancelled with what filled")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1 AND status = 'expired'
+		AND filled_quantity = 0.4`, spot))
+
+	algos := f.AlgoOrders()
+	require.Len(t, algos, 2, "the futures entry's two exits, for the 0.5 that filled; none for the entry that filled nothing")
+	require.Equal(t, "TAKE_PROFIT_MARKET", algos[0].Type)
+	require.Equal(t, "3049.8", algos[0].TriggerPrice.String(), "2 % above the average fill at 2990")
+	require.Equal(t, "0.5", algos[0].Quantity.String())
+	require.Equal(t, "STOP_MARKET", algos[1].Type)
+	require.Equal(t, "0.5", algos[1].Quantity.String())
+	lists := f.OrderLists()
+	require.Len(t, lists, 1, "the expired spot entry's one OCO list")
+	require.Equal(t, "0.39", lists[0].Quantity.String(), "0.4 ETH bought less its 0.0004 ETH fee, down to the step")
+	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1`, none))
+
+	// The sweeper finds nothing left to place.
+	require.Empty(t, openLegs(t, b))
+	require.Len(t, f.AlgoOrders(), 2)
+	require.Len(t, f.OrderLists(), 1)
+}
