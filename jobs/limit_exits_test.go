@@ -11,9 +11,14 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/okx"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
@@ -185,4 +190,66 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 	require.Empty(t, openLegs(t, b))
 	require.Len(t, f.AlgoOrders(), 2)
 	require.Len(t, f.OrderLists(), 1)
+}
+
+// Exits a venue keeps on the limit entry itself, when the entry is
+// cancelled at the venue: Bybit (linear, tpslMode Partial) keeps them on
+// what filled, so they stay placed; OKX generates them only on a complete
+// fill, so once its report no longer carries them the row drops them and
+// the answer shows none; an entry that filled nothing shows them
+// not_placed. No leg is planned for either venue.
+func TestOnOrderExitsOfALimitEntryCancelledAtTheVenue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	by := bybitfake.New(t, bybitfake.Options{})
+	ox := okxfake.New(t, okxfake.Options{})
+	bv, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: bybitfake.DefaultAPIKey, APISecret: bybitfake.DefaultAPISecret, BaseURL: by.URL})
+	require.NoError(t, err)
+	ov, err := okx.New(okx.Config{APIKey: ox.APIKey(), APISecret: ox.APISecret(), Passphrase: ox.Passphrase(), BaseURL: ox.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": bv, "okx": ov})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	place := func(venue, trace string) string {
+		t.Helper()
+		out, err := gw.Execute(ctx, input(t, `{"exchange":"`+venue+`","symbol":"BTCUSDT","action":"buy","quantity":"0.01",
+			"order_type":"limit","price":"59000","take_profit":"62000","stop_loss":"57000","trace_id":"`+trace+`"}`))
+		require.NoError(t, err)
+		require.Equal(t, "open", out.Order.Status)
+		require.Len(t, out.Order.Attached(), 2, "%s takes them on the order", venue)
+		return out.Order.ClientOrderID
+	}
+	byPart, byNone, okPart := place("bybit", "oo-by"), place("bybit", "oo-by-none"), place("okx", "oo-ok")
+	require.True(t, by.PartialFill(bybitfake.CategoryLinear, byPart, decimal.RequireFromString("0.004")))
+	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byPart))
+	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byNone))
+	require.NoError(t, ox.PartialFill(okPart, decimal.RequireFromString("0.004")))
+	require.NoError(t, ox.CancelOrder(okPart))
+	for _, tr := range []string{"k:oo-by", "k:oo-by-none", "k:oo-ok"} {
+		res, err := fb.work(t, fb.queuedFollow(t, tr))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	status := func(id string) []string {
+		t.Helper()
+		row := db.OrderRow{Role: "primary"}
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT status, filled_quantity, take_profit, stop_loss FROM orders
+			WHERE client_order_id = $1`, id).Scan(&row.Status, &row.FilledQuantity, &row.TakeProfit, &row.StopLoss))
+		require.Equal(t, "cancelled", row.Status)
+		var out []string
+		for _, a := range row.Attached() {
+			out = append(out, a.Role+":"+a.Status)
+		}
+		return out
+	}
+	require.Equal(t, []string{"take_profit:placed", "stop_loss:placed"}, status(byPart), "Bybit set them on the 0.004 that filled")
+	require.Equal(t, []string{"take_profit:not_placed", "stop_loss:not_placed"}, status(byNone))
+	require.Empty(t, status(okPart), "OKX dropped them with the entry: not shown as a protection")
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs`))
 }
