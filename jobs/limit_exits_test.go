@@ -113,7 +113,8 @@ func openLegs(t *testing.T, b *testBundle) []string {
 // filled, placed right after its follow job records the end (migration
 // 00018): USDⓈ-M two algo orders of the filled quantity, the percent from
 // the average fill; spot one OCO list for what the buy received net of its
-// ETH fee. An entry cancelled with nothing filled gets none.
+// ETH fee (one entry expired, one cancelled). An entry cancelled with
+// nothing filled gets none.
 func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -144,11 +145,14 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"part-fut"}`)
 	spot := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
 		"order_type":"limit","price":"2990","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot"}`)
+	spotCancelled := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2985","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot-c"}`)
 	none := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2900","trace_id":"part-none"}`)
 
 	require.NoError(t, f.PartialFill(fut, decimal.RequireFromString("0.5")))
 	require.NoError(t, f.PartialFill(spot, decimal.RequireFromString("0.4")))
+	require.NoError(t, f.PartialFill(spotCancelled, decimal.RequireFromString("0.5")))
 	// Partly filled and still resting: the exits wait for the end.
 	for _, tr := range []string{"k:part-fut", "k:part-spot"} {
 		res, err := fb.work(t, fb.queuedFollow(t, tr))
@@ -160,8 +164,9 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 
 	require.NoError(t, f.CancelOrder(fut))
 	require.NoError(t, f.ExpireOrder(spot))
+	require.NoError(t, f.CancelOrder(spotCancelled))
 	require.NoError(t, f.CancelOrder(none))
-	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-none"} {
+	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-spot-c", "k:part-none"} {
 		for range 2 { // a second delivery changes nothing
 			res, err := fb.work(t, fb.queuedFollow(t, tr))
 			require.NoError(t, err)
@@ -181,15 +186,16 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 	require.Equal(t, "STOP_MARKET", algos[1].Type)
 	require.Equal(t, "0.5", algos[1].Quantity.String())
 	lists := f.OrderLists()
-	require.Len(t, lists, 1, "the expired spot entry's one OCO list")
+	require.Len(t, lists, 2, "one OCO list for each spot entry: the expired one and the cancelled one")
 	require.Equal(t, "0.39", lists[0].Quantity.String(), "0.4 ETH bought less its 0.0004 ETH fee, down to the step")
-	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
+	require.Equal(t, "0.49", lists[1].Quantity.String(), "0.5 ETH bought less its 0.0005 ETH fee, down to the step")
+	require.EqualValues(t, 4, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1`, none))
 
 	// The sweeper finds nothing left to place.
 	require.Empty(t, openLegs(t, b))
 	require.Len(t, f.AlgoOrders(), 2)
-	require.Len(t, f.OrderLists(), 1)
+	require.Len(t, f.OrderLists(), 2)
 }
 
 // Exits a venue keeps on the limit entry itself, when the entry is
