@@ -2,29 +2,30 @@
 -- Issue 19: a limit entry that fills in part and then ends — cancelled (by
 -- the venue, by hand at the venue, or by hoox's cancel action) or expired
 -- (time in force, self-trade prevention) — is never recorded `filled`, so
--- 00013/00015 never planned its exits: what it bought stayed without the
--- take-profit / stop-loss / trailing stop / OCO the signal asked for.
+-- the triggers of 00013/00015 never planned its exits: what it bought stayed
+-- without the take-profit / stop-loss / trailing stop / OCO the signal
+-- asked for.
 --
 -- A primary that ends cancelled or expired with filled_quantity > 0 now gets
--- its exit legs planned exactly as a filled one (the leg runner sizes them to
+-- its exit legs planned as a filled one does (the leg runner sizes them to
 -- what filled and takes percentages from the average fill price). Only exit
--- legs: the further parts of a split close follow a first part that executed
--- in full, and are not planned after a partial one.
+-- legs: the further parts of a split close follow a first part that
+-- executed in full, and are not planned after a partial one.
 --
 -- Except when hoox's own cancel action ended it (cancelled_by names the
 -- cancel signal): a cancel leaves no hoox order of its symbol resting — it
 -- cancels the exits of a filled entry too — so the exits of an entry it ends
 -- are recorded as planned and settled `not_placed` at once, with a
 -- `leg_failed` event on the entry's trace saying why (docs/DECISIONS.md).
+--
+-- Triggers and a function of their own, beside orders_plan_legs and
+-- orders_plan_legs_on_fill (which later migrations may redefine for filled
+-- orders): their WHEN clause lets every other order skip them.
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION plan_order_legs() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION plan_exit_legs_on_partial_end() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    partial boolean := NEW.status IN ('cancelled', 'expired');
     dropped boolean := NEW.status = 'cancelled' AND NEW.cancelled_by IS NOT NULL;
 BEGIN
-    IF NEW.role <> 'primary' OR NOT (NEW.status = 'filled' OR (partial AND NEW.filled_quantity > 0)) THEN
-        RETURN NULL;
-    END IF;
     WITH planned AS (
         INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
                                 exchange, mode, order_spec, outcome, settled_at)
@@ -36,7 +37,7 @@ BEGIN
             CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array' THEN i.order_spec->'Legs' ELSE '[]'::jsonb END
         ) WITH ORDINALITY AS l(leg, n)
         WHERE i.client_order_id = NEW.client_order_id
-          AND (NOT partial OR l.leg->>'Role' IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco'))
+          AND l.leg->>'Role' IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
         ON CONFLICT (client_order_id) DO NOTHING
         RETURNING client_order_id, seq, role, outcome
     )
@@ -55,42 +56,16 @@ END
 $$;
 -- +goose StatementEnd
 
-DROP TRIGGER orders_plan_legs ON orders;
-CREATE TRIGGER orders_plan_legs AFTER INSERT ON orders
-    FOR EACH ROW WHEN (NEW.role = 'primary' AND (NEW.status = 'filled'
-                       OR (NEW.status IN ('cancelled', 'expired') AND NEW.filled_quantity > 0)))
-    EXECUTE FUNCTION plan_order_legs();
+CREATE TRIGGER orders_plan_exits_on_partial_end AFTER INSERT ON orders
+    FOR EACH ROW WHEN (NEW.role = 'primary' AND NEW.status IN ('cancelled', 'expired') AND NEW.filled_quantity > 0)
+    EXECUTE FUNCTION plan_exit_legs_on_partial_end();
 
-DROP TRIGGER orders_plan_legs_on_fill ON orders;
-CREATE TRIGGER orders_plan_legs_on_fill AFTER UPDATE OF status ON orders
-    FOR EACH ROW WHEN (NEW.role = 'primary' AND OLD.status IS DISTINCT FROM NEW.status AND (NEW.status = 'filled'
-                       OR (NEW.status IN ('cancelled', 'expired') AND NEW.filled_quantity > 0)))
-    EXECUTE FUNCTION plan_order_legs();
+CREATE TRIGGER orders_plan_exits_on_partial_end_update AFTER UPDATE OF status ON orders
+    FOR EACH ROW WHEN (NEW.role = 'primary' AND OLD.status IS DISTINCT FROM NEW.status
+                       AND NEW.status IN ('cancelled', 'expired') AND NEW.filled_quantity > 0)
+    EXECUTE FUNCTION plan_exit_legs_on_partial_end();
 
 -- +goose Down
-DROP TRIGGER orders_plan_legs_on_fill ON orders;
-CREATE TRIGGER orders_plan_legs_on_fill AFTER UPDATE OF status ON orders
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM 'filled' AND NEW.status = 'filled' AND NEW.role = 'primary')
-    EXECUTE FUNCTION plan_order_legs();
-DROP TRIGGER orders_plan_legs ON orders;
-CREATE TRIGGER orders_plan_legs AFTER INSERT ON orders
-    FOR EACH ROW WHEN (NEW.role = 'primary' AND NEW.status = 'filled') EXECUTE FUNCTION plan_order_legs();
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION plan_order_legs() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.role = 'primary' AND NEW.status = 'filled' THEN
-        INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
-                                exchange, mode, order_spec)
-        SELECT l.leg->'Order'->>'ClientOrderID', i.client_order_id, l.n::integer, l.leg->>'Role', NEW.trace_id,
-               i.lock_key, i.exchange, i.mode, l.leg->'Order'
-        FROM dispatch_intents i
-        CROSS JOIN LATERAL jsonb_array_elements(
-            CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array' THEN i.order_spec->'Legs' ELSE '[]'::jsonb END
-        ) WITH ORDINALITY AS l(leg, n)
-        WHERE i.client_order_id = NEW.client_order_id
-        ON CONFLICT (client_order_id) DO NOTHING;
-    END IF;
-    RETURN NULL;
-END
-$$;
--- +goose StatementEnd
+DROP TRIGGER orders_plan_exits_on_partial_end_update ON orders;
+DROP TRIGGER orders_plan_exits_on_partial_end ON orders;
+DROP FUNCTION plan_exit_legs_on_partial_end();
