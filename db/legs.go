@@ -17,9 +17,10 @@ import (
 
 // Leg is one follow-up order of a trace (issue 19), as order_legs holds
 // it: planned once in its primary order's intent, given its row when the
-// primary is recorded filled (a trigger on orders), and its own intent
-// from then on — Sent is made durable before each send, Outcome once its
-// order is recorded.
+// primary is recorded filled, or an exit's when the primary ends cancelled
+// or expired after a partial fill (triggers on orders, migrations 00013,
+// 00015, 00018), and its own intent from then on — Sent is made durable
+// before each send, Outcome once its order is recorded.
 type Leg struct {
 	ClientOrderID       string
 	ParentClientOrderID string
