@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -69,4 +72,39 @@ func TestCancelSignalOnAPartlyFilledEntryPlacesNoExits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "filled", closed.Order.Status)
 	require.Equal(t, "0.39", closed.Order.Quantity.String())
+}
+
+// A Binance USDⓈ-M limit entry whose answer was lost (503: nothing
+// recorded), then filled 0.5 of 2 and cancelled at Binance before the
+// sender's retry: the retry adopts the entry as Binance holds it —
+// cancelled after a partial fill — and the same commit plans its exits
+// (an INSERT this time), which the retry places at once and lists in its
+// answer, sized to the 0.5.
+func TestRetryAdoptingAnEntryEndedAfterAPartialFillPlacesItsExits(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	body := `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
+		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"pc-lost"}`
+	b.binance.Inject(binancefake.Fault{Kind: binancefake.FaultUnknownAfterAccept})
+	_, err := b.svc.Execute(ctx, input(t, body))
+	var gerr *gateway.Error
+	require.ErrorAs(t, err, &gerr)
+	require.Equal(t, codes.Unavailable, gerr.Code, "no reconciler here: the claim rolls back, the intent stays")
+	held := b.binance.Orders()
+	require.Len(t, held, 1)
+	require.NoError(t, b.binance.PartialFill(held[0].ClientOrderID, decimal.RequireFromString("0.5")))
+	require.NoError(t, b.binance.CancelOrder(held[0].ClientOrderID))
+
+	out, err := b.svc.Execute(ctx, input(t, body))
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", out.Order.Status)
+	require.Equal(t, "0.5", out.Order.FilledQuantity.Decimal.String())
+	require.Len(t, out.Legs, 2, "the exits of the 0.5, placed by the retry")
+	algos := b.binance.AlgoOrders()
+	require.Len(t, algos, 2)
+	require.Equal(t, "3049.8", algos[0].TriggerPrice.String(), "2 % above the average fill at 2990")
+	require.Equal(t, "0.5", algos[0].Quantity.String())
+	require.Equal(t, "0.5", algos[1].Quantity.String())
+	require.Len(t, b.binance.Orders(), 1, "the entry adopted, not placed again")
 }
