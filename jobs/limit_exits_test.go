@@ -113,8 +113,8 @@ func openLegs(t *testing.T, b *testBundle) []string {
 // filled, placed right after its follow job records the end (migration
 // 00018): USDⓈ-M two algo orders of the filled quantity, the percent from
 // the average fill; spot one OCO list for what the buy received net of its
-// ETH fee (one entry expired, one cancelled). An entry cancelled with
-// nothing filled gets none.
+// ETH fee (one entry expired, one cancelled). An entry cancelled or
+// expired with nothing filled gets none.
 func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -149,6 +149,8 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 		"order_type":"limit","price":"2985","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot-c"}`)
 	none := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2900","trace_id":"part-none"}`)
+	spotNone := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot-none"}`)
 
 	require.NoError(t, f.PartialFill(fut, decimal.RequireFromString("0.5")))
 	require.NoError(t, f.PartialFill(spot, decimal.RequireFromString("0.4")))
@@ -166,7 +168,8 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 	require.NoError(t, f.ExpireOrder(spot))
 	require.NoError(t, f.CancelOrder(spotCancelled))
 	require.NoError(t, f.CancelOrder(none))
-	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-spot-c", "k:part-none"} {
+	require.NoError(t, f.ExpireOrder(spotNone))
+	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-spot-c", "k:part-none", "k:part-spot-none"} {
 		for range 2 { // a second delivery changes nothing
 			res, err := fb.work(t, fb.queuedFollow(t, tr))
 			require.NoError(t, err)
@@ -190,7 +193,8 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 	require.Equal(t, "0.39", lists[0].Quantity.String(), "0.4 ETH bought less its 0.0004 ETH fee, down to the step")
 	require.Equal(t, "0.49", lists[1].Quantity.String(), "0.5 ETH bought less its 0.0005 ETH fee, down to the step")
 	require.EqualValues(t, 4, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
-	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1`, none))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = ANY($1)`, []string{none, spotNone}),
+		"nothing filled: no position, no exits")
 
 	// The sweeper finds nothing left to place.
 	require.Empty(t, openLegs(t, b))
