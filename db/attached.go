@@ -19,6 +19,10 @@ const (
 	// AttachedNotPlaced: the entry was rejected, or cancelled or expired
 	// with nothing filled, and its exits with it.
 	AttachedNotPlaced = "not_placed"
+	// AttachedEnded: an exit placed on its own (a leg) that the venue no
+	// longer holds: cancelled, or gone with its position (a Bybit
+	// trailing stop).
+	AttachedEnded = "ended"
 )
 
 // AttachedExit is one exit attached to an order, as the answer, the admin
@@ -29,7 +33,10 @@ type AttachedExit struct {
 	// CallbackRate is a trailing stop's rate in percent (it has no
 	// trigger price: TriggerPrice is zero); invalid on other exits.
 	CallbackRate decimal.NullDecimal
-	Status       string
+	// TrailingDistance is a trailing stop's price distance (Bybit); invalid
+	// on other exits and on a trailing stop that trails by a rate.
+	TrailingDistance decimal.NullDecimal
+	Status           string
 	// ClientOrderID and ExchangeOrderID are set for an exit that is its
 	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
 	// an exit the venue holds on the entry itself.
@@ -48,12 +55,15 @@ func (o OrderRow) Attached() []AttachedExit {
 			price = o.StopLoss
 		}
 		st := AttachedPlaced
-		if o.Status == string(exchange.StatusRejected) {
+		switch o.Status {
+		case string(exchange.StatusRejected):
 			st = AttachedNotPlaced
+		case string(exchange.StatusCancelled), string(exchange.StatusExpired):
+			st = AttachedEnded
 		}
 		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
 		if o.Role == exchange.RoleTrailingStop {
-			e.TriggerPrice, e.CallbackRate = decimal.Zero, o.CallbackRate
+			e.TriggerPrice, e.CallbackRate, e.TrailingDistance = decimal.Zero, o.CallbackRate, o.TrailingDistance
 		}
 		if o.ExchangeOrderID != nil {
 			e.ExchangeOrderID = *o.ExchangeOrderID

@@ -130,6 +130,10 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	trailing := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedts", Role: exchange.RoleTrailingStop})
 	_, errTS := pool.Exec(ctx, `UPDATE orders SET callback_rate = 1.5 WHERE id = $1`, trailing)
 	require.NoError(t, errTS)
+	// …and a Bybit trailing stop (a distance) gone with its position.
+	bybitTS := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedbybit", Role: exchange.RoleTrailingStop})
+	_, errBTS := pool.Exec(ctx, `UPDATE orders SET trailing_distance = 0.0125, status = 'expired' WHERE id = $1`, bybitTS)
+	require.NoError(t, errBTS)
 
 	// k:demo-fan: one signal on the default binance account and on the
 	// named account sub1; k:demo-fan-other is another signal.
@@ -257,7 +261,7 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "0.008", rows[0]["sent"])
 		},
 		"Orders with their attached exits (take-profit, stop-loss, trailing stop)": func(t *testing.T, rows []row) {
-			require.Len(t, rows, 2, "the entry with its exits, and its trailing stop order")
+			require.Len(t, rows, 3, "the entry with its exits, and its two trailing stops")
 			byID := map[string]any{}
 			for _, r := range rows {
 				require.Equal(t, "k:protected", r["trace_id"])
@@ -267,6 +271,10 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 				map[string]any{"role": "trailing_stop", "callback_rate": "1.5", "status": "placed"},
 			}, byID["hxprotectedts"])
 			delete(byID, "hxprotectedts")
+			require.Equal(t, []any{
+				map[string]any{"role": "trailing_stop", "trailing_distance": "0.0125", "status": "ended"},
+			}, byID["hxprotectedbybit"])
+			delete(byID, "hxprotectedbybit")
 			require.Len(t, byID, 1)
 			for _, attached := range byID {
 				require.Equal(t, []any{

@@ -418,6 +418,10 @@ type OrderRow struct {
 	// CallbackRate is a trailing_stop leg's rate in percent as the venue
 	// holds it (Binance USDⓈ-M callbackRate); null on every other order.
 	CallbackRate decimal.NullDecimal `db:"callback_rate"`
+	// TrailingDistance is a trailing_stop leg's price distance as the
+	// venue holds it (Bybit linear: the position's trailingStop); null on
+	// every other order.
+	TrailingDistance decimal.NullDecimal `db:"trailing_distance"`
 	// AvgPrice is the average price of what executed; null while nothing
 	// has, and on rows older than the column.
 	AvgPrice decimal.NullDecimal `db:"avg_price"`

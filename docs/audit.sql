@@ -201,17 +201,20 @@ ORDER BY at DESC, id DESC;
 -- expired after a partial fill: Bybit keeps them on what filled, OKX drops
 -- them, and hoox then clears them from the row), waiting_for_entry while a
 -- limit entry rests, not_placed when the entry was rejected or ended with
--- nothing filled. An exit placed as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
--- client order ID) is placed while the venue holds it. A trailing stop (role
--- trailing_stop, Binance USDⓈ-M) has no trigger price: it shows the
--- callback_rate (percent) it trails by. hoox does not follow whether an exit
--- later triggered.
+-- nothing filled. An exit placed as its own order (Binance USDⓈ-M: role
+-- take_profit or stop_loss, its own client order ID) is placed while the
+-- venue holds it, ended once cancelled or gone with its position. A trailing
+-- stop (role trailing_stop) has no trigger price: it shows the callback_rate
+-- (percent, Binance USDⓈ-M) or the trailing_distance (price, Bybit) it
+-- trails by. hoox does not follow whether an exit later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
                    'callback_rate', trim_scale(a.callback_rate)::text,
-                   'status', CASE WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
+                   'trailing_distance', trim_scale(a.trailing_distance)::text,
+                   'status', CASE WHEN o.role <> 'primary' AND o.status IN ('cancelled', 'expired') THEN 'ended'
+                                  WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
                                   WHEN o.role <> 'primary' THEN 'not_placed'
                                   WHEN o.status = 'filled' THEN 'placed'
                                   WHEN o.status = 'open' THEN 'waiting_for_entry'
@@ -219,9 +222,11 @@ SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS 
                                   ELSE 'not_placed' END))
                  ORDER BY a.n) AS attached
 FROM orders o
-CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric), (2, 'stop_loss', o.stop_loss, NULL),
-                           (3, 'trailing_stop', NULL, o.callback_rate)) AS a(n, role, trigger_price, callback_rate)
-WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL) AND o.created_at > now() - interval '7 days'
+CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric, NULL::numeric),
+                           (2, 'stop_loss', o.stop_loss, NULL, NULL),
+                           (3, 'trailing_stop', NULL, o.callback_rate, o.trailing_distance))
+                        AS a(n, role, trigger_price, callback_rate, trailing_distance)
+WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL OR a.trailing_distance IS NOT NULL) AND o.created_at > now() - interval '7 days'
 GROUP BY o.id
 ORDER BY o.created_at DESC;
 

@@ -193,6 +193,10 @@ type Report struct {
 	// own order trails by, as the venue holds it (Binance USDⓈ-M
 	// TRAILING_STOP_MARKET's callbackRate); invalid otherwise.
 	CallbackRate decimal.NullDecimal
+	// TrailingDistance is the price distance a trailing stop trails by, as
+	// the venue holds it (Bybit linear: the position's trailingStop);
+	// invalid otherwise.
+	TrailingDistance decimal.NullDecimal
 }
 
 // CancelledOrder is a resting order cancelled to let a close through.

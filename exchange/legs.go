@@ -172,3 +172,36 @@ func (o Order) ExitTarget() *Attached {
 	}
 	return nil
 }
+
+// TrailingLegAttacher is implemented by a venue that takes a take-profit
+// and a stop-loss on the entry order itself but a trailing stop only once
+// the entry filled, by a second request (Bybit linear: the position's
+// trailingStop setting, POST /v5/position/trading-stop): the gateway moves
+// the trailing stop alone into a leg (PlanTrailingLeg), and the venue's
+// Place and Lookup of an order with Exit RoleTrailingStop set and read
+// that setting.
+type TrailingLegAttacher interface {
+	TrailsAsLeg() bool
+}
+
+// TrailsAsLeg reports whether v takes a trailing stop as a leg while
+// keeping take-profit and stop-loss on the entry (see TrailingLegAttacher).
+func TrailsAsLeg(v Venue) bool {
+	ta, ok := v.(TrailingLegAttacher)
+	return ok && ta.TrailsAsLeg()
+}
+
+// PlanTrailingLeg moves o's trailing stop, and only it, into a leg as
+// PlanExitLegs would (a reduce-only exit on the opposite side, Exit
+// RoleTrailingStop, its target as asked: a percent is resolved from the
+// fill when the leg is first sent), under partID(len(o.Legs)+1); the
+// take-profit and stop-loss stay on o for the venue to set on the entry.
+func PlanTrailingLeg(o Order, partID func(i int) string) Order {
+	if o.TrailingStop == nil {
+		return o
+	}
+	only := o
+	only.TakeProfit, only.StopLoss = nil, nil
+	o.TrailingStop, o.Legs = nil, PlanExitLegs(only, partID).Legs
+	return o
+}

@@ -108,7 +108,7 @@ func canSize(sig signal.Signal, venue exchange.Venue) error {
 // rebuild it from the signal.
 func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.Order) bool {
 	return needsSizing(sig) || spotClose(sig, order) || (exchange.IsClose(sig.Action) && exchange.SplitsCloses(venue)) ||
-		(sig.HasAttachments() && exchange.AttachesAsLegs(venue))
+		(sig.HasAttachments() && exchange.AttachesAsLegs(venue)) || (sig.TrailingStop != nil && exchange.TrailsAsLeg(venue))
 }
 
 // plan resolves the order once, under the trace's claim and before its
@@ -137,6 +137,12 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 			return exchange.PlanOCOLeg(order, legID), false, nil
 		}
 		return exchange.PlanExitLegs(order, legID), false, nil
+	}
+	if exchange.TrailsAsLeg(venue) && order.TrailingStop != nil {
+		// The trailing stop alone is set after the fill (a percent from
+		// the fill price); take-profit and stop-loss ride on the entry.
+		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
+		return exchange.PlanTrailingLeg(order, legID), false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
 		return order, false, nil
@@ -175,8 +181,8 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	qtype, asked := quantityType(sig, order)
 	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
 	need := exchange.Need(qtype, asked)
-	legExits := exchange.AttachesAsLegs(venue)
-	if hasPercentTarget(sig) && order.OrderType != signal.OrderTypeLimit && !legExits {
+	legExits, trailLeg := exchange.AttachesAsLegs(venue), exchange.TrailsAsLeg(venue)
+	if percentOnEntry(sig, trailLeg) && order.OrderType != signal.OrderTypeLimit && !legExits {
 		need.Price = true
 	}
 	var held exchange.SizingFacts
@@ -203,7 +209,15 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if reason == "" && !legExits {
 		// A venue taking exits as legs resolves them from the entry's
 		// fill price instead (jobs.LegRunner).
+		trailing := resolved.TrailingStop
+		if trailLeg {
+			// Resolved from the fill by the leg runner, like legExits.
+			resolved.TrailingStop = nil
+		}
 		resolved, reason = resolveTargets(resolved, facts)
+		if trailLeg {
+			resolved.TrailingStop = trailing
+		}
 	}
 	if reason == "" {
 		return resolved, facts, false, nil
