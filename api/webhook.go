@@ -51,7 +51,8 @@ type attachedDTO struct {
 	// TriggerPrice is absent for a trailing stop, which has none: it
 	// trails by CallbackRate instead.
 	TriggerPrice string `json:"trigger_price,omitempty"`
-	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M).
+	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M
+	// callbackRate, Binance spot trailingDelta / 100).
 	CallbackRate string `json:"callback_rate,omitempty"`
 	// TrailingDistance is a trailing stop's price distance (Bybit).
 	TrailingDistance string `json:"trailing_distance,omitempty"`

@@ -71,8 +71,9 @@ func (o OrderRow) Attached() []AttachedExit {
 		return []AttachedExit{e}
 	}
 	if o.Role == exchange.RoleOCO {
-		// Both exits as one order list (Binance spot OCO): each is shown
-		// with the list's IDs.
+		// The exits of one order list (Binance spot OCO): a take-profit
+		// with a stop-loss, or with a trailing stop (its rate, no
+		// trigger), each shown with the list's IDs.
 		st := AttachedPlaced
 		if o.Status == string(exchange.StatusRejected) {
 			st = AttachedNotPlaced
@@ -81,8 +82,16 @@ func (o OrderRow) Attached() []AttachedExit {
 		for _, a := range []struct {
 			role  string
 			price decimal.NullDecimal
-		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
+		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}, {exchange.RoleTrailingStop, decimal.NullDecimal{}}} {
 			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+			switch {
+			case a.role == exchange.RoleTrailingStop && !o.CallbackRate.Valid:
+				continue
+			case a.role == exchange.RoleTrailingStop:
+				e.CallbackRate = o.CallbackRate
+			case a.role == exchange.RoleStopLoss && !a.price.Valid && o.CallbackRate.Valid:
+				continue
+			}
 			if o.ExchangeOrderID != nil {
 				e.ExchangeOrderID = *o.ExchangeOrderID
 			}

@@ -1,6 +1,8 @@
 package exchange
 
 import (
+	"context"
+
 	"github.com/shopspring/decimal"
 )
 
@@ -119,6 +121,18 @@ func SplitClose(o Order, f SizingFacts, partID func(i int) string) (Order, bool)
 // are first sent.
 type LegAttacher interface {
 	AttachesAsLegs() bool
+}
+
+// ExitChecker is implemented by a LegAttacher that can tell before
+// anything is sent that the symbol's own rules refuse the exits o asks
+// for (an order type the symbol does not list, a trailing rate outside
+// its range): the gateway then refuses the signal (422 order_rejected,
+// nothing sent) rather than place an entry whose exit would be refused
+// once it filled, leaving the position without the protection asked for.
+// reason is empty when the exits can go; err when the venue could not be
+// asked.
+type ExitChecker interface {
+	CheckExits(ctx context.Context, o Order) (reason string, err error)
 }
 
 // AttachesAsLegs reports whether v takes attached exits as legs.
