@@ -16,7 +16,8 @@ const (
 	// AttachedWaiting: the entry rests (a limit order); the venue sets the
 	// exit when it fills.
 	AttachedWaiting = "waiting_for_entry"
-	// AttachedNotPlaced: the entry was rejected, and its exits with it.
+	// AttachedNotPlaced: the entry was rejected, or cancelled or expired
+	// with nothing filled, and its exits with it.
 	AttachedNotPlaced = "not_placed"
 	// AttachedEnded: an exit placed on its own (a leg) that the venue no
 	// longer holds: cancelled, or gone with its position (a Bybit
@@ -104,6 +105,13 @@ func (o OrderRow) Attached() []AttachedExit {
 		status = AttachedWaiting
 	case string(exchange.StatusRejected):
 		status = AttachedNotPlaced
+	case string(exchange.StatusCancelled), string(exchange.StatusExpired):
+		// Nothing filled, no position: the venue never set the exits. A
+		// partial fill keeps them placed: Bybit's Partial mode sets them on
+		// what filled (create-order.mdx, tpslMode).
+		if !o.FilledQuantity.Decimal.IsPositive() {
+			status = AttachedNotPlaced
+		}
 	}
 	var out []AttachedExit
 	for _, a := range []struct {

@@ -197,14 +197,16 @@ ORDER BY at DESC, id DESC;
 
 -- name: Orders with their attached exits (take-profit, stop-loss, trailing stop)
 -- The exits a venue took on the order itself, in the shape the answer and
--- the admin API show: placed once the entry filled, waiting_for_entry while
--- a limit entry rests, not_placed when the entry was rejected. An exit placed
--- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
--- client order ID) is placed while the venue holds it, ended once cancelled
--- or gone with its position. A trailing stop (role trailing_stop) has no
--- trigger price: it shows the callback_rate (percent, Binance USDⓈ-M) or the
--- trailing_distance (price, Bybit) it trails by. hoox does not follow whether
--- an exit later triggered.
+-- the admin API show: placed once the entry filled (or ended cancelled or
+-- expired after a partial fill: Bybit keeps them on what filled, OKX drops
+-- them, and hoox then clears them from the row), waiting_for_entry while a
+-- limit entry rests, not_placed when the entry was rejected or ended with
+-- nothing filled. An exit placed as its own order (Binance USDⓈ-M: role
+-- take_profit or stop_loss, its own client order ID) is placed while the
+-- venue holds it, ended once cancelled or gone with its position. A trailing
+-- stop (role trailing_stop) has no trigger price: it shows the callback_rate
+-- (percent, Binance USDⓈ-M) or the trailing_distance (price, Bybit) it
+-- trails by. hoox does not follow whether an exit later triggered.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
@@ -216,6 +218,7 @@ SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS 
                                   WHEN o.role <> 'primary' THEN 'not_placed'
                                   WHEN o.status = 'filled' THEN 'placed'
                                   WHEN o.status = 'open' THEN 'waiting_for_entry'
+                                  WHEN o.status IN ('cancelled', 'expired') AND o.filled_quantity > 0 THEN 'placed'
                                   ELSE 'not_placed' END))
                  ORDER BY a.n) AS attached
 FROM orders o

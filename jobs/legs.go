@@ -148,7 +148,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 			return r.record(ctx, tx, leg, held, true)
 		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
-		case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLate(venue):
+		case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLateOrder(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
 		case errors.Is(err, exchange.ErrNotFound):
 			// Past the window on a venue that refuses late requests:
@@ -254,13 +254,18 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	if o.Exit == exchange.RoleOCO {
 		return resolveOCO(o, fill, facts)
 	}
-	if exchange.ExitsAsOneList(venue) {
+	switch {
+	case exchange.ExitsAsOneList(venue):
 		// A lone spot exit sells the coins the entry brought, as the OCO
 		// does.
 		var reason string
 		if o.Quantity, reason = received(o, fill, facts); reason != "" {
 			return o, reason, nil
 		}
+	case facts.MinQty.IsPositive() && o.Quantity.LessThan(facts.MinQty):
+		// An entry that ended after a small partial fill (migration
+		// 00018): the venue would refuse the exit.
+		return o, fmt.Sprintf("exit leg %s: the entry filled %s, below the venue's minimum %s", leg.ClientOrderID, o.Quantity, facts.MinQty), nil
 	}
 	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
 	if err != nil {
