@@ -127,3 +127,31 @@ func TestBinanceSpotEntryIsRefusedWhenMaxNumOrdersHoldsNoRoomForItsList(t *testi
 	require.Len(t, b.binance.OrderLists(), 1, "no second list")
 	require.Len(t, b.binance.Orders(), 2, "the first buy and the resting sell: the second buy was not sent")
 }
+
+// OKX caps the reduce-only orders on an instrument (51165). A trailing
+// stop refused at that cap once the entry filled is a refusal for good:
+// the leg is recorded rejected with OKX's reason and shown not_placed —
+// not an unknown outcome left to look up and resend.
+func TestOKXTrailingStopRefusedAtTheReduceOnlyCapIsRejected(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.okx.SetMaxReduceOnly(1)
+	body := func(trace string) string {
+		return `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.01","trailing_stop":"2%","trace_id":"` + trace + `"}`
+	}
+	first, err := b.svc.Execute(ctx, input(t, body("okx-cap-1")))
+	require.NoError(t, err)
+	require.Len(t, first.Legs, 1)
+	require.Equal(t, "open", first.Legs[0].Status)
+
+	out, err := b.svc.Execute(ctx, input(t, body("okx-cap-2")))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
+	require.Len(t, out.Legs, 1, "the trailing stop is recorded, not left to the sweeper")
+	require.Equal(t, "rejected", out.Legs[0].Status)
+	require.Contains(t, *out.Legs[0].RejectReason, "reduce-only orders reached the upper limit of 1")
+	require.Equal(t, db.AttachedNotPlaced, out.Legs[0].Attached()[0].Status)
+	require.Len(t, b.okx.AlgoOrders(), 1)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-cap-2' AND outcome = 'rejected'`))
+}
