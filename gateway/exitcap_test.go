@@ -8,8 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 )
 
 // Binance spot counts an OCO list's STOP_LOSS against the symbol's
@@ -154,4 +158,44 @@ func TestOKXTrailingStopRefusedAtTheReduceOnlyCapIsRejected(t *testing.T) {
 	require.Equal(t, db.AttachedNotPlaced, out.Legs[0].Attached()[0].Status)
 	require.Len(t, b.okx.AlgoOrders(), 1)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-cap-2' AND outcome = 'rejected'`))
+}
+
+// The cap is counted once, into the intent: hoox dies after Binance took
+// the entry, the cap fills meanwhile, and the resend adopts the entry from
+// the intent rather than counting again — a second count would refuse
+// (422) a signal whose order Binance already holds, leaving it
+// unrecorded. The exits then meet the full cap: recorded rejected.
+func TestResendAfterACrashDoesNotCountTheCapAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	fake := binancefake.New(t, binancefake.Options{})
+	fake.SetMaxNumAlgoOrders("BTCUSDT", 2)
+	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL})
+	require.NoError(t, err)
+	crashed := false
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pgtest.OpenPool(t, url), MarkerPool: pgtest.OpenPool(t, url),
+		Venues: exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue}),
+		AfterVenue: func(string) {
+			if !crashed {
+				crashed = true
+				panic(crash{})
+			}
+		}})
+	t.Cleanup(svc.Close)
+	body := `{"exchange":"binance-futures","symbol":"BTCUSDT","action":"buy","quantity":"0.01","take_profit":"55000","stop_loss":"45000","trace_id":"cap-crash"}`
+	require.PanicsWithValue(t, crash{}, func() { _, _ = svc.Execute(ctx, input(t, body)) })
+	require.Len(t, fake.Orders(), 1, "Binance took the entry")
+	pool := pgtest.OpenPool(t, url)
+	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL AND order_spec->'ExitCaps'->0->>'open' = '0'`),
+		"the count read is in the open intent")
+
+	fake.FillAlgoCap("BTCUSDT")
+	out, err := svc.Execute(ctx, input(t, body))
+	require.NoError(t, err, "the resend adopts the entry Binance holds")
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Len(t, fake.Orders(), 1, "no second entry")
+	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:cap-crash' AND role = 'primary' AND status = 'filled'`))
+	require.Equal(t, 2, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:cap-crash' AND role <> 'primary' AND status = 'rejected'`),
+		"the exits met the full cap")
 }

@@ -124,6 +124,15 @@ func (s *Server) FillAlgoCapOnNextOrder(symbol string) {
 	s.fillAlgoCap = symbol
 }
 
+// FillAlgoCap fills symbol's USDⓈ-M MAX_NUM_ALGO_ORDERS now with stop
+// orders hoox did not place (see FillAlgoCapOnNextOrder).
+func (s *Server) FillAlgoCap(symbol string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fillAlgoCap = symbol
+	s.fillAlgoCapNow()
+}
+
 // fillAlgoCapNow places the stop orders FillAlgoCapOnNextOrder asked for.
 // Called with s.mu held.
 func (s *Server) fillAlgoCapNow() {
