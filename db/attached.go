@@ -6,19 +6,63 @@ import (
 	"github.com/hoox/hoox/exchange"
 )
 
-// Statuses of an exit attached to an order (take-profit, stop-loss), from
-// the entry's status: a venue that takes them on the order sets them when
-// the entry fills. hoox does not follow whether one later triggered.
+// Statuses of an exit attached to an order (take-profit, stop-loss). An
+// exit the venue takes on the order itself has its status from the
+// entry's: it is set when the entry fills, and hoox does not see it
+// trigger. An exit placed as its own order (a leg: Binance USDⓈ-M algo
+// orders, a Binance spot OCO list) is followed to its end, and shows what
+// the venue last said of it.
 const (
-	// AttachedPlaced: the entry filled, and the venue holds the exit on
-	// the position it opened.
+	// AttachedPlaced: the venue holds the exit (on the position the
+	// entry opened, or as its own resting order).
 	AttachedPlaced = "placed"
 	// AttachedWaiting: the entry rests (a limit order); the venue sets the
 	// exit when it fills.
 	AttachedWaiting = "waiting_for_entry"
-	// AttachedNotPlaced: the entry was rejected, and its exits with it.
+	// AttachedNotPlaced: the entry was rejected, and its exits with it, or
+	// the venue refused the exit's own order.
 	AttachedNotPlaced = "not_placed"
+	// AttachedFilled: the exit triggered and its order executed (for an
+	// OCO list: this one of its two orders).
+	AttachedFilled = "filled"
+	// AttachedCancelled: the exit was cancelled — by a cancel signal, by
+	// hand, by hoox once the other exit of the entry filled, or (an OCO
+	// list's other order) by the venue when the first one executed.
+	AttachedCancelled = "cancelled"
+	// AttachedExpired: the venue ended the exit on its own.
+	AttachedExpired = "expired"
+	// AttachedRejected: the venue accepted the exit and then dropped it
+	// (Binance algoStatus REJECTED: the triggered order failed).
+	AttachedRejected = "rejected"
+	// AttachedEnded: an OCO list ended having executed, with no record of
+	// which order executed (a row from before hoox followed exits).
+	AttachedEnded = "ended"
+	// AttachedNotFollowed: the exit was still resting at its follow
+	// horizon; hoox no longer asks about it (the venue may still hold it).
+	AttachedNotFollowed = "not_followed"
 )
+
+// legExitStatus is the attached status of an exit that is its own order
+// (row o), as role (an OCO row holds two).
+func legExitStatus(o OrderRow, role string) string {
+	switch {
+	case o.Status == string(exchange.StatusRejected) && o.FinalAt == nil:
+		return AttachedNotPlaced
+	case o.Status == string(exchange.StatusOpen) && o.UnfollowedAt != nil:
+		return AttachedNotFollowed
+	case o.Status == string(exchange.StatusOpen):
+		return AttachedPlaced
+	case o.Role == exchange.RoleOCO && o.Status == string(exchange.StatusFilled):
+		switch {
+		case o.ExecutedExit == nil:
+			return AttachedEnded
+		case *o.ExecutedExit == role:
+			return AttachedFilled
+		}
+		return AttachedCancelled
+	}
+	return o.Status
+}
 
 // AttachedExit is one exit attached to an order, as the answer, the admin
 // API, the web page and the audit show it beside the order.
@@ -46,11 +90,7 @@ func (o OrderRow) Attached() []AttachedExit {
 		if o.Role == exchange.RoleStopLoss {
 			price = o.StopLoss
 		}
-		st := AttachedPlaced
-		if o.Status == string(exchange.StatusRejected) {
-			st = AttachedNotPlaced
-		}
-		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: legExitStatus(o, o.Role), ClientOrderID: o.ClientOrderID}
 		if o.Role == exchange.RoleTrailingStop {
 			e.TriggerPrice, e.CallbackRate = decimal.Zero, o.CallbackRate
 		}
@@ -61,17 +101,14 @@ func (o OrderRow) Attached() []AttachedExit {
 	}
 	if o.Role == exchange.RoleOCO {
 		// Both exits as one order list (Binance spot OCO): each is shown
-		// with the list's IDs.
-		st := AttachedPlaced
-		if o.Status == string(exchange.StatusRejected) {
-			st = AttachedNotPlaced
-		}
+		// with the list's IDs; once the list executed, the order that
+		// executed is filled and the other cancelled.
 		var out []AttachedExit
 		for _, a := range []struct {
 			role  string
 			price decimal.NullDecimal
 		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
-			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: st, ClientOrderID: o.ClientOrderID}
+			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: legExitStatus(o, a.role), ClientOrderID: o.ClientOrderID}
 			if o.ExchangeOrderID != nil {
 				e.ExchangeOrderID = *o.ExchangeOrderID
 			}

@@ -410,6 +410,14 @@ type OrderRow struct {
 	// elsewhere.
 	Strategy  *string `db:"strategy"`
 	BaseAsset *string `db:"base_asset"`
+	// ExecutedExit is, for an OCO exit list (role oco), which of its two
+	// orders executed (exchange.RoleTakeProfit or RoleStopLoss); nil until
+	// one did, and on every other order.
+	ExecutedExit *string `db:"executed_exit"`
+	// UnfollowedAt is when hoox stopped following an exit still open at
+	// its follow horizon (the row keeps its last known state); nil while
+	// followed and on every other order.
+	UnfollowedAt *time.Time `db:"unfollowed_at"`
 }
 
 // InsertOrderSQL records an order.

@@ -58,12 +58,15 @@ type OrderUpdate struct {
 	FeeAsset       string
 	// CancelledBy is the cancel signal's trace, when one cancelled it.
 	CancelledBy string
+	// ExecutedExit is, for an OCO exit list, which of its orders executed
+	// (exchange.Report.ExecutedExit); empty otherwise.
+	ExecutedExit string
 }
 
 // UpdateFromReport is the update for an order the venue reports as r.
 func UpdateFromReport(r exchange.Report) OrderUpdate {
 	u := OrderUpdate{Status: r.Status, FilledQuantity: r.FilledQuantity, AvgPrice: r.AvgPrice, FillPrice: r.FillPrice,
-		FeeAsset: r.FeeAsset}
+		FeeAsset: r.FeeAsset, ExecutedExit: r.ExecutedExit}
 	if r.Status == exchange.StatusFilled && u.FilledQuantity.IsZero() {
 		// As NewOrderRow: a venue that reports no executed quantity for a
 		// filled order filled all of it.
@@ -87,7 +90,8 @@ func (u OrderUpdate) Changes(row OrderRow) bool {
 	return string(u.Status) != row.Status ||
 		!u.FilledQuantity.Equal(row.FilledQuantity.Decimal) ||
 		u.AvgPrice.Valid && !u.AvgPrice.Decimal.Equal(row.AvgPrice.Decimal) ||
-		u.Fee.Valid && !u.Fee.Decimal.Equal(row.Fee.Decimal)
+		u.Fee.Valid && !u.Fee.Decimal.Equal(row.Fee.Decimal) ||
+		u.ExecutedExit != "" && (row.ExecutedExit == nil || *row.ExecutedExit != u.ExecutedExit)
 }
 
 // Detail is the audit detail of the change: the new state and what
@@ -105,6 +109,12 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 	if u.CancelledBy != "" {
 		d["cancelled_by"] = u.CancelledBy
 	}
+	if u.ExecutedExit != "" {
+		d["executed_exit"] = u.ExecutedExit
+	}
+	if row.Role != "" && row.Role != exchange.RolePrimary {
+		d["role"] = row.Role
+	}
 	return d
 }
 
@@ -114,7 +124,8 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 const updateOrderSQL = `
 UPDATE orders SET status = $2, filled_quantity = $3, avg_price = coalesce($4, avg_price),
        fill_price = coalesce($5, fill_price), fee = coalesce($6, fee), fee_asset = coalesce(NULLIF($7, ''), fee_asset),
-       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), updated_at = now(),
+       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), executed_exit = coalesce(NULLIF($9, ''), executed_exit),
+       updated_at = now(),
        final_at = CASE WHEN $2 <> 'open' THEN now() END
 WHERE client_order_id = $1 AND status = 'open'`
 
@@ -123,7 +134,7 @@ WHERE client_order_id = $1 AND status = 'open'`
 // open (nothing written).
 func ApplyOrderUpdate(ctx context.Context, q DBTX, clientOrderID string, u OrderUpdate, events []Event) (bool, error) {
 	tag, err := q.Exec(ctx, updateOrderSQL, clientOrderID, string(u.Status), pgconv.Numeric(u.FilledQuantity),
-		pgconv.NullNumeric(u.AvgPrice), pgconv.NullNumeric(u.FillPrice), pgconv.NullNumeric(u.Fee), u.FeeAsset, u.CancelledBy)
+		pgconv.NullNumeric(u.AvgPrice), pgconv.NullNumeric(u.FillPrice), pgconv.NullNumeric(u.Fee), u.FeeAsset, u.CancelledBy, u.ExecutedExit)
 	if err != nil {
 		return false, translate(err)
 	}

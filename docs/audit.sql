@@ -199,21 +199,28 @@ ORDER BY at DESC, id DESC;
 -- The exits a venue took on the order itself, in the shape the answer and
 -- the admin API show: placed once the entry filled, waiting_for_entry while
 -- a limit entry rests, not_placed when the entry was rejected. An exit placed
--- as its own order (Binance USDⓈ-M: role take_profit or stop_loss, its own
--- client order ID) is placed while the venue holds it. A trailing stop (role
--- trailing_stop, Binance USDⓈ-M) has no trigger price: it shows the
--- callback_rate (percent) it trails by. hoox does not follow whether an exit
--- later triggered.
+-- as its own order (Binance USDⓈ-M: role take_profit, stop_loss or
+-- trailing_stop, its own client order ID; Binance spot: role oco, both exits
+-- in one list) is followed to its end: placed while the venue holds it, then
+-- filled, cancelled, expired or rejected as the venue says (an OCO list's
+-- executed exit filled, the other cancelled), not_followed when it still
+-- rested at the follow horizon. A trailing stop has no trigger price: it
+-- shows the callback_rate (percent) it trails by.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
                    'callback_rate', trim_scale(a.callback_rate)::text,
-                   'status', CASE WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
-                                  WHEN o.role <> 'primary' THEN 'not_placed'
-                                  WHEN o.status = 'filled' THEN 'placed'
-                                  WHEN o.status = 'open' THEN 'waiting_for_entry'
-                                  ELSE 'not_placed' END))
+                   'status', CASE WHEN o.role = 'primary' THEN
+                                      CASE o.status WHEN 'filled' THEN 'placed' WHEN 'open' THEN 'waiting_for_entry'
+                                                    ELSE 'not_placed' END
+                                  WHEN o.status = 'rejected' AND o.final_at IS NULL THEN 'not_placed'
+                                  WHEN o.status = 'open' AND o.unfollowed_at IS NOT NULL THEN 'not_followed'
+                                  WHEN o.status = 'open' THEN 'placed'
+                                  WHEN o.role = 'oco' AND o.status = 'filled' THEN
+                                      CASE WHEN o.executed_exit IS NULL THEN 'ended'
+                                           WHEN o.executed_exit = a.role THEN 'filled' ELSE 'cancelled' END
+                                  ELSE o.status END))
                  ORDER BY a.n) AS attached
 FROM orders o
 CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric), (2, 'stop_loss', o.stop_loss, NULL),
