@@ -11,8 +11,7 @@ import (
 
 // AlgoOrder is one conditional order of the USDⓈ-M Algo Order API
 // (trade/rest-api/New-Algo-Order.md): a take-profit or stop that rests
-// off the book until its trigger price is reached. The fake never
-// triggers it.
+// off the book until its trigger price is reached (MovePrice triggers it).
 type AlgoOrder struct {
 	AlgoID       int64
 	ClientAlgoID string
@@ -26,8 +25,13 @@ type AlgoOrder struct {
 	CallbackRate  decimal.Decimal
 	ActivatePrice decimal.Decimal
 	ReduceOnly    bool
-	Status        string // NEW, CANCELED
+	Status        string // NEW, CANCELED, FINISHED
 	Time          time.Time
+	// ActualOrderID and ActualPrice are the market order a triggered
+	// algo order became and its price (Query-Algo-Order.md:
+	// actualOrderId, actualPrice); zero before.
+	ActualOrderID int64
+	ActualPrice   decimal.Decimal
 }
 
 // conditionalTypes are the order types USDⓈ-M takes only through the Algo
@@ -49,7 +53,10 @@ func (s *Server) AlgoOrders() []AlgoOrder {
 func algoJSON(a *AlgoOrder) map[string]any {
 	// The doc's answer carries activatePrice and callbackRate as "" on an
 	// order that is not a trailing stop (New-Algo-Order.md).
-	rate, activate, trigger := "", "", a.TriggerPrice.String()
+	rate, activate, trigger, actual := "", "", a.TriggerPrice.String(), ""
+	if a.ActualOrderID != 0 {
+		actual = strconv.FormatInt(a.ActualOrderID, 10)
+	}
 	if a.Type == "TRAILING_STOP_MARKET" {
 		rate, activate = a.CallbackRate.String(), a.ActivatePrice.String()
 	}
@@ -58,6 +65,7 @@ func algoJSON(a *AlgoOrder) map[string]any {
 		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": trigger,
 		"price": "0", "workingType": "CONTRACT_PRICE", "priceMatch": "NONE", "closePosition": false,
 		"priceProtect": false, "reduceOnly": a.ReduceOnly, "createTime": a.Time.UnixMilli(),
+		"actualOrderId": actual, "actualPrice": a.ActualPrice.StringFixed(5),
 		"updateTime": a.Time.UnixMilli(), "triggerTime": 0, "goodTillDate": 0}
 }
 
