@@ -27,6 +27,9 @@ const (
 	EventOrderExpired = "order_expired"
 	// EventOrderRejected: the venue dropped an order it had accepted.
 	EventOrderRejected = "order_rejected"
+	// EventOrderUnfollowed: an exit still open at its follow horizon is
+	// no longer followed (the venue may still hold it).
+	EventOrderUnfollowed = "order_unfollowed"
 	// EventCancelled: a cancel signal's own outcome (the orders it
 	// cancelled), on the cancel signal's trace.
 	EventCancelled = "cancelled"
@@ -160,10 +163,15 @@ type FollowState struct {
 // the venue says nothing new), its events, and a hook run in the same
 // transaction (the notification).
 type FollowStep struct {
-	Update       *OrderUpdate
+	Update *OrderUpdate
+	// Unfollow, without an Update, records that the order is no longer
+	// followed (orders.unfollowed_at), with Events.
+	Unfollow     bool
 	Events       []Event
 	BeforeCommit TxHook
 }
+
+const unfollowSQL = `UPDATE orders SET unfollowed_at = now() WHERE client_order_id = $1 AND status = 'open' AND unfollowed_at IS NULL`
 
 const followLockSQL = `SELECT ` + orderColumns + ` FROM orders WHERE client_order_id = $1 FOR UPDATE`
 
@@ -207,6 +215,12 @@ func FollowOrder(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, 
 	step, err := decide(ctx, st)
 	if err != nil {
 		return st, err
+	}
+	if step.Unfollow && step.Update == nil {
+		b := &pgx.Batch{}
+		b.Queue(unfollowSQL, clientOrderID)
+		queueEvents(b, step.Events)
+		return st, commitWith(ctx, tx, b, step.BeforeCommit)
 	}
 	if step.Update == nil {
 		return st, nil

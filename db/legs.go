@@ -114,6 +114,13 @@ UPDATE order_legs SET outcome = $2, settled_at = now() WHERE client_order_id = $
 // not nil) with outcome and events, and commits. The transaction is over
 // afterwards, whatever the error.
 func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event) error {
+	return t.SettleWith(ctx, leg, row, outcome, events, nil)
+}
+
+// SettleWith is Settle running hook (may be nil) in the same transaction
+// before the commit: the follow job of an exit recorded open is queued
+// with its record, so no exit is recorded that nothing follows.
+func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event, hook TxHook) error {
 	b := &pgx.Batch{}
 	if row != nil {
 		row.Role = leg.Role
@@ -127,7 +134,7 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
 	queueEvents(b, events)
-	err := commitWith(ctx, t.tx, b, nil)
+	err := commitWith(ctx, t.tx, b, hook)
 	t.Rollback(ctx)
 	return err
 }
@@ -292,4 +299,25 @@ func OpenLegsLockKey(ctx context.Context, q DBTX, parent string) (string, bool, 
 		return "", false, fmt.Errorf("open legs of %s: %w", parent, translate(err))
 	}
 	return key, true, nil
+}
+
+// openSiblingExitsSQL lists the other exits of the entry whose exit $1 is,
+// still open: the orders of its parent's legs with an exit role.
+const openSiblingExitsSQL = `SELECT ` + orderColumns + ` FROM orders
+WHERE status = 'open' AND client_order_id <> $1
+  AND role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND client_order_id IN (SELECT client_order_id FROM order_legs
+                          WHERE parent_client_order_id = (SELECT parent_client_order_id FROM order_legs WHERE client_order_id = $1))
+ORDER BY created_at, id`
+
+// OpenSiblingExits returns the exits of the same entry as the exit leg
+// clientOrderID that are still open (none for an order that is no leg):
+// once one exit of a position filled, the others protect nothing.
+func OpenSiblingExits(ctx context.Context, q DBTX, clientOrderID string) ([]OrderRow, error) {
+	rows, _ := q.Query(ctx, openSiblingExitsSQL, clientOrderID)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+	if err != nil {
+		return nil, fmt.Errorf("open sibling exits of %s: %w", clientOrderID, translate(err))
+	}
+	return out, nil
 }

@@ -37,6 +37,24 @@ const FollowWorkers = 2
 // not kept hot.
 const FollowMaxInterval = 5 * time.Minute
 
+// FollowExitHorizon is how long an exit placed as its own order (a
+// take-profit, stop-loss or trailing stop leg, an OCO list) is followed:
+// an exit may rest for weeks, far past its trace's TTL, and is followed
+// past the trace's purge; at this age, still open, it is recorded as no
+// longer followed. 80 days stays inside Binance's window for finding an
+// algo order at all ("order create time + 90 days < current time": not
+// found, trade/rest-api/Query-Algo-Order.md).
+const FollowExitHorizon = 80 * 24 * time.Hour
+
+// isExit reports whether role is an exit placed as its own order.
+func isExit(role string) bool {
+	switch role {
+	case exchange.RoleTakeProfit, exchange.RoleStopLoss, exchange.RoleTrailingStop, exchange.RoleOCO:
+		return true
+	}
+	return false
+}
+
 // FollowArgs asks the follow worker to follow one open order until the
 // venue says it is final. It is inserted with InsertTx in the transaction
 // that records the order open (the gateway's claim, a reconcile, the
@@ -160,9 +178,21 @@ func followBackoff(age time.Duration) time.Duration {
 func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
 	a := job.Args
 	var wait time.Duration
-	var filled bool
+	var filled, unfollowed bool
 	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
-		if !st.TraceExists {
+		exit := isExit(st.Order.Role)
+		switch {
+		case exit && st.Order.UnfollowedAt != nil:
+			return db.FollowStep{}, nil
+		case exit && st.Age >= FollowExitHorizon:
+			// The horizon of an exit is its age, not its trace: the
+			// trace's purge does not end it (the row and its leg's stored
+			// order are all a look needs, and neither is purged).
+			unfollowed = true
+			return db.FollowStep{Unfollow: true, Events: []db.Event{{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed,
+				Detail: map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
+					"order_status": st.Order.Status, "horizon": FollowExitHorizon.String()}}}}, nil
+		case !exit && !st.TraceExists:
 			return db.FollowStep{}, nil
 		}
 		step, open, err := w.look(ctx, a, st)
@@ -185,12 +215,19 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return nil
 	case err != nil:
 		return fmt.Errorf("follow order %s: %w", a.ClientOrderID, err)
+	case filled && isExit(st.Order.Role):
+		w.cancelSiblings(ctx, a)
+		return nil
 	case filled:
 		w.finishLegs(ctx, a)
 		return nil
 	case st.Order.Status != string(exchange.StatusOpen):
 		return nil
-	case !st.TraceExists:
+	case unfollowed || st.Order.UnfollowedAt != nil:
+		w.log.WarnContext(ctx, "follow: the exit is still open at its follow horizon; no longer followed, the venue may still hold it",
+			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "role", st.Order.Role)
+		return nil
+	case !st.TraceExists && !isExit(st.Order.Role):
 		w.log.WarnContext(ctx, "follow: the order's trace was purged; no longer followed, its row keeps its last known state",
 			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "filled_quantity", st.Order.FilledQuantity.Decimal.String())
 		return nil
@@ -198,6 +235,57 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return river.JobSnooze(wait)
 	}
 	return nil
+}
+
+// cancelSiblings cancels, once the exit a filled, the other exits of the
+// same entry still open (Binance USDⓈ-M: the take-profit's fill leaves
+// the stop-loss resting as a reduce-only order that would cut into the
+// next position of the symbol), each under its row lock as the cancel
+// action does, recorded with an order_cancelled event naming the exit
+// that filled. An exit the venue says filled too is recorded filled. One
+// that cannot be cancelled now stays open and followed by its own job.
+func (w *FollowWorker) cancelSiblings(ctx context.Context, a FollowArgs) {
+	siblings, err := db.OpenSiblingExits(ctx, w.pool, a.ClientOrderID)
+	if err != nil {
+		w.log.WarnContext(ctx, "follow: the other exits were not cancelled", "client_order_id", a.ClientOrderID, "error", err)
+		return
+	}
+	venue, ok := w.venues.For(a.Exchange, a.Mode == signal.ModeTest)
+	canceler, can := venue.(exchange.Canceler)
+	if !ok || !can {
+		return
+	}
+	for _, sib := range siblings {
+		o, err := db.GetLegOrder(ctx, w.pool, sib.ClientOrderID)
+		if err == nil {
+			_, err = db.FollowOrder(ctx, w.pool, sib.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
+				vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
+				defer cancel()
+				report, err := canceler.Cancel(vctx, o)
+				if err != nil {
+					return db.FollowStep{}, err
+				}
+				u := db.UpdateFromReport(report)
+				if !u.Changes(st.Order) {
+					return db.FollowStep{}, nil
+				}
+				ev, msg := OrderChange(st.Order, a.Mode, o, u, w.notifier)
+				ev.Detail["because_filled"] = a.ClientOrderID
+				step := db.FollowStep{Update: &u, Events: []db.Event{ev}}
+				if msg != nil {
+					n := w.notifier
+					step.BeforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+						return n.InsertTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, *msg)
+					}
+				}
+				return step, nil
+			})
+		}
+		if err != nil {
+			w.log.WarnContext(ctx, "follow: an exit whose sibling filled was not cancelled; its own job follows it",
+				"client_order_id", sib.ClientOrderID, "filled_exit", a.ClientOrderID, "error", err)
+		}
+	}
 }
 
 // look asks the venue about the order and returns the step to record;
@@ -251,6 +339,12 @@ func OrderMessage(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpda
 	m := TraceMessage(ev, row.Exchange, mode, o)
 	m.Symbol, m.ClientOrderID, m.Quantity = row.Symbol, row.ClientOrderID, row.Quantity.String()
 	m.Detail = fmt.Sprintf("%s: filled %s of %s", u.Status, u.FilledQuantity, row.Quantity)
+	if row.Role != "" && row.Role != exchange.RolePrimary {
+		m.Detail = row.Role + " " + m.Detail
+	}
+	if u.ExecutedExit != "" {
+		m.Detail += " (" + u.ExecutedExit + " executed)"
+	}
 	if u.AvgPrice.Valid {
 		m.Detail += " at " + u.AvgPrice.Decimal.String()
 	}
