@@ -209,3 +209,38 @@ func TestSpotOCOCancelledAtTheVenueIsRecordedCancelled(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT quantity FROM spot_ledger WHERE strategy = 's1'`).Scan(&q))
 	require.Equal(t, "1", q.String(), "nothing was sold")
 }
+
+// An exit outlives its trace: after the purge removed the trace, the
+// exit is still followed (its row and its leg's stored order are all a
+// look needs); at FollowExitHorizon, still resting, it is recorded as no
+// longer followed — an order_unfollowed event, attached not_followed —
+// and the job ends.
+func TestExitIsFollowedPastItsTraceUntilItsHorizon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExits(t)
+	out, err := b.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"fut-horizon"}`))
+	require.NoError(t, err)
+	tp := out.Legs[0].ClientOrderID
+	job := b.queuedFollowOf(t, tp)
+	_, err = b.pool.Exec(ctx, `DELETE FROM trace_ids WHERE trace_id = 'k:fut-horizon'`)
+	require.NoError(t, err)
+	res, err := b.work(t, job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "the trace's purge does not end an exit's follow")
+
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET created_at = now() - $2::bigint * interval '1 second' WHERE client_order_id = $1`,
+		tp, int64(jobs.FollowExitHorizon.Seconds())+60)
+	require.NoError(t, err)
+	for range 2 {
+		res, err = b.work(t, job)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind, "past the horizon the job ends")
+	}
+	row := b.row(t, tp)
+	require.Equal(t, "open", row.Status, "the row keeps its last known state")
+	require.NotNil(t, row.UnfollowedAt)
+	require.Equal(t, map[string]string{exchange.RoleTakeProfit: db.AttachedNotFollowed}, attachedStatus(row))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_unfollowed' AND detail->>'client_order_id' = $1`, tp))
+}
