@@ -200,7 +200,7 @@ ORDER BY at DESC, id DESC;
 -- the admin API show: placed once the entry filled, waiting_for_entry while
 -- a limit entry rests, not_placed when the entry was rejected. An exit placed
 -- as its own order (Binance USDⓈ-M: role take_profit, stop_loss or
--- trailing_stop, its own client order ID; Binance spot: role oco, both exits
+-- trailing_stop, its own client order ID, or Binance spot: role oco, both exits
 -- in one list) is followed to its end: placed while the venue holds it, then
 -- filled, cancelled, expired or rejected as the venue says (an OCO list's
 -- executed exit filled, the other cancelled), not_followed when it still
