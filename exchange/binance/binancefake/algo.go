@@ -25,7 +25,7 @@ type AlgoOrder struct {
 	CallbackRate  decimal.Decimal
 	ActivatePrice decimal.Decimal
 	ReduceOnly    bool
-	Status        string // NEW, CANCELED, FINISHED
+	Status        string // NEW, CANCELED, TRIGGERED, FINISHED
 	Time          time.Time
 	// ActualOrderID and ActualPrice are the market order a triggered
 	// algo order became and its price (Query-Algo-Order.md:
@@ -169,6 +169,7 @@ func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
 		return
 	}
+	s.refreshAlgo(a)
 	writeJSON(w, http.StatusOK, algoJSON(a))
 }
 

@@ -15,7 +15,9 @@ import (
 //     the other way). Each becomes a reduce-only MARKET order that fills at
 //     price (user-data-streams/Event-Algo-Order-Update.md, "Algo Status":
 //     TRIGGERING, TRIGGERED — "placed into the matching engine" — then
-//     FINISHED — "filled or canceled in the matching engine"); the query
+//     FINISHED — "filled or canceled in the matching engine"; with
+//     HoldMarketOrders the order rests and the algo order stays TRIGGERED
+//     until FillOrder or CancelOrder ends it); the query
 //     shows it FINISHED with actualOrderId and actualPrice
 //     (trade/rest-api/Query-Algo-Order.md). One with no position left to
 //     reduce is CANCELED with nothing placed, as the doc's example event
@@ -83,12 +85,39 @@ func (s *Server) triggerAlgo(a *AlgoOrder, price decimal.Decimal) {
 	}
 	s.nextID++
 	now := s.now()
-	o := &Order{Market: MarketFutures, Symbol: a.Symbol, OrderID: s.nextID, ClientOrderID: "algo" + strconv.FormatInt(a.AlgoID, 10),
+	o := &Order{Market: MarketFutures, Symbol: a.Symbol, OrderID: s.nextID, ClientOrderID: TriggeredOrderID(a.AlgoID),
 		Side: a.Side, Type: "MARKET", Quantity: qty, Status: "NEW", ReduceOnly: a.ReduceOnly, Time: now, VisibleAt: now}
+	s.orders = append(s.orders, o)
+	a.Status, a.ActualOrderID, a.ActualPrice = "TRIGGERED", o.OrderID, price
+	if s.holdLeft > 0 {
+		// Held (HoldMarketOrders): the order works in the matching
+		// engine, the algo order stays TRIGGERED until it ends.
+		s.holdLeft--
+		o.fillOnQuery = -1
+		return
+	}
 	s.execute(o, qty, price)
 	o.Status = "FILLED"
-	s.orders = append(s.orders, o)
-	a.Status, a.ActualOrderID, a.ActualPrice = "FINISHED", o.OrderID, price
+	a.Status = "FINISHED"
+}
+
+// TriggeredOrderID is the client order ID of the market order the fake's
+// algo order algoID became once triggered (FillOrder, CancelOrder and
+// Trades take it).
+func TriggeredOrderID(algoID int64) string { return "algo" + strconv.FormatInt(algoID, 10) }
+
+// refreshAlgo moves a TRIGGERED algo order to FINISHED once the order it
+// became ended ("filled or canceled in the matching engine",
+// Event-Algo-Order-Update.md); callers hold mu.
+func (s *Server) refreshAlgo(a *AlgoOrder) {
+	if a.Status != "TRIGGERED" {
+		return
+	}
+	for _, o := range s.orders {
+		if o.Market == MarketFutures && o.OrderID == a.ActualOrderID && !o.Open() {
+			a.Status = "FINISHED"
+		}
+	}
 }
 
 // listOrderReached reports whether the last price p executes o, an order
