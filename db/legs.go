@@ -321,3 +321,26 @@ func OpenSiblingExits(ctx context.Context, q DBTX, clientOrderID string) ([]Orde
 	}
 	return out, nil
 }
+
+// filledSiblingExitSQL names an exit of the same entry as the exit $1
+// that is recorded filled.
+const filledSiblingExitSQL = `SELECT client_order_id FROM orders
+WHERE status = 'filled' AND client_order_id <> $1 AND role IN ('take_profit', 'stop_loss', 'trailing_stop')
+  AND client_order_id IN (SELECT client_order_id FROM order_legs
+                          WHERE parent_client_order_id = (SELECT parent_client_order_id FROM order_legs WHERE client_order_id = $1))
+ORDER BY final_at LIMIT 1`
+
+// FilledSiblingExit returns the client order ID of another exit of the
+// same entry as the exit leg clientOrderID that is recorded filled, or ""
+// when none is: an exit still open beside it protects nothing.
+func FilledSiblingExit(ctx context.Context, q DBTX, clientOrderID string) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, filledSiblingExitSQL, clientOrderID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("filled sibling exit of %s: %w", clientOrderID, translate(err))
+	}
+	return id, nil
+}

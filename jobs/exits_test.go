@@ -244,3 +244,36 @@ func TestExitIsFollowedPastItsTraceUntilItsHorizon(t *testing.T) {
 	require.Equal(t, map[string]string{exchange.RoleTakeProfit: db.AttachedNotFollowed}, attachedStatus(row))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_unfollowed' AND detail->>'client_order_id' = $1`, tp))
 }
+
+// An exit whose sibling was recorded filled by another path (the cancel
+// action finding it filled, an adoption — no follow job of the filled
+// exit to cancel the others) is cancelled by its own job at its next look,
+// instead of being left resting at Binance.
+func TestExitCancelsItselfOnceItsSiblingIsRecordedFilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExits(t)
+	out, err := b.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"fut-sibling"}`))
+	require.NoError(t, err)
+	tp, sl := out.Legs[0].ClientOrderID, out.Legs[1].ClientOrderID
+	b.fake.MovePrice("ETHUSDT", decimal.NewFromInt(3310))
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	ok, err := db.ApplyOrderUpdate(ctx, tx, tp, db.OrderUpdate{Status: exchange.StatusFilled, FilledQuantity: decimal.NewFromInt(1)}, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, tx.Commit(ctx))
+
+	res, err := b.work(t, b.queuedFollowOf(t, sl))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	require.Equal(t, "cancelled", b.row(t, sl).Status)
+	for _, a := range b.fake.AlgoOrders() {
+		if a.ClientAlgoID == sl {
+			require.Equal(t, "CANCELED", a.Status)
+		}
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'
+		AND detail->>'client_order_id' = $1 AND detail->>'because_filled' = $2`, sl, tp))
+}

@@ -195,7 +195,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		case !exit && !st.TraceExists:
 			return db.FollowStep{}, nil
 		}
-		step, open, err := w.look(ctx, a, st)
+		step, open, err := w.lookOrCancel(ctx, a, st)
 		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
 		if open || err != nil {
 			wait = followBackoff(st.Age)
@@ -243,49 +243,79 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 // next position of the symbol), each under its row lock as the cancel
 // action does, recorded with an order_cancelled event naming the exit
 // that filled. An exit the venue says filled too is recorded filled. One
-// that cannot be cancelled now stays open and followed by its own job.
+// that cannot be cancelled now stays open; its own job, seeing a filled
+// sibling, cancels it at its next look (lookOrCancel).
 func (w *FollowWorker) cancelSiblings(ctx context.Context, a FollowArgs) {
 	siblings, err := db.OpenSiblingExits(ctx, w.pool, a.ClientOrderID)
 	if err != nil {
 		w.log.WarnContext(ctx, "follow: the other exits were not cancelled", "client_order_id", a.ClientOrderID, "error", err)
 		return
 	}
-	venue, ok := w.venues.For(a.Exchange, a.Mode == signal.ModeTest)
-	canceler, can := venue.(exchange.Canceler)
-	if !ok || !can {
-		return
-	}
 	for _, sib := range siblings {
 		o, err := db.GetLegOrder(ctx, w.pool, sib.ClientOrderID)
 		if err == nil {
 			_, err = db.FollowOrder(ctx, w.pool, sib.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
-				vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
-				defer cancel()
-				report, err := canceler.Cancel(vctx, o)
-				if err != nil {
-					return db.FollowStep{}, err
-				}
-				u := db.UpdateFromReport(report)
-				if !u.Changes(st.Order) {
-					return db.FollowStep{}, nil
-				}
-				ev, msg := OrderChange(st.Order, a.Mode, o, u, w.notifier)
-				ev.Detail["because_filled"] = a.ClientOrderID
-				step := db.FollowStep{Update: &u, Events: []db.Event{ev}}
-				if msg != nil {
-					n := w.notifier
-					step.BeforeCommit = func(ctx context.Context, tx pgx.Tx) error {
-						return n.InsertTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, *msg)
-					}
-				}
-				return step, nil
+				return w.cancelStep(ctx, a.Exchange, a.Mode, o, st, a.ClientOrderID)
 			})
 		}
 		if err != nil {
-			w.log.WarnContext(ctx, "follow: an exit whose sibling filled was not cancelled; its own job follows it",
+			w.log.WarnContext(ctx, "follow: an exit whose sibling filled was not cancelled; its own job will",
 				"client_order_id", sib.ClientOrderID, "filled_exit", a.ClientOrderID, "error", err)
 		}
 	}
+}
+
+// lookOrCancel is look, except for an exit of an entry whose other exit
+// already filled: that one is cancelled instead (cancelStep).
+func (w *FollowWorker) lookOrCancel(ctx context.Context, a FollowArgs, st db.FollowState) (db.FollowStep, bool, error) {
+	if !isExit(st.Order.Role) || st.Order.Role == exchange.RoleOCO {
+		return w.look(ctx, a, st)
+	}
+	filledBy, err := db.FilledSiblingExit(ctx, w.pool, a.ClientOrderID)
+	if err != nil || filledBy == "" {
+		return w.look(ctx, a, st)
+	}
+	step, err := w.cancelStep(ctx, a.Exchange, a.Mode, a.Order, st, filledBy)
+	if err != nil {
+		return db.FollowStep{}, true, err
+	}
+	return step, step.Update == nil || !step.Update.Status.Final(), nil
+}
+
+// cancelStep cancels the exit o (row st.Order) at the venue because its
+// sibling filledBy filled, and returns the step that records what the
+// venue answered: cancelled, or as the venue holds it (filled, if it
+// executed first).
+func (w *FollowWorker) cancelStep(ctx context.Context, exchangeName, mode string, o exchange.Order, st db.FollowState, filledBy string) (db.FollowStep, error) {
+	venue, ok := w.venues.For(exchangeName, mode == signal.ModeTest)
+	if !ok {
+		return db.FollowStep{}, fmt.Errorf("venue %q is not configured on this replica", exchangeName)
+	}
+	canceler, ok := venue.(exchange.Canceler)
+	if !ok {
+		return db.FollowStep{}, fmt.Errorf("venue %q cannot cancel", exchangeName)
+	}
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
+	defer cancel()
+	report, err := canceler.Cancel(vctx, o)
+	if err != nil {
+		w.venues.NoteError(exchangeName, err, w.cfg.Timing.Clock())
+		return db.FollowStep{}, fmt.Errorf("cancel exit %s: %w", o.ClientOrderID, err)
+	}
+	u := db.UpdateFromReport(report)
+	if !u.Changes(st.Order) {
+		return db.FollowStep{}, nil
+	}
+	ev, msg := OrderChange(st.Order, mode, o, u, w.notifier)
+	ev.Detail["because_filled"] = filledBy
+	step := db.FollowStep{Update: &u, Events: []db.Event{ev}}
+	if msg != nil {
+		n := w.notifier
+		step.BeforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+			return n.InsertTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, *msg)
+		}
+	}
+	return step, nil
 }
 
 // look asks the venue about the order and returns the step to record;
