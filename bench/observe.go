@@ -47,6 +47,9 @@ type StatementStat struct {
 	// Exec is the total execution time (planning excluded).
 	Exec time.Duration
 	Rows int64
+	// WALBytes is the WAL the statement wrote (load-independent, unlike
+	// Exec).
+	WALBytes int64
 }
 
 // Observation is what Postgres, hoox's pools and the Go runtime did during
@@ -341,7 +344,7 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	return obs, nil
 }
 
-const statementsSQL = `SELECT query, calls, total_exec_time, rows, sum(calls) OVER ()
+const statementsSQL = `SELECT query, calls, total_exec_time, rows, wal_bytes::bigint, sum(calls) OVER ()
 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
   AND query NOT LIKE '%pg_stat%'
 ORDER BY total_exec_time DESC`
@@ -358,7 +361,7 @@ func (o *Observer) statements(ctx context.Context) (int64, []StatementStat, erro
 	for rows.Next() {
 		var st StatementStat
 		var ms float64
-		if err := rows.Scan(&st.Query, &st.Calls, &ms, &st.Rows, &total); err != nil {
+		if err := rows.Scan(&st.Query, &st.Calls, &ms, &st.Rows, &st.WALBytes, &total); err != nil {
 			return 0, nil, err
 		}
 		st.Exec = time.Duration(ms * float64(time.Millisecond))
@@ -458,13 +461,13 @@ func (o Observation) Print(w io.Writer, units int, unit string) {
 		fmt.Fprintln(w)
 	}
 	if o.Calls > 0 {
-		fmt.Fprintf(w, "statements: %.1f per %s; the costliest by execution time (µs per %s, calls per %s):\n", per(o.Calls, units), unit, unit, unit)
+		fmt.Fprintf(w, "statements: %.1f per %s; the costliest by execution time (µs per %s, calls per %s, WAL bytes per %s):\n", per(o.Calls, units), unit, unit, unit, unit)
 		for _, st := range o.Statements {
 			q := strings.Join(strings.Fields(st.Query), " ")
 			if len(q) > 110 {
 				q = q[:110] + "…"
 			}
-			fmt.Fprintf(w, "  %7.1f µs  %5.2f×  %s\n", per(st.Exec.Microseconds(), units), per(st.Calls, units), q)
+			fmt.Fprintf(w, "  %7.1f µs  %5.2f×  %6.0f B  %s\n", per(st.Exec.Microseconds(), units), per(st.Calls, units), per(st.WALBytes, units), q)
 		}
 	}
 	if o.GCCycles > 0 || o.SchedLatencyP99 > 0 {

@@ -195,7 +195,8 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("'paper-' || gen_random_uuid()", "text"), cast("100", "numeric"), cast("NULL", "text"), cast("0.01", "numeric"),
 			cast("NULL", "numeric"), cast("NULL", "numeric"), // take_profit, stop_loss
 			cast("100", "numeric"), cast("NULL", "numeric"), cast("NULL", "text"), // avg_price, fee, fee_asset
-			cast("NULL", "text"), cast("NULL", "text")), // strategy, base_asset
+			cast("NULL", "text"), cast("NULL", "text"), // strategy, base_asset
+			cast("false", "boolean")), // plans_legs: a market order without legs
 		stmt(db.SettleTraceSQL, trace, cast("'dispatched'", "text"), cast("gen_random_uuid()", "uuid"), clientOrder),
 		stmt(db.SettleIntentSQL, clientOrder, cast("'dispatched'", "text")),
 		stmt(db.InsertEventSQL, trace, cast("'dispatched'", "text"), sourceIP,

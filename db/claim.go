@@ -76,7 +76,7 @@ const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 // (PoolConfig.Prepare).
 func ClaimStatements() []string {
 	return []string{"BEGIN", TxTimeoutsSQL, ClaimLockSQL, ClaimSQL, InsertOrderSQL, SettleTraceSQL, SettleIntentSQL,
-		InsertEventSQL, AsyncCommitSQL, "COMMIT"}
+		InsertEventSQL, AsyncCommitSQL, "COMMIT", SettledTraceSQL}
 }
 
 // IntentStatements are what an intent's connection runs (see
@@ -250,6 +250,33 @@ LEFT JOIN LATERAL (
       AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
 ) u ON true`
 
+// SettledTraceSQL reads a settled trace as the claim would return it.
+const SettledTraceSQL = `
+SELECT trace_id, fingerprint, status, order_id, client_order_id, received_at
+FROM trace_ids WHERE trace_id = $1 AND status IN ('dispatched', 'rejected', 'failed')`
+
+// SettledTrace reads trace traceID when it is settled, with one plain read
+// (no transaction): a settled row never changes until a release or the
+// purge deletes it, so what the read returns is what a claim would have
+// found at that moment. found is false when the trace does not exist or
+// is not settled.
+func SettledTrace(ctx context.Context, pool *pgxpool.Pool, traceID string) (t ClaimedTrace, found bool, err error) {
+	var orderID pgtype.UUID
+	err = pool.QueryRow(ctx, SettledTraceSQL, traceID).Scan(&t.TraceID, &t.Fingerprint, &t.Status, &orderID,
+		&t.ClientOrderID, &t.ReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ClaimedTrace{}, false, nil
+	}
+	if err != nil {
+		return ClaimedTrace{}, false, translate(err)
+	}
+	if orderID.Valid {
+		id := uuid.UUID(orderID.Bytes)
+		t.OrderID = &id
+	}
+	return t, true, nil
+}
+
 // Claim begins a transaction, waits at most LockWait for the trace's advisory
 // lock, and inserts the trace unless it exists — all in one round trip. When
 // the result is not Claimed or the kill switch is engaged the caller finishes
@@ -418,14 +445,18 @@ type OrderRow struct {
 	// its follow horizon (the row keeps its last known state); nil while
 	// followed and on every other order.
 	UnfollowedAt *time.Time `db:"unfollowed_at"`
+	// NoLegs says the order's intent planned no legs, so the trigger that
+	// plans them (migration 00023) is not called. Only a writer that holds
+	// the order's legs may set it; the zero value keeps the trigger looking.
+	NoLegs bool `db:"-"`
 }
 
 // InsertOrderSQL records an order.
 const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
-                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                    take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
@@ -555,7 +586,7 @@ func queueOrder(b *pgx.Batch, o *OrderRow) {
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
 		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
 		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss),
-		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset).
+		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset, !o.NoLegs).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
 }
 

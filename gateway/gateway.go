@@ -86,6 +86,9 @@ type Service struct {
 	// repeatEvents are audit events of repeats answered from a flight,
 	// waiting for one batched write.
 	repeatEvents eventBatch
+	// settled are trace IDs this replica saw settled: their repeats try
+	// one read before a claim (settled.go).
+	settled settledKeys
 	// credAlerts is when each venue's credential trouble was last
 	// notified, so a broken key alerts once an hour, not once a signal.
 	credMu     sync.Mutex
@@ -211,6 +214,9 @@ func (s *Service) execute(ctx context.Context, in Input) (*Outcome, error) {
 // most lockWait for its lock), then answer a repeat or dispatch.
 func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, lockWait time.Duration) (*Outcome, error) {
 	sig, tr := in.Signal, in.Trace
+	if answered, err := s.settledRepeat(ctx, in, lockWait); answered {
+		return nil, err
+	}
 	claimStart := time.Now()
 	tx, res, err := db.Claim(ctx, s.deps.Pool, db.ClaimParams{
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
@@ -235,6 +241,7 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		// trace whether or not trading is halted.
 		// The repeat takes the claim's transaction over and ends it off
 		// the answer's path.
+		s.rememberSettled(res.Trace)
 		return nil, s.repeat(ctx, tx, in, res.Trace)
 	}
 	// From here this attempt owns the claim's transaction until it ends: by
@@ -262,7 +269,9 @@ func (s *Service) inProgress(traceID string) *Error {
 		Detail: fmt.Sprintf("trace %s: the first attempt is still running; retry to learn its outcome", traceID)}
 }
 
-// repeat answers a signal whose trace is already claimed.
+// repeat answers a signal whose trace is already claimed. tx is the
+// claim's transaction, nil when the answer came from a plain read
+// (settledRepeat).
 func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.ClaimedTrace) error {
 	e, ev := repeatAnswer(in, t)
 	if in.Signal.Action == signal.ActionCancel && e.Code == codes.Duplicate && t.Status == db.TraceDispatched {
@@ -281,11 +290,13 @@ func (s *Service) repeat(ctx context.Context, tx *db.ClaimTx, in Input, t db.Cla
 	// connection back at once) and the audit row joins the repeats' batch,
 	// committed with those of other repeats (asynchronously when all are
 	// `duplicate`, as before). Close waits for both.
-	s.background.Add(1)
-	go func() {
-		defer s.background.Done()
-		tx.Rollback(ctx)
-	}()
+	if tx != nil {
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			tx.Rollback(ctx)
+		}()
+	}
 	s.repeatEvents.add(s, ev)
 	return e
 }
@@ -650,6 +661,9 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	sig, tr := in.Signal, in.Trace
 	rec := db.RecordReport(tr.ID, sig.Exchange, tr.Mode, order, report)
 	row, status := rec.Order, rec.Status
+	// The order's legs are the ones its intent holds (planned in dispatch):
+	// with none, the trigger that would look for them is skipped.
+	row.NoLegs = len(order.Legs) == 0
 	out.Order, out.Status = row, status
 	// The event is named after the trace's new status: dispatched or
 	// rejected.
@@ -686,6 +700,7 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 			"client_order_id", row.ClientOrderID, "error", err)
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
+	s.rememberSettled(db.ClaimedTrace{TraceID: tr.ID, Status: status, ReceivedAt: out.ReceivedAt})
 	if status == db.TraceRejected {
 		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/signal"
 )
 
 // venueOrder is an order as a venue's own book holds it.
@@ -25,12 +26,26 @@ type venueOrder struct {
 	Side            string // buy or sell
 	Quantity        string // normalised
 	Status          string
+	// Exit is an exit's role (take_profit, stop_loss, trailing_stop): a
+	// USDⓈ-M conditional order, placed for an entry; "" for an entry.
+	Exit string
 }
 
 func (o venueOrder) String() string {
-	return fmt.Sprintf("%s %s %s qty=%s status=%s client_order_id=%s exchange_order_id=%s",
-		o.Exchange, o.Symbol, o.Side, o.Quantity, o.Status, o.ClientOrderID, o.ExchangeOrderID)
+	exit := ""
+	if o.Exit != "" {
+		exit = " exit=" + o.Exit
+	}
+	return fmt.Sprintf("%s %s %s qty=%s status=%s client_order_id=%s exchange_order_id=%s%s",
+		o.Exchange, o.Symbol, o.Side, o.Quantity, o.Status, o.ClientOrderID, o.ExchangeOrderID, exit)
 }
+
+// algoExit is the exit role of a USDⓈ-M conditional order type.
+var algoExit = map[string]string{"TAKE_PROFIT_MARKET": "take_profit", "STOP_MARKET": "stop_loss", "TRAILING_STOP_MARKET": "trailing_stop"}
+
+// exitRoles are an entry's exits in the order hoox plans them
+// (exchange.PlanExitLegs): leg n is signal.LegClientOrderID(entry, n).
+var exitRoles = []string{"take_profit", "stop_loss", "trailing_stop"}
 
 // hooxOrder is a row of hoox's orders table.
 type hooxOrder struct {
@@ -85,6 +100,10 @@ const (
 	checkTruthful   = "hoox_records_what_the_venue_holds"
 	check503        = "503_nothing_placed_is_true"
 	check422        = "422_means_nothing_executed"
+	// The exits (legs) of USDⓈ-M entries that asked for them.
+	checkExitOnce       = "at_most_one_order_per_intended_exit"
+	checkExitAttributed = "every_exit_is_an_entry's"
+	checkExitPlaced     = "every_asked_exit_placed"
 )
 
 // venueOrders reads every venue's book.
@@ -98,7 +117,11 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if o.Market == binancefake.MarketFutures {
 			ex = "binance-futures"
 		}
-		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status})
+		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, ""})
+	}
+	for _, a := range s.binance.AlgoOrders() {
+		out = append(out, venueOrder{"binance-futures", a.ClientAlgoID, fmt.Sprint(a.AlgoID), a.Symbol, strings.ToLower(a.Side),
+			a.Quantity.String(), a.Status, algoExit[a.Type]})
 	}
 	for _, o := range s.bybit.Orders() {
 		if o.Status == "Rejected" {
@@ -108,14 +131,31 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if o.Category == "spot" {
 			ex = "bybit-spot"
 		}
-		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status})
+		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status, ""})
 	}
 	rows, err := s.query(ctx, `SELECT client_order_id, exchange_order_id, symbol, side, quantity::text, status FROM paper_orders`)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5]})
+		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5], ""})
+	}
+	return out, nil
+}
+
+// legOutcomes reads hoox's exits and other legs (order_legs): each leg's
+// outcome ("" while open) and how often it was sent, by client order ID.
+func (s *sim) legOutcomes(ctx context.Context) (map[string]string, error) {
+	rows, err := s.query(ctx, `SELECT client_order_id, coalesce(outcome, ''), attempts::text FROM order_legs`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r[0]] = fmt.Sprintf("%s (sent %s times)", orNone(r[1]), r[2])
+		if r[1] == "" {
+			out[r[0]] = ""
+		}
 	}
 	return out, nil
 }
@@ -197,7 +237,16 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		unrecorded = unrecordedOrders(vos, hos)
-		if len(unrecorded) == 0 || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
+		if s.legs, err = s.legOutcomes(ctx); err != nil {
+			return nil, err
+		}
+		openLegs := 0
+		for _, o := range s.legs {
+			if o == "" {
+				openLegs++
+			}
+		}
+		if (len(unrecorded) == 0 && openLegs == 0) || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
 			break
 		}
 		// A reconcile stuck 'running' on a dead replica will not move
@@ -220,7 +269,8 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
 		}
 	}
-	rank := map[string]int{checkAtMostOnce: 0, check422: 1, checkAnswer: 2, check503: 3, checkTruthful: 4, checkRecorded: 5, checkAttributed: 6}
+	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, check422: 1, checkAnswer: 2, check503: 3, checkTruthful: 4,
+		checkRecorded: 5, checkAttributed: 6, checkExitAttributed: 6, checkExitPlaced: 7}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
 		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, s.h.events(), bySig, hos)
@@ -420,10 +470,16 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		res.Failures = append(res.Failures, Failure{Check: check, Signal: sig, ClientOrderID: cid, Detail: fmt.Sprintf(format, args...)})
 	}
 
-	// Group the venues' orders by signal, by (exchange, quantity) alone.
+	// Group the venues' orders by signal, by (exchange, quantity) alone;
+	// exits are judged by the entry they belong to (judgeExits).
 	bySig := map[int][]venueOrder{}
 	byClientID := map[string]venueOrder{}
+	var exits []venueOrder
 	for _, o := range vos {
+		if o.Exit != "" {
+			exits = append(exits, o)
+			continue
+		}
 		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
 		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
 		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
@@ -509,7 +565,83 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			}
 		}
 	}
+	s.judgeExits(res, vos, exits, hos)
 	return bySig
+}
+
+// judgeExits checks the exits of the USDⓈ-M entries that asked for them:
+// every exit at the venue is one an entry planned (derived from the
+// entry's client order ID, with the role and the opposite side of the
+// entry, for its quantity), no planned exit was placed twice, and every
+// entry that filled and was recorded got each exit it asked for — unless
+// hoox recorded the exit's own refusal (s.legs).
+func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
+	type planned struct {
+		entry venueOrder
+		sig   int
+		role  string
+	}
+	want := map[string]planned{}
+	for _, e := range vos {
+		if e.Exit != "" || e.Exchange != "binance-futures" {
+			continue
+		}
+		sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
+		if !ok {
+			continue
+		}
+		for n := 1; n <= s.plan.signals[sig].Exits; n++ {
+			want[signal.LegClientOrderID(e.ClientOrderID, n)] = planned{e, sig, exitRoles[n-1]}
+		}
+	}
+	placed := map[string]int{}
+	for _, x := range exits {
+		w, ok := want[x.ClientOrderID]
+		if !ok || x.Exit != w.role || x.Side == w.entry.Side || x.Quantity != w.entry.Quantity || x.Symbol != w.entry.Symbol {
+			sig := -1
+			if ok {
+				sig = w.sig
+			}
+			res.Failures = append(res.Failures, Failure{Check: checkExitAttributed, Signal: sig, ClientOrderID: x.ClientOrderID,
+				Detail: fmt.Sprintf("exit order matches no exit an entry planned: %s", x)})
+			continue
+		}
+		res.Checks[checkExitAttributed]++
+		placed[x.ClientOrderID]++
+	}
+	for id, n := range placed {
+		w := want[id]
+		if n > 1 {
+			res.Failures = append(res.Failures, Failure{Check: checkExitOnce, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("%d %s orders for entry %s", n, w.role, w.entry.ClientOrderID)})
+		} else {
+			res.Checks[checkExitOnce]++
+		}
+	}
+	for id, w := range want {
+		h, ok := hos[w.entry.ClientOrderID]
+		if w.entry.Status != "FILLED" || !ok || !h.records(w.entry) || h.Status != "filled" || placed[id] > 0 {
+			if placed[id] > 0 {
+				res.Checks[checkExitPlaced]++
+			}
+			continue
+		}
+		outcome, planned := s.legs[id]
+		switch {
+		case planned && outcome != "" && !strings.HasPrefix(outcome, "dispatched"):
+			// hoox recorded why the exit is not at the venue (a refusal):
+			// nothing lost silently, but nothing here should refuse one.
+			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("entry %s filled, its %s is not at the venue; hoox's leg: %s", w.entry.ClientOrderID, w.role, outcome)})
+		default:
+			state := "never planned"
+			if planned {
+				state = "leg " + orNone(outcome)
+			}
+			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("entry %s filled and recorded, its %s was never placed (%s)", w.entry.ClientOrderID, w.role, state)})
+		}
+	}
 }
 
 // signalOf is the signal a venue order belongs to by its venue and

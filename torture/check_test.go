@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/signal"
 )
 
 // checkBundle is a finished run made up by hand: signals, what their
@@ -175,4 +177,65 @@ func TestChecker503NothingPlacedMustBeTrue(t *testing.T) {
 	// placed it: inconclusive, not a failure.
 	st.spans = append(st.spans, span{Replica: 1, Start: 500 * time.Millisecond})
 	require.Empty(t, b.judge())
+}
+
+func futuresSignalWithExits() signalPlan {
+	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey, Exits: 2}
+}
+
+// exit books entry's n-th exit at the venue, recorded by hoox unless
+// unrecorded.
+func (b *checkBundle) exit(entry string, n int, eid string, recorded bool) {
+	o := venueOrder{Exchange: "binance-futures", ClientOrderID: signal.LegClientOrderID(entry, n), ExchangeOrderID: eid,
+		Symbol: symbol, Side: "sell", Quantity: "10", Status: "NEW", Exit: exitRoles[n-1]}
+	b.vos = append(b.vos, o)
+	if recorded {
+		b.hos[o.ClientOrderID] = hooxOrder{TraceID: "k:x", ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
+			Side: o.Side, Quantity: o.Quantity, Status: "open", ExchangeOrderID: eid}
+	}
+}
+
+func TestCheckerPassesAnEntryWithItsExitsOnce(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, futuresSignalWithExits())
+	b.send(0, time.Second, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.exit("hxa", 1, "2", true)
+	b.exit("hxa", 2, "3", true)
+	require.Empty(t, b.judge())
+}
+
+func TestCheckerCatchesASecondExitUnderItsClientID(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, futuresSignalWithExits())
+	b.send(0, time.Second, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.exit("hxa", 1, "2", true)
+	b.exit("hxa", 1, "4", false) // placed again after a cancel freed the ID
+	b.exit("hxa", 2, "3", true)
+	require.Equal(t, map[string]int{checkExitOnce: 1, checkRecorded: 1}, b.judge())
+}
+
+func TestCheckerCatchesAnExitNoEntryPlanned(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, futuresSignalWithExits())
+	b.send(0, time.Second, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.exit("hxa", 1, "2", true)
+	b.exit("hxa", 2, "3", true)
+	b.exit("hxa", 3, "4", true) // a trailing stop the signal never asked for
+	require.Equal(t, map[string]int{checkExitAttributed: 1}, b.judge())
+}
+
+func TestCheckerCatchesAnExitNeverPlaced(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, futuresSignalWithExits())
+	b.send(0, time.Second, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.exit("hxa", 1, "2", true)
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge())
+
+	// A leg hoox recorded as refused is not silent, but still not placed.
+	b.s.legs = map[string]string{signal.LegClientOrderID("hxa", 2): "rejected (sent 1 times)"}
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge())
 }

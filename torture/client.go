@@ -51,6 +51,13 @@ type answerOriginal struct {
 func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 	m := map[string]any{"secret": webhookSecret, "exchange": sp.Venue.name, "symbol": sp.Symbol, "action": sp.Side,
 		"quantity": sp.Quantity, "strategy": "torture", "comment": fmt.Sprintf("signal %d", sp.ID)}
+	if sp.Exits >= 2 {
+		m["take_profit"] = map[string]any{"percent": 2}
+		m["stop_loss"] = map[string]any{"percent": 1}
+	}
+	if sp.Exits >= 3 {
+		m["trailing_stop"] = map[string]any{"percent": 1.5}
+	}
 	switch sp.Mode {
 	case ModeKey:
 		m["trace_id"] = fmt.Sprintf("torture-%d-%d", seed, sp.ID)

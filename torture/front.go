@@ -45,7 +45,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	sig, fault := -1, ""
 	var delay time.Duration
-	if placement(req) {
+	isExit := exitPlacement(req)
+	if isExit {
+		// An exit (a leg): its own fault, and not a placement of the
+		// signal's order for the 503 check.
+		qty := placementQuantity(req, body)
+		sig = f.sim.signalByQuantity(qty)
+		fault = f.sim.takeExitFault(sig)
+		f.sim.h.add(sig, "venue_exit_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
+	} else if placement(req) {
 		qty := placementQuantity(req, body)
 		sig = f.sim.signalByQuantity(qty)
 		fault, delay = f.sim.takeFault(sig)
@@ -76,7 +84,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		hangUp(w)
 		return
 	}
-	if sig >= 0 {
+	if sig >= 0 && isExit {
+		f.sim.h.add(sig, "venue_exit_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))
+	} else if sig >= 0 {
 		f.sim.h.add(sig, "venue_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))
 		if accepted(f.fake, resp.StatusCode, answer) {
 			f.sim.accepted(sig, f.replica)
@@ -127,6 +137,12 @@ func hangUp(w http.ResponseWriter) {
 	if err == nil {
 		conn.Close()
 	}
+}
+
+// exitPlacement reports whether req places a USDⓈ-M exit: a conditional
+// order through the Algo Order API.
+func exitPlacement(req *http.Request) bool {
+	return req.Method == http.MethodPost && req.URL.Path == "/fapi/v1/algoOrder"
 }
 
 // placement reports whether req places an order (Binance spot and

@@ -67,7 +67,18 @@ type signalPlan struct {
 	FaultDelay time.Duration
 	// Seed drives the client's own choices (replicas, jitter).
 	Seed uint64
+	// Exits is how many exits the entry asks for (binance-futures only):
+	// 0, 2 (take_profit and stop_loss) or 3 (and a trailing_stop). Each is
+	// its own order (a leg) placed once the entry filled.
+	Exits int
+	// ExitFault is a venue-side fault for the first placement of one of
+	// the signal's exits ("" = none): an answer fault or
+	// kill_after_accept.
+	ExitFault string
 }
+
+// exitFaults are the faults an exit's placement can meet.
+var exitFaults = []string{FaultAnswerLost, FaultHTTP5xx, FaultHTTP408, FaultNonJSON, FaultKillAfterAccept}
 
 // opPlan is a timed operator or nemesis action.
 type opPlan struct {
@@ -157,6 +168,27 @@ func makePlan(cfg Config) plan {
 		// Like the fan-out client, from the signal's own stream.
 		if s.Venue.fake != "paper" && s.Fault == "" && on[FaultUnsent5xx] && rand.New(rand.NewPCG(s.Seed, 2)).IntN(12) == 0 {
 			s.Fault = FaultUnsent5xx
+		}
+		// Exits, from the signal's own stream too: half the USDⓈ-M
+		// signals carry a take-profit and a stop-loss, a third of those a
+		// trailing stop as well.
+		if s.Venue.name == "binance-futures" {
+			er := rand.New(rand.NewPCG(s.Seed, 3))
+			if er.IntN(2) == 0 {
+				s.Exits = 2
+				if er.IntN(3) == 0 {
+					s.Exits = 3
+				}
+				var ef []string
+				for _, f := range exitFaults {
+					if on[f] {
+						ef = append(ef, f)
+					}
+				}
+				if len(ef) > 0 && er.IntN(3) == 0 {
+					s.ExitFault = ef[er.IntN(len(ef))]
+				}
+			}
 		}
 		p.signals = append(p.signals, s)
 	}

@@ -59,11 +59,15 @@ type sim struct {
 	mu         sync.Mutex
 	byQuantity map[string]int
 	faultTaken map[int]bool
-	sigState   map[int]*signalState
-	answered   []int
-	releases   map[int][]time.Duration
-	purges     []time.Duration
-	skewUsed   map[int]int
+	// legs is hoox's order_legs at the check: outcome by client order ID.
+	legs map[string]string
+	// exitFaultTaken: the signal's exit fault was handed out.
+	exitFaultTaken map[int]bool
+	sigState       map[int]*signalState
+	answered       []int
+	releases       map[int][]time.Duration
+	purges         []time.Duration
+	skewUsed       map[int]int
 	// waited is how long the checker waited for recovery.
 	waited time.Duration
 }
@@ -106,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Replay = replayCommand(cfg)
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
-		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, sigState: map[int]*signalState{},
+		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, sigState: map[int]*signalState{},
 		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
@@ -426,6 +430,25 @@ func (s *sim) takeFault(sig int) (string, time.Duration) {
 		s.faults.inc(sp.Fault)
 	}
 	return sp.Fault, sp.FaultDelay
+}
+
+// takeExitFault hands out a signal's planned exit fault on the first
+// placement of one of its exits, while faults are on.
+func (s *sim) takeExitFault(sig int) string {
+	if sig < 0 || !s.faultsOn.Load() {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exitFaultTaken[sig] {
+		return ""
+	}
+	s.exitFaultTaken[sig] = true
+	f := s.plan.signals[sig].ExitFault
+	if f != "" {
+		s.faults.inc("exit_" + f)
+	}
+	return f
 }
 
 // lagNextLookup hides the next placement at fake from order queries.
