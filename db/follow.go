@@ -279,3 +279,13 @@ func OrdersCancelledBy(ctx context.Context, q DBTX, traceID string) ([]OrderRow,
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
 	return out, translate(err)
 }
+
+const orderByClientIDSQL = `SELECT ` + orderColumns + ` FROM orders WHERE client_order_id = $1`
+
+// GetOrder reads the order recorded under clientOrderID; ErrNotFound when
+// none is.
+func GetOrder(ctx context.Context, q DBTX, clientOrderID string) (OrderRow, error) {
+	rows, _ := q.Query(ctx, orderByClientIDSQL, clientOrderID)
+	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OrderRow])
+	return o, translate(err)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
@@ -57,9 +56,7 @@ func setupExits(t *testing.T) *exitsBundle {
 // row reads the order clientOrderID.
 func (b *exitsBundle) row(t *testing.T, clientOrderID string) db.OrderRow {
 	t.Helper()
-	rows, err := b.pool.Query(context.Background(), `SELECT * FROM orders WHERE client_order_id = $1`, clientOrderID)
-	require.NoError(t, err)
-	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByNameLax[db.OrderRow])
+	o, err := db.GetOrder(context.Background(), b.pool, clientOrderID)
 	require.NoError(t, err)
 	return o
 }
