@@ -230,13 +230,15 @@ GROUP BY o.id
 ORDER BY o.created_at DESC;
 
 -- name: Fills and fees of orders followed to their end
--- A limit order (or a market order the venue was still executing) is
+-- A limit order (or a market order the venue was still executing, or an exit
+-- placed as its own order: role take_profit, stop_loss, trailing_stop, oco) is
 -- followed by a job until it ends, and every change is an order_* event on its
--- trace. fee is what the venue charged, in fee_asset, and cancelled_by names
--- the cancel signal that cancelled it.
-SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type,
+-- trace. fee is what the venue charged, in fee_asset, cancelled_by names
+-- the cancel signal that cancelled it, and executed_exit which order of an
+-- OCO list executed.
+SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type, role,
        quantity, filled_quantity, avg_price, fee, fee_asset, status,
-       final_at - created_at AS open_for, cancelled_by
+       final_at - created_at AS open_for, cancelled_by, executed_exit
 FROM orders
 WHERE order_type = 'limit' OR updated_at IS NOT NULL
 ORDER BY created_at DESC
