@@ -152,7 +152,7 @@ func (s *Server) fanOut(c echo.Context, sig signal.Signal, targets []target, ip 
 			}
 			a.TraceID = r.out.TraceID
 			a.Result = &signalResponse{TraceID: r.out.TraceID, Status: string(r.out.Status), ReceivedAt: r.out.ReceivedAt.UTC(), Order: newOrderDTO(r.out.Order),
-				Attached:  newAttachedDTOs(r.out.Order),
+				Orders: ordersDTO(r.out.Order, r.out.Legs), Attached: attachedWithLegs(r.out.Order, r.out.Legs),
 				Cancelled: newOrderDTOs(r.out.Cancelled)}
 		}
 		answers[i] = a

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/api"
@@ -26,6 +27,9 @@ type accountGateway struct {
 	inputs   []gateway.Input
 	together int
 	all      chan struct{}
+	// outcomes, when set for an account, is what it dispatched (an order
+	// and its legs).
+	outcomes map[string]gateway.Outcome
 }
 
 func (g *accountGateway) Execute(_ context.Context, in gateway.Input) (*gateway.Outcome, error) {
@@ -45,6 +49,10 @@ func (g *accountGateway) Execute(_ context.Context, in gateway.Input) (*gateway.
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o, ok := g.outcomes[in.Signal.Exchange]; ok {
+		o.TraceID, o.Status, o.ReceivedAt = in.Trace.ID, db.TraceDispatched, time.Now()
+		return &o, nil
 	}
 	return &gateway.Outcome{TraceID: in.Trace.ID, Status: db.TraceDispatched, ReceivedAt: time.Now()}, nil
 }
@@ -248,4 +256,25 @@ func TestCancelOnEachAccount(t *testing.T) {
 		got[a["account"].(string)] = len(a["result"].(map[string]any)["cancelled"].([]any))
 	}
 	require.Equal(t, map[string]int{"paper": 1, "paper2": 0}, got, "each account lists its own")
+}
+
+// An account whose entry placed exits as legs (a Bybit trailing stop, the
+// position's setting) lists them in its result as the single answer does:
+// the legs in orders, their exits in attached.
+func TestFanOutResultListsAnAccountsExitLegs(t *testing.T) {
+	t.Parallel()
+	entry := db.OrderRow{ClientOrderID: "hxentry", Exchange: "by1", Symbol: "BTCUSDT", Side: "buy", OrderType: "market",
+		Status: "filled", Role: exchange.RolePrimary}
+	leg := db.OrderRow{ClientOrderID: "hxtrail", Exchange: "by1", Symbol: "BTCUSDT", Side: "sell", OrderType: "market",
+		Status: "open", Role: exchange.RoleTrailingStop, TrailingDistance: decimal.NewNullDecimal(decimal.RequireFromString("600"))}
+	g := &accountGateway{outcomes: map[string]gateway.Outcome{"by1": {Order: &entry, Legs: []db.OrderRow{leg}}}}
+	b := setupFanOut(t, g)
+	r := b.post(t, webhookRequest{body: fanOutSignal})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	result := fanOutAnswers(t, r)[3]["result"].(map[string]any)
+	require.Equal(t, []any{map[string]any{"role": "trailing_stop", "trailing_distance": "600", "status": "placed", "client_order_id": "hxtrail"}},
+		result["attached"], string(r.Body))
+	orders, _ := result["orders"].([]any)
+	require.Len(t, orders, 2, string(r.Body))
+	require.Equal(t, "hxtrail", orders[1].(map[string]any)["client_order_id"])
 }

@@ -37,6 +37,18 @@ func TestUITracePageShowsAttachedExits(t *testing.T) {
 	require.Contains(t, page, "trails 1.5 %")
 	require.Contains(t, page, "hxtrailingleg")
 
+	// A Bybit trailing stop (the position's setting, a price distance)
+	// that ended with its position.
+	_, err = b.pool.Exec(t.Context(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+		quantity, mode, status, role, trailing_distance)
+		SELECT gen_random_uuid(), trace_id, 'hxbybittrailing', exchange, symbol, 'close', 'sell', 'market', quantity, mode, 'expired',
+		       'trailing_stop', 600
+		FROM orders WHERE trace_id = 'k:exits' AND role = 'primary'`)
+	require.NoError(t, err)
+	page = string(br.get("/ui/trace/k:exits").Body)
+	require.Contains(t, page, "trails by 600")
+	require.Contains(t, page, "s-ended")
+
 	// An OCO list followed to its end shows which exit executed.
 	_, err = b.pool.Exec(t.Context(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
 		quantity, mode, status, exchange_order_id, role, take_profit, stop_loss, executed_exit, filled_quantity, final_at)

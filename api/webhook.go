@@ -51,9 +51,12 @@ type attachedDTO struct {
 	// TriggerPrice is absent for a trailing stop, which has none: it
 	// trails by CallbackRate instead.
 	TriggerPrice string `json:"trigger_price,omitempty"`
-	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M).
+	// CallbackRate is a trailing stop's rate in percent (Binance USDⓈ-M
+	// callbackRate, Binance spot trailingDelta / 100).
 	CallbackRate string `json:"callback_rate,omitempty"`
-	Status       string `json:"status"`
+	// TrailingDistance is a trailing stop's price distance (Bybit).
+	TrailingDistance string `json:"trailing_distance,omitempty"`
+	Status           string `json:"status"`
 	// ClientOrderID and ExchangeOrderID identify an exit placed as its own
 	// order (Binance USDⓈ-M); omitted for an exit held on the entry.
 	ClientOrderID   string `json:"client_order_id,omitempty"`
@@ -74,6 +77,9 @@ func newAttachedDTOs(o *db.OrderRow) []attachedDTO {
 			dto.TriggerPrice = ""
 			if a.CallbackRate.Valid {
 				dto.CallbackRate = a.CallbackRate.Decimal.String()
+			}
+			if a.TrailingDistance.Valid {
+				dto.TrailingDistance = a.TrailingDistance.Decimal.String()
 			}
 		}
 		out = append(out, dto)

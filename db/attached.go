@@ -10,8 +10,8 @@ import (
 // exit the venue takes on the order itself has its status from the
 // entry's: it is set when the entry fills, and hoox does not see it
 // trigger. An exit placed as its own order (a leg: Binance USDⓈ-M algo
-// orders, a Binance spot OCO list) is followed to its end, and shows what
-// the venue last said of it.
+// orders, a Binance spot OCO list or lone exit, a Bybit trailing stop) is
+// followed to its end, and shows what the venue last said of it.
 const (
 	// AttachedPlaced: the venue holds the exit (on the position the
 	// entry opened, or as its own resting order).
@@ -22,21 +22,22 @@ const (
 	// AttachedNotPlaced: the entry was rejected, and its exits with it, or
 	// the venue refused the exit's own order.
 	AttachedNotPlaced = "not_placed"
+	// AttachedEnded: an exit placed on its own (a leg) that the venue no
+	// longer holds without saying it executed: expired (a Bybit trailing
+	// stop gone with its position, a Binance algo order the system
+	// cancelled), or an OCO list that ended with no record of which of its
+	// orders executed (a row from before hoox followed exits).
+	AttachedEnded = "ended"
 	// AttachedFilled: the exit triggered and its order executed (for an
 	// OCO list: this one of its two orders).
 	AttachedFilled = "filled"
 	// AttachedCancelled: the exit was cancelled — by a cancel signal, by
-	// hand, by hoox once the other exit of the entry filled, or (an OCO
+	// hand, by hoox once another exit of the entry filled, or (an OCO
 	// list's other order) by the venue when the first one executed.
 	AttachedCancelled = "cancelled"
-	// AttachedExpired: the venue ended the exit on its own.
-	AttachedExpired = "expired"
 	// AttachedRejected: the venue accepted the exit and then dropped it
 	// (Binance algoStatus REJECTED: the triggered order failed).
 	AttachedRejected = "rejected"
-	// AttachedEnded: an OCO list ended having executed, with no record of
-	// which order executed (a row from before hoox followed exits).
-	AttachedEnded = "ended"
 	// AttachedNotFollowed: the exit was still resting at its follow
 	// horizon; hoox no longer asks about it (the venue may still hold it).
 	AttachedNotFollowed = "not_followed"
@@ -48,11 +49,17 @@ func legExitStatus(o OrderRow, role string) string {
 	switch {
 	case o.Status == string(exchange.StatusRejected) && o.FinalAt == nil:
 		return AttachedNotPlaced
+	case o.Status == string(exchange.StatusRejected):
+		return AttachedRejected
 	case o.Status == string(exchange.StatusOpen) && o.UnfollowedAt != nil:
 		return AttachedNotFollowed
 	case o.Status == string(exchange.StatusOpen):
 		return AttachedPlaced
-	case o.Role == exchange.RoleOCO && o.Status == string(exchange.StatusFilled):
+	case o.Status == string(exchange.StatusExpired):
+		return AttachedEnded
+	case o.Status == string(exchange.StatusCancelled):
+		return AttachedCancelled
+	case o.Role == exchange.RoleOCO:
 		switch {
 		case o.ExecutedExit == nil:
 			return AttachedEnded
@@ -61,7 +68,7 @@ func legExitStatus(o OrderRow, role string) string {
 		}
 		return AttachedCancelled
 	}
-	return o.Status
+	return AttachedFilled
 }
 
 // AttachedExit is one exit attached to an order, as the answer, the admin
@@ -72,7 +79,10 @@ type AttachedExit struct {
 	// CallbackRate is a trailing stop's rate in percent (it has no
 	// trigger price: TriggerPrice is zero); invalid on other exits.
 	CallbackRate decimal.NullDecimal
-	Status       string
+	// TrailingDistance is a trailing stop's price distance (Bybit); invalid
+	// on other exits and on a trailing stop that trails by a rate.
+	TrailingDistance decimal.NullDecimal
+	Status           string
 	// ClientOrderID and ExchangeOrderID are set for an exit that is its
 	// own order (a Binance USDⓈ-M conditional order: a leg); empty for
 	// an exit the venue holds on the entry itself.
@@ -84,15 +94,14 @@ type AttachedExit struct {
 // or nil when it carries none.
 func (o OrderRow) Attached() []AttachedExit {
 	if o.Role == exchange.RoleTakeProfit || o.Role == exchange.RoleStopLoss || o.Role == exchange.RoleTrailingStop {
-		// An exit placed as its own order (a leg): the venue holds it
-		// unless it refused it.
+		// An exit placed as its own order (a leg), followed to its end.
 		price := o.TakeProfit
 		if o.Role == exchange.RoleStopLoss {
 			price = o.StopLoss
 		}
 		e := AttachedExit{Role: o.Role, TriggerPrice: price.Decimal, Status: legExitStatus(o, o.Role), ClientOrderID: o.ClientOrderID}
 		if o.Role == exchange.RoleTrailingStop {
-			e.TriggerPrice, e.CallbackRate = decimal.Zero, o.CallbackRate
+			e.TriggerPrice, e.CallbackRate, e.TrailingDistance = decimal.Zero, o.CallbackRate, o.TrailingDistance
 		}
 		if o.ExchangeOrderID != nil {
 			e.ExchangeOrderID = *o.ExchangeOrderID
@@ -100,15 +109,25 @@ func (o OrderRow) Attached() []AttachedExit {
 		return []AttachedExit{e}
 	}
 	if o.Role == exchange.RoleOCO {
-		// Both exits as one order list (Binance spot OCO): each is shown
-		// with the list's IDs; once the list executed, the order that
-		// executed is filled and the other cancelled.
+		// The exits of one order list (Binance spot OCO): a take-profit
+		// with a stop-loss, or with a trailing stop (its rate, no
+		// trigger), each shown with the list's IDs; once the list
+		// executed, the order that executed is filled and the other
+		// cancelled.
 		var out []AttachedExit
 		for _, a := range []struct {
 			role  string
 			price decimal.NullDecimal
-		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}} {
+		}{{exchange.RoleTakeProfit, o.TakeProfit}, {exchange.RoleStopLoss, o.StopLoss}, {exchange.RoleTrailingStop, decimal.NullDecimal{}}} {
 			e := AttachedExit{Role: a.role, TriggerPrice: a.price.Decimal, Status: legExitStatus(o, a.role), ClientOrderID: o.ClientOrderID}
+			switch {
+			case a.role == exchange.RoleTrailingStop && !o.CallbackRate.Valid:
+				continue
+			case a.role == exchange.RoleTrailingStop:
+				e.CallbackRate = o.CallbackRate
+			case a.role == exchange.RoleStopLoss && !a.price.Valid && o.CallbackRate.Valid:
+				continue
+			}
 			if o.ExchangeOrderID != nil {
 				e.ExchangeOrderID = *o.ExchangeOrderID
 			}

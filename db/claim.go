@@ -418,6 +418,10 @@ type OrderRow struct {
 	// CallbackRate is a trailing_stop leg's rate in percent as the venue
 	// holds it (Binance USDⓈ-M callbackRate); null on every other order.
 	CallbackRate decimal.NullDecimal `db:"callback_rate"`
+	// TrailingDistance is a trailing_stop leg's price distance as the
+	// venue holds it (Bybit linear: the position's trailingStop); null on
+	// every other order.
+	TrailingDistance decimal.NullDecimal `db:"trailing_distance"`
 	// AvgPrice is the average price of what executed; null while nothing
 	// has, and on rows older than the column.
 	AvgPrice decimal.NullDecimal `db:"avg_price"`
@@ -438,7 +442,8 @@ type OrderRow struct {
 	Strategy  *string `db:"strategy"`
 	BaseAsset *string `db:"base_asset"`
 	// ExecutedExit is, for an OCO exit list (role oco), which of its two
-	// orders executed (exchange.RoleTakeProfit or RoleStopLoss); nil until
+	// orders executed (exchange.RoleTakeProfit, or RoleStopLoss /
+	// RoleTrailingStop for its stop order); nil until
 	// one did, and on every other order.
 	ExecutedExit *string `db:"executed_exit"`
 	// UnfollowedAt is when hoox stopped following an exit still open at

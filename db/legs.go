@@ -102,9 +102,9 @@ const InsertLegOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role,
                     take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, callback_rate,
-                    executed_exit)
+                    trailing_distance, executed_exit)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-        $21, $22, $23, $24, $25, $26, $27)
+        $21, $22, $23, $24, $25, $26, $27, $28)
 RETURNING created_at`
 
 const settleLegSQL = `
@@ -129,7 +129,7 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 			row.Status, row.ExchangeOrderID, pgconv.NullNumeric(row.FillPrice), row.RejectReason,
 			pgconv.NullNumeric(row.FilledQuantity), row.Role, pgconv.NullNumeric(row.TakeProfit), pgconv.NullNumeric(row.StopLoss),
 			pgconv.NullNumeric(row.AvgPrice), pgconv.NullNumeric(row.Fee), row.FeeAsset, row.Strategy, row.BaseAsset,
-			pgconv.NullNumeric(row.CallbackRate), row.ExecutedExit).
+			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance), row.ExecutedExit).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)

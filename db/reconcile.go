@@ -235,6 +235,7 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 	row.TakeProfit = attachedPrice(o.TakeProfit, r.TakeProfit, rejected)
 	row.StopLoss = attachedPrice(o.StopLoss, r.StopLoss, rejected)
 	row.CallbackRate = r.CallbackRate
+	row.TrailingDistance = r.TrailingDistance
 	return row
 }
 

@@ -200,32 +200,41 @@ ORDER BY at DESC, id DESC;
 -- the admin API show: placed once the entry filled, waiting_for_entry while
 -- a limit entry rests, not_placed when the entry was rejected. An exit placed
 -- as its own order (Binance USDⓈ-M: role take_profit, stop_loss or
--- trailing_stop, its own client order ID, or Binance spot: role oco, both exits
--- in one list) is followed to its end: placed while the venue holds it, then
--- filled, cancelled, expired or rejected as the venue says (an OCO list's
--- executed exit filled, the other cancelled), not_followed when it still
--- rested at the follow horizon. A trailing stop has no trigger price: it
--- shows the callback_rate (percent) it trails by.
+-- trailing_stop, its own client order ID, Binance spot: a lone exit or role
+-- oco, both exits in one list, Bybit: a trailing stop) is followed to its
+-- end: placed while the venue holds it, then filled, cancelled or rejected
+-- as the venue says (an OCO list's executed exit filled, the other
+-- cancelled), ended when the venue no longer holds it without saying it
+-- executed (expired, gone with its position), not_followed when it still
+-- rested at the follow horizon. A trailing stop (role trailing_stop) has no
+-- trigger price: it shows the callback_rate (percent, Binance) or the
+-- trailing_distance (price, Bybit) it trails by.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
                    'callback_rate', trim_scale(a.callback_rate)::text,
+                   'trailing_distance', trim_scale(a.trailing_distance)::text,
                    'status', CASE WHEN o.role = 'primary' THEN
                                       CASE o.status WHEN 'filled' THEN 'placed' WHEN 'open' THEN 'waiting_for_entry'
                                                     ELSE 'not_placed' END
                                   WHEN o.status = 'rejected' AND o.final_at IS NULL THEN 'not_placed'
+                                  WHEN o.status = 'rejected' THEN 'rejected'
                                   WHEN o.status = 'open' AND o.unfollowed_at IS NOT NULL THEN 'not_followed'
                                   WHEN o.status = 'open' THEN 'placed'
-                                  WHEN o.role = 'oco' AND o.status = 'filled' THEN
+                                  WHEN o.status = 'expired' THEN 'ended'
+                                  WHEN o.status = 'cancelled' THEN 'cancelled'
+                                  WHEN o.role = 'oco' THEN
                                       CASE WHEN o.executed_exit IS NULL THEN 'ended'
                                            WHEN o.executed_exit = a.role THEN 'filled' ELSE 'cancelled' END
-                                  ELSE o.status END))
+                                  ELSE 'filled' END))
                  ORDER BY a.n) AS attached
 FROM orders o
-CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric), (2, 'stop_loss', o.stop_loss, NULL),
-                           (3, 'trailing_stop', NULL, o.callback_rate)) AS a(n, role, trigger_price, callback_rate)
-WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL) AND o.created_at > now() - interval '7 days'
+CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric, NULL::numeric),
+                           (2, 'stop_loss', o.stop_loss, NULL, NULL),
+                           (3, 'trailing_stop', NULL, o.callback_rate, o.trailing_distance))
+                        AS a(n, role, trigger_price, callback_rate, trailing_distance)
+WHERE (a.trigger_price IS NOT NULL OR a.callback_rate IS NOT NULL OR a.trailing_distance IS NOT NULL) AND o.created_at > now() - interval '7 days'
 GROUP BY o.id
 ORDER BY o.created_at DESC;
 

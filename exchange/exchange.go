@@ -193,6 +193,10 @@ type Report struct {
 	// own order trails by, as the venue holds it (Binance USDⓈ-M
 	// TRAILING_STOP_MARKET's callbackRate); invalid otherwise.
 	CallbackRate decimal.NullDecimal
+	// TrailingDistance is the price distance a trailing stop trails by, as
+	// the venue holds it (Bybit linear: the position's trailingStop);
+	// invalid otherwise.
+	TrailingDistance decimal.NullDecimal
 	// ExecutedExit says, for an exit placed as one order list (RoleOCO:
 	// Binance spot OCO), which of its orders executed — RoleTakeProfit or
 	// RoleStopLoss; the venue expired the other. Empty otherwise.

@@ -1,6 +1,8 @@
 package exchange
 
 import (
+	"context"
+
 	"github.com/shopspring/decimal"
 )
 
@@ -121,6 +123,18 @@ type LegAttacher interface {
 	AttachesAsLegs() bool
 }
 
+// ExitChecker is implemented by a LegAttacher that can tell before
+// anything is sent that the symbol's own rules refuse the exits o asks
+// for (an order type the symbol does not list, a trailing rate outside
+// its range): the gateway then refuses the signal (422 order_rejected,
+// nothing sent) rather than place an entry whose exit would be refused
+// once it filled, leaving the position without the protection asked for.
+// reason is empty when the exits can go; err when the venue could not be
+// asked.
+type ExitChecker interface {
+	CheckExits(ctx context.Context, o Order) (reason string, err error)
+}
+
 // AttachesAsLegs reports whether v takes attached exits as legs.
 func AttachesAsLegs(v Venue) bool {
 	la, ok := v.(LegAttacher)
@@ -144,7 +158,10 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 	entry.TakeProfit, entry.StopLoss, entry.TrailingStop = nil, nil, nil
 	for _, r := range o.Attachments() {
 		exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
-			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role}
+			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role,
+			// A spot exit sells what the entry bought: its fill counts in
+			// the strategy's spot ledger (nil elsewhere).
+			Ledger: o.Ledger}
 		a := *r.Attached
 		switch r.Role {
 		case RoleTakeProfit:
@@ -171,4 +188,37 @@ func (o Order) ExitTarget() *Attached {
 		return o.TrailingStop
 	}
 	return nil
+}
+
+// TrailingLegAttacher is implemented by a venue that takes a take-profit
+// and a stop-loss on the entry order itself but a trailing stop only once
+// the entry filled, by a second request (Bybit linear: the position's
+// trailingStop setting, POST /v5/position/trading-stop): the gateway moves
+// the trailing stop alone into a leg (PlanTrailingLeg), and the venue's
+// Place and Lookup of an order with Exit RoleTrailingStop set and read
+// that setting.
+type TrailingLegAttacher interface {
+	TrailsAsLeg() bool
+}
+
+// TrailsAsLeg reports whether v takes a trailing stop as a leg while
+// keeping take-profit and stop-loss on the entry (see TrailingLegAttacher).
+func TrailsAsLeg(v Venue) bool {
+	ta, ok := v.(TrailingLegAttacher)
+	return ok && ta.TrailsAsLeg()
+}
+
+// PlanTrailingLeg moves o's trailing stop, and only it, into a leg as
+// PlanExitLegs would (a reduce-only exit on the opposite side, Exit
+// RoleTrailingStop, its target as asked: a percent is resolved from the
+// fill when the leg is first sent), under partID(len(o.Legs)+1); the
+// take-profit and stop-loss stay on o for the venue to set on the entry.
+func PlanTrailingLeg(o Order, partID func(i int) string) Order {
+	if o.TrailingStop == nil {
+		return o
+	}
+	only := o
+	only.TakeProfit, only.StopLoss = nil, nil
+	o.TrailingStop, o.Legs = nil, PlanExitLegs(only, partID).Legs
+	return o
 }

@@ -62,3 +62,26 @@ func TestSplitClosePlansPartsOfAtMostTheMaximum(t *testing.T) {
 		})
 	}
 }
+
+// PlanTrailingLeg moves the trailing stop alone into a leg — a reduce-only
+// close on the other side, Exit trailing_stop, its percent still to
+// resolve — and leaves the take-profit and stop-loss on the entry.
+func TestPlanTrailingLegMovesOnlyTheTrailingStop(t *testing.T) {
+	t.Parallel()
+	d := decimal.RequireFromString
+	tp := &exchange.Attached{Price: decimal.NewNullDecimal(d("70000"))}
+	ts := &exchange.Attached{Percent: decimal.NewNullDecimal(d("1"))}
+	o := exchange.Order{ClientOrderID: "hxentry", Symbol: "BTCUSDT", Action: "buy", Side: "buy", OrderType: "market",
+		Quantity: d("0.01"), TakeProfit: tp, TrailingStop: ts}
+	got := exchange.PlanTrailingLeg(o, func(i int) string { return fmt.Sprintf("leg%d", i) })
+	require.Same(t, tp, got.TakeProfit, "the take-profit stays on the entry")
+	require.Nil(t, got.TrailingStop)
+	require.Len(t, got.Legs, 1)
+	leg := got.Legs[0]
+	require.Equal(t, exchange.RoleTrailingStop, leg.Role)
+	require.Equal(t, exchange.Order{ClientOrderID: "leg1", Symbol: "BTCUSDT", Action: "close", Side: "sell", ReduceOnly: true,
+		OrderType: "market", Quantity: d("0.01"), TrailingStop: ts, Exit: exchange.RoleTrailingStop}, leg.Order)
+
+	plain := exchange.Order{ClientOrderID: "hxplain", TakeProfit: tp}
+	require.Equal(t, plain, exchange.PlanTrailingLeg(plain, nil), "nothing to move")
+}

@@ -51,6 +51,18 @@ func hasPercentTarget(sig signal.Signal) bool {
 	return false
 }
 
+// percentOnEntry reports whether sig has a percent target resolved before
+// the intent from the venue's price: any percent target, except a trailing
+// stop the venue sets as a leg (trailLeg: resolved from the fill then).
+func percentOnEntry(sig signal.Signal, trailLeg bool) bool {
+	for _, t := range []*signal.Target{sig.TakeProfit, sig.StopLoss} {
+		if t != nil && t.Percent.Valid {
+			return true
+		}
+	}
+	return !trailLeg && sig.TrailingStop != nil && sig.TrailingStop.Percent.Valid
+}
+
 // resolveTargets turns o's percent targets into prices, once, before the
 // intent: from the limit price for a limit entry, else from the venue's
 // last price read now (facts.Price) — the nearest known price to the

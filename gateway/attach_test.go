@@ -16,8 +16,8 @@ import (
 // Where a venue cannot take an attached exit, the signal is refused with
 // 422 unsupported before anything is claimed or sent: Binance spot with
 // only one of take-profit and stop-loss (its exits are one OCO order list),
-// a trailing stop on Binance spot and Bybit, TP/SL on a Bybit spot market
-// order.
+// a trailing stop on Binance spot and Bybit spot, a trailing stop beside
+// TP/SL on Bybit linear, TP/SL on a Bybit spot market order.
 func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -25,9 +25,10 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	tests := []struct {
 		exchange, members, detail string
 	}{
-		{"binance", `"take_profit":"70000"`, "Binance spot takes take_profit and stop_loss together, as one OCO order list"},
-		{"binance", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on Binance spot"},
-		{"bybit", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit yet"},
+		{"binance", `"stop_loss":"40000","trailing_stop":{"percent":1}`, "beside a stop_loss it would be a second stop"},
+		{"binance", `"trailing_stop":{"distance":50}`, "trailing_stop on Binance spot takes a percent"},
+		{"bybit-spot", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit-spot"},
+		{"bybit", `"trailing_stop":{"percent":1},"stop_loss":"59000"`, "bybit takes trailing_stop without take_profit/stop_loss in one signal"},
 		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
 	}
 	for i, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -239,6 +240,14 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	if o.Exit == exchange.RoleOCO {
 		return resolveOCO(o, fill, facts)
 	}
+	if exchange.ExitsAsOneList(venue) {
+		// A lone spot exit sells the coins the entry brought, as the OCO
+		// does.
+		var reason string
+		if o.Quantity, reason = received(o, fill, facts); reason != "" {
+			return o, reason, nil
+		}
+	}
 	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
 	if err != nil {
 		return o, err.Error(), nil
@@ -254,33 +263,53 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	return o, "", nil
 }
 
-// resolveOCO resolves an OCO exit (exchange.RoleOCO: one order list with
-// both targets, Binance spot): each target from the entry's fill price as
-// resolveExit does, and the quantity to what the entry received — its
-// filled quantity less a fee charged in the coin it bought (the spot
-// ledger's orders.fee, fee_asset) — rounded down to the step: the list
-// sells the coins the entry brought, never more than the account got.
-func resolveOCO(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
-	if o.TakeProfit == nil || o.StopLoss == nil {
-		return o, fmt.Sprintf("OCO exit %s needs a take-profit and a stop-loss", o.ClientOrderID), nil
-	}
+// received is what a spot entry brought the account, which its exits
+// sell: o's quantity (the entry's filled quantity) less a commission
+// charged in the coin bought (the spot ledger's orders.fee, fee_asset),
+// rounded down to the step. reason says why it cannot be sold (nothing
+// left, or below the venue's minimum).
+func received(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (decimal.Decimal, string) {
+	q := o.Quantity
 	if fill.Fee.Valid && fill.FeeAsset != "" && fill.FeeAsset == facts.BaseAsset {
-		o.Quantity = o.Quantity.Sub(fill.Fee.Decimal)
+		q = q.Sub(fill.Fee.Decimal)
 	}
 	if facts.Step.IsPositive() {
-		o.Quantity = o.Quantity.Div(facts.Step).Floor().Mul(facts.Step)
+		q = q.Div(facts.Step).Floor().Mul(facts.Step)
 	}
-	if !o.Quantity.IsPositive() || o.Quantity.LessThan(facts.MinQty) {
-		return o, fmt.Sprintf("OCO exit %s: the entry received %s net of its fee, below the venue's minimum %s", o.ClientOrderID, o.Quantity, facts.MinQty), nil
+	if !q.IsPositive() || q.LessThan(facts.MinQty) {
+		return q, fmt.Sprintf("exit %s: the entry received %s net of its fee, below the venue's minimum %s", o.ClientOrderID, q, facts.MinQty)
+	}
+	return q, ""
+}
+
+// resolveOCO resolves an OCO exit (exchange.RoleOCO: one order list with
+// a take-profit and a stop-loss or trailing stop, Binance spot): each
+// price target from the entry's fill price as resolveExit does, and the
+// quantity to what the entry received — its filled quantity less a fee
+// charged in the coin it bought (the spot ledger's orders.fee, fee_asset)
+// — rounded down to the step: the list sells the coins the entry brought,
+// never more than the account got.
+func resolveOCO(o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
+	if o.TakeProfit == nil || (o.StopLoss == nil && o.TrailingStop == nil) {
+		return o, fmt.Sprintf("OCO exit %s needs a take-profit and a stop-loss or trailing stop", o.ClientOrderID), nil
+	}
+	var reason string
+	if o.Quantity, reason = received(o, fill, facts); reason != "" {
+		return o, reason, nil
 	}
 	tp, err := o.TakeProfit.Resolve(exchange.RoleTakeProfit, fill.Side, fill.FillPrice.Decimal, facts.Tick)
 	if err != nil {
 		return o, err.Error(), nil
 	}
-	sl, err := o.StopLoss.Resolve(exchange.RoleStopLoss, fill.Side, fill.FillPrice.Decimal, facts.Tick)
-	if err != nil {
-		return o, err.Error(), nil
+	o.TakeProfit = &tp
+	if o.StopLoss != nil {
+		sl, err := o.StopLoss.Resolve(exchange.RoleStopLoss, fill.Side, fill.FillPrice.Decimal, facts.Tick)
+		if err != nil {
+			return o, err.Error(), nil
+		}
+		o.StopLoss = &sl
 	}
-	o.TakeProfit, o.StopLoss = &tp, &sl
+	// A trailing stop needs no resolution: the list's stop order trails by
+	// its percent (Binance spot: trailingDelta).
 	return o, "", nil
 }

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -103,4 +104,123 @@ func openLegs(t *testing.T, b *testBundle) []string {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return ids
+}
+
+// A Binance spot limit buy with only a stop-loss: nothing is placed while
+// it rests; once the follow job records it filled, the stop goes out as
+// one STOP_LOSS sell for what the buy received (1 ETH less its 0.001 ETH
+// fee, down to the step), once however often the job runs.
+func TestBinanceSpotLimitEntryLoneStopLossIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	f.SetSpotCommission(decimal.RequireFromString("0.001"))
+	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": v})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	spot, err := gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2990","stop_loss":"2800","trace_id":"lim-lone"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", spot.Order.Status)
+	res, err := fb.work(t, fb.queuedFollow(t, "k:lim-lone"))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	require.Len(t, f.Orders(), 1, "nothing but the resting entry")
+
+	require.NoError(t, f.FillOrder(spot.Order.ClientOrderID))
+	for range 2 { // a second delivery changes nothing
+		res, err := fb.work(t, fb.queuedFollow(t, "k:lim-lone"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	held := f.Orders()
+	require.Len(t, held, 2, "the entry and one stop")
+	require.Equal(t, "STOP_LOSS", held[1].Type)
+	require.Equal(t, "2800", held[1].StopPrice.String())
+	require.Equal(t, "0.99", held[1].Quantity.String())
+	require.Empty(t, f.OrderLists())
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'stop_loss' AND status = 'open'`))
+	require.Empty(t, openLegs(t, b))
+}
+
+// A lone spot exit whose answer is lost follows the leg protocol: booked
+// with the answer lost (-1007), the next pass looks it up by its client
+// order ID and adopts it; lost with nothing booked, it ends failed once
+// its accept window has passed and is never sent again — Binance spot may
+// still book a late request, and here it does, an hour later: one stop in
+// all, never two selling the same coins.
+func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100_000)}})
+	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": v})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil)
+	stopPlacements := func() int {
+		n := 0
+		for _, o := range f.Orders() {
+			if o.Type == "STOP_LOSS" {
+				n++
+			}
+		}
+		return n
+	}
+	// entry rests a limit buy with a lone stop, queues fault for the
+	// stop's placement, fills the buy and lets the follow job record it
+	// (which sends the stop); it returns the leg's lock key and parent.
+	entry := func(trace string, fault binancefake.Fault) (string, string) {
+		t.Helper()
+		out, err := gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+			"order_type":"limit","price":"2990","stop_loss":"2800","trace_id":"`+trace+`"}`))
+		require.NoError(t, err)
+		f.Inject(fault)
+		require.NoError(t, f.FillOrder(out.Order.ClientOrderID))
+		res, err := fb.work(t, fb.queuedFollow(t, "k:"+trace))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		var lockKey, parent string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, parent_client_order_id FROM order_legs WHERE trace_id = $1`, "k:"+trace).Scan(&lockKey, &parent))
+		require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:`+trace+`' AND sent_at IS NOT NULL AND outcome IS NULL`),
+			"sent, fate unknown")
+		return lockKey, parent
+	}
+	age := func(trace string) {
+		_, err := b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE trace_id = $1`, "k:"+trace)
+		require.NoError(t, err)
+	}
+
+	lockKey, parent := entry("lost-booked", binancefake.Fault{Kind: binancefake.FaultUnknownAfterAccept})
+	require.Equal(t, 1, stopPlacements(), "Binance booked the stop")
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-booked' AND event = 'leg_placed' AND detail->>'adopted' = 'true'`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-booked' AND role = 'stop_loss' AND status = 'open'`))
+	require.Equal(t, 1, stopPlacements(), "adopted, not sent again")
+
+	lockKey, parent = entry("lost-late", binancefake.Fault{Kind: binancefake.FaultLateInEngine, Delay: time.Hour})
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.ErrorIs(t, err, jobs.ErrNotYet, "inside the accept window the stop may still appear")
+	age("lost-late")
+	_, err = runner.Finish(ctx, lockKey, parent)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:lost-late' AND outcome = 'failed'`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-late' AND event = 'leg_failed'`))
+	f.Advance(2 * time.Hour)
+	require.Equal(t, 2, stopPlacements(), "the late request was booked after all: one stop for each entry, never a second for one")
 }

@@ -34,6 +34,19 @@ type Filters struct {
 	// applyMaxToMarket.
 	MaxNotional       decimal.Decimal
 	MaxNotionalMarket bool
+	// OrderTypes is spot's orderTypes: the order types the symbol takes
+	// (nil when exchangeInfo listed none: not checked).
+	OrderTypes []string
+	// AllowTrailingStop is spot's allowTrailingStop: orders with
+	// trailingDelta are taken.
+	AllowTrailingStop bool
+	// OCORefused is set when spot's ocoAllowed is false (absent: not
+	// refused).
+	OCORefused bool
+	// TRAILING_DELTA, in BIPS: the range for a trailingDelta whose
+	// trigger lies below the market (a STOP_LOSS SELL) and above it (a
+	// STOP_LOSS BUY), filters.md. Zero: no bound.
+	MinTrailingBelow, MaxTrailingBelow, MinTrailingAbove, MaxTrailingAbove int64
 }
 
 type rawFilter struct {
@@ -50,6 +63,11 @@ type rawFilter struct {
 	ApplyToMarket    *bool  `json:"applyToMarket"`
 	ApplyMinToMarket *bool  `json:"applyMinToMarket"`
 	ApplyMaxToMarket *bool  `json:"applyMaxToMarket"`
+	// TRAILING_DELTA (spot), JSON numbers.
+	MinTrailingAboveDelta int64 `json:"minTrailingAboveDelta"`
+	MaxTrailingAboveDelta int64 `json:"maxTrailingAboveDelta"`
+	MinTrailingBelowDelta int64 `json:"minTrailingBelowDelta"`
+	MaxTrailingBelowDelta int64 `json:"maxTrailingBelowDelta"`
 }
 
 type rawSymbol struct {
@@ -58,12 +76,21 @@ type rawSymbol struct {
 	BaseAsset  string      `json:"baseAsset"`
 	QuoteAsset string      `json:"quoteAsset"`
 	Filters    []rawFilter `json:"filters"`
+	// OrderTypes and AllowTrailingStop are spot's (rest-api.md,
+	// "Exchange information").
+	OrderTypes        []string `json:"orderTypes"`
+	AllowTrailingStop bool     `json:"allowTrailingStop"`
+	OCOAllowed        *bool    `json:"ocoAllowed"`
 }
 
 var dec = venuekit.Dec
 
 func parseFilters(s rawSymbol, futures bool) Filters {
 	f := Filters{Symbol: s.Symbol, BaseAsset: s.BaseAsset, QuoteAsset: s.QuoteAsset}
+	if !futures {
+		f.OrderTypes, f.AllowTrailingStop = s.OrderTypes, s.AllowTrailingStop
+		f.OCORefused = s.OCOAllowed != nil && !*s.OCOAllowed
+	}
 	for _, r := range s.Filters {
 		switch r.FilterType {
 		case "LOT_SIZE":
@@ -79,6 +106,9 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 			}
 			f.MinNotional = dec(r.MinNotional)
 			f.MinNotionalMarket = r.ApplyToMarket != nil && *r.ApplyToMarket
+		case "TRAILING_DELTA":
+			f.MinTrailingBelow, f.MaxTrailingBelow = r.MinTrailingBelowDelta, r.MaxTrailingBelowDelta
+			f.MinTrailingAbove, f.MaxTrailingAbove = r.MinTrailingAboveDelta, r.MaxTrailingAboveDelta
 		case "NOTIONAL":
 			f.MinNotional = dec(r.MinNotional)
 			f.MinNotionalMarket = r.ApplyMinToMarket != nil && *r.ApplyMinToMarket

@@ -27,13 +27,18 @@ var (
 //
 // A USDⓈ-M exit (o.Exit set: a take-profit or stop-loss leg, placed
 // through the Algo Order API under its clientAlgoId) is not on the plain
-// order endpoint at all: it is cancelled by cancelAlgo.
+// order endpoint at all: it is cancelled by cancelAlgo. A spot exit list
+// (OCO) is cancelled by cancelOCO; a lone spot exit is a plain order, and
+// cancelSpotExit reads its answer as an exit's.
 func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	if o.Exit != "" && v.futures() {
 		return v.cancelAlgo(ctx, o)
 	}
 	if o.Exit == exchange.RoleOCO && !v.futures() {
 		return v.cancelOCO(ctx, o)
+	}
+	if o.Exit != "" {
+		return v.cancelSpotExit(ctx, o)
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)

@@ -17,27 +17,34 @@ import (
 var _ exchange.ListExiter = (*Venue)(nil)
 
 // ExitsAsOneList is true on spot: an entry's take-profit and stop-loss
-// are one OCO order list (rest-api.md, "New Order list - OCO"): both sell
-// the coins the entry bought, and only a list lets one of them cancel the
-// other (two plain orders would each lock the whole quantity).
+// together are one OCO order list (rest-api.md, "New Order list - OCO"):
+// both sell the coins the entry bought, and only a list lets one of them
+// cancel the other (two plain orders would each lock the whole quantity).
 func (v *Venue) ExitsAsOneList() bool { return !v.futures() }
 
-// refuseSpotAttachments says which attached exits spot cannot take: an
-// OCO needs both targets (a lone take-profit or stop-loss would be a
-// single TAKE_PROFIT or STOP_LOSS order, not built), follows a buy (a
-// spot sell holds no position to protect). It is placed once the entry
-// filled: at once for a market buy, when the follow job records a limit
-// buy filled.
+// ReasonSpotTrailing refuses a spot trailing stop that is not a percent of
+// at least 0.01 %: Binance spot trails by trailingDelta in BIPS
+// (faqs/trailing-stop-faq.md), a percent, not a price distance.
+const ReasonSpotTrailing = `trailing_stop on Binance spot takes a percent ({"percent": p}, at least 0.01: Binance's trailingDelta in BIPS), not a price distance`
+
+// refuseSpotAttachments says which attached exits spot cannot take. A
+// buy's take-profit with a stop-loss or a trailing stop is one OCO order
+// list (its stop order trails for the latter); one exit alone is one
+// plain order (spotexit.go). Refused: a trailing stop beside a stop-loss
+// (two stops selling the same coins, which Binance would refuse for want
+// of balance), exits on a sell (a spot sell opens no position to protect)
+// and on a close. Exits are placed once the entry filled: at once for a
+// market buy, when the follow job records a limit buy filled.
 func refuseSpotAttachments(o exchange.Order) string {
 	switch {
-	case o.TrailingStop != nil:
-		return "trailing_stop is not supported on Binance spot; send take_profit and stop_loss"
 	case exchange.IsClose(o.Action):
 		return "take_profit and stop_loss belong to an entry, not a close"
-	case o.TakeProfit == nil || o.StopLoss == nil:
-		return "Binance spot takes take_profit and stop_loss together, as one OCO order list; send both"
+	case o.TrailingStop != nil && o.StopLoss != nil:
+		return "a trailing_stop on Binance spot goes alone or beside a take_profit (one OCO list whose stop trails); beside a stop_loss it would be a second stop selling the same coins: send one of them"
+	case o.TrailingStop != nil && trailingBIPS(o.TrailingStop) < 1:
+		return ReasonSpotTrailing
 	case o.Side != "buy":
-		return "take_profit and stop_loss on Binance spot protect a buy; a spot sell opens no position"
+		return "take_profit, stop_loss and trailing_stop on Binance spot protect a buy; a spot sell opens no position"
 	}
 	return ""
 }
@@ -80,23 +87,34 @@ func (a ocoAnswer) report(o exchange.Order, qty decimal.Decimal) exchange.Report
 	if o.StopLoss != nil {
 		r.StopLoss = o.StopLoss.Price
 	}
+	if delta := trailingBIPS(o.TrailingStop); delta > 0 {
+		r.CallbackRate = decimal.NewNullDecimal(decimal.New(delta, -2))
+	}
 	return r
 }
 
 // ocoOrder is what placeOCO sends for o: the quantity rounded down to
-// LOT_SIZE's step (the list's orders are not market orders), the targets
-// as resolved (on the tick already). errBadExit for an OCO without both
-// prices.
-func (v *Venue) ocoOrder(ctx context.Context, o exchange.Order) (symbol string, qty, tp, sl decimal.Decimal, err error) {
+// LOT_SIZE's step (the list's orders are not market orders), the
+// take-profit as resolved (on the tick already), and the stop order's
+// stopPrice as resolved or, for a trailing stop beside the take-profit,
+// its trailingDelta in BIPS (delta; sl zero). errBadExit for an OCO
+// without a take-profit price and a stop-loss price or trailing percent.
+func (v *Venue) ocoOrder(ctx context.Context, o exchange.Order) (symbol string, qty, tp, sl decimal.Decimal, delta int64, err error) {
 	symbol = exchange.VenueSymbol(o.Symbol)
-	if o.TakeProfit == nil || o.StopLoss == nil || !o.TakeProfit.Price.Valid || !o.StopLoss.Price.Valid {
-		return symbol, qty, tp, sl, fmt.Errorf("%w: OCO %s needs a take-profit and a stop-loss price", errBadExit, o.ClientOrderID)
+	hasTP := o.TakeProfit != nil && o.TakeProfit.Price.Valid
+	hasSL := o.StopLoss != nil && o.StopLoss.Price.Valid
+	delta = trailingBIPS(o.TrailingStop)
+	if !hasTP || (!hasSL && delta < 1) {
+		return symbol, qty, tp, sl, 0, fmt.Errorf("%w: OCO %s needs a take-profit price and a stop-loss price or trailing percent", errBadExit, o.ClientOrderID)
+	}
+	if hasSL {
+		sl, delta = o.StopLoss.Price.Decimal, 0
 	}
 	f, _, err := v.filtersFor(ctx, symbol)
 	if err != nil {
-		return symbol, qty, tp, sl, err
+		return symbol, qty, tp, sl, delta, err
 	}
-	return symbol, f.RoundQuantity(o.Quantity, false), o.TakeProfit.Price.Decimal, o.StopLoss.Price.Decimal, nil
+	return symbol, f.RoundQuantity(o.Quantity, false), o.TakeProfit.Price.Decimal, sl, delta, nil
 }
 
 // placeOCO sends the exit o as one OCO order list (POST
@@ -105,7 +123,8 @@ func (v *Venue) ocoOrder(ctx context.Context, o exchange.Order) (symbol string, 
 // above order is a LIMIT_MAKER at the take-profit and the below order a
 // STOP_LOSS (a market order once triggered) at the stop-loss — Binance's
 // rule "LIMIT_MAKER price > Last Traded Price > STOP_LOSS stopPrice"; a BUY
-// list the reverse.
+// list the reverse. With a trailing stop instead of a stop-loss the
+// STOP_LOSS carries trailingDelta and no stopPrice.
 func (v *Venue) placeOCO(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	start := v.cfg.Now()
 	if !clientOrderIDPattern.MatchString(o.ClientOrderID) {
@@ -116,7 +135,7 @@ func (v *Venue) placeOCO(ctx context.Context, o exchange.Order) (exchange.Report
 		return exchange.Report{}, err
 	}
 	ctx = v.withOrderExpiry(ctx, stamp)
-	symbol, qty, tp, sl, err := v.ocoOrder(ctx, o)
+	symbol, qty, tp, sl, delta, err := v.ocoOrder(ctx, o)
 	if errors.Is(err, errBadExit) {
 		return rejected(err.Error()), nil
 	}
@@ -131,8 +150,15 @@ func (v *Venue) placeOCO(ctx context.Context, o exchange.Order) (exchange.Report
 	p := params{}.add("symbol", symbol).add("side", strings.ToUpper(o.Side)).add("quantity", qty.String()).
 		add("listClientOrderId", o.ClientOrderID).
 		add(limit+"Type", "LIMIT_MAKER").add(limit+"Price", tp.String()).add(limit+"ClientOrderId", tpID).
-		add(stop+"Type", "STOP_LOSS").add(stop+"StopPrice", sl.String()).add(stop+"ClientOrderId", slID).
-		add("newOrderRespType", "RESULT")
+		add(stop+"Type", "STOP_LOSS")
+	if delta > 0 {
+		// A trailing stop beside the take-profit: the stop order trails
+		// from the next trade (faqs/trailing-stop-faq.md).
+		p = p.add(stop+"TrailingDelta", strconv.FormatInt(delta, 10))
+	} else {
+		p = p.add(stop+"StopPrice", sl.String())
+	}
+	p = p.add(stop+"ClientOrderId", slID).add("newOrderRespType", "RESULT")
 	var a ocoAnswer
 	req := request{method: http.MethodPost, path: v.prefix + "/orderList/oco", params: p, signed: true, weight: 1, placement: true, stamp: stamp}
 	if err := v.do(ctx, req, &a); err != nil {
@@ -163,7 +189,7 @@ func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
 	}
-	symbol, qty, _, _, err := v.ocoOrder(ctx, o)
+	symbol, qty, _, _, _, err := v.ocoOrder(ctx, o)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
 	}
@@ -179,7 +205,7 @@ func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 	}
 	r := a.report(o, qty)
 	if a.ListOrderStatus == "ALL_DONE" {
-		return v.listOutcome(ctx, symbol, r, tpID, slID)
+		return v.listOutcome(ctx, symbol, r, tpID, slID, stopRole(o))
 	}
 	return r, nil
 }
@@ -192,9 +218,10 @@ func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 // average price (cummulativeQuoteQty / executedQty), its orderId for the
 // trades (FillOrderID) and which exit it was (ExecutedExit); neither
 // executed means the list was cancelled or expired as a whole: cancelled.
-func (v *Venue) listOutcome(ctx context.Context, symbol string, r exchange.Report, tpID, slID string) (exchange.Report, error) {
+// stop is the role of the list's stop order (stopRole).
+func (v *Venue) listOutcome(ctx context.Context, symbol string, r exchange.Report, tpID, slID, stop string) (exchange.Report, error) {
 	r.Status = exchange.StatusCancelled
-	for _, x := range []struct{ id, role string }{{tpID, exchange.RoleTakeProfit}, {slID, exchange.RoleStopLoss}} {
+	for _, x := range []struct{ id, role string }{{tpID, exchange.RoleTakeProfit}, {slID, stop}} {
 		var a orderAnswer
 		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
 			params: params{}.add("symbol", symbol).add("origClientOrderId", x.id), signed: true, weight: 4}, &a)
@@ -242,7 +269,7 @@ func (v *Venue) cancelOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 		if x.ExecutedQty.IsPositive() {
 			// Executed in part before the cancel: what it sold counts.
 			executed := x.report()
-			r.Status, r.FilledQuantity, r.ExecutedExit = exchange.StatusFilled, x.ExecutedQty, exchange.RoleStopLoss
+			r.Status, r.FilledQuantity, r.ExecutedExit = exchange.StatusFilled, x.ExecutedQty, stopRole(o)
 			if x.ClientOrderID == tpID {
 				r.ExecutedExit = exchange.RoleTakeProfit
 			}
@@ -250,4 +277,13 @@ func (v *Venue) cancelOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 		}
 	}
 	return r, nil
+}
+
+// stopRole is the exit the stop order of the list o stands for: its
+// stop-loss, or the trailing stop that trails in its place.
+func stopRole(o exchange.Order) string {
+	if o.StopLoss == nil && o.TrailingStop != nil {
+		return exchange.RoleTrailingStop
+	}
+	return exchange.RoleStopLoss
 }

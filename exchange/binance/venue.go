@@ -143,6 +143,9 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	if o.Exit == exchange.RoleOCO && !v.futures() {
 		return v.placeOCO(ctx, o)
 	}
+	if o.Exit != "" {
+		return v.placeSpotExit(ctx, o)
+	}
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	if reason := v.validate(o, symbol); reason != "" {
@@ -330,6 +333,10 @@ type orderAnswer struct {
 	Status              string          `json:"status"`
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
+	// StopPrice and TrailingDelta are a spot conditional order's trigger
+	// (rest-api.md, "Conditional fields in Order Responses").
+	StopPrice     decimal.Decimal `json:"stopPrice"`
+	TrailingDelta int64           `json:"trailingDelta"`
 	// Fills are spot's FULL answer's trades, each with its commission
 	// and the asset it was charged in (rest-api.md "Response FULL").
 	Fills []fill `json:"fills"`
@@ -540,6 +547,9 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	}
 	if o.Exit == exchange.RoleOCO && !v.futures() {
 		return v.lookupOCO(ctx, o)
+	}
+	if o.Exit != "" {
+		return v.lookupSpotExit(ctx, o)
 	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	p := params{}.add("symbol", symbol).add("origClientOrderId", o.ClientOrderID)

@@ -8,18 +8,23 @@ var _ exchange.AttachmentCapable = (*Venue)(nil)
 
 // Reasons for refusing attached exits, before anything is sent.
 const (
-	ReasonTrailingStop = "trailing_stop is not supported on bybit yet: Bybit sets a trailing stop on the position (POST /v5/position/trading-stop) once the entry has filled, a second request hoox does not make yet; send the entry with take_profit/stop_loss only"
-	ReasonSpotTPSL     = "bybit-spot takes take_profit/stop_loss only on a limit order (create-order.mdx: \"Spot Limit order supports take profit, stop loss\"); send a limit entry (with price) or none"
+	ReasonTrailingStop     = "trailing_stop is not supported on bybit-spot: Bybit has a trailing stop only as a setting of a derivatives position (POST /v5/position/trading-stop takes category linear, inverse or option); send the entry without it"
+	ReasonTrailingWithTPSL = "bybit takes trailing_stop without take_profit/stop_loss in one signal: the trailing stop is the whole position's setting (tpslMode Full, set after the fill), take-profit and stop-loss ride on the entry for its own size (tpslMode Partial), and Bybit's docs do not say it accepts the two modes on one position; send the trailing stop alone, or take_profit/stop_loss alone"
+	ReasonSpotTPSL         = "bybit-spot takes take_profit/stop_loss only on a limit order (create-order.mdx: \"Spot Limit order supports take profit, stop loss\"); send a limit entry (with price) or none"
 )
 
-// RefuseAttachments says which attached exits Bybit cannot take on the
-// order itself (create-order.mdx): a take-profit and a stop-loss go on any
-// linear entry and on a spot limit entry; a trailing stop exists only as
-// a position setting (trading-stop.mdx), not on an order.
+// RefuseAttachments says which attached exits Bybit cannot take: a
+// take-profit and a stop-loss go on any linear entry and on a spot limit
+// entry (create-order.mdx); a trailing stop exists only as a linear
+// position's setting (trading-stop.mdx), set as a leg after the fill
+// (TrailsAsLeg), and alone: not beside the entry's own take-profit or
+// stop-loss (ReasonTrailingWithTPSL).
 func (v *Venue) RefuseAttachments(o exchange.Order) string {
 	switch {
-	case o.TrailingStop != nil:
+	case o.TrailingStop != nil && v.cfg.Market == MarketSpot:
 		return ReasonTrailingStop
+	case o.TrailingStop != nil && (o.TakeProfit != nil || o.StopLoss != nil):
+		return ReasonTrailingWithTPSL
 	case (o.TakeProfit != nil || o.StopLoss != nil) && v.cfg.Market == MarketSpot && o.OrderType != "limit":
 		return ReasonSpotTPSL
 	}

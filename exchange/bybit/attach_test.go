@@ -121,5 +121,8 @@ func TestRefuseAttachments(t *testing.T) {
 
 	trailing := marketOrder("BTCUSDT", "buy", "0.01")
 	trailing.TrailingStop = &exchange.Attached{Percent: decimal.NewNullDecimal(d("1"))}
-	require.Equal(t, bybit.ReasonTrailingStop, linear.RefuseAttachments(trailing))
+	require.Empty(t, linear.RefuseAttachments(trailing), "linear sets it on the position, as a leg")
+	require.Equal(t, bybit.ReasonTrailingStop, spot.RefuseAttachments(trailing), "trading-stop takes no spot")
+	trailing.StopLoss = price("58000")
+	require.Equal(t, bybit.ReasonTrailingWithTPSL, linear.RefuseAttachments(trailing))
 }

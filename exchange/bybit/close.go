@@ -48,6 +48,9 @@ type position struct {
 	size decimal.Decimal
 	// leverage is the symbol's leverage at Bybit now (0 if not listed).
 	leverage int
+	// trailing is the one-way position's trailing stop distance (zero:
+	// none; position.mdx, trailingStop).
+	trailing decimal.Decimal
 	// hedge is true when the account holds the symbol in hedge mode:
 	// positions listed with positionIdx 1 (Buy side) and 2 (Sell side).
 	hedge bool
@@ -64,6 +67,8 @@ func (v *Venue) readPosition(ctx context.Context, symbol string) (position, erro
 			Size        string `json:"size"`
 			Leverage    string `json:"leverage"`
 			PositionIdx int    `json:"positionIdx"`
+			// TrailingStop is "0.00" (or "") when none is set.
+			TrailingStop string `json:"trailingStop"`
 		} `json:"list"`
 	}
 	q := url.Values{"category": {string(MarketLinear)}, "symbol": {symbol}}
@@ -83,7 +88,7 @@ func (v *Venue) readPosition(ctx context.Context, symbol string) (position, erro
 			p.leverage = int(l.IntPart())
 		}
 		if size := dec(e.Size); size.IsPositive() {
-			p.side, p.size = e.Side, size
+			p.side, p.size, p.trailing = e.Side, size, dec(e.TrailingStop)
 		}
 	}
 	return p, nil

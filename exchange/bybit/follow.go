@@ -29,6 +29,9 @@ type cancelBody struct {
 // order still open then is reported open, and its follow job records the
 // end. exchange.ErrNotFound when Bybit holds no such order.
 func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.cancelTrailing(ctx, o)
+	}
 	sym := exchange.VenueSymbol(o.Symbol)
 	body := cancelBody{Category: string(v.cfg.Market), Symbol: sym, OrderLinkID: o.ClientOrderID}
 	err := v.do(ctx, request{method: http.MethodPost, path: "/v5/order/cancel", body: body, private: true}, nil)

@@ -181,6 +181,9 @@ type outgoing struct {
 // those reads outlast recv_window, Bybit refuses the order unexecuted
 // (10002, ErrUnreachable) and Place does not send it again.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.placeTrailing(ctx, o)
+	}
 	start := v.cfg.Now()
 	// Every failure before the send is an error (a refused read too: the
 	// order was never judged by Bybit), named with the order.
@@ -213,6 +216,11 @@ func (v *Venue) validate(o exchange.Order) string {
 		// the strategy meant to open a short, and selling what the
 		// account holds instead is a trade nobody asked for.
 		return ReasonSpotShort
+	case o.TrailingStop != nil:
+		// A trailing stop is the position's setting, made after the fill
+		// as a leg (TrailsAsLeg): an order carrying one would go out
+		// without it.
+		return "a bybit order cannot carry trailing_stop: it is set on the position once the entry filled"
 	case o.HasAttachments() && exchange.IsClose(o.Action):
 		// create-order.mdx: "When reduceOnly is true, take profit/stop
 		// loss cannot be set". The signal refuses it first.
@@ -419,6 +427,9 @@ func (v *Venue) confirm(ctx context.Context, sym, linkID, orderID string, market
 // restart). ErrNotFound when neither has it; ErrMismatch when the order
 // held is not the one o would have been sent as.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.lookupTrailing(ctx, o)
+	}
 	sym := exchange.VenueSymbol(o.Symbol)
 	r, err := v.find(ctx, sym, o.ClientOrderID, true)
 	if err != nil {

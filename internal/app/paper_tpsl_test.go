@@ -136,14 +136,15 @@ func TestLostAnswerOfAnEntryWithExitsIsReconciledWithThem(t *testing.T) {
 }
 
 // A fan-out with exits: each account decides for itself. Binance spot
-// (exits only as a take-profit/stop-loss pair, one OCO list) refuses a lone
+// (exits protect a buy: a spot sell opens no position) refuses a sell's
 // take-profit with 422 unsupported without blocking the others; paper and
-// Bybit place the entry with the exit resolved from their own prices (paper
-// 100, Bybit's last price 60000), and each account's answer shows it.
+// Bybit place the entry (a Bybit short) with the exit resolved from their
+// own prices (paper 100, Bybit's last price 60000), and each account's
+// answer shows it.
 func TestFanOutWithExitsEachAccountDecides(t *testing.T) {
 	t.Parallel()
 	r := startFanOutRig(t)
-	body := `{"secret":"` + apptest.Secret + `","accounts":["paper","main","bybit1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","take_profit":"2%","trace_id":"fan-exits"}`
+	body := `{"secret":"` + apptest.Secret + `","accounts":["paper","main","bybit1"],"symbol":"BTCUSDT","action":"sell","quantity":"0.002","take_profit":"2%","trace_id":"fan-exits"}`
 	first := apptest.Post(t, r.b.URL, body)
 	require.Equal(t, http.StatusOK, first.Status, first.Raw)
 	got := answers(t, first)
@@ -153,17 +154,16 @@ func TestFanOutWithExitsEachAccountDecides(t *testing.T) {
 	require.Empty(t, r.main.Orders(), "nothing sent to binance")
 
 	require.Equal(t, http.StatusOK, statusOf(got["paper"]))
-	require.Equal(t, map[string][2]string{"take_profit": {"102", "placed"}},
+	require.Equal(t, map[string][2]string{"take_profit": {"98", "placed"}},
 		attachedOf(t, got["paper"]["result"].(map[string]any)))
 	require.Equal(t, http.StatusOK, statusOf(got["bybit1"]))
-	require.Equal(t, map[string][2]string{"take_profit": {"61200", "placed"}},
+	require.Equal(t, map[string][2]string{"take_profit": {"58800", "placed"}},
 		attachedOf(t, got["bybit1"]["result"].(map[string]any)))
 	held := r.bybit1.Orders()
 	require.Len(t, held, 1)
-	require.Equal(t, "61200", held[0].TakeProfit.String())
+	require.Equal(t, "58800", held[0].TakeProfit.String())
 
-	// Binance's refusal claimed nothing, so the same signal with a
-	// stop-loss beside the take-profit (or without exits) can go to it at
-	// once.
+	// Binance's refusal claimed nothing, so the same signal without the
+	// exit can go to it at once.
 	require.Zero(t, apptest.Count(t, r.b.Pool, "SELECT count(*) FROM trace_ids WHERE trace_id = '@main:k:fan-exits'"))
 }

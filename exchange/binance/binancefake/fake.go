@@ -73,8 +73,19 @@ type Symbol struct {
 	MinNotional      decimal.Decimal
 	ApplyMinToMarket bool
 	// Price is the ticker's last price (spot) or mark price (futures);
-	// market orders fill at it.
+	// market orders fill at it, and spot triggers are checked against it.
 	Price decimal.Decimal
+	// OrderTypes is spot exchangeInfo's orderTypes: an order of another
+	// type is refused -2010 with Binance's message for it.
+	// DefaultSpotOrderTypes when nil.
+	OrderTypes []string
+	// AllowTrailingStop is spot exchangeInfo's allowTrailingStop: without
+	// it an order with trailingDelta is refused -2010.
+	AllowTrailingStop bool
+	// MinTrailingDelta and MaxTrailingDelta are the TRAILING_DELTA
+	// filter's bounds in BIPS (above and below alike);
+	// DefaultMinTrailingDelta and DefaultMaxTrailingDelta when zero.
+	MinTrailingDelta, MaxTrailingDelta int
 }
 
 // DefaultSymbols are served when Options.Symbols is empty: BTCUSDT at
@@ -87,13 +98,13 @@ func DefaultSymbols() []Symbol {
 			Symbol: "BTCUSDT", Base: "BTC", Quote: "USDT",
 			StepSize: d("0.001"), MinQty: d("0.001"), MaxQty: d("1000"),
 			TickSize: d("0.1"), MinPrice: d("0.1"), MaxPrice: d("1000000"),
-			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("50000"),
+			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("50000"), AllowTrailingStop: true,
 		},
 		{
 			Symbol: "ETHUSDT", Base: "ETH", Quote: "USDT",
 			StepSize: d("0.01"), MinQty: d("0.01"), MaxQty: d("10000"),
 			TickSize: d("0.01"), MinPrice: d("0.01"), MaxPrice: d("100000"),
-			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("3000"),
+			MinNotional: d("5"), ApplyMinToMarket: true, Price: d("3000"), AllowTrailingStop: true,
 		},
 	}
 }
@@ -141,10 +152,15 @@ type Order struct {
 	OrderID       int64
 	ClientOrderID string
 	Side          string // BUY or SELL
-	Type          string // MARKET or LIMIT
+	Type          string // MARKET, LIMIT; spot also LIMIT_MAKER, STOP_LOSS, TAKE_PROFIT
 	TimeInForce   string
 	Quantity      decimal.Decimal
 	Price         decimal.Decimal
+	// StopPrice and TrailingDelta (BIPS) are a spot STOP_LOSS or
+	// TAKE_PROFIT order's trigger; the fake never triggers one by
+	// itself (FillOrder executes it at the symbol's price).
+	StopPrice     decimal.Decimal
+	TrailingDelta int64
 	ExecutedQty   decimal.Decimal
 	CumQuote      decimal.Decimal
 	Status        string // NEW, PARTIALLY_FILLED, FILLED, CANCELED, EXPIRED, REJECTED
@@ -592,7 +608,8 @@ func (s *Server) Requests(path string) int {
 var ErrNoOrder = errors.New("binancefake: no such order")
 
 // FillOrder fills the latest open order under clientOrderID at its limit
-// price (a held market order at the symbol's price), moving balances or the position, as if the market had traded
+// price (a held market order, or a triggered spot STOP_LOSS or
+// TAKE_PROFIT, at the symbol's price), moving balances or the position, as if the market had traded
 // through it.
 func (s *Server) FillOrder(clientOrderID string) error {
 	s.mu.Lock()
@@ -669,7 +686,7 @@ func (s *Server) SetOrderState(clientOrderID, status string, executedQty, cumQuo
 // fillPrice is where o trades: its limit price, or for a market order
 // (held by HoldMarketOrders) the symbol's price; callers hold mu.
 func (s *Server) fillPrice(o *Order) decimal.Decimal {
-	if o.Type == "MARKET" {
+	if o.Type == "MARKET" || spotContingent[o.Type] {
 		return s.symbols[o.Symbol].Price
 	}
 	return o.Price

@@ -277,11 +277,18 @@ func symbolInfo(market string, sym Symbol) map[string]any {
 		"orderTypes": []string{"LIMIT", "MARKET"},
 	}
 	if market == MarketSpot {
+		lo, hi := sym.trailingBounds()
 		filters = append(filters, map[string]any{
 			"filterType": "NOTIONAL", "minNotional": str(sym.MinNotional), "applyMinToMarket": sym.ApplyMinToMarket,
 			"maxNotional": "9000000.00000000", "applyMaxToMarket": false, "avgPriceMins": 5,
+		}, map[string]any{
+			"filterType": "TRAILING_DELTA", "minTrailingAboveDelta": lo, "maxTrailingAboveDelta": hi,
+			"minTrailingBelowDelta": lo, "maxTrailingBelowDelta": hi,
 		})
 		info["isSpotTradingAllowed"] = true
+		info["orderTypes"] = sym.spotOrderTypes()
+		info["allowTrailingStop"] = sym.AllowTrailingStop
+		info["ocoAllowed"] = true
 	} else {
 		filters = append(filters, map[string]any{"filterType": "MIN_NOTIONAL", "notional": sym.MinNotional.String()})
 		info["contractType"] = "PERPETUAL"
@@ -319,8 +326,8 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 	balances := make([]map[string]string, 0, len(assets))
 	locked := map[string]decimal.Decimal{}
 	for _, sym := range s.symbols {
-		// An open SELL order list's coins are locked, not free.
-		locked[sym.Base] = locked[sym.Base].Add(s.lockedByLists(sym.Symbol))
+		// An open SELL order's or order list's coins are locked, not free.
+		locked[sym.Base] = locked[sym.Base].Add(s.lockedSpot(sym.Symbol))
 	}
 	for _, a := range assets {
 		balances = append(balances, map[string]string{"asset": a, "free": str(s.balances[a].Sub(locked[a])), "locked": str(locked[a])})
@@ -489,6 +496,17 @@ func orderJSONWith(o *Order, fills bool, trades []Trade) map[string]any {
 		"type": o.Type, "side": o.Side, "workingTime": o.Time.UnixMilli(), "isWorking": o.Open(),
 		"origQuoteOrderQty": "0.00000000", "selfTradePreventionMode": "NONE",
 	}
+	// Conditional fields (rest-api.md, "Conditional fields in Order
+	// Responses"): stopPrice for STOP_LOSS and TAKE_PROFIT, trailingDelta
+	// for trailing stops.
+	if spotContingent[o.Type] {
+		m["stopPrice"] = str(o.StopPrice)
+		m["isWorking"] = false
+	}
+	if o.TrailingDelta > 0 {
+		m["trailingDelta"] = o.TrailingDelta
+		m["trailingTime"] = -1
+	}
 	if fills {
 		f := []map[string]any{}
 		if o.ExecutedQty.IsPositive() {
@@ -649,7 +667,11 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		// (error-code.md, -4120 STOP_ORDER_SWITCH_ALGO).
 		return bad(-4120, "Order type not supported for this endpoint. Please use the Algo Order API endpoints instead.")
 	}
-	if typ != "MARKET" && typ != "LIMIT" {
+	if !futures {
+		if e := checkSpotType(sym, typ); e != nil {
+			return bad(e.Code, e.Msg)
+		}
+	} else if typ != "MARKET" && typ != "LIMIT" {
 		return bad(-1116, "Invalid orderType.")
 	}
 	qty, err := decimal.NewFromString(p.Get("quantity"))
@@ -664,9 +686,10 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		if price, err = decimal.NewFromString(p.Get("price")); err != nil {
 			return bad(-1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
 		}
-	} else if p.Get("timeInForce") != "" && !futures {
+	} else if p.Get("timeInForce") != "" && typ == "MARKET" && !futures {
 		return bad(-1106, "Parameter 'timeInForce' sent when not required.")
 	}
+	var terms spotTerms
 	id := p.Get("newClientOrderId")
 	if id == "" {
 		id = fmt.Sprintf("fake%d", s.nextID+1)
@@ -726,16 +749,31 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 			return bad(-1013, "Filter failure: PRICE_FILTER")
 		}
 	}
+	if typ == "LIMIT_MAKER" || spotContingent[typ] {
+		var e *apiError
+		if terms, e = spotExitTerms(sym, typ, side, p); e != nil {
+			return bad(e.Code, e.Msg)
+		}
+		price = terms.price
+	}
 	refPrice := price
-	if typ == "MARKET" {
+	if typ == "MARKET" || (spotContingent[typ] && !terms.stopPrice.IsPositive()) {
 		refPrice = sym.Price
+	} else if spotContingent[typ] {
+		// A triggered STOP_LOSS or TAKE_PROFIT sells at about its
+		// stopPrice (an assumption: the docs do not say which price the
+		// notional filter takes for them).
+		refPrice = terms.stopPrice
 	}
 	notional := qty.Mul(refPrice)
 	if sym.MinNotional.IsPositive() && notional.LessThan(sym.MinNotional) {
 		if futures && !reduceOnly {
 			return bad(-4164, fmt.Sprintf("Order's notional must be no smaller than %s (unless you choose reduce only).", sym.MinNotional))
 		}
-		if !futures && (typ == "LIMIT" || sym.ApplyMinToMarket) {
+		// STOP_LOSS and TAKE_PROFIT execute as MARKET orders once
+		// triggered: applyMinToMarket decides for them too.
+		limitPriced := typ == "LIMIT" || typ == "LIMIT_MAKER"
+		if !futures && (limitPriced || sym.ApplyMinToMarket) {
 			return bad(-1013, "Filter failure: NOTIONAL")
 		}
 	}
@@ -768,8 +806,8 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 			}
 		}
 	} else {
-		// An open SELL order list locks its quantity (oco.go).
-		insufficient := (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(s.lockedByLists(sym.Symbol)))) ||
+		// An open SELL order or order list locks its quantity.
+		insufficient := (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(s.lockedSpot(sym.Symbol)))) ||
 			(side == "BUY" && s.balances[sym.Quote].LessThan(notional))
 		if insufficient {
 			return bad(-2010, "Account has insufficient balance for requested action.")
@@ -781,6 +819,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 	o := &Order{
 		Market: market, Symbol: sym.Symbol, OrderID: s.nextID, ClientOrderID: id, Side: side, Type: typ,
 		TimeInForce: p.Get("timeInForce"), Quantity: qty, Price: price, Status: "NEW", ReduceOnly: reduceOnly,
+		StopPrice: terms.stopPrice, TrailingDelta: terms.trailingDelta,
 		Time: now, VisibleAt: now.Add(s.takeLookupLag()),
 	}
 	if typ == "MARKET" && s.holdLeft > 0 {

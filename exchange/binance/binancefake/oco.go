@@ -32,6 +32,10 @@ type ListOrder struct {
 	Type          string // LIMIT_MAKER, TAKE_PROFIT, STOP_LOSS
 	Price         decimal.Decimal
 	StopPrice     decimal.Decimal
+	// TrailingDelta is a trailing stop order's trailingDelta in BIPS (the
+	// OCO's stop order may trail: faqs/trailing-stop-faq.md, "OCO orders
+	// also support trailing stop orders in the contingent leg").
+	TrailingDelta int64
 	// Status is the order's own status: NEW while the list rests,
 	// CANCELED once the list was cancelled, EXPIRED once ExpireList ended
 	// it (the order query shows it, rest-api.md "Query order"), FILLED
@@ -96,7 +100,9 @@ var (
 // client IDs unique among open orders (-2010 "Duplicate order sent."),
 // and the balance the list sells (a SELL list needs the free base asset
 // for its quantity beyond what open SELL lists already hold: -2010
-// insufficient balance).
+// insufficient balance). The stop order may trail (belowTrailingDelta on
+// a SELL list, with or without a stopPrice) within the symbol's
+// TRAILING_DELTA range, where allowTrailingStop.
 func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 	if !s.waitHeldPlacement(r) {
 		return
@@ -166,14 +172,35 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 	} else {
 		tp.StopPrice = tpTrigger
 	}
-	sl.StopPrice, okSL = price(slPos + "StopPrice")
+	// The stop order takes a stopPrice, a trailingDelta, or both
+	// ("Either belowStopPrice or belowTrailingDelta or both, must be
+	// specified").
+	if raw := p.Get(slPos + "TrailingDelta"); raw != "" {
+		d, err := strconv.ParseInt(raw, 10, 64)
+		lo, hi := sym.trailingBounds()
+		switch {
+		case !sym.AllowTrailingStop:
+			bad(-2010, "Trailing stop orders are not supported for this symbol.")
+			return
+		case err != nil || d < lo || d > hi:
+			bad(-1013, "Filter failure: TRAILING_DELTA")
+			return
+		}
+		sl.TrailingDelta = d
+	}
+	okSL = true
+	if p.Get(slPos+"StopPrice") != "" || sl.TrailingDelta == 0 {
+		sl.StopPrice, okSL = price(slPos + "StopPrice")
+	}
 	if !okTP || !okSL {
 		bad(-1013, "Filter failure: PRICE_FILTER")
 		return
 	}
 	last := sym.Price
-	if (side == "SELL" && !(tpTrigger.GreaterThan(last) && last.GreaterThan(sl.StopPrice))) ||
-		(side == "BUY" && !(tpTrigger.LessThan(last) && last.LessThan(sl.StopPrice))) {
+	// A trailing stop without a stopPrice has no price to compare.
+	stopOK := func(ok bool) bool { return ok || sl.StopPrice.IsZero() }
+	if (side == "SELL" && !(tpTrigger.GreaterThan(last) && stopOK(last.GreaterThan(sl.StopPrice)))) ||
+		(side == "BUY" && !(tpTrigger.LessThan(last) && stopOK(last.LessThan(sl.StopPrice)))) {
 		bad(-2010, "The relationship of the prices for the orders is not correct.")
 		return
 	}
@@ -199,7 +226,7 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 	}
 	locked := s.lockedByLists(sym.Symbol)
 	if (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(locked))) ||
-		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(sl.StopPrice))) {
+		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(decimal.Max(sl.StopPrice, last)))) {
 		bad(-2010, "Account has insufficient balance for requested action.")
 		return
 	}
@@ -224,11 +251,15 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 }
 
 func listOrderJSON(l *OrderList, o ListOrder) map[string]any {
-	return map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
+	m := map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
 		"clientOrderId": o.ClientOrderID, "transactTime": l.Time.UnixMilli(), "price": str(o.Price),
 		"origQty": str(l.Quantity), "executedQty": str(o.ExecutedQty), "cummulativeQuoteQty": str(o.CumQuote),
 		"status": o.Status, "timeInForce": "GTC", "type": o.Type, "side": l.Side, "stopPrice": str(o.StopPrice),
 		"selfTradePreventionMode": "NONE"}
+	if o.TrailingDelta > 0 {
+		m["trailingDelta"], m["trailingTime"] = o.TrailingDelta, -1
+	}
+	return m
 }
 
 func listReports(l *OrderList) []map[string]any {

@@ -10,7 +10,9 @@
 // orderLinkId the way Bybit documents it (see below), enforces the lot-size,
 // tick and notional filters with Bybit's own retCodes and messages, fills
 // market orders at the ticker's last price and moves positions and balances
-// accordingly.
+// accordingly. A linear position holds a trailing stop set through
+// /v5/position/trading-stop (PathTradingStop), listed with the position
+// and dropped when it closes.
 //
 // Uniqueness: Bybit's create-order page says a Perps/Futures/Spot
 // orderLinkId is "always unique" — not "unique among open orders". The fake
@@ -132,6 +134,10 @@ type Position struct {
 	Side string
 	// Size is always positive, zero when flat.
 	Size decimal.Decimal
+	// TrailingStop is the position's trailing stop distance (zero: none),
+	// set by POST /v5/position/trading-stop and dropped when the position
+	// closes.
+	TrailingStop decimal.Decimal
 }
 
 // Balance is one coin in the unified account.
@@ -296,6 +302,9 @@ type Server struct {
 	balances    map[string]Balance
 	leverage    map[string]int
 	leverageSet map[string]int
+	// trailingSet counts trading-stop requests that changed a symbol's
+	// trailing stop.
+	trailingSet map[string]int
 	// refuseLeverage makes every set-leverage fail with 110013.
 	refuseLeverage bool
 	// hedge is the linear account's position mode (both sides).
@@ -398,6 +407,7 @@ func newServer(opts Options) *Server {
 		instruments: map[string]map[string]Instrument{CategoryLinear: {}, CategorySpot: {}},
 		tickers:     map[string]map[string]decimal.Decimal{CategoryLinear: {}, CategorySpot: {}},
 		positions:   map[string]Position{},
+		trailingSet: map[string]int{},
 		balances:    map[string]Balance{},
 		leverage:    map[string]int{},
 		leverageSet: map[string]int{},
@@ -533,7 +543,18 @@ func (s *Server) SetPosition(symbol, side string, size decimal.Decimal) {
 	if size.IsZero() {
 		side = ""
 	}
-	s.positions[symbol] = Position{Side: side, Size: size}
+	s.positions[symbol] = keepTrailing(s.positions[symbol], Position{Side: side, Size: size})
+}
+
+// keepTrailing carries the trailing stop of was into now while the
+// position stays open on the same side: Bybit "adjust[s] the qty according
+// to the size of the open position" and cancels it "if the position is
+// closed" (trading-stop.mdx).
+func keepTrailing(was, now Position) Position {
+	if now.Size.IsPositive() && now.Side == was.Side {
+		now.TrailingStop = was.TrailingStop
+	}
+	return now
 }
 
 // Position returns the linear position of symbol.

@@ -195,6 +195,7 @@ func (s *Server) route(r *http.Request, body []byte) reply {
 		PathLeverage:    {http.MethodPost, true, true, 10, s.serveLeverage},
 		PathWallet:      {http.MethodGet, true, false, 50, s.serveWallet},
 		PathCancel:      {http.MethodPost, true, true, 10, s.serveCancel},
+		PathTradingStop: {http.MethodPost, true, true, 10, s.serveTradingStop},
 	}
 	ep, found := endpoints[r.URL.Path]
 	if !found {
@@ -516,8 +517,13 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 		lev = defaultLeverage
 	}
 	entry := func(idx int, side string, size decimal.Decimal) map[string]any {
+		ts := decimal.Zero
+		if side == p.Side {
+			ts = p.TrailingStop
+		}
 		return map[string]any{"positionIdx": idx, "symbol": sym, "side": side, "size": size.String(),
-			"avgPrice": "0", "leverage": strconv.Itoa(lev)}
+			"avgPrice": "0", "leverage": strconv.Itoa(lev), "tpslMode": "Full", "takeProfit": "0.00",
+			"stopLoss": "0.00", "trailingStop": listedPrice(CategoryLinear, ts)}
 	}
 	list := []any{entry(0, p.Side, p.Size)}
 	if s.hedge {

@@ -252,9 +252,9 @@ func (s *Server) settle(category string, in Instrument, o *Order, qty, price dec
 		}
 		switch {
 		case signed.IsPositive():
-			s.positions[in.Symbol] = Position{Side: "Buy", Size: signed}
+			s.positions[in.Symbol] = keepTrailing(p, Position{Side: "Buy", Size: signed})
 		case signed.IsNegative():
-			s.positions[in.Symbol] = Position{Side: "Sell", Size: signed.Neg()}
+			s.positions[in.Symbol] = keepTrailing(p, Position{Side: "Sell", Size: signed.Neg()})
 		default:
 			s.positions[in.Symbol] = Position{}
 		}
