@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -273,4 +274,45 @@ func TestExitCancelsItselfOnceItsSiblingIsRecordedFilled(t *testing.T) {
 	}
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'
 		AND detail->>'client_order_id' = $1 AND detail->>'because_filled' = $2`, sl, tp))
+}
+
+// An exit the venue no longer holds — cancelled by hand at Binance while
+// hoox could not look, then forgotten by the algo query after 3 days — is
+// recorded as ended (expired, with the venue's reason), once, and no
+// longer followed; one that merely rests is not touched.
+func TestExitTheVenueNoLongerHoldsIsRecordedEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExits(t)
+	out, err := b.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"fut-gone"}`))
+	require.NoError(t, err)
+	tp, sl := out.Legs[0].ClientOrderID, out.Legs[1].ClientOrderID
+	require.NoError(t, b.fake.CancelAlgoOrder(sl))
+	b.fake.Advance(4 * 24 * time.Hour)
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET created_at = created_at - interval '4 days' WHERE trace_id = 'k:fut-gone'`)
+	require.NoError(t, err)
+
+	// The fake's clock jumped 4 days: the adapter's first request is
+	// refused for its timestamp and resyncs (the look snoozes); the next
+	// one finds nothing under the ID.
+	res, err := b.work(t, b.queuedFollowOf(t, sl))
+	require.NoError(t, err)
+	if res.EventKind == river.EventKindJobSnoozed {
+		res, err = b.work(t, b.queuedFollowOf(t, sl))
+		require.NoError(t, err)
+	}
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	res, err = b.work(t, b.queuedFollowOf(t, sl))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "a second delivery changes nothing")
+	row := b.row(t, sl)
+	require.Equal(t, "expired", row.Status)
+	require.Equal(t, map[string]string{exchange.RoleStopLoss: db.AttachedEnded}, attachedStatus(row))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_expired' AND detail->>'client_order_id' = $1`, sl))
+
+	res, err = b.work(t, b.queuedFollowOf(t, tp))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "the take-profit still rests")
+	require.Equal(t, "open", b.row(t, tp).Status)
 }

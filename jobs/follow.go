@@ -328,6 +328,14 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
+	if isExit(st.Order.Role) && (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && st.Age > venue.AcceptWindow() {
+		// An exit recorded open that the venue no longer holds under its
+		// ID (Binance stops finding an algo order cancelled or expired
+		// with nothing filled after 3 days, Query-Algo-Order.md; a Bybit
+		// trailing stop removed or replaced by hand) ended without a fill
+		// hoox could see: recorded expired, never looked for again.
+		report, err = goneExit(st.Order, err), nil
+	}
 	if err == nil {
 		report, err = exchange.ReadFees(vctx, venue, a.Order, report, st.Order.FilledQuantity.Decimal, st.Order.Fee.Valid)
 	}
@@ -397,4 +405,12 @@ func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
 		w.log.WarnContext(ctx, "follow: legs of the filled order left to the sweeper", "trace_id", a.TraceID,
 			"client_order_id", a.ClientOrderID, "error", err)
 	}
+}
+
+// goneExit is the report of the exit row that the venue no longer holds
+// (why: the lookup's error): expired, with what it had executed as last
+// recorded.
+func goneExit(row db.OrderRow, why error) exchange.Report {
+	return exchange.Report{Symbol: row.Symbol, Side: row.Side, Quantity: row.Quantity, FilledQuantity: row.FilledQuantity.Decimal,
+		Status: exchange.StatusExpired, Reason: "the venue no longer holds the exit: " + why.Error()}
 }

@@ -1,6 +1,7 @@
 package binancefake
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -165,11 +166,19 @@ func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if a == nil {
+	now := s.now()
+	if a != nil {
+		s.refreshAlgo(a)
+	}
+	// "These orders will not be found: order status is CANCELED or
+	// EXPIRED AND order has NO filled trade AND created time + 3 days <
+	// current time; order create time + 90 days < current time"
+	// (Query-Algo-Order.md).
+	if a == nil || ((a.Status == "CANCELED" || a.Status == "EXPIRED") && a.ActualOrderID == 0 && now.After(a.Time.Add(3*24*time.Hour))) ||
+		now.After(a.Time.Add(90*24*time.Hour)) {
 		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
 		return
 	}
-	s.refreshAlgo(a)
 	writeJSON(w, http.StatusOK, algoJSON(a))
 }
 
@@ -215,4 +224,18 @@ func (s *Server) handleCancelAlgo(w http.ResponseWriter, r *http.Request) {
 	}
 	a.Status = "CANCELED"
 	writeJSON(w, http.StatusOK, map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "code": "200", "msg": "success"})
+}
+
+// CancelAlgoOrder cancels the open algo order clientAlgoID by hand (as
+// from Binance's app), outside hoox.
+func (s *Server) CancelAlgoOrder(clientAlgoID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.algos) - 1; i >= 0; i-- {
+		if a := s.algos[i]; a.ClientAlgoID == clientAlgoID && a.Status == "NEW" {
+			a.Status = "CANCELED"
+			return nil
+		}
+	}
+	return fmt.Errorf("cancel algo order %s: %w", clientAlgoID, ErrNoOrder)
 }

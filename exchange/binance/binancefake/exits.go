@@ -30,6 +30,13 @@ import (
 //     execute, the other is automatically expired" (binance-spot-api-docs
 //     faqs/spot_glossary.md, OCO). The sale moves the balances and is in
 //     the account trade list under the executed order's orderId.
+//   - spot lone exit orders: a STOP_LOSS or TAKE_PROFIT with a stopPrice
+//     executes as a MARKET order at price once price reaches its stop
+//     (rest-api.md, "New order": they "will execute a MARKET order when
+//     the conditions are met"; SELL STOP_LOSS as the price falls to it,
+//     SELL TAKE_PROFIT as it rises, BUY the other way round), a
+//     LIMIT_MAKER fills at its price once price reaches it. Trailing
+//     orders (trailingDelta without a stopPrice) are not trailed.
 //
 // SetPrice moves the price without triggering anything.
 func (s *Server) MovePrice(symbol string, price decimal.Decimal) {
@@ -41,6 +48,14 @@ func (s *Server) MovePrice(symbol string, price decimal.Decimal) {
 	for _, a := range s.algos {
 		if a.Symbol == symbol && a.Status == "NEW" && algoReached(a, price) {
 			s.triggerAlgo(a, price)
+		}
+	}
+	for _, o := range s.orders {
+		if o.Market == MarketSpot && o.Symbol == symbol && o.Open() {
+			if at, ok := spotExitReached(o, price); ok {
+				s.execute(o, o.Quantity.Sub(o.ExecutedQty), at)
+				o.Status = "FILLED"
+			}
 		}
 	}
 	for _, l := range s.lists {
@@ -153,4 +168,22 @@ func (s *Server) executeListOrder(l *OrderList, o *ListOrder, price decimal.Deci
 		}
 	}
 	l.Status = "ALL_DONE"
+}
+
+// spotExitReached reports whether the last price p executes o, a resting
+// spot exit order, and at which price.
+func spotExitReached(o *Order, p decimal.Decimal) (decimal.Decimal, bool) {
+	sell := o.Side == "SELL"
+	switch {
+	case o.Type == "LIMIT_MAKER":
+		if (sell && !p.LessThan(o.Price)) || (!sell && !p.GreaterThan(o.Price)) {
+			return o.Price, true
+		}
+	case (o.Type == "STOP_LOSS" || o.Type == "TAKE_PROFIT") && o.StopPrice.IsPositive():
+		down := (o.Type == "STOP_LOSS") == sell
+		if (down && !p.GreaterThan(o.StopPrice)) || (!down && !p.LessThan(o.StopPrice)) {
+			return p, true
+		}
+	}
+	return decimal.Zero, false
 }

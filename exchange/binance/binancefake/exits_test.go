@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,30 @@ func TestSpotOCOExecutesOneOrderAndExpiresTheOther(t *testing.T) {
 	require.Equal(t, http.StatusOK, signedCall(t, s, http.MethodGet, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=ltp", &tp))
 	require.Equal(t, "EXPIRED", tp["status"], "an ended list executes nothing more")
 	require.True(t, s.Balance("ETH").IsZero())
+}
+
+// Query-Algo-Order.md: an algo order CANCELED or EXPIRED with no filled
+// trade is not found once 3 days passed since it was created; any algo
+// order once 90 days passed.
+func TestAlgoOrderQueryForgetsOldOrders(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
+	s.SetPosition("ETHUSDT", decimal.NewFromInt(1))
+	var out map[string]any
+	for _, p := range []string{"type=TAKE_PROFIT_MARKET&triggerPrice=3300&clientAlgoId=tp", "type=STOP_MARKET&triggerPrice=2700&clientAlgoId=sl"} {
+		require.Equal(t, http.StatusOK, signedCall(t, s, http.MethodPost, "/fapi/v1/algoOrder",
+			"algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&quantity=1&reduceOnly=true&"+p, &out), out)
+	}
+	require.NoError(t, s.CancelAlgoOrder("sl"))
+	s.Advance(71 * time.Hour)
+	require.Equal(t, http.StatusOK, signedCall(t, s, http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=sl", &out))
+	require.Equal(t, "CANCELED", out["algoStatus"])
+	s.Advance(2 * time.Hour)
+	require.Equal(t, http.StatusBadRequest, signedCall(t, s, http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=sl", &out))
+	require.EqualValues(t, -2013, out["code"], "cancelled with nothing filled, created over 3 days ago")
+	require.Equal(t, http.StatusOK, signedCall(t, s, http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=tp", &out))
+	require.Equal(t, "NEW", out["algoStatus"], "a resting one is still found")
+	s.Advance(90 * 24 * time.Hour)
+	require.Equal(t, http.StatusBadRequest, signedCall(t, s, http.MethodGet, "/fapi/v1/algoOrder", "clientAlgoId=tp", &out))
+	require.EqualValues(t, -2013, out["code"], "created over 90 days ago")
 }
