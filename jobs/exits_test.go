@@ -316,3 +316,41 @@ func TestExitTheVenueNoLongerHoldsIsRecordedEnded(t *testing.T) {
 	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "the take-profit still rests")
 	require.Equal(t, "open", b.row(t, tp).Status)
 }
+
+// A Binance spot buy's lone stop-loss (one STOP_LOSS sell order) is
+// followed like a list: once the price falls to it, its sale is recorded
+// and leaves the strategy's spot ledger, so the next close sells none of
+// the coins held by hand.
+func TestSpotLoneExitFillMovesTheLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExits(t)
+	b.fake.SetBalance("ETH", decimal.NewFromInt(5)) // held by hand
+	out, err := b.gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2700","strategy":"s2","trace_id":"spot-lone"}`))
+	require.NoError(t, err)
+	require.Len(t, out.Legs, 1)
+	sl := out.Legs[0].ClientOrderID
+	require.Equal(t, exchange.RoleStopLoss, out.Legs[0].Role)
+	job := b.queuedFollowOf(t, sl)
+	b.fake.MovePrice("ETHUSDT", decimal.NewFromInt(2650))
+	require.Equal(t, "5", b.fake.Balance("ETH").String(), "the stop sold the coin the strategy bought")
+	for range 2 {
+		res, err := b.work(t, job)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	row := b.row(t, sl)
+	require.Equal(t, "filled", row.Status)
+	require.Equal(t, map[string]string{exchange.RoleStopLoss: db.AttachedFilled}, attachedStatus(row))
+	var q decimal.Decimal
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT quantity FROM spot_ledger WHERE strategy = 's2'`).Scan(&q))
+	require.Equal(t, "0", q.String(), "the sale left the ledger, once")
+
+	_, err = b.gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1",
+		"strategy":"s2","trace_id":"spot-lone-close"}`))
+	var gerr *gateway.Error
+	require.True(t, errors.As(err, &gerr), "%v", err)
+	require.Equal(t, codes.OrderRejected, gerr.Code, gerr.Detail)
+	require.Equal(t, "5", b.fake.Balance("ETH").String())
+}
