@@ -19,8 +19,9 @@ const (
 	// AttachedWaiting: the entry rests (a limit order); the venue sets the
 	// exit when it fills.
 	AttachedWaiting = "waiting_for_entry"
-	// AttachedNotPlaced: the entry was rejected, and its exits with it, or
-	// the venue refused the exit's own order.
+	// AttachedNotPlaced: the entry was rejected, or cancelled or expired
+	// with nothing filled, and its exits with it; or the venue refused the
+	// exit's own order.
 	AttachedNotPlaced = "not_placed"
 	// AttachedEnded: an exit placed on its own (a leg) that the venue no
 	// longer holds without saying it executed: expired (a Bybit trailing
@@ -141,6 +142,13 @@ func (o OrderRow) Attached() []AttachedExit {
 		status = AttachedWaiting
 	case string(exchange.StatusRejected):
 		status = AttachedNotPlaced
+	case string(exchange.StatusCancelled), string(exchange.StatusExpired):
+		// Nothing filled, no position: the venue never set the exits. A
+		// partial fill keeps them placed: Bybit's Partial mode sets them on
+		// what filled (create-order.mdx, tpslMode).
+		if !o.FilledQuantity.Decimal.IsPositive() {
+			status = AttachedNotPlaced
+		}
 	}
 	var out []AttachedExit
 	for _, a := range []struct {

@@ -64,12 +64,18 @@ type OrderUpdate struct {
 	// ExecutedExit is, for an OCO exit list, which of its orders executed
 	// (exchange.Report.ExecutedExit); empty otherwise.
 	ExecutedExit string
+	// TakeProfit and StopLoss are the exits the venue reports holding on
+	// the order. They replace a primary's recorded ones when it ends
+	// cancelled or expired: a venue that drops them with the entry (OKX
+	// generates them only on a complete fill) must not leave the row
+	// showing a protection the position does not have.
+	TakeProfit, StopLoss decimal.NullDecimal
 }
 
 // UpdateFromReport is the update for an order the venue reports as r.
 func UpdateFromReport(r exchange.Report) OrderUpdate {
 	u := OrderUpdate{Status: r.Status, FilledQuantity: r.FilledQuantity, AvgPrice: r.AvgPrice, FillPrice: r.FillPrice,
-		FeeAsset: r.FeeAsset, ExecutedExit: r.ExecutedExit}
+		FeeAsset: r.FeeAsset, ExecutedExit: r.ExecutedExit, TakeProfit: r.TakeProfit, StopLoss: r.StopLoss}
 	if r.Status == exchange.StatusFilled && u.FilledQuantity.IsZero() {
 		// As NewOrderRow: a venue that reports no executed quantity for a
 		// filled order filled all of it.
@@ -127,9 +133,11 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 const updateOrderSQL = `
 UPDATE orders SET status = $2, filled_quantity = $3, avg_price = coalesce($4, avg_price),
        fill_price = coalesce($5, fill_price), fee = coalesce($6, fee), fee_asset = coalesce(NULLIF($7, ''), fee_asset),
-       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), executed_exit = coalesce(NULLIF($9, ''), executed_exit),
+       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), executed_exit = coalesce(NULLIF($11, ''), executed_exit),
        updated_at = now(),
-       final_at = CASE WHEN $2 <> 'open' THEN now() END
+       final_at = CASE WHEN $2 <> 'open' THEN now() END,
+       take_profit = CASE WHEN role = 'primary' AND $2 IN ('cancelled', 'expired') THEN $9 ELSE take_profit END,
+       stop_loss = CASE WHEN role = 'primary' AND $2 IN ('cancelled', 'expired') THEN $10 ELSE stop_loss END
 WHERE client_order_id = $1 AND status = 'open'`
 
 // ApplyOrderUpdate writes u to the open order clientOrderID and appends
@@ -137,7 +145,8 @@ WHERE client_order_id = $1 AND status = 'open'`
 // open (nothing written).
 func ApplyOrderUpdate(ctx context.Context, q DBTX, clientOrderID string, u OrderUpdate, events []Event) (bool, error) {
 	tag, err := q.Exec(ctx, updateOrderSQL, clientOrderID, string(u.Status), pgconv.Numeric(u.FilledQuantity),
-		pgconv.NullNumeric(u.AvgPrice), pgconv.NullNumeric(u.FillPrice), pgconv.NullNumeric(u.Fee), u.FeeAsset, u.CancelledBy, u.ExecutedExit)
+		pgconv.NullNumeric(u.AvgPrice), pgconv.NullNumeric(u.FillPrice), pgconv.NullNumeric(u.Fee), u.FeeAsset, u.CancelledBy,
+		pgconv.NullNumeric(u.TakeProfit), pgconv.NullNumeric(u.StopLoss), u.ExecutedExit)
 	if err != nil {
 		return false, translate(err)
 	}

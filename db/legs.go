@@ -17,9 +17,10 @@ import (
 
 // Leg is one follow-up order of a trace (issue 19), as order_legs holds
 // it: planned once in its primary order's intent, given its row when the
-// primary is recorded filled (a trigger on orders), and its own intent
-// from then on — Sent is made durable before each send, Outcome once its
-// order is recorded.
+// primary is recorded filled, or an exit's when the primary ends cancelled
+// or expired after a partial fill (triggers on orders, migrations 00013,
+// 00015, 00018), and its own intent from then on — Sent is made durable
+// before each send, Outcome once its order is recorded.
 type Leg struct {
 	ClientOrderID       string
 	ParentClientOrderID string
@@ -275,10 +276,14 @@ type ParentFill struct {
 }
 
 // ParentOrderFill reads the recorded fill of the order placed under
-// parent: an exit leg's quantity and percent target come from it.
+// parent: an exit leg's quantity and percent target come from it. The fill
+// price is the average price when no fill price is recorded: an entry
+// cancelled or expired after a partial fill has only its average (issue 19,
+// migration 00018).
 func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
 	var p ParentFill
-	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), fill_price, filled_quantity, fee, coalesce(fee_asset, '') FROM orders WHERE client_order_id = $1`, parent).
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), coalesce(fill_price, avg_price), filled_quantity, fee, coalesce(fee_asset, '')
+FROM orders WHERE client_order_id = $1`, parent).
 		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity, &p.Fee, &p.FeeAsset)
 	if err != nil {
 		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))

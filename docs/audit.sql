@@ -197,18 +197,20 @@ ORDER BY at DESC, id DESC;
 
 -- name: Orders with their attached exits (take-profit, stop-loss, trailing stop)
 -- The exits a venue took on the order itself, in the shape the answer and
--- the admin API show: placed once the entry filled, waiting_for_entry while
--- a limit entry rests, not_placed when the entry was rejected. An exit placed
--- as its own order (Binance USDⓈ-M: role take_profit, stop_loss or
--- trailing_stop, its own client order ID, Binance spot: a lone exit or role
--- oco, both exits in one list, Bybit: a trailing stop) is followed to its
--- end: placed while the venue holds it, then filled, cancelled or rejected
--- as the venue says (an OCO list's executed exit filled, the other
--- cancelled), ended when the venue no longer holds it without saying it
--- executed (expired, gone with its position), not_followed when it still
--- rested at the follow horizon. A trailing stop (role trailing_stop) has no
--- trigger price: it shows the callback_rate (percent, Binance) or the
--- trailing_distance (price, Bybit) it trails by.
+-- the admin API show: placed once the entry filled (or ended cancelled or
+-- expired after a partial fill: Bybit keeps them on what filled, OKX drops
+-- them, and hoox then clears them from the row), waiting_for_entry while a
+-- limit entry rests, not_placed when the entry was rejected or ended with
+-- nothing filled. An exit placed as its own order (Binance USDⓈ-M: role
+-- take_profit, stop_loss or trailing_stop, its own client order ID, Binance
+-- spot: a lone exit or role oco, both exits in one list, Bybit: a trailing
+-- stop) is followed to its end: placed while the venue holds it, then
+-- filled, cancelled or rejected as the venue says (an OCO list's executed
+-- exit filled, the other cancelled), ended when the venue no longer holds it
+-- without saying it executed (expired, gone with its position), not_followed
+-- when it still rested at the follow horizon. A trailing stop (role
+-- trailing_stop) has no trigger price: it shows the callback_rate (percent,
+-- Binance) or the trailing_distance (price, Bybit) it trails by.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
@@ -216,8 +218,10 @@ SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS 
                    'callback_rate', trim_scale(a.callback_rate)::text,
                    'trailing_distance', trim_scale(a.trailing_distance)::text,
                    'status', CASE WHEN o.role = 'primary' THEN
-                                      CASE o.status WHEN 'filled' THEN 'placed' WHEN 'open' THEN 'waiting_for_entry'
-                                                    ELSE 'not_placed' END
+                                      CASE WHEN o.status = 'filled' THEN 'placed'
+                                           WHEN o.status = 'open' THEN 'waiting_for_entry'
+                                           WHEN o.status IN ('cancelled', 'expired') AND o.filled_quantity > 0 THEN 'placed'
+                                           ELSE 'not_placed' END
                                   WHEN o.status = 'rejected' AND o.final_at IS NULL THEN 'not_placed'
                                   WHEN o.status = 'rejected' THEN 'rejected'
                                   WHEN o.status = 'open' AND o.unfollowed_at IS NOT NULL THEN 'not_followed'

@@ -111,6 +111,10 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		if u.AvgPrice.Valid {
 			done.AvgPrice = u.AvgPrice
 		}
+		if done.Role == exchange.RolePrimary {
+			// As the update wrote them (db.OrderUpdate.TakeProfit).
+			done.TakeProfit, done.StopLoss = u.TakeProfit, u.StopLoss
+		}
 		cb := tr.ID
 		done.CancelledBy = &cb
 		out.Cancelled = append(out.Cancelled, done)

@@ -705,10 +705,12 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}
 	}
-	if len(order.Legs) > 0 && row.Status == string(exchange.StatusFilled) {
-		// The commit planned the legs (a trigger on orders); place them
-		// now, so the answer shows them. What cannot be decided now (a
-		// lost answer, a venue out of reach) the sweeper finishes.
+	if len(order.Legs) > 0 && (row.Status == string(exchange.StatusFilled) ||
+		exchange.Status(row.Status).Final() && row.FilledQuantity.Decimal.IsPositive()) {
+		// The commit planned the legs (a trigger on orders: a fill, or a
+		// limit entry the venue ended at once after a partial fill); place
+		// them now, so the answer shows them. What cannot be decided now
+		// (a lost answer, a venue out of reach) the sweeper finishes.
 		legs, err := s.legs.Finish(ctx, tr.LockKey, order.ClientOrderID)
 		if err != nil {
 			s.deps.Logger.WarnContext(ctx, "legs left for the sweeper", "trace_id", tr.ID,

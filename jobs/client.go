@@ -56,6 +56,11 @@ type Deps struct {
 	// db.DefaultPurgeDuty. It sees the signals of this replica, the one
 	// whose River client runs the purge.
 	PurgePacer db.Pacer
+	// AfterLeg, when set, runs between the venue's answer for a leg the
+	// follow job places (a limit entry's exits, once it filled or ended
+	// after a partial fill) and its record: the crash drill kills the
+	// process there.
+	AfterLeg func(clientOrderID string)
 }
 
 // NewClient returns a River client, not yet started, on the pgx driver over
@@ -105,6 +110,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 		return nil, fmt.Errorf("register sweep worker: %w", err)
 	}
 	follow := NewFollowWorker(pool, cfg, deps.Venues, logger, deps.Notifier)
+	follow.legs.afterVenue = deps.AfterLeg
 	if err := river.AddWorkerSafely(workers, follow); err != nil {
 		return nil, fmt.Errorf("register follow worker: %w", err)
 	}

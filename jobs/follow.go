@@ -178,7 +178,7 @@ func followBackoff(age time.Duration) time.Duration {
 func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
 	a := job.Args
 	var wait time.Duration
-	var filled, unfollowed bool
+	var filled, ended, unfollowed bool
 	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
 		exit := isExit(st.Order.Role)
 		switch {
@@ -197,6 +197,9 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		}
 		step, open, err := w.lookOrCancel(ctx, a, st)
 		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
+		// Filled, or cancelled / expired after a partial fill: either may
+		// have planned legs (migrations 00015, 00018).
+		ended = err == nil && step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
 		if open || err != nil {
 			wait = followBackoff(st.Age)
 		}
@@ -218,7 +221,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 	case filled && isExit(st.Order.Role):
 		w.cancelSiblings(ctx, a)
 		return nil
-	case filled:
+	case ended:
 		w.finishLegs(ctx, a)
 		return nil
 	case st.Order.Status != string(exchange.StatusOpen):
@@ -394,8 +397,10 @@ func OrderMessage(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpda
 
 // finishLegs places the legs planned when the job recorded a's order
 // filled (migration 00015's trigger: a limit entry's exits, a close's
-// further parts), so they do not wait for the sweeper's grace. A leg it
-// cannot decide now is left to the sweeper, as after the gateway's pass.
+// further parts) or cancelled / expired after a partial fill (00018: the
+// exits of what filled), so they do not wait for the sweeper's grace. A
+// leg it cannot decide now is left to the sweeper, as after the gateway's
+// pass.
 func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
 	key, ok, err := db.OpenLegsLockKey(ctx, w.pool, a.ClientOrderID)
 	if err == nil && ok {

@@ -240,13 +240,18 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	if o.Exit == exchange.RoleOCO {
 		return resolveOCO(o, fill, facts)
 	}
-	if exchange.ExitsAsOneList(venue) {
+	switch {
+	case exchange.ExitsAsOneList(venue):
 		// A lone spot exit sells the coins the entry brought, as the OCO
 		// does.
 		var reason string
 		if o.Quantity, reason = received(o, fill, facts); reason != "" {
 			return o, reason, nil
 		}
+	case facts.MinQty.IsPositive() && o.Quantity.LessThan(facts.MinQty):
+		// An entry that ended after a small partial fill (migration
+		// 00018): the venue would refuse the exit.
+		return o, fmt.Sprintf("exit leg %s: the entry filled %s, below the venue's minimum %s", leg.ClientOrderID, o.Quantity, facts.MinQty), nil
 	}
 	resolved, err := target.Resolve(o.Exit, fill.Side, fill.FillPrice.Decimal, tick)
 	if err != nil {

@@ -12,9 +12,14 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/okx"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
@@ -104,6 +109,162 @@ func openLegs(t *testing.T, b *testBundle) []string {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return ids
+}
+
+// A Binance limit entry that fills in part and is then cancelled (or
+// expires) at the venue gets the exits it asked for, once, for what
+// filled, placed right after its follow job records the end (migration
+// 00018): USDⓈ-M two algo orders of the filled quantity, the percent from
+// the average fill; spot one OCO list for what the buy received net of its
+// ETH fee (one entry expired, one cancelled). An entry cancelled or
+// expired with nothing filled gets none.
+func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	f.SetSpotCommission(decimal.RequireFromString("0.001"))
+	at := func(m binance.Market) exchange.Venue {
+		v, err := binance.New(binance.Config{Market: m, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+		require.NoError(t, err)
+		return v
+	}
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": at(binance.MarketSpot), "binance-futures": at(binance.MarketFutures)})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	place := func(body string) string {
+		t.Helper()
+		out, err := gw.Execute(ctx, input(t, body))
+		require.NoError(t, err)
+		require.Equal(t, "open", out.Order.Status)
+		return out.Order.ClientOrderID
+	}
+	fut := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
+		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"part-fut"}`)
+	spot := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2990","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot"}`)
+	spotCancelled := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2985","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot-c"}`)
+	none := place(`{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2900","trace_id":"part-none"}`)
+	spotNone := place(`{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2980","take_profit":"3100","stop_loss":"2800","trace_id":"part-spot-none"}`)
+
+	require.NoError(t, f.PartialFill(fut, decimal.RequireFromString("0.5")))
+	require.NoError(t, f.PartialFill(spot, decimal.RequireFromString("0.4")))
+	require.NoError(t, f.PartialFill(spotCancelled, decimal.RequireFromString("0.5")))
+	// Partly filled and still resting: the exits wait for the end.
+	for _, tr := range []string{"k:part-fut", "k:part-spot"} {
+		res, err := fb.work(t, fb.queuedFollow(t, tr))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	}
+	require.Empty(t, f.AlgoOrders())
+	require.Empty(t, f.OrderLists())
+
+	require.NoError(t, f.CancelOrder(fut))
+	require.NoError(t, f.ExpireOrder(spot))
+	require.NoError(t, f.CancelOrder(spotCancelled))
+	require.NoError(t, f.CancelOrder(none))
+	require.NoError(t, f.ExpireOrder(spotNone))
+	for _, tr := range []string{"k:part-fut", "k:part-spot", "k:part-spot-c", "k:part-none", "k:part-spot-none"} {
+		for range 2 { // a second delivery changes nothing
+			res, err := fb.work(t, fb.queuedFollow(t, tr))
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		}
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1 AND status = 'cancelled'
+		AND filled_quantity = 0.5`, fut), "the entry is recorded cancelled with what filled")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1 AND status = 'expired'
+		AND filled_quantity = 0.4`, spot))
+
+	algos := f.AlgoOrders()
+	require.Len(t, algos, 2, "the futures entry's two exits, for the 0.5 that filled; none for the entry that filled nothing")
+	require.Equal(t, "TAKE_PROFIT_MARKET", algos[0].Type)
+	require.Equal(t, "3049.8", algos[0].TriggerPrice.String(), "2 % above the average fill at 2990")
+	require.Equal(t, "0.5", algos[0].Quantity.String())
+	require.Equal(t, "STOP_MARKET", algos[1].Type)
+	require.Equal(t, "0.5", algos[1].Quantity.String())
+	lists := f.OrderLists()
+	require.Len(t, lists, 2, "one OCO list for each spot entry: the expired one and the cancelled one")
+	require.Equal(t, "0.39", lists[0].Quantity.String(), "0.4 ETH bought less its 0.0004 ETH fee, down to the step")
+	require.Equal(t, "0.49", lists[1].Quantity.String(), "0.5 ETH bought less its 0.0005 ETH fee, down to the step")
+	require.EqualValues(t, 4, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = ANY($1)`, []string{none, spotNone}),
+		"nothing filled: no position, no exits")
+
+	// The sweeper finds nothing left to place.
+	require.Empty(t, openLegs(t, b))
+	require.Len(t, f.AlgoOrders(), 2)
+	require.Len(t, f.OrderLists(), 2)
+}
+
+// Exits a venue keeps on the limit entry itself, when the entry is
+// cancelled at the venue: Bybit (linear, tpslMode Partial) keeps them on
+// what filled, so they stay placed; OKX generates them only on a complete
+// fill, so once its report no longer carries them the row drops them and
+// the answer shows none; an entry that filled nothing shows them
+// not_placed. No leg is planned for either venue.
+func TestOnOrderExitsOfALimitEntryCancelledAtTheVenue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	by := bybitfake.New(t, bybitfake.Options{})
+	ox := okxfake.New(t, okxfake.Options{})
+	bv, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: bybitfake.DefaultAPIKey, APISecret: bybitfake.DefaultAPISecret, BaseURL: by.URL})
+	require.NoError(t, err)
+	ov, err := okx.New(okx.Config{APIKey: ox.APIKey(), APISecret: ox.APISecret(), Passphrase: ox.Passphrase(), BaseURL: ox.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": bv, "okx": ov})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	place := func(venue, trace string) string {
+		t.Helper()
+		out, err := gw.Execute(ctx, input(t, `{"exchange":"`+venue+`","symbol":"BTCUSDT","action":"buy","quantity":"0.01",
+			"order_type":"limit","price":"59000","take_profit":"62000","stop_loss":"57000","trace_id":"`+trace+`"}`))
+		require.NoError(t, err)
+		require.Equal(t, "open", out.Order.Status)
+		require.Len(t, out.Order.Attached(), 2, "%s takes them on the order", venue)
+		return out.Order.ClientOrderID
+	}
+	byPart, byNone, okPart := place("bybit", "oo-by"), place("bybit", "oo-by-none"), place("okx", "oo-ok")
+	require.True(t, by.PartialFill(bybitfake.CategoryLinear, byPart, decimal.RequireFromString("0.004")))
+	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byPart))
+	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byNone))
+	require.NoError(t, ox.PartialFill(okPart, decimal.RequireFromString("0.004")))
+	require.NoError(t, ox.CancelOrder(okPart))
+	for _, tr := range []string{"k:oo-by", "k:oo-by-none", "k:oo-ok"} {
+		res, err := fb.work(t, fb.queuedFollow(t, tr))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	status := func(id string) []string {
+		t.Helper()
+		row := db.OrderRow{Role: "primary"}
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT status, filled_quantity, take_profit, stop_loss FROM orders
+			WHERE client_order_id = $1`, id).Scan(&row.Status, &row.FilledQuantity, &row.TakeProfit, &row.StopLoss))
+		require.Equal(t, "cancelled", row.Status)
+		var out []string
+		for _, a := range row.Attached() {
+			out = append(out, a.Role+":"+a.Status)
+		}
+		return out
+	}
+	require.Equal(t, []string{"take_profit:placed", "stop_loss:placed"}, status(byPart), "Bybit set them on the 0.004 that filled")
+	require.Equal(t, []string{"take_profit:not_placed", "stop_loss:not_placed"}, status(byNone))
+	require.Empty(t, status(okPart), "OKX dropped them with the entry: not shown as a protection")
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM order_legs`))
 }
 
 // A Binance spot limit buy with only a stop-loss: nothing is placed while

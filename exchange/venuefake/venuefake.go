@@ -103,6 +103,13 @@ type Fake interface {
 	// market traded through it: the order stays open until all of it has
 	// filled. An error when no such order rests.
 	FillPart(clientOrderID string, qty decimal.Decimal) error
+	// CancelAtVenue cancels the resting order under clientOrderID on the
+	// venue's side, not through hoox (the account's owner in the venue's
+	// app, or the venue itself), keeping what filled before: the venue's
+	// own cancelled status (Binance CANCELED with executedQty, Bybit
+	// Cancelled or on spot PartiallyFilledCanceled, OKX canceled with
+	// accFillSz). An error when no such order rests.
+	CancelAtVenue(clientOrderID string) error
 	// SetSpotFeeRate makes every spot fill from now on pay rate (0.001
 	// for 0.1 %; zero for none) in the asset it received, taken out of the
 	// balance and reported as the venue reports a fee. Until it is called

@@ -164,6 +164,26 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 			require.NoError(t, err, "a second cancel is not an error")
 			require.Equal(t, exchange.StatusCancelled, r.Status)
 		}},
+		{"PartlyFilledThenCancelledAtTheVenueKeepsWhatFilled", func(t *testing.T, u venueUnderTest) {
+			// The venue (or the account's owner in its app) ends a resting
+			// order hoox did not cancel: the lookup — the follow job's —
+			// reports it cancelled with what filled and its average price,
+			// what an entry's exits are sized from (migration 00018).
+			o := u.order("hxvenuecancel0000000000000000001", true)
+			placed, err := u.venue.Place(ctx(t), o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, placed.Status, placed.Reason)
+			part := o.Quantity.Div(decimal.NewFromInt(2))
+			require.NoError(t, u.fake.FillPart(o.ClientOrderID, part))
+			require.NoError(t, u.fake.CancelAtVenue(o.ClientOrderID))
+			require.Error(t, u.fake.CancelAtVenue(o.ClientOrderID), "no longer resting")
+			r, err := u.venue.Lookup(ctx(t), o)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusCancelled, r.Status)
+			require.True(t, r.Status.Final())
+			require.True(t, r.FilledQuantity.Equal(part), "filled %s of %s", r.FilledQuantity, o.Quantity)
+			require.True(t, r.AvgPrice.Valid && r.AvgPrice.Decimal.Equal(r.Price.Decimal), "average price %v at limit %v", r.AvgPrice, r.Price)
+		}},
 		{"UnknownSymbolIsRefusedBeforeSending", func(t *testing.T, u venueUnderTest) {
 			o := u.order("hxsym000000000000000000000000001", false)
 			o.Symbol = "NOPEUSDT"

@@ -133,7 +133,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (_ *App, err erro
 	// The purge yields to the signals this replica serves.
 	signals := pace.New()
 	if a.river, err = jobs.NewClient(pool, cfg.jobsConfig(), jobs.Deps{Venues: venues, Logger: logger, Metrics: jobMetrics, PurgePacer: signals,
-		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg}); err != nil {
+		IntentPool: a.pools.Markers, Notifier: notifier, NotifySender: sender, Registry: reg,
+		AfterLeg: crashDrill(cfg.CrashLegDrill, logger)}); err != nil {
 		return nil, err
 	}
 	gwMetrics := gateway.NewMetrics(reg)

@@ -188,3 +188,32 @@ func TestFakeSpotFeeIsChargedInTheReceivedCoin(t *testing.T) {
 	require.Len(t, env.Result.List, 1)
 	require.Equal(t, "0.00001", env.Result.List[0]["cumExecFee"])
 }
+
+// A resting limit order that filled in part and is then cancelled on
+// Bybit's side ends as enum.mdx names it: PartiallyFilledCanceled on spot
+// ("Only spot has this order status"), Cancelled with its executed
+// quantity on linear ("In derivatives, orders with this status may have an
+// executed qty"); one that filled nothing is Cancelled. A second cancel
+// finds nothing open.
+func TestFakeCancelAtTheVenueKeepsWhatFilledUnderBybitsStatusNames(t *testing.T) {
+	now := time.Now()
+	f := bybitfake.New(t, bybitfake.Options{Now: func() time.Time { return now }})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	for _, c := range []struct{ category, link, fill, status string }{
+		{bybitfake.CategorySpot, "vc-spot", "0.004", "PartiallyFilledCanceled"},
+		{bybitfake.CategoryLinear, "vc-linear", "0.004", "Cancelled"},
+		{bybitfake.CategorySpot, "vc-none", "0", "Cancelled"},
+	} {
+		body := `{"category":"` + c.category + `","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"50000","orderLinkId":"` + c.link + `"}`
+		require.Equal(t, 0, retCode(t, signedRequest(t, f.URL, http.MethodPost, bybitfake.PathCreate, body, now, bybitfake.DefaultAPISecret)))
+		if fill := decimal.RequireFromString(c.fill); fill.IsPositive() {
+			require.True(t, f.PartialFill(c.category, c.link, fill))
+		}
+		require.True(t, f.CancelOrder(c.category, c.link))
+		require.False(t, f.CancelOrder(c.category, c.link), "no longer open")
+		o, ok := f.Order(c.category, c.link)
+		require.True(t, ok)
+		require.Equal(t, c.status, o.Status, c.link)
+		require.Equal(t, c.fill, o.CumExecQty.String(), "what filled is kept")
+	}
+}

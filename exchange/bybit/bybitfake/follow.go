@@ -87,12 +87,37 @@ func (s *Server) serveCancel(_ *http.Request, body []byte) reply {
 	if o == nil || o.Symbol != req.Symbol || !isOpen(o.Status) || s.clock().Before(o.VisibleAt) {
 		return notFound
 	}
-	if req.Category == CategorySpot {
-		s.unlock(s.instruments[req.Category][o.Symbol], o.Side, o.Qty.Sub(o.CumExecQty), o.Price)
+	s.cancel(o)
+	return ok(map[string]string{"orderId": o.OrderID, "orderLinkId": o.OrderLinkID})
+}
+
+// cancel ends the open order o as Bybit does (enum.mdx, orderStatus): a
+// spot order that filled in part is PartiallyFilledCanceled ("Only spot
+// has this order status"), every other one Cancelled — in derivatives
+// "orders with this status may have an executed qty" —, keeping what
+// executed; a spot order's unfilled rest frees its balance. s.mu is held.
+func (s *Server) cancel(o *Order) {
+	if o.Category == CategorySpot {
+		s.unlock(s.instruments[o.Category][o.Symbol], o.Side, o.Qty.Sub(o.CumExecQty), o.Price)
 	}
 	o.Status = "Cancelled"
-	if req.Category == CategorySpot && o.CumExecQty.IsPositive() {
+	if o.Category == CategorySpot && o.CumExecQty.IsPositive() {
 		o.Status = "PartiallyFilledCanceled"
 	}
-	return ok(map[string]string{"orderId": o.OrderID, "orderLinkId": o.OrderLinkID})
+}
+
+// CancelOrder cancels the open order under linkID on Bybit's side — the
+// account's owner in Bybit's app, or Bybit itself (SMP, a delisting) —
+// as POST /v5/order/cancel would, keeping what filled. It reports whether
+// such an open order exists.
+func (s *Server) CancelOrder(category, linkID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runLate()
+	o, ok := s.orders[orderKey{category, linkID}]
+	if !ok || !isOpen(o.Status) {
+		return false
+	}
+	s.cancel(o)
+	return true
 }

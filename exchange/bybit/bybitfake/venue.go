@@ -98,6 +98,15 @@ func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
 	return nil
 }
 
+// CancelAtVenue cancels the resting order on Bybit's side, keeping what
+// filled (Cancelled; PartiallyFilledCanceled on spot after a fill).
+func (v *venueView) CancelAtVenue(clientOrderID string) error {
+	if !v.s.CancelOrder(v.category, clientOrderID) {
+		return fmt.Errorf("bybitfake: cancel %s: no such open order", clientOrderID)
+	}
+	return nil
+}
+
 // SetSpotFeeRate charges rate on every spot fill from now on (see the
 // Server's method).
 func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotFeeRate(rate) }

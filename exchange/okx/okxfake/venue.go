@@ -118,6 +118,10 @@ func (v *venueView) FillPart(clientOrderID string, qty decimal.Decimal) error {
 	return v.s.PartialFill(clientOrderID, qty)
 }
 
+// CancelAtVenue cancels the pending order on OKX's side (canceled,
+// accFillSz kept).
+func (v *venueView) CancelAtVenue(clientOrderID string) error { return v.s.CancelOrder(clientOrderID) }
+
 // SetSpotFeeRate charges rate on every spot fill from now on (see the
 // Server's method).
 func (v *venueView) SetSpotFeeRate(rate decimal.Decimal) { v.s.SetSpotFeeRate(rate) }
