@@ -291,6 +291,23 @@ func RefusesLate(v Venue) bool {
 	return ok && lr.RefusesLateRequests()
 }
 
+// OrderLateRefuser is implemented by a LateRefuser whose guarantee does not
+// cover every kind of order it sends: OKX refuses a late place-order
+// request (expTime), but its algo endpoint takes no expTime, so a trailing
+// stop that went missing may still be booked later.
+type OrderLateRefuser interface {
+	RefusesLateRequest(o Order) bool
+}
+
+// RefusesLateOrder reports whether v proves o's absence once its accept
+// window has closed: RefusesLate, narrowed per order by OrderLateRefuser.
+func RefusesLateOrder(v Venue, o Order) bool {
+	if olr, ok := v.(OrderLateRefuser); ok && !olr.RefusesLateRequest(o) {
+		return false
+	}
+	return RefusesLate(v)
+}
+
 // Matches checks a held order against the order hoox would send: the same
 // symbol, the same side (unless o leaves the side to the venue, as a close
 // does) and the same quantity (unless o closes a position, whose size the

@@ -193,7 +193,8 @@ func (o Order) ExitTarget() *Attached {
 // TrailingLegAttacher is implemented by a venue that takes a take-profit
 // and a stop-loss on the entry order itself but a trailing stop only once
 // the entry filled, by a second request (Bybit linear: the position's
-// trailingStop setting, POST /v5/position/trading-stop): the gateway moves
+// trailingStop setting, POST /v5/position/trading-stop; OKX swaps: a
+// move_order_stop algo order, POST /api/v5/trade/order-algo): the gateway moves
 // the trailing stop alone into a leg (PlanTrailingLeg), and the venue's
 // Place and Lookup of an order with Exit RoleTrailingStop set and read
 // that setting.

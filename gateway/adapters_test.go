@@ -16,6 +16,8 @@ import (
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/okx"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -30,6 +32,7 @@ type adaptersBundle struct {
 	binance        *binancefake.Server // live spot and futures
 	binanceTestnet *binancefake.Server // binance's testnet account
 	bybit          *bybitfake.Server   // linear and spot
+	okx            *okxfake.Server     // spot and swaps
 	venues         *exchange.Registry
 }
 
@@ -42,6 +45,7 @@ func setupAdapters(t *testing.T) *adaptersBundle {
 		binance:        binancefake.New(t, binancefake.Options{}),
 		binanceTestnet: binancefake.New(t, binancefake.Options{APIKey: "testnet-key", APISecret: "testnet-secret"}),
 		bybit:          bybitfake.New(t, bybitfake.Options{}),
+		okx:            okxfake.New(t, okxfake.Options{}),
 	}
 	client := func() *http.Client {
 		tr := &http.Transport{}
@@ -59,12 +63,20 @@ func setupAdapters(t *testing.T) *adaptersBundle {
 		require.NoError(t, err)
 		return v
 	}
+	okxIn := func(m okx.Market) exchange.Venue {
+		v, err := okx.New(okx.Config{Market: m, APIKey: b.okx.APIKey(), APISecret: b.okx.APISecret(), Passphrase: b.okx.Passphrase(),
+			BaseURL: b.okx.URL, HTTPClient: client()})
+		require.NoError(t, err)
+		return v
+	}
 	reg := exchange.NewRegistryOf(
 		exchange.Entry{Name: exchange.PaperName, Live: paper.New(paper.Config{Pool: open()})},
 		exchange.Entry{Name: "binance", Live: binanceAt(binance.MarketSpot, b.binance), Test: binanceAt(binance.MarketSpot, b.binanceTestnet)},
 		exchange.Entry{Name: "binance-futures", Live: binanceAt(binance.MarketFutures, b.binance)},
 		exchange.Entry{Name: "bybit", Live: bybitIn(bybit.MarketLinear)},
 		exchange.Entry{Name: "bybit-spot", Live: bybitIn(bybit.MarketSpot)},
+		exchange.Entry{Name: "okx", Live: okxIn(okx.MarketSpot)},
+		exchange.Entry{Name: "okx-swap", Live: okxIn(okx.MarketSwap)},
 	)
 	b.venues = reg
 	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(), Venues: reg})

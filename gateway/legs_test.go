@@ -13,6 +13,7 @@ import (
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/exchange/okx/okxfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
@@ -314,4 +315,39 @@ func TestBybitCloseAboveMaxMktOrderQtyIsSplit(t *testing.T) {
 		require.True(t, o.ReduceOnly)
 		require.True(t, o.Qty.LessThanOrEqual(d("100")))
 	}
+}
+
+// An okx-swap close of 2.3 BTC (230 contracts) where OKX takes market
+// orders of at most 100 contracts (maxMktSz; 51202 above it): split into
+// reduce-only parts of 1, 1 and 0.3 BTC until flat, each under its own
+// client order ID; the audit carries the plan.
+func TestOKXSwapCloseAboveMaxMktSzIsSplitUntilFlat(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.okx.SetSymbol(okxfake.Instrument{InstType: okxfake.InstSwap, InstID: "BTC-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.01"),
+		TickSz: d("0.1"), LotSz: d("0.01"), MinSz: d("0.01"), MaxMktSz: d("100")})
+	b.okx.SetPosition("BTC-USDT-SWAP", d("230"))
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"close","quantity":"1","trace_id":"okx-split"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "1", out.Order.Quantity.String())
+	require.Len(t, out.Legs, 2)
+	require.Equal(t, "1", out.Legs[0].Quantity.String())
+	require.Equal(t, "0.3", out.Legs[1].Quantity.String())
+	require.True(t, b.okx.Position("BTC-USDT-SWAP").IsZero(), "flat: %v", b.okx.Position("BTC-USDT-SWAP"))
+	orders := b.okx.Orders()
+	require.Len(t, orders, 3)
+	ids := map[string]bool{}
+	for _, o := range orders {
+		require.True(t, o.ReduceOnly)
+		require.Equal(t, "sell", o.Side)
+		require.True(t, o.Sz.LessThanOrEqual(d("100")), "%s contracts", o.Sz)
+		ids[o.ClOrdID] = true
+	}
+	require.Len(t, ids, 3, "each part under its own client order ID")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-split' AND event = 'dispatched'
+		AND detail->'split'->>'max_market_qty' = '1' AND detail->'split'->>'position' = '2.3'`))
 }

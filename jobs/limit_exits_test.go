@@ -385,3 +385,50 @@ func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *te
 	f.Advance(2 * time.Hour)
 	require.Equal(t, 2, stopPlacements(), "the late request was booked after all: one stop for each entry, never a second for one")
 }
+
+// An okx-swap limit long with a stop-loss (on the entry: attachAlgoOrds)
+// and a 1.5 % trailing stop (a leg) rests; the trailing stop is placed
+// once, right after the follow job records the entry filled — not before,
+// not again on a second delivery — as one reduce-only move_order_stop for
+// what filled.
+func TestOKXLimitEntryTrailingStopIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := okxfake.New(t, okxfake.Options{}) // BTCUSDT at 60000
+	v, err := okx.New(okx.Config{Market: okx.MarketSwap, APIKey: f.APIKey(), APISecret: f.APISecret(), Passphrase: f.Passphrase(), BaseURL: f.URL})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"okx-swap": v})
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
+	t.Cleanup(gw.Close)
+	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
+	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+
+	entry, err := gw.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.05",
+		"order_type":"limit","price":"59000","stop_loss":"57000","trailing_stop":{"percent":1.5},"trace_id":"okx-lim"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", entry.Order.Status)
+	require.Empty(t, entry.Legs)
+
+	res, err := fb.work(t, fb.queuedFollow(t, "k:okx-lim"))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "resting: looked at, nothing placed")
+	require.Empty(t, f.AlgoOrders())
+
+	require.NoError(t, f.FillOrder(entry.Order.ClientOrderID))
+	for range 2 { // a second delivery changes nothing
+		res, err := fb.work(t, fb.queuedFollow(t, "k:okx-lim"))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	}
+	algos := f.AlgoOrders()
+	require.Len(t, algos, 1, "one trailing stop, placed by the follow job")
+	require.Equal(t, "move_order_stop", algos[0].OrdType)
+	require.Equal(t, "0.015", algos[0].CallbackRatio.String())
+	require.Equal(t, "5", algos[0].Sz.String(), "0.05 BTC filled: 5 contracts")
+	require.Equal(t, "57000", f.Orders()[0].SlTriggerPx.String(), "the stop-loss stays on the entry")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND status = 'open' AND callback_rate = 1.5`))
+	require.Empty(t, openLegs(t, b), "the sweeper finds nothing left to place")
+}

@@ -66,10 +66,15 @@ func TestAttachedTPSLRefusals(t *testing.T) {
 
 	trailing := order("hxokxtpsl3", "BTCUSDT", "buy", "0.01")
 	trailing.TrailingStop = &exchange.Attached{Percent: decimal.NewNullDecimal(d("1"))}
-	require.Equal(t, okx.ReasonTrailingStop, v.RefuseAttachments(trailing))
+	require.Empty(t, v.RefuseAttachments(trailing), "a percent trailing stop on a swap entry is taken (as a leg)")
 	r, err = v.Place(ctx(t), trailing)
 	require.NoError(t, err)
-	require.Equal(t, exchange.StatusRejected, r.Status, "never sent without it")
+	require.Equal(t, exchange.StatusRejected, r.Status, "an entry is never sent without the trailing stop it carries")
+	distance := trailing
+	distance.TrailingStop = &exchange.Attached{Distance: decimal.NewNullDecimal(d("100"))}
+	require.Empty(t, v.RefuseAttachments(distance), "a price distance too (callbackSpread)")
+	spot, _ := setup(t, okx.MarketSpot)
+	require.Equal(t, okx.ReasonTrailingSpot, spot.RefuseAttachments(trailing))
 
 	pct := order("hxokxtpsl4", "BTCUSDT", "buy", "0.01")
 	pct.StopLoss = &exchange.Attached{Percent: decimal.NewNullDecimal(d("2"))}

@@ -40,7 +40,7 @@ type request struct {
 	// answer lost after it was written means the order may exist.
 	placement bool
 	// stamp is the placement's stamp on OKX's clock; expTime is stamp +
-	// Expiry.
+	// Expiry. Zero: no expTime (the algo endpoint does not take it).
 	stamp time.Time
 }
 
@@ -84,7 +84,7 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		req.Header.Set("OK-ACCESS-PASSPHRASE", v.cfg.Passphrase)
 		req.Header.Set("OK-ACCESS-SIGN", Sign(v.cfg.APISecret, ts, r.method, requestPath, string(body)))
 	}
-	if r.placement {
+	if r.placement && !r.stamp.IsZero() {
 		req.Header.Set("expTime", strconv.FormatInt(r.stamp.Add(v.cfg.Expiry).UnixMilli(), 10))
 	}
 

@@ -71,6 +71,7 @@ func ErrorTable() []CodeClass {
 
 		// The clOrdId is held by a pending order: adopt.
 		{51016, ClassDuplicate, "client order ID already exists"},
+		{51065, ClassDuplicate, "algoClOrdId already exists"},
 
 		// Lookups.
 		{51603, ClassNotFound, "order does not exist"},
@@ -111,6 +112,13 @@ func ErrorTable() []CodeClass {
 		{51052, ClassRejected, "take-profit trigger not below the best bid (sell)"},
 		{51053, ClassRejected, "stop-loss trigger not above the best bid (sell)"},
 		{51100, ClassRejected, "take-profit/stop-loss on a reduce-only order"},
+
+		// Trailing stops (algo orders, move_order_stop) refused for good.
+		{50015, ClassRejected, "either of two parameters is required"},
+		{51058, ClassRejected, "no available position for this algo order"},
+		{51257, ClassRejected, "trailing stop callback rate outside its range"},
+		{51260, ClassRejected, "maximum pending trailing stop orders reached"},
+		{51311, ClassRejected, "trailing stop callback rate outside its range"},
 	}
 }
 

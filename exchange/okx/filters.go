@@ -31,6 +31,10 @@ type Filters struct {
 	// ContractValue is ctVal (swaps: base currency per contract); zero on
 	// spot, where sizes are in the base currency already.
 	ContractValue decimal.Decimal
+	// MaxMarketQty is maxMktSz in the base currency ("Max order quantity
+	// of a single market order", Get_Instruments.md); zero when OKX gives
+	// none.
+	MaxMarketQty decimal.Decimal
 }
 
 // toWire turns a base-currency quantity into OKX's sz: contracts on a
@@ -60,6 +64,7 @@ type rawInstrument struct {
 	TickSz  string `json:"tickSz"`
 	LotSz   string `json:"lotSz"`
 	MinSz   string `json:"minSz"`
+	MaxMkt  string `json:"maxMktSz"`
 	State   string `json:"state"`
 }
 
@@ -97,11 +102,12 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, found
 			continue
 		}
 		pf := Filters{InstID: in.InstID, BaseCcy: in.BaseCcy, QuoteCcy: in.QuoteCc, State: in.State, TickSize: venuekit.Dec(in.TickSz),
-			Step: venuekit.Dec(in.LotSz), MinQty: venuekit.Dec(in.MinSz)}
+			Step: venuekit.Dec(in.LotSz), MinQty: venuekit.Dec(in.MinSz), MaxMarketQty: venuekit.Dec(in.MaxMkt)}
 		if v.swap() {
 			pf.ContractValue = venuekit.Dec(in.CtVal)
 			pf.QuoteCcy = in.Settle
 			pf.Step, pf.MinQty = pf.Step.Mul(pf.ContractValue), pf.MinQty.Mul(pf.ContractValue)
+			pf.MaxMarketQty = pf.MaxMarketQty.Mul(pf.ContractValue)
 			if pf.BaseCcy == "" {
 				pf.BaseCcy = strings.SplitN(in.InstID, "-", 2)[0]
 			}

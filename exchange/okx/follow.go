@@ -26,8 +26,13 @@ type cancelBody struct {
 // accepted cancel "only means that your cancellation request has been
 // accepted", so the order is asked about until it is closed, for at most
 // ConfirmWait; still open then, it is reported open and its follow job
-// records the end. exchange.ErrNotFound when OKX holds no such order.
+// records the end. exchange.ErrNotFound when OKX holds no such order. A
+// trailing stop (an algo order) is cancelled through the algo endpoint
+// (cancelTrailing).
 func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.cancelTrailing(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
 	if err != nil {

@@ -32,7 +32,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	case f.State != "" && f.State != "live":
 		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.State}, nil
 	}
-	out := exchange.SizingFacts{QuoteAsset: f.QuoteCcy, Step: f.Step, MinQty: f.MinQty, Tick: f.TickSize}
+	out := exchange.SizingFacts{QuoteAsset: f.QuoteCcy, Step: f.Step, MinQty: f.MinQty, Tick: f.TickSize, MaxMarketQty: f.MaxMarketQty}
 	if need.Price {
 		if out.Price, err = v.lastPrice(ctx, f.InstID); err != nil {
 			return out, err
@@ -91,3 +91,15 @@ func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, 
 	}
 	return f.InstID, f.BaseCcy, found && f.BaseCcy != "", nil
 }
+
+var _ exchange.CloseSplitter = (*Venue)(nil)
+
+// SplitsCloses is true on swaps: OKX takes a market order of at most the
+// instrument's maxMktSz ("Max order quantity of a single market order",
+// Public_Data / Trading_Account Get_Instruments.md) and refuses a larger
+// one (51202 "Market order amount exceeds the maximum amount.",
+// Error_Code/Rest_API/Public.md), so hoox splits a close of a larger
+// position into reduce-only parts. Spot sells are not split: a spot
+// market order is also bounded by maxMktAmt (a USD amount), which one
+// quantity cap does not express.
+func (v *Venue) SplitsCloses() bool { return v.swap() }

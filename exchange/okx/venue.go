@@ -128,6 +128,9 @@ type outgoing struct {
 // waits out AcceptWindow from there knows the order can no longer be
 // processed.
 func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.placeTrailing(ctx, o)
+	}
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	var f Filters
@@ -179,6 +182,10 @@ func (v *Venue) validate(o exchange.Order, symbol string) string {
 		// 51100: "Take profit/Stop loss conditions cannot be added to
 		// reduce-only orders". The signal refuses it first.
 		return ReasonInvalidOrder + ": a close takes no take_profit/stop_loss"
+	case o.TrailingStop != nil:
+		// A trailing stop is its own algo order (a leg the gateway
+		// plans): an entry carrying one is never sent without it.
+		return ReasonInvalidOrder + ": a trailing_stop is placed as its own algo order, not on the entry"
 	case o.HasAttachments():
 		// The gateway refuses these before claiming; an order reaching
 		// here with them anyway is refused, never sent without them.
@@ -464,6 +471,9 @@ func report(oi orderInfo, f Filters) exchange.Report {
 // that differs from o in instrument, side or quantity (as o would be sent,
 // rounded to the lot size) wraps exchange.ErrMismatch.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop {
+		return v.lookupTrailing(ctx, o)
+	}
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
 	if err != nil {

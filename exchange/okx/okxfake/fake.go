@@ -1,11 +1,12 @@
 // Package okxfake is an in-process fake of OKX's v5 REST API, enough for
 // hoox's okx adapter: server time, instruments, place and query orders,
-// positions, balances, leverage. It enforces the rules hoox relies on, as
-// OKX documents them (docs/venues/okx.md): the signature and passphrase,
-// a timestamp within 30 s of its clock, expTime (an order processed after
-// it is refused with 50037 and not booked), clOrdId's form and its
-// uniqueness among pending orders only (a filled order's clOrdId may be
-// used again), lot size, tick size and minimum size, balances on spot and
+// positions, balances, leverage, and trailing stops as algo orders
+// (algo.go). It enforces the rules hoox relies on, as OKX documents them
+// (docs/venues/okx.md): the signature and passphrase, a timestamp within
+// 30 s of its clock, expTime (an order processed after it is refused with
+// 50037 and not booked), clOrdId's form and its uniqueness among pending
+// orders only (a filled order's clOrdId may be used again), lot size, tick
+// size, minimum size and maxMktSz (market orders), balances on spot and
 // reduce-only against the net position on swaps. Faults inject what a real
 // venue does to an answer.
 package okxfake
@@ -49,17 +50,23 @@ type Instrument struct {
 	// CtVal is the contract value in the base currency (swaps).
 	CtVal                decimal.Decimal
 	TickSz, LotSz, MinSz decimal.Decimal
-	State                string // live unless set
+	// MaxMktSz is the largest sz of one market order (contracts on a
+	// swap; zero: none), Get_Instruments.md: "Max order quantity of a
+	// single market order".
+	MaxMktSz decimal.Decimal
+	State    string // live unless set
 }
 
-// DefaultInstruments are BTC-USDT and ETH-USDT spot and their USDT swaps.
+// DefaultInstruments are BTC-USDT and ETH-USDT spot and their USDT swaps;
+// the swaps take market orders of up to 100000 contracts (1000 BTC,
+// 10000 ETH).
 func DefaultInstruments() []Instrument {
 	d := decimal.RequireFromString
 	return []Instrument{
 		{InstType: InstSpot, InstID: "BTC-USDT", BaseCcy: "BTC", QuoteCcy: "USDT", TickSz: d("0.1"), LotSz: d("0.00000001"), MinSz: d("0.00001")},
 		{InstType: InstSpot, InstID: "ETH-USDT", BaseCcy: "ETH", QuoteCcy: "USDT", TickSz: d("0.01"), LotSz: d("0.000001"), MinSz: d("0.0001")},
-		{InstType: InstSwap, InstID: "BTC-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.01"), TickSz: d("0.1"), LotSz: d("0.01"), MinSz: d("0.01")},
-		{InstType: InstSwap, InstID: "ETH-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.1"), TickSz: d("0.01"), LotSz: d("0.01"), MinSz: d("0.01")},
+		{InstType: InstSwap, InstID: "BTC-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.01"), TickSz: d("0.1"), LotSz: d("0.01"), MinSz: d("0.01"), MaxMktSz: d("100000")},
+		{InstType: InstSwap, InstID: "ETH-USDT-SWAP", SettleCcy: "USDT", CtVal: d("0.1"), TickSz: d("0.01"), LotSz: d("0.01"), MinSz: d("0.01"), MaxMktSz: d("100000")},
 	}
 }
 
@@ -158,6 +165,11 @@ type Server struct {
 	late                          venuefake.Late[lateOrder]
 	requests                      map[string]int
 	spotFeeRate                   *decimal.Decimal
+	algos                         []*AlgoOrder
+	callbackRange                 *CallbackRange
+	loseAlgo                      int
+	timeoutAlgo                   int
+	algoPlacements                int
 }
 
 // New starts a fake on a loopback port that closes at the end of the test

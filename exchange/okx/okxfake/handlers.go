@@ -65,6 +65,9 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /api/v5/trade/order", s.private(s.serveOrder))
 	mux.HandleFunc("POST /api/v5/trade/order", s.servePlace)
 	mux.HandleFunc("POST "+PathCancel, s.private(s.serveCancel))
+	mux.HandleFunc("POST "+PathAlgo, s.serveAlgoPlace)
+	mux.HandleFunc("GET "+PathAlgo, s.private(s.serveAlgoDetails))
+	mux.HandleFunc("POST "+PathCancelAlgo, s.private(s.serveAlgoCancel))
 	return mux
 }
 
@@ -144,7 +147,10 @@ func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
 		}
 		m := map[string]any{"instType": in.InstType, "instId": in.InstID, "baseCcy": in.BaseCcy, "quoteCcy": in.QuoteCcy,
 			"settleCcy": in.SettleCcy, "tickSz": str(in.TickSz), "lotSz": str(in.LotSz), "minSz": str(in.MinSz), "state": in.State,
-			"ctVal": "", "ctType": ""}
+			"ctVal": "", "ctType": "", "maxMktSz": ""}
+		if in.MaxMktSz.IsPositive() {
+			m["maxMktSz"] = str(in.MaxMktSz)
+		}
 		if in.InstType == InstSwap {
 			m["ctVal"], m["ctType"] = str(in.CtVal), "linear"
 		}
@@ -508,6 +514,11 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	}
 	if sz.LessThan(in.MinSz) {
 		return orderFail(b.ClOrdID, 51020, "Your order should meet or exceed the minimum order amount.")
+	}
+	if b.OrdType == "market" && in.MaxMktSz.IsPositive() && sz.GreaterThan(in.MaxMktSz) {
+		// Get_Instruments.md maxMktSz, "Max order quantity of a single
+		// market order"; Error_Code/Rest_API/Public.md 51202.
+		return orderFail(b.ClOrdID, 51202, "Market order amount exceeds the maximum amount.")
 	}
 	price := s.prices[compact(b.InstID)]
 	var px decimal.Decimal
