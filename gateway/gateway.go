@@ -132,7 +132,8 @@ func New(cfg Config, deps Deps) *Service {
 	cfg = cfg.WithDefaults()
 	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
 		flights: flights{m: map[string]*flight{}},
-		legs:    jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg)}
+		legs: jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg).
+			QueueFollowsWith(deps.Jobs)}
 }
 
 // Input is one validated signal with its trace.
