@@ -49,6 +49,17 @@ func TestUITracePageShowsAttachedExits(t *testing.T) {
 	require.Contains(t, page, "trails by 600")
 	require.Contains(t, page, "s-ended")
 
+	// An OCO list followed to its end shows which exit executed.
+	_, err = b.pool.Exec(t.Context(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+		quantity, mode, status, exchange_order_id, role, take_profit, stop_loss, executed_exit, filled_quantity, final_at)
+		SELECT gen_random_uuid(), trace_id, 'hxocoleg', exchange, symbol, 'close', 'sell', 'market', quantity, mode, 'filled', '78',
+		       'oco', 120, 90, 'take_profit', quantity, now()
+		FROM orders WHERE trace_id = 'k:exits' AND role = 'primary'`)
+	require.NoError(t, err)
+	page = string(br.get("/ui/trace/k:exits").Body)
+	require.Contains(t, page, `<code>hxocoleg</code></td><td>take_profit</td><td>120</td><td><span class="status s-filled">filled</span>`)
+	require.Contains(t, page, `<code>hxocoleg</code></td><td>stop_loss</td><td>90</td><td><span class="status s-cancelled">cancelled</span>`)
+
 	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "plain").Status)
 	require.NotContains(t, string(br.get("/ui/trace/k:plain").Body), `<table id="attached">`)
 }

@@ -139,7 +139,7 @@ func list[T any](ctx context.Context, q DBTX, what, sql string, f ListFilter, af
 const orderColumns = `id, trace_id, client_order_id, exchange, symbol, action, coalesce(side, '') AS side, order_type,
        quantity, price, leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role, created_at,
        take_profit, stop_loss, avg_price, fee, fee_asset, updated_at, final_at, cancelled_by, strategy, base_asset,
-       callback_rate, trailing_distance`
+       callback_rate, trailing_distance, executed_exit, unfollowed_at`
 
 const listOrdersSQL = `
 SELECT ` + orderColumns + `

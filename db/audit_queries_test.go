@@ -137,12 +137,16 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	require.NoError(t, err1)
 	// …and a trailing stop placed as its own order (Binance USDⓈ-M).
 	trailing := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedts", Role: exchange.RoleTrailingStop})
-	_, errTS := pool.Exec(ctx, `UPDATE orders SET callback_rate = 1.5 WHERE id = $1`, trailing)
+	_, errTS := pool.Exec(ctx, `UPDATE orders SET callback_rate = 1.5, status = 'open' WHERE id = $1`, trailing)
 	require.NoError(t, errTS)
 	// …and a Bybit trailing stop (a distance) gone with its position.
 	bybitTS := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedbybit", Role: exchange.RoleTrailingStop})
 	_, errBTS := pool.Exec(ctx, `UPDATE orders SET trailing_distance = 0.0125, status = 'expired' WHERE id = $1`, bybitTS)
 	require.NoError(t, errBTS)
+	// …and a spot OCO list whose stop-loss executed (followed to its end).
+	oco := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT", ClientOrderID: "hxprotectedoco", Role: exchange.RoleOCO})
+	_, errOCO := pool.Exec(ctx, `UPDATE orders SET take_profit = 0.7, stop_loss = 0.45, executed_exit = 'stop_loss', final_at = now() WHERE id = $1`, oco)
+	require.NoError(t, errOCO)
 
 	// k:demo-fan: one signal on the default binance account and on the
 	// named account sub1; k:demo-fan-other is another signal.
@@ -270,7 +274,7 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.Equal(t, "0.008", rows[0]["sent"])
 		},
 		"Orders with their attached exits (take-profit, stop-loss, trailing stop)": func(t *testing.T, rows []row) {
-			require.Len(t, rows, 3, "the entry with its exits, and its two trailing stops")
+			require.Len(t, rows, 4, "the entry with its exits, its two trailing stops and its OCO list")
 			byID := map[string]any{}
 			for _, r := range rows {
 				require.Equal(t, "k:protected", r["trace_id"])
@@ -284,6 +288,11 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 				map[string]any{"role": "trailing_stop", "trailing_distance": "0.0125", "status": "ended"},
 			}, byID["hxprotectedbybit"])
 			delete(byID, "hxprotectedbybit")
+			require.Equal(t, []any{
+				map[string]any{"role": "take_profit", "trigger_price": "0.7", "status": "cancelled"},
+				map[string]any{"role": "stop_loss", "trigger_price": "0.45", "status": "filled"},
+			}, byID["hxprotectedoco"], "the executed exit filled, the other cancelled")
+			delete(byID, "hxprotectedoco")
 			require.Len(t, byID, 1)
 			for _, attached := range byID {
 				require.Equal(t, []any{

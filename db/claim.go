@@ -441,6 +441,15 @@ type OrderRow struct {
 	// elsewhere.
 	Strategy  *string `db:"strategy"`
 	BaseAsset *string `db:"base_asset"`
+	// ExecutedExit is, for an OCO exit list (role oco), which of its two
+	// orders executed (exchange.RoleTakeProfit, or RoleStopLoss /
+	// RoleTrailingStop for its stop order); nil until
+	// one did, and on every other order.
+	ExecutedExit *string `db:"executed_exit"`
+	// UnfollowedAt is when hoox stopped following an exit still open at
+	// its follow horizon (the row keeps its last known state); nil while
+	// followed and on every other order.
+	UnfollowedAt *time.Time `db:"unfollowed_at"`
 	// NoLegs says the order's intent planned no legs, so the trigger that
 	// plans them (migration 00023) is not called. Only a writer that holds
 	// the order's legs may set it; the zero value keeps the trigger looking.

@@ -27,6 +27,9 @@ const (
 	EventOrderExpired = "order_expired"
 	// EventOrderRejected: the venue dropped an order it had accepted.
 	EventOrderRejected = "order_rejected"
+	// EventOrderUnfollowed: an exit still open at its follow horizon is
+	// no longer followed (the venue may still hold it).
+	EventOrderUnfollowed = "order_unfollowed"
 	// EventCancelled: a cancel signal's own outcome (the orders it
 	// cancelled), on the cancel signal's trace.
 	EventCancelled = "cancelled"
@@ -58,6 +61,9 @@ type OrderUpdate struct {
 	FeeAsset       string
 	// CancelledBy is the cancel signal's trace, when one cancelled it.
 	CancelledBy string
+	// ExecutedExit is, for an OCO exit list, which of its orders executed
+	// (exchange.Report.ExecutedExit); empty otherwise.
+	ExecutedExit string
 	// TakeProfit and StopLoss are the exits the venue reports holding on
 	// the order. They replace a primary's recorded ones when it ends
 	// cancelled or expired: a venue that drops them with the entry (OKX
@@ -69,7 +75,7 @@ type OrderUpdate struct {
 // UpdateFromReport is the update for an order the venue reports as r.
 func UpdateFromReport(r exchange.Report) OrderUpdate {
 	u := OrderUpdate{Status: r.Status, FilledQuantity: r.FilledQuantity, AvgPrice: r.AvgPrice, FillPrice: r.FillPrice,
-		FeeAsset: r.FeeAsset, TakeProfit: r.TakeProfit, StopLoss: r.StopLoss}
+		FeeAsset: r.FeeAsset, ExecutedExit: r.ExecutedExit, TakeProfit: r.TakeProfit, StopLoss: r.StopLoss}
 	if r.Status == exchange.StatusFilled && u.FilledQuantity.IsZero() {
 		// As NewOrderRow: a venue that reports no executed quantity for a
 		// filled order filled all of it.
@@ -93,7 +99,8 @@ func (u OrderUpdate) Changes(row OrderRow) bool {
 	return string(u.Status) != row.Status ||
 		!u.FilledQuantity.Equal(row.FilledQuantity.Decimal) ||
 		u.AvgPrice.Valid && !u.AvgPrice.Decimal.Equal(row.AvgPrice.Decimal) ||
-		u.Fee.Valid && !u.Fee.Decimal.Equal(row.Fee.Decimal)
+		u.Fee.Valid && !u.Fee.Decimal.Equal(row.Fee.Decimal) ||
+		u.ExecutedExit != "" && (row.ExecutedExit == nil || *row.ExecutedExit != u.ExecutedExit)
 }
 
 // Detail is the audit detail of the change: the new state and what
@@ -111,6 +118,12 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 	if u.CancelledBy != "" {
 		d["cancelled_by"] = u.CancelledBy
 	}
+	if u.ExecutedExit != "" {
+		d["executed_exit"] = u.ExecutedExit
+	}
+	if row.Role != "" && row.Role != exchange.RolePrimary {
+		d["role"] = row.Role
+	}
 	return d
 }
 
@@ -120,7 +133,8 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 const updateOrderSQL = `
 UPDATE orders SET status = $2, filled_quantity = $3, avg_price = coalesce($4, avg_price),
        fill_price = coalesce($5, fill_price), fee = coalesce($6, fee), fee_asset = coalesce(NULLIF($7, ''), fee_asset),
-       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), updated_at = now(),
+       cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), executed_exit = coalesce(NULLIF($11, ''), executed_exit),
+       updated_at = now(),
        final_at = CASE WHEN $2 <> 'open' THEN now() END,
        take_profit = CASE WHEN role = 'primary' AND $2 IN ('cancelled', 'expired') THEN $9 ELSE take_profit END,
        stop_loss = CASE WHEN role = 'primary' AND $2 IN ('cancelled', 'expired') THEN $10 ELSE stop_loss END
@@ -132,7 +146,7 @@ WHERE client_order_id = $1 AND status = 'open'`
 func ApplyOrderUpdate(ctx context.Context, q DBTX, clientOrderID string, u OrderUpdate, events []Event) (bool, error) {
 	tag, err := q.Exec(ctx, updateOrderSQL, clientOrderID, string(u.Status), pgconv.Numeric(u.FilledQuantity),
 		pgconv.NullNumeric(u.AvgPrice), pgconv.NullNumeric(u.FillPrice), pgconv.NullNumeric(u.Fee), u.FeeAsset, u.CancelledBy,
-		pgconv.NullNumeric(u.TakeProfit), pgconv.NullNumeric(u.StopLoss))
+		pgconv.NullNumeric(u.TakeProfit), pgconv.NullNumeric(u.StopLoss), u.ExecutedExit)
 	if err != nil {
 		return false, translate(err)
 	}
@@ -158,10 +172,15 @@ type FollowState struct {
 // the venue says nothing new), its events, and a hook run in the same
 // transaction (the notification).
 type FollowStep struct {
-	Update       *OrderUpdate
+	Update *OrderUpdate
+	// Unfollow, without an Update, records that the order is no longer
+	// followed (orders.unfollowed_at), with Events.
+	Unfollow     bool
 	Events       []Event
 	BeforeCommit TxHook
 }
+
+const unfollowSQL = `UPDATE orders SET unfollowed_at = now() WHERE client_order_id = $1 AND status = 'open' AND unfollowed_at IS NULL`
 
 const followLockSQL = `SELECT ` + orderColumns + ` FROM orders WHERE client_order_id = $1 FOR UPDATE`
 
@@ -205,6 +224,12 @@ func FollowOrder(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, 
 	step, err := decide(ctx, st)
 	if err != nil {
 		return st, err
+	}
+	if step.Unfollow && step.Update == nil {
+		b := &pgx.Batch{}
+		b.Queue(unfollowSQL, clientOrderID)
+		queueEvents(b, step.Events)
+		return st, commitWith(ctx, tx, b, step.BeforeCommit)
 	}
 	if step.Update == nil {
 		return st, nil
@@ -262,4 +287,14 @@ func OrdersCancelledBy(ctx context.Context, q DBTX, traceID string) ([]OrderRow,
 	rows, _ := q.Query(ctx, cancelledBySQL, traceID)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
 	return out, translate(err)
+}
+
+const orderByClientIDSQL = `SELECT ` + orderColumns + ` FROM orders WHERE client_order_id = $1`
+
+// GetOrder reads the order recorded under clientOrderID; ErrNotFound when
+// none is.
+func GetOrder(ctx context.Context, q DBTX, clientOrderID string) (OrderRow, error) {
+	rows, _ := q.Query(ctx, orderByClientIDSQL, clientOrderID)
+	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OrderRow])
+	return o, translate(err)
 }

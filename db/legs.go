@@ -103,9 +103,9 @@ const InsertLegOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role,
                     take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, callback_rate,
-                    trailing_distance)
+                    trailing_distance, executed_exit)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-        $21, $22, $23, $24, $25, $26, $27)
+        $21, $22, $23, $24, $25, $26, $27, $28)
 RETURNING created_at`
 
 const settleLegSQL = `
@@ -118,8 +118,9 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 	return t.SettleWith(ctx, leg, row, outcome, events, nil)
 }
 
-// SettleWith is Settle with hook run in the same transaction before the
-// commit (a notification queued with the refusal it reports).
+// SettleWith is Settle running hook (may be nil) in the same transaction
+// before the commit: the follow job of an exit recorded open, or the
+// notification of a refused leg, is queued with its record.
 func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event, hook TxHook) error {
 	b := &pgx.Batch{}
 	if row != nil {
@@ -129,7 +130,7 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 			row.Status, row.ExchangeOrderID, pgconv.NullNumeric(row.FillPrice), row.RejectReason,
 			pgconv.NullNumeric(row.FilledQuantity), row.Role, pgconv.NullNumeric(row.TakeProfit), pgconv.NullNumeric(row.StopLoss),
 			pgconv.NullNumeric(row.AvgPrice), pgconv.NullNumeric(row.Fee), row.FeeAsset, row.Strategy, row.BaseAsset,
-			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance)).
+			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance), row.ExecutedExit).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
@@ -303,4 +304,48 @@ func OpenLegsLockKey(ctx context.Context, q DBTX, parent string) (string, bool, 
 		return "", false, fmt.Errorf("open legs of %s: %w", parent, translate(err))
 	}
 	return key, true, nil
+}
+
+// openSiblingExitsSQL lists the other exits of the entry whose exit $1 is,
+// still open: the orders of its parent's legs with an exit role.
+const openSiblingExitsSQL = `SELECT ` + orderColumns + ` FROM orders
+WHERE status = 'open' AND client_order_id <> $1
+  AND role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND client_order_id IN (SELECT client_order_id FROM order_legs
+                          WHERE parent_client_order_id = (SELECT parent_client_order_id FROM order_legs WHERE client_order_id = $1))
+ORDER BY created_at, id`
+
+// OpenSiblingExits returns the exits of the same entry as the exit leg
+// clientOrderID that are still open (none for an order that is no leg):
+// once one exit of a position filled, the others protect nothing.
+func OpenSiblingExits(ctx context.Context, q DBTX, clientOrderID string) ([]OrderRow, error) {
+	rows, _ := q.Query(ctx, openSiblingExitsSQL, clientOrderID)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderRow])
+	if err != nil {
+		return nil, fmt.Errorf("open sibling exits of %s: %w", clientOrderID, translate(err))
+	}
+	return out, nil
+}
+
+// filledSiblingExitSQL names an exit of the same entry as the exit $1
+// that is recorded filled.
+const filledSiblingExitSQL = `SELECT client_order_id FROM orders
+WHERE status = 'filled' AND client_order_id <> $1 AND role IN ('take_profit', 'stop_loss', 'trailing_stop')
+  AND client_order_id IN (SELECT client_order_id FROM order_legs
+                          WHERE parent_client_order_id = (SELECT parent_client_order_id FROM order_legs WHERE client_order_id = $1))
+ORDER BY final_at LIMIT 1`
+
+// FilledSiblingExit returns the client order ID of another exit of the
+// same entry as the exit leg clientOrderID that is recorded filled, or ""
+// when none is: an exit still open beside it protects nothing.
+func FilledSiblingExit(ctx context.Context, q DBTX, clientOrderID string) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, filledSiblingExitSQL, clientOrderID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("filled sibling exit of %s: %w", clientOrderID, translate(err))
+	}
+	return id, nil
 }

@@ -206,6 +206,10 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 			row.FeeAsset = &asset
 		}
 	}
+	if r.ExecutedExit != "" {
+		executed := r.ExecutedExit
+		row.ExecutedExit = &executed
+	}
 	if o.Ledger != nil {
 		// A spot order: its fills count in the strategy's ledger, under
 		// the venue's symbol the ledger was read with.

@@ -217,24 +217,36 @@ ORDER BY at DESC, id DESC;
 -- them, and hoox then clears them from the row), waiting_for_entry while a
 -- limit entry rests, not_placed when the entry was rejected or ended with
 -- nothing filled. An exit placed as its own order (Binance USDⓈ-M: role
--- take_profit or stop_loss, its own client order ID) is placed while the
--- venue holds it, ended once cancelled or gone with its position. A trailing
--- stop (role trailing_stop) has no trigger price: it shows the callback_rate
--- (percent, Binance USDⓈ-M) or the trailing_distance (price, Bybit) it
--- trails by. hoox does not follow whether an exit later triggered.
+-- take_profit, stop_loss or trailing_stop, its own client order ID, Binance
+-- spot: a lone exit or role oco, both exits in one list, Bybit: a trailing
+-- stop) is followed to its end: placed while the venue holds it, then
+-- filled, cancelled or rejected as the venue says (an OCO list's executed
+-- exit filled, the other cancelled), ended when the venue no longer holds it
+-- without saying it executed (expired, gone with its position), not_followed
+-- when it still rested at the follow horizon. A trailing stop (role
+-- trailing_stop) has no trigger price: it shows the callback_rate (percent,
+-- Binance) or the trailing_distance (price, Bybit) it trails by.
 SELECT o.trace_id, o.client_order_id, o.exchange, o.symbol, o.side, o.status AS order_status, o.created_at,
        jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'role', a.role,
                    'trigger_price', trim_scale(a.trigger_price)::text,
                    'callback_rate', trim_scale(a.callback_rate)::text,
                    'trailing_distance', trim_scale(a.trailing_distance)::text,
-                   'status', CASE WHEN o.role <> 'primary' AND o.status IN ('cancelled', 'expired') THEN 'ended'
-                                  WHEN o.role <> 'primary' AND o.status <> 'rejected' THEN 'placed'
-                                  WHEN o.role <> 'primary' THEN 'not_placed'
-                                  WHEN o.status = 'filled' THEN 'placed'
-                                  WHEN o.status = 'open' THEN 'waiting_for_entry'
-                                  WHEN o.status IN ('cancelled', 'expired') AND o.filled_quantity > 0 THEN 'placed'
-                                  ELSE 'not_placed' END))
+                   'status', CASE WHEN o.role = 'primary' THEN
+                                      CASE WHEN o.status = 'filled' THEN 'placed'
+                                           WHEN o.status = 'open' THEN 'waiting_for_entry'
+                                           WHEN o.status IN ('cancelled', 'expired') AND o.filled_quantity > 0 THEN 'placed'
+                                           ELSE 'not_placed' END
+                                  WHEN o.status = 'rejected' AND o.final_at IS NULL THEN 'not_placed'
+                                  WHEN o.status = 'rejected' THEN 'rejected'
+                                  WHEN o.status = 'open' AND o.unfollowed_at IS NOT NULL THEN 'not_followed'
+                                  WHEN o.status = 'open' THEN 'placed'
+                                  WHEN o.status = 'expired' THEN 'ended'
+                                  WHEN o.status = 'cancelled' THEN 'cancelled'
+                                  WHEN o.role = 'oco' THEN
+                                      CASE WHEN o.executed_exit IS NULL THEN 'ended'
+                                           WHEN o.executed_exit = a.role THEN 'filled' ELSE 'cancelled' END
+                                  ELSE 'filled' END))
                  ORDER BY a.n) AS attached
 FROM orders o
 CROSS JOIN LATERAL (VALUES (1, 'take_profit', o.take_profit, NULL::numeric, NULL::numeric),
@@ -246,13 +258,15 @@ GROUP BY o.id
 ORDER BY o.created_at DESC;
 
 -- name: Fills and fees of orders followed to their end
--- A limit order (or a market order the venue was still executing) is
+-- A limit order (or a market order the venue was still executing, or an exit
+-- placed as its own order: role take_profit, stop_loss, trailing_stop, oco) is
 -- followed by a job until it ends, and every change is an order_* event on its
--- trace. fee is what the venue charged, in fee_asset, and cancelled_by names
--- the cancel signal that cancelled it.
-SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type,
+-- trace. fee is what the venue charged, in fee_asset, cancelled_by names
+-- the cancel signal that cancelled it, and executed_exit which order of an
+-- OCO list executed.
+SELECT created_at, trace_id, client_order_id, exchange, symbol, side, order_type, role,
        quantity, filled_quantity, avg_price, fee, fee_asset, status,
-       final_at - created_at AS open_for, cancelled_by
+       final_at - created_at AS open_for, cancelled_by, executed_exit
 FROM orders
 WHERE order_type = 'limit' OR updated_at IS NOT NULL
 ORDER BY created_at DESC

@@ -201,6 +201,15 @@ type Report struct {
 	// the venue holds it (Bybit linear: the position's trailingStop);
 	// invalid otherwise.
 	TrailingDistance decimal.NullDecimal
+	// ExecutedExit says, for an exit placed as one order list (RoleOCO:
+	// Binance spot OCO), which of its orders executed — RoleTakeProfit or
+	// RoleStopLoss; the venue expired the other. Empty otherwise.
+	ExecutedExit string `json:",omitempty"`
+	// FillOrderID is the venue's ID of the order that executed for this
+	// one when it is not ExchangeOrderID: the market order a triggered
+	// Binance USDⓈ-M algo order became (actualOrderId), the executed order
+	// of an OCO list. A FeeReader reads that order's trades.
+	FillOrderID string `json:",omitempty"`
 }
 
 // CancelledOrder is a resting order cancelled to let a close through.

@@ -158,7 +158,10 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 	entry.TakeProfit, entry.StopLoss, entry.TrailingStop = nil, nil, nil
 	for _, r := range o.Attachments() {
 		exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
-			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role}
+			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role,
+			// A spot exit sells what the entry bought: its fill counts in
+			// the strategy's spot ledger (nil elsewhere).
+			Ledger: o.Ledger}
 		a := *r.Attached
 		switch r.Role {
 		case RoleTakeProfit:

@@ -53,7 +53,10 @@ func PlanOCOLeg(o Order, partID func(i int) string) Order {
 	entry := o
 	entry.TakeProfit, entry.StopLoss, entry.TrailingStop = nil, nil, nil
 	exit := Order{ClientOrderID: partID(len(entry.Legs) + 1), Symbol: o.Symbol, Action: "close", Side: side,
-		OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: RoleOCO}
+		OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: RoleOCO,
+		// The list sells what the entry bought: its fills count in the
+		// same strategy's spot ledger.
+		Ledger: o.Ledger}
 	if o.TakeProfit != nil {
 		tp := *o.TakeProfit
 		exit.TakeProfit = &tp

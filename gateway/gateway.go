@@ -132,7 +132,8 @@ func New(cfg Config, deps Deps) *Service {
 	cfg = cfg.WithDefaults()
 	s := &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
 		flights: flights{m: map[string]*flight{}},
-		legs:    jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg)}
+		legs: jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg).
+			QueueFollowsWith(deps.Jobs)}
 	if deps.Jobs != nil {
 		// A leg refused in the request is notified as the primary's
 		// refusal is, through the gateway's job inserter.

@@ -37,6 +37,24 @@ const FollowWorkers = 2
 // not kept hot.
 const FollowMaxInterval = 5 * time.Minute
 
+// FollowExitHorizon is how long an exit placed as its own order (a
+// take-profit, stop-loss or trailing stop leg, an OCO list) is followed:
+// an exit may rest for weeks, far past its trace's TTL, and is followed
+// past the trace's purge; at this age, still open, it is recorded as no
+// longer followed. 80 days stays inside Binance's window for finding an
+// algo order at all ("order create time + 90 days < current time": not
+// found, trade/rest-api/Query-Algo-Order.md).
+const FollowExitHorizon = 80 * 24 * time.Hour
+
+// isExit reports whether role is an exit placed as its own order.
+func isExit(role string) bool {
+	switch role {
+	case exchange.RoleTakeProfit, exchange.RoleStopLoss, exchange.RoleTrailingStop, exchange.RoleOCO:
+		return true
+	}
+	return false
+}
+
 // FollowArgs asks the follow worker to follow one open order until the
 // venue says it is final. It is inserted with InsertTx in the transaction
 // that records the order open (the gateway's claim, a reconcile, the
@@ -160,12 +178,25 @@ func followBackoff(age time.Duration) time.Duration {
 func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) error {
 	a := job.Args
 	var wait time.Duration
-	var ended bool
+	var filled, ended, unfollowed bool
 	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
-		if !st.TraceExists {
+		exit := isExit(st.Order.Role)
+		switch {
+		case exit && st.Order.UnfollowedAt != nil:
+			return db.FollowStep{}, nil
+		case exit && st.Age >= FollowExitHorizon:
+			// The horizon of an exit is its age, not its trace: the
+			// trace's purge does not end it (the row and its leg's stored
+			// order are all a look needs, and neither is purged).
+			unfollowed = true
+			return db.FollowStep{Unfollow: true, Events: []db.Event{{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed,
+				Detail: map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
+					"order_status": st.Order.Status, "horizon": FollowExitHorizon.String()}}}}, nil
+		case !exit && !st.TraceExists:
 			return db.FollowStep{}, nil
 		}
-		step, open, err := w.look(ctx, a, st)
+		step, open, err := w.lookOrCancel(ctx, a, st)
+		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
 		// Filled, or cancelled / expired after a partial fill: either may
 		// have planned legs (migrations 00015, 00018).
 		ended = err == nil && step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
@@ -187,12 +218,19 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return nil
 	case err != nil:
 		return fmt.Errorf("follow order %s: %w", a.ClientOrderID, err)
+	case filled && isExit(st.Order.Role):
+		w.cancelSiblings(ctx, a)
+		return nil
 	case ended:
 		w.finishLegs(ctx, a)
 		return nil
 	case st.Order.Status != string(exchange.StatusOpen):
 		return nil
-	case !st.TraceExists:
+	case unfollowed || st.Order.UnfollowedAt != nil:
+		w.log.WarnContext(ctx, "follow: the exit is still open at its follow horizon; no longer followed, the venue may still hold it",
+			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "role", st.Order.Role)
+		return nil
+	case !st.TraceExists && !isExit(st.Order.Role):
 		w.log.WarnContext(ctx, "follow: the order's trace was purged; no longer followed, its row keeps its last known state",
 			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "filled_quantity", st.Order.FilledQuantity.Decimal.String())
 		return nil
@@ -200,6 +238,87 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return river.JobSnooze(wait)
 	}
 	return nil
+}
+
+// cancelSiblings cancels, once the exit a filled, the other exits of the
+// same entry still open (Binance USDⓈ-M: the take-profit's fill leaves
+// the stop-loss resting as a reduce-only order that would cut into the
+// next position of the symbol), each under its row lock as the cancel
+// action does, recorded with an order_cancelled event naming the exit
+// that filled. An exit the venue says filled too is recorded filled. One
+// that cannot be cancelled now stays open; its own job, seeing a filled
+// sibling, cancels it at its next look (lookOrCancel).
+func (w *FollowWorker) cancelSiblings(ctx context.Context, a FollowArgs) {
+	siblings, err := db.OpenSiblingExits(ctx, w.pool, a.ClientOrderID)
+	if err != nil {
+		w.log.WarnContext(ctx, "follow: the other exits were not cancelled", "client_order_id", a.ClientOrderID, "error", err)
+		return
+	}
+	for _, sib := range siblings {
+		o, err := db.GetLegOrder(ctx, w.pool, sib.ClientOrderID)
+		if err == nil {
+			_, err = db.FollowOrder(ctx, w.pool, sib.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
+				return w.cancelStep(ctx, a.Exchange, a.Mode, o, st, a.ClientOrderID)
+			})
+		}
+		if err != nil {
+			w.log.WarnContext(ctx, "follow: an exit whose sibling filled was not cancelled; its own job will",
+				"client_order_id", sib.ClientOrderID, "filled_exit", a.ClientOrderID, "error", err)
+		}
+	}
+}
+
+// lookOrCancel is look, except for an exit of an entry whose other exit
+// already filled: that one is cancelled instead (cancelStep).
+func (w *FollowWorker) lookOrCancel(ctx context.Context, a FollowArgs, st db.FollowState) (db.FollowStep, bool, error) {
+	if !isExit(st.Order.Role) || st.Order.Role == exchange.RoleOCO {
+		return w.look(ctx, a, st)
+	}
+	filledBy, err := db.FilledSiblingExit(ctx, w.pool, a.ClientOrderID)
+	if err != nil || filledBy == "" {
+		return w.look(ctx, a, st)
+	}
+	step, err := w.cancelStep(ctx, a.Exchange, a.Mode, a.Order, st, filledBy)
+	if err != nil {
+		return db.FollowStep{}, true, err
+	}
+	return step, step.Update == nil || !step.Update.Status.Final(), nil
+}
+
+// cancelStep cancels the exit o (row st.Order) at the venue because its
+// sibling filledBy filled, and returns the step that records what the
+// venue answered: cancelled, or as the venue holds it (filled, if it
+// executed first).
+func (w *FollowWorker) cancelStep(ctx context.Context, exchangeName, mode string, o exchange.Order, st db.FollowState, filledBy string) (db.FollowStep, error) {
+	venue, ok := w.venues.For(exchangeName, mode == signal.ModeTest)
+	if !ok {
+		return db.FollowStep{}, fmt.Errorf("venue %q is not configured on this replica", exchangeName)
+	}
+	canceler, ok := venue.(exchange.Canceler)
+	if !ok {
+		return db.FollowStep{}, fmt.Errorf("venue %q cannot cancel", exchangeName)
+	}
+	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
+	defer cancel()
+	report, err := canceler.Cancel(vctx, o)
+	if err != nil {
+		w.venues.NoteError(exchangeName, err, w.cfg.Timing.Clock())
+		return db.FollowStep{}, fmt.Errorf("cancel exit %s: %w", o.ClientOrderID, err)
+	}
+	u := db.UpdateFromReport(report)
+	if !u.Changes(st.Order) {
+		return db.FollowStep{}, nil
+	}
+	ev, msg := OrderChange(st.Order, mode, o, u, w.notifier)
+	ev.Detail["because_filled"] = filledBy
+	step := db.FollowStep{Update: &u, Events: []db.Event{ev}}
+	if msg != nil {
+		n := w.notifier
+		step.BeforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+			return n.InsertTx(ctx, river.ClientFromContext[pgx.Tx](ctx), tx, *msg)
+		}
+	}
+	return step, nil
 }
 
 // look asks the venue about the order and returns the step to record;
@@ -212,6 +331,14 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
+	if isExit(st.Order.Role) && (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && st.Age > venue.AcceptWindow() {
+		// An exit recorded open that the venue no longer holds under its
+		// ID (Binance stops finding an algo order cancelled or expired
+		// with nothing filled after 3 days, Query-Algo-Order.md; a Bybit
+		// trailing stop removed or replaced by hand) ended without a fill
+		// hoox could see: recorded expired, never looked for again.
+		report, err = goneExit(st.Order, err), nil
+	}
 	if err == nil {
 		report, err = exchange.ReadFees(vctx, venue, a.Order, report, st.Order.FilledQuantity.Decimal, st.Order.Fee.Valid)
 	}
@@ -253,6 +380,12 @@ func OrderMessage(row db.OrderRow, mode string, o exchange.Order, u db.OrderUpda
 	m := TraceMessage(ev, row.Exchange, mode, o)
 	m.Symbol, m.ClientOrderID, m.Quantity = row.Symbol, row.ClientOrderID, row.Quantity.String()
 	m.Detail = fmt.Sprintf("%s: filled %s of %s", u.Status, u.FilledQuantity, row.Quantity)
+	if row.Role != "" && row.Role != exchange.RolePrimary {
+		m.Detail = row.Role + " " + m.Detail
+	}
+	if u.ExecutedExit != "" {
+		m.Detail += " (" + u.ExecutedExit + " executed)"
+	}
 	if u.AvgPrice.Valid {
 		m.Detail += " at " + u.AvgPrice.Decimal.String()
 	}
@@ -277,4 +410,12 @@ func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
 		w.log.WarnContext(ctx, "follow: legs of the filled order left to the sweeper", "trace_id", a.TraceID,
 			"client_order_id", a.ClientOrderID, "error", err)
 	}
+}
+
+// goneExit is the report of the exit row that the venue no longer holds
+// (why: the lookup's error): expired, with what it had executed as last
+// recorded.
+func goneExit(row db.OrderRow, why error) exchange.Report {
+	return exchange.Report{Symbol: row.Symbol, Side: row.Side, Quantity: row.Quantity, FilledQuantity: row.FilledQuantity.Decimal,
+		Status: exchange.StatusExpired, Reason: "the venue no longer holds the exit: " + why.Error()}
 }

@@ -52,11 +52,23 @@ func (b *followBundle) work(t *testing.T, args jobs.FollowArgs) (*rivertest.Work
 	return b.worker.Work(context.Background(), t, tx, args, nil)
 }
 
-// queuedFollow is the follow job the gateway queued for traceID.
+// queuedFollow is the follow job the gateway queued for traceID's own
+// order (its exits' jobs are queuedFollowOf theirs).
 func (b *followBundle) queuedFollow(t *testing.T, traceID string) jobs.FollowArgs {
 	t.Helper()
+	return b.queuedFollowWhere(t, `args->>'trace_id' = $1 AND args->>'client_order_id' NOT IN (SELECT client_order_id FROM order_legs)`, traceID)
+}
+
+// queuedFollowOf is the follow job queued for the order clientOrderID.
+func (b *followBundle) queuedFollowOf(t *testing.T, clientOrderID string) jobs.FollowArgs {
+	t.Helper()
+	return b.queuedFollowWhere(t, `args->>'client_order_id' = $1`, clientOrderID)
+}
+
+func (b *followBundle) queuedFollowWhere(t *testing.T, where string, arg string) jobs.FollowArgs {
+	t.Helper()
 	var args jobs.FollowArgs
-	rows, err := b.pool.Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'follow' AND args->>'trace_id' = $1`, traceID)
+	rows, err := b.pool.Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'follow' AND `+where, arg)
 	require.NoError(t, err)
 	all, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	require.NoError(t, err)

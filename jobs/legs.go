@@ -43,6 +43,19 @@ type LegRunner struct {
 	// of the worker's context).
 	notifier *Notifier
 	inserter NotifyInserter
+	// jobs queues the follow job of a leg recorded open (an exit resting
+	// at the venue); nil: the River client working the current job, if
+	// any (QueueFollowsWith).
+	jobs FollowInserter
+}
+
+// QueueFollowsWith makes r queue the follow job of every leg it records
+// open through ins, in the transaction that records it: the gateway's
+// River client. Without it, r uses the River client of the job it runs in
+// (the sweeper, the reconcile and follow jobs).
+func (r *LegRunner) QueueFollowsWith(ins FollowInserter) *LegRunner {
+	r.jobs = ins
+	return r
 }
 
 // NewLegRunner returns a runner that locks and records through pool and
@@ -209,7 +222,25 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 		ev.Event = db.EventLegRejected
 		hook = r.legHook(ev, leg)
 	}
-	return tx.SettleWith(ctx, leg, rec.Order, rec.IntentOutcome, []db.Event{ev}, hook)
+	return tx.SettleWith(ctx, leg, rec.Order, rec.IntentOutcome, []db.Event{ev}, chainHooks(r.followHook(rec.Order, leg), hook))
+}
+
+// followHook queues the follow job of row, leg's order, when it is open
+// (an exit resting at the venue, a close part still executing): the
+// follow worker records when it triggers, fills or is cancelled.
+func (r *LegRunner) followHook(row *db.OrderRow, leg db.Leg) db.TxHook {
+	if _, ok := FollowArgsFor(row, leg.Mode, leg.Order); !ok {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx) error {
+		ins := r.jobs
+		if ins == nil {
+			if client, err := river.ClientFromContextSafely[pgx.Tx](ctx); err == nil {
+				ins = client
+			}
+		}
+		return InsertFollowTx(ctx, ins, tx, row, leg.Mode, leg.Order)
+	}
 }
 
 // fail settles leg without an order: an operator must look at the venue.

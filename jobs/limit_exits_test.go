@@ -93,6 +93,8 @@ func TestBinanceLimitEntryExitsArePlacedOnceWhenTheFollowJobRecordsTheFill(t *te
 	require.Equal(t, "2800", lists[0].Below.StopPrice.String())
 	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'dispatched'`))
 	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM orders WHERE role <> 'primary' AND status = 'open'`))
+	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'follow'
+		AND args->>'client_order_id' IN (SELECT client_order_id FROM order_legs)`), "each exit is followed from its record")
 
 	// The sweeper finds nothing left to place.
 	require.Empty(t, openLegs(t, b))

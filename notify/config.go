@@ -46,8 +46,8 @@ const (
 	// so every order to it fails until someone fixes the key.
 	EventVenueCredentials = "venue_credentials"
 	// EventOrderFilled: an order hoox followed after placing it (a
-	// resting limit order, a market order still executing) filled
-	// completely.
+	// resting limit order, a market order still executing, an exit placed
+	// as its own order that triggered) filled completely.
 	EventOrderFilled = "order_filled"
 	// EventOrderCancelled: a followed order was cancelled (by a cancel
 	// signal, by hand or by the venue) before it filled completely.

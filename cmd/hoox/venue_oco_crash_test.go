@@ -72,6 +72,17 @@ func TestVenueSpotEntryWithOCOCrashAfterTheListIsFinishedByTheSweeper(t *testing
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
 	requireOneOCO(t, fake)
+
+	// The adopted list was queued for following with its record: when the
+	// price falls to its stop-loss, the survivor records the sale and the
+	// strategy's ledger keeps only the dust the list did not sell.
+	fake.MovePrice("ETHUSDT", decimal.RequireFromString("2900"))
+	require.Eventually(t, func() bool {
+		return apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:oco-crash' AND role = 'oco'
+			AND status = 'filled' AND executed_exit = 'stop_loss' AND filled_quantity = 0.99`) == 1
+	}, 60*time.Second, 100*time.Millisecond, "the list's execution is recorded by its follow job")
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM spot_ledger WHERE strategy = '' AND quantity = 0.009"),
+		"0.999 ETH received, 0.99 sold by the list")
 }
 
 // The same entry, hoox killed with -9 between Binance's answer for the

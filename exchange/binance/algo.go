@@ -2,6 +2,7 @@ package binance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,13 +63,43 @@ type algoAnswer struct {
 	TriggerPrice algoDecimal     `json:"triggerPrice"`
 	// CallbackRate is a trailing stop's rate in percent ("" otherwise).
 	CallbackRate algoDecimal `json:"callbackRate"`
+	// ActualOrderID is the order the algo order became once triggered
+	// (Query-Algo-Order.md: actualOrderId, "" before); the order query
+	// by orderId says what it executed.
+	ActualOrderID algoID `json:"actualOrderId"`
 }
 
-// report maps an algo order onto a Report: a conditional order waiting
-// for its trigger is open (the venue holds the exit); one triggered or
-// finished is filled as far as hoox follows it; a cancelled one
-// (CANCELED: by hoox's cancel action or by hand) is cancelled; expired or
-// rejected ones are rejected. The trigger is reported as the exit's
+// algoID reads an ID that the Algo Order API sends as a string ("" when
+// there is none, as the doc's example shows) or as a number.
+type algoID string
+
+func (id *algoID) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*id = algoID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("binance: actualOrderId %s: %w", b, err)
+	}
+	if n == "0" {
+		n = ""
+	}
+	*id = algoID(n)
+	return nil
+}
+
+// report maps an algo order onto a Report, by its algoStatus
+// (user-data-streams/Event-Algo-Order-Update.md, "Algo Status"): NEW
+// (waiting for its trigger) and TRIGGERING (forwarded to the matching
+// engine) are open — the venue holds the exit; TRIGGERED (its order is in
+// the matching engine) stays open until that order ended, and FINISHED
+// (that order "filled or canceled") is filled — resolveTriggered asks the
+// order itself (actualOrderId) what it executed; CANCELED (by hoox's
+// cancel, by hand) is cancelled; EXPIRED (cancelled by the system) is
+// expired; REJECTED (the matching engine refused the triggered order, a
+// failed margin check) is rejected. The trigger is reported as the exit's
 // price.
 func (a algoAnswer) report(role string) exchange.Report {
 	r := exchange.Report{ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10), Symbol: a.Symbol,
@@ -76,11 +107,14 @@ func (a algoAnswer) report(role string) exchange.Report {
 	switch a.AlgoStatus {
 	case "CANCELED":
 		r.Status = exchange.StatusCancelled
-	case "EXPIRED", "REJECTED":
-		r.Status, r.Reason = exchange.StatusRejected, "binance algo order "+strings.ToLower(a.AlgoStatus)
-	case "TRIGGERED", "FINISHED":
+	case "EXPIRED":
+		r.Status = exchange.StatusExpired
+	case "REJECTED":
+		r.Status, r.Reason = exchange.StatusRejected, "binance algo order rejected"
+	case "FINISHED":
 		r.Status = exchange.StatusFilled
 	default:
+		// NEW, TRIGGERING, TRIGGERED and anything new: not final.
 		r.Status = exchange.StatusOpen
 	}
 	trigger := decimal.NewNullDecimal(a.TriggerPrice.Decimal)
@@ -93,6 +127,32 @@ func (a algoAnswer) report(role string) exchange.Report {
 		r.StopLoss = trigger
 	}
 	return r
+}
+
+// resolveTriggered completes r, the report of a triggered algo order a
+// (TRIGGERED or FINISHED), with what the order it became executed: GET
+// /fapi/v1/order by orderId = actualOrderId (trade/rest-api/Query-Order.md,
+// weight 1). FILLED is filled with its executed quantity and average
+// price; an order still working leaves the exit open (with what filled so
+// far); an order that ended with something executed is filled for that
+// much (what reduced the position), one that ended with nothing executed
+// is rejected with its status as the reason. FINISHED without an
+// actualOrderId stays filled for the whole quantity, as the algo status
+// says.
+func (v *Venue) resolveTriggered(ctx context.Context, symbol string, a algoAnswer, r exchange.Report) (exchange.Report, error) {
+	if (a.AlgoStatus != "TRIGGERED" && a.AlgoStatus != "FINISHED") || a.ActualOrderID == "" {
+		return r, nil
+	}
+	var o orderAnswer
+	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
+		params: params{}.add("symbol", symbol).add("orderId", string(a.ActualOrderID)), signed: true, weight: 1}, &o)
+	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: order %s that algo order %d became: %w", a.ActualOrderID, a.AlgoID, err)
+	}
+	actual := o.report()
+	r.Status, r.Reason, r.FillOrderID = actual.Status, actual.Reason, string(a.ActualOrderID)
+	r.FilledQuantity, r.AvgPrice, r.FillPrice = actual.FilledQuantity, actual.AvgPrice, actual.FillPrice
+	return r, nil
 }
 
 // exitOrder is what placeAlgo sends for o: quantity rounded down to the
@@ -194,7 +254,7 @@ func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	if !held.Equal(trigger) {
 		return exchange.Report{}, fmt.Errorf("binance: %w: client algo id %s is held with %s %s, not %s", exchange.ErrMismatch, o.ClientOrderID, what, held, trigger)
 	}
-	return r, nil
+	return v.resolveTriggered(ctx, symbol, a, r)
 }
 
 // cancelAlgo cancels the exit o by its clientAlgoId: DELETE

@@ -68,7 +68,13 @@ func (v *Venue) Fees(ctx context.Context, o exchange.Order, r exchange.Report) (
 	if v.futures() {
 		path = v.prefix + "/userTrades"
 	}
-	p := params{}.add("symbol", exchange.VenueSymbol(o.Symbol)).add("orderId", r.ExchangeOrderID)
+	// An exit's executions are its triggered order's (an algo order's
+	// actualOrderId, an OCO list's executed order), not the exit's own ID.
+	orderID := r.ExchangeOrderID
+	if r.FillOrderID != "" {
+		orderID = r.FillOrderID
+	}
+	p := params{}.add("symbol", exchange.VenueSymbol(o.Symbol)).add("orderId", orderID)
 	var trades []fill
 	if err := v.do(ctx, request{method: http.MethodGet, path: path, params: p, signed: true, weight: 5}, &trades); err != nil {
 		return r, fmt.Errorf("binance: trades of order %s: %w", o.ClientOrderID, err)

@@ -205,33 +205,37 @@ func (v *Venue) lookupOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 	}
 	r := a.report(o, qty)
 	if a.ListOrderStatus == "ALL_DONE" {
-		executed, err := v.listExecuted(ctx, symbol, tpID, slID)
-		if err != nil {
-			return exchange.Report{}, fmt.Errorf("binance: look up order list %s: %w", o.ClientOrderID, err)
-		}
-		if !executed {
-			r.Status = exchange.StatusCancelled
-		}
+		return v.listOutcome(ctx, symbol, r, tpID, slID, stopRole(o))
 	}
 	return r, nil
 }
 
-// listExecuted asks a finished list's two orders (GET /api/v3/order by
-// origClientOrderId, weight 4 each) whether one of them executed: a list
-// cancelled or expired as a whole executed neither.
-func (v *Venue) listExecuted(ctx context.Context, symbol string, ids ...string) (bool, error) {
-	for _, id := range ids {
+// listOutcome completes r, the report of a finished list (ALL_DONE, which
+// does not say how it ended), from its two orders (GET /api/v3/order by
+// origClientOrderId, weight 4 each): the one that executed makes the list
+// filled — "if one of the orders execute, the other is automatically
+// expired" (faqs/spot_glossary.md, OCO) — with its executed quantity,
+// average price (cummulativeQuoteQty / executedQty), its orderId for the
+// trades (FillOrderID) and which exit it was (ExecutedExit); neither
+// executed means the list was cancelled or expired as a whole: cancelled.
+// stop is the role of the list's stop order (stopRole).
+func (v *Venue) listOutcome(ctx context.Context, symbol string, r exchange.Report, tpID, slID, stop string) (exchange.Report, error) {
+	r.Status = exchange.StatusCancelled
+	for _, x := range []struct{ id, role string }{{tpID, exchange.RoleTakeProfit}, {slID, stop}} {
 		var a orderAnswer
 		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
-			params: params{}.add("symbol", symbol).add("origClientOrderId", id), signed: true, weight: 4}, &a)
+			params: params{}.add("symbol", symbol).add("origClientOrderId", x.id), signed: true, weight: 4}, &a)
 		if err != nil {
-			return false, fmt.Errorf("order %s of the list: %w", id, err)
+			return exchange.Report{}, fmt.Errorf("binance: order %s of the list: %w", x.id, err)
 		}
-		if a.Status == "FILLED" || a.Status == "PARTIALLY_FILLED" || a.ExecutedQty.IsPositive() {
-			return true, nil
+		if a.ExecutedQty.IsPositive() {
+			executed := a.report()
+			r.Status, r.FilledQuantity, r.ExecutedExit = exchange.StatusFilled, a.ExecutedQty, x.role
+			r.AvgPrice, r.FillPrice, r.FillOrderID = executed.AvgPrice, executed.AvgPrice, executed.ExchangeOrderID
+			return r, nil
 		}
 	}
-	return false, nil
+	return r, nil
 }
 
 // cancelOCO cancels the exit o, a whole order list, by its
@@ -260,10 +264,26 @@ func (v *Venue) cancelOCO(ctx context.Context, o exchange.Order) (exchange.Repor
 	}
 	r := a.report(o, o.Quantity)
 	r.Status = exchange.StatusCancelled
+	tpID, _ := ocoIDs(o.ClientOrderID)
 	for _, x := range a.OrderReports {
 		if x.ExecutedQty.IsPositive() {
-			r.Status = exchange.StatusFilled
+			// Executed in part before the cancel: what it sold counts.
+			executed := x.report()
+			r.Status, r.FilledQuantity, r.ExecutedExit = exchange.StatusFilled, x.ExecutedQty, stopRole(o)
+			if x.ClientOrderID == tpID {
+				r.ExecutedExit = exchange.RoleTakeProfit
+			}
+			r.AvgPrice, r.FillPrice, r.FillOrderID = executed.AvgPrice, executed.AvgPrice, executed.ExchangeOrderID
 		}
 	}
 	return r, nil
+}
+
+// stopRole is the exit the stop order of the list o stands for: its
+// stop-loss, or the trailing stop that trails in its place.
+func stopRole(o exchange.Order) string {
+	if o.StopLoss == nil && o.TrailingStop != nil {
+		return exchange.RoleTrailingStop
+	}
+	return exchange.RoleStopLoss
 }

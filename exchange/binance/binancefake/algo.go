@@ -1,6 +1,7 @@
 package binancefake
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,8 +12,7 @@ import (
 
 // AlgoOrder is one conditional order of the USDⓈ-M Algo Order API
 // (trade/rest-api/New-Algo-Order.md): a take-profit or stop that rests
-// off the book until its trigger price is reached. The fake never
-// triggers it.
+// off the book until its trigger price is reached (MovePrice triggers it).
 type AlgoOrder struct {
 	AlgoID       int64
 	ClientAlgoID string
@@ -26,8 +26,13 @@ type AlgoOrder struct {
 	CallbackRate  decimal.Decimal
 	ActivatePrice decimal.Decimal
 	ReduceOnly    bool
-	Status        string // NEW, CANCELED
+	Status        string // NEW, CANCELED, TRIGGERED, FINISHED
 	Time          time.Time
+	// ActualOrderID and ActualPrice are the market order a triggered
+	// algo order became and its price (Query-Algo-Order.md:
+	// actualOrderId, actualPrice); zero before.
+	ActualOrderID int64
+	ActualPrice   decimal.Decimal
 }
 
 // conditionalTypes are the order types USDⓈ-M takes only through the Algo
@@ -49,7 +54,10 @@ func (s *Server) AlgoOrders() []AlgoOrder {
 func algoJSON(a *AlgoOrder) map[string]any {
 	// The doc's answer carries activatePrice and callbackRate as "" on an
 	// order that is not a trailing stop (New-Algo-Order.md).
-	rate, activate, trigger := "", "", a.TriggerPrice.String()
+	rate, activate, trigger, actual := "", "", a.TriggerPrice.String(), ""
+	if a.ActualOrderID != 0 {
+		actual = strconv.FormatInt(a.ActualOrderID, 10)
+	}
 	if a.Type == "TRAILING_STOP_MARKET" {
 		rate, activate = a.CallbackRate.String(), a.ActivatePrice.String()
 	}
@@ -58,6 +66,7 @@ func algoJSON(a *AlgoOrder) map[string]any {
 		"quantity": a.Quantity.String(), "algoStatus": a.Status, "triggerPrice": trigger,
 		"price": "0", "workingType": "CONTRACT_PRICE", "priceMatch": "NONE", "closePosition": false,
 		"priceProtect": false, "reduceOnly": a.ReduceOnly, "createTime": a.Time.UnixMilli(),
+		"actualOrderId": actual, "actualPrice": a.ActualPrice.StringFixed(5),
 		"updateTime": a.Time.UnixMilli(), "triggerTime": 0, "goodTillDate": 0}
 }
 
@@ -161,7 +170,16 @@ func (s *Server) handleQueryAlgo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if a == nil {
+	now := s.now()
+	if a != nil {
+		s.refreshAlgo(a)
+	}
+	// "These orders will not be found: order status is CANCELED or
+	// EXPIRED AND order has NO filled trade AND created time + 3 days <
+	// current time; order create time + 90 days < current time"
+	// (Query-Algo-Order.md).
+	if a == nil || ((a.Status == "CANCELED" || a.Status == "EXPIRED") && a.ActualOrderID == 0 && now.After(a.Time.Add(3*24*time.Hour))) ||
+		now.After(a.Time.Add(90*24*time.Hour)) {
 		writeErr(w, http.StatusBadRequest, -2013, "Order does not exist.")
 		return
 	}
@@ -210,4 +228,18 @@ func (s *Server) handleCancelAlgo(w http.ResponseWriter, r *http.Request) {
 	}
 	a.Status = "CANCELED"
 	writeJSON(w, http.StatusOK, map[string]any{"algoId": a.AlgoID, "clientAlgoId": a.ClientAlgoID, "code": "200", "msg": "success"})
+}
+
+// CancelAlgoOrder cancels the open algo order clientAlgoID by hand (as
+// from Binance's app), outside hoox.
+func (s *Server) CancelAlgoOrder(clientAlgoID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.algos) - 1; i >= 0; i-- {
+		if a := s.algos[i]; a.ClientAlgoID == clientAlgoID && a.Status == "NEW" {
+			a.Status = "CANCELED"
+			return nil
+		}
+	}
+	return fmt.Errorf("cancel algo order %s: %w", clientAlgoID, ErrNoOrder)
 }

@@ -117,7 +117,12 @@ func (s *Server) handleMyTrades(market string) http.HandlerFunc {
 			return
 		}
 		out := []map[string]any{}
-		for _, o := range s.orders {
+		orders := s.orders
+		if market == MarketSpot {
+			// An OCO list's executed order trades like any other.
+			orders = append(slices.Clone(orders), s.listBookOrders(symbol)...)
+		}
+		for _, o := range orders {
 			if o.Market != market || o.Symbol != symbol {
 				continue
 			}
@@ -188,4 +193,19 @@ func (s *Server) handleCancel(market string) http.HandlerFunc {
 		}
 		writeErr(w, http.StatusBadRequest, -2011, "Unknown order sent.")
 	}
+}
+
+// listBookOrders are the orders of symbol's OCO lists as the trade list
+// sees them (market, symbol, orderId, side); callers hold mu.
+func (s *Server) listBookOrders(symbol string) []*Order {
+	var out []*Order
+	for _, l := range s.lists {
+		if l.Symbol != symbol {
+			continue
+		}
+		for _, o := range []ListOrder{l.Above, l.Below} {
+			out = append(out, &Order{Market: MarketSpot, Symbol: l.Symbol, OrderID: o.OrderID, ClientOrderID: o.ClientOrderID, Side: l.Side})
+		}
+	}
+	return out
 }

@@ -38,8 +38,12 @@ type ListOrder struct {
 	TrailingDelta int64
 	// Status is the order's own status: NEW while the list rests,
 	// CANCELED once the list was cancelled, EXPIRED once ExpireList ended
-	// it (the order query shows it, rest-api.md "Query order").
+	// it (the order query shows it, rest-api.md "Query order"), FILLED
+	// once MovePrice executed it (the other one EXPIRED).
 	Status string
+	// ExecutedQty and CumQuote are what it executed (the order query's
+	// executedQty, cummulativeQuoteQty).
+	ExecutedQty, CumQuote decimal.Decimal
 }
 
 // OrderLists are the OCO order lists the fake holds, oldest first.
@@ -262,7 +266,7 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 func listOrderJSON(l *OrderList, o ListOrder) map[string]any {
 	m := map[string]any{"symbol": l.Symbol, "orderId": o.OrderID, "orderListId": l.OrderListID,
 		"clientOrderId": o.ClientOrderID, "transactTime": l.Time.UnixMilli(), "price": str(o.Price),
-		"origQty": str(l.Quantity), "executedQty": "0.00000000", "cummulativeQuoteQty": "0.00000000",
+		"origQty": str(l.Quantity), "executedQty": str(o.ExecutedQty), "cummulativeQuoteQty": str(o.CumQuote),
 		"status": o.Status, "timeInForce": "GTC", "type": o.Type, "side": l.Side, "stopPrice": str(o.StopPrice),
 		"selfTradePreventionMode": "NONE"}
 	if o.TrailingDelta > 0 {
