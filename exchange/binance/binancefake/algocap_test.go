@@ -1,34 +1,15 @@
 package binancefake_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
-
-// signedCall sends a signed request to the fake and decodes its JSON
-// answer into out.
-func signedCall(t *testing.T, s *binancefake.Server, method, path, params string, out any) int {
-	t.Helper()
-	q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-	q += "&signature=" + binance.Sign(s.APISecret(), q)
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-	require.NoError(t, err)
-	req.Header.Set("X-MBX-APIKEY", s.APIKey())
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-	return resp.StatusCode
-}
 
 // exchangeFilter returns symbol's filter of type typ as exchangeInfo
 // serves it on the market under prefix; nil when absent.
