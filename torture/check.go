@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/signal"
@@ -43,9 +44,9 @@ func (o venueOrder) String() string {
 // algoExit is the exit role of a USDⓈ-M conditional order type.
 var algoExit = map[string]string{"TAKE_PROFIT_MARKET": "take_profit", "STOP_MARKET": "stop_loss", "TRAILING_STOP_MARKET": "trailing_stop"}
 
-// exitRoles are an entry's exits in the order hoox plans them
-// (exchange.PlanExitLegs): leg n is signal.LegClientOrderID(entry, n).
-var exitRoles = []string{"take_profit", "stop_loss", "trailing_stop"}
+// spotExit is the exit role of a spot order type hoox sends only as an
+// exit; "" for an entry's (MARKET, LIMIT).
+var spotExit = map[string]string{"LIMIT_MAKER": "take_profit", "TAKE_PROFIT": "take_profit", "STOP_LOSS": "stop_loss"}
 
 // hooxOrder is a row of hoox's orders table.
 type hooxOrder struct {
@@ -117,7 +118,15 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if o.Market == binancefake.MarketFutures {
 			ex = "binance-futures"
 		}
-		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, ""})
+		exit := ""
+		if ex == "binance" {
+			exit = spotExit[o.Type]
+		}
+		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, exit})
+	}
+	for _, l := range s.binance.OrderLists() {
+		out = append(out, venueOrder{"binance", l.ListClientOrderID, fmt.Sprint(l.OrderListID), l.Symbol, strings.ToLower(l.Side),
+			l.Quantity.String(), l.Status, "oco"})
 	}
 	for _, a := range s.binance.AlgoOrders() {
 		out = append(out, venueOrder{"binance-futures", a.ClientAlgoID, fmt.Sprint(a.AlgoID), a.Symbol, strings.ToLower(a.Side),
@@ -569,6 +578,19 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	return bySig
 }
 
+// exitQuantityFits reports whether exit x's quantity is its entry's: the
+// same on USDⓈ-M; on spot what the entry received (net of a commission in
+// the coin bought, rounded down), so at most the entry's and more than
+// nothing.
+func exitQuantityFits(x, entry venueOrder) bool {
+	if x.Exchange != "binance" {
+		return x.Quantity == entry.Quantity
+	}
+	q, err1 := decimal.NewFromString(x.Quantity)
+	e, err2 := decimal.NewFromString(entry.Quantity)
+	return err1 == nil && err2 == nil && q.IsPositive() && !q.GreaterThan(e)
+}
+
 // judgeExits checks the exits of the USDⓈ-M entries that asked for them:
 // every exit at the venue is one an entry planned (derived from the
 // entry's client order ID, with the role and the opposite side of the
@@ -583,21 +605,21 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 	}
 	want := map[string]planned{}
 	for _, e := range vos {
-		if e.Exit != "" || e.Exchange != "binance-futures" {
+		if e.Exit != "" || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
 			continue
 		}
 		sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
 		if !ok {
 			continue
 		}
-		for n := 1; n <= s.plan.signals[sig].Exits; n++ {
-			want[signal.LegClientOrderID(e.ClientOrderID, n)] = planned{e, sig, exitRoles[n-1]}
+		for n, role := range s.plan.signals[sig].exitLegs() {
+			want[signal.LegClientOrderID(e.ClientOrderID, n+1)] = planned{e, sig, role}
 		}
 	}
 	placed := map[string]int{}
 	for _, x := range exits {
 		w, ok := want[x.ClientOrderID]
-		if !ok || x.Exit != w.role || x.Side == w.entry.Side || x.Quantity != w.entry.Quantity || x.Symbol != w.entry.Symbol {
+		if !ok || x.Exit != w.role || x.Side == w.entry.Side || !exitQuantityFits(x, w.entry) || x.Symbol != w.entry.Symbol {
 			sig := -1
 			if ok {
 				sig = w.sig

@@ -180,14 +180,15 @@ func TestChecker503NothingPlacedMustBeTrue(t *testing.T) {
 }
 
 func futuresSignalWithExits() signalPlan {
-	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey, Exits: 2}
+	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey,
+		Exits: []string{"take_profit", "stop_loss"}}
 }
 
 // exit books entry's n-th exit at the venue, recorded by hoox unless
 // unrecorded.
 func (b *checkBundle) exit(entry string, n int, eid string, recorded bool) {
 	o := venueOrder{Exchange: "binance-futures", ClientOrderID: signal.LegClientOrderID(entry, n), ExchangeOrderID: eid,
-		Symbol: symbol, Side: "sell", Quantity: "10", Status: "NEW", Exit: exitRoles[n-1]}
+		Symbol: symbol, Side: "sell", Quantity: "10", Status: "NEW", Exit: []string{"take_profit", "stop_loss", "trailing_stop"}[n-1]}
 	b.vos = append(b.vos, o)
 	if recorded {
 		b.hos[o.ClientOrderID] = hooxOrder{TraceID: "k:x", ClientOrderID: o.ClientOrderID, Exchange: o.Exchange, Symbol: o.Symbol,
@@ -238,4 +239,24 @@ func TestCheckerCatchesAnExitNeverPlaced(t *testing.T) {
 	// A leg hoox recorded as refused is not silent, but still not placed.
 	b.s.legs = map[string]string{signal.LegClientOrderID("hxa", 2): "rejected (sent 1 times)"}
 	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge())
+}
+
+func TestCheckerJudgesASpotEntrysOCOListByWhatTheEntryReceived(t *testing.T) {
+	t.Parallel()
+	sp := binanceSignal(ModeKey)
+	sp.Exits = []string{"take_profit", "stop_loss"}
+	b := setupCheck(t, sp)
+	b.send(0, time.Second, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	list := venueOrder{Exchange: "binance", ClientOrderID: signal.LegClientOrderID("hxa", 1), ExchangeOrderID: "7",
+		Symbol: symbol, Side: "sell", Quantity: "9", Status: "EXECUTING", Exit: "oco"}
+	b.vos = append(b.vos, list)
+	b.hos[list.ClientOrderID] = hooxOrder{TraceID: "k:x", ClientOrderID: list.ClientOrderID, Exchange: "binance", Symbol: symbol,
+		Side: "sell", Quantity: "9", Status: "open", ExchangeOrderID: "7"}
+	require.Empty(t, b.judge(), "the list sells what the entry received, net of the commission")
+
+	b.vos[len(b.vos)-1].Quantity = "11"
+	b.hos[list.ClientOrderID] = hooxOrder{TraceID: "k:x", ClientOrderID: list.ClientOrderID, Exchange: "binance", Symbol: symbol,
+		Side: "sell", Quantity: "11", Status: "open", ExchangeOrderID: "7"}
+	require.Equal(t, map[string]int{checkExitAttributed: 1, checkExitPlaced: 1}, b.judge(), "a list selling more than the entry bought")
 }

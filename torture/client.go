@@ -51,12 +51,9 @@ type answerOriginal struct {
 func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 	m := map[string]any{"secret": webhookSecret, "exchange": sp.Venue.name, "symbol": sp.Symbol, "action": sp.Side,
 		"quantity": sp.Quantity, "strategy": "torture", "comment": fmt.Sprintf("signal %d", sp.ID)}
-	if sp.Exits >= 2 {
-		m["take_profit"] = map[string]any{"percent": 2}
-		m["stop_loss"] = map[string]any{"percent": 1}
-	}
-	if sp.Exits >= 3 {
-		m["trailing_stop"] = map[string]any{"percent": 1.5}
+	percent := map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
+	for _, e := range sp.Exits {
+		m[e] = map[string]any{"percent": percent[e]}
 	}
 	switch sp.Mode {
 	case ModeKey:

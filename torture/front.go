@@ -45,17 +45,20 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	sig, fault := -1, ""
 	var delay time.Duration
-	isExit := exitPlacement(req)
+	isExit := exitPlacement(req, body)
 	if isExit {
 		// An exit (a leg): its own fault, and not a placement of the
-		// signal's order for the 503 check.
+		// signal's order for the 503 check. Its signal is its entry's (a
+		// spot exit's quantity is what the entry received, not the
+		// signal's).
 		qty := placementQuantity(req, body)
-		sig = f.sim.signalByQuantity(qty)
+		sig = f.sim.exitSignal(param(req, body, "clientAlgoId", "listClientOrderId", "newClientOrderId"))
 		fault = f.sim.takeExitFault(sig)
 		f.sim.h.add(sig, "venue_exit_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
 	} else if placement(req) {
 		qty := placementQuantity(req, body)
 		sig = f.sim.signalByQuantity(qty)
+		f.sim.entryPlaced(sig, param(req, body, "newClientOrderId"))
 		fault, delay = f.sim.takeFault(sig)
 		f.sim.h.add(sig, "venue_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
 		if fault == FaultLookupLag {
@@ -139,10 +142,35 @@ func hangUp(w http.ResponseWriter) {
 	}
 }
 
-// exitPlacement reports whether req places a USDⓈ-M exit: a conditional
-// order through the Algo Order API.
-func exitPlacement(req *http.Request) bool {
-	return req.Method == http.MethodPost && req.URL.Path == "/fapi/v1/algoOrder"
+// exitPlacement reports whether req places an exit: a USDⓈ-M conditional
+// order through the Algo Order API, a spot OCO list, or a spot order of a
+// type hoox sends only as an exit.
+func exitPlacement(req *http.Request, body []byte) bool {
+	if req.Method != http.MethodPost {
+		return false
+	}
+	switch req.URL.Path {
+	case "/fapi/v1/algoOrder", "/api/v3/orderList/oco":
+		return true
+	case "/api/v3/order":
+		return spotExit[param(req, body, "type")] != ""
+	}
+	return false
+}
+
+// param is the first of names a Binance request carries, in its query or
+// its form body.
+func param(req *http.Request, body []byte, names ...string) string {
+	form, _ := url.ParseQuery(string(body))
+	for _, n := range names {
+		if v := req.URL.Query().Get(n); v != "" {
+			return v
+		}
+		if v := form.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // placement reports whether req places an order (Binance spot and

@@ -67,14 +67,33 @@ type signalPlan struct {
 	FaultDelay time.Duration
 	// Seed drives the client's own choices (replicas, jitter).
 	Seed uint64
-	// Exits is how many exits the entry asks for (binance-futures only):
-	// 0, 2 (take_profit and stop_loss) or 3 (and a trailing_stop). Each is
-	// its own order (a leg) placed once the entry filled.
-	Exits int
+	// Exits are the exits the entry asks for, in the order hoox plans
+	// them (take_profit, stop_loss, trailing_stop): on binance-futures
+	// each is its own conditional order; on binance (spot) a take-profit
+	// with a stop-loss is one OCO list and a lone one a single sell order,
+	// and a spot sell's exits are refused (422). Each order is a leg,
+	// placed once the entry filled.
+	Exits []string
 	// ExitFault is a venue-side fault for the first placement of one of
 	// the signal's exits ("" = none): an answer fault or
 	// kill_after_accept.
 	ExitFault string
+}
+
+// exitLegs are the roles of the legs that carry sp's exits, leg n at
+// n-1 (signal.LegClientOrderID(entry, n)); none where the venue refuses
+// them (a spot sell).
+func (sp *signalPlan) exitLegs() []string {
+	if sp.Venue.name != "binance" {
+		return sp.Exits
+	}
+	switch {
+	case len(sp.Exits) == 0 || sp.Side != "buy":
+		return nil
+	case len(sp.Exits) == 2:
+		return []string{"oco"}
+	}
+	return sp.Exits
 }
 
 // exitFaults are the faults an exit's placement can meet.
@@ -171,14 +190,20 @@ func makePlan(cfg Config) plan {
 		}
 		// Exits, from the signal's own stream too: half the USDⓈ-M
 		// signals carry a take-profit and a stop-loss, a third of those a
-		// trailing stop as well.
-		if s.Venue.name == "binance-futures" {
+		// trailing stop as well; a third of the spot signals carry a
+		// take-profit and a stop-loss, or one of the two.
+		if s.Venue.name == "binance-futures" || s.Venue.name == "binance" {
 			er := rand.New(rand.NewPCG(s.Seed, 3))
-			if er.IntN(2) == 0 {
-				s.Exits = 2
+			if s.Venue.name == "binance-futures" && er.IntN(2) == 0 {
+				s.Exits = []string{"take_profit", "stop_loss"}
 				if er.IntN(3) == 0 {
-					s.Exits = 3
+					s.Exits = append(s.Exits, "trailing_stop")
 				}
+			}
+			if s.Venue.name == "binance" && er.IntN(3) == 0 {
+				s.Exits = [][]string{{"take_profit", "stop_loss"}, {"stop_loss"}, {"take_profit"}}[er.IntN(3)]
+			}
+			if len(s.Exits) > 0 {
 				var ef []string
 				for _, f := range exitFaults {
 					if on[f] {

@@ -20,6 +20,7 @@ import (
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/internal/localpg"
+	"github.com/hoox/hoox/signal"
 )
 
 // ErrCheckFailed is returned by Run when the checker found a violation;
@@ -61,6 +62,9 @@ type sim struct {
 	faultTaken map[int]bool
 	// legs is hoox's order_legs at the check: outcome by client order ID.
 	legs map[string]string
+	// exitOwner is the signal of each exit client order ID hoox may
+	// derive from an entry placed so far (signal.LegClientOrderID).
+	exitOwner map[string]int
 	// exitFaultTaken: the signal's exit fault was handed out.
 	exitFaultTaken map[int]bool
 	sigState       map[int]*signalState
@@ -110,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Replay = replayCommand(cfg)
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
-		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, sigState: map[int]*signalState{},
+		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, exitOwner: map[string]int{}, sigState: map[int]*signalState{},
 		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
@@ -430,6 +434,30 @@ func (s *sim) takeFault(sig int) (string, time.Duration) {
 		s.faults.inc(sp.Fault)
 	}
 	return sp.Fault, sp.FaultDelay
+}
+
+// entryPlaced notes the client order ID of a placement of signal sig's
+// entry, so its exits' placements are known as the signal's.
+func (s *sim) entryPlaced(sig int, clientOrderID string) {
+	if sig < 0 || clientOrderID == "" || len(s.plan.signals[sig].Exits) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n := 1; n <= len(s.plan.signals[sig].Exits); n++ {
+		s.exitOwner[signal.LegClientOrderID(clientOrderID, n)] = sig
+	}
+}
+
+// exitSignal is the signal an exit's client order ID belongs to (-1: none
+// known).
+func (s *sim) exitSignal(clientOrderID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sig, ok := s.exitOwner[clientOrderID]; ok {
+		return sig
+	}
+	return -1
 }
 
 // takeExitFault hands out a signal's planned exit fault on the first
