@@ -121,6 +121,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 		"type": "percent_of_balance", "asked": "50", "price": "60000", "quote_asset": "USDT", "free_quote": "1000",
 		"step": "0.001", "unrounded": "0.008333333333333333", "quantity": "0.008"}})
 
+	// k:capped: an entry refused before it was sent, its stop-loss past
+	// the symbol's algo cap; k:room: one whose exits fitted.
+	insertTrace(t, pool, seedTrace{ID: "k:capped"})
+	insertEvent(t, pool, "k:capped", "rejected", now.Add(-2*time.Minute), map[string]any{"reason": "MAX_NUM_ALGO_ORDERS allows 10", "sent": false,
+		"exit_caps": []any{map[string]any{"filter": "MAX_NUM_ALGO_ORDERS", "counted": "stop/take-profit orders", "symbol": "BTCUSDT", "limit": 10, "open": 10, "adds": 1}}})
+	insertTrace(t, pool, seedTrace{ID: "k:room"})
+	insertEvent(t, pool, "k:room", "dispatched", now.Add(-4*time.Minute), map[string]any{
+		"exit_caps": []any{map[string]any{"filter": "MAX_NUM_ALGO_ORDERS", "counted": "stop/take-profit orders", "symbol": "BTCUSDT", "limit": 10, "open": 8, "adds": 2}}})
+
 	// k:protected: an entry that filled with a take-profit and a stop-loss.
 	insertTrace(t, pool, seedTrace{ID: "k:protected"})
 	protected := insertOrder(t, pool, seedOrder{TraceID: "k:protected", Symbol: "XRPUSDT"})
@@ -337,6 +346,15 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 			require.True(t, numeric(t, rows[0]["fee"]).Equal(decimal.RequireFromString("0.0005")))
 			require.Equal(t, "BTC", rows[0]["fee_asset"])
 			require.Equal(t, "k:cancel", rows[0]["cancelled_by"])
+		},
+		"Entries checked against a venue's cap on resting exits": func(t *testing.T, rows []row) {
+			require.Len(t, rows, 2)
+			require.Equal(t, "k:capped", rows[0]["trace_id"])
+			require.Equal(t, false, rows[0]["sent"])
+			require.EqualValues(t, 10, rows[0]["open"])
+			require.Equal(t, "k:room", rows[1]["trace_id"])
+			require.Equal(t, true, rows[1]["sent"])
+			require.EqualValues(t, 2, rows[1]["adds"])
 		},
 		"Rejected orders by reason": func(t *testing.T, rows []row) {
 			require.Len(t, rows, 1)

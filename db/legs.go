@@ -119,8 +119,8 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 }
 
 // SettleWith is Settle running hook (may be nil) in the same transaction
-// before the commit: the follow job of an exit recorded open is queued
-// with its record, so no exit is recorded that nothing follows.
+// before the commit: the follow job of an exit recorded open, or the
+// notification of a refused leg, is queued with its record.
 func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event, hook TxHook) error {
 	b := &pgx.Batch{}
 	if row != nil {

@@ -114,6 +114,11 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		// venue's maximum market quantity and the parts planned.
 		rec.Detail["split"] = o.Split
 	}
+	if o.ExitCaps != nil {
+		// Why the exits were taken: the venue's cap on resting exit
+		// orders and how many were open, read before the intent.
+		rec.Detail["exit_caps"] = o.ExitCaps
+	}
 	if o.HasAttachments() {
 		// The exits as sent: what was asked (a percent) and what it was
 		// resolved to, from which price, once, before the intent.

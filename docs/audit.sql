@@ -141,6 +141,21 @@ FROM trace_events
 WHERE detail ? 'sizing' AND at > now() - interval '1 day'
 ORDER BY at DESC;
 
+-- name: Entries checked against a venue's cap on resting exits
+-- Read before the intent (Binance MAX_NUM_ALGO_ORDERS, on spot also
+-- MAX_NUM_ORDERS): an entry whose exits did not fit was refused, nothing
+-- sent (sent = false). An exit the venue refused at its cap after such a
+-- check (two signals at once) is a leg_rejected event instead, see
+-- "Rejected orders by reason".
+SELECT e.trace_id, e.event, e.at,
+       c->>'filter' AS filter, c->>'symbol' AS symbol,
+       (c->>'limit')::int AS cap, (c->>'open')::int AS open, (c->>'adds')::int AS adds,
+       coalesce((e.detail->>'sent')::bool, true) AS sent
+FROM trace_events e
+CROSS JOIN LATERAL jsonb_array_elements(e.detail->'exit_caps') AS c
+WHERE e.detail ? 'exit_caps' AND e.at > now() - interval '7 days'
+ORDER BY e.at DESC;
+
 -- name: Orders per account and outcome
 -- exchange holds the account: a named account (HOOX_ACCOUNTS), or a
 -- venue's name for its default account.

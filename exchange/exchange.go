@@ -55,6 +55,10 @@ type Order struct {
 	// market quantity, records the position read and the plan (see
 	// SplitClose); nil otherwise.
 	Split *Split `json:",omitempty"`
+	// ExitCaps, on an entry with exits that a venue caps per symbol, are
+	// the caps read before the intent and what the exits add (see
+	// ExitCapper); nil otherwise.
+	ExitCaps []ExitCap `json:",omitempty"`
 	// Legs are the signal's further orders (the other parts of a split
 	// close), planned once with this order, the primary, and stored with
 	// it in its intent, so every recovery path places exactly these. Each

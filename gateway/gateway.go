@@ -130,10 +130,16 @@ func New(cfg Config, deps Deps) *Service {
 		deps.Metrics = NewMetrics(nil)
 	}
 	cfg = cfg.WithDefaults()
-	return &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
+	s := &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
 		flights: flights{m: map[string]*flight{}},
 		legs: jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg).
 			QueueFollowsWith(deps.Jobs)}
+	if deps.Jobs != nil {
+		// A leg refused in the request is notified as the primary's
+		// refusal is, through the gateway's job inserter.
+		s.legs.WithNotifier(deps.Notifier, deps.Jobs)
+	}
+	return s
 }
 
 // Input is one validated signal with its trace.

@@ -133,6 +133,11 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
 			return order, true, err
 		}
+		var done bool
+		var err error
+		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
+			return order, true, err
+		}
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
@@ -233,8 +238,9 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 }
 
 // rejectUnsent settles the trace rejected before its intent, nothing sent
-// (a size that rounds to nothing, exits the symbol refuses), and returns
-// the 422 order_rejected; or the 503 when the database cannot record it.
+// (a size that rounds to nothing, exits the symbol refuses or the venue's
+// cap cannot take), and returns the 422 order_rejected; or the 503 when
+// the database cannot record it.
 func (s *Service) rejectUnsent(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, reason string, detail map[string]any) error {
 	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventRejected, SourceIP: in.SourceIP, Detail: detail}
 	if err := s.notify(ctx, tx, in, order, ev); err != nil {
@@ -271,4 +277,38 @@ func (s *Service) checkExits(ctx context.Context, tx *db.ClaimTx, in Input, venu
 		return false, nil
 	}
 	return true, s.rejectUnsent(ctx, tx, in, order, out, reason, map[string]any{"reason": reason, "sent": false})
+}
+
+// checkExitCaps reads, on a venue that caps the exit orders resting per
+// symbol (exchange.ExitCapper), whether the entry's exits still fit, before
+// its intent. If they do not, the venue would refuse an exit only after the
+// entry filled — a position without the stop-loss asked for — so the trace
+// settles rejected instead (422 order_rejected, nothing sent), as a size
+// that rounds to nothing does. Otherwise the caps read go with the order
+// (Order.ExitCaps) into its intent and audit events. done reports that the
+// attempt ended; a venue that cannot be asked rolls the claim back (503).
+func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+	capper, ok := venue.(exchange.ExitCapper)
+	if !ok {
+		return order, false, nil
+	}
+	sig := in.Signal
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	caps, err := capper.ExitCaps(vctx, order)
+	cancel()
+	if err != nil {
+		s.venueError(ctx, sig.Exchange, err)
+		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked how many exit orders rest on %s; nothing was placed", sig.Exchange, order.Symbol), 5*time.Second, err)
+	}
+	if len(caps) == 0 {
+		return order, false, nil
+	}
+	order.ExitCaps = caps
+	for _, c := range caps {
+		if !c.Fits() {
+			reason := c.Refusal()
+			return order, true, s.rejectUnsent(ctx, tx, in, order, out, reason, map[string]any{"reason": reason, "sent": false, "exit_caps": caps})
+		}
+	}
+	return order, false, nil
 }

@@ -101,11 +101,13 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 	}
 	reconcile := NewReconcileWorker(pool, deps.IntentPool, cfg, deps.Venues, logger, metrics)
 	reconcile.notifier = deps.Notifier
+	reconcile.legs.WithNotifier(deps.Notifier, nil)
 	if err := river.AddWorkerSafely(workers, reconcile); err != nil {
 		return nil, fmt.Errorf("register reconcile worker: %w", err)
 	}
 	sweeper := NewSweepWorker(pool, cfg, deps.Venues, logger, metrics)
 	sweeper.notifier = deps.Notifier
+	sweeper.legs.WithNotifier(deps.Notifier, nil)
 	if err := river.AddWorkerSafely(workers, sweeper); err != nil {
 		return nil, fmt.Errorf("register sweep worker: %w", err)
 	}

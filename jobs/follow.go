@@ -160,7 +160,7 @@ type FollowWorker struct {
 func NewFollowWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, logger *slog.Logger, notifier *Notifier) *FollowWorker {
 	logger, _ = orDefaults(logger, nil)
 	return &FollowWorker{pool: pool, cfg: cfg.WithDefaults(), venues: venues, log: logger, notifier: notifier,
-		legs: NewLegRunner(pool, nil, cfg, venues, logger, nil)}
+		legs: NewLegRunner(pool, nil, cfg, venues, logger, nil).WithNotifier(notifier, nil)}
 }
 
 // Timeout bounds one look: a lookup and the writes around it.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/notify"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -37,6 +38,11 @@ type LegRunner struct {
 	// afterVenue, when set, runs between a leg's venue answer and its
 	// record (the crash drill).
 	afterVenue func(clientOrderID string)
+	// notifier, when set, queues a notification with each leg recorded
+	// refused or settled failed, through inserter (nil: the River client
+	// of the worker's context).
+	notifier *Notifier
+	inserter NotifyInserter
 	// jobs queues the follow job of a leg recorded open (an exit resting
 	// at the venue); nil: the River client working the current job, if
 	// any (QueueFollowsWith).
@@ -64,6 +70,43 @@ func NewLegRunner(pool, intentPool *pgxpool.Pool, cfg Config, venues *exchange.R
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &LegRunner{pool: pool, intentPool: intentPool, cfg: cfg.WithDefaults(), venues: venues, log: logger, afterVenue: afterVenue}
+}
+
+// WithNotifier makes r queue a notification (event "rejected" for a leg
+// the venue refused, "failed" for one settled without an order) in the
+// transaction that records it: an entry whose exit did not go out is a
+// position without the protection asked for, and the trader must hear of
+// it. ins inserts the jobs; nil uses the River client of the context (a
+// worker's). It returns r.
+func (r *LegRunner) WithNotifier(n *Notifier, ins NotifyInserter) *LegRunner {
+	r.notifier, r.inserter = n, ins
+	return r
+}
+
+// legHook is the notification of ev (leg_rejected or leg_failed) for leg,
+// as a hook for the transaction that records it; nil when none is enabled.
+func (r *LegRunner) legHook(ev db.Event, leg db.Leg) db.TxHook {
+	event := notify.EventRejected
+	if ev.Event == db.EventLegFailed {
+		event = notify.EventFailed
+	}
+	if !r.notifier.Enabled(event) {
+		return nil
+	}
+	msg := TraceMessage(db.Event{TraceID: ev.TraceID, Event: event, Detail: ev.Detail}, leg.Exchange, leg.Mode, leg.Order)
+	msg.Detail = fmt.Sprintf("%s of order %s was not placed: %s", leg.Role, leg.ParentClientOrderID, msg.Detail)
+	return func(ctx context.Context, tx pgx.Tx) error {
+		ins := r.inserter
+		if ins == nil {
+			client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+			if err != nil {
+				r.log.WarnContext(ctx, "leg refusal not notified: no job client here", "client_order_id", leg.ClientOrderID, "error", err)
+				return nil
+			}
+			ins = client
+		}
+		return r.notifier.InsertTx(ctx, ins, tx, msg)
+	}
 }
 
 // Finish places or settles, in plan order, every open leg of the order
@@ -173,12 +216,13 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 	if adopted {
 		rec.Detail["adopted"] = true
 	}
-	event := db.EventLegPlaced
+	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
+	var hook db.TxHook
 	if rec.IntentOutcome == db.IntentRejected {
-		event = db.EventLegRejected
+		ev.Event = db.EventLegRejected
+		hook = r.legHook(ev, leg)
 	}
-	return tx.SettleWith(ctx, leg, rec.Order, rec.IntentOutcome,
-		[]db.Event{{TraceID: leg.TraceID, Event: event, Detail: rec.Detail}}, r.followHook(rec.Order, leg))
+	return tx.SettleWith(ctx, leg, rec.Order, rec.IntentOutcome, []db.Event{ev}, chainHooks(r.followHook(rec.Order, leg), hook))
 }
 
 // followHook queues the follow job of row, leg's order, when it is open
@@ -203,8 +247,9 @@ func (r *LegRunner) followHook(row *db.OrderRow, leg db.Leg) db.TxHook {
 func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome db.IntentOutcome, reason string) error {
 	r.log.ErrorContext(ctx, "leg not placed", "trace_id", leg.TraceID, "client_order_id", leg.ClientOrderID,
 		"role", leg.Role, "reason", reason)
-	return tx.Settle(ctx, leg, nil, outcome, []db.Event{{TraceID: leg.TraceID, Event: db.EventLegFailed,
-		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "reason": reason}}})
+	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed,
+		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "reason": reason}}
+	return tx.SettleWith(ctx, leg, nil, outcome, []db.Event{ev}, r.legHook(ev, leg))
 }
 
 // resolveExit sets an exit leg's quantity to what its entry executed and

@@ -97,6 +97,7 @@ var errorClasses = map[int]Class{
 	-4002: ClassRejected,    // futures: price greater than max price
 	-4015: ClassRejected,    // futures: client order id is not valid
 	-4028: ClassRejected,    // futures: leverage is not valid
+	-4045: ClassRejected,    // futures MAX_STOP_ORDER_EXCEEDED: the symbol's MAX_NUM_ALGO_ORDERS is reached
 	-4061: ClassRejected,    // futures: position side does not match (hedge mode account)
 	-4062: ClassRejected,    // futures REDUCE_ONLY_CONFLICT
 	-4087: ClassCredentials, // futures REDUCE_ONLY_ORDER_PERMISSION: the account may only reduce

@@ -34,6 +34,13 @@ type Filters struct {
 	// applyMaxToMarket.
 	MaxNotional       decimal.Decimal
 	MaxNotionalMarket bool
+	// MaxNumAlgoOrders is MAX_NUM_ALGO_ORDERS: the open algo (stop,
+	// take-profit, trailing) orders the account may hold on the symbol;
+	// zero when not published (exitcap.go).
+	MaxNumAlgoOrders int
+	// MaxNumOrders is spot MAX_NUM_ORDERS: every open order of the
+	// account on the symbol; zero when not published.
+	MaxNumOrders int
 	// OrderTypes is spot's orderTypes: the order types the symbol takes
 	// (nil when exchangeInfo listed none: not checked).
 	OrderTypes []string
@@ -63,6 +70,11 @@ type rawFilter struct {
 	ApplyToMarket    *bool  `json:"applyToMarket"`
 	ApplyMinToMarket *bool  `json:"applyMinToMarket"`
 	ApplyMaxToMarket *bool  `json:"applyMaxToMarket"`
+	// MAX_NUM_ALGO_ORDERS: spot names the number maxNumAlgoOrders
+	// (filters.md), USDⓈ-M limit (common-definition.md).
+	MaxNumAlgoOrders int `json:"maxNumAlgoOrders"`
+	MaxNumOrders     int `json:"maxNumOrders"`
+	Limit            int `json:"limit"`
 	// TRAILING_DELTA (spot), JSON numbers.
 	MinTrailingAboveDelta int64 `json:"minTrailingAboveDelta"`
 	MaxTrailingAboveDelta int64 `json:"maxTrailingAboveDelta"`
@@ -106,6 +118,15 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 			}
 			f.MinNotional = dec(r.MinNotional)
 			f.MinNotionalMarket = r.ApplyToMarket != nil && *r.ApplyToMarket
+		case "MAX_NUM_ALGO_ORDERS":
+			f.MaxNumAlgoOrders = r.MaxNumAlgoOrders
+			if futures {
+				f.MaxNumAlgoOrders = r.Limit
+			}
+		case "MAX_NUM_ORDERS":
+			if !futures {
+				f.MaxNumOrders = r.MaxNumOrders
+			}
 		case "TRAILING_DELTA":
 			f.MinTrailingBelow, f.MaxTrailingBelow = r.MinTrailingBelowDelta, r.MaxTrailingBelowDelta
 			f.MinTrailingAbove, f.MaxTrailingAbove = r.MinTrailingAboveDelta, r.MaxTrailingAboveDelta

@@ -95,6 +95,7 @@ func ErrorTable() []CodeClass {
 		{110021, ClassRejected, "position limit exceeded (open interest)"},
 		{110040, ClassRejected, "order would trigger liquidation"},
 		{110044, ClassRejected, "available margin insufficient"},
+		{110061, ClassRejected, "more than 20 take-profits/stop-losses in Partial mode on the symbol"},
 		{110066, ClassRejected, "trading not allowed"},
 		{110074, ClassRejected, "contract not live"},
 		{110090, ClassRejected, "position would exceed the limit for this leverage"},

@@ -117,6 +117,7 @@ func ErrorTable() []CodeClass {
 		{50015, ClassRejected, "either of two parameters is required"},
 		{51058, ClassRejected, "no available position for this algo order"},
 		{51257, ClassRejected, "trailing stop callback rate outside its range"},
+		{51165, ClassRejected, "reduce-only orders on the instrument at their upper limit"},
 		{51260, ClassRejected, "maximum pending trailing stop orders reached"},
 		{51311, ClassRejected, "trailing stop callback rate outside its range"},
 	}

@@ -78,7 +78,8 @@ func algoJSON(a *AlgoOrder) map[string]any {
 // trigger." by the doc's trigger rules (TAKE_PROFIT SELL: price >=
 // triggerPrice; STOP SELL: price <= triggerPrice; BUY the other way);
 // the trigger must be on PRICE_FILTER's tick and the quantity on LOT_SIZE;
-// clientAlgoId is unique among open algo orders.
+// clientAlgoId is unique among open algo orders; the symbol's
+// MAX_NUM_ALGO_ORDERS caps the open ones (algocap.go, -4045).
 func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 	if !s.waitHeldPlacement(r) {
 		return
@@ -145,6 +146,9 @@ func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusBadRequest, -4116, "ClientOrderId is duplicated.")
 			return
 		}
+	}
+	if s.algoCapRefused(w, MarketFutures, sym, 1) {
+		return
 	}
 	s.nextID++
 	a := &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: id, Symbol: sym.Symbol, Side: side, Type: typ, Quantity: qty,

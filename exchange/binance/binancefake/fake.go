@@ -75,6 +75,13 @@ type Symbol struct {
 	// Price is the ticker's last price (spot) or mark price (futures);
 	// market orders fill at it, and spot triggers are checked against it.
 	Price decimal.Decimal
+	// MaxNumAlgoOrders is MAX_NUM_ALGO_ORDERS: the open algo (stop and
+	// take-profit) orders the account may hold on the symbol, on either
+	// market (algocap.go). Zero: no cap, and the filter is not published.
+	MaxNumAlgoOrders int
+	// MaxNumOrders is spot MAX_NUM_ORDERS: every open spot order on the
+	// symbol (algocap.go). Zero: no cap, not published.
+	MaxNumOrders int
 	// OrderTypes is spot exchangeInfo's orderTypes: an order of another
 	// type is refused -2010 with Binance's message for it.
 	// DefaultSpotOrderTypes when nil.
@@ -228,6 +235,9 @@ type Server struct {
 	algos []*AlgoOrder
 	// lists are the spot OCO order lists (oco.go).
 	lists []*OrderList
+	// fillAlgoCap names the symbol whose algo cap the next USDⓈ-M order
+	// placement fills first (FillAlgoCapOnNextOrder); "" for none.
+	fillAlgoCap string
 	// loseList drops the next OCO placement (LoseNextOrderList).
 	loseList bool
 	// holdAfterCancel, when set, holds the first placement after a

@@ -28,6 +28,7 @@ var clientOrderIDPattern = regexp.MustCompile(`^[.A-Z:/a-z0-9_-]{1,36}$`)
 var weights = map[string]int{
 	"/api/v3/exchangeInfo":  20,
 	"/api/v3/account":       20,
+	"/api/v3/openOrders":    6,
 	"/api/v3/ticker/price":  2,
 	"/fapi/v2/positionRisk": 5,
 	"/api/v3/myTrades":      5,
@@ -51,6 +52,8 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v2/balance", s.handleFuturesBalance)
 	mux.HandleFunc("POST /fapi/v1/leverage", s.handleLeverage)
 	mux.HandleFunc("GET /fapi/v1/openOrders", s.handleOpenOrders(MarketFutures))
+	mux.HandleFunc("GET /api/v3/openOrders", s.handleOpenOrders(MarketSpot))
+	mux.HandleFunc("GET /fapi/v1/openAlgoOrders", s.handleOpenAlgoOrders)
 	mux.HandleFunc("POST /fapi/v1/algoOrder", s.handleNewAlgo)
 	mux.HandleFunc("GET /fapi/v1/algoOrder", s.handleQueryAlgo)
 	mux.HandleFunc("DELETE /fapi/v1/algoOrder", s.handleCancelAlgo)
@@ -275,6 +278,18 @@ func symbolInfo(market string, sym Symbol) map[string]any {
 	info := map[string]any{
 		"symbol": sym.Symbol, "status": "TRADING", "baseAsset": sym.Base, "quoteAsset": sym.Quote,
 		"orderTypes": []string{"LIMIT", "MARKET"},
+	}
+	if sym.MaxNumAlgoOrders > 0 {
+		// Each market's exchangeInfo format: spot filters.md
+		// ("maxNumAlgoOrders"), USDⓈ-M common-definition.md ("limit").
+		key := "maxNumAlgoOrders"
+		if market == MarketFutures {
+			key = "limit"
+		}
+		filters = append(filters, map[string]any{"filterType": "MAX_NUM_ALGO_ORDERS", key: sym.MaxNumAlgoOrders})
+	}
+	if sym.MaxNumOrders > 0 && market == MarketSpot {
+		filters = append(filters, map[string]any{"filterType": "MAX_NUM_ORDERS", "maxNumOrders": sym.MaxNumOrders})
 	}
 	if market == MarketSpot {
 		lo, hi := sym.trailingBounds()
@@ -539,6 +554,9 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 			return
 		}
 		s.mu.Lock()
+		if market == MarketFutures && s.fillAlgoCap != "" {
+			s.fillAlgoCapNow()
+		}
 		f, faulted := s.takeFault()
 		s.mu.Unlock()
 		if faulted {
@@ -786,6 +804,14 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 			}
 			return bad(-2010, "Duplicate order sent.")
 		}
+	}
+	if !futures && spotAlgoTypes[typ] && sym.MaxNumAlgoOrders > 0 && s.openAlgoCount(MarketSpot, sym.Symbol) >= sym.MaxNumAlgoOrders {
+		// A lone STOP_LOSS / TAKE_PROFIT counts against the symbol's
+		// MAX_NUM_ALGO_ORDERS (filters.md; errors.md's filter failure).
+		return bad(-1013, "Filter failure: MAX_NUM_ALGO_ORDERS")
+	}
+	if !futures && s.spotOrdersRefused(sym, 1) {
+		return bad(-1013, "Filter failure: MAX_NUM_ORDERS")
 	}
 
 	// Balances and positions.

@@ -224,6 +224,19 @@ func (s *Server) handleNewOCO(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	adds := 0
+	for _, o := range []ListOrder{tp, sl} {
+		if spotAlgoTypes[o.Type] {
+			adds++
+		}
+	}
+	if s.algoCapRefused(w, MarketSpot, sym, adds) {
+		return
+	}
+	if s.spotOrdersRefused(sym, 2) {
+		bad(-1013, "Filter failure: MAX_NUM_ORDERS")
+		return
+	}
 	locked := s.lockedByLists(sym.Symbol)
 	if (side == "SELL" && s.balances[sym.Base].LessThan(qty.Add(locked))) ||
 		(side == "BUY" && s.balances[sym.Quote].LessThan(qty.Mul(decimal.Max(sl.StopPrice, last)))) {

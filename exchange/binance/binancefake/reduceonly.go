@@ -45,6 +45,20 @@ func (s *Server) handleOpenOrders(market string) http.HandlerFunc {
 				out = append(out, orderJSON(o, false))
 			}
 		}
+		if market == MarketSpot {
+			// Spot lists each resting order of an OCO list too, with its
+			// orderListId (rest-api.md, "Current open orders").
+			for _, l := range s.lists {
+				if l.Status != "EXECUTING" || (symbol != "" && l.Symbol != symbol) {
+					continue
+				}
+				for _, o := range []ListOrder{l.Below, l.Above} {
+					if o.Status == "NEW" {
+						out = append(out, listOrderJSON(l, o))
+					}
+				}
+			}
+		}
 		writeJSON(w, http.StatusOK, out)
 	}
 }

@@ -66,6 +66,9 @@ func (s *Server) newTrailingAlgo(w http.ResponseWriter, p url.Values, sym Symbol
 			return
 		}
 	}
+	if s.algoCapRefused(w, MarketFutures, sym, 1) {
+		return
+	}
 	s.nextID++
 	a := &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: id, Symbol: sym.Symbol, Side: side, Type: "TRAILING_STOP_MARKET",
 		Quantity: qty, CallbackRate: rate, ActivatePrice: activate, ReduceOnly: p.Get("reduceOnly") == "true",

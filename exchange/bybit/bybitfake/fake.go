@@ -307,6 +307,9 @@ type Server struct {
 	trailingSet map[string]int
 	// refuseLeverage makes every set-leverage fail with 110013.
 	refuseLeverage bool
+	// maxPartialTPSL caps Partial take-profits/stop-losses per linear
+	// symbol (tpslcap.go); 0 caps nothing.
+	maxPartialTPSL int
 	// hedge is the linear account's position mode (both sides).
 	hedge       bool
 	orders      map[orderKey]*Order

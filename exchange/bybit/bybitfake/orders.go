@@ -169,6 +169,11 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		}
 	}
 
+	if req.Category == CategoryLinear && req.TpslMode == "Partial" {
+		if r, refused := s.partialTPSLRefused(req.Symbol, !tp.IsZero(), !sl.IsZero()); refused {
+			return r
+		}
+	}
 	now := s.clock()
 	s.nextID++
 	o := &Order{

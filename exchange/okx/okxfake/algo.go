@@ -225,6 +225,11 @@ func (s *Server) placeAlgo(body []byte) reply {
 			return algoFail(id, 51169, "Order failed because you don't have any positions in this direction for this contract to reduce or close.")
 		}
 	}
+	if b.ReduceOnly {
+		if rep, refused := s.reduceOnlyRefused(id, b.InstID); refused {
+			return rep
+		}
+	}
 	s.nextID++
 	a := &AlgoOrder{InstType: in.InstType, InstID: b.InstID, AlgoID: strconv.FormatInt(900000000000000000+s.nextID, 10), AlgoClOrdID: id,
 		Side: b.Side, OrdType: b.OrdType, TdMode: b.TdMode, Sz: sz, CallbackRatio: ratio, CallbackSpread: spread,

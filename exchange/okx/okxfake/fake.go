@@ -169,7 +169,10 @@ type Server struct {
 	callbackRange                 *CallbackRange
 	loseAlgo                      int
 	timeoutAlgo                   int
-	algoPlacements                int
+	// maxReduceOnly caps live reduce-only algo orders per instrument
+	// (reduceonlycap.go); 0 caps nothing.
+	maxReduceOnly  int
+	algoPlacements int
 }
 
 // New starts a fake on a loopback port that closes at the end of the test
