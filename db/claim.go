@@ -541,8 +541,42 @@ func AppendRepeatEvents(ctx context.Context, pool *pgxpool.Pool, events []Event)
 	if onlyDuplicates(events) {
 		b.Queue(AsyncCommitSQL)
 	}
-	queueEvents(b, events)
+	if err := queueEventRows(b, events); err != nil {
+		return err
+	}
 	return sendTx(ctx, pool, b)
+}
+
+// InsertEventsSQL appends many audit events in one statement, in the order
+// of its arrays: trace IDs, events, source IPs (text, null for none) and
+// details (JSON text, null for none).
+const InsertEventsSQL = `
+INSERT INTO trace_events (trace_id, event, source_ip, detail)
+SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
+ORDER BY n`
+
+// queueEventRows queues events as one multi-row insert (InsertEventsSQL).
+func queueEventRows(b *pgx.Batch, events []Event) error {
+	traces, names := make([]string, len(events)), make([]string, len(events))
+	ips, details := make([]*string, len(events)), make([]*string, len(events))
+	for i, e := range events {
+		traces[i], names[i] = e.TraceID, e.Event
+		if e.SourceIP.IsValid() {
+			ip := e.SourceIP.Unmap().String()
+			ips[i] = &ip
+		}
+		if e.Detail != nil {
+			d, err := json.Marshal(e.Detail)
+			if err != nil {
+				return fmt.Errorf("encode the detail of event %s: %w", e.Event, err)
+			}
+			ds := string(d)
+			details[i] = &ds
+		}
+	}
+	b.Queue(InsertEventsSQL, traces, names, ips, details)
+	return nil
 }
 
 // Tx exposes the open transaction for River's InsertTx, so a job commits with

@@ -140,6 +140,10 @@ func settledBy(in Input, out *Outcome, err error) (*db.ClaimedTrace, bool) {
 		OrderID: &out.Order.ID, ClientOrderID: &out.Order.ClientOrderID, ReceivedAt: out.ReceivedAt}, true
 }
 
+// repeatLinger is how long the first repeat event of a batch waits for
+// others before they are written.
+const repeatLinger = 2 * time.Millisecond
+
 // eventBatch writes the audit events of repeats answered from a flight,
 // many per round trip, after their answers (like any repeat's).
 type eventBatch struct {
@@ -159,6 +163,11 @@ func (b *eventBatch) add(s *Service, ev db.Event) {
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
+		// Let a few more repeats join the first one's write: one
+		// statement and one commit for many (issue 21). The rows commit
+		// after their answers either way; this only widens that by
+		// repeatLinger.
+		time.Sleep(repeatLinger)
 		for {
 			b.mu.Lock()
 			events := b.pending
