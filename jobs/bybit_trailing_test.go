@@ -6,16 +6,12 @@ import (
 	"testing"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertest"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
-	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -37,12 +33,8 @@ func TestBybitLimitEntryTrailingStopWaitsForThePositionThenIsSetOnce(t *testing.
 		HTTPClient: &http.Client{Transport: tr}})
 	require.NoError(t, err)
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	out, err := gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
 		"order_type":"limit","price":"59000","trailing_stop":{"percent":1},"trace_id":"bt-limit"}`))

@@ -5,15 +5,10 @@ import (
 	"testing"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
-	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify/notifyfake"
 )
@@ -31,17 +26,11 @@ func TestLimitEntryExitRefusedAtTheAlgoCapAfterTheFillIsRejectedAndNotified(t *t
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
 	f.SetMaxNumAlgoOrders("ETHUSDT", 1)
-	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-	require.NoError(t, err)
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": v})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
+	venues := binanceVenues(t, f, binance.MarketFutures)
 	notifier, err := jobs.NewNotifier(notifyfake.New(t).Config())
 	require.NoError(t, err)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, notifier))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	fb := followOn(t, b, venues, notifier)
+	gw := fb.gw
 
 	f.FillAlgoCapOnNextOrder("ETHUSDT") // after the count, when the entry arrives
 	out, err := gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertest"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
-	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify/notifyfake"
 )
@@ -36,22 +33,12 @@ func setupExits(t *testing.T) *exitsBundle {
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
 	f.SetSpotCommission(decimal.Zero)
-	at := func(m binance.Market) exchange.Venue {
-		v, err := binance.New(binance.Config{Market: m, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-		require.NoError(t, err)
-		return v
-	}
-	b.venues = exchange.NewRegistry(map[string]exchange.Venue{"binance": at(binance.MarketSpot), "binance-futures": at(binance.MarketFutures)})
+	b.venues = binanceVenues(t, f, binance.MarketSpot, binance.MarketFutures)
 	cfg := notifyfake.New(t).Config()
 	cfg.Events = nil // the defaults: order_filled is one
 	notifier, err := jobs.NewNotifier(cfg)
 	require.NoError(t, err)
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, b.venues, nil, notifier))
-	return &exitsBundle{followBundle: &followBundle{testBundle: b, gw: gw, worker: w}, fake: f}
+	return &exitsBundle{followBundle: followOn(t, b, b.venues, notifier), fake: f}
 }
 
 // row reads the order clientOrderID.

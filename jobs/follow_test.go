@@ -13,6 +13,9 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -33,12 +36,37 @@ type followBundle struct {
 func setupFollow(t *testing.T) *followBundle {
 	t.Helper()
 	b := setup(t)
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	return followOn(t, b, b.venues, nil)
+}
+
+// followOn is a gateway over venues whose open orders are followed: its
+// River client queues follow jobs, and worker works them (notifying
+// through notifier, when not nil).
+func followOn(t *testing.T, b *testBundle, venues *exchange.Registry, notifier *jobs.Notifier) *followBundle {
+	t.Helper()
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
 	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
 	t.Cleanup(gw.Close)
-	w := jobs.NewFollowWorker(b.pool, jobs.Config{}, b.venues, nil, nil)
+	w := jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, notifier)
 	return &followBundle{testBundle: b, gw: gw, worker: rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w)}
+}
+
+// binanceVenues are the Binance markets of fake f, each under its venue
+// name (binance, binance-futures).
+func binanceVenues(t *testing.T, f *binancefake.Server, markets ...binance.Market) *exchange.Registry {
+	t.Helper()
+	m := map[string]exchange.Venue{}
+	for _, market := range markets {
+		v, err := binance.New(binance.Config{Market: market, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+		require.NoError(t, err)
+		name := "binance"
+		if market == binance.MarketFutures {
+			name = "binance-futures"
+		}
+		m[name] = v
+	}
+	return exchange.NewRegistry(m)
 }
 
 // work runs the job once in a transaction of its own, rolled back at once

@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertest"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
@@ -20,8 +18,6 @@ import (
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/exchange/okx"
 	"github.com/hoox/hoox/exchange/okx/okxfake"
-	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -37,18 +33,9 @@ func TestBinanceLimitEntryExitsArePlacedOnceWhenTheFollowJobRecordsTheFill(t *te
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
 	f.SetSpotCommission(decimal.RequireFromString("0.001"))
-	at := func(m binance.Market) exchange.Venue {
-		v, err := binance.New(binance.Config{Market: m, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-		require.NoError(t, err)
-		return v
-	}
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": at(binance.MarketSpot), "binance-futures": at(binance.MarketFutures)})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	venues := binanceVenues(t, f, binance.MarketSpot, binance.MarketFutures)
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	fut, err := gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
 		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"lim-fut"}`))
@@ -124,18 +111,9 @@ func TestBinanceLimitEntryEndedAfterAPartialFillGetsExitsForWhatFilled(t *testin
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
 	f.SetSpotCommission(decimal.RequireFromString("0.001"))
-	at := func(m binance.Market) exchange.Venue {
-		v, err := binance.New(binance.Config{Market: m, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-		require.NoError(t, err)
-		return v
-	}
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": at(binance.MarketSpot), "binance-futures": at(binance.MarketFutures)})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	venues := binanceVenues(t, f, binance.MarketSpot, binance.MarketFutures)
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	place := func(body string) string {
 		t.Helper()
@@ -222,12 +200,8 @@ func TestOnOrderExitsOfALimitEntryCancelledAtTheVenue(t *testing.T) {
 	ov, err := okx.New(okx.Config{APIKey: ox.APIKey(), APISecret: ox.APISecret(), Passphrase: ox.Passphrase(), BaseURL: ox.URL})
 	require.NoError(t, err)
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": bv, "okx": ov})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	place := func(venue, trace string) string {
 		t.Helper()
@@ -277,15 +251,9 @@ func TestBinanceSpotLimitEntryLoneStopLossIsPlacedOnceWhenTheFollowJobRecordsThe
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
 	f.SetSpotCommission(decimal.RequireFromString("0.001"))
-	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-	require.NoError(t, err)
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": v})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	venues := binanceVenues(t, f, binance.MarketSpot)
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	spot, err := gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
 		"order_type":"limit","price":"2990","stop_loss":"2800","trace_id":"lim-lone"}`))
@@ -323,15 +291,9 @@ func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *te
 	ctx := context.Background()
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100_000)}})
-	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
-	require.NoError(t, err)
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance": v})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	venues := binanceVenues(t, f, binance.MarketSpot)
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil)
 	stopPlacements := func() int {
 		n := 0
@@ -368,7 +330,7 @@ func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *te
 
 	lockKey, parent := entry("lost-booked", binancefake.Fault{Kind: binancefake.FaultUnknownAfterAccept})
 	require.Equal(t, 1, stopPlacements(), "Binance booked the stop")
-	_, err = runner.Finish(ctx, lockKey, parent)
+	_, err := runner.Finish(ctx, lockKey, parent)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-booked' AND event = 'leg_placed' AND detail->>'adopted' = 'true'`))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-booked' AND role = 'stop_loss' AND status = 'open'`))
@@ -399,12 +361,8 @@ func TestOKXLimitEntryTrailingStopIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *
 	v, err := okx.New(okx.Config{Market: okx.MarketSwap, APIKey: f.APIKey(), APISecret: f.APISecret(), Passphrase: f.Passphrase(), BaseURL: f.URL})
 	require.NoError(t, err)
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"okx-swap": v})
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: venues})
-	require.NoError(t, err)
-	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: venues, Jobs: client})
-	t.Cleanup(gw.Close)
-	worker := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil))
-	fb := &followBundle{testBundle: b, gw: gw, worker: worker}
+	fb := followOn(t, b, venues, nil)
+	gw := fb.gw
 
 	entry, err := gw.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"long","quantity":"0.05",
 		"order_type":"limit","price":"59000","stop_loss":"57000","trailing_stop":{"percent":1.5},"trace_id":"okx-lim"}`))
