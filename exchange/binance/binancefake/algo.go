@@ -136,13 +136,21 @@ func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, -2021, "Order would immediately trigger.")
 		return
 	}
+	s.bookAlgo(w, p, sym, &AlgoOrder{Side: side, Type: typ, Quantity: qty, TriggerPrice: trigger})
+}
+
+// bookAlgo books the conditional order a (its type's own fields set) under
+// the request's clientAlgoId, once the rules every algo order shares hold:
+// a valid client ID that no open algo order carries, and room under the
+// symbol's MAX_NUM_ALGO_ORDERS. The caller holds s.mu.
+func (s *Server) bookAlgo(w http.ResponseWriter, p url.Values, sym Symbol, a *AlgoOrder) {
 	id := p.Get("clientAlgoId")
 	if !clientOrderIDPattern.MatchString(id) {
 		writeErr(w, http.StatusBadRequest, -4015, "Client order id is not valid.")
 		return
 	}
-	for _, a := range s.algos {
-		if a.ClientAlgoID == id && a.Status == "NEW" {
+	for _, o := range s.algos {
+		if o.ClientAlgoID == id && o.Status == "NEW" {
 			writeErr(w, http.StatusBadRequest, -4116, "ClientOrderId is duplicated.")
 			return
 		}
@@ -151,8 +159,8 @@ func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.nextID++
-	a := &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: id, Symbol: sym.Symbol, Side: side, Type: typ, Quantity: qty,
-		TriggerPrice: trigger, ReduceOnly: p.Get("reduceOnly") == "true", Status: "NEW", Time: s.now()}
+	a.AlgoID, a.ClientAlgoID, a.Symbol = s.nextID, id, sym.Symbol
+	a.ReduceOnly, a.Status, a.Time = p.Get("reduceOnly") == "true", "NEW", s.now()
 	s.algos = append(s.algos, a)
 	writeJSON(w, http.StatusOK, algoJSON(a))
 }

@@ -55,24 +55,5 @@ func (s *Server) newTrailingAlgo(w http.ResponseWriter, p url.Values, sym Symbol
 			return
 		}
 	}
-	id := p.Get("clientAlgoId")
-	if !clientOrderIDPattern.MatchString(id) {
-		writeErr(w, http.StatusBadRequest, -4015, "Client order id is not valid.")
-		return
-	}
-	for _, a := range s.algos {
-		if a.ClientAlgoID == id && a.Status == "NEW" {
-			writeErr(w, http.StatusBadRequest, -4116, "ClientOrderId is duplicated.")
-			return
-		}
-	}
-	if s.algoCapRefused(w, MarketFutures, sym, 1) {
-		return
-	}
-	s.nextID++
-	a := &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: id, Symbol: sym.Symbol, Side: side, Type: "TRAILING_STOP_MARKET",
-		Quantity: qty, CallbackRate: rate, ActivatePrice: activate, ReduceOnly: p.Get("reduceOnly") == "true",
-		Status: "NEW", Time: s.now()}
-	s.algos = append(s.algos, a)
-	writeJSON(w, http.StatusOK, algoJSON(a))
+	s.bookAlgo(w, p, sym, &AlgoOrder{Side: side, Type: "TRAILING_STOP_MARKET", Quantity: qty, CallbackRate: rate, ActivatePrice: activate})
 }
