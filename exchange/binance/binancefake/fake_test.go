@@ -224,17 +224,7 @@ func TestConditionalOrdersGoThroughTheAlgoOrderAPI(t *testing.T) {
 	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
 	call := func(method, path, params string) (int, map[string]any) {
 		t.Helper()
-		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-		q += "&signature=" + binance.Sign(s.APISecret(), q)
-		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-		require.NoError(t, err)
-		req.Header.Set("X-MBX-APIKEY", s.APIKey())
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out
+		return signedJSON(t, s, method, path, params)
 	}
 	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&stopPrice=3300&quantity=1&reduceOnly=true&newClientOrderId=tp")
 	require.Equal(t, http.StatusBadRequest, status)
@@ -269,18 +259,7 @@ func TestAlgoOrderCancelThroughTheAlgoOrderAPI(t *testing.T) {
 	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
 	call := func(method, path, params string) (int, map[string]any) {
 		t.Helper()
-		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-		q = strings.TrimPrefix(q, "&")
-		q += "&signature=" + binance.Sign(s.APISecret(), q)
-		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-		require.NoError(t, err)
-		req.Header.Set("X-MBX-APIKEY", s.APIKey())
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out
+		return signedJSON(t, s, method, path, params)
 	}
 	status, placed := call(http.MethodPost, "/fapi/v1/algoOrder", "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TAKE_PROFIT_MARKET&triggerPrice=3300&quantity=1&reduceOnly=true&clientAlgoId=tp")
 	require.Equal(t, http.StatusOK, status, placed)
@@ -323,17 +302,7 @@ func TestTrailingStopGoesThroughTheAlgoOrderAPIWithinItsCallbackRange(t *testing
 	s := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01
 	call := func(method, path, params string) (int, map[string]any) {
 		t.Helper()
-		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-		q += "&signature=" + binance.Sign(s.APISecret(), q)
-		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-		require.NoError(t, err)
-		req.Header.Set("X-MBX-APIKEY", s.APIKey())
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out
+		return signedJSON(t, s, method, path, params)
 	}
 	const base = "algoType=CONDITIONAL&symbol=ETHUSDT&side=SELL&type=TRAILING_STOP_MARKET&quantity=1&reduceOnly=true&clientAlgoId=ts"
 	status, out := call(http.MethodPost, "/fapi/v1/order", "symbol=ETHUSDT&side=SELL&type=TRAILING_STOP_MARKET&callbackRate=1&quantity=1&reduceOnly=true&newClientOrderId=ts")

@@ -1,16 +1,12 @@
 package binancefake_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
@@ -23,17 +19,7 @@ func TestSpotOCOOrderListRules(t *testing.T) {
 	s := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"ETH": decimal.RequireFromString("1.5")}}) // ETHUSDT at 3000
 	call := func(method, path, params string) (int, map[string]any) {
 		t.Helper()
-		q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-		q += "&signature=" + binance.Sign(s.APISecret(), q)
-		req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-		require.NoError(t, err)
-		req.Header.Set("X-MBX-APIKEY", s.APIKey())
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out
+		return signedJSON(t, s, method, path, params)
 	}
 	oco := func(list, qty, tp, sl string) (int, map[string]any) {
 		return call(http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity="+qty+

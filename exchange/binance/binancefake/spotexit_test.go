@@ -1,34 +1,23 @@
 package binancefake_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
-// spotCall sends one signed spot request to s and decodes its answer.
-func spotCall(t *testing.T, s *binancefake.Server, method, path, params string) (int, map[string]any) {
+// signedJSON sends one signed request to s and decodes its answer, a
+// JSON object (signedCall).
+func signedJSON(t *testing.T, s *binancefake.Server, method, path, params string) (int, map[string]any) {
 	t.Helper()
-	q := params + "&recvWindow=5000&timestamp=" + strconv.FormatInt(s.Now().UnixMilli(), 10)
-	q += "&signature=" + binance.Sign(s.APISecret(), q)
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path+"?"+q, nil)
-	require.NoError(t, err)
-	req.Header.Set("X-MBX-APIKEY", s.APIKey())
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
 	var out map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return resp.StatusCode, out
+	status := signedCall(t, s, method, path, params, &out)
+	return status, out
 }
 
 // A lone spot exit is one order on POST /api/v3/order (rest-api.md, "New
@@ -54,7 +43,7 @@ func TestSpotExitOrderRules(t *testing.T) {
 		if !strings.Contains(params, "quantity=") {
 			params += "&quantity=1"
 		}
-		return spotCall(t, s, http.MethodPost, "/api/v3/order", "side=SELL&newOrderRespType=RESULT&"+params)
+		return signedJSON(t, s, http.MethodPost, "/api/v3/order", "side=SELL&newOrderRespType=RESULT&"+params)
 	}
 	refused := func(code float64, msg, why string, params string) {
 		t.Helper()
@@ -85,22 +74,22 @@ func TestSpotExitOrderRules(t *testing.T) {
 	require.Equal(t, "NEW", out["status"])
 	require.Equal(t, "STOP_LOSS", out["type"])
 	require.Equal(t, "2900.00000000", out["stopPrice"])
-	_, acct := spotCall(t, s, http.MethodGet, "/api/v3/account", "")
+	_, acct := signedJSON(t, s, http.MethodGet, "/api/v3/account", "")
 	require.Contains(t, acct["balances"], map[string]any{"asset": "ETH", "free": "0.00000000", "locked": "1.00000000"})
 	refused(-2010, "Account has insufficient balance for requested action.", "the stop locks the ETH a take-profit would sell",
 		"symbol=ETHUSDT&type=LIMIT_MAKER&price=3300&newClientOrderId=tp1")
 
-	status, out = spotCall(t, s, http.MethodGet, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=sl1")
+	status, out = signedJSON(t, s, http.MethodGet, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=sl1")
 	require.Equal(t, http.StatusOK, status, out)
 	require.Equal(t, "2900.00000000", out["stopPrice"], "the order query shows the trigger")
-	status, out = spotCall(t, s, http.MethodDelete, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=sl1")
+	status, out = signedJSON(t, s, http.MethodDelete, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=sl1")
 	require.Equal(t, http.StatusOK, status, out)
 	require.Equal(t, "CANCELED", out["status"])
 
 	status, out = place("symbol=ETHUSDT&type=STOP_LOSS&trailingDelta=150&newClientOrderId=tr1")
 	require.Equal(t, http.StatusOK, status, "a trailing stop needs no stopPrice: %v", out)
 	require.EqualValues(t, 150, out["trailingDelta"])
-	status, out = spotCall(t, s, http.MethodDelete, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=tr1")
+	status, out = signedJSON(t, s, http.MethodDelete, "/api/v3/order", "symbol=ETHUSDT&origClientOrderId=tr1")
 	require.Equal(t, http.StatusOK, status, out)
 
 	status, out = place("symbol=ETHUSDT&type=LIMIT_MAKER&price=3300&newClientOrderId=tp1")
@@ -119,7 +108,7 @@ func TestSpotOCOStopOrderMayTrail(t *testing.T) {
 	t.Parallel()
 	s := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"ETH": decimal.RequireFromString("1")}}) // ETHUSDT at 3000
 	oco := func(tp, below string) (int, map[string]any) {
-		return spotCall(t, s, http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity=1"+
+		return signedJSON(t, s, http.MethodPost, "/api/v3/orderList/oco", "symbol=ETHUSDT&side=SELL&quantity=1"+
 			"&aboveType=LIMIT_MAKER&abovePrice="+tp+"&belowType=STOP_LOSS&"+below+"&listClientOrderId=l1")
 	}
 	status, out := oco("3300", "belowTrailingDelta=5000")
