@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -35,10 +34,7 @@ func TestBybitEntryWithTrailingStopCrashAfterTheSettingIsAdoptedByTheSweeper(t *
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:bybit-trail-crash'"), "only the entry is recorded")
 
 	fake.SetTicker(bybitfake.CategoryLinear, "BTCUSDT", decimal.RequireFromString("61000"))
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:bybit-trail-crash' AND outcome = 'dispatched'") == 1
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the trailing stop")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:bybit-trail-crash", 1, "the sweeper finished the trailing stop")
 	requireOneBybitTrailingStop(t, fake)
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:bybit-trail-crash'
 		AND role = 'trailing_stop' AND status = 'open' AND trailing_distance = 600`))

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -54,10 +53,7 @@ func TestOKXSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NULL"), "the last part is planned")
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-split-crash' AND outcome = 'dispatched'") == 2
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the legs")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:okx-split-crash", 2, "the sweeper finished the legs")
 	requireOnePerPart()
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:okx-split-crash'"))
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,10 +52,7 @@ func TestOKXEntryWithTrailingStopCrashAfterTheLegIsAdoptedByTheSweeper(t *testin
 	require.Len(t, fake.AlgoOrders(), 1, "the trailing stop is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:okx-trail-crash'"), "only the entry is recorded")
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-trail-crash' AND outcome = 'dispatched'") == 1
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the trailing stop")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:okx-trail-crash", 1, "the sweeper finished the trailing stop")
 	requireOne()
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:okx-trail-crash'
 		AND role = 'trailing_stop' AND status = 'open' AND callback_rate = 1.5`))

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -59,10 +58,7 @@ func TestVenueSpotEntryWithLoneStopLossCrashAfterTheStopIsAdoptedByTheSweeper(t 
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
 	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:lone-crash' AND outcome = 'dispatched'") == 1
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the exit")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:lone-crash", 1, "the sweeper finished the exit")
 	requireOneStop()
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lone-crash' AND role = 'stop_loss'
 		AND status = 'open' AND stop_loss = 2940 AND quantity = 0.99`))

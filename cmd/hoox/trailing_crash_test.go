@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,10 +50,7 @@ func TestVenueEntryWithTrailingStopCrashAfterTheLegIsAdoptedByTheSweeper(t *test
 	require.Len(t, fake.AlgoOrders(), 1, "the trailing stop is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:trail-crash'"), "only the entry is recorded")
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:trail-crash' AND outcome = 'dispatched'") == 1
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the trailing stop")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:trail-crash", 1, "the sweeper finished the trailing stop")
 	requireOneTrailingStop(t, fake)
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:trail-crash'
 		AND role = 'trailing_stop' AND status = 'open' AND callback_rate = 1.5`))

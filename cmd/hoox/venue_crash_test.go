@@ -15,6 +15,19 @@ import (
 	"github.com/hoox/hoox/internal/pgtest"
 )
 
+// sweeperFinishesLegs starts a hoox serve whose sweeper runs every second
+// on dbURL and awaits the n legs of trace traceID recorded dispatched (why
+// says what they are); it returns the running process.
+func sweeperFinishesLegs(t *testing.T, dbURL string, env []string, traceID string, n int, why string) *serveProcess {
+	t.Helper()
+	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
+	pool := pgtest.OpenPool(t, dbURL)
+	require.Eventually(t, func() bool {
+		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = $1 AND outcome = 'dispatched'", traceID) == n
+	}, 60*time.Second, 100*time.Millisecond, why)
+	return survivor
+}
+
 // killedMidSignal sends body to a `hoox serve` started with the drill
 // setting (HOOX_DRILL_CRASH_AFTER_VENUE: SIGKILL between the venue's answer
 // and the commit; HOOX_DRILL_CRASH_AFTER_LEG: between a leg's venue answer

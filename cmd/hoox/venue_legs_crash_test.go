@@ -64,10 +64,7 @@ func TestVenueSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NULL"), "the last part is planned")
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:split-crash' AND outcome = 'dispatched'") == 2
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the legs")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:split-crash", 2, "the sweeper finished the legs")
 	requireOnePerPart(t, fake)
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"))
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
@@ -213,10 +210,7 @@ func TestVenueEntryWithExitsCrashAfterTheTakeProfitIsFinishedByTheSweeper(t *tes
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"), "only the entry is recorded")
 	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:exits-crash' AND outcome = 'dispatched'") == 2
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the exits")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:exits-crash", 2, "the sweeper finished the exits")
 	requireOneExitEach(t, fake)
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"))
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:exits-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'take_profit'"))

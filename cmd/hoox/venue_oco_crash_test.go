@@ -58,10 +58,7 @@ func TestVenueSpotEntryWithOCOCrashAfterTheListIsFinishedByTheSweeper(t *testing
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"), "the leg's intent says it may exist")
 	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:oco-crash' AND outcome = 'dispatched'") == 1
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished the exit")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:oco-crash", 1, "the sweeper finished the exit")
 	requireOneOCO(t, fake)
 	require.Equal(t, 1, fake.Requests("/api/v3/orderList/oco"), "sent once")
 	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:oco-crash'"))

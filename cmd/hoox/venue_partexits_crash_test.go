@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -48,10 +47,7 @@ func TestVenueLimitEntryCancelledAfterAPartialFillCrashAfterTheFirstExitIsFinish
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL"))
 	fake.SetPrice("ETHUSDT", decimal.RequireFromString("3010"))
 
-	survivor, _ := startVenueServe(t, dbURL, append(env, "HOOX_SWEEP_INTERVAL=1s", "HOOX_SWEEP_GRACE=1s")...)
-	require.Eventually(t, func() bool {
-		return apptest.Count(t, pool, "SELECT count(*) FROM order_legs WHERE trace_id = 'k:part-crash' AND outcome = 'dispatched'") == 2
-	}, 60*time.Second, 100*time.Millisecond, "the sweeper finished both exits")
+	survivor := sweeperFinishesLegs(t, dbURL, env, "k:part-crash", 2, "the sweeper finished both exits")
 	algos := fake.AlgoOrders()
 	require.Len(t, algos, 2, "one take-profit, one stop-loss")
 	posts := 0
