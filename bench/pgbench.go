@@ -168,8 +168,7 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 
 	rt.claim = []string{
 		"BEGIN;",
-		stmt(db.TxTimeoutsSQL, cast(lockWait, "text"), cast(idleWait, "text")),
-		stmt(db.ClaimLockSQL, trace, trace),
+		stmt(db.ClaimLockSQL, cast(lockWait, "text"), cast(idleWait, "text"), trace, trace),
 		stmt(db.ClaimSQL,
 			trace,                       // $1 trace_id
 			cast(pgFingerprint, "text"), // $2 fingerprint
@@ -188,7 +187,7 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 		),
 	}
 	rt.record = []string{
-		stmt(db.InsertOrderSQL,
+		stmt(db.RecordOrderSQL,
 			cast("gen_random_uuid()", "uuid"), trace, clientOrder, cast("'paper'", "text"), symbol,
 			cast("'buy'", "text"), cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"),
 			cast("NULL", "numeric"), cast("NULL", "integer"), cast("'live'", "text"), cast("'filled'", "text"),
@@ -196,25 +195,22 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("NULL", "numeric"), cast("NULL", "numeric"), // take_profit, stop_loss
 			cast("100", "numeric"), cast("NULL", "numeric"), cast("NULL", "text"), // avg_price, fee, fee_asset
 			cast("NULL", "text"), cast("NULL", "text"), // strategy, base_asset
-			cast("false", "boolean")), // plans_legs: a market order without legs
-		stmt(db.SettleTraceSQL, trace, cast("'dispatched'", "text"), cast("gen_random_uuid()", "uuid"), clientOrder),
-		stmt(db.SettleIntentSQL, clientOrder, cast("'dispatched'", "text")),
-		stmt(db.InsertEventSQL, trace, cast("'dispatched'", "text"), sourceIP,
-			cast("jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')", "jsonb")),
+			cast("false", "boolean"),            // plans_legs: a market order without legs
+			trace, cast("'dispatched'", "text"), // the trace and its status
+			cast("'dispatched'", "text"), clientOrder, // the intent's outcome, and the intent
+			"ARRAY["+trace+"]", "ARRAY['dispatched']", "ARRAY["+cast(pgSourceIP, "text")+"]",
+			"ARRAY[jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')::text]"),
 		"COMMIT;",
 	}
-	// db.WriteIntent sends the async setting and the intent as one
-	// implicit transaction; pgbench, one statement per round trip, needs
-	// the explicit one.
+	// db.WriteIntent sends the intent, with its commit setting, as one
+	// implicit transaction; pgbench does the same with a lone statement.
 	rt.marker = []string{
-		"BEGIN;",
-		stmt(db.AsyncCommitSQL),
 		stmt(db.WriteIntentSQL, clientOrder, trace, trace, cast(pgFingerprint, "text"), cast("'live'", "text"),
 			cast("'client'", "text"), cast("'paper'", "text"), symbol, cast("'buy'", "text"),
 			cast(`'{"Symbol": "PGBENCH", "Side": "buy", "Quantity": "0.01"}'`, "jsonb"), cast(pgSignal, "jsonb"),
 			sourceIP, cast("NULL", "timestamptz"), cast("now()", "timestamptz"),
-			cast("0", "integer")), // $15 execution: each benchmark trace is a lock key of its own
-		"COMMIT;",
+			cast("0", "integer"),   // $15 execution: each benchmark trace is a lock key of its own
+			cast("'off'", "text")), // $16 the commit: paper's intent may commit asynchronously
 	}
 	// The venue's pool commits with synchronous_commit off
 	// (paper.PoolConfig); pgbench has one connection, so it sets and resets it.

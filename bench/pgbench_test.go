@@ -19,9 +19,7 @@ func hooxStatements() map[string]string {
 	return map[string]string{
 		"db.ClaimLockSQL":   db.ClaimLockSQL,
 		"db.ClaimSQL":       db.ClaimSQL,
-		"db.InsertOrderSQL": db.InsertOrderSQL,
-		"db.SettleTraceSQL": db.SettleTraceSQL,
-		"db.InsertEventSQL": db.InsertEventSQL,
+		"db.RecordOrderSQL": db.RecordOrderSQL,
 		"paper.InsertSQL":   paper.InsertSQL,
 	}
 }
@@ -133,10 +131,11 @@ func TestPgbenchScriptStructure(t *testing.T) {
 		pipelines    int
 		marker       bool
 	}{
-		{variant: "claim.sql", transactions: 2, pipelines: 0, marker: true},
+		{variant: "claim.sql", transactions: 1, pipelines: 0, marker: true},
 		// The fill is a pipeline too: it sets and resets synchronous_commit
-		// around the venue's insert, one round trip.
-		{variant: "claim-pipelined.sql", transactions: 2, pipelines: 4, marker: true},
+		// around the venue's insert, one round trip. The intent is one
+		// statement, a round trip of its own without a pipeline.
+		{variant: "claim-pipelined.sql", transactions: 1, pipelines: 3, marker: true},
 		{variant: "claim-nomarker.sql", transactions: 1, pipelines: 3, marker: false},
 	}
 	// pgbench reads a single colon followed by a name as a variable, even in
@@ -172,7 +171,7 @@ func TestPgbenchScriptStructure(t *testing.T) {
 			require.False(t, inPipeline, "the script ends inside a pipeline")
 			require.Equal(t, tt.transactions, transactions)
 			require.Equal(t, tt.pipelines, pipelines)
-			require.Equal(t, tt.marker, strings.Contains(script, "set_config('synchronous_commit', 'off'"))
+			require.Equal(t, tt.marker, strings.Contains(script, strings.TrimSpace(db.WriteIntentSQL)[:40]))
 			require.Contains(t, script, "SET synchronous_commit = off;\n", "the venue's fill commits asynchronously, as paper.PoolConfig does")
 			require.True(t, strings.HasSuffix(strings.TrimSuffix(script, "\\endpipeline\n"), ";\n"), "the last statement is not ended")
 

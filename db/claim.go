@@ -47,11 +47,17 @@ type ClaimParams struct {
 // idle_in_transaction_session_timeout, in one statement. Both are
 // transaction-local, so they work through a transaction-pooling PgBouncer.
 func queueTxTimeouts(b *pgx.Batch, lockWait, idle time.Duration) {
-	idleSetting := "" // an empty value keeps the session's own
+	lw, is := txTimeouts(lockWait, idle)
+	b.Queue(TxTimeoutsSQL, lw, is)
+}
+
+// txTimeouts are TxTimeoutsSQL's two settings: lock_timeout, never zero, and
+// the idle timeout, empty (the session's own) when idle is zero.
+func txTimeouts(lockWait, idle time.Duration) (lockSetting, idleSetting string) {
 	if idle > 0 {
 		idleSetting = fmt.Sprintf("%dms", idle.Milliseconds())
 	}
-	b.Queue(TxTimeoutsSQL, fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)), idleSetting)
+	return fmt.Sprintf("%dms", max(lockWait.Milliseconds(), 1)), idleSetting
 }
 
 // TxTimeoutsSQL sets lock_timeout ($1) and, unless $2 is empty,
@@ -75,7 +81,7 @@ const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 // signal or a repeat, so a new connection can prepare them up front
 // (PoolConfig.Prepare).
 func ClaimStatements() []string {
-	return []string{"BEGIN", TxTimeoutsSQL, ClaimLockSQL, ClaimSQL, InsertOrderSQL, SettleTraceSQL, SettleIntentSQL,
+	return []string{"BEGIN", ClaimLockSQL, ClaimSQL, RecordOrderSQL, SettleTraceSQL, SettleIntentSQL,
 		InsertEventSQL, AsyncCommitSQL, "COMMIT", SettledTraceSQL}
 }
 
@@ -174,15 +180,21 @@ type ClaimTx struct {
 // The statements of the claim transaction are exported so the benchmarks
 // can run exactly this SQL under pgbench.
 
-// ClaimLockSQL takes the trace's advisory lock. The lock is skipped when
-// the trace is already settled: a committed, settled row never changes, so a
-// repeat of it needs no wait. The unique index, not the lock, is what
-// guarantees a single claim.
+// ClaimLockSQL sets the claim transaction's timeouts and synchronous commit
+// (as TxTimeoutsSQL: $1 lock_timeout, $2 idle timeout or empty) and then
+// takes the trace's advisory lock ($3 the lock key), in one statement: the
+// target list is evaluated in order, so lock_timeout holds for the lock's
+// wait. The lock is skipped when the trace ($4) is already settled: a
+// committed, settled row never changes, so a repeat of it needs no wait. The
+// unique index, not the lock, is what guarantees a single claim.
 const ClaimLockSQL = `
-SELECT pg_advisory_xact_lock(hashtextextended($1, 0))
-WHERE NOT EXISTS (
-    SELECT 1 FROM trace_ids
-    WHERE trace_id = $2 AND status IN ('dispatched', 'rejected', 'failed'))`
+SELECT set_config('lock_timeout', $1, true),
+       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END,
+       set_config('synchronous_commit', 'on', true),
+       (SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtextextended($3, 0))) l
+        WHERE NOT EXISTS (
+            SELECT 1 FROM trace_ids
+            WHERE trace_id = $4 AND status IN ('dispatched', 'rejected', 'failed')))`
 
 // ClaimSQL checks the kill switch, inserts the trace with its received event
 // or returns the existing one, in one statement.
@@ -319,8 +331,8 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	queueTxTimeouts(b, p.LockWait, p.IdleTimeout)
-	b.Queue(ClaimLockSQL, p.LockKey, p.TraceID)
+	lockWait, idle := txTimeouts(p.LockWait, p.IdleTimeout)
+	b.Queue(ClaimLockSQL, lockWait, idle, p.LockKey, p.TraceID)
 	var res ClaimResult
 	b.Queue(ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
 		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window, p.LockKey).
@@ -493,8 +505,24 @@ type Settlement struct {
 }
 
 // Record writes the settlement's order, settles the trace and its intent,
-// appends events and commits — one round trip.
+// appends events and commits — one round trip. A settlement with an order
+// and its intent, the way nearly every signal ends, is one statement
+// (RecordOrderSQL): each statement has a fixed cost in Postgres (bind,
+// portal, snapshot, executor start and end) that four would pay four times.
 func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
+	if st.Order != nil && st.IntentID != "" && len(st.Events) > 0 {
+		traces, names, ips, details, err := eventArrays(st.Events)
+		if err != nil {
+			c.Rollback(ctx)
+			return err
+		}
+		o := st.Order
+		return c.finish(ctx, false, func(b *pgx.Batch) {
+			b.Queue(RecordOrderSQL, append(orderArgs(o), st.TraceID, st.Status, st.IntentOutcome, st.IntentID,
+				traces, names, ips, details)...).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
+		})
+	}
 	return c.finish(ctx, false, func(b *pgx.Batch) {
 		var orderID *uuid.UUID
 		var clientOrderID *string
@@ -512,6 +540,32 @@ func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 		queueEvents(b, st.Events)
 	})
 }
+
+// RecordOrderSQL is a settlement with an order and its intent in one
+// statement: the order ($1–$25, as InsertOrderSQL), the trace ($26, status
+// $27, pointing at the order), the intent ($29, outcome $28) and the events
+// (arrays $30–$33, as InsertEventsSQL). Data-modifying WITH queries all run,
+// once each, referenced or not; the order's AFTER triggers fire at the end
+// of the statement and see the rest of it.
+const RecordOrderSQL = `
+WITH o AS (
+    INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
+                        leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
+                        take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
+    VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+    RETURNING created_at
+), t AS (
+    UPDATE trace_ids SET status = $27, order_id = $1, client_order_id = $3, updated_at = now()
+    WHERE trace_id = $26
+), i AS (
+    UPDATE dispatch_intents SET outcome = $28, settled_at = now() WHERE client_order_id = $29
+), e AS (
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
+    SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
+    FROM unnest($30::text[], $31::text[], $32::text[], $33::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
+    ORDER BY n
+)
+SELECT created_at FROM o`
 
 // Duplicate appends the repeat's audit events and commits. When they are
 // all `duplicate` events it commits with synchronous_commit off: a Postgres
@@ -558,8 +612,18 @@ ORDER BY n`
 
 // queueEventRows queues events as one multi-row insert (InsertEventsSQL).
 func queueEventRows(b *pgx.Batch, events []Event) error {
-	traces, names := make([]string, len(events)), make([]string, len(events))
-	ips, details := make([]*string, len(events)), make([]*string, len(events))
+	traces, names, ips, details, err := eventArrays(events)
+	if err != nil {
+		return err
+	}
+	b.Queue(InsertEventsSQL, traces, names, ips, details)
+	return nil
+}
+
+// eventArrays are events as InsertEventsSQL's four arrays.
+func eventArrays(events []Event) (traces, names []string, ips, details []*string, err error) {
+	traces, names = make([]string, len(events)), make([]string, len(events))
+	ips, details = make([]*string, len(events)), make([]*string, len(events))
 	for i, e := range events {
 		traces[i], names[i] = e.TraceID, e.Event
 		if e.SourceIP.IsValid() {
@@ -569,14 +633,13 @@ func queueEventRows(b *pgx.Batch, events []Event) error {
 		if e.Detail != nil {
 			d, err := json.Marshal(e.Detail)
 			if err != nil {
-				return fmt.Errorf("encode the detail of event %s: %w", e.Event, err)
+				return nil, nil, nil, nil, fmt.Errorf("encode the detail of event %s: %w", e.Event, err)
 			}
 			ds := string(d)
 			details[i] = &ds
 		}
 	}
-	b.Queue(InsertEventsSQL, traces, names, ips, details)
-	return nil
+	return traces, names, ips, details, nil
 }
 
 // Tx exposes the open transaction for River's InsertTx, so a job commits with
@@ -621,12 +684,16 @@ func (c *ClaimTx) finish(ctx context.Context, async bool, queue func(*pgx.Batch)
 }
 
 func queueOrder(b *pgx.Batch, o *OrderRow) {
-	b.Queue(InsertOrderSQL, pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
+	b.Queue(InsertOrderSQL, orderArgs(o)...).QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
+}
+
+// orderArgs are InsertOrderSQL's parameters for o.
+func orderArgs(o *OrderRow) []any {
+	return []any{pgconv.UUID(o.ID), o.TraceID, o.ClientOrderID, o.Exchange, o.Symbol, o.Action, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), o.Leverage, o.Mode, o.Status, o.ExchangeOrderID,
 		pgconv.NullNumeric(o.FillPrice), o.RejectReason, pgconv.NullNumeric(o.FilledQuantity),
 		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss),
-		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset, !o.NoLegs).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&o.CreatedAt) })
+		pgconv.NullNumeric(o.AvgPrice), pgconv.NullNumeric(o.Fee), o.FeeAsset, o.Strategy, o.BaseAsset, !o.NoLegs}
 }
 
 func queueEvents(b *pgx.Batch, events []Event) {

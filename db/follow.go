@@ -129,9 +129,10 @@ func (u OrderUpdate) Detail(row OrderRow) map[string]any {
 
 // updateOrderSQL writes what the venue says about an order that was open;
 // the status condition keeps a final row final whoever raced to it (the
-// row lock already serialises the follow job and the cancel action).
+// row lock already serialises the follow job and the cancel action). $2 is
+// text (the column is a domain, 00024): typed once, it compares as text too.
 const updateOrderSQL = `
-UPDATE orders SET status = $2, filled_quantity = $3, avg_price = coalesce($4, avg_price),
+UPDATE orders SET status = $2::text, filled_quantity = $3, avg_price = coalesce($4, avg_price),
        fill_price = coalesce($5, fill_price), fee = coalesce($6, fee), fee_asset = coalesce(NULLIF($7, ''), fee_asset),
        cancelled_by = coalesce(NULLIF($8, ''), cancelled_by), executed_exit = coalesce(NULLIF($11, ''), executed_exit),
        updated_at = now(),

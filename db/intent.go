@@ -54,8 +54,10 @@ type Intent struct {
 // WriteIntentSQL inserts the intent, or re-arms an intent of the same client
 // order ID that is still open (a resend after a crash) or provably unsent,
 // and appends its dispatch_started event — one statement, so it commits on
-// its own as one implicit transaction. It never touches an intent settled
-// with an order: no row comes back then, and no event is written.
+// its own as one implicit transaction, synchronously when $16 is 'on' and
+// asynchronously when it is 'off' (set in the same statement: the setting
+// holds until the commit that ends it). It never touches an intent settled
+// with an order: no row comes back then, and nothing is written.
 const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
@@ -71,7 +73,7 @@ WITH i AS (
     INSERT INTO trace_events (trace_id, event, source_ip, detail)
     SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
 )
-SELECT sent_at, attempts FROM i`
+SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
 
 // WriteIntent commits the intent and its dispatch_started event on a
 // connection of pool (not the claim's: the claim commits only after the
@@ -88,21 +90,21 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		signalTime = &in.SignalTime
 	}
 	found := false
-	// Without BEGIN the batch is one implicit transaction: the async
-	// setting holds until its commit.
-	b := &pgx.Batch{}
+	// The commit's setting is explicit either way: the server's default
+	// may be off.
+	commit := "off"
 	if durable {
-		// In the same round trip: the server's default may be off.
-		b.Queue(SyncCommitSQL)
-	} else {
-		b.Queue(AsyncCommitSQL)
+		commit = "on"
 	}
+	b := &pgx.Batch{}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
-		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution).
+		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution,
+		commit).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				found = true
-				if err := rows.Scan(&in.SentAt, &in.Attempts); err != nil {
+				var setting string
+				if err := rows.Scan(&in.SentAt, &in.Attempts, &setting); err != nil {
 					return err
 				}
 			}
