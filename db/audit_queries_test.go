@@ -165,7 +165,7 @@ VALUES ('hxdead', 'k:dead', 'k:dead', 'fp', 'live', 'client', 'binance', 'BTCUSD
 	} {
 		_, err := pool.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
 			quantity, mode, status, filled_quantity, fee, fee_asset, strategy, base_asset, created_at)
-			VALUES (gen_random_uuid(), 'k:'||$1, $1, 'binance', 'BTCUSDT', $2, $2, 'market', $3::numeric, 'live', 'filled',
+			VALUES (gen_random_uuid(), 'k:'||$1, $1, 'binance', 'BTCUSDT', $2::text, $2, 'market', $3::numeric, 'live', 'filled',
 			        $3::numeric, $4::numeric, $5, 'trend', 'BTC', now() - interval '30 days' + $6::int * interval '1 second')`,
 			o.id, o.side, o.filled, o.fee, o.feeAsset, i)
 		require.NoError(t, err)

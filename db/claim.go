@@ -81,7 +81,7 @@ const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 // signal or a repeat, so a new connection can prepare them up front
 // (PoolConfig.Prepare).
 func ClaimStatements() []string {
-	return []string{"BEGIN", ClaimLockSQL, ClaimSQL, RecordOrderSQL, SettleTraceSQL, SettleIntentSQL,
+	return []string{"BEGIN", ClaimLockSQL, ClaimSQL, ClaimWindowSQL, RecordOrderSQL, SettleTraceSQL, SettleIntentSQL,
 		InsertEventSQL, AsyncCommitSQL, "COMMIT", SettledTraceSQL}
 }
 
@@ -197,22 +197,65 @@ SELECT set_config('lock_timeout', $1, true),
             WHERE trace_id = $4 AND status IN ('dispatched', 'rejected', 'failed')))`
 
 // ClaimSQL checks the kill switch, inserts the trace with its received event
-// or returns the existing one, in one statement.
-const ClaimSQL = `
-WITH ks AS (
-    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+// or returns the existing one, and reads the lock key's intents that the
+// attempt must know about, in one statement. ClaimWindowSQL is the same for
+// a window key, which first looks for a trace of the same signal inside
+// the window ($13, in ms; null for other keys).
+//
+// The intents come back as one JSON array (ClaimIntentsSQL), ordered by
+// execution: the last one (the highest execution, which numbers the next
+// client order ID) and every one still open or failed (pending and
+// unknown orders). The claim decides from them in Go (claimIntents): one
+// index scan, where three lookups each paid their own executor setup on
+// every new signal (whose lock key mostly has no intents at all).
+var (
+	ClaimSQL       = claimSQL(false)
+	ClaimWindowSQL = claimSQL(true)
+)
+
+// ClaimIntentsSQL is the claim's read of the lock key's intents ($14).
+// coalesce(outcome, ”) keeps the partial indexes on outcome out of it
+// (the planner cannot prove their predicates from it): read through them,
+// unfiltered by lock key, a claim cost as much as there were unsettled (or
+// failed) intents in all (00005, 00010). The lock key's own few rows come
+// from (lock_key, execution).
+const ClaimIntentsSQL = `(
+    SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
+               'fingerprint', i.fingerprint, 'execution', i.execution, 'outcome', i.outcome,
+               'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
+               'same_window', ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond'),
+               'order', CASE WHEN i.outcome = 'failed' THEN i.order_spec END,
+               'traced', CASE WHEN i.outcome = 'failed' THEN EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id) END)
+             ORDER BY i.execution)
+    FROM dispatch_intents i
+    WHERE r.claimed AND i.lock_key = $14
+      AND (coalesce(i.outcome, '') IN ('', 'failed')
+           OR i.execution = (SELECT max(l.execution) FROM dispatch_intents l WHERE l.lock_key = $14)))`
+
+func claimSQL(window bool) string {
+	prior, notPrior, orPrior := "", "", ""
+	if window {
+		prior = `
 ), prior AS (
     SELECT t.trace_id, t.fingerprint, t.status, t.order_id, t.client_order_id, t.received_at
     FROM trace_ids t
     WHERE $13::bigint IS NOT NULL AND t.key_source = 'window' AND t.fingerprint = $2
       AND t.received_at > now() - $13::bigint * interval '1 millisecond'
     ORDER BY t.received_at DESC
-    LIMIT 1
+    LIMIT 1`
+		notPrior = " AND NOT EXISTS (SELECT 1 FROM prior)"
+		orPrior = `
+    UNION ALL
+    SELECT false, * FROM prior`
+	}
+	return `
+WITH ks AS (
+    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged` + prior + `
 ), ins AS (
     INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
                            signal, source_ip, signal_time, received_at, updated_at, expires_at)
     SELECT $1, $2, $3, $4, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond'
-    WHERE NOT (SELECT engaged FROM ks) AND NOT EXISTS (SELECT 1 FROM prior)
+    WHERE NOT (SELECT engaged FROM ks)` + notPrior + `
     ON CONFLICT (trace_id) DO NOTHING
     RETURNING trace_id, fingerprint, status, order_id, client_order_id, received_at
 ), ev AS (
@@ -220,47 +263,69 @@ WITH ks AS (
     SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
-       coalesce(n.executions, 0), n.reuse_id, p.client_order_id, p.trace_id, p.fingerprint,
-       p.sent_ago_us, p.same_window, u.unknown
+       ` + ClaimIntentsSQL + `
 FROM ks LEFT JOIN LATERAL (
     SELECT true AS claimed, * FROM ins
     UNION ALL
     SELECT false, t.trace_id, t.fingerprint, t.status, t.order_id, t.client_order_id, t.received_at
-    FROM trace_ids t WHERE t.trace_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)
-    UNION ALL
-    SELECT false, * FROM prior
+    FROM trace_ids t WHERE t.trace_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)` + orPrior + `
     LIMIT 1
-) r ON true
-LEFT JOIN LATERAL (
-    SELECT CASE WHEN i.outcome = 'unsent' THEN i.execution ELSE i.execution + 1 END AS executions,
-           CASE WHEN i.outcome = 'unsent' THEN i.client_order_id END AS reuse_id
-    FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14
-    ORDER BY i.execution DESC
-    LIMIT 1
-) n ON true
-LEFT JOIN LATERAL (
-    SELECT i.client_order_id, i.trace_id, i.fingerprint,
-           (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint AS sent_ago_us,
-           ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond') AS same_window
-    FROM dispatch_intents i
-    -- coalesce(outcome, '') keeps the partial indexes on outcome out of
-    -- these lookups (the planner cannot prove their predicates from it):
-    -- read through them, unfiltered by lock key, a claim cost as much as
-    -- there were unsettled (or failed) intents in all (00005, 00010). The
-    -- lock key's own few rows come from (lock_key, execution).
-    WHERE r.claimed AND i.lock_key = $14 AND coalesce(i.outcome, '') = ''
-    ORDER BY i.sent_at LIMIT 1
-) p ON true
-LEFT JOIN LATERAL (
-    SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
-               'fingerprint', i.fingerprint, 'order', i.order_spec,
-               'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint)
-             ORDER BY i.execution) AS unknown
-    FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $14 AND coalesce(i.outcome, '') = 'failed'
-      AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
-) u ON true`
+) r ON true`
+}
+
+// claimIntent is one intent as ClaimIntentsSQL returns it.
+type claimIntent struct {
+	ClientOrderID string          `json:"client_order_id"`
+	TraceID       string          `json:"trace_id"`
+	Fingerprint   string          `json:"fingerprint"`
+	Execution     int             `json:"execution"`
+	Outcome       *string         `json:"outcome"`
+	SentAgoMicros int64           `json:"sent_ago_us"`
+	SameWindow    bool            `json:"same_window"`
+	Order         json.RawMessage `json:"order"`
+	Traced        *bool           `json:"traced"`
+}
+
+// claimIntents fills res's Executions, ReuseID, Pending and Unknown from the
+// lock key's intents (ClaimIntentsSQL's array, in execution order).
+func claimIntents(raw []byte, res *ClaimResult) error {
+	if raw == nil {
+		return nil
+	}
+	var intents []claimIntent
+	if err := json.Unmarshal(raw, &intents); err != nil {
+		return fmt.Errorf("decode the lock key's intents: %w", err)
+	}
+	if len(intents) == 0 {
+		return nil
+	}
+	// The highest execution numbers the next client order ID: itself when
+	// its intent is provably unsent (the ID is sent again), else one more.
+	last := intents[len(intents)-1]
+	res.Executions = last.Execution + 1
+	if last.Outcome != nil && *last.Outcome == string(IntentUnsent) {
+		res.Executions, res.ReuseID = last.Execution, last.ClientOrderID
+	}
+	for _, in := range intents {
+		switch {
+		case in.Outcome == nil:
+			// The open intent sent longest ago (the highest sent_ago).
+			if res.Pending == nil || in.SentAgoMicros > res.Pending.SentAgo.Microseconds() {
+				res.Pending = &PendingIntent{ClientOrderID: in.ClientOrderID, TraceID: in.TraceID,
+					Fingerprint: in.Fingerprint, SentAgo: time.Duration(in.SentAgoMicros) * time.Microsecond,
+					SameWindow: in.SameWindow}
+			}
+		case *in.Outcome == string(IntentFailed) && in.Traced != nil && !*in.Traced:
+			u := UnknownIntent{ClientOrderID: in.ClientOrderID, TraceID: in.TraceID, Fingerprint: in.Fingerprint,
+				SentAgoMicros: in.SentAgoMicros, SentAgo: time.Duration(in.SentAgoMicros) * time.Microsecond}
+			if err := json.Unmarshal(in.Order, &u.Order); err != nil {
+				return fmt.Errorf("decode unknown intent %s: %w", in.ClientOrderID, err)
+			}
+			res.Unknown = append(res.Unknown, u)
+		}
+	}
+	return nil
+}
 
 // SettledTraceSQL reads a settled trace as the claim would return it.
 const SettledTraceSQL = `
@@ -334,7 +399,11 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 	lockWait, idle := txTimeouts(p.LockWait, p.IdleTimeout)
 	b.Queue(ClaimLockSQL, lockWait, idle, p.LockKey, p.TraceID)
 	var res ClaimResult
-	b.Queue(ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
+	sql := ClaimSQL
+	if window != nil {
+		sql = ClaimWindowSQL
+	}
+	b.Queue(sql, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
 		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window, p.LockKey).
 		QueryRow(func(row pgx.Row) error {
 			var claimed *bool
@@ -342,31 +411,14 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 			var status *TraceStatus
 			var receivedAt *time.Time
 			var orderID pgtype.UUID
-			var reuseID, pendingID, pendingTrace, pendingFP *string
-			var pendingAgo *int64
-			var pendingSameWindow *bool
-			var unknown []byte
+			var intents []byte
 			err := row.Scan(&res.KillSwitch, &claimed, &traceID, &fingerprint, &status,
-				&orderID, &res.Trace.ClientOrderID, &receivedAt, &res.Executions, &reuseID,
-				&pendingID, &pendingTrace, &pendingFP, &pendingAgo, &pendingSameWindow, &unknown)
+				&orderID, &res.Trace.ClientOrderID, &receivedAt, &intents)
 			if err != nil {
 				return err
 			}
-			if reuseID != nil {
-				res.ReuseID = *reuseID
-			}
-			if unknown != nil {
-				if err := json.Unmarshal(unknown, &res.Unknown); err != nil {
-					return fmt.Errorf("decode unknown intents: %w", err)
-				}
-				for i := range res.Unknown {
-					res.Unknown[i].SentAgo = time.Duration(res.Unknown[i].SentAgoMicros) * time.Microsecond
-				}
-			}
-			if pendingID != nil {
-				res.Pending = &PendingIntent{ClientOrderID: *pendingID, TraceID: *pendingTrace,
-					Fingerprint: *pendingFP,
-					SentAgo:     time.Duration(*pendingAgo) * time.Microsecond, SameWindow: *pendingSameWindow}
+			if err := claimIntents(intents, &res); err != nil {
+				return err
 			}
 			if orderID.Valid {
 				id := uuid.UUID(orderID.Bytes)

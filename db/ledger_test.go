@@ -23,7 +23,7 @@ func spotOrder(t *testing.T, pool *pgxpool.Pool, side, base, strategy, status, f
 	coid := "hx" + strings.ReplaceAll(id.String(), "-", "")[:30]
 	_, err := pool.Exec(context.Background(), `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side,
 		order_type, quantity, mode, status, filled_quantity, strategy, base_asset)
-		VALUES ($1, 'k:'||$2, $2, 'binance', 'BTCUSDT', $3, $3, 'limit', 1, 'live', $4, $5::numeric, $6, NULLIF($7, ''))`,
+		VALUES ($1, 'k:'||$2, $2, 'binance', 'BTCUSDT', $3::text, $3, 'limit', 1, 'live', $4, $5::numeric, $6, NULLIF($7, ''))`,
 		id, coid, side, status, filled, strategy, base)
 	require.NoError(t, err)
 	return coid
