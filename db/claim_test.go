@@ -382,7 +382,7 @@ FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on st
 			require.NoError(t, err)
 		}
 		rows, err := pool.Query(ctx, "EXPLAIN "+db.ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
-			p.Signal, p.SourceIP, nil, int64(3600000), []byte(`{}`), nil, p.LockKey)
+			p.Signal, p.SourceIP, nil, int64(3600000), nil, p.LockKey)
 		require.NoError(t, err)
 		var plan []string
 		for rows.Next() {
