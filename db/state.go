@@ -28,7 +28,7 @@ type State struct {
 }
 
 // Every age is measured on the database's clock. The unsettled intents and
-// the purge use their indexes (dispatch_intents_unsettled_idx,
+// the purge use their indexes (dispatch_intents_open_idx,
 // trace_ids_expires_at_idx); the reconciling traces are the same scan the
 // sweeper runs.
 const stateSQL = `
