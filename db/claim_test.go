@@ -381,16 +381,8 @@ FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on st
 			_, err := pool.Exec(ctx, "ANALYZE dispatch_intents")
 			require.NoError(t, err)
 		}
-		rows, err := pool.Query(ctx, "EXPLAIN "+db.ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
+		plan := explain(t, pool, db.ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
 			p.Signal, p.SourceIP, nil, int64(3600000), nil, p.LockKey)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
 		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_open_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_unknown_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 		require.Contains(t, fmt.Sprint(plan), "dispatch_intents_lock_key_execution_idx", "analyzed %v, plan:\n%s", analyzed, plan)
@@ -419,15 +411,22 @@ FROM generate_series(1, 20000) g`) // no ANALYZE
 		{`SELECT count(*) FROM dispatch_intents i WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')`,
 			[]any{"binance", "live"}},
 	} {
-		rows, err := pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
+		plan := explain(t, pool, q.sql, q.args...)
 		require.Contains(t, fmt.Sprint(plan), "dispatch_intents_open_idx", "plan:\n%s", plan)
 	}
+}
+
+// explain returns the lines of EXPLAIN sql.
+func explain(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "EXPLAIN "+sql, args...)
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	return plan
 }
