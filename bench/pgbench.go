@@ -181,8 +181,9 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			sourceIP,                    // $9 source_ip
 			cast("NULL", "timestamptz"), // $10 signal_time
 			cast(ttl, "bigint"),         // $11 TTL in ms
-			cast("NULL", "bigint"),      // $12 dedup window in ms: none for a client key
-			trace,                       // $13 lock key: the trace ID for a client key
+			cast("jsonb_build_object('fingerprint', "+pgFingerprint+", 'key_source', 'client')", "jsonb"), // $12 detail
+			cast("NULL", "bigint"), // $13 dedup window in ms: none for a client key
+			trace,                  // $14 lock key: the trace ID for a client key
 		),
 	}
 	rt.record = []string{

@@ -32,7 +32,7 @@ FROM (SELECT g, encode(sha256(convert_to($1::text || '-' || g, 'UTF8')), 'hex') 
 // writes (received, dispatch_started, dispatched), a few milliseconds
 // apart.
 const seedEventsSQL = `
-INSERT INTO trace_event_rows (trace_id, event, at, source_ip, detail)
+INSERT INTO trace_events (trace_id, event, at, source_ip, detail)
 SELECT t.trace_id, e.event, t.received_at + e.off, '127.0.0.1', e.detail
 FROM trace_ids t
 CROSS JOIN (VALUES ('received', interval '0', '{"key_source": "derived"}'::jsonb),
@@ -60,7 +60,7 @@ func SeedExpired(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 	start := time.Now()
 	run := RunID()
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, restoreIndexesSQL, []string{"trace_ids", "trace_event_rows"})
+		rows, err := tx.Query(ctx, restoreIndexesSQL, []string{"trace_ids", "trace_events"})
 		if err != nil {
 			return err
 		}

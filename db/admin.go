@@ -291,11 +291,9 @@ const OrderUnknownSQL = `(t.status = 'reconciling' OR (t.status = 'failed' AND N
 const releaseStatusSQL = `SELECT t.status, ` + OrderUnknownSQL + ` FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE`
 
 const releaseSQL = `
-WITH d AS (
-    DELETE FROM trace_ids t WHERE t.trace_id = $1 AND t.status <> 'reconciling'
-    RETURNING t.trace_id, t.status, t.client_order_id, t.received_at, ` + receivedEventColumns + `
-), rcv AS (
-    ` + insertReceivedEventsSQL + `
+WITH del AS (
+    DELETE FROM trace_ids WHERE trace_id = $1 AND status <> 'reconciling'
+    RETURNING trace_id, status, client_order_id, received_at
 )
 INSERT INTO trace_events (trace_id, event, detail)
 SELECT trace_id, 'released',
@@ -303,7 +301,7 @@ SELECT trace_id, 'released',
                           'received_at', received_at)
        || CASE WHEN $3::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('reason', $3::text) END
        || CASE WHEN $4::boolean THEN '{"forced": true, "order_unknown": true}'::jsonb ELSE '{}'::jsonb END
-FROM d
+FROM del
 RETURNING detail->>'status'`
 
 // ReleaseTrace deletes a trace so the same signal can be sent again, and

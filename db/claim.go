@@ -196,12 +196,11 @@ SELECT set_config('lock_timeout', $1, true),
             SELECT 1 FROM trace_ids
             WHERE trace_id = $4 AND status IN ('dispatched', 'rejected', 'failed')))`
 
-// ClaimSQL checks the kill switch, inserts the trace or returns the existing
-// one (the trace row is its own `received` event: received_event_id, from
-// the events' sequence, puts it in the trace_events view, migration 00025), and reads the lock key's intents that the
+// ClaimSQL checks the kill switch, inserts the trace with its received event
+// or returns the existing one, and reads the lock key's intents that the
 // attempt must know about, in one statement. ClaimWindowSQL is the same for
 // a window key, which first looks for a trace of the same signal inside
-// the window ($12, in ms; null for other keys).
+// the window ($13, in ms; null for other keys).
 //
 // The intents come back as one JSON array (ClaimIntentsSQL), ordered by
 // execution: the last one (the highest execution, which numbers the next
@@ -214,7 +213,7 @@ var (
 	ClaimWindowSQL = claimSQL(true)
 )
 
-// ClaimIntentsSQL is the claim's read of the lock key's intents ($13).
+// ClaimIntentsSQL is the claim's read of the lock key's intents ($14).
 // coalesce(outcome, ”) keeps the partial indexes on outcome out of it
 // (the planner cannot prove their predicates from it): read through them,
 // unfiltered by lock key, a claim cost as much as there were unsettled (or
@@ -224,14 +223,14 @@ const ClaimIntentsSQL = `(
     SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
                'fingerprint', i.fingerprint, 'execution', i.execution, 'outcome', i.outcome,
                'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
-               'same_window', ($12::bigint IS NULL OR i.received_at > now() - $12::bigint * interval '1 millisecond'),
+               'same_window', ($13::bigint IS NULL OR i.received_at > now() - $13::bigint * interval '1 millisecond'),
                'order', CASE WHEN i.outcome = 'failed' THEN i.order_spec END,
                'traced', CASE WHEN i.outcome = 'failed' THEN EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id) END)
              ORDER BY i.execution)
     FROM dispatch_intents i
-    WHERE r.claimed AND i.lock_key = $13
+    WHERE r.claimed AND i.lock_key = $14
       AND (coalesce(i.outcome, '') IN ('', 'failed')
-           OR i.execution = (SELECT max(l.execution) FROM dispatch_intents l WHERE l.lock_key = $13)))`
+           OR i.execution = (SELECT max(l.execution) FROM dispatch_intents l WHERE l.lock_key = $14)))`
 
 func claimSQL(window bool) string {
 	prior, notPrior, orPrior := "", "", ""
@@ -240,8 +239,8 @@ func claimSQL(window bool) string {
 ), prior AS (
     SELECT t.trace_id, t.fingerprint, t.status, t.order_id, t.client_order_id, t.received_at
     FROM trace_ids t
-    WHERE $12::bigint IS NOT NULL AND t.key_source = 'window' AND t.fingerprint = $2
-      AND t.received_at > now() - $12::bigint * interval '1 millisecond'
+    WHERE $13::bigint IS NOT NULL AND t.key_source = 'window' AND t.fingerprint = $2
+      AND t.received_at > now() - $13::bigint * interval '1 millisecond'
     ORDER BY t.received_at DESC
     LIMIT 1`
 		notPrior = " AND NOT EXISTS (SELECT 1 FROM prior)"
@@ -254,12 +253,14 @@ WITH ks AS (
     SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged` + prior + `
 ), ins AS (
     INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
-                           signal, source_ip, signal_time, received_at, updated_at, expires_at, received_event_id)
-    SELECT $1, $2, $3, $4, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond',
-           nextval('trace_events_id_seq')
+                           signal, source_ip, signal_time, received_at, updated_at, expires_at)
+    SELECT $1, $2, $3, $4, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond'
     WHERE NOT (SELECT engaged FROM ks)` + notPrior + `
     ON CONFLICT (trace_id) DO NOTHING
     RETURNING trace_id, fingerprint, status, order_id, client_order_id, received_at
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
+    SELECT trace_id, 'received', $9, $12 FROM ins
 )
 SELECT ks.engaged, r.claimed, r.trace_id, r.fingerprint, r.status, r.order_id, r.client_order_id, r.received_at,
        ` + ClaimIntentsSQL + `
@@ -391,6 +392,7 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 	if !p.SignalTime.IsZero() {
 		signalTime = &p.SignalTime
 	}
+	detail := fmt.Sprintf(`{"fingerprint":%q,"key_source":%q}`, p.Fingerprint, p.KeySource)
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -402,7 +404,7 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, p ClaimParams) (*ClaimTx
 		sql = ClaimWindowSQL
 	}
 	b.Queue(sql, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
-		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), window, p.LockKey).
+		p.Signal, addrArg(p.SourceIP), signalTime, p.TTL.Milliseconds(), detail, window, p.LockKey).
 		QueryRow(func(row pgx.Row) error {
 			var claimed *bool
 			var traceID, fingerprint *string
@@ -533,7 +535,7 @@ WHERE trace_id = $1`
 
 // InsertEventSQL appends an audit event.
 const InsertEventSQL = `
-INSERT INTO trace_event_rows (trace_id, event, source_ip, detail) VALUES ($1, $2, $3, coalesce($4, '{}'::jsonb))`
+INSERT INTO trace_events (trace_id, event, source_ip, detail) VALUES ($1, $2, $3, coalesce($4, '{}'::jsonb))`
 
 // Settlement is how a claimed trace ends in its own transaction.
 type Settlement struct {
@@ -610,7 +612,7 @@ WITH o AS (
 ), i AS (
     UPDATE dispatch_intents SET outcome = $28, settled_at = now() WHERE client_order_id = $29
 ), e AS (
-    INSERT INTO trace_event_rows (trace_id, event, source_ip, detail)
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
     SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
     FROM unnest($30::text[], $31::text[], $32::text[], $33::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
     ORDER BY n
@@ -655,7 +657,7 @@ func AppendRepeatEvents(ctx context.Context, pool *pgxpool.Pool, events []Event)
 // of its arrays: trace IDs, events, source IPs (text, null for none) and
 // details (JSON text, null for none).
 const InsertEventsSQL = `
-INSERT INTO trace_event_rows (trace_id, event, source_ip, detail)
+INSERT INTO trace_events (trace_id, event, source_ip, detail)
 SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
 ORDER BY n`

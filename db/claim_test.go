@@ -382,7 +382,7 @@ FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on st
 			require.NoError(t, err)
 		}
 		plan := explain(t, pool, db.ClaimSQL, p.TraceID, p.Fingerprint, p.Mode, p.KeySource, p.Exchange, p.Symbol, p.Action,
-			p.Signal, p.SourceIP, nil, int64(3600000), nil, p.LockKey)
+			p.Signal, p.SourceIP, nil, int64(3600000), []byte(`{}`), nil, p.LockKey)
 		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_open_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 		require.NotContains(t, fmt.Sprint(plan), "dispatch_intents_unknown_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 		require.Contains(t, fmt.Sprint(plan), "dispatch_intents_lock_key_execution_idx", "analyzed %v, plan:\n%s", analyzed, plan)

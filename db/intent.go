@@ -70,7 +70,7 @@ WITH i AS (
     WHERE dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed')
     RETURNING trace_id, sent_at, attempts
 ), ev AS (
-    INSERT INTO trace_event_rows (trace_id, event, source_ip, detail)
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
     SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
 )
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`

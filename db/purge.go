@@ -102,10 +102,7 @@ WITH doomed AS (
 ), d AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
-    RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at,
-              ` + receivedEventColumns + `
-), rcv AS (
-    ` + insertReceivedEventsSQL + `
+    RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (
     INSERT INTO trace_events (trace_id, event, detail)
     SELECT trace_id, 'purged',
@@ -132,10 +129,7 @@ WITH doomed AS (
 ), d AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
-    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at,
-              ` + receivedEventColumns + `
-), rcv AS (
-    ` + insertReceivedEventsSQL + `
+    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (
     INSERT INTO trace_events (trace_id, event, detail)
     SELECT trace_id, 'purged',
@@ -148,32 +142,18 @@ SELECT count(*) FROM d`
 // added later are not expired.
 const tracePagesSQL = `SELECT pg_relation_size('trace_ids') / current_setting('block_size')::bigint`
 
-// receivedEventColumns are, in a DELETE … RETURNING of trace rows, the
-// trace's virtual `received` event (migration 00025's trace_events view),
-// which insertReceivedEventsSQL writes out as a row, under the id the claim
-// gave it, in the statement that deletes the trace: the audit reads the
-// same before and after. Traces no claim wrote (received_event_id null)
-// have their received event as a row already, or none.
-const receivedEventColumns = `t.received_event_id AS r_id, t.source_ip AS r_source_ip,
-              jsonb_build_object('fingerprint', t.fingerprint, 'key_source', t.key_source) AS r_detail`
-
-// insertReceivedEventsSQL writes the received events of the deleted traces
-// (a CTE d returning receivedEventColumns, trace_id and received_at).
-const insertReceivedEventsSQL = `INSERT INTO trace_event_rows (id, trace_id, event, at, source_ip, detail) OVERRIDING SYSTEM VALUE
-    SELECT r_id, trace_id, 'received', received_at, r_source_ip, r_detail FROM d WHERE r_id IS NOT NULL`
-
 // purgeEventsSQL deletes one batch of audit rows older than the retention,
 // walking trace_events_at_idx from where the previous batch stopped ($3)
 // and deleting by ctid, as purgeTracesSQL does.
 const purgeEventsSQL = `
 WITH doomed AS (
-    SELECT ctid, at FROM trace_event_rows
+    SELECT ctid, at FROM trace_events
     WHERE at < now() - $2::bigint * interval '1 millisecond' AND at >= $3
     ORDER BY at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), d AS (
-    DELETE FROM trace_event_rows e
+    DELETE FROM trace_events e
     WHERE e.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING e.at
 )

@@ -127,7 +127,7 @@ func requireNotifiedWith(t *testing.T, pool *pgxpool.Pool, event, traceID string
 		require.EqualValues(t, 3, count(t, pool, "SELECT count(*) FROM ("+queuedNotifications+") q WHERE strpos(args->'message'->>$2, $3) > 0",
 			event, field, text), "the message's %s says %q", field, text)
 	}
-	require.Equal(t, writer(t, pool, "SELECT xmin FROM trace_event_rows WHERE trace_id = $1 AND event = $2", traceID, event),
+	require.Equal(t, writer(t, pool, "SELECT xmin FROM trace_events WHERE trace_id = $1 AND event = $2", traceID, event),
 		writer(t, pool, queuedNotifications, event), "the notification is queued in the transaction that records the %s event", event)
 }
 
