@@ -368,13 +368,7 @@ func TestClaimPendingLookupUsesTheLockKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	_, err := pool.Exec(ctx, `
-INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
-                              order_spec, signal, received_at, sent_at, execution)
-SELECT 'hx' || g, 'k:other-' || g, 'k:other-' || g, 'fp', 'live', 'client', 'paper', 'BTCUSDT', 'buy', '{}', '{}',
-       now() - interval '1 hour', now() - interval '1 hour' + g * interval '1 millisecond', 0
-FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on statistics
-	require.NoError(t, err)
+	seedIntents(t, pool, nil) // unsettled, under other lock keys
 	p := claimParams("k:new")
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
@@ -394,15 +388,9 @@ FROM generate_series(1, 20000) g`) // no ANALYZE: the plan must not depend on st
 // settled intents there are and whatever the statistics say.
 func TestOpenIntentScansUseTheOpenIndex(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	_, err := pool.Exec(ctx, `
-INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
-                              order_spec, signal, received_at, sent_at, execution, outcome, settled_at)
-SELECT 'hx' || g, 'k:s-' || g, 'k:s-' || g, 'fp', 'live', 'client', 'paper', 'BTCUSDT', 'buy', '{}', '{}',
-       now() - interval '1 hour', now() - interval '1 hour', 0, 'dispatched', now()
-FROM generate_series(1, 20000) g`) // no ANALYZE
-	require.NoError(t, err)
+	dispatched := "dispatched"
+	seedIntents(t, pool, &dispatched)
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -429,4 +417,19 @@ func explain(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []string
 	}
 	require.NoError(t, rows.Err())
 	return plan
+}
+
+// seedIntents writes 20,000 intents under lock keys of their own, with
+// outcome (nil: unsettled), and no ANALYZE: the plans tested must not
+// depend on statistics.
+func seedIntents(t *testing.T, pool *pgxpool.Pool, outcome *string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
+                              order_spec, signal, received_at, sent_at, execution, outcome, settled_at)
+SELECT 'hx' || g, 'k:other-' || g, 'k:other-' || g, 'fp', 'live', 'client', 'paper', 'BTCUSDT', 'buy', '{}', '{}',
+       now() - interval '1 hour', now() - interval '1 hour' + g * interval '1 millisecond', 0,
+       $1::text, CASE WHEN $1::text IS NOT NULL THEN now() END
+FROM generate_series(1, 20000) g`, outcome)
+	require.NoError(t, err)
 }
