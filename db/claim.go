@@ -214,10 +214,11 @@ var (
 )
 
 // ClaimIntentsSQL is the claim's read of the lock key's intents ($14).
-// coalesce(outcome, ”) keeps the partial indexes on outcome out of it
-// (the planner cannot prove their predicates from it): read through them,
-// unfiltered by lock key, a claim cost as much as there were unsettled (or
-// failed) intents in all (00005, 00010). The lock key's own few rows come
+// Comparing outcome through coalesce with the empty string keeps the
+// partial indexes on outcome out of it (the planner cannot prove their
+// predicates from it): read through them, unfiltered by lock key, a claim
+// cost as much as there were unsettled (or failed) intents in all (00005,
+// 00010). The lock key's own few rows come
 // from (lock_key, execution).
 const ClaimIntentsSQL = `(
     SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
@@ -562,7 +563,7 @@ type Settlement struct {
 // (RecordOrderSQL): each statement has a fixed cost in Postgres (bind,
 // portal, snapshot, executor start and end) that four would pay four times.
 func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
-	if st.Order != nil && st.IntentID != "" && len(st.Events) > 0 {
+	if st.Order != nil && st.IntentID != "" {
 		traces, names, ips, details, err := eventArrays(st.Events)
 		if err != nil {
 			c.Rollback(ctx)
@@ -594,28 +595,19 @@ func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 }
 
 // RecordOrderSQL is a settlement with an order and its intent in one
-// statement: the order ($1–$25, as InsertOrderSQL), the trace ($26, status
+// statement: the order (InsertOrderSQL, $1–$25), the trace ($26, status
 // $27, pointing at the order), the intent ($29, outcome $28) and the events
-// (arrays $30–$33, as InsertEventsSQL). Data-modifying WITH queries all run,
+// (InsertEventsSQL's arrays at $30–$33). Data-modifying WITH queries all run,
 // once each, referenced or not; the order's AFTER triggers fire at the end
 // of the statement and see the rest of it.
-const RecordOrderSQL = `
-WITH o AS (
-    INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
-                        leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
-                        take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
-    VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
-    RETURNING created_at
+var RecordOrderSQL = `
+WITH o AS (` + InsertOrderSQL + `
 ), t AS (
     UPDATE trace_ids SET status = $27, order_id = $1, client_order_id = $3, updated_at = now()
     WHERE trace_id = $26
 ), i AS (
     UPDATE dispatch_intents SET outcome = $28, settled_at = now() WHERE client_order_id = $29
-), e AS (
-    INSERT INTO trace_events (trace_id, event, source_ip, detail)
-    SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
-    FROM unnest($30::text[], $31::text[], $32::text[], $33::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
-    ORDER BY n
+), e AS (` + insertEventsSQL(30) + `
 )
 SELECT created_at FROM o`
 
@@ -656,11 +648,16 @@ func AppendRepeatEvents(ctx context.Context, pool *pgxpool.Pool, events []Event)
 // InsertEventsSQL appends many audit events in one statement, in the order
 // of its arrays: trace IDs, events, source IPs (text, null for none) and
 // details (JSON text, null for none).
-const InsertEventsSQL = `
+var InsertEventsSQL = insertEventsSQL(1)
+
+// insertEventsSQL is InsertEventsSQL with its four arrays at $first and on.
+func insertEventsSQL(first int) string {
+	return fmt.Sprintf(`
 INSERT INTO trace_events (trace_id, event, source_ip, detail)
 SELECT t, e, ip::inet, coalesce(d::jsonb, '{}'::jsonb)
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
-ORDER BY n`
+FROM unnest($%d::text[], $%d::text[], $%d::text[], $%d::text[]) WITH ORDINALITY AS u(t, e, ip, d, n)
+ORDER BY n`, first, first+1, first+2, first+3)
+}
 
 // queueEventRows queues events as one multi-row insert (InsertEventsSQL).
 func queueEventRows(b *pgx.Batch, events []Event) error {
