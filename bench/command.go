@@ -76,6 +76,8 @@ type Options struct {
 	Statements bool
 	// MinConns is the embedded hoox's HOOX_DB_MIN_CONNS (-1: its default).
 	MinConns int
+	// MaxConns is the embedded hoox's HOOX_DB_MAX_CONNS (0: its default).
+	MaxConns int
 	// Venues are the real venues the embedded hoox is configured with.
 	Venues []app.VenueSettings
 }
@@ -230,6 +232,9 @@ func (env *benchEnv) startEmbedded(ctx context.Context, o Options, stderr io.Wri
 	if o.MinConns >= 0 {
 		cfg.DBMinConns = o.MinConns
 	}
+	if o.MaxConns > 0 {
+		cfg.DBMaxConns = o.MaxConns
+	}
 	if o.Venues != nil {
 		cfg.Venues = o.Venues
 	}
@@ -272,6 +277,9 @@ func (env *benchEnv) startChild(ctx context.Context, o Options, stderr io.Writer
 		"HOOX_ADDR="+addr, "HOOX_PURGE_INTERVAL=1h", "HOOX_LOG_FORMAT=json", "HOOX_LOG_LEVEL=info")
 	if o.MinConns >= 0 {
 		cmd.Env = append(cmd.Env, "HOOX_DB_MIN_CONNS="+strconv.Itoa(o.MinConns))
+	}
+	if o.MaxConns > 0 {
+		cmd.Env = append(cmd.Env, "HOOX_DB_MAX_CONNS="+strconv.Itoa(o.MaxConns))
 	}
 	if o.PurgeBatch > 0 {
 		cmd.Env = append(cmd.Env, "HOOX_PURGE_BATCH="+strconv.Itoa(o.PurgeBatch))

@@ -255,7 +255,7 @@ WITH ks AS (
 ), ins AS (
     INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
                            signal, source_ip, signal_time, received_at, updated_at, expires_at)
-    SELECT $1, $2, $3, $4, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond'
+    SELECT $1, $2, $3::text, $4::text, 'claimed', $5, $6, $7, $8, $9, $10, now(), now(), now() + $11::bigint * interval '1 millisecond'
     WHERE NOT (SELECT engaged FROM ks)` + notPrior + `
     ON CONFLICT (trace_id) DO NOTHING
     RETURNING trace_id, fingerprint, status, order_id, client_order_id, received_at
@@ -526,12 +526,12 @@ const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
                     take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8::text, $9, $10, $11, $12::text, $13::text, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.
 const SettleTraceSQL = `
-UPDATE trace_ids SET status = $2, order_id = $3, client_order_id = $4, updated_at = now()
+UPDATE trace_ids SET status = $2::text, order_id = $3, client_order_id = $4, updated_at = now()
 WHERE trace_id = $1`
 
 // InsertEventSQL appends an audit event.
@@ -603,10 +603,10 @@ func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 var RecordOrderSQL = `
 WITH o AS (` + InsertOrderSQL + `
 ), t AS (
-    UPDATE trace_ids SET status = $27, order_id = $1, client_order_id = $3, updated_at = now()
+    UPDATE trace_ids SET status = $27::text, order_id = $1, client_order_id = $3, updated_at = now()
     WHERE trace_id = $26
 ), i AS (
-    UPDATE dispatch_intents SET outcome = $28, settled_at = now() WHERE client_order_id = $29
+    UPDATE dispatch_intents SET outcome = $28::text, settled_at = now() WHERE client_order_id = $29
 ), e AS (` + insertEventsSQL(30) + `
 )
 SELECT created_at FROM o`

@@ -62,7 +62,7 @@ const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
                                   symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+    VALUES ($1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (client_order_id) DO UPDATE
     SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
@@ -121,7 +121,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 
 // SettleIntentSQL closes an intent with its outcome.
 const SettleIntentSQL = `
-UPDATE dispatch_intents SET outcome = $2, settled_at = now() WHERE client_order_id = $1`
+UPDATE dispatch_intents SET outcome = $2::text, settled_at = now() WHERE client_order_id = $1`
 
 // SettleIntent closes an intent outside a claim transaction — after a
 // rollback that proved nothing was sent, or a key reuse — with its events.
