@@ -17,34 +17,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 )
 
 func main() {
-	defaultGOGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hoox:", err)
 		os.Exit(1)
-	}
-}
-
-// gcPercent is hoox's GOGC when the environment sets none. A request
-// allocates 20–30 kB that is garbage once answered, over a live heap of
-// about 10 MB: at Go's default of 100 that is a collection every few
-// hundred signals at 1,000/s, each with two stop-the-world pauses that the
-// requests in flight wait out. 200 halves the collections for about 10 MB
-// more heap; GOMEMLIMIT (set from the container's limit in deploy/) still
-// bounds it.
-const gcPercent = 200
-
-// defaultGOGC applies gcPercent unless GOGC is set.
-func defaultGOGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
 	}
 }
 
