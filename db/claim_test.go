@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -287,6 +288,31 @@ func TestSettleIntent(t *testing.T) {
 	require.Equal(t, db.IntentUnsent, o)
 	require.True(t, settled)
 	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
+}
+
+// The hot statements bind domain-typed values as text ($n::text), so that
+// Postgres does not rebuild the domain's check for every bound value; the
+// domain still refuses a value outside it, and nothing is written.
+func TestDomainsRefuseValuesBoundAsText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	checkViolation := func(t *testing.T, err error) {
+		t.Helper()
+		var pgErr *pgconn.PgError
+		require.True(t, errors.As(err, &pgErr), "%v", err)
+		require.Equal(t, "23514", pgErr.Code, "a check violation: %v", err)
+	}
+
+	checkViolation(t, db.WriteIntent(ctx, pool, &db.Intent{ClientOrderID: "hx-d-0", LockKey: "k:d", TraceID: "k:d",
+		Fingerprint: "fp", Mode: "bogus", KeySource: "client", Exchange: "paper", Order: order("hx-d-0"),
+		Signal: []byte(`{}`), ReceivedAt: time.Now()}, true))
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM dispatch_intents`))
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM trace_events`))
+
+	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:d", Order: order("hx-d-1")})
+	checkViolation(t, db.SettleIntent(ctx, pool, "hx-d-1", "bogus"))
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM dispatch_intents WHERE outcome IS NOT NULL`))
 }
 
 // An attempt that hangs or dies without rolling back (a panic that escapes
