@@ -200,15 +200,13 @@ func newBenchEnv(ctx context.Context, o Options, stderr io.Writer) (env *benchEn
 // elsewhere), while the pgbench run it is compared with came later in the
 // same checkpoint. One side of a pair paying for it is noise, not a
 // measurement; the purge goal, whose WAL forces checkpoints, still meets
-// them. shared_buffers is a production server's, not Postgres's 128 MB
-// default (README, "Running in production"): with 128 MB the purge of a
-// million traces dirtied the pool faster than the background writer
-// cleaned it, and the signals' statements waited to write out and evict
-// its pages (IO:DataFileWrite, BufferMapping in pg_stat_activity); their
-// p99 in the purge's densest 10 s was 85–118 ms in five runs, 38 and 45 ms
-// with 1 GB.
+// them. shared_buffers stays at Postgres's 128 MB: 1 GB (a production
+// server's, README) halved the signals' p99 in the purge's densest
+// seconds, but in a cluster started for the run every backend faults the
+// larger pool in as it goes, and the closed loop lost 3–6 % in ABBA pairs
+// (--pg-setting shared_buffers=1GB measures it).
 func BenchPgSettings() []string {
-	return append(localpg.ProductionSettings(), "checkpoint_timeout=30min", "shared_buffers=1GB")
+	return append(localpg.ProductionSettings(), "checkpoint_timeout=30min")
 }
 
 // startEmbedded starts a throwaway Postgres (durable settings: fsync and
