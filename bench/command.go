@@ -201,7 +201,7 @@ func newBenchEnv(ctx context.Context, o Options, stderr io.Writer) (env *benchEn
 // same checkpoint. One side of a pair paying for it is noise, not a
 // measurement; the purge goal, whose WAL forces checkpoints, still meets
 // them. shared_buffers stays at Postgres's 128 MB: 1 GB (a production
-// server's, README) halved the signals' p99 in the purge's densest
+// server's, README) halved the signals' p99 in the purge's worst
 // seconds, but in a cluster started for the run every backend faults the
 // larger pool in as it goes, and the closed loop lost 3–6 % in ABBA pairs
 // (--pg-setting shared_buffers=1GB measures it).
