@@ -35,9 +35,9 @@ type ObserveConfig struct {
 	Pools map[string]*pgxpool.Pool
 	// SampleEvery is how often pg_stat_activity is sampled (default 50
 	// ms). Each sample costs its backend about 1 ms of CPU (Postgres
-	// parses and plans the view's query for every sample, as a perf profile of the
-	// observer's backend shows): every 10 ms it took 10–12 % of a core
-	// from the run it measured.
+	// parses and plans the view's query for every sample, as a perf
+	// profile of the observer's backend shows): every 10 ms it took
+	// 10–12 % of a core from the run it measured.
 	SampleEvery time.Duration
 	// Statements reads pg_stat_statements (which the server must preload):
 	// reset at the start, reported at the end.

@@ -187,10 +187,7 @@ type ClaimTx struct {
 // wait. The lock is skipped when the trace ($4) is already settled: a
 // committed, settled row never changes, so a repeat of it needs no wait. The
 // unique index, not the lock, is what guarantees a single claim.
-const ClaimLockSQL = `
-SELECT set_config('lock_timeout', $1, true),
-       CASE WHEN $2 = '' THEN '' ELSE set_config('idle_in_transaction_session_timeout', $2, true) END,
-       set_config('synchronous_commit', 'on', true),
+const ClaimLockSQL = TxTimeoutsSQL + `,
        (SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtextextended($3, 0))) l
         WHERE NOT EXISTS (
             SELECT 1 FROM trace_ids
@@ -218,8 +215,7 @@ var (
 // partial indexes on outcome out of it (the planner cannot prove their
 // predicates from it): read through them, unfiltered by lock key, a claim
 // cost as much as there were unsettled (or failed) intents in all (00005,
-// 00010). The lock key's own few rows come
-// from (lock_key, execution).
+// 00010). The lock key's own few rows come from (lock_key, execution).
 const ClaimIntentsSQL = `(
     SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
                'fingerprint', i.fingerprint, 'execution', i.execution, 'outcome', i.outcome,
