@@ -1,6 +1,6 @@
 // Package bench is hoox's load generator and the baselines it is measured
-// against: an HTTP load built on vegeta (open loop at a fixed rate, or closed
-// loop at maximum with N senders), the exactly-once check read back from the
+// against: an HTTP load from lean keep-alive senders (sender.go; open loop
+// at a fixed rate, or closed loop at maximum with N senders), the exactly-once check read back from the
 // database, pgbench running the same SQL as hoox's claim-and-record
 // transaction, a naive SELECT-then-INSERT baseline under a duplicate storm,
 // and a round-trip count of the gateway's hot path. The `hoox bench` command
@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Target names what a load run sends.
@@ -86,8 +85,6 @@ type signalTargeter struct {
 	dups int
 }
 
-var jsonHeader = http.Header{"Content-Type": []string{"application/json"}}
-
 func (t *signalTargeter) body(key string) []byte {
 	var b bytes.Buffer
 	b.Grow(192)
@@ -131,16 +128,6 @@ func (t *signalTargeter) pick() string {
 	return k
 }
 
-func (t *signalTargeter) targeter() vegeta.Targeter {
-	return func(tgt *vegeta.Target) error {
-		tgt.Method = http.MethodPost
-		tgt.URL = t.url
-		tgt.Header = jsonHeader
-		tgt.Body = t.body(t.pick())
-		return nil
-	}
-}
-
 // distinct is the number of distinct keys sent as new signals.
 func (t *signalTargeter) distinct() (keys, dups int) {
 	t.mu.Lock()
@@ -173,11 +160,16 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	}
 	rep := &Report{Config: cfg, byOutcome: map[string][]time.Duration{}}
 
-	var tr vegeta.Targeter
+	host, err := hostPort(base)
+	if err != nil {
+		return nil, err
+	}
+	var next func(dst []byte) []byte
 	var st *signalTargeter
 	switch cfg.Target {
 	case TargetHealthz:
-		tr = vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: base + "/healthz"})
+		healthz := request(nil, http.MethodGet, host, "/healthz", "", nil)
+		next = func(dst []byte) []byte { return append(dst, healthz...) }
 	case TargetWebhook:
 		st = &signalTargeter{url: base + "/webhook", secret: cfg.Secret, symbol: cfg.Symbol, exchange: cfg.Exchange,
 			prefix: "bench-" + strings.ToLower(run) + "-", dupRatio: cfg.DupRatio, rng: mrand.New(mrand.NewPCG(1, 2))}
@@ -189,38 +181,26 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 				return nil, err
 			}
 		}
-		tr = st.targeter()
+		next = func(dst []byte) []byte {
+			return request(dst, http.MethodPost, host, "/webhook", "application/json", st.body(st.pick()))
+		}
 	default:
 		return nil, fmt.Errorf("unknown target %q (webhook or healthz)", cfg.Target)
 	}
 
-	opts := []func(*vegeta.Attacker){vegeta.Timeout(cfg.Timeout), vegeta.Workers(uint64(cfg.Workers)), vegeta.KeepAlive(true),
-		// Enough of a problem body to read its code; a result keeps its body.
-		vegeta.MaxBody(1024)}
-	pacer := vegeta.ConstantPacer{Freq: cfg.Rate, Per: time.Second}
-	if cfg.Rate == 0 {
-		// Closed loop: exactly Workers senders, each sending its next
-		// request when the previous one is answered.
-		opts = append(opts, vegeta.MaxWorkers(uint64(cfg.Workers)), vegeta.Connections(cfg.Workers))
+	var mu sync.Mutex
+	record := func(s *sender, code int, err error, lat time.Duration, end time.Time) {
+		label := outcome(code, err, s.body)
+		mu.Lock()
+		rep.add(label, lat, end)
+		mu.Unlock()
 	}
-	atk := vegeta.NewAttacker(opts...)
-	var interval time.Duration
-	if cfg.Rate > 0 {
-		interval = time.Second / time.Duration(cfg.Rate)
-	}
-	stop := context.AfterFunc(ctx, func() { atk.Stop() })
-	defer stop()
 	began := time.Now()
-	for res := range atk.Attack(tr, pacer, cfg.Duration, "hoox-bench") {
-		lat := res.Latency
-		if interval > 0 {
-			// Time each request from when the constant pacer scheduled it,
-			// so a stall in the generator or the server is not hidden.
-			if d := res.End().Sub(scheduled(began, res.Seq, interval)); d > lat {
-				lat = d
-			}
-		}
-		rep.add(outcome(res), lat, res.End())
+	deadline := began.Add(cfg.Duration)
+	if cfg.Rate == 0 {
+		closedLoop(ctx, cfg, host, next, deadline, record)
+	} else {
+		openLoop(ctx, cfg, host, next, began, deadline, record)
 	}
 	rep.Elapsed = time.Since(began)
 	if st != nil {
@@ -230,10 +210,92 @@ func Run(ctx context.Context, cfg LoadConfig) (*Report, error) {
 	return rep, nil
 }
 
-// scheduled is when vegeta's constant pacer meant to send request seq
-// (0-based) of a run that began at began: the pacer sends hit n at
-// (n+1)·interval, not at n·interval, so counting from n·interval would add
-// one interval to every latency (1 ms at 1000/s, 50 ms at 20/s).
+type recordFunc func(s *sender, code int, err error, lat time.Duration, end time.Time)
+
+// closedLoop runs exactly cfg.Workers senders, each sending its next
+// request when the previous one is answered, until deadline.
+func closedLoop(ctx context.Context, cfg LoadConfig, host string, next func([]byte) []byte, deadline time.Time, record recordFunc) {
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Go(func() {
+			s := newSender(host, cfg.Timeout)
+			defer s.close()
+			var req []byte
+			for ctx.Err() == nil {
+				start := time.Now()
+				if !start.Before(deadline) {
+					return
+				}
+				req = next(req[:0])
+				code, err := s.do(req)
+				end := time.Now()
+				record(s, code, err, end.Sub(start), end)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// maxOpenSenders bounds an open loop's concurrent requests (and
+// connections) when hoox falls behind the rate.
+const maxOpenSenders = 10000
+
+// openLoop sends at cfg.Rate requests per second until deadline, request n
+// at scheduled(began, n, interval) whether or not earlier ones were
+// answered: a sender that is free takes it, and a new sender (with its
+// own connection) starts when none is. Each latency counts from the
+// request's scheduled time, so a stall in the generator or the server is
+// not hidden.
+func openLoop(ctx context.Context, cfg LoadConfig, host string, next func([]byte) []byte, began, deadline time.Time, record recordFunc) {
+	interval := time.Second / time.Duration(cfg.Rate)
+	shots := make(chan time.Time)
+	var wg sync.WaitGroup
+	senders := 0
+	spawn := func() {
+		senders++
+		wg.Go(func() {
+			s := newSender(host, cfg.Timeout)
+			defer s.close()
+			var req []byte
+			for at := range shots {
+				req = next(req[:0])
+				code, err := s.do(req)
+				end := time.Now()
+				record(s, code, err, end.Sub(at), end)
+			}
+		})
+	}
+	for range cfg.Workers {
+		spawn()
+	}
+	for seq := uint64(0); ctx.Err() == nil; seq++ {
+		at := scheduled(began, seq, interval)
+		if !at.Before(deadline) {
+			break
+		}
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		select {
+		case shots <- at:
+			continue
+		default:
+		}
+		if senders < maxOpenSenders {
+			spawn()
+		}
+		select {
+		case shots <- at:
+		case <-ctx.Done():
+		}
+	}
+	close(shots)
+	wg.Wait()
+}
+
+// scheduled is when an open loop that began at began sends request seq
+// (0-based): at (n+1)·interval, as vegeta's constant pacer did before
+// (docs/BENCHMARKS.md compares runs across the change).
 func scheduled(began time.Time, seq uint64, interval time.Duration) time.Time {
 	return began.Add(time.Duration(seq+1) * interval)
 }
@@ -244,7 +306,7 @@ func settle(ctx context.Context, st *signalTargeter) error {
 	if err != nil {
 		return err
 	}
-	req.Header = jsonHeader.Clone()
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("settle the repeated key: %w", err)
@@ -256,20 +318,20 @@ func settle(ctx context.Context, st *signalTargeter) error {
 	return nil
 }
 
-// outcome labels a result by status and, for problems, hoox's stable code,
+// outcome labels an answer by status and, for problems, hoox's stable code,
 // so "409 duplicate" and "409 in_progress" are told apart.
-func outcome(res *vegeta.Result) string {
-	if res.Code == 0 {
-		msg := res.Error
+func outcome(code int, err error, body []byte) string {
+	if err != nil {
+		msg := err.Error()
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
 			msg = msg[i+2:]
 		}
 		return "error: " + msg
 	}
-	label := strconv.Itoa(int(res.Code))
-	if res.Code >= 400 {
-		if i := bytes.Index(res.Body, []byte(`"code":"`)); i >= 0 {
-			rest := res.Body[i+8:]
+	label := strconv.Itoa(code)
+	if code >= 400 {
+		if i := bytes.Index(body, []byte(`"code":"`)); i >= 0 {
+			rest := body[i+8:]
 			if j := bytes.IndexByte(rest, '"'); j > 0 {
 				label += " " + string(rest[:j])
 			}

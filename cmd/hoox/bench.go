@@ -16,7 +16,7 @@ import (
 // the orchestration lives in package bench.
 const benchUsage = `Usage: hoox bench [flags]
 
-Sends signals to hoox with vegeta and checks, from the database, that each
+Sends signals to hoox (lean HTTP/1.1 senders) and checks, from the database, that each
 placed exactly one order. Without --url it starts its own hoox in-process on
 a throwaway local Postgres (fsync and synchronous_commit on).
 
