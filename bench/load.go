@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Target names what a load run sends.
