@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +16,7 @@ import (
 // Memory is a process's memory as the kernel and the Go runtime see it.
 type Memory struct {
 	// RSS is the largest resident set sampled during the run (VmRSS);
-	// HWM is the kernel's high-water mark over the process's whole life.
+	// HWM is the kernel's high-water mark since the run began.
 	RSS, HWM int64
 	// GoSys is memory the Go runtime obtained from the OS; HeapInuse is
 	// the live heap spans.
@@ -51,7 +52,18 @@ func procStatus(pid string) (rss, hwm int64, err error) {
 // SampleMemory samples pid's VmRSS every interval until the returned stop
 // is called, which returns the peak. pid "self" also reports Go runtime
 // memory.
+//
+// Each run's figures are its own: the process first hands back to the OS
+// what an earlier run left unused (pid "self"; Go's scavenger does it only
+// gradually), and the kernel's high-water mark is reset. Otherwise a run at
+// maximum after one over capacity reported the earlier run's queue (303 MiB
+// against 70–78 MiB on its own, issue 21's sixth round).
 func SampleMemory(ctx context.Context, pid string, interval time.Duration) (stop func() Memory) {
+	if pid == "self" {
+		debug.FreeOSMemory()
+	}
+	// "5" resets VmHWM to the current RSS (proc(5), clear_refs).
+	_ = os.WriteFile("/proc/"+pid+"/clear_refs", []byte("5"), 0)
 	ctx, cancel := context.WithCancel(ctx)
 	var (
 		mu   sync.Mutex
