@@ -522,7 +522,7 @@ const InsertOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity,
                     take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, plans_legs)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8::text, $9, $10, $11, $12::text, $13::text, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8::text, $9::numeric, $10::numeric, $11::integer, $12::text, $13::text, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 RETURNING created_at`
 
 // SettleTraceSQL sets a trace's outcome.

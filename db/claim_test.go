@@ -314,6 +314,32 @@ func TestDomainsRefuseValuesBoundAsText(t *testing.T) {
 	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:d", Order: order("hx-d-1")})
 	checkViolation(t, db.SettleIntent(ctx, pool, "hx-d-1", "bogus"))
 	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM dispatch_intents WHERE outcome IS NOT NULL`))
+
+	// The order's amounts (migration 00028): a settlement whose order has
+	// no positive quantity or price, or a leverage outside 1–125, is
+	// refused whole; a market order's missing price passes.
+	lev := func(n int32) *int32 { return &n }
+	for i, bad := range []func(o *db.OrderRow){
+		func(o *db.OrderRow) { o.Quantity = decimal.Zero },
+		func(o *db.OrderRow) { o.Price = decimal.NewNullDecimal(decimal.RequireFromString("-1")) },
+		func(o *db.OrderRow) { o.Leverage = lev(126) },
+		func(o *db.OrderRow) { o.Leverage = lev(0) },
+	} {
+		id := fmt.Sprintf("k:amount-%d", i)
+		tx, _ := claim(t, pool, claimParams(id))
+		rec := db.RecordReport(id, "paper", "live", order(fmt.Sprintf("hx-amount-%d", i)),
+			exchange.Report{Status: exchange.StatusFilled, ExchangeOrderID: "42"})
+		bad(rec.Order)
+		checkViolation(t, tx.Record(ctx, db.Settlement{TraceID: id, Status: rec.Status, Order: rec.Order}))
+	}
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM orders`))
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM trace_ids`), "the claims rolled back with their orders")
+	tx, _ := claim(t, pool, claimParams("k:amount-ok"))
+	rec := db.RecordReport("k:amount-ok", "paper", "live", order("hx-amount-ok"),
+		exchange.Report{Status: exchange.StatusFilled, ExchangeOrderID: "42"})
+	rec.Order.Leverage = lev(125)
+	require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: "k:amount-ok", Status: rec.Status, Order: rec.Order}))
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM orders WHERE quantity = 0.5 AND price IS NULL AND leverage = 125`))
 }
 
 // An attempt that hangs or dies without rolling back (a panic that escapes
