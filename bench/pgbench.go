@@ -198,8 +198,8 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("false", "boolean"),            // plans_legs: a market order without legs
 			trace, cast("'dispatched'", "text"), // the trace and its status
 			cast("'dispatched'", "text"), clientOrder, // the intent's outcome, and the intent
-			"ARRAY["+trace+"]", "ARRAY['dispatched']", "ARRAY["+cast(pgSourceIP, "text")+"]",
-			"ARRAY[jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')::text]"),
+			trace, "'dispatched'", cast(pgSourceIP, "text"), // the dispatched event
+			"jsonb_build_object('order_id', gen_random_uuid(), 'client_order_id', "+pgClientOrder+", 'order_status', 'filled')::text"),
 		"COMMIT;",
 	}
 	// db.WriteIntent sends the intent, with its commit setting, as one

@@ -481,3 +481,49 @@ SELECT 'hx' || g, 'k:other-' || g, 'k:other-' || g, 'fp', 'live', 'client', 'pap
 FROM generate_series(1, 20000) g`, outcome)
 	require.NoError(t, err)
 }
+
+// A settlement with its order and its intent (RecordOrderSQL) records the
+// order, settles the trace and the intent, and appends its events in their
+// order, whatever their number, none included.
+func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	for _, n := range []int{0, 1, 3, 9} {
+		id := fmt.Sprintf("k:events-%d", n)
+		coid := fmt.Sprintf("hx-events-%d", n)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: id, Order: order(coid)})
+		tx, res := claim(t, pool, claimParams(id))
+		require.True(t, res.Claimed)
+		rec := db.RecordReport(id, "paper", "live", order(coid), exchange.Report{Status: exchange.StatusFilled, ExchangeOrderID: "42"})
+		var events []db.Event
+		for i := range n {
+			e := db.Event{TraceID: id, Event: fmt.Sprintf("step_%d", i)}
+			if i%2 == 0 {
+				e.SourceIP, e.Detail = netip.MustParseAddr("10.0.0.1"), map[string]any{"i": i}
+			}
+			events = append(events, e)
+		}
+		require.NoError(t, tx.Record(ctx, db.Settlement{TraceID: id, Status: rec.Status, Order: rec.Order,
+			IntentID: coid, IntentOutcome: db.IntentDispatched, Events: events}))
+
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM orders o JOIN trace_ids t USING (trace_id)
+			WHERE o.trace_id = $1 AND t.status = 'dispatched' AND t.order_id = o.id`, id))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM dispatch_intents
+			WHERE client_order_id = $1 AND outcome = 'dispatched' AND settled_at IS NOT NULL`, coid))
+		rows, err := pool.Query(ctx, `SELECT event || ':' || coalesce(host(source_ip), '-') || ':' || detail::text
+			FROM trace_events WHERE trace_id = $1 AND event LIKE 'step_%' ORDER BY id`, id)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		want := []string{}
+		for i := range n {
+			if i%2 == 0 {
+				want = append(want, fmt.Sprintf(`step_%d:10.0.0.1:{"i": %d}`, i, i))
+			} else {
+				want = append(want, fmt.Sprintf("step_%d:-:{}", i))
+			}
+		}
+		require.Equal(t, want, got, "%d events", n)
+	}
+}
