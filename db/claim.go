@@ -210,7 +210,7 @@ const ClaimLockSQL = TxTimeoutsSQL + `,
 // (has_intents) and reads them with ClaimIntentsOnlySQL, one more round trip
 // in the same transaction, when there are any: a new signal's lock key
 // mostly has none, and the array's expressions cost the claim statement
-// 40 % of its time to set up even when no row came back (issue 21, sixth
+// over a third of its time to set up even when no row came back (issue 21, sixth
 // round). A window key shares its lock key with every earlier signal of the
 // same content, so it mostly has intents: its claim reads them at once.
 var (

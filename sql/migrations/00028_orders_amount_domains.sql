@@ -2,7 +2,7 @@
 -- Issue 21, cost per signal: orders_amounts_check (00024) was the last
 -- table CHECK on the signal's path, and Postgres reads a table's checks back
 -- from their stored text and compiles them in every statement that writes a
--- row: 11–13 % of the settlement statement. As domains (00024's reasoning)
+-- row: about 10 % of the settlement statement. As domains (00024's reasoning)
 -- the same limits are compiled once per connection. A NULL price or
 -- leverage passes, as it passed the check.
 CREATE DOMAIN hoox_amount AS numeric(38,18) CONSTRAINT hoox_amount_check CHECK (VALUE > 0);
