@@ -207,10 +207,10 @@ const ClaimLockSQL = TxTimeoutsSQL + `,
 // unknown orders). The claim decides from them in Go (claimIntents): one
 // index scan, where three lookups each paid their own executor setup on
 // every new signal. A client or derived key's claim only probes for them
-// (has_intents) and reads them with ClaimIntentsOnlySQL, one more round trip
-// in the same transaction, when there are any: a new signal's lock key
-// mostly has none, and the array's expressions cost the claim statement
-// over a third of its time to set up even when no row came back (issue 21, sixth
+// (EXISTS) and reads them with ClaimIntentsOnlySQL, one more round trip in
+// the same transaction, when there are any: a new signal's lock key mostly
+// has none, and the array's expressions cost the claim statement over a
+// third of its time to set up even when no row came back (issue 21, sixth
 // round). A window key shares its lock key with every earlier signal of the
 // same content, so it mostly has intents: its claim reads them at once.
 var (
@@ -651,12 +651,12 @@ var recordOrderSQLs = func() (s [9]string) {
 }()
 
 // RecordOrderEventsSQL is RecordOrderSQL with n events, four parameters
-// each from $30 on, inserted in their order (none: no events' insert at
-// all). The events are a VALUES list:
-// unnest over four arrays WITH ORDINALITY, sorted, cost the one-event
-// statement 7 % more (issue 21, sixth round).
+// each from $30 on, inserted in their order (n = 0: no events' insert at
+// all). The events are a VALUES list: unnest over four arrays WITH
+// ORDINALITY, sorted, cost the one-event statement 7 % more (issue 21,
+// sixth round).
 func RecordOrderEventsSQL(n int) string {
-	if n >= 0 && n < len(recordOrderSQLs) && recordOrderSQLs[n] != "" {
+	if n >= 0 && n < len(recordOrderSQLs) {
 		return recordOrderSQLs[n]
 	}
 	return recordOrderEventsSQL(n)
