@@ -32,6 +32,9 @@ func claim(t *testing.T, pool *pgxpool.Pool, p db.ClaimParams) (*db.ClaimTx, db.
 	t.Helper()
 	tx, res, err := db.Claim(context.Background(), pool, p)
 	require.NoError(t, err)
+	// A failed assertion ends the test before its own Rollback; without
+	// this the pool's close would wait for the connection forever.
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
 	return tx, res
 }
 
@@ -182,6 +185,39 @@ func TestClaim(t *testing.T) {
 		// A minute ago by Postgres's clock, which stamped it.
 		require.GreaterOrEqual(t, res.Pending.SentAgo, time.Minute)
 		require.Less(t, res.Pending.SentAgo, time.Minute+30*time.Second)
+		tx.Rollback(ctx)
+	})
+
+	// The claim reads a lock key's intents after its own statement (only
+	// when the lock key has any), in a newer snapshot; the trace it has
+	// just inserted must not make its own failed intent look recorded.
+	t.Run("a failed intent is unknown unless another trace of the key records it", func(t *testing.T) {
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:lost", Order: order("hx-lost-0"),
+			SentAt: time.Now().Add(-time.Hour), Outcome: db.IntentFailed})
+		tx, res := claim(t, pool, claimParams("k:lost"))
+		require.True(t, res.Claimed)
+		require.Len(t, res.Unknown, 1, "its trace was released: the order is unknown")
+		require.Equal(t, "hx-lost-0", res.Unknown[0].ClientOrderID)
+		require.Equal(t, "BTCUSDT", res.Unknown[0].Order.Symbol)
+		require.Equal(t, 1, res.Executions)
+		tx.Rollback(ctx)
+
+		// The same failed intent under a window key's lock key, whose trace
+		// (another trace ID) still exists: recorded, not unknown.
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:held", LockKey: "k:shared", Order: order("hx-shared-0"),
+			SentAt: time.Now().Add(-time.Hour), Outcome: db.IntentFailed})
+		other := claimParams("k:held")
+		other.LockKey = "k:held"
+		held, _ := claim(t, pool, other)
+		require.NoError(t, held.Record(ctx, db.Settlement{TraceID: "k:held", Status: db.TraceFailed}))
+		p := claimParams("k:new-under-shared")
+		p.LockKey = "k:shared"
+		tx, res = claim(t, pool, p)
+		require.True(t, res.Claimed)
+		require.Empty(t, res.Unknown, "its trace k:held records what happened")
+		require.Equal(t, 1, res.Executions)
 		tx.Rollback(ctx)
 	})
 
