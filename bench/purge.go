@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/jobs"
 )
 
 // seedExpiredSQL inserts $2 expired traces the way production leaves them:
@@ -106,6 +107,38 @@ func UnknownKept(ctx context.Context, pool *pgxpool.Pool) (held, purged int, err
 	err = pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM trace_ids WHERE symbol = 'EXPIRED' AND status = 'failed'),
        (SELECT count(*) FROM trace_events WHERE event = 'purged' AND detail->>'status' = 'failed')`).Scan(&held, &purged)
 	return held, purged, err
+}
+
+// purgeSettledSQL says whether hoox's purge has run at least once and none
+// is queued or running.
+const purgeSettledSQL = `
+SELECT count(*) FILTER (WHERE state = 'completed') > 0
+   AND count(*) FILTER (WHERE state NOT IN ('completed', 'cancelled', 'discarded')) = 0
+FROM river_job WHERE kind = $1`
+
+// AwaitStartupPurge waits until hoox's purge has run once and no purge is
+// queued or running. hoox runs its purge when a replica wins the River
+// leadership (RunOnStart): a purge that starts during the seed waits for
+// its locks and then deletes the seeded rows under the baseline, which
+// then measures a purge against a purge (and the purge's own time misses
+// its start).
+func AwaitStartupPurge(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var settled bool
+		if err := pool.QueryRow(ctx, purgeSettledSQL, jobs.PurgeArgs{}.Kind()).Scan(&settled); err != nil {
+			return fmt.Errorf("await hoox's start-up purge: %w", err)
+		}
+		if settled {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hoox's start-up purge has not finished after %s (is the River leader running?)", timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // PurgeRun is one timed db.Purge.

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/jobs"
+)
+
+// The purge goal seeds only after hoox's start-up purge is over: a purge
+// that began during the seed would delete the seeded rows under the
+// baseline (issue 21: a baseline that measured a purge, and a purge whose
+// time missed its start).
+func TestAwaitStartupPurgeWaitsForHooxsOwnPurge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+
+	// Not yet run (the leader has not started it): wait, then say so.
+	err := AwaitStartupPurge(ctx, pool, 200*time.Millisecond)
+	require.ErrorContains(t, err, "start-up purge has not finished")
+
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	res, err := client.Insert(ctx, jobs.PurgeArgs{Scheduler: "startup"}, nil)
+	require.NoError(t, err)
+
+	// Queued, as hoox leaves it when the seed would begin.
+	done := make(chan error, 1)
+	go func() { done <- AwaitStartupPurge(ctx, pool, time.Minute) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned while the purge was still queued: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, res.Job.ID)
+	require.NoError(t, err)
+	require.NoError(t, <-done, "the purge completed: the seed may start")
+}
