@@ -204,13 +204,12 @@ func TestClaim(t *testing.T) {
 		require.Equal(t, 1, res.Executions)
 		tx.Rollback(ctx)
 
-		// The same failed intent under a window key's lock key, whose trace
-		// (another trace ID) still exists: recorded, not unknown.
+		// The same failed intent under a lock key that several trace IDs
+		// share (as a window key's do), whose trace still exists: recorded,
+		// not unknown.
 		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:held", LockKey: "k:shared", Order: order("hx-shared-0"),
 			SentAt: time.Now().Add(-time.Hour), Outcome: db.IntentFailed})
-		other := claimParams("k:held")
-		other.LockKey = "k:held"
-		held, _ := claim(t, pool, other)
+		held, _ := claim(t, pool, claimParams("k:held"))
 		require.NoError(t, held.Record(ctx, db.Settlement{TraceID: "k:held", Status: db.TraceFailed}))
 		p := claimParams("k:new-under-shared")
 		p.LockKey = "k:shared"
