@@ -412,7 +412,7 @@ func TestAdminReleaseLetsTheSignalExecuteAgain(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, b.pool.QueryRow(context.Background(),
-			"SELECT count(*) FROM trace_events WHERE trace_id = 'k:release-me' AND event = 'duplicate'").Scan(&n))
+			"SELECT count(*) FROM trace_history WHERE trace_id = 'k:release-me' AND event = 'duplicate'").Scan(&n))
 		return n == 1
 	}, 10*time.Second, 10*time.Millisecond)
 
@@ -625,7 +625,7 @@ func TestAdminReleaseOfAnUnknownOrderNeedsForce(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	var forced bool
 	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT (detail->>'forced')::boolean FROM trace_events WHERE trace_id = 'k:unknown' AND event = 'released'`).Scan(&forced))
+		`SELECT (detail->>'forced')::boolean FROM trace_history WHERE trace_id = 'k:unknown' AND event = 'released'`).Scan(&forced))
 	require.True(t, forced)
 }
 

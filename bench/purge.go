@@ -41,6 +41,17 @@ CROSS JOIN (VALUES ('received', interval '0', '{"key_source": "derived"}'::jsonb
                    ('dispatched', interval '3 milliseconds', '{"order_status": "filled"}'::jsonb)) AS e(event, off, detail)
 WHERE t.symbol = 'EXPIRED' AND t.signal->>'run' = $1::text`
 
+// seedPurgedSQL gives the table of purged traces the day of history a
+// running gateway has there: $2 traces purged a day before the seeded ones
+// expired (their own random trace IDs), so the purge adds to an index a
+// restore packed, as it does in trace_events' primary key.
+const seedPurgedSQL = `
+INSERT INTO trace_purges (trace_id, at, status, order_id, received_at, expires_at)
+SELECT 'd:' || h, r + interval '24 hours 30 seconds', 'dispatched', gen_random_uuid(), r, r + interval '24 hours'
+FROM (SELECT encode(sha256(convert_to($1::text || '-purged-' || g, 'UTF8')), 'hex') AS h,
+             now() - interval '72 hours' + random() * interval '24 hours' AS r
+      FROM generate_series(1, $2::bigint) g) s`
+
 // restoreIndexesSQL lists the indexes and primary keys of the tables a
 // restore loads, with the statements that build them again.
 const restoreIndexesSQL = `
@@ -53,7 +64,8 @@ SELECT 'DROP INDEX ' || i.indexrelid::regclass, pg_get_indexdef(i.indexrelid)
 FROM pg_index i
 WHERE i.indrelid = ANY ($1::regclass[]) AND NOT i.indisprimary`
 
-// SeedExpired inserts n expired traces with three audit events each, loaded
+// SeedExpired inserts n expired traces with three audit events each, and n
+// traces purged the day before, loaded
 // the way a restore loads them: rows first, then the indexes built, and no
 // ANALYZE, so the purge meets stale statistics and unset hint bits, as
 // after a restore or a bulk backfill. It returns how long the load took.
@@ -61,7 +73,7 @@ func SeedExpired(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 	start := time.Now()
 	run := RunID()
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, restoreIndexesSQL, []string{"trace_ids", "trace_events"})
+		rows, err := tx.Query(ctx, restoreIndexesSQL, []string{"trace_ids", "trace_events", "trace_purges"})
 		if err != nil {
 			return err
 		}
@@ -87,6 +99,9 @@ func SeedExpired(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 		if _, err := tx.Exec(ctx, seedEventsSQL, run); err != nil {
 			return fmt.Errorf("seed their events: %w", err)
 		}
+		if _, err := tx.Exec(ctx, seedPurgedSQL, run, n); err != nil {
+			return fmt.Errorf("seed earlier purges: %w", err)
+		}
 		for _, s := range builds {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%s: %w", s, err)
@@ -105,7 +120,7 @@ func SeedExpired(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 // none).
 func UnknownKept(ctx context.Context, pool *pgxpool.Pool) (held, purged int, err error) {
 	err = pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM trace_ids WHERE symbol = 'EXPIRED' AND status = 'failed'),
-       (SELECT count(*) FROM trace_events WHERE event = 'purged' AND detail->>'status' = 'failed')`).Scan(&held, &purged)
+       (SELECT count(*) FROM trace_purges WHERE status = 'failed')`).Scan(&held, &purged)
 	return held, purged, err
 }
 

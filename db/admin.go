@@ -187,7 +187,7 @@ ORDER BY created_at, id`
 
 const traceEventsSQL = `
 SELECT id, trace_id, event, at, host(source_ip) AS source_ip, detail
-FROM trace_events WHERE trace_id = $1
+FROM trace_history WHERE trace_id = $1
 ORDER BY at, id`
 
 // GetTrace reads a trace, its orders and its audit events in time order, in
@@ -368,7 +368,7 @@ const statsEventsSQL = `
 SELECT event,
        count(*) FILTER (WHERE at > now() - interval '1 hour') AS last_hour,
        count(*) AS last_day
-FROM trace_events
+FROM trace_history
 WHERE at > now() - interval '1 day' AND trace_id NOT LIKE 'admin:%'
 GROUP BY event`
 

@@ -74,8 +74,8 @@ func TestClaim(t *testing.T) {
 		require.Equal(t, db.TraceDispatched, status)
 		require.Equal(t, "52.89.214.238", ip, "the sender's address is recorded")
 		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:new' AND exchange_order_id = '42'`))
-		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:new' AND event = 'received'`))
-		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:new' AND event = 'dispatched'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:new' AND event = 'received'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:new' AND event = 'dispatched'`))
 	})
 
 	t.Run("a rolled back claim leaves nothing", func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestClaim(t *testing.T) {
 		tx.Rollback(ctx)
 		tx.Rollback(ctx) // safe twice
 		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
-		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_events`))
+		require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_history`))
 	})
 
 	t.Run("a repeat finds the settled trace and its order", func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestClaim(t *testing.T) {
 		require.Equal(t, "hx-dup-0", *res.Trace.ClientOrderID)
 		require.NoError(t, again.Duplicate(ctx, db.Event{TraceID: "k:dup", Event: db.EventDuplicate}))
 		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
-		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'duplicate'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE event = 'duplicate'`))
 		require.Error(t, again.Duplicate(ctx), "a finished claim cannot commit again")
 	})
 
@@ -284,7 +284,7 @@ func TestWriteIntent(t *testing.T) {
 		got, err := db.GetIntent(ctx, pool, "hx-i-0")
 		require.NoError(t, err)
 		require.Equal(t, "0.5", got.Order.Quantity.String())
-		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'dispatch_started'`))
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE event = 'dispatch_started'`))
 	})
 
 	for _, prior := range []db.IntentOutcome{"", db.IntentUnsent, db.IntentNotPlaced} {
@@ -323,7 +323,7 @@ func TestSettleIntent(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT outcome, settled_at IS NOT NULL FROM dispatch_intents WHERE client_order_id = 'hx-s-0'`).Scan(&o, &settled))
 	require.Equal(t, db.IntentUnsent, o)
 	require.True(t, settled)
-	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
 }
 
 // The hot statements bind domain-typed values as text ($n::text), so that
@@ -344,7 +344,7 @@ func TestDomainsRefuseValuesBoundAsText(t *testing.T) {
 		Fingerprint: "fp", Mode: "bogus", KeySource: "client", Exchange: "paper", Order: order("hx-d-0"),
 		Signal: []byte(`{}`), ReceivedAt: time.Now()}, true))
 	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM dispatch_intents`))
-	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM trace_events`))
+	require.Equal(t, 0, countRows(t, pool, `SELECT count(*) FROM trace_history`))
 
 	testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:d", Order: order("hx-d-1")})
 	checkViolation(t, db.SettleIntent(ctx, pool, "hx-d-1", "bogus"))
@@ -413,7 +413,7 @@ WHERE a.datname = current_database() AND a.state = 'idle in transaction' AND l.l
 	next, res := claim(t, pool, claimParams("k:hung"))
 	require.True(t, res.Claimed, "the hung claim rolled back: the next attempt owns the trace")
 	require.NoError(t, next.Record(ctx, db.Settlement{TraceID: "k:hung", Status: db.TraceDispatched}))
-	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:hung' AND event = 'received'`),
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:hung' AND event = 'received'`),
 		"only the winning claim's received event committed")
 
 	err = hung.Record(ctx, db.Settlement{TraceID: "k:hung", Status: db.TraceDispatched})
@@ -547,7 +547,7 @@ func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
 		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM dispatch_intents
 			WHERE client_order_id = $1 AND outcome = 'dispatched' AND settled_at IS NOT NULL`, coid))
 		rows, err := pool.Query(ctx, `SELECT event || ':' || coalesce(host(source_ip), '-') || ':' || detail::text
-			FROM trace_events WHERE trace_id = $1 AND event LIKE 'step_%' ORDER BY id`, id)
+			FROM trace_history WHERE trace_id = $1 AND event LIKE 'step_%' ORDER BY id`, id)
 		require.NoError(t, err)
 		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)

@@ -2,3 +2,10 @@ package db
 
 // StrandedIntentsSQL exposes the sweeper's scan for its plan test.
 const StrandedIntentsSQL = strandedIntentsSQL
+
+// The audit trail's readers, for their plan test.
+const (
+	TraceEventsSQL  = traceEventsSQL
+	StatsEventsSQL  = statsEventsSQL
+	SeriesCountsSQL = seriesCountsSQL
+)

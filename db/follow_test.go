@@ -45,7 +45,7 @@ func TestFollowOrderRecordsAChangeOnce(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 1, asked.Load(), "only the first follower asked the venue")
 	var events, filled int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM trace_events WHERE event = 'order_filled'").Scan(&events))
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM trace_history WHERE event = 'order_filled'").Scan(&events))
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM orders WHERE status = 'filled' AND final_at IS NOT NULL").Scan(&filled))
 	require.Equal(t, 1, events)
 	require.Equal(t, 1, filled)

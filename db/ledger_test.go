@@ -99,7 +99,7 @@ func TestSetLedgerIsAuditedAndFillsMoveOnFromIt(t *testing.T) {
 
 	var was, now, reason, by string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT detail->>'was', detail->>'quantity', detail->>'reason', detail->>'by'
-		FROM trace_events WHERE trace_id = $1 AND event = $2`, db.LedgerTraceID, db.EventLedgerSet).Scan(&was, &now, &reason, &by))
+		FROM trace_history WHERE trace_id = $1 AND event = $2`, db.LedgerTraceID, db.EventLedgerSet).Scan(&was, &now, &reason, &by))
 	require.Equal(t, []string{"0.3", "1.5", "bought by hand before hoox", "admin"}, []string{was, now, reason, by})
 
 	held, err := db.LockLedger(ctx, pool, k)

@@ -104,7 +104,7 @@ func TestExitLegsArePlannedWhenAPartlyFilledEntryEnds(t *testing.T) {
 	require.Empty(t, legs("hx-unfilled"), "nothing filled: no position, no exits")
 	require.Equal(t, "take_profit:not_placed,stop_loss:not_placed", legs("hx-by-signal"),
 		"the trader's cancel leaves no hoox order resting: planned and settled at once")
-	require.Equal(t, 2, apptest.Count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:hx-by-signal'
+	require.Equal(t, 2, apptest.Count(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:hx-by-signal'
 		AND event = 'leg_failed' AND detail->>'cancelled_by' = 'k:the-cancel' AND detail->>'filled_quantity' = '0.2'`))
 	require.Empty(t, openLegsOf(t, pool, "hx-by-signal"), "the sweeper has nothing to send for it")
 

@@ -55,14 +55,16 @@ const DefaultPurgeDuty = 0.5
 // PurgeResult counts what a purge removed.
 type PurgeResult struct {
 	// Traces is the number of expired trace_ids rows deleted (each got a
-	// purged audit event).
+	// purged audit event: a trace_purges row).
 	Traces int64 `json:"traces"`
-	// Events is the number of trace_events rows past the retention deleted.
+	// Events is the number of audit rows (trace_events and trace_purges:
+	// trace_history) past the retention deleted.
 	Events int64 `json:"events"`
 }
 
 // purgeTracesSQL deletes one batch of expired traces and writes a purged
-// event for each, in one statement and so one short transaction.
+// event for each (a trace_purges row, which trace_history presents as the
+// trace's `purged` event), in one statement and so one short transaction.
 //
 // Why it cannot break the claim: a claim never locks trace rows; it takes an
 // advisory lock on the trace's lock key and relies on INSERT … ON CONFLICT.
@@ -104,10 +106,8 @@ WITH doomed AS (
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (
-    INSERT INTO trace_events (trace_id, event, detail)
-    SELECT trace_id, 'purged',
-           jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
-    FROM d
+    INSERT INTO trace_purges (trace_id, status, order_id, received_at, expires_at)
+    SELECT trace_id, status, order_id, received_at, expires_at FROM d
 )
 SELECT count(*), coalesce(max(expires_at), $2), count(DISTINCT (row_ctid::text::point)[0]) FROM d`
 
@@ -131,10 +131,8 @@ WITH doomed AS (
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (
-    INSERT INTO trace_events (trace_id, event, detail)
-    SELECT trace_id, 'purged',
-           jsonb_build_object('status', status, 'order_id', order_id, 'received_at', received_at, 'expires_at', expires_at)
-    FROM d
+    INSERT INTO trace_purges (trace_id, status, order_id, received_at, expires_at)
+    SELECT trace_id, status, order_id, received_at, expires_at FROM d
 )
 SELECT count(*) FROM d`
 
@@ -142,22 +140,28 @@ SELECT count(*) FROM d`
 // added later are not expired.
 const tracePagesSQL = `SELECT pg_relation_size('trace_ids') / current_setting('block_size')::bigint`
 
-// purgeEventsSQL deletes one batch of audit rows older than the retention,
-// walking trace_events_at_idx from where the previous batch stopped ($3)
-// and deleting by ctid, as purgeTracesSQL does.
-const purgeEventsSQL = `
+// purgeAuditSQL deletes one batch of an audit table's rows (trace_events
+// or trace_purges) older than the retention, walking its index on at from
+// where the previous batch stopped ($3) and deleting by ctid, as
+// purgeTracesSQL does.
+func purgeAuditSQL(table string) string {
+	return `
 WITH doomed AS (
-    SELECT ctid, at FROM trace_events
+    SELECT ctid, at FROM ` + table + `
     WHERE at < now() - $2::bigint * interval '1 millisecond' AND at >= $3
     ORDER BY at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), d AS (
-    DELETE FROM trace_events e
+    DELETE FROM ` + table + ` e
     WHERE e.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING e.at
 )
 SELECT count(*), coalesce(max(at), $3) FROM d`
+}
+
+// auditTables hold the audit trail (trace_history is their union).
+var auditTables = []string{"trace_events", "trace_purges"}
 
 // recordPurgeSQL keeps the last run where every replica's admin API can
 // read it; the time is the database's, like expires_at.
@@ -198,15 +202,20 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	if err != nil {
 		return res, fmt.Errorf("purge expired traces: %w", translate(err))
 	}
-	if p.AuditRetention > 0 {
+	for _, table := range auditTables {
+		if p.AuditRetention <= 0 {
+			break
+		}
+		sql := purgeAuditSQL(table)
 		from := time.Time{} // nothing was written before the epoch
-		res.Events, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
+		n, err := purgeBatches(ctx, batch, pause, func() (int64, error) {
 			var n int64
-			err := pool.QueryRow(ctx, purgeEventsSQL, batch, p.AuditRetention.Milliseconds(), from).Scan(&n, &from)
+			err := pool.QueryRow(ctx, sql, batch, p.AuditRetention.Milliseconds(), from).Scan(&n, &from)
 			return n, err
 		})
+		res.Events += n
 		if err != nil {
-			return res, fmt.Errorf("purge audit events: %w", translate(err))
+			return res, fmt.Errorf("purge audit rows of %s: %w", table, translate(err))
 		}
 	}
 	if _, err := pool.Exec(ctx, recordPurgeSQL, SettingLastPurge, res.Traces, res.Events, actor); err != nil {

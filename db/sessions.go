@@ -245,11 +245,11 @@ type EventSeries struct {
 
 const seriesBoundsSQL = `SELECT date_trunc('minute', now()) - $1 * interval '1 minute', date_trunc('minute', now())`
 
-// The range is on trace_events_at_idx; admin: traces (kill switch changes)
+// The range is on trace_events_at_idx and trace_purges_at_idx; admin: traces (kill switch changes)
 // are the operators' own actions, not traffic.
 const seriesCountsSQL = `
 SELECT date_trunc('minute', at) AS minute, event, count(*)
-FROM trace_events
+FROM trace_history
 WHERE at >= date_trunc('minute', now()) - $1 * interval '1 minute'
   AND trace_id NOT LIKE 'admin:%'
   AND event = ANY($2)

@@ -66,7 +66,7 @@ func TestReleaseRefusesATraceWhoseOrderIsUnknownUnlessForced(t *testing.T) {
 	require.Equal(t, db.TraceFailed, status)
 	require.Empty(t, traceIDs(t, pool))
 	var forced bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT (detail->>'forced')::boolean FROM trace_events
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (detail->>'forced')::boolean FROM trace_history
 		WHERE trace_id = 'k:unknown' AND event = 'released'`).Scan(&forced))
 	require.True(t, forced, "the forced release is audited as such")
 }
@@ -128,6 +128,6 @@ FROM generate_series(1, 3000) g`)
 	require.EqualValues(t, expired, res.Traces)
 	require.EqualValues(t, unknown+live, countRows(t, pool, `SELECT count(*) FROM trace_ids`))
 	require.EqualValues(t, unknown, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`), "only the unknown ones stay expired")
-	require.EqualValues(t, expired, countRows(t, pool, `SELECT count(DISTINCT trace_id) FROM trace_events WHERE event = 'purged'`))
-	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_events WHERE event = 'purged' AND detail->>'status' = 'failed'`))
+	require.EqualValues(t, expired, countRows(t, pool, `SELECT count(DISTINCT trace_id) FROM trace_history WHERE event = 'purged'`))
+	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE event = 'purged' AND detail->>'status' = 'failed'`))
 }

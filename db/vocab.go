@@ -50,8 +50,8 @@ const (
 	IntentFailed      IntentOutcome = "failed"      // gave up; an operator must check the venue
 )
 
-// Audit event names (trace_events.event) that Go code writes; the purge
-// ('purged'), a release ('released') and the kill switch
+// Audit event names (trace_history.event) that Go code writes; the purge
+// ('purged', a trace_purges row), a release ('released') and the kill switch
 // ('kill_switch_engaged', 'kill_switch_released') write theirs in SQL.
 const (
 	EventReceived        = "received"

@@ -3,7 +3,9 @@
 -- query here is run against a seeded database by db/audit_queries_test.go,
 -- so this file cannot drift from the schema.
 --
--- Events in trace_events: received, duplicate, key_reused, dispatch_started,
+-- The audit trail is the view trace_history: every trace_events row, and
+-- each purged trace (a row in trace_purges) as its `purged` event.
+-- Events: received, duplicate, key_reused, dispatch_started,
 -- dispatched, rejected, reconciling, reconciled, failed, released, purged,
 -- kill_switch_engaged, kill_switch_released, ledger_set; for an order
 -- followed to its end, order_partially_filled, order_filled,
@@ -18,14 +20,14 @@ SELECT date_trunc('day', at) AS day,
        count(*) FILTER (WHERE event = 'key_reused') AS key_reuses,
        round(count(*) FILTER (WHERE event IN ('duplicate', 'key_reused'))::numeric
              / nullif(count(*) FILTER (WHERE event IN ('received', 'duplicate', 'key_reused')), 0), 4) AS repeat_ratio
-FROM trace_events
+FROM trace_history
 WHERE at > now() - interval '30 days'
 GROUP BY 1
 ORDER BY 1 DESC;
 
 -- name: Every attempt of one trace, in time order
 SELECT at, event, host(source_ip) AS source_ip, detail
-FROM trace_events
+FROM trace_history
 WHERE trace_id = 'k:demo-1'
 ORDER BY at, id;
 
@@ -34,7 +36,7 @@ SELECT e.at, e.trace_id, host(e.source_ip) AS source_ip,
        e.detail->>'fingerprint' AS reused_with_fingerprint,
        t.fingerprint            AS original_fingerprint,
        t.received_at            AS first_seen
-FROM trace_events e
+FROM trace_history e
 LEFT JOIN trace_ids t ON t.trace_id = e.trace_id
 WHERE e.event = 'key_reused' AND e.at > now() - interval '7 days'
 ORDER BY e.at DESC;
@@ -61,9 +63,9 @@ SELECT o.trace_id,
        count(*)                                              AS executions,
        array_agg(o.created_at ORDER BY o.created_at)         AS executed_at,
        array_agg(o.client_order_id ORDER BY o.created_at)    AS client_order_ids,
-       (SELECT count(*) FROM trace_events e
+       (SELECT count(*) FROM trace_history e
          WHERE e.trace_id = o.trace_id AND e.event = 'dispatched') AS dispatched_events,
-       (SELECT array_agg(e.event || ' ' || e.at::text ORDER BY e.at) FROM trace_events e
+       (SELECT array_agg(e.event || ' ' || e.at::text ORDER BY e.at) FROM trace_history e
          WHERE e.trace_id = o.trace_id AND e.event IN ('purged', 'released')) AS freed_by
 FROM orders o
 WHERE o.role = 'primary'
@@ -87,7 +89,7 @@ ORDER BY l.created_at DESC, l.parent_client_order_id, l.seq;
 
 -- name: Kill switch history
 SELECT at, event, detail->>'by' AS by, detail->>'reason' AS reason
-FROM trace_events
+FROM trace_history
 WHERE trace_id = 'admin:kill-switch'
 ORDER BY at DESC, id DESC;
 
@@ -101,7 +103,7 @@ ORDER BY received_at;
 -- name: Keys released by an operator
 SELECT at, trace_id, detail->>'by' AS by, detail->>'status' AS status_when_released,
        detail->>'reason' AS reason
-FROM trace_events
+FROM trace_history
 WHERE event = 'released'
 ORDER BY at DESC;
 
@@ -137,7 +139,7 @@ SELECT trace_id, event, at,
        detail->'sizing'->>'step'       AS step,
        detail->'sizing'->>'quantity'   AS sent,
        detail->>'reason'               AS refused_because
-FROM trace_events
+FROM trace_history
 WHERE detail ? 'sizing' AND at > now() - interval '1 day'
 ORDER BY at DESC;
 
@@ -151,7 +153,7 @@ SELECT e.trace_id, e.event, e.at,
        c->>'filter' AS filter, c->>'symbol' AS symbol,
        (c->>'limit')::int AS cap, (c->>'open')::int AS open, (c->>'adds')::int AS adds,
        coalesce((e.detail->>'sent')::bool, true) AS sent
-FROM trace_events e
+FROM trace_history e
 CROSS JOIN LATERAL jsonb_array_elements(e.detail->'exit_caps') AS c
 WHERE e.detail ? 'exit_caps' AND e.at > now() - interval '7 days'
 ORDER BY e.at DESC;
@@ -206,7 +208,7 @@ ORDER BY o.created_at, o.id;
 SELECT at, detail->>'exchange' AS exchange, detail->>'mode' AS mode, detail->>'symbol' AS symbol,
        detail->>'strategy' AS strategy, detail->>'was' AS was, detail->>'quantity' AS set_to,
        detail->>'by' AS by, detail->>'reason' AS reason
-FROM trace_events
+FROM trace_history
 WHERE trace_id = 'admin:ledger' AND event = 'ledger_set'
 ORDER BY at DESC, id DESC;
 

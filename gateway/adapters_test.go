@@ -148,7 +148,7 @@ func TestQuantityRoundedToTheVenueStepIsWhatTheOrderRowStores(t *testing.T) {
 			require.True(t, sent.Equal(rowQty), "orders.quantity is %s, not what was sent (%s)", rowQty, sent)
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT signal->>'quantity' FROM trace_ids WHERE trace_id = $1`, "k:"+key).Scan(&signalQty))
 			require.Equal(t, tt.asked, signalQty, "the trace keeps what was asked")
-			require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(detail->>'asked_quantity', '') FROM trace_events
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(detail->>'asked_quantity', '') FROM trace_history
 				WHERE trace_id = $1 AND event = 'dispatched'`, "k:"+key).Scan(&eventQty))
 			require.Equal(t, tt.asked, eventQty, "the dispatched event holds what was asked")
 		})

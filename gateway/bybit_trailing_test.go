@@ -127,7 +127,7 @@ func TestBybitTrailingStopLostAnswerIsAdoptedAndAClosedPositionEndsIt(t *testing
 	require.NoError(t, finish("k:bt-lost"))
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:bt-lost' AND role = 'trailing_stop'
 		AND status = 'open' AND trailing_distance = 600`))
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:bt-lost' AND event = 'leg_placed'
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:bt-lost' AND event = 'leg_placed'
 		AND (detail->>'adopted')::bool`))
 	require.Equal(t, 1, b.bybit.TrailingStopSets("BTCUSDT"), "adopted, not set again")
 
@@ -142,7 +142,7 @@ func TestBybitTrailingStopLostAnswerIsAdoptedAndAClosedPositionEndsIt(t *testing
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:bt-gone' AND role = 'trailing_stop'
 		AND status = 'expired' AND trailing_distance = 20`))
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:bt-gone' AND outcome = 'dispatched'`))
-	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:bt-gone' AND event = 'leg_failed'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:bt-gone' AND event = 'leg_failed'`))
 	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE trace_id = 'k:bt-gone'`)
 	require.NoError(t, err)
 	require.NoError(t, finish("k:bt-gone"))

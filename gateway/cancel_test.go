@@ -99,7 +99,7 @@ func TestCancelCancelsTheSymbolsOpenOrders(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, cancelledAtVenue, "cancelled at the venue too")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:l1' AND event = 'order_cancelled'`),
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:l1' AND event = 'order_cancelled'`),
 		"each order's own trace says it was cancelled")
 
 	_, err = b.svc.Execute(ctx, input(t, body))
@@ -143,7 +143,7 @@ func TestCancelCrashBetweenCancelsIsFinishedByTheRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Cancelled, 3)
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM orders WHERE status = 'cancelled' AND cancelled_by = 'k:crash'`))
-	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'`), "each recorded once")
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_cancelled'`), "each recorded once")
 }
 
 // A venue that fails part-way answers 503 and records nothing; the retry

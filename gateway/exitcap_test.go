@@ -43,7 +43,7 @@ func TestBinanceSpotEntryIsRefusedWhenTheAlgoCapHoldsNoRoomForItsOCO(t *testing.
 	require.Contains(t, ge.Detail, "MAX_NUM_ALGO_ORDERS allows 1 open stop/take-profit orders on ETHUSDT and 1 are open")
 	require.Len(t, b.binance.Orders(), 1, "the second buy was not sent")
 	require.Len(t, b.binance.OrderLists(), 1)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:spot-cap-2' AND event = 'rejected'
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:spot-cap-2' AND event = 'rejected'
 		AND detail->'exit_caps'->0->>'open' = '1' AND detail->'exit_caps'->0->>'adds' = '1'`))
 }
 

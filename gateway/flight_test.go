@@ -111,7 +111,7 @@ func TestCopiesOfASignalInFlightWaitWithoutAConnection(t *testing.T) {
 	// The bystander's claim and the batched audit rows (a few batches,
 	// however the copies' wake-ups spread): not one claim per copy.
 	require.Less(t, b.pool.Stat().AcquireCount()-acquiredBefore, int64(n/2), "the copies were answered without the database")
-	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'duplicate'"),
+	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'duplicate'"),
 		"every copy's repeat is audited")
 }
 
@@ -147,7 +147,7 @@ func TestCopiesOfAnUnsettledSignalAskTheDatabase(t *testing.T) {
 	require.Equal(t, 1, venue.count(), "every copy placed nothing")
 	require.Equal(t, 1, b.jobs.count(), "one reconcile job")
 	b.svc.Close()
-	require.Equal(t, duplicates, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'duplicate'"))
+	require.Equal(t, duplicates, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'duplicate'"))
 }
 
 // A signal with neither key nor timestamp gets a trace ID per arrival; its
@@ -175,7 +175,7 @@ func TestWindowCopiesInFlightAreAnsweredFromTheFirst(t *testing.T) {
 	require.Equal(t, 1, venue.count())
 	b.svc.Close()
 	require.Less(t, b.pool.Stat().AcquireCount()-acquiredBefore, int64(n/2), "the copies were answered without the database")
-	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'duplicate'"))
+	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'duplicate'"))
 	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_ids"), "no copy became a trace of its own")
 }
 

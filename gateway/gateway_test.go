@@ -80,7 +80,7 @@ func TestCloseWaitsForRepeatAuditRows(t *testing.T) {
 		require.Equal(t, out.Order.ID, *ge.Original.OrderID)
 	}
 	b.svc.Close()
-	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'duplicate'"))
+	require.Equal(t, n, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'duplicate'"))
 }
 
 // The venue's refusal keeps the trace, records a rejected order and

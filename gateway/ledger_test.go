@@ -66,7 +66,7 @@ func TestSpotCloseSellsWhatTheStrategyBought(t *testing.T) {
 
 	var ledger, free, position string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT detail->'sizing'->>'ledger', detail->'sizing'->>'free_base', detail->'sizing'->>'position'
-		FROM trace_events WHERE trace_id = 'k:close-trend' AND event = 'dispatched'`).Scan(&ledger, &free, &position))
+		FROM trace_history WHERE trace_id = 'k:close-trend' AND event = 'dispatched'`).Scan(&ledger, &free, &position))
 	require.Equal(t, "0.00999", ledger)
 	require.Equal(t, "1.02997", free)
 	require.Equal(t, "0.00999", position)
@@ -90,7 +90,7 @@ func TestSpotCloseOfNothingHeldIsRefusedBeforeAnythingIsSent(t *testing.T) {
 	require.Equal(t, "5", b.binance.Balance("BTC").String())
 
 	var reason string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT detail->>'reason' FROM trace_events
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT detail->>'reason' FROM trace_history
 		WHERE trace_id = 'k:close-nothing' AND event = 'rejected'`).Scan(&reason))
 	require.Contains(t, reason, "nothing to sell")
 }

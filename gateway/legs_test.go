@@ -67,8 +67,8 @@ func TestCloseAboveTheMarketMaximumIsSplitUntilFlat(t *testing.T) {
 	}
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:split-1'`))
 	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:split-1' AND outcome = 'dispatched'`))
-	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-1' AND event = 'leg_placed'`))
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-1' AND event = 'dispatched'
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:split-1' AND event = 'leg_placed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:split-1' AND event = 'dispatched'
 		AND detail->'split'->>'position' = '250.5' AND detail->'split'->>'max_market_qty' = '100'`))
 	var primary string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT order_id::text FROM trace_ids WHERE trace_id = 'k:split-1'`).Scan(&primary))
@@ -156,7 +156,7 @@ func TestLegWithALostAnswerIsAdoptedAndTheRestPlacedByTheSweeper(t *testing.T) {
 		require.Equal(t, 1, fake.Placements(o.ClientOrderID), o.ClientOrderID)
 	}
 	leg1 := signal.LegClientOrderID(out.Order.ClientOrderID, 1)
-	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-leg' AND event = 'leg_placed'
+	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:lost-leg' AND event = 'leg_placed'
 		AND detail->>'adopted' = 'true' AND detail->>'client_order_id' = '`+leg1+`'`))
 	require.Equal(t, 3, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-leg'`))
 }
@@ -197,7 +197,7 @@ func TestCloseBlockedByRestingReduceOnlyOrdersCancelsThemFirst(t *testing.T) {
 	require.Equal(t, "CANCELED", open["hxrestingtp"])
 	require.Equal(t, "NEW", open["dip-buy"])
 	require.Equal(t, 1, b.binance.Placements(out.Order.ClientOrderID), "one close booked")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:unblock-1' AND event = 'dispatched'
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:unblock-1' AND event = 'dispatched'
 		AND jsonb_array_length(detail->'cancelled_first') = 2
 		AND detail->'cancelled_first' @> '[{"client_order_id":"manual-tp","placed_by_hoox":false},{"client_order_id":"hxrestingtp","placed_by_hoox":true}]'`))
 }
@@ -246,7 +246,7 @@ func TestBinanceFuturesEntryWithTakeProfitAndStopLossPlacesAlgoOrders(t *testing
 	require.NoError(t, err)
 	require.Empty(t, out.Legs)
 	require.Len(t, b.binance.AlgoOrders(), 2, "nothing sent for the wrong-side exit")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:tpsl-2' AND event = 'leg_failed'
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:tpsl-2' AND event = 'leg_failed'
 		AND detail->>'reason' LIKE '%not below the entry''s price 3000%'`))
 }
 
@@ -348,6 +348,6 @@ func TestOKXSwapCloseAboveMaxMktSzIsSplitUntilFlat(t *testing.T) {
 		ids[o.ClOrdID] = true
 	}
 	require.Len(t, ids, 3, "each part under its own client order ID")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-split' AND event = 'dispatched'
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-split' AND event = 'dispatched'
 		AND detail->'split'->>'max_market_qty' = '1' AND detail->'split'->>'position' = '2.3'`))
 }

@@ -81,7 +81,7 @@ func TestBinanceSpotOCOOnTheWrongSideOfTheFillIsNotSent(t *testing.T) {
 	require.Equal(t, db.TraceDispatched, out.Status)
 	require.Empty(t, out.Legs)
 	require.Empty(t, b.binance.OrderLists(), "nothing sent")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-wrong' AND event = 'leg_failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:oco-wrong' AND event = 'leg_failed'`))
 }
 
 // Binance spot may still book a request that arrives late (its recvWindow
@@ -114,7 +114,7 @@ func TestBinanceSpotOCOLostAndMissingAfterItsWindowEndsFailedNotResent(t *testin
 	_, err = runner.Finish(ctx, lockKey, parent)
 	require.NoError(t, err)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:oco-lost' AND outcome = 'failed'`))
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-lost' AND event = 'leg_failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:oco-lost' AND event = 'leg_failed'`))
 	require.Empty(t, b.binance.OrderLists(), "never sent again")
 	require.Equal(t, 1, b.binance.Requests("/api/v3/orderList/oco"))
 }

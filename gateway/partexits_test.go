@@ -50,7 +50,7 @@ func TestCancelSignalOnAPartlyFilledEntryPlacesNoExits(t *testing.T) {
 		require.Equal(t, "cancelled", out.Cancelled[0].Status)
 		require.Equal(t, c.filled, out.Cancelled[0].FilledQuantity.Decimal.String())
 		require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = '`+c.entry+`' AND outcome IS DISTINCT FROM 'not_placed'`))
-		require.Equal(t, c.exits, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'leg_failed' AND detail->>'cancelled_by' = 'k:`+c.trace+`'
+		require.Equal(t, c.exits, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'leg_failed' AND detail->>'cancelled_by' = 'k:`+c.trace+`'
 			AND detail->>'parent_client_order_id' = '`+c.entry+`'`), "a leg_failed event per exit, naming the cancel")
 	}
 	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'not_placed'`),

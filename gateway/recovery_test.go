@@ -144,7 +144,7 @@ func TestResendAfterCrashAdoptsTheDeadAttemptsOrder(t *testing.T) {
 			require.Equal(t, db.TraceDispatched, out.Status)
 			require.Equal(t, 1, b.venue.count(), "the resend adopted the order instead of placing another")
 			require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM orders"))
-			require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
+			require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'adopted'"))
 			require.Zero(t, count(t, b.pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"))
 
 			// Where an operator finds the story: with a key, under one trace
@@ -305,13 +305,13 @@ func TestIntentSurvivesAPostgresCrashAfterTheVenueAccepted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, out.Status)
 	require.Equal(t, 1, venue.count(), "the resend adopted the order: the intent survived the crash")
-	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
+	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'adopted'"))
 }
 
 // eventsOf lists traceID's audit events, oldest first.
 func eventsOf(t *testing.T, pool *pgxpool.Pool, traceID string) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT event FROM trace_events WHERE trace_id = $1 ORDER BY id", traceID)
+	rows, err := pool.Query(context.Background(), "SELECT event FROM trace_history WHERE trace_id = $1 ORDER BY id", traceID)
 	require.NoError(t, err)
 	events, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)

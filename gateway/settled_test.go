@@ -62,12 +62,12 @@ func TestSettledRepeatAnswersLikeAClaimAndAReleaseStillReopensTheKey(t *testing.
 	require.Equal(t, codes.Duplicate, repeat(body).Code)
 
 	b.svc.Close() // waits for the repeats' audit rows
-	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:settled-repeat' AND event = 'key_reused'"))
-	require.Equal(t, 3, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:settled-repeat' AND event = 'duplicate'"))
+	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:settled-repeat' AND event = 'key_reused'"))
+	require.Equal(t, 3, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:settled-repeat' AND event = 'duplicate'"))
 	// Each repeat's row names the fingerprint it came with (written many
 	// to one statement).
-	require.Equal(t, 4, count(t, b.pool, `SELECT count(DISTINCT id) FROM trace_events
+	require.Equal(t, 4, count(t, b.pool, `SELECT count(DISTINCT id) FROM trace_history
 		WHERE trace_id = 'k:settled-repeat' AND event IN ('duplicate', 'key_reused') AND detail->>'fingerprint' <> ''`))
-	require.Equal(t, 2, count(t, b.pool, `SELECT count(DISTINCT detail->>'fingerprint') FROM trace_events
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(DISTINCT detail->>'fingerprint') FROM trace_history
 		WHERE trace_id = 'k:settled-repeat' AND event IN ('duplicate', 'key_reused')`))
 }

@@ -94,7 +94,7 @@ func TestBinanceSpotLoneStopOnTheWrongSideOfTheFillIsNotSent(t *testing.T) {
 	require.Equal(t, db.TraceDispatched, out.Status)
 	require.Empty(t, out.Legs)
 	require.Len(t, b.binance.Orders(), 1, "only the entry")
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lone-wrong' AND event = 'leg_failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:lone-wrong' AND event = 'leg_failed'`))
 }
 
 // The cancel action reaches a lone spot stop-loss (a plain order, DELETE

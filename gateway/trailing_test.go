@@ -184,7 +184,7 @@ func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testi
 	_, err = runner.Finish(ctx, lockKey, parent)
 	require.NoError(t, err)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-trail-lost' AND outcome = 'failed'`))
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-trail-lost' AND event = 'leg_failed'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-trail-lost' AND event = 'leg_failed'`))
 	require.Empty(t, b.okx.AlgoOrders(), "never sent again")
 	require.Equal(t, 1, b.okx.AlgoPlacements())
 }
@@ -235,5 +235,5 @@ func TestOKXTrailingStopOutsideOKXsRangeIsShownNotPlaced(t *testing.T) {
 	attached := out.Legs[0].Attached()
 	require.Len(t, attached, 1)
 	require.Equal(t, db.AttachedNotPlaced, attached[0].Status)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-trail-range' AND event = 'leg_rejected'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-trail-range' AND event = 'leg_rejected'`))
 }

@@ -97,7 +97,7 @@ func TestFuturesExitFillIsRecordedOnceAndTheOtherExitCancelled(t *testing.T) {
 	require.Equal(t, "3310", tpRow.AvgPrice.Decimal.String(), "the triggered order's price, not the trigger")
 	require.Equal(t, "1.324", tpRow.Fee.Decimal.String(), "0.04 % of 3310 USDT, from the triggered order's trades")
 	require.Equal(t, map[string]string{exchange.RoleTakeProfit: db.AttachedFilled}, attachedStatus(tpRow))
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:fut-exits' AND event = 'order_filled'
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:fut-exits' AND event = 'order_filled'
 		AND detail->>'client_order_id' = $1`, tp))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'notify' AND args->>'channel' = 'telegram'
 		AND args->'message'->>'event' = 'order_filled' AND args->'message'->>'client_order_id' = $1`, tp), "the exit's fill is notified once")
@@ -110,12 +110,12 @@ func TestFuturesExitFillIsRecordedOnceAndTheOtherExitCancelled(t *testing.T) {
 			require.Equal(t, "CANCELED", a.Status, "cancelled at Binance, not only in hoox's record")
 		}
 	}
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_cancelled'
 		AND detail->>'client_order_id' = $1 AND detail->>'because_filled' = $2`, sl, tp))
 	res, err := b.work(t, slJob)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the stop-loss's own job ends: nothing left to follow")
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_cancelled'`))
 }
 
 // A Binance spot entry's OCO list is followed: once the price falls to its
@@ -161,7 +161,7 @@ func TestSpotOCOExecutionMovesTheLedgerOnceAndTheNextCloseSellsNothing(t *testin
 	require.Equal(t, map[string]string{exchange.RoleTakeProfit: db.AttachedCancelled, exchange.RoleStopLoss: db.AttachedFilled},
 		attachedStatus(row), "the stop-loss executed, Binance expired the take-profit")
 	require.Equal(t, "0", ledger(), "the sale left the ledger, once")
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_filled'
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_filled'
 		AND detail->>'client_order_id' = $1 AND detail->>'executed_exit' = 'stop_loss'`, list))
 
 	_, err = b.gw.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1",
@@ -227,7 +227,7 @@ func TestExitIsFollowedPastItsTraceUntilItsHorizon(t *testing.T) {
 	require.Equal(t, "open", row.Status, "the row keeps its last known state")
 	require.NotNil(t, row.UnfollowedAt)
 	require.Equal(t, map[string]string{exchange.RoleTakeProfit: db.AttachedNotFollowed}, attachedStatus(row))
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_unfollowed' AND detail->>'client_order_id' = $1`, tp))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_unfollowed' AND detail->>'client_order_id' = $1`, tp))
 }
 
 // An exit whose sibling was recorded filled by another path (the cancel
@@ -259,7 +259,7 @@ func TestExitCancelsItselfOnceItsSiblingIsRecordedFilled(t *testing.T) {
 			require.Equal(t, "CANCELED", a.Status)
 		}
 	}
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_cancelled'
 		AND detail->>'client_order_id' = $1 AND detail->>'because_filled' = $2`, sl, tp))
 }
 
@@ -296,7 +296,7 @@ func TestExitTheVenueNoLongerHoldsIsRecordedEnded(t *testing.T) {
 	row := b.row(t, sl)
 	require.Equal(t, "expired", row.Status)
 	require.Equal(t, map[string]string{exchange.RoleStopLoss: db.AttachedEnded}, attachedStatus(row))
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'order_expired' AND detail->>'client_order_id' = $1`, sl))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'order_expired' AND detail->>'client_order_id' = $1`, sl))
 
 	res, err = b.work(t, b.queuedFollowOf(t, tp))
 	require.NoError(t, err)

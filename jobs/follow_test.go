@@ -122,7 +122,7 @@ func TestFollowWorkerSnoozesUntilTheOrderEnds(t *testing.T) {
 	res, err := b.work(t, args)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "still resting: look again later")
-	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:rest' AND event LIKE 'order_%'"),
+	require.Zero(t, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:rest' AND event LIKE 'order_%'"),
 		"nothing changed, nothing recorded")
 
 	// A resting order days old is asked about every FollowMaxInterval.
@@ -147,13 +147,13 @@ func TestFollowWorkerSnoozesUntilTheOrderEnds(t *testing.T) {
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the order ended: the job ends")
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:rest' AND status = 'filled'
 		AND filled_quantity = 2 AND avg_price = 90 AND fill_price = 90 AND updated_at IS NOT NULL AND final_at IS NOT NULL`))
-	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:rest' AND event = 'order_filled'"))
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:rest' AND event = 'order_filled'"))
 
 	// Run again (a duplicate delivery): nothing more is recorded.
 	res, err = b.work(t, args)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
-	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'order_filled'"))
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'order_filled'"))
 }
 
 // The follow horizon is the order's trace: once the purge removed it, the

@@ -100,7 +100,7 @@ type event struct {
 
 func events(t *testing.T, pool *pgxpool.Pool, traceID string) []event {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT event, detail FROM trace_events WHERE trace_id = $1 ORDER BY id`, traceID)
+	rows, err := pool.Query(context.Background(), `SELECT event, detail FROM trace_history WHERE trace_id = $1 ORDER BY id`, traceID)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (event, error) {
 		var e event

@@ -332,7 +332,7 @@ func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *te
 	require.Equal(t, 1, stopPlacements(), "Binance booked the stop")
 	_, err := runner.Finish(ctx, lockKey, parent)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-booked' AND event = 'leg_placed' AND detail->>'adopted' = 'true'`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:lost-booked' AND event = 'leg_placed' AND detail->>'adopted' = 'true'`))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-booked' AND role = 'stop_loss' AND status = 'open'`))
 	require.Equal(t, 1, stopPlacements(), "adopted, not sent again")
 
@@ -343,7 +343,7 @@ func TestBinanceSpotLoneExitWithALostAnswerIsAdoptedOrFailedNeverSentTwice(t *te
 	_, err = runner.Finish(ctx, lockKey, parent)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:lost-late' AND outcome = 'failed'`))
-	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-late' AND event = 'leg_failed'`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:lost-late' AND event = 'leg_failed'`))
 	f.Advance(2 * time.Hour)
 	require.Equal(t, 2, stopPlacements(), "the late request was booked after all: one stop for each entry, never a second for one")
 }

@@ -14,7 +14,7 @@ import (
 // Metrics are the background work's Prometheus instruments.
 type Metrics struct {
 	// PurgedRows counts rows the purge deleted, by table (trace_ids,
-	// trace_events).
+	// trace_events: the audit rows of trace_history past the retention).
 	PurgedRows *prometheus.CounterVec
 	// JobFailures counts River job attempts that returned an error or
 	// panicked, by job kind: a rising rate means a venue or the database is

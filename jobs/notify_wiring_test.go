@@ -225,6 +225,6 @@ func TestVenueCredentialsAreNotifiedWithTheirEvent(t *testing.T) {
 	}
 	requireNotifiedWith(t, b.pool, "venue_credentials", "admin:venue:paper", map[string]string{"exchange": "paper",
 		"detail": "invalid api-key"})
-	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE event = 'venue_credentials'"),
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'venue_credentials'"),
 		"the second refusal inside the hour is logged, not notified again")
 }

@@ -71,7 +71,7 @@ func TestPurgeOnlyLeaderSchedules(t *testing.T) {
 	require.Eventually(t, func() bool { return !traceExists(t, b.pool, "k:late") }, time.Minute, 50*time.Millisecond)
 
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "only the unexpired trace stays")
-	require.EqualValues(t, 51, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'purged'`),
+	require.EqualValues(t, 51, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE event = 'purged'`),
 		"every expired trace is purged exactly once")
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'purge' AND state IN ('discarded', 'retryable')`))
 
@@ -110,7 +110,7 @@ FROM generate_series(1, 12000) AS i`)
 	require.NoError(t, err)
 	require.Equal(t, db.PurgeResult{Traces: 12000, Events: 0}, res)
 	require.EqualValues(t, 3, count(t, b.pool, `SELECT count(*) FROM trace_ids`))
-	require.EqualValues(t, 12000, count(t, b.pool, `SELECT count(DISTINCT trace_id) FROM trace_events WHERE event = 'purged' AND trace_id LIKE 'k:old-%'`))
+	require.EqualValues(t, 12000, count(t, b.pool, `SELECT count(DISTINCT trace_id) FROM trace_history WHERE event = 'purged' AND trace_id LIKE 'k:old-%'`))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders`))
 
 	var last map[string]any
@@ -145,8 +145,8 @@ SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_
 		res, err := db.Purge(ctx, b.pool, db.PurgeParams{Batch: 1000, AuditRetention: 90 * 24 * time.Hour})
 		require.NoError(t, err)
 		require.Equal(t, db.PurgeResult{Traces: 0, Events: 2500}, res)
-		require.EqualValues(t, 30, count(t, b.pool, `SELECT count(*) FROM trace_events`))
-		require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE at < now() - interval '90 days'`))
+		require.EqualValues(t, 30, count(t, b.pool, `SELECT count(*) FROM trace_history`))
+		require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE at < now() - interval '90 days'`))
 	})
 
 	t.Run("ZeroKeepsAll", func(t *testing.T) {
@@ -156,7 +156,7 @@ SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_
 		res, err := db.Purge(ctx, b.pool, db.PurgeParams{Batch: 1000})
 		require.NoError(t, err)
 		require.Equal(t, db.PurgeResult{}, res)
-		require.EqualValues(t, 2530, count(t, b.pool, `SELECT count(*) FROM trace_events`))
+		require.EqualValues(t, 2530, count(t, b.pool, `SELECT count(*) FROM trace_history`))
 	})
 }
 

@@ -389,7 +389,7 @@ FROM river_job WHERE args->>'trace_id' = ANY($1) ORDER BY id`, traces)
 				r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], clip([]byte(r[10]), 300)))
 		}
 	}
-	rows, err = s.query(ctx, `SELECT at, trace_id, event, detail::text FROM trace_events WHERE trace_id = ANY($1) ORDER BY at, id`, traces)
+	rows, err = s.query(ctx, `SELECT at, trace_id, event, detail::text FROM trace_history WHERE trace_id = ANY($1) ORDER BY at, id`, traces)
 	if err == nil {
 		for _, r := range rows {
 			out = append(out, fmt.Sprintf("hoox event %9s %s %s %s", r[0], r[2], r[1], clip([]byte(r[3]), 240)))

@@ -38,7 +38,7 @@ func TestBybitEntryWithTrailingStopCrashAfterTheSettingIsAdoptedByTheSweeper(t *
 	requireOneBybitTrailingStop(t, fake)
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:bybit-trail-crash'
 		AND role = 'trailing_stop' AND status = 'open' AND trailing_distance = 600`))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:bybit-trail-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'trailing_stop'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:bybit-trail-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'trailing_stop'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

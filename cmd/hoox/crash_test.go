@@ -109,14 +109,14 @@ func TestCrashBetweenVenueAnswerAndCommitIsAdoptedOnRetry(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "hoox was killed")
 	require.Equal(t, 1, apptest.Fills(t, pool), "the venue holds the order")
 	require.Equal(t, 0, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"), "the claim died uncommitted")
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatch_started'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'dispatch_started'"))
 
 	survivor := startServe(t, dbURL)
 	r := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, 1, apptest.Fills(t, pool), "the retry adopted the order instead of placing another")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"))
 	require.Equal(t, http.StatusConflict, apptest.Post(t, survivor.url, body).Status)
 }
 
@@ -155,7 +155,7 @@ func TestTwoProcessesPurgeOnceUnderOneLeader(t *testing.T) {
 
 	require.Equal(t, 5, apptest.Count(t, pool, "SELECT count(*) FROM trace_ids"), "unexpired traces stay")
 	require.Equal(t, 40, apptest.Count(t, pool, "SELECT count(*) FROM orders"), "orders are never purged")
-	require.Equal(t, 40, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'purged'"), "each trace purged once")
+	require.Equal(t, 40, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'purged'"), "each trace purged once")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(DISTINCT args->>'scheduler') FROM river_job WHERE kind = 'purge'"),
 		"only the leader schedules the purge")
 }
@@ -190,6 +190,6 @@ func TestCrashBetweenCancelsIsFinishedByTheResend(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM paper_orders WHERE status = 'cancelled'"))
 	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE status = 'cancelled'"), "both recorded cancelled")
-	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'order_cancelled'"), "each once")
+	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'order_cancelled'"), "each once")
 	require.Equal(t, http.StatusConflict, apptest.Post(t, survivor.url, cancel).Status)
 }

@@ -62,7 +62,7 @@ func TestFanOutCrashDrillThenResendPlacesOneOrderPerAccount(t *testing.T) {
 	requireOneOrderPerAccount(t, pool, fakes, held)
 	// At least the held orders were adopted (one booked by the venue just
 	// after the kill, from a request already on the wire, is adopted too).
-	require.GreaterOrEqual(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"), len(held))
+	require.GreaterOrEqual(t, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'dispatched' AND detail->>'adopted' = 'true'"), len(held))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

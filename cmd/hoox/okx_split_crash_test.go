@@ -56,7 +56,7 @@ func TestOKXSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
 	survivor := sweeperFinishesLegs(t, dbURL, env, "k:okx-split-crash", 2, "the sweeper finished the legs")
 	requireOnePerPart()
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:okx-split-crash'"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:okx-split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

@@ -34,7 +34,7 @@ func TestWindowSignalCrashThenResendPlacesOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, 1, apptest.Fills(t, pool), "the resend adopted the order: paper_orders holds one row")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE event = 'adopted'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE event = 'adopted'"))
 	require.Equal(t, http.StatusConflict, apptest.Post(t, survivor.url, body).Status, "inside the window, a duplicate")
 }
 
@@ -59,7 +59,7 @@ func TestCrashWithoutAResendIsRecordedByTheSweeper(t *testing.T) {
 		return apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:nobody-resends' AND status = 'dispatched'") == 1
 	}, 60*time.Second, 50*time.Millisecond, "the sweeper never recorded the dead attempt's order")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:nobody-resends'"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:nobody-resends' AND event = 'swept'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:nobody-resends' AND event = 'swept'"))
 
 	r := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, r.Status, r.Raw)

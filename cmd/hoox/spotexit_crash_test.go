@@ -62,7 +62,7 @@ func TestVenueSpotEntryWithLoneStopLossCrashAfterTheStopIsAdoptedByTheSweeper(t 
 	requireOneStop()
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lone-crash' AND role = 'stop_loss'
 		AND status = 'open' AND stop_loss = 2940 AND quantity = 0.99`))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lone-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'stop_loss'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:lone-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'stop_loss'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

@@ -36,7 +36,7 @@ func TestVenueServerErrorAfterAcceptIsReconciledToOneOrder(t *testing.T) {
 			return apptest.Count(t, pool, "SELECT count(*) FROM trace_ids WHERE trace_id = 'k:5xx-1' AND status = 'dispatched'") == 1
 		}, 30*time.Second, 50*time.Millisecond, "the reconcile job adopts the order")
 		require.Equal(t, held[0].ExchangeOrderID, apptest.Text(t, pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:5xx-1'"))
-		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:5xx-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
+		require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:5xx-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
 		require.Len(t, fake.Orders(), 1, "one order at the venue")
 
 		again := apptest.Post(t, srv.url, body)
@@ -106,7 +106,7 @@ func TestVenueLaggingLookupAfterALostAnswerPlacesNothingTwice(t *testing.T) {
 			held := r.fake.Orders()
 			require.Len(t, held, 1, "nothing placed twice")
 			require.Equal(t, held[0].ExchangeOrderID, apptest.Text(t, r.pool, "SELECT exchange_order_id FROM orders WHERE trace_id = 'k:lag-1'"))
-			require.Equal(t, 1, apptest.Count(t, r.pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lag-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
+			require.Equal(t, 1, apptest.Count(t, r.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:lag-1' AND event = 'reconciled' AND detail->>'adopted' = 'true'"))
 		})
 	}
 }

@@ -67,7 +67,7 @@ func TestVenueSplitCloseCrashAfterALegIsFinishedByTheSweeper(t *testing.T) {
 	survivor := sweeperFinishesLegs(t, dbURL, env, "k:split-crash", 2, "the sweeper finished the legs")
 	requireOnePerPart(t, fake)
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:split-crash'"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:split-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM trace_ids t JOIN orders o ON o.id = t.order_id
 		WHERE t.trace_id = 'k:split-crash' AND t.status = 'dispatched' AND o.role = 'primary'`), "the sweeper left the trace pointing at its primary order")
 
@@ -213,7 +213,7 @@ func TestVenueEntryWithExitsCrashAfterTheTakeProfitIsFinishedByTheSweeper(t *tes
 	survivor := sweeperFinishesLegs(t, dbURL, env, "k:exits-crash", 2, "the sweeper finished the exits")
 	requireOneExitEach(t, fake)
 	require.Equal(t, 3, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:exits-crash'"))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:exits-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'take_profit'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:exits-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'take_profit'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

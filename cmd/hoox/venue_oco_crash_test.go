@@ -64,7 +64,7 @@ func TestVenueSpotEntryWithOCOCrashAfterTheListIsFinishedByTheSweeper(t *testing
 	require.Equal(t, 2, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:oco-crash'"))
 	require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:oco-crash' AND role = 'oco'
 		AND status = 'open' AND take_profit = 3060 AND stop_loss = 2940 AND quantity = 0.99`))
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:oco-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'oco'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:oco-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true' AND detail->>'role' = 'oco'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

@@ -61,7 +61,7 @@ func TestVenueLimitEntryCancelledAfterAPartialFillCrashAfterTheFirstExitIsFinish
 	for _, a := range algos {
 		require.Equal(t, "0.5", a.Quantity.String(), "sized to what filled")
 	}
-	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:part-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
+	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:part-crash' AND event = 'leg_placed' AND detail->>'adopted' = 'true'"))
 
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

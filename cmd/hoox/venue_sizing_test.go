@@ -65,9 +65,9 @@ func TestVenueSizedSignalCrashThenResendKeepsTheFirstSize(t *testing.T) {
 		require.Equal(t, held.ClientOrderID, r.Str("order", "client_order_id"))
 		require.Equal(t, vc.quantity, r.Str("order", "quantity"))
 		// The audit says why: the balance and price read before the crash.
-		require.Equal(t, balance.String(), apptest.Text(t, pool, `SELECT detail->'sizing'->>'free_quote' FROM trace_events
+		require.Equal(t, balance.String(), apptest.Text(t, pool, `SELECT detail->'sizing'->>'free_quote' FROM trace_history
 			WHERE trace_id = 'k:sized-crash' AND event = 'dispatched' AND detail->>'adopted' = 'true'`))
-		require.Equal(t, sizingPrice.String(), apptest.Text(t, pool, `SELECT detail->'sizing'->>'price' FROM trace_events
+		require.Equal(t, sizingPrice.String(), apptest.Text(t, pool, `SELECT detail->'sizing'->>'price' FROM trace_history
 			WHERE trace_id = 'k:sized-crash' AND event = 'dispatched'`))
 	})
 }
@@ -97,13 +97,13 @@ func TestVenueSizingAndFlatExit(t *testing.T) {
 		r := apptest.Post(t, srv.url, vc.body(fmt.Sprintf(`"action":"buy","quantity":%q,"quantity_type":"quote","trace_id":"quote-1"`, quote)))
 		require.Equal(t, http.StatusOK, r.Status, r.Raw)
 		require.Equal(t, vc.quantity, r.Str("order", "quantity"))
-		require.Equal(t, "quote", apptest.Text(t, pool, `SELECT detail->'sizing'->>'type' FROM trace_events WHERE trace_id = 'k:quote-1' AND event = 'dispatched'`))
+		require.Equal(t, "quote", apptest.Text(t, pool, `SELECT detail->'sizing'->>'type' FROM trace_history WHERE trace_id = 'k:quote-1' AND event = 'dispatched'`))
 
 		tiny := apptest.Post(t, srv.url, vc.body(`"action":"buy","quantity":"0.0001","quantityType":"quote","trace_id":"quote-tiny"`))
 		require.Equal(t, http.StatusUnprocessableEntity, tiny.Status, tiny.Raw)
 		require.Equal(t, "order_rejected", tiny.Str("code"))
 		require.Len(t, fake.Orders(), 1, "a size that rounds to nothing is never sent")
-		require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:quote-tiny' AND event = 'rejected' AND detail ? 'sizing'`))
+		require.Equal(t, 1, apptest.Count(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:quote-tiny' AND event = 'rejected' AND detail ? 'sizing'`))
 
 		half := apptest.Post(t, srv.url, vc.body(`"action":"close","quantity":"50%","trace_id":"half-1"`))
 		require.Equal(t, http.StatusOK, half.Status, half.Raw)
@@ -111,9 +111,9 @@ func TestVenueSizingAndFlatExit(t *testing.T) {
 		require.Len(t, orders, 2)
 		exit := orders[1]
 		require.Equal(t, "sell", exit.Side)
-		sized := decimal.RequireFromString(apptest.Text(t, pool, `SELECT detail->'sizing'->>'quantity' FROM trace_events WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
+		sized := decimal.RequireFromString(apptest.Text(t, pool, `SELECT detail->'sizing'->>'quantity' FROM trace_history WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
 		require.True(t, exit.Quantity.Equal(sized), "sent %s, sized %s", exit.Quantity, sized)
-		position := decimal.RequireFromString(apptest.Text(t, pool, `SELECT detail->'sizing'->>'position' FROM trace_events WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
+		position := decimal.RequireFromString(apptest.Text(t, pool, `SELECT detail->'sizing'->>'position' FROM trace_history WHERE trace_id = 'k:half-1' AND event = 'dispatched'`))
 		require.True(t, exit.Quantity.IsPositive() && exit.Quantity.LessThanOrEqual(position.Div(decimal.NewFromInt(2))),
 			"half of %s, rounded down: %s", position, exit.Quantity)
 

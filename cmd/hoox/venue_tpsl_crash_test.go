@@ -55,7 +55,7 @@ func TestVenueCrashDrillEntryWithAttachedExits(t *testing.T) {
 			}, attached)
 			require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders"))
 			require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE take_profit = $1 AND stop_loss = $2", exits[0], exits[1]))
-			require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:tpsl-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
+			require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:tpsl-crash-1' AND event = 'dispatched' AND detail->>'adopted' = 'true'"))
 
 			again := apptest.Post(t, survivor.url, body)
 			require.Equal(t, http.StatusConflict, again.Status, again.Raw)

@@ -214,7 +214,7 @@ func TestAccountCredentialsNeverLeave(t *testing.T) {
 	require.NoError(t, r.b.Pool.QueryRow(context.Background(), `
 		SELECT concat_ws(' ',
 			(SELECT json_agg(t) FROM trace_ids t), (SELECT json_agg(o) FROM orders o),
-			(SELECT json_agg(e) FROM trace_events e), (SELECT json_agg(i) FROM dispatch_intents i),
+			(SELECT json_agg(e) FROM trace_history e), (SELECT json_agg(i) FROM dispatch_intents i),
 			(SELECT json_agg(j) FROM river_job j))`).Scan(&dump))
 	require.Contains(t, dump, "@sub1:k:fan-1")
 	everything := strings.Join(append(bodies, dump, r.b.Logs.String()), "\n")

@@ -53,7 +53,7 @@ func TestDuplicateAnswers409WithTheFirstOrder(t *testing.T) {
 	require.Equal(t, len(cases), apptest.Fills(t, b.Pool))
 	// A repeat's audit row commits just after its answer.
 	require.Eventually(t, func() bool {
-		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE event = 'duplicate'") == len(cases)
+		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE event = 'duplicate'") == len(cases)
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
@@ -68,7 +68,7 @@ func TestKeyReuseIs422AndPlacesNothing(t *testing.T) {
 	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM orders"))
 	require.Equal(t, 1, apptest.Fills(t, b.Pool))
 	require.Eventually(t, func() bool {
-		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE event = 'key_reused'") == 1
+		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE event = 'key_reused'") == 1
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
@@ -190,7 +190,7 @@ func TestSecretNeverReachesRowsOrLogs(t *testing.T) {
 	require.NoError(t, b.Pool.QueryRow(context.Background(), `
 		SELECT concat_ws(' ',
 			(SELECT json_agg(t) FROM trace_ids t), (SELECT json_agg(o) FROM orders o),
-			(SELECT json_agg(e) FROM trace_events e), (SELECT json_agg(s) FROM settings s),
+			(SELECT json_agg(e) FROM trace_history e), (SELECT json_agg(s) FROM settings s),
 			(SELECT json_agg(p) FROM paper_orders p), (SELECT json_agg(j) FROM river_job j))`).Scan(&dump))
 	require.Contains(t, dump, "s-1", "the dump holds the traces")
 	require.Contains(t, dump, "drill", "the dump holds the admin's audit")
@@ -246,7 +246,7 @@ func TestExpiredTraceIsPurgedAndTheSignalExecutesAgain(t *testing.T) {
 	require.Equal(t, 2, apptest.Fills(t, b.Pool))
 
 	rows, err := b.Pool.Query(context.Background(),
-		"SELECT event FROM trace_events WHERE trace_id = 'k:ttl-1' AND event <> 'dispatch_started' ORDER BY at, id")
+		"SELECT event FROM trace_history WHERE trace_id = 'k:ttl-1' AND event <> 'dispatch_started' ORDER BY at, id")
 	require.NoError(t, err)
 	events, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)

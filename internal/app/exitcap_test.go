@@ -54,7 +54,7 @@ func TestWebhookBinanceFuturesEntryIsRefusedWhenTheVenueCapCannotTakeItsExits(t 
 	require.Len(t, r.fake.AlgoOrders(), 2, "room for exactly the two exits: both placed")
 	require.Len(t, r.fake.Orders(), 1)
 	require.Equal(t, `[{"adds": 2, "open": 0, "limit": 2, "filter": "MAX_NUM_ALGO_ORDERS", "symbol": "BTCUSDT", "counted": "stop/take-profit orders"}]`,
-		apptest.Text(t, r.b.Pool, `SELECT detail->>'exit_caps' FROM trace_events WHERE trace_id = 'k:cap-room' AND event = 'dispatched'`),
+		apptest.Text(t, r.b.Pool, `SELECT detail->>'exit_caps' FROM trace_history WHERE trace_id = 'k:cap-room' AND event = 'dispatched'`),
 		"the count read before the intent is in the audit")
 
 	refused := apptest.Post(t, r.b.URL, futuresEntry("cap-full", `"stop_loss":"45000"`))
@@ -67,7 +67,7 @@ func TestWebhookBinanceFuturesEntryIsRefusedWhenTheVenueCapCannotTakeItsExits(t 
 	require.Zero(t, apptest.Count(t, r.b.Pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:cap-full'`))
 	require.Zero(t, apptest.Count(t, r.b.Pool, `SELECT count(*) FROM dispatch_intents WHERE trace_id = 'k:cap-full'`), "no intent: nothing consumed the client order ID")
 	require.Equal(t, "2", apptest.Text(t, r.b.Pool,
-		`SELECT detail->'exit_caps'->0->>'open' FROM trace_events WHERE trace_id = 'k:cap-full' AND event = 'rejected' AND (detail->>'sent')::bool = false`))
+		`SELECT detail->'exit_caps'->0->>'open' FROM trace_history WHERE trace_id = 'k:cap-full' AND event = 'rejected' AND (detail->>'sent')::bool = false`))
 	msg := r.notify.Await(t, notify.ChannelTelegram, 1)[0].Text()
 	require.Contains(t, msg, "k:cap-full")
 	require.Contains(t, msg, "MAX_NUM_ALGO_ORDERS")
@@ -102,7 +102,7 @@ func TestWebhookBinanceFuturesExitRefusedAtTheVenueCapIsRejectedAndNotified(t *t
 	require.Equal(t, "filled", apptest.Text(t, r.b.Pool, `SELECT status FROM orders WHERE trace_id = 'k:cap-race' AND role = 'primary'`))
 	require.Equal(t, "rejected|Reach max stop order limit.", apptest.Text(t, r.b.Pool,
 		`SELECT status || '|' || reject_reason FROM orders WHERE trace_id = 'k:cap-race' AND role = 'stop_loss'`))
-	require.Equal(t, 1, apptest.Count(t, r.b.Pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:cap-race' AND event = 'leg_rejected'`))
+	require.Equal(t, 1, apptest.Count(t, r.b.Pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:cap-race' AND event = 'leg_rejected'`))
 	require.Equal(t, 1, apptest.Count(t, r.b.Pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:cap-race' AND outcome = 'rejected'`),
 		"settled: no sweep retries it")
 	for _, a := range r.fake.AlgoOrders() {

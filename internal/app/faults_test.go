@@ -22,7 +22,7 @@ func TestRepeatDuringASlowVenueIsInProgressThenDuplicate(t *testing.T) {
 	// The attempt marker commits before the venue is called: once it is
 	// there, the first attempt holds the lock and waits on the venue.
 	require.Eventually(t, func() bool {
-		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:slow-1' AND event = 'dispatch_started'") == 1
+		return apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:slow-1' AND event = 'dispatch_started'") == 1
 	}, 10*time.Second, 10*time.Millisecond)
 
 	r := apptest.Post(t, b.URL, body)
@@ -60,5 +60,5 @@ func TestLostAnswerIs202ThenReconciledToOneFill(t *testing.T) {
 	require.NotEmpty(t, again.Str("original", "order_id"))
 	require.Equal(t, 1, apptest.Fills(t, b.Pool))
 	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM orders"))
-	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-1' AND event = 'reconciled'"))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:lost-1' AND event = 'reconciled'"))
 }

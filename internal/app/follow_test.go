@@ -39,7 +39,7 @@ func TestLimitOrderIsFollowedUntilItFills(t *testing.T) {
 		return apptest.Count(t, b.Pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:follow-1' AND status = 'filled'
 			AND filled_quantity = 0.5 AND avg_price = 90 AND final_at IS NOT NULL`) == 1
 	}, 30*time.Second, 50*time.Millisecond, "the follow job records the fill")
-	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:follow-1' AND event = 'order_filled'
+	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:follow-1' AND event = 'order_filled'
 		AND detail->>'filled_quantity' = '0.5' AND detail->>'previous_status' = 'open'`))
 	require.Eventually(t, func() bool {
 		return apptest.Count(t, b.Pool, `SELECT count(*) FROM river_job WHERE kind = 'follow' AND state = 'completed'`) == 1

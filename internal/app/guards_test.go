@@ -43,7 +43,7 @@ func TestKillSwitchHaltsEveryReplica(t *testing.T) {
 
 	setKillSwitch(false)
 	require.Equal(t, http.StatusOK, apptest.Post(t, other.URL, apptest.Signal(`"trace_id":"halted"`)).Status)
-	require.Equal(t, 2, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
+	require.Equal(t, 2, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE event LIKE 'kill_switch_%'"), "both changes are audited")
 }
 
 func TestMetricsExposeRuntimeRequestsAndOutcomes(t *testing.T) {

@@ -29,7 +29,7 @@ func TestPaperSizing(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)
 	require.Equal(t, "2.5", r.Str("order", "quantity"))
 	require.Equal(t, "sell", r.Str("order", "side"))
-	require.Equal(t, "5", apptest.Text(t, b.Pool, `SELECT detail->'sizing'->>'position' FROM trace_events WHERE trace_id = 'k:p-half' AND event = 'dispatched'`))
+	require.Equal(t, "5", apptest.Text(t, b.Pool, `SELECT detail->'sizing'->>'position' FROM trace_history WHERE trace_id = 'k:p-half' AND event = 'dispatched'`))
 
 	r = apptest.Post(t, b.URL, body(`"sentiment":"flat","quantity":"2.5","trace_id":"p-flat"`))
 	require.Equal(t, http.StatusOK, r.Status, r.Raw)

@@ -75,7 +75,7 @@ func TestPaperEntryWithTakeProfitAndStopLoss(t *testing.T) {
 	// The audit event says what was asked and what it became, from which
 	// price.
 	require.Equal(t, `[{"role": "take_profit", "percent": "2", "from_price": "100", "trigger_price": "98"}, {"role": "stop_loss", "percent": "1.5", "from_price": "100", "trigger_price": "101.5"}]`,
-		apptest.Text(t, b.Pool, `SELECT detail->>'attached' FROM trace_events WHERE trace_id = 'k:tp-2' AND event = 'dispatched'`))
+		apptest.Text(t, b.Pool, `SELECT detail->>'attached' FROM trace_history WHERE trace_id = 'k:tp-2' AND event = 'dispatched'`))
 
 	// A limit entry's percent targets are from its limit price, and wait
 	// for the entry to fill.
@@ -132,7 +132,7 @@ func TestLostAnswerOfAnEntryWithExitsIsReconciledWithThem(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond)
 	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:lost-exits' AND take_profit = 210 AND stop_loss = 195`))
 	require.Equal(t, 1, apptest.Count(t, b.Pool, `SELECT count(*) FROM paper_orders WHERE take_profit = 210 AND stop_loss = 195`))
-	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_events WHERE trace_id = 'k:lost-exits' AND event = 'reconciled'"))
+	require.Equal(t, 1, apptest.Count(t, b.Pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:lost-exits' AND event = 'reconciled'"))
 }
 
 // A fan-out with exits: each account decides for itself. Binance spot

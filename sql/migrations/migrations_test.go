@@ -102,3 +102,67 @@ func TestConcurrentMigrationsTakeTurns(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, current)
 }
+
+// Migration 29 moves the purged events into trace_purges; through
+// trace_history, and after the down migration through trace_events, the
+// audit trail reads exactly as before, ids and details included.
+func TestPurgedEventsMoveToTracePurgesAndReadTheSame(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := p.DownTo(ctx, 28)
+	require.NoError(t, err)
+
+	_, err = db.ExecContext(ctx, `
+INSERT INTO trace_events (trace_id, event, at, source_ip, detail) VALUES
+  ('d:one', 'received', now() - interval '25 hours', '10.0.0.1', '{"key_source": "derived"}'),
+  ('d:one', 'purged', now() - interval '1 hour', NULL,
+   jsonb_build_object('status', 'dispatched', 'order_id', '0b7e5a6c-7f43-4a39-9a41-3c7a1e0c2f55'::uuid,
+                      'received_at', now() - interval '25 hours', 'expires_at', now() - interval '1 hour')),
+  ('k:two', 'purged', now() - interval '2 hours', NULL,
+   jsonb_build_object('status', 'rejected', 'order_id', NULL::uuid,
+                      'received_at', now() - interval '26 hours', 'expires_at', now() - interval '2 hours')),
+  ('k:odd', 'purged', now() - interval '3 hours', NULL, '{"note": "written by hand"}')`)
+	require.NoError(t, err)
+
+	const cols = `id, trace_id, event, at::text, coalesce(host(source_ip), ''), detail::text`
+	read := func(from string) [][]string {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, "SELECT "+cols+" FROM "+from+" ORDER BY id")
+		require.NoError(t, err)
+		defer rows.Close()
+		var out [][]string
+		for rows.Next() {
+			r := make([]string, 6)
+			require.NoError(t, rows.Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]))
+			out = append(out, r)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	count := func(query string) int {
+		t.Helper()
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, query).Scan(&n))
+		return n
+	}
+	before := read("trace_events")
+	require.Len(t, before, 4)
+
+	_, err = p.UpTo(ctx, 29)
+	require.NoError(t, err)
+	require.Equal(t, before, read("trace_history"), "the audit trail reads the same through the view")
+	require.Equal(t, 2, count(`SELECT count(*) FROM trace_purges`), "the purged events hoox wrote moved")
+	require.Equal(t, 2, count(`SELECT count(*) FROM trace_events`), "the received event and the hand-written purged one stay")
+
+	// New events continue the shared id sequence.
+	_, err = db.ExecContext(ctx, `INSERT INTO trace_purges (trace_id, status, received_at, expires_at) VALUES ('k:three', 'dispatched', now() - interval '1 day', now())`)
+	require.NoError(t, err)
+	after := read("trace_history")
+	require.Len(t, after, 5)
+	require.Equal(t, "k:three", after[4][1])
+
+	_, err = p.DownTo(ctx, 28)
+	require.NoError(t, err)
+	require.Equal(t, after, read("trace_events"), "down again, trace_events holds the same trail")
+}
