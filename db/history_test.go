@@ -38,7 +38,9 @@ FROM generate_series(1, 20000) g`)
 			args    []any
 			indexes []string
 		}{
-			{db.TraceEventsSQL, []any{"k:p-7"}, []string{"trace_events_pkey", "trace_purges_pkey"}},
+			{db.TraceEventsSQL, []any{"k:p-7"}, []string{"trace_events_pkey", "trace_purges_trace_id_idx"}},
+			{`SELECT at, trace_id, event FROM trace_history WHERE trace_id = ANY($1) ORDER BY at, id`, []any{[]string{"k:p-7", "k:e-9"}},
+				[]string{"trace_events_pkey", "trace_purges_trace_id_idx"}},
 			{db.StatsEventsSQL, nil, []string{"trace_events_at_idx", "trace_purges_at_idx"}},
 			{db.SeriesCountsSQL, []any{60, []string{"received", "purged"}}, []string{"trace_events_at_idx", "trace_purges_at_idx"}},
 		} {

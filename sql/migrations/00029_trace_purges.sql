@@ -3,7 +3,7 @@
 -- audit rows in trace_events (305 bytes each, 185 of them a jsonb detail)
 -- and their entries in trace_events_pkey, a large index that takes them at
 -- random places and splits. A purged trace is now one narrow typed row in
--- trace_purges (about half the bytes, in a small index of its own), and
+-- trace_purges (about half the bytes, in small indexes of its own), and
 -- the view trace_history presents trace_events and trace_purges as one
 -- audit trail: a trace_purges row reads there exactly as the `purged`
 -- event it replaces (same id sequence, same detail). Audit queries read
@@ -16,8 +16,13 @@ CREATE TABLE trace_purges (
     order_id    uuid,
     received_at timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
-    PRIMARY KEY (trace_id, id)
+    PRIMARY KEY (id)
 );
+-- Lookups by trace ID are equality only, so a hash index serves them: 16
+-- bytes an entry against a B-tree's ~100, and a purge's random trace IDs
+-- dirty a sixth of the pages (the purge's writes, flushed by the kernel
+-- later, are what stalls the signals' commits). id and at only grow.
+CREATE INDEX trace_purges_trace_id_idx ON trace_purges USING hash (trace_id);
 CREATE INDEX trace_purges_at_idx ON trace_purges (at);
 
 -- The purged events written so far move over when they read back the same
