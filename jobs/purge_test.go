@@ -134,7 +134,14 @@ func TestPurgeAuditRetention(t *testing.T) {
 INSERT INTO trace_events (trace_id, event, at)
 SELECT 'k:t' || (i % 7), 'received', now() - interval '100 days' - interval '1 minute' * i FROM generate_series(1, 2500) AS i
 UNION ALL
-SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_series(1, 30) AS i`)
+SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_series(1, 30) AS i;
+-- purged events (trace_history's other table): 1,200 past the retention, 20 within
+INSERT INTO trace_purges (trace_id, at, status, received_at, expires_at)
+SELECT 'k:p' || i, now() - interval '91 days' - interval '1 minute' * i, 'dispatched', now() - interval '200 days', now() - interval '199 days'
+FROM generate_series(1, 1200) AS i
+UNION ALL
+SELECT 'k:p' || i, now() - interval '2 days' * i, 'dispatched', now() - interval '100 days', now() - interval '99 days'
+FROM generate_series(1, 20) AS i`)
 		require.NoError(t, err)
 	}
 
@@ -144,8 +151,8 @@ SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_
 		seed(t, b)
 		res, err := db.Purge(ctx, b.pool, db.PurgeParams{Batch: 1000, AuditRetention: 90 * 24 * time.Hour})
 		require.NoError(t, err)
-		require.Equal(t, db.PurgeResult{Traces: 0, Events: 2500}, res)
-		require.EqualValues(t, 30, count(t, b.pool, `SELECT count(*) FROM trace_history`))
+		require.Equal(t, db.PurgeResult{Traces: 0, Events: 2500 + 1200}, res)
+		require.EqualValues(t, 30+20, count(t, b.pool, `SELECT count(*) FROM trace_history`))
 		require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE at < now() - interval '90 days'`))
 	})
 
@@ -156,7 +163,7 @@ SELECT 'k:t' || (i % 7), 'received', now() - interval '1 day' * i FROM generate_
 		res, err := db.Purge(ctx, b.pool, db.PurgeParams{Batch: 1000})
 		require.NoError(t, err)
 		require.Equal(t, db.PurgeResult{}, res)
-		require.EqualValues(t, 2530, count(t, b.pool, `SELECT count(*) FROM trace_history`))
+		require.EqualValues(t, 2530+1220, count(t, b.pool, `SELECT count(*) FROM trace_history`))
 	})
 }
 
