@@ -35,7 +35,7 @@ type TraceRow struct {
 	Signal json.RawMessage `db:"signal"`
 }
 
-// EventRow is one trace_events row.
+// EventRow is one row of the audit trail (trace_history).
 type EventRow struct {
 	ID       int64           `db:"id"`
 	TraceID  string          `db:"trace_id"`
