@@ -62,6 +62,13 @@ type PurgeResult struct {
 	Events int64 `json:"events"`
 }
 
+// insertPurgedSQL writes the purged event (a trace_purges row) of every
+// trace the enclosing statement's d deleted.
+const insertPurgedSQL = `
+    INSERT INTO trace_purges (trace_id, status, order_id, received_at, expires_at)
+    SELECT trace_id, status, order_id, received_at, expires_at FROM d
+`
+
 // purgeTracesSQL deletes one batch of expired traces and writes a purged
 // event for each (a trace_purges row, which trace_history presents as the
 // trace's `purged` event), in one statement and so one short transaction.
@@ -105,10 +112,7 @@ WITH doomed AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
-), ev AS (
-    INSERT INTO trace_purges (trace_id, status, order_id, received_at, expires_at)
-    SELECT trace_id, status, order_id, received_at, expires_at FROM d
-)
+), ev AS (` + insertPurgedSQL + `)
 SELECT count(*), coalesce(max(expires_at), $2), count(DISTINCT (row_ctid::text::point)[0]) FROM d`
 
 // purgeTracePagesSQL deletes the expired traces in heap pages [$1, $2) of
@@ -130,10 +134,7 @@ WITH doomed AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
     RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
-), ev AS (
-    INSERT INTO trace_purges (trace_id, status, order_id, received_at, expires_at)
-    SELECT trace_id, status, order_id, received_at, expires_at FROM d
-)
+), ev AS (` + insertPurgedSQL + `)
 SELECT count(*) FROM d`
 
 // tracePagesSQL is trace_ids' size in pages when the sweep starts; rows
@@ -204,15 +205,9 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	}
 	for _, table := range auditTables {
 		if p.AuditRetention <= 0 {
-			break
+			break // zero keeps the audit trail forever
 		}
-		sql := purgeAuditSQL(table)
-		from := time.Time{} // nothing was written before the epoch
-		n, err := purgeBatches(ctx, batch, pause, func() (int64, error) {
-			var n int64
-			err := pool.QueryRow(ctx, sql, batch, p.AuditRetention.Milliseconds(), from).Scan(&n, &from)
-			return n, err
-		})
+		n, err := purgeAudit(ctx, pool, table, batch, p.AuditRetention, pause)
 		res.Events += n
 		if err != nil {
 			return res, fmt.Errorf("purge audit rows of %s: %w", table, translate(err))
@@ -222,6 +217,17 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 		return res, fmt.Errorf("record last purge: %w", translate(err))
 	}
 	return res, nil
+}
+
+// purgeAudit deletes table's rows older than retention, batch by batch.
+func purgeAudit(ctx context.Context, pool *pgxpool.Pool, table string, batch int, retention time.Duration, pause func(time.Duration) time.Duration) (int64, error) {
+	sql := purgeAuditSQL(table)
+	from := time.Time{} // nothing was written before the epoch
+	return purgeBatches(ctx, batch, pause, func() (int64, error) {
+		var n int64
+		err := pool.QueryRow(ctx, sql, batch, retention.Milliseconds(), from).Scan(&n, &from)
+		return n, err
+	})
 }
 
 // purgeTraces removes the expired traces: in expiry order through the
