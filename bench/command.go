@@ -656,7 +656,7 @@ func (b *bencher) purge(ctx context.Context) error {
 	if err := AwaitStartupPurge(ctx, pool, time.Minute); err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "\n== seeding %d expired traces (derived IDs, three events each, expiries over a day), loaded like a restore, no ANALYZE\n", b.o.PurgeRows)
+	fmt.Fprintf(b.out, "\n== seeding %d expired traces (derived IDs, three events each, expiries over a day), after %d live ones analyzed, loaded like a restore, no ANALYZE after\n", b.o.PurgeRows, b.o.PurgeRows/10)
 	took, err := SeedExpired(ctx, pool, b.o.PurgeRows)
 	if err != nil {
 		return err

@@ -9,3 +9,6 @@ const (
 	StatsEventsSQL  = statsEventsSQL
 	SeriesCountsSQL = seriesCountsSQL
 )
+
+// The purge's page sweep, for its plan test.
+const PurgeTracePagesSQL = purgeTracePagesSQL

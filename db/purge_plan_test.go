@@ -1,0 +1,48 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// The purge's page sweep reads the pages it was given and nothing else,
+// whatever the statistics say. The case that broke it: statistics taken
+// while every trace was live (a running gateway's), then a day's expired
+// traces added without ANALYZE (a restore, a backfill, or simply the
+// autovacuum not having run yet). The planner then believed no row was
+// expired and walked the expiry index through every expired trace, with a
+// heap fetch each, to keep the few in the page range: 3–5 s a statement
+// instead of tens of milliseconds (issue 21, ninth round).
+func TestPurgeSweepReadsItsPagesWhateverTheStatisticsSay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	seed := func(prefix string, n int, expires string) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
+SELECT $1 || g, 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now(), now(), now() + $3::interval
+FROM generate_series(1, $2::int) g`, prefix, n, expires)
+		require.NoError(t, err)
+	}
+	seed("k:live-", 20000, "24 hours")
+	_, err := pool.Exec(ctx, "ANALYZE trace_ids")
+	require.NoError(t, err)
+	seed("k:expired-", 100000, "-1 hour")
+
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			_, err := pool.Exec(ctx, "ANALYZE trace_ids")
+			require.NoError(t, err)
+		}
+		plan := fmt.Sprint(explain(t, pool, db.PurgeTracePagesSQL, 0, 64))
+		require.Contains(t, plan, "Tid Range Scan", "analyzed %v, plan:\n%s", analyzed, plan)
+		require.NotContains(t, plan, "trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+	}
+}
