@@ -12,3 +12,6 @@ const (
 
 // The purge's page sweep, for its plan test.
 const PurgeTracePagesSQL = purgeTracePagesSQL
+
+// The purge's pass in expiry order, for its plan test.
+const PurgeTracesSQL = purgeTracesSQL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -44,5 +45,9 @@ FROM generate_series(1, $2::int) g`, prefix, n, expires)
 		plan := fmt.Sprint(explain(t, pool, db.PurgeTracePagesSQL, 0, 64))
 		require.Contains(t, plan, "Tid Range Scan", "analyzed %v, plan:\n%s", analyzed, plan)
 		require.NotContains(t, plan, "trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+		// The pass in expiry order, which the sweep takes over from, walks
+		// the expiry index in both cases.
+		plan = fmt.Sprint(explain(t, pool, db.PurgeTracesSQL, 5000, time.Time{}))
+		require.Contains(t, plan, "Index Scan using trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 	}
 }
