@@ -39,39 +39,41 @@ const (
 // Field of an *Error about that header.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// aliasesOf lists, per canonical field, every key that may carry it, the
+// fieldAliases lists, per canonical field, every key that may carry it, the
 // canonical name first. The aliases keep Hoox alert templates ("apiKey",
 // "orderType", "idempotencyKey", …) and TradingView habits ("ticker",
-// "contracts", "timenow") working unchanged.
+// "contracts", "timenow") working unchanged. A field without aliases is
+// its own only key. Read-only: every request shares these slices.
+var fieldAliases = map[string][]string{
+	FieldSecret:       {"secret", "apiKey", "passphrase"},
+	FieldExchange:     {FieldExchange},
+	FieldSymbol:       {"symbol", "ticker"},
+	FieldAction:       {"action", "side"},
+	FieldQuantity:     {"quantity", "qty", "contracts"},
+	FieldPrice:        {FieldPrice},
+	FieldOrderType:    {"order_type", "orderType"},
+	FieldLeverage:     {FieldLeverage},
+	FieldTimestamp:    {"timestamp", "time", "timenow"},
+	FieldTraceID:      {"trace_id", "transaction_id", "idempotencyKey", "idempotency_key"},
+	FieldTest:         {FieldTest},
+	FieldStrategy:     {FieldStrategy},
+	FieldComment:      {FieldComment},
+	FieldQuantityType: {"quantity_type", "quantityType"},
+	FieldSentiment:    {"sentiment", "market_position"},
+	FieldTakeProfit:   {"take_profit", "takeProfit"},
+	FieldStopLoss:     {"stop_loss", "stopLoss"},
+	FieldTrailingStop: {"trailing_stop", "trailingStop"},
+	FieldAccount:      {FieldAccount},
+	FieldAccounts:     {FieldAccounts},
+}
+
+// aliasesOf lists every key that may carry field (fieldAliases), without
+// allocating for a known field: it runs several times per signal.
 func aliasesOf(field string) []string {
-	switch field {
-	case FieldSecret:
-		return []string{"secret", "apiKey", "passphrase"}
-	case FieldSymbol:
-		return []string{"symbol", "ticker"}
-	case FieldAction:
-		return []string{"action", "side"}
-	case FieldQuantity:
-		return []string{"quantity", "qty", "contracts"}
-	case FieldOrderType:
-		return []string{"order_type", "orderType"}
-	case FieldTimestamp:
-		return []string{"timestamp", "time", "timenow"}
-	case FieldTraceID:
-		return []string{"trace_id", "transaction_id", "idempotencyKey", "idempotency_key"}
-	case FieldQuantityType:
-		return []string{"quantity_type", "quantityType"}
-	case FieldSentiment:
-		return []string{"sentiment", "market_position"}
-	case FieldTakeProfit:
-		return []string{"take_profit", "takeProfit"}
-	case FieldStopLoss:
-		return []string{"stop_loss", "stopLoss"}
-	case FieldTrailingStop:
-		return []string{"trailing_stop", "trailingStop"}
-	default:
-		return []string{field}
+	if keys, ok := fieldAliases[field]; ok {
+		return keys
 	}
+	return []string{field}
 }
 
 // isKnownField reports whether key is a canonical name or an alias; only
