@@ -19,7 +19,9 @@ import (
 // autovacuum not having run yet). The planner then believed no row was
 // expired and walked the expiry index through every expired trace, with a
 // heap fetch each, to keep the few in the page range: 3–5 s a statement
-// instead of tens of milliseconds (issue 21, ninth round).
+// instead of tens of milliseconds (issue 21, ninth round). A trace an
+// operator pinned with an infinite expiry is kept, and does not fail the
+// sweep of its page.
 func TestPurgeSweepReadsItsPagesWhateverTheStatisticsSay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -35,7 +37,23 @@ FROM generate_series(1, $2::int) g`, prefix, n, expires)
 	seed("k:live-", 20000, "24 hours")
 	_, err := pool.Exec(ctx, "ANALYZE trace_ids")
 	require.NoError(t, err)
+	// A trace an operator pinned with an infinite expiry, then the expired
+	// traces, which fill the pages after it.
+	_, err = pool.Exec(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
+VALUES ('k:pinned', 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now(), now(), 'infinity')`)
+	require.NoError(t, err)
 	seed("k:expired-", 100000, "-1 hour")
+
+	// The sweep runs past the pinned trace and keeps it.
+	var pinnedPage int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (ctid::text::point)[0]::bigint FROM trace_ids WHERE trace_id = 'k:pinned'`).Scan(&pinnedPage))
+	var swept int64
+	require.NoError(t, pool.QueryRow(ctx, db.PurgeTracePagesSQL, pinnedPage, pinnedPage+2).Scan(&swept))
+	var pinned int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:pinned'`).Scan(&pinned))
+	require.Equal(t, 1, pinned, "the pinned trace is kept")
+	require.Positive(t, swept, "the expired traces on the pages after it are purged")
 
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
