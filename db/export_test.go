@@ -15,3 +15,6 @@ const PurgeTracePagesSQL = purgeTracePagesSQL
 
 // The purge's pass in expiry order, for its plan test.
 const PurgeTracesSQL = purgeTracesSQL
+
+// PurgeAuditSQL is the audit-retention purge of one audit table.
+func PurgeAuditSQL(table string) string { return purgeAuditSQL(table) }

@@ -69,3 +69,37 @@ VALUES ('k:pinned', 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'b
 		require.Contains(t, plan, "Index Scan using trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 	}
 }
+
+// The audit-retention purge walks each audit table's index on at from
+// where it stopped, with statistics that say nothing is old (taken before
+// the rows aged past the retention) and with fresh ones.
+func TestPurgeAuditWalksTheIndexOnAtWhateverTheStatisticsSay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	_, err := pool.Exec(ctx, `
+INSERT INTO trace_events (trace_id, event, at, detail)
+SELECT 'k:e-' || g, 'received', now() - g * interval '1 second', '{}' FROM generate_series(1, 20000) g;
+INSERT INTO trace_purges (trace_id, at, status, received_at, expires_at)
+SELECT 'k:p-' || g, now() - g * interval '1 second', 'dispatched', now() - interval '2 days', now() - interval '1 day'
+FROM generate_series(1, 20000) g;
+ANALYZE trace_events, trace_purges;
+INSERT INTO trace_events (trace_id, event, at, detail)
+SELECT 'k:old-' || g, 'received', now() - interval '200 days' + g * interval '1 second', '{}' FROM generate_series(1, 100000) g;
+INSERT INTO trace_purges (trace_id, at, status, received_at, expires_at)
+SELECT 'k:oldp-' || g, now() - interval '200 days' + g * interval '1 second', 'dispatched', now() - interval '202 days', now() - interval '201 days'
+FROM generate_series(1, 100000) g`)
+	require.NoError(t, err)
+	retention := (90 * 24 * time.Hour).Milliseconds()
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			_, err := pool.Exec(ctx, "ANALYZE trace_events, trace_purges")
+			require.NoError(t, err)
+		}
+		for _, table := range []string{"trace_events", "trace_purges"} {
+			plan := fmt.Sprint(explain(t, pool, db.PurgeAuditSQL(table), 5000, retention, time.Time{}))
+			require.Contains(t, plan, "Index Scan using "+table+"_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
+			require.NotContains(t, plan, "Seq Scan on "+table, "analyzed %v, plan:\n%s", analyzed, plan)
+		}
+	}
+}
