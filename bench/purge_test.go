@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 )
@@ -43,4 +44,39 @@ func TestAwaitStartupPurgeWaitsForHooxsOwnPurge(t *testing.T) {
 	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, res.Job.ID)
 	require.NoError(t, err)
 	require.NoError(t, <-done, "the purge completed: the seed may start")
+}
+
+// The purge goal's seed is what the goal claims (expired traces with
+// three events each, one in a hundred with its order unknown, a tenth as
+// many live traces, and a day of earlier purges), and the purge removes
+// exactly the expired traces whose order is known from it: in expiry
+// order until it finds them scattered, then by sweeping the pages, past
+// the live ones.
+func TestPurgeOfTheSeedRemovesTheExpiredTracesOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	_, err := SeedExpired(ctx, pool, 2000)
+	require.NoError(t, err)
+
+	count := func(sql string) int {
+		t.Helper()
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	require.Equal(t, 2000, count(`SELECT count(*) FROM trace_ids WHERE symbol = 'EXPIRED' AND expires_at < now()`))
+	require.Equal(t, 200, count(`SELECT count(*) FROM trace_ids WHERE symbol = 'LIVE' AND expires_at > now()`))
+	require.Equal(t, 6000, count(`SELECT count(*) FROM trace_events e JOIN trace_ids t USING (trace_id) WHERE t.symbol = 'EXPIRED'`))
+	require.Equal(t, 2000, count(`SELECT count(*) FROM trace_purges`))
+
+	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: 50})
+	require.NoError(t, err)
+	require.EqualValues(t, 1980, res.Traces, "the expired traces whose order is known")
+	held, purged, err := UnknownKept(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, 20, held, "expired traces whose order is unknown are kept")
+	require.Zero(t, purged)
+	require.Equal(t, 200, count(`SELECT count(*) FROM trace_ids WHERE symbol = 'LIVE'`), "no live trace is purged")
+	require.Equal(t, 2000+1980, count(`SELECT count(*) FROM trace_purges`))
 }
