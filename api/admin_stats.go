@@ -90,6 +90,9 @@ func (a *Admin) stats(c echo.Context) error {
 type purgeResponse struct {
 	Traces int64 `json:"traces"`
 	Events int64 `json:"events"`
+	// PausedSeconds is how long it yielded to the signals between batches
+	// (db.PurgeResult); 0 for a purge recorded before hoox reported it.
+	PausedSeconds float64 `json:"paused_seconds"`
 }
 
 // purgeJobResponse is POST /admin/purge and GET /admin/purge/{job_id}: the

@@ -60,6 +60,11 @@ type PurgeResult struct {
 	// Events is the number of audit rows (trace_events and trace_purges:
 	// trace_history) past the retention deleted.
 	Events int64 `json:"events"`
+	// PausedSeconds is how long the purge waited between batches so the
+	// signals keep their latency (PurgeParams.Pacer or Duty): what a purge
+	// that takes long spent yielding rather than working. 0 when it ran
+	// flat out.
+	PausedSeconds float64 `json:"paused_seconds"`
 }
 
 // insertPurgedSQL writes the purged event (a trace_purges row) of every
@@ -199,20 +204,27 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 	if actor == "" {
 		actor = "purge"
 	}
+	var paused time.Duration // the batches run one at a time, here
 	pause := func(took time.Duration) time.Duration {
-		if p.Pacer != nil {
-			return p.Pacer.Pause(took)
+		var d time.Duration
+		switch {
+		case p.Pacer != nil:
+			d = p.Pacer.Pause(took)
+		case p.Duty > 0 && p.Duty < 1:
+			d = time.Duration(float64(took) * (1 - p.Duty) / p.Duty)
 		}
-		if p.Duty <= 0 || p.Duty >= 1 {
-			return 0
-		}
-		return time.Duration(float64(took) * (1 - p.Duty) / p.Duty)
+		paused += max(d, 0)
+		return d
 	}
 	var res PurgeResult
+	done := func(err error) (PurgeResult, error) {
+		res.PausedSeconds = paused.Seconds()
+		return res, err
+	}
 	var err error
 	res.Traces, err = purgeTraces(ctx, pool, batch, pause)
 	if err != nil {
-		return res, fmt.Errorf("purge expired traces: %w", translate(err))
+		return done(fmt.Errorf("purge expired traces: %w", translate(err)))
 	}
 	for _, table := range auditTables {
 		if p.AuditRetention <= 0 {
@@ -221,13 +233,13 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, p PurgeParams) (PurgeResult,
 		n, err := purgeAudit(ctx, pool, table, batch, p.AuditRetention, pause)
 		res.Events += n
 		if err != nil {
-			return res, fmt.Errorf("purge audit rows of %s: %w", table, translate(err))
+			return done(fmt.Errorf("purge audit rows of %s: %w", table, translate(err)))
 		}
 	}
 	if _, err := pool.Exec(ctx, recordPurgeSQL, SettingLastPurge, res.Traces, res.Events, actor); err != nil {
-		return res, fmt.Errorf("record last purge: %w", translate(err))
+		return done(fmt.Errorf("record last purge: %w", translate(err)))
 	}
-	return res, nil
+	return done(nil)
 }
 
 // purgeAudit deletes table's rows older than retention, batch by batch.

@@ -82,7 +82,8 @@ func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error
 		return fmt.Errorf("purge: %w", err)
 	}
 	w.log.InfoContext(ctx, "purge finished", "traces", res.Traces, "events", res.Events,
-		"duration", time.Since(start), "job_id", job.ID)
+		"duration", time.Since(start), "paused", time.Duration(res.PausedSeconds*float64(time.Second)).Round(time.Millisecond),
+		"job_id", job.ID)
 	if err := river.RecordOutput(ctx, res); err != nil {
 		return fmt.Errorf("record purge output: %w", err)
 	}
