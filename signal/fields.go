@@ -76,29 +76,20 @@ func aliasesOf(field string) []string {
 	return []string{field}
 }
 
+// knownKeys are every key of fieldAliases: the ones Decode keeps.
+var knownKeys = func() map[string]bool {
+	out := map[string]bool{}
+	for _, keys := range fieldAliases {
+		for _, k := range keys {
+			out[k] = true
+		}
+	}
+	return out
+}()
+
 // isKnownField reports whether key is a canonical name or an alias; only
 // those are kept by Decode.
-func isKnownField(key string) bool {
-	switch key {
-	case "secret", "apiKey", "passphrase",
-		"exchange",
-		"symbol", "ticker",
-		"action", "side",
-		"quantity", "qty", "contracts",
-		"price",
-		"order_type", "orderType",
-		"leverage",
-		"timestamp", "time", "timenow",
-		"trace_id", "transaction_id", "idempotencyKey", "idempotency_key",
-		"test", "strategy", "comment",
-		"quantity_type", "quantityType",
-		"sentiment", "market_position",
-		"take_profit", "takeProfit", "stop_loss", "stopLoss", "trailing_stop", "trailingStop",
-		"account", "accounts":
-		return true
-	}
-	return false
-}
+func isKnownField(key string) bool { return knownKeys[key] }
 
 // fieldValue returns the value of a field given under any of its aliases.
 // Aliases given with the same meaning (after normalisation by parse) are
