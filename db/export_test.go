@@ -18,3 +18,10 @@ const PurgeTracesSQL = purgeTracesSQL
 
 // PurgeAuditSQL is the audit-retention purge of one audit table.
 func PurgeAuditSQL(table string) string { return purgeAuditSQL(table) }
+
+// The readers of the reconciling traces (the sweeper's, a scrape's), for
+// their plan test.
+const (
+	OrphanReconcilingSQL = orphanReconcilingSQL
+	StateSQL             = stateSQL
+)

@@ -27,17 +27,18 @@ type State struct {
 	PurgeOverdueSeconds float64
 }
 
-// Every age is measured on the database's clock. The unsettled intents and
-// the purge use their indexes (dispatch_intents_open_idx,
-// trace_ids_expires_at_idx); the reconciling traces are the same scan the
-// sweeper runs.
+// Every age is measured on the database's clock. Each part reads an index:
+// the reconciling traces trace_ids_reconciling_idx (reconciling_since is
+// updated_at while a trace is reconciling, null otherwise: migration
+// 00030), the unsettled intents dispatch_intents_open_idx, the purge
+// trace_ids_expires_at_idx. A scrape never scans trace_ids.
 const stateSQL = `
 SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = $1), false),
        r.n, coalesce(extract(epoch FROM now() - r.oldest), 0)::float8,
        i.n, coalesce(extract(epoch FROM now() - i.oldest), 0)::float8,
        coalesce((SELECT extract(epoch FROM now() - min(expires_at)) FROM trace_ids
                  WHERE expires_at < now() AND status <> 'reconciling'), 0)::float8
-FROM (SELECT count(*) AS n, min(updated_at) AS oldest FROM trace_ids WHERE status = 'reconciling') r,
+FROM (SELECT count(*) AS n, min(reconciling_since) AS oldest FROM trace_ids WHERE reconciling_since IS NOT NULL) r,
      (SELECT count(*) AS n, min(sent_at) AS oldest FROM dispatch_intents WHERE outcome IS NULL) i`
 
 // ReadState reads State in one round trip.

@@ -84,19 +84,23 @@ LIMIT $2`
 // is gone (a replica killed with -9 leaves its job `running` until River's
 // rescuer, an hour later, retries it), and the trace must not wait that
 // long. A worker still alive holds the trace's lock, which the sweeper
-// takes before it decides anything.
+// takes before it decides anything. The traces come from
+// trace_ids_reconciling_idx (reconciling_since is updated_at while a
+// trace is reconciling, null otherwise: migration 00030), not from a scan
+// of every trace on each sweep, the longest reconciling first.
 const orphanReconcilingSQL = `
 SELECT t.trace_id, t.lock_key, i.client_order_id IS NULL
-FROM (SELECT trace_id, client_order_id,
+FROM (SELECT trace_id, client_order_id, reconciling_since,
              CASE WHEN trace_id ~ '^(test:)?w:' THEN regexp_replace(trace_id, ':[0-9]+$', '') ELSE trace_id END AS lock_key
       FROM trace_ids
-      WHERE status = 'reconciling' AND updated_at < now() - $1::bigint * interval '1 millisecond') t
+      WHERE reconciling_since < now() - $1::bigint * interval '1 millisecond') t
 LEFT JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
 WHERE NOT EXISTS (
     SELECT 1 FROM river_job j
     WHERE j.kind = 'reconcile' AND j.args->>'trace_id' = t.trace_id
       AND (j.state IN ('available', 'pending', 'retryable', 'scheduled')
            OR (j.state = 'running' AND j.attempted_at > now() - $3::bigint * interval '1 millisecond')))
+ORDER BY t.reconciling_since
 LIMIT $2`
 
 // ListStranded returns at most limit intents older than grace with no
