@@ -97,7 +97,8 @@ ORDER BY at DESC, id DESC;
 SELECT trace_id, exchange, symbol, client_order_id, received_at,
        now() - received_at AS waiting_for, expires_at
 FROM trace_ids
-WHERE status = 'reconciling' AND received_at < now() - interval '5 minutes'
+WHERE reconciling_since IS NOT NULL -- status = 'reconciling', read through its own index
+  AND received_at < now() - interval '5 minutes'
 ORDER BY received_at;
 
 -- name: Keys released by an operator
