@@ -49,13 +49,20 @@ func startClient(t *testing.T, b *testBundle, cfg jobs.Config) *river.Client[pgx
 	t.Helper()
 	client, err := jobs.NewClient(b.pool, cfg, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
+	start(t, client)
+	return client
+}
+
+// start starts client (a client made by jobs.NewClient can insert jobs
+// before it works them) and stops it when the test ends.
+func start(t *testing.T, client *river.Client[pgx.Tx]) {
+	t.Helper()
 	require.NoError(t, client.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, client.Stop(ctx))
 	})
-	return client
 }
 
 // seedTrace inserts a settled trace received a day ago that expires ttl

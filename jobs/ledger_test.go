@@ -98,7 +98,11 @@ func TestReconciledFillCountsOnceInTheLedger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupSpot(t)
-	client := startClient(t, b, jobs.Config{})
+	// The client queues the reconcile now and works it only once started,
+	// after the ledger is read: started at once, it could record the fill
+	// before the read (seen on a busy machine).
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
+	require.NoError(t, err)
 	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
 	t.Cleanup(gw.Close)
 	b.paper.SetFaults(paper.Faults{LoseAnswer: true})
@@ -107,6 +111,7 @@ func TestReconciledFillCountsOnceInTheLedger(t *testing.T) {
 	require.Equal(t, db.TraceReconciling, out.Status)
 	b.paper.SetFaults(paper.Faults{})
 	require.Equal(t, "0", held(t, b, "dca"), "not known to have filled yet")
+	start(t, client)
 
 	require.Eventually(t, func() bool { return traceStatus(t, b.pool, "k:spot-buy") == db.TraceDispatched },
 		time.Minute, 20*time.Millisecond, "the reconcile never recorded the order")
