@@ -10,6 +10,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/internal/testfactory"
 )
 
 // The purge's page sweep reads the pages it was given and nothing else,
@@ -26,24 +27,15 @@ func TestPurgeSweepReadsItsPagesWhateverTheStatisticsSay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	seed := func(prefix string, n int, expires string) {
-		t.Helper()
-		_, err := pool.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
-SELECT $1 || g, 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now(), now(), now() + $3::interval
-FROM generate_series(1, $2::int) g`, prefix, n, expires)
-		require.NoError(t, err)
-	}
-	seed("k:live-", 20000, "24 hours")
+	testfactory.Traces(t, pool, "k:live-", 1, 20000, testfactory.TraceOpts{})
 	_, err := pool.Exec(ctx, "ANALYZE trace_ids")
 	require.NoError(t, err)
 	// A trace an operator pinned with an infinite expiry, then the expired
 	// traces, which fill the pages after it.
-	_, err = pool.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
-VALUES ('k:pinned', 'fp', 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy', '{}', now(), now(), 'infinity')`)
+	testfactory.Trace(t, pool, testfactory.TraceOpts{ID: "k:pinned"})
+	_, err = pool.Exec(ctx, `UPDATE trace_ids SET expires_at = 'infinity' WHERE trace_id = 'k:pinned'`)
 	require.NoError(t, err)
-	seed("k:expired-", 100000, "-1 hour")
+	testfactory.Traces(t, pool, "k:expired-", 1, 100000, testfactory.TraceOpts{ExpiresAt: time.Now().Add(-time.Hour)})
 
 	// The sweep runs past the pinned trace and keeps it.
 	var pinnedPage int64

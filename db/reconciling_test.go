@@ -10,6 +10,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/internal/testfactory"
 )
 
 // The sweeper (every HOOX_SWEEP_INTERVAL) and every /metrics scrape find
@@ -25,14 +26,17 @@ func TestReconcilingTracesAreReadThroughTheirIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
+	received := time.Now().Add(-time.Hour)
+	// Traces from to to, one in 5,000 of them reconciling.
 	seed := func(from, to int) {
 		t.Helper()
-		_, err := pool.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
-SELECT 'k:t-' || g, 'fp', 'live', 'client', CASE WHEN g % 5000 = 0 THEN 'reconciling' ELSE 'dispatched' END,
-       'paper', 'BTCUSDT', 'buy', '{}', now() - interval '1 hour', now() - interval '1 hour', now() + interval '23 hours'
-FROM generate_series($1::int, $2::int) g`, from, to)
-		require.NoError(t, err)
+		testfactory.Traces(t, pool, "k:t-", from, to, testfactory.TraceOpts{ReceivedAt: received})
+		for g := from; g <= to; g++ {
+			if g%5000 == 0 {
+				testfactory.Trace(t, pool, testfactory.TraceOpts{ID: fmt.Sprintf("k:r-%d", g), Status: db.TraceReconciling,
+					ReceivedAt: received})
+			}
+		}
 	}
 	seed(1, 5000)
 	_, err := pool.Exec(ctx, "ANALYZE trace_ids")
@@ -86,10 +90,7 @@ UPDATE trace_ids SET status = $2, updated_at = clock_timestamp() WHERE trace_id 
 		return updated
 	}
 	for _, tr := range []string{"k:a", "k:b"} {
-		_, err = tx.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, received_at, updated_at, expires_at)
-VALUES ($1, 'fp', 'live', 'client', 'claimed', 'paper', 'BTCUSDT', 'buy', '{}', now(), now(), now() + interval '1 day')`, tr)
-		require.NoError(t, err)
+		testfactory.Trace(t, tx, testfactory.TraceOpts{ID: tr, Status: db.TraceClaimed})
 	}
 	require.Nil(t, since("k:a"))
 

@@ -47,9 +47,16 @@ func setup(t *testing.T) *testBundle {
 // the test ends.
 func startClient(t *testing.T, b *testBundle, cfg jobs.Config) *river.Client[pgx.Tx] {
 	t.Helper()
+	client := newClient(t, b, cfg)
+	start(t, client)
+	return client
+}
+
+// newClient is a River client for b's venues, not started.
+func newClient(t *testing.T, b *testBundle, cfg jobs.Config) *river.Client[pgx.Tx] {
+	t.Helper()
 	client, err := jobs.NewClient(b.pool, cfg, jobs.Deps{Venues: b.venues})
 	require.NoError(t, err)
-	start(t, client)
 	return client
 }
 

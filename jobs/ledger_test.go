@@ -101,8 +101,7 @@ func TestReconciledFillCountsOnceInTheLedger(t *testing.T) {
 	// The client queues the reconcile now and works it only once started,
 	// after the ledger is read: started at once, it could record the fill
 	// before the read (seen on a busy machine).
-	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues})
-	require.NoError(t, err)
+	client := newClient(t, b, jobs.Config{})
 	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: pgtest.OpenPool(t, b.url), Venues: b.venues, Jobs: client})
 	t.Cleanup(gw.Close)
 	b.paper.SetFaults(paper.Faults{LoseAnswer: true})

@@ -46,9 +46,32 @@ INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange
                        client_order_id, received_at, updated_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), $11, $12, $13)`
 
+// tracesSQL is traceSQL for the traces $1 || g, g from $14 to $15, in
+// one statement.
+const tracesSQL = `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal,
+                       client_order_id, received_at, updated_at, expires_at)
+SELECT $1::text || g, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''), $11, $12, $13
+FROM generate_series($14::int, $15::int) g`
+
 // Trace inserts a trace and returns the options with their defaults filled.
 func Trace(t testing.TB, q db.DBTX, o TraceOpts) TraceOpts {
 	t.Helper()
+	o = o.withDefaults()
+	exec(t, q, traceSQL, append([]any{o.ID}, o.fields()...)...)
+	return o
+}
+
+// Traces inserts the traces prefix+from … prefix+to, each as o describes
+// (o.ID is not used), in one statement: a table of many traces.
+func Traces(t testing.TB, q db.DBTX, prefix string, from, to int, o TraceOpts) {
+	t.Helper()
+	o = o.withDefaults()
+	exec(t, q, tracesSQL, append(append([]any{prefix}, o.fields()...), from, to)...)
+}
+
+// withDefaults fills o's unset options.
+func (o TraceOpts) withDefaults() TraceOpts {
 	o.Status = cmp.Or(o.Status, db.TraceDispatched)
 	o.Fingerprint = cmp.Or(o.Fingerprint, "fp")
 	o.Mode, o.KeySource = cmp.Or(o.Mode, "live"), cmp.Or(o.KeySource, "client")
@@ -63,9 +86,13 @@ func Trace(t testing.TB, q db.DBTX, o TraceOpts) TraceOpts {
 	if o.ExpiresAt.IsZero() {
 		o.ExpiresAt = o.ReceivedAt.Add(24 * time.Hour)
 	}
-	exec(t, q, traceSQL, o.ID, o.Fingerprint, o.Mode, o.KeySource, o.Status, o.Exchange, o.Symbol, o.Action,
-		o.Signal, o.ClientOrderID, o.ReceivedAt, o.UpdatedAt, o.ExpiresAt)
 	return o
+}
+
+// fields are traceSQL's parameters after the trace ID ($2 on).
+func (o TraceOpts) fields() []any {
+	return []any{o.Fingerprint, o.Mode, o.KeySource, o.Status, o.Exchange, o.Symbol, o.Action,
+		o.Signal, o.ClientOrderID, o.ReceivedAt, o.UpdatedAt, o.ExpiresAt}
 }
 
 // OrderOpts describe an orders row. TraceID is required.
