@@ -28,7 +28,23 @@ ALTER TABLE trace_ids ADD COLUMN reconciling_since timestamptz
 CREATE INDEX trace_ids_reconciling_idx ON trace_ids (reconciling_since) WHERE reconciling_since IS NOT NULL;
 -- The planner needs to know the new column is almost always null to prefer
 -- the index; autovacuum's next ANALYZE would tell it, this one tells it now.
-ANALYZE trace_ids;
+-- Only when there are rows to count: an ANALYZE of an empty table records
+-- "0 rows" where there were no statistics at all, and the planner then sizes
+-- the table by its few pages instead of its floor of ten for a table never
+-- analysed. Every connection's first plans of the hot statements (kept for
+-- the connection's life as generic plans) then chose sequential scans of
+-- trace_ids for its primary-key lookups, and kept them while the table grew
+-- until autovacuum's first ANALYZE: every signal of a fresh deployment's
+-- first minute read the whole table, twice.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM trace_ids) THEN
+        ANALYZE trace_ids;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 
 -- +goose Down
 DROP INDEX trace_ids_reconciling_idx;
