@@ -13,6 +13,9 @@ const (
 // The purge's page sweep, for its plan test.
 const PurgeTracePagesSQL = purgeTracePagesSQL
 
+// MaxDirtyPages is about the most heap pages one purge transaction deletes from.
+const MaxDirtyPages = maxDirtyPages
+
 // The purge's pass in expiry order, for its plan test.
 const PurgeTracesSQL = purgeTracesSQL
 

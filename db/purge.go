@@ -149,9 +149,9 @@ WITH doomed AS (
 ), d AS (
     DELETE FROM trace_ids t
     WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM doomed))
-    RETURNING t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
+    RETURNING t.ctid AS row_ctid, t.trace_id, t.status, t.order_id, t.received_at, t.expires_at
 ), ev AS (` + insertPurgedSQL + `)
-SELECT count(*) FROM d`
+SELECT count(*), count(DISTINCT (row_ctid::text::point)[0]) FROM d`
 
 // tracePagesSQL is trace_ids' size in pages when the sweep starts; rows
 // added later are not expired.
@@ -256,44 +256,85 @@ func purgeAudit(ctx context.Context, pool *pgxpool.Pool, table string, batch int
 // purgeTraces removes the expired traces: in expiry order through the
 // expiry index while the batches find their rows packed together (the
 // steady state: a minute's expiries, written a TTL ago, side by side), and
-// by sweeping the table's pages in order once a full batch finds them
-// scattered (fewer than two rows per page it touched). After a sweep the
-// index pass runs again and finds what the sweep could not lock.
+// by sweeping the table's pages in order once a batch finds them scattered
+// (fewer than two rows per page it touched). After a sweep the index pass
+// runs again and finds what the sweep could not lock.
+//
+// Every transaction deletes from at most about maxDirtyPages heap pages:
+// the index pass starts with probeBatch rows and grows or shrinks its
+// batch by the pages the last one touched, and the sweep sizes its page
+// ranges the same way. A first batch of 5,000 rows over scattered rows
+// dirtied a page per row and, after the checkpoint that more often than
+// not precedes a purge, wrote a full page image for each: 40 MB of WAL in
+// one commit, which every signal committing after it waited to flush
+// (p99 0.7 s in the purge's first seconds; issue 21, eleventh round).
 func purgeTraces(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
-	var total int64
-	from := time.Time{} // nothing expires before the epoch
-	scattered := false
-	n, err := purgeBatches(ctx, batch, pause, func() (int64, error) {
-		var n, pages int64
-		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
-		if err == nil && n == int64(batch) && pages > n/2 {
-			// Committed and counted; a zero stops the index pass and the
-			// sweep takes over.
-			scattered, total = true, total+n
-			return 0, nil
-		}
-		return n, err
-	})
-	total += n
+	total, scattered, err := purgeTracesByExpiry(ctx, pool, batch, pause, true)
 	if err != nil || !scattered {
 		return total, err
 	}
-	n, err = sweepTracePages(ctx, pool, batch, pause)
+	n, err := sweepTracePages(ctx, pool, batch, pause)
 	total += n
 	if err != nil {
 		return total, err
 	}
-	from = time.Time{}
-	n, err = purgeBatches(ctx, batch, pause, func() (int64, error) {
-		var n, pages int64
-		err := pool.QueryRow(ctx, purgeTracesSQL, batch, from).Scan(&n, &from, &pages)
-		return n, err
-	})
+	n, _, err = purgeTracesByExpiry(ctx, pool, batch, pause, false)
 	return total + n, err
 }
 
+// maxDirtyPages is about the most heap pages of trace_ids one purge
+// transaction deletes from. After a checkpoint each page is a full 8 kB
+// image in the WAL that the signals' commits wait to flush: 256 pages are
+// about 2 MB.
+const maxDirtyPages = 256
+
+// probeBatch is the size of the index pass's first batch, which finds out
+// whether the expired rows lie packed together or scattered.
+const probeBatch = 200
+
+// resize is the next batch (rows, or pages for the sweep) after one of
+// size that deleted n of its limit rows from dirtied pages: halved while
+// it dirties more than maxDirtyPages or deletes more than limit rows,
+// doubled (up to most) while it dirties and deletes less than half.
+func resize(size, most, n, limit, dirtied int64) int64 {
+	switch {
+	case dirtied > maxDirtyPages || n > limit:
+		return max(size/2, 1)
+	case dirtied < maxDirtyPages/2 && n < limit/2:
+		return min(size*2, most)
+	}
+	return size
+}
+
+// purgeTracesByExpiry runs purgeTracesSQL batch after batch until one
+// comes back short. With stopWhenScattered it stops at the first batch
+// whose rows lay scattered, and says so.
+func purgeTracesByExpiry(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration, stopWhenScattered bool) (total int64, scattered bool, err error) {
+	from := time.Time{} // nothing expires before the epoch
+	size := int64(min(batch, probeBatch))
+	for {
+		start := time.Now()
+		var n, pages int64
+		if err := pool.QueryRow(ctx, purgeTracesSQL, size, from).Scan(&n, &from, &pages); err != nil {
+			return total, false, err
+		}
+		total += n
+		if n < size {
+			return total, false, nil
+		}
+		if stopWhenScattered && pages > n/2 {
+			return total, true, nil
+		}
+		size = resize(size, int64(batch), n, int64(batch), pages)
+		if err := sleep(ctx, pause(time.Since(start))); err != nil {
+			return total, false, err
+		}
+	}
+}
+
 // sweepTracePages runs purgeTracePagesSQL over the table's pages in
-// order, sizing each chunk of pages so that it deletes about batch rows.
+// order, sizing each range of pages so that it deletes about batch rows
+// from at most about maxDirtyPages pages.
 func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
 	var pages int64
 	if err := pool.QueryRow(ctx, tracePagesSQL).Scan(&pages); err != nil {
@@ -303,31 +344,33 @@ func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause f
 	chunk := int64(64)
 	for at := int64(0); at < pages; {
 		start := time.Now()
-		var n int64
-		if err := pool.QueryRow(ctx, purgeTracePagesSQL, at, at+chunk).Scan(&n); err != nil {
+		var n, dirtied int64
+		if err := pool.QueryRow(ctx, purgeTracePagesSQL, at, at+chunk).Scan(&n, &dirtied); err != nil {
 			return total, err
 		}
 		total += n
 		at += chunk
-		switch {
-		case n > int64(batch):
-			chunk = max(chunk/2, 1)
-		case n < int64(batch)/2:
-			chunk = min(chunk*2, 1<<14)
-		}
-		if wait := pause(time.Since(start)); wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return total, ctx.Err()
-			case <-timer.C:
-			}
-		} else if err := ctx.Err(); err != nil {
+		chunk = resize(chunk, 1<<14, n, int64(batch), dirtied)
+		if err := sleep(ctx, pause(time.Since(start))); err != nil {
 			return total, err
 		}
 	}
 	return total, nil
+}
+
+// sleep waits d, or returns ctx's error if it ends first (or has ended).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // purgeBatches runs one batch after another until a batch comes back short,
@@ -344,19 +387,8 @@ func purgeBatches(ctx context.Context, batch int, pause func(took time.Duration)
 		if n < int64(batch) {
 			return total, nil
 		}
-		wait := pause(time.Since(start))
-		if wait <= 0 {
-			if err := ctx.Err(); err != nil {
-				return total, err
-			}
-			continue
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return total, ctx.Err()
-		case <-timer.C:
+		if err := sleep(ctx, pause(time.Since(start))); err != nil {
+			return total, err
 		}
 	}
 }

@@ -40,12 +40,13 @@ func TestPurgeSweepReadsItsPagesWhateverTheStatisticsSay(t *testing.T) {
 	// The sweep runs past the pinned trace and keeps it.
 	var pinnedPage int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (ctid::text::point)[0]::bigint FROM trace_ids WHERE trace_id = 'k:pinned'`).Scan(&pinnedPage))
-	var swept int64
-	require.NoError(t, pool.QueryRow(ctx, db.PurgeTracePagesSQL, pinnedPage, pinnedPage+2).Scan(&swept))
+	var swept, dirtied int64
+	require.NoError(t, pool.QueryRow(ctx, db.PurgeTracePagesSQL, pinnedPage, pinnedPage+2).Scan(&swept, &dirtied))
 	var pinned int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM trace_ids WHERE trace_id = 'k:pinned'`).Scan(&pinned))
 	require.Equal(t, 1, pinned, "the pinned trace is kept")
 	require.Positive(t, swept, "the expired traces on the pages after it are purged")
+	require.Equal(t, int64(2), dirtied, "it counts the pages it deleted from")
 
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {

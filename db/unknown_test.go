@@ -131,3 +131,42 @@ FROM generate_series(1, 3000) g`)
 	require.EqualValues(t, expired, countRows(t, pool, `SELECT count(DISTINCT trace_id) FROM trace_history WHERE event = 'purged'`))
 	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE event = 'purged' AND detail->>'status' = 'failed'`))
 }
+
+// No purge transaction deletes from many more pages than db.MaxDirtyPages,
+// however scattered the expired traces lie: after a checkpoint each page
+// it touches is a full page image in the WAL, which the signals
+// committing after it wait to flush. A first batch of 5,000 rows in expiry
+// order dirtied a page per row, 40 MB of WAL in one commit (issue 21,
+// eleventh round).
+func TestPurgeTransactionsEachDeleteFromAFewPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	// 30,000 traces in scattered expiry order, two thirds expired.
+	_, err := pool.Exec(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at)
+SELECT 'd:' || g, 'fp', 'live', 'derived', 'dispatched', 'paper', 'BTCUSDT', 'buy', 'hx' || g,
+       -- A signal of a realistic size, so the rows fill pages as a day's do.
+       jsonb_build_object('comment', repeat('x', 200)),
+       -- g * 7919 mod 30011 permutes 1..30000.
+       now() + CASE WHEN g % 3 = 0 THEN 1 ELSE -1 END * (interval '1 hour' + interval '1 second' * ((g * 7919) % 30011))
+FROM generate_series(1, 30000) g`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `CREATE TABLE page_before AS SELECT trace_id, (ctid::text::point)[0] AS page FROM trace_ids`)
+	require.NoError(t, err)
+	pages := countRows(t, pool, `SELECT count(DISTINCT page) FROM page_before`)
+	require.Greater(t, pages, 3*db.MaxDirtyPages, "the expired traces lie on many more pages than one transaction may touch")
+
+	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: db.DefaultPurgeBatch})
+	require.NoError(t, err)
+	require.EqualValues(t, 20000, res.Traces)
+	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`))
+	// Each purged event is written by the transaction that deleted its
+	// trace: group them by it.
+	var transactions, most int64
+	require.NoError(t, pool.QueryRow(ctx, `
+SELECT count(*), max(pages) FROM (
+    SELECT count(DISTINCT b.page) AS pages FROM trace_purges p JOIN page_before b USING (trace_id) GROUP BY p.xmin::text) x`).
+		Scan(&transactions, &most))
+	require.LessOrEqual(t, most, int64(2*db.MaxDirtyPages), "pages one purge transaction deleted from (%d transactions)", transactions)
+}
