@@ -166,3 +166,26 @@ INSERT INTO trace_events (trace_id, event, at, source_ip, detail) VALUES
 	require.NoError(t, err)
 	require.Equal(t, after, read("trace_events"), "down again, trace_events holds the same trail")
 }
+
+// Sessions opened on hoox's database after migration 00031, and
+// autovacuum's workers there, hand their writes to the kernel every
+// 256 kB; down to 00030 puts the server's setting back.
+func TestSessionsWriteBackAsTheyGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, db, p := freshDatabase(t)
+	setting := func() string {
+		t.Helper()
+		session, err := migrations.Open(url)
+		require.NoError(t, err)
+		defer session.Close()
+		var v string
+		require.NoError(t, session.QueryRowContext(ctx, "SHOW backend_flush_after").Scan(&v))
+		return v
+	}
+	_, err := p.DownTo(ctx, 30)
+	require.NoError(t, err)
+	require.Equal(t, "0", setting(), "the server's default")
+	require.NoError(t, migrations.Up(ctx, db))
+	require.Equal(t, "256kB", setting())
+}
