@@ -185,7 +185,7 @@ func StartObserve(ctx context.Context, cfg ObserveConfig) (*Observer, error) {
 	return o, nil
 }
 
-const activitySQL = `SELECT backend_type, state, coalesce(wait_event_type, ''), coalesce(wait_event, '')
+const activitySQL = `SELECT coalesce(backend_type, ''), coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
 FROM pg_stat_activity WHERE pid <> pg_backend_pid()`
 
 // sample counts, every SampleEvery, what each active client backend is
