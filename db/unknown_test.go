@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -106,16 +107,7 @@ func TestPurgeSweepsScatteredTraces(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	// 3,000 traces in scattered expiry order, a third of them live, one
 	// in fifty failed with no intent (its order unknown).
-	_, err := pool.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at)
-SELECT 'd:' || g, 'fp', 'live', 'derived', CASE WHEN g % 50 = 0 THEN 'failed' ELSE 'dispatched' END, 'paper', 'BTCUSDT', 'buy',
-       'hx' || g, '{}',
-       -- g * 7919 mod 3001 permutes 1..3000: expiry order is unrelated to
-       -- the order the rows lie in.
-       now() + CASE WHEN g % 3 = 0 THEN interval '1 hour' ELSE -interval '1 hour' END
-             + CASE WHEN g % 3 = 0 THEN 1 ELSE -1 END * interval '1 second' * ((g * 7919) % 3001)
-FROM generate_series(1, 3000) g`)
-	require.NoError(t, err)
+	scatteredTraces(t, pool, 3000, 3001, 50, `'{}'`)
 	var expired, unknown, live int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE expires_at < now() AND status = 'dispatched'),
        count(*) FILTER (WHERE expires_at < now() AND status = 'failed'), count(*) FILTER (WHERE expires_at > now()) FROM trace_ids`).
@@ -142,17 +134,10 @@ func TestPurgeTransactionsEachDeleteFromAFewPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	// 30,000 traces in scattered expiry order, two thirds expired.
-	_, err := pool.Exec(ctx, `
-INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at)
-SELECT 'd:' || g, 'fp', 'live', 'derived', 'dispatched', 'paper', 'BTCUSDT', 'buy', 'hx' || g,
-       -- A signal of a realistic size, so the rows fill pages as a day's do.
-       jsonb_build_object('comment', repeat('x', 200)),
-       -- g * 7919 mod 30011 permutes 1..30000.
-       now() + CASE WHEN g % 3 = 0 THEN 1 ELSE -1 END * (interval '1 hour' + interval '1 second' * ((g * 7919) % 30011))
-FROM generate_series(1, 30000) g`)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `CREATE TABLE page_before AS SELECT trace_id, (ctid::text::point)[0] AS page FROM trace_ids`)
+	// 30,000 traces of a realistic size (so they fill pages as a day's
+	// do) in scattered expiry order, two thirds expired.
+	scatteredTraces(t, pool, 30000, 30011, 0, `jsonb_build_object('comment', repeat('x', 200))`)
+	_, err := pool.Exec(ctx, `CREATE TABLE page_before AS SELECT trace_id, (ctid::text::point)[0] AS page FROM trace_ids`)
 	require.NoError(t, err)
 	pages := countRows(t, pool, `SELECT count(DISTINCT page) FROM page_before`)
 	require.Greater(t, pages, 3*db.MaxDirtyPages, "the expired traces lie on many more pages than one transaction may touch")
@@ -169,4 +154,20 @@ SELECT count(*), max(pages) FROM (
     SELECT count(DISTINCT b.page) AS pages FROM trace_purges p JOIN page_before b USING (trace_id) GROUP BY p.xmin::text) x`).
 		Scan(&transactions, &most))
 	require.LessOrEqual(t, most, int64(2*db.MaxDirtyPages), "pages one purge transaction deleted from (%d transactions)", transactions)
+}
+
+// scatteredTraces inserts n derived traces whose expiry order is unrelated
+// to the order they lie in (g * 7919 mod prime permutes 1..n; prime > n),
+// as after a restore: a third of them live for another hour or more, the
+// rest expired an hour or more ago; one in failedEvery (0: none) failed
+// with no intent, its order unknown. signal is the SQL of their signal.
+func scatteredTraces(t *testing.T, pool *pgxpool.Pool, n, prime, failedEvery int, signal string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at)
+SELECT 'd:' || g, 'fp', 'live', 'derived', CASE WHEN $3 > 0 AND g % $3 = 0 THEN 'failed' ELSE 'dispatched' END,
+       'paper', 'BTCUSDT', 'buy', 'hx' || g, `+signal+`,
+       now() + CASE WHEN g % 3 = 0 THEN 1 ELSE -1 END * (interval '1 hour' + interval '1 second' * ((g * 7919) % $2))
+FROM generate_series(1, $1::int) g`, n, prime, failedEvery)
+	require.NoError(t, err)
 }
