@@ -23,7 +23,11 @@ type State struct {
 	OldestUnsettledSeconds float64
 	// PurgeOverdueSeconds is how long the oldest purgeable trace has been
 	// past its expiry (0 when none): far past HOOX_PURGE_INTERVAL means the
-	// purge is falling behind or not running.
+	// purge is falling behind or not running. Traces the purge keeps on
+	// purpose, those whose order may exist at the venue (OrderUnknownSQL),
+	// do not count: the gauge would read their age until the sweeper
+	// settles them, and an alert on it would fire for a trace kept by
+	// design.
 	PurgeOverdueSeconds float64
 }
 
@@ -36,8 +40,8 @@ const stateSQL = `
 SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = $1), false),
        r.n, coalesce(extract(epoch FROM now() - r.oldest), 0)::float8,
        i.n, coalesce(extract(epoch FROM now() - i.oldest), 0)::float8,
-       coalesce((SELECT extract(epoch FROM now() - min(expires_at)) FROM trace_ids
-                 WHERE expires_at < now() AND status <> 'reconciling'), 0)::float8
+       coalesce((SELECT extract(epoch FROM now() - min(t.expires_at)) FROM trace_ids t
+                 WHERE t.expires_at < now() AND NOT ` + OrderUnknownSQL + `), 0)::float8
 FROM (SELECT count(*) AS n, min(reconciling_since) AS oldest FROM trace_ids WHERE reconciling_since IS NOT NULL) r,
      (SELECT count(*) AS n, min(sent_at) AS oldest FROM dispatch_intents WHERE outcome IS NULL) i`
 

@@ -40,11 +40,20 @@ func TestPurgeKeepsTracesWhoseOrderIsUnknown(t *testing.T) {
 	seedEnded(t, pool, "k:stale", db.TraceFailed, db.IntentNotPlaced)
 	seedEnded(t, pool, "k:other", db.TraceFailed, db.IntentKeyReused)
 	seedEnded(t, pool, "k:done", db.TraceDispatched, db.IntentDispatched)
+	s, err := db.ReadState(ctx, pool)
+	require.NoError(t, err)
+	require.InDelta(t, time.Hour.Seconds(), s.PurgeOverdueSeconds, 60, "the purgeable traces expired an hour ago")
 
 	res, err := db.Purge(ctx, pool, db.PurgeParams{})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, res.Traces)
 	require.ElementsMatch(t, []string{"k:unknown", "k:no-intent", "k:reconciling"}, traceIDs(t, pool))
+	// What the purge keeps on purpose is not overdue: an alert on the
+	// gauge (hoox_purge_overdue_seconds) would fire for it until the
+	// sweeper settles it.
+	s, err = db.ReadState(ctx, pool)
+	require.NoError(t, err)
+	require.Zero(t, s.PurgeOverdueSeconds)
 }
 
 // B3: an operator cannot release such a trace by accident; forcing it is
