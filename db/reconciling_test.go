@@ -20,8 +20,8 @@ import (
 // (migration 00030). With the statistics autovacuum takes, and with those
 // statistics gone stale under a restore of many more traces. (A table
 // never analysed at all would read as one whose traces may all be
-// reconciling; the migration analyses trace_ids, and autovacuum does
-// thereafter.)
+// reconciling; migration 00030 analyses a trace_ids that has rows, and
+// autovacuum analyses it once it has some.)
 func TestReconcilingTracesAreReadThroughTheirIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

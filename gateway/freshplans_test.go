@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
 )
@@ -26,11 +24,8 @@ import (
 // ANALYZE of the still empty table in migration 00030 did it).
 func TestAFreshDatabaseLooksSignalsUpByKey(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	b := setup(t)
 	ctx := context.Background()
-	pool, markers, paperPool := pgtest.OpenPool(t, url), pgtest.OpenPool(t, url), pgtest.OpenPool(t, url)
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: markers,
-		Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": paper.New(paper.Config{Pool: paperPool})})})
 
 	// Enough signals on few connections that each connection runs every
 	// statement well past the switch to a generic plan, and the tables
@@ -45,7 +40,7 @@ func TestAFreshDatabaseLooksSignalsUpByKey(t *testing.T) {
 				in, err := gateway.ParseInput([]byte(body), "", time.Now())
 				if err == nil {
 					var out *gateway.Outcome
-					out, err = svc.Execute(ctx, in)
+					out, err = b.svc.Execute(ctx, in)
 					if err == nil && out.Status != db.TraceDispatched {
 						err = fmt.Errorf("trace %s ended %s", in.Trace.ID, out.Status)
 					}
@@ -61,13 +56,13 @@ func TestAFreshDatabaseLooksSignalsUpByKey(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	svc.Close()
+	b.svc.Close()
 	// A backend hands its table counters in as it exits.
-	pool.Close()
-	markers.Close()
-	paperPool.Close()
+	b.pool.Close()
+	b.markers.Close()
+	b.paperPool.Close()
 
-	observer := pgtest.OpenPool(t, url)
+	observer := pgtest.OpenPool(t, b.url)
 	require.Eventually(t, func() bool {
 		var others int
 		err := observer.QueryRow(ctx,

@@ -20,18 +20,21 @@ import (
 func TestMain(m *testing.M) { pgtest.MainLeakChecked(m, nil) }
 
 type testBundle struct {
-	pool  *pgxpool.Pool
-	paper *paper.Venue
-	svc   *gateway.Service
+	url string
+	// pool is the claims', markers the intents', paperPool the paper
+	// venue's.
+	pool, markers, paperPool *pgxpool.Pool
+	paper                    *paper.Venue
+	svc                      *gateway.Service
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
 	open := func() *pgxpool.Pool { return pgtest.OpenPool(t, url) }
-	b := &testBundle{pool: open()}
-	b.paper = paper.New(paper.Config{Pool: open()})
-	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: open(),
+	b := &testBundle{url: url, pool: open(), markers: open(), paperPool: open()}
+	b.paper = paper.New(paper.Config{Pool: b.paperPool})
+	b.svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.markers,
 		Venues: exchange.NewRegistry(map[string]exchange.Venue{"paper": b.paper})})
 	return b
 }
