@@ -384,6 +384,12 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 			return loadResult{}, err
 		}
 		defer pprof.StopCPUProfile()
+		// Beside it, what the run allocated (pprof -sample_index=alloc_space
+		// after subtracting the start: -diff_base).
+		if err := writeAllocs(profile + ".allocs-before"); err != nil {
+			return loadResult{}, err
+		}
+		defer func() { _ = writeAllocs(profile + ".allocs") }()
 	}
 	stop := SampleMemory(ctx, b.env.pid, 100*time.Millisecond)
 	watch, err := b.observe(ctx)
@@ -1137,4 +1143,15 @@ func (b *bencher) venue(ctx context.Context, vb *venueBench) error {
 	fmt.Fprintf(b.out, "webhook at %d/s: paper p50 %s p99 %s; %s (fake) p50 %s p99 %s\n", b.o.VenueRate,
 		msf(reps[0].All.P50), msf(reps[0].All.P99), vb.kind.Name, msf(reps[1].All.P50), msf(reps[1].All.P99))
 	return nil
+}
+
+// writeAllocs writes the allocation profile (every allocation since the
+// process started) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
