@@ -337,10 +337,10 @@ func (c credential) covers(tr signal.Trace, headerKey, bodyKey string) error {
 // compared in constant time, and says which it was. It answers a *Problem:
 // 401 unauthorized.
 func (s *Server) authenticate(secret string, h http.Header, body []byte, now time.Time) (credential, error) {
-	refused := problem(codes.Unauthorized, "missing or wrong secret or "+HeaderSignature)
+	refused := func() error { return problem(codes.Unauthorized, "missing or wrong secret or "+HeaderSignature) }
 	want := []byte(s.cfg.WebhookSecret)
 	if len(want) == 0 {
-		return 0, refused
+		return 0, refused()
 	}
 	if secret != "" && subtle.ConstantTimeCompare([]byte(secret), want) == 1 {
 		// A body secret is a credential in itself; a timestamp header
@@ -349,18 +349,18 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 	}
 	signature := h.Get(HeaderSignature)
 	if signature == "" {
-		return 0, refused
+		return 0, refused()
 	}
 	got, err := hex.DecodeString(strings.TrimPrefix(strings.TrimSpace(signature), "sha256="))
 	if err != nil {
-		return 0, refused
+		return 0, refused()
 	}
 	mac := hmac.New(sha256.New, want)
 	stamps := h.Values(HeaderTimestamp)
 	if len(stamps) == 0 {
 		mac.Write(body)
 		if !hmac.Equal(got, mac.Sum(nil)) {
-			return 0, refused
+			return 0, refused()
 		}
 		if s.cfg.RequireSignedTimestamp {
 			// Checked after the signature, so a wrong one still reads

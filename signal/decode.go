@@ -94,7 +94,15 @@ func Decode(body []byte) (*Raw, error) {
 	if len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
 		return nil, syntaxError(body, len(body), bomLen, "body is empty; expected a JSON object")
 	}
+	if raw, ok := decodeFast(body, bomLen); ok {
+		return raw, nil
+	}
+	return decodeTokens(body, bomLen)
+}
 
+// decodeTokens is Decode read token by token with encoding/json: the path
+// for any body decodeFast does not accept, which finds its error.
+func decodeTokens(body []byte, bomLen int) (*Raw, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	raw := &Raw{fields: make(map[string]value)}

@@ -3,6 +3,7 @@ package signal
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,6 +42,13 @@ func FuzzDecode(f *testing.F) {
 	fingerprintRE := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	clientOrderIDRE := regexp.MustCompile(`^hx[a-z2-7]{30}$`)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// Decode hands both readers valid UTF-8 only.
+		if fast, ok := decodeFast(body, 0); ok && utf8.Valid(body) {
+			slow, err := decodeTokens(body, 0)
+			if err != nil || !reflect.DeepEqual(fast.fields, slow.fields) {
+				t.Fatalf("the fast path read %q as %+v, the token reader as %+v (%v)", body, fast.fields, slow, err)
+			}
+		}
 		raw, err := Decode(body)
 		if err != nil {
 			requireSignalError(t, err)
