@@ -189,3 +189,58 @@ func TestSessionsWriteBackAsTheyGo(t *testing.T) {
 	require.NoError(t, migrations.Up(ctx, db))
 	require.Equal(t, "256kB", setting())
 }
+
+// TestAutovacuumWaitsOnYoungHotTablesAndSkipsPayload: migration 00032.
+// ANALYZE keeps no statistics for the payload columns (the signal as
+// sent, its source IP) and still keeps them for the columns queries
+// filter on; the hot tables' first analyse and vacuum wait for 100,000
+// changed rows, and the down migration puts Postgres's defaults back.
+func TestAutovacuumWaitsOnYoungHotTablesAndSkipsPayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := db.ExecContext(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, source_ip, expires_at)
+SELECT 'k:' || n, md5(n::text), 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy',
+       jsonb_build_object('n', n), '127.0.0.1', now() + interval '1 day'
+FROM generate_series(1, 200) n`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, "ANALYZE trace_ids")
+	require.NoError(t, err)
+	analysed := func(column string) bool {
+		t.Helper()
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx,
+			"SELECT count(*) FROM pg_stats WHERE tablename = 'trace_ids' AND attname = $1", column).Scan(&n))
+		return n > 0
+	}
+	require.True(t, analysed("status"))
+	require.True(t, analysed("expires_at"))
+	require.False(t, analysed("signal"), "the signal as sent is not sampled")
+	require.False(t, analysed("source_ip"))
+
+	options := func(table string) []string {
+		t.Helper()
+		var opts []string
+		rows, err := db.QueryContext(ctx, "SELECT unnest(coalesce(reloptions, '{}')) FROM pg_class WHERE oid = $1::regclass", table)
+		require.NoError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var o string
+			require.NoError(t, rows.Scan(&o))
+			opts = append(opts, o)
+		}
+		require.NoError(t, rows.Err())
+		return opts
+	}
+	for _, table := range []string{"trace_ids", "dispatch_intents", "trace_events", "orders", "paper_orders"} {
+		require.ElementsMatch(t, []string{"autovacuum_analyze_threshold=100000",
+			"autovacuum_vacuum_insert_threshold=100000", "autovacuum_vacuum_threshold=10000"}, options(table), table)
+	}
+	_, err = p.DownTo(ctx, 31)
+	require.NoError(t, err)
+	require.Empty(t, options("trace_ids"))
+	_, err = db.ExecContext(ctx, "ANALYZE trace_ids")
+	require.NoError(t, err)
+	require.True(t, analysed("signal"), "after the down migration the signal is sampled again")
+}
