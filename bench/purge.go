@@ -160,19 +160,28 @@ FROM river_job WHERE kind = $1`
 // then measures a purge against a purge (and the purge's own time misses
 // its start).
 func AwaitStartupPurge(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	notFinished := fmt.Errorf("hoox's start-up purge has not finished after %s (is the River leader running?)", timeout)
 	for {
 		var settled bool
-		if err := pool.QueryRow(ctx, purgeSettledSQL, jobs.PurgeArgs{}.Kind()).Scan(&settled); err != nil {
+		if err := pool.QueryRow(wait, purgeSettledSQL, jobs.PurgeArgs{}.Kind()).Scan(&settled); err != nil {
+			// The wait ran out during a read (on a busy machine, dialling
+			// a connection can take most of it): still not finished.
+			if wait.Err() != nil && ctx.Err() == nil {
+				return notFinished
+			}
 			return fmt.Errorf("await hoox's start-up purge: %w", err)
 		}
 		if settled {
 			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("hoox's start-up purge has not finished after %s (is the River leader running?)", timeout)
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return notFinished
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
