@@ -151,9 +151,17 @@ type Input struct {
 	// called). The dedup window is measured from it, however long the
 	// signal then waited for a copy in flight, a connection or a lock.
 	Arrived time.Time
-	// canonical is Signal.Canonical(), computed once by claim for the
-	// trace and the intent.
+	// canonical memoises Signal.Canonical() (canonicalSignal): the trace
+	// and the intent store the same bytes.
 	canonical []byte
+}
+
+// canonicalSignal is in.Signal.Canonical(), built on first use.
+func (in *Input) canonicalSignal() []byte {
+	if in.canonical == nil {
+		in.canonical = in.Signal.Canonical()
+	}
+	return in.canonical
 }
 
 // Outcome is what a signal produced.
@@ -227,11 +235,10 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 		return nil, err
 	}
 	claimStart := time.Now()
-	in.canonical = sig.Canonical()
 	tx, res, err := db.Claim(ctx, s.deps.Pool, db.ClaimParams{
 		TraceID: tr.ID, LockKey: tr.LockKey, Fingerprint: tr.Fingerprint, Mode: tr.Mode,
 		KeySource: string(tr.Source), Exchange: sig.Exchange, Symbol: sig.Symbol, Action: sig.Action,
-		Signal: in.canonical, SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
+		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp,
 		TTL: s.cfg.Timing.TraceTTL, Window: s.cfg.DedupWindow + s.cfg.Timing.Clock().Sub(in.Arrived), LockWait: lockWait,
 		// Longer than any dispatch (bounded by VenueTimeout + 30 s below).
 		IdleTimeout: s.cfg.Timing.VenueTimeout + 45*time.Second,
@@ -431,7 +438,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 
 	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
-		Signal: in.canonical, SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
+		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
 	shared, _ := venue.(exchange.SharedDatabase)
 	durable := shared == nil || !shared.SharesHooxDatabase()
 	intentStart := time.Now()
