@@ -421,6 +421,9 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 		unit = "signal"
 	}
 	obs.Print(b.out, units, unit)
+	if rate > 0 && target == TargetWebhook {
+		printSlowest(b.out, rep, obs)
+	}
 	switch {
 	case b.env.app != nil:
 		fmt.Fprintf(b.out, "memory (hoox and the generator share this process): %s\n", mem)
@@ -437,6 +440,19 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 		}
 	}
 	return res, nil
+}
+
+// printSlowest writes an open-loop run's slowest second (the one holding
+// the most answers slower than the run's p99) and what Postgres and the
+// machine were doing from just before it.
+func printSlowest(w io.Writer, rep *Report, obs Observation) {
+	s, ok := rep.Slowest(time.Second)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "slowest second: sent +%.2f–%.2fs, %d requests, %d of the run's %d answers over its p99, max %s\n",
+		s.From.Sub(rep.Began()).Seconds(), s.To.Sub(rep.Began()).Seconds(), s.Requests, s.Over, s.OverAll, msf(s.Max))
+	obs.PrintAround(w, rep.Began(), s.From.Add(-200*time.Millisecond), s.To)
 }
 
 // observe starts watching Postgres, hoox's pools and process during one run;

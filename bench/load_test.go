@@ -125,3 +125,59 @@ func TestScheduledIsOneIntervalPerRequest(t *testing.T) {
 	require.Equal(t, began.Add(50*time.Millisecond), scheduled(began, 0, 50*time.Millisecond))
 	require.Equal(t, began.Add(8*time.Millisecond), scheduled(began, 7, time.Millisecond))
 }
+
+// The slowest second is the one whose requests hold most of the answers
+// slower than the run's p99, found from their send times: a run whose
+// stall began 3 s in reports the stretch from 3 s.
+func TestSlowestFindsTheStall(t *testing.T) {
+	began := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	rep := &Report{byOutcome: map[string][]time.Duration{}}
+	// 1,000 requests, one every 10 ms, answered in 2 ms, but those sent
+	// from 3.0 s to 3.2 s wait for a stall that ends at 3.2 s.
+	stallEnd := began.Add(3200 * time.Millisecond)
+	for i := range 1000 {
+		at := began.Add(time.Duration(i) * 10 * time.Millisecond)
+		lat := 2 * time.Millisecond
+		if !at.Before(began.Add(3*time.Second)) && at.Before(stallEnd) {
+			lat = stallEnd.Sub(at)
+		}
+		rep.add("200", lat, at.Add(lat))
+	}
+	rep.finish(began)
+	require.Equal(t, 100*time.Millisecond, rep.All.P99, "the p99 is the tenth-slowest answer")
+
+	s, ok := rep.Slowest(time.Second)
+	require.True(t, ok)
+	require.Equal(t, began.Add(3*time.Second), s.From)
+	require.Equal(t, began.Add(4*time.Second), s.To)
+	require.Equal(t, 100, s.Requests)
+	require.Equal(t, 10, s.OverAll, "ten answers are slower than the p99")
+	require.Equal(t, 10, s.Over, "all of them were sent in the stall")
+	require.Equal(t, 200*time.Millisecond, s.Max)
+
+	// A run without a tail has nothing to show.
+	flat := &Report{byOutcome: map[string][]time.Duration{}}
+	for i := range 100 {
+		at := began.Add(time.Duration(i) * 10 * time.Millisecond)
+		flat.add("200", time.Millisecond, at.Add(time.Millisecond))
+	}
+	flat.finish(began)
+	_, ok = flat.Slowest(time.Second)
+	require.False(t, ok)
+}
+
+// The machine's CPU shares come from /proc/stat's counters between two
+// reads: busy is neither idle nor waiting on I/O.
+func TestCPUStatSince(t *testing.T) {
+	before := cpuStat{total: 1000, idle: 400, iowait: 100, steal: 10}
+	after := cpuStat{total: 1200, idle: 450, iowait: 110, steal: 30}
+	busy, io, steal := after.since(before)
+	require.InDelta(t, 0.70, busy, 1e-9)
+	require.InDelta(t, 0.05, io, 1e-9)
+	require.InDelta(t, 0.10, steal, 1e-9)
+	busy, _, _ = after.since(cpuStat{})
+	require.Zero(t, busy, "no earlier read, no share")
+	st, err := readCPUStat()
+	require.NoError(t, err)
+	require.Positive(t, st.total)
+}

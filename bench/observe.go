@@ -93,6 +93,29 @@ type Observation struct {
 	// Statements the costliest of them by execution time.
 	Calls      int64
 	Statements []StatementStat
+	// Timeline is every sample, in order: what Postgres and the machine
+	// were doing at each moment (PrintAround shows a run's slowest
+	// stretch against it).
+	Timeline []Tick
+}
+
+// Tick is one pg_stat_activity sample and the machine's CPU since the
+// sample before it.
+type Tick struct {
+	At time.Time
+	// Autovacuum is what each autovacuum worker ran ("VACUUM
+	// public.trace_ids"), joined by "; ".
+	Autovacuum string
+	// Active is the number of active client backends, Waits what they
+	// were waiting on ("LWLock:WALWrite 3, CPU 2").
+	Active int
+	Waits  string
+	// Busy, IOWait and Steal are shares of the machine's CPU time since
+	// the sample before (/proc/stat; steal is time the hypervisor gave
+	// to others).
+	Busy, IOWait, Steal float64
+	// Claims is the connections the claims pool had handed out.
+	Claims int32
 }
 
 // PoolObservation is one pool's acquire statistics over a run.
@@ -122,6 +145,8 @@ type Observer struct {
 	active            int
 	waits             map[string]int
 	sampleErr         error
+	timeline          []Tick
+	lastStat          cpuStat
 	poolsBefore       map[string]*pgxpool.Stat
 	runtimeBefore     []metrics.Sample
 	sampleConnBackend int32
@@ -179,13 +204,15 @@ func StartObserve(ctx context.Context, cfg ObserveConfig) (*Observer, error) {
 			return nil, fmt.Errorf("observer: %w", err)
 		}
 	}
+	o.lastStat, _ = readCPUStat()
 	sctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
 	go o.sample(sctx)
 	return o, nil
 }
 
-const activitySQL = `SELECT coalesce(backend_type, ''), coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
+const activitySQL = `SELECT coalesce(backend_type, ''), coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+  CASE WHEN backend_type = 'autovacuum worker' THEN coalesce(query, '') ELSE '' END
 FROM pg_stat_activity WHERE pid <> pg_backend_pid()`
 
 // sample counts, every SampleEvery, what each active client backend is
@@ -213,15 +240,17 @@ func (o *Observer) sample(ctx context.Context) {
 		}
 		var autovac bool
 		var active int
+		var workers []string
 		waits := map[string]int{}
 		for rows.Next() {
-			var backendType, state, waitType, wait string
-			if err := rows.Scan(&backendType, &state, &waitType, &wait); err != nil {
+			var backendType, state, waitType, wait, query string
+			if err := rows.Scan(&backendType, &state, &waitType, &wait, &query); err != nil {
 				break
 			}
 			switch {
 			case backendType == "autovacuum worker":
 				autovac = true
+				workers = append(workers, strings.TrimPrefix(query, "autovacuum: "))
 			case backendType == "client backend" && state == "active":
 				active++
 				key := "CPU"
@@ -232,7 +261,16 @@ func (o *Observer) sample(ctx context.Context) {
 			}
 		}
 		rows.Close()
+		tick := Tick{At: time.Now(), Autovacuum: strings.Join(workers, "; "), Active: active, Waits: topWaits(waits, 3)}
+		if st, err := readCPUStat(); err == nil {
+			tick.Busy, tick.IOWait, tick.Steal = st.since(o.lastStat)
+			o.lastStat = st
+		}
+		if p := o.cfg.Pools["claims"]; p != nil {
+			tick.Claims = p.Stat().AcquiredConns()
+		}
 		o.mu.Lock()
+		o.timeline = append(o.timeline, tick)
 		o.samples++
 		if autovac {
 			o.autovac++
@@ -345,6 +383,7 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	obs.CheckpointsTimed, obs.CheckpointsReq = last.checkpointsTimed-s.checkpointsTimed, last.checkpointsReq-s.checkpointsReq
 	obs.Samples, obs.AutovacuumSamples, obs.ActiveSamples = o.samples, o.autovac, o.active
 	obs.Waits = o.waits
+	obs.Timeline = o.timeline
 	return obs, nil
 }
 
@@ -610,4 +649,92 @@ func histP99(before, after metrics.Sample) time.Duration {
 		}
 	}
 	return 0
+}
+
+// topWaits formats the n commonest waits, commonest first ("CPU 2,
+// LWLock:WALWrite 1").
+func topWaits(waits map[string]int, n int) string {
+	keys := make([]string, 0, len(waits))
+	for k := range waits {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := waits[b] - waits[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for i, k := range keys {
+		if i == n {
+			break
+		}
+		parts = append(parts, k+" "+strconv.Itoa(waits[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cpuStat is the machine's CPU time from /proc/stat's first line, in
+// clock ticks.
+type cpuStat struct{ total, idle, iowait, steal uint64 }
+
+func readCPUStat() (cpuStat, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuStat{}, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuStat{}, errors.New("/proc/stat: no cpu line")
+	}
+	var st cpuStat
+	for i, x := range f[1:] {
+		v, err := strconv.ParseUint(x, 10, 64)
+		if err != nil {
+			return cpuStat{}, err
+		}
+		// user nice system idle iowait irq softirq steal (guest time is
+		// inside user).
+		if i < 8 {
+			st.total += v
+		}
+		switch i {
+		case 3:
+			st.idle = v
+		case 4:
+			st.iowait = v
+		case 7:
+			st.steal = v
+		}
+	}
+	return st, nil
+}
+
+// since returns the shares of CPU time busy (neither idle nor iowait),
+// in iowait and stolen between before and s.
+func (s cpuStat) since(before cpuStat) (busy, iowait, steal float64) {
+	d := float64(s.total - before.total)
+	if d <= 0 || before.total == 0 {
+		return 0, 0, 0
+	}
+	idle := float64(s.idle - before.idle)
+	io := float64(s.iowait - before.iowait)
+	return (d - idle - io) / d, io / d, float64(s.steal-before.steal) / d
+}
+
+// PrintAround writes the samples taken from `from` to `to`: what Postgres
+// and the machine were doing during a run's slowest stretch.
+func (o Observation) PrintAround(w io.Writer, began, from, to time.Time) {
+	for _, t := range o.Timeline {
+		if t.At.Before(from) || t.At.After(to) {
+			continue
+		}
+		fmt.Fprintf(w, "  +%6.2fs  cpu busy %3.0f%% iowait %2.0f%% steal %2.0f%%  claims %2d  active %2d  %s", t.At.Sub(began).Seconds(),
+			100*t.Busy, 100*t.IOWait, 100*t.Steal, t.Claims, t.Active, t.Waits)
+		if t.Autovacuum != "" {
+			fmt.Fprintf(w, "  [autovacuum: %s]", t.Autovacuum)
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -29,6 +29,17 @@ type Report struct {
 
 	byOutcome map[string][]time.Duration
 	last      time.Time
+	// began is when the run began; sent holds every request's scheduled
+	// (open loop) or actual (closed loop) send time and latency.
+	began time.Time
+	sent  []sentAt
+}
+
+// sentAt is one request: when it was due to be sent, and how long its
+// answer took from then.
+type sentAt struct {
+	at  time.Time
+	lat time.Duration
 }
 
 // Outcome is the latency distribution of one kind of answer.
@@ -40,6 +51,7 @@ type Outcome struct {
 
 func (r *Report) add(label string, lat time.Duration, end time.Time) {
 	r.byOutcome[label] = append(r.byOutcome[label], lat)
+	r.sent = append(r.sent, sentAt{at: end.Add(-lat), lat: lat})
 	r.Requests++
 	if end.After(r.last) {
 		r.last = end
@@ -47,6 +59,7 @@ func (r *Report) add(label string, lat time.Duration, end time.Time) {
 }
 
 func (r *Report) finish(began time.Time) {
+	r.began = began
 	var all []time.Duration
 	for label, lats := range r.byOutcome {
 		r.Outcomes = append(r.Outcomes, summarise(label, lats))
@@ -86,6 +99,64 @@ func (r *Report) Refused() int {
 	}
 	return n
 }
+
+// Stretch is a stretch of a run, by send time.
+type Stretch struct {
+	From, To time.Time
+	// Requests were sent in it; Over of them took longer than the run's
+	// p99, which OverAll requests did in the whole run.
+	Requests, Over, OverAll int
+	// Max is the longest answer of a request sent in it.
+	Max time.Duration
+}
+
+// Slowest returns the width-long stretch (starting on a multiple of
+// width/4 from the run's start) whose requests hold the most of the
+// run's answers slower than its p99: where the tail came from. ok is
+// false for a run with no such answer.
+func (r *Report) Slowest(width time.Duration) (s Stretch, ok bool) {
+	p99 := r.All.P99
+	step := width / 4
+	if step <= 0 || len(r.sent) == 0 {
+		return s, false
+	}
+	over := map[int]int{}
+	maxOf := map[int]time.Duration{}
+	all := 0
+	for _, x := range r.sent {
+		i := int(x.at.Sub(r.began) / step)
+		maxOf[i] = max(maxOf[i], x.lat)
+		if x.lat > p99 {
+			over[i]++
+			all++
+		}
+	}
+	if all == 0 {
+		return s, false
+	}
+	best, bestN := 0, -1
+	for i := range over {
+		n := 0
+		for j := i; j < i+4; j++ {
+			n += over[j]
+		}
+		if n > bestN || (n == bestN && i < best) {
+			best, bestN = i, n
+		}
+	}
+	s = Stretch{From: r.began.Add(time.Duration(best) * step), Over: bestN, OverAll: all}
+	s.To = s.From.Add(width)
+	for _, x := range r.sent {
+		if !x.at.Before(s.From) && x.at.Before(s.To) {
+			s.Requests++
+			s.Max = max(s.Max, x.lat)
+		}
+	}
+	return s, true
+}
+
+// Began is when the run began.
+func (r *Report) Began() time.Time { return r.began }
 
 func summarise(label string, lats []time.Duration) Outcome {
 	o := Outcome{Label: label, Count: len(lats)}
