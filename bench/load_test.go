@@ -154,6 +154,11 @@ func TestSlowestFindsTheStall(t *testing.T) {
 	require.Equal(t, 10, s.OverAll, "ten answers are slower than the p99")
 	require.Equal(t, 10, s.Over, "all of them were sent in the stall")
 	require.Equal(t, 200*time.Millisecond, s.Max)
+	secs := rep.SecondsP99()
+	require.Len(t, secs, 10)
+	require.Equal(t, 2*time.Millisecond, secs[0])
+	require.Equal(t, 190*time.Millisecond, secs[3], "the stall's second: its second-slowest of 100")
+	require.Equal(t, 2*time.Millisecond, secs[4])
 
 	// A run without a tail has nothing to show.
 	flat := &Report{byOutcome: map[string][]time.Duration{}}

@@ -116,6 +116,9 @@ type Tick struct {
 	Busy, IOWait, Steal float64
 	// Claims is the connections the claims pool had handed out.
 	Claims int32
+	// Hoox is the hoox process's share of the machine's CPU since the
+	// sample before (the generator's too when in-process); -1 unknown.
+	Hoox float64
 }
 
 // PoolObservation is one pool's acquire statistics over a run.
@@ -147,6 +150,8 @@ type Observer struct {
 	sampleErr         error
 	timeline          []Tick
 	lastStat          cpuStat
+	lastHoox          time.Duration
+	lastAt            time.Time
 	poolsBefore       map[string]*pgxpool.Stat
 	runtimeBefore     []metrics.Sample
 	sampleConnBackend int32
@@ -269,6 +274,13 @@ func (o *Observer) sample(ctx context.Context) {
 		if p := o.cfg.Pools["claims"]; p != nil {
 			tick.Claims = p.Stat().AcquiredConns()
 		}
+		tick.Hoox = -1
+		if cpu, err := o.hooxCPU(); err == nil && !o.lastAt.IsZero() {
+			tick.Hoox = float64(cpu-o.lastHoox) / float64(tick.At.Sub(o.lastAt)) / float64(runtime.NumCPU())
+			o.lastHoox, o.lastAt = cpu, tick.At
+		} else if err == nil {
+			o.lastHoox, o.lastAt = cpu, tick.At
+		}
 		o.mu.Lock()
 		o.timeline = append(o.timeline, tick)
 		o.samples++
@@ -313,13 +325,21 @@ func (o *Observer) readCPU(s *snapshot) (err error) {
 			return err
 		}
 	}
-	switch {
-	case o.cfg.HooxPID == 0:
-		s.hooxCPU, err = processCPU("self")
-	case o.cfg.HooxPID > 0:
-		s.hooxCPU, err = processCPU(strconv.Itoa(o.cfg.HooxPID))
+	if o.cfg.HooxPID >= 0 {
+		s.hooxCPU, err = o.hooxCPU()
 	}
 	return err
+}
+
+// hooxCPU is the hoox process's CPU time so far.
+func (o *Observer) hooxCPU() (time.Duration, error) {
+	switch {
+	case o.cfg.HooxPID == 0:
+		return processCPU("self")
+	case o.cfg.HooxPID > 0:
+		return processCPU(strconv.Itoa(o.cfg.HooxPID))
+	}
+	return 0, errors.New("no hoox process")
 }
 
 // statsSettle is how long a backend may hold its statistics before it
@@ -730,8 +750,12 @@ func (o Observation) PrintAround(w io.Writer, began, from, to time.Time) {
 		if t.At.Before(from) || t.At.After(to) {
 			continue
 		}
-		fmt.Fprintf(w, "  +%6.2fs  cpu busy %3.0f%% iowait %2.0f%% steal %2.0f%%  claims %2d  active %2d  %s", t.At.Sub(began).Seconds(),
-			100*t.Busy, 100*t.IOWait, 100*t.Steal, t.Claims, t.Active, t.Waits)
+		hoox := "   -"
+		if t.Hoox >= 0 {
+			hoox = fmt.Sprintf("%3.0f%%", 100*t.Hoox)
+		}
+		fmt.Fprintf(w, "  +%6.2fs  cpu busy %3.0f%% (hoox %s) iowait %2.0f%% steal %2.0f%%  claims %2d  active %2d  %s", t.At.Sub(began).Seconds(),
+			100*t.Busy, hoox, 100*t.IOWait, 100*t.Steal, t.Claims, t.Active, t.Waits)
 		if t.Autovacuum != "" {
 			fmt.Fprintf(w, "  [autovacuum: %s]", t.Autovacuum)
 		}

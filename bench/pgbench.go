@@ -331,6 +331,8 @@ type PgbenchResult struct {
 	// Latencies summarise every transaction's latency (from pgbench's
 	// per-transaction log) when the run was rate-limited.
 	Latencies Outcome
+	// lats are those latencies, for pooling rounds (pooledP99).
+	lats []time.Duration
 }
 
 var processedRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
@@ -416,6 +418,7 @@ func RunPgbench(ctx context.Context, cfg PgbenchConfig) (PgbenchResult, error) {
 			return res, err
 		}
 		res.Latencies = summarise("pgbench", lats)
+		res.lats = lats
 	}
 	if strings.Contains(res.Output, "number of failed transactions: ") && !strings.Contains(res.Output, "number of failed transactions: 0 ") {
 		return res, fmt.Errorf("pgbench reported failed transactions: %s", tail(res.Output, 1500))

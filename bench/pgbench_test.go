@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -278,4 +279,27 @@ func TestPgbenchAtARateReportsLatencies(t *testing.T) {
 	require.Positive(t, res.Latencies.Count)
 	require.Positive(t, res.Latencies.P50)
 	require.GreaterOrEqual(t, res.Latencies.P99, res.Latencies.P50)
+}
+
+// After PrewarmWAL(n), the cluster has at least n WAL segments ahead of
+// its insert position, ready for reuse: the next n × 16 MB of WAL write
+// into files that exist instead of zero-filling new ones.
+func TestPrewarmWALLeavesSegmentsAhead(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(t.Context())
+	const ahead = `SELECT count(*) FROM pg_ls_waldir()
+WHERE name ~ '^[0-9A-F]{24}$' AND name > pg_walfile_name(pg_current_wal_insert_lsn())`
+	var before string
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT pg_walfile_name(pg_current_wal_insert_lsn())").Scan(&before))
+
+	require.NoError(t, PrewarmWAL(t.Context(), url, 6))
+
+	var after string
+	var n int
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT pg_walfile_name(pg_current_wal_insert_lsn())").Scan(&after))
+	require.NoError(t, conn.QueryRow(t.Context(), ahead).Scan(&n))
+	require.Greater(t, after, before, "the insert position moved on by whole segments")
+	require.GreaterOrEqual(t, n, 6, "segments ahead of the insert position after the checkpoint")
 }

@@ -155,6 +155,36 @@ func (r *Report) Slowest(width time.Duration) (s Stretch, ok bool) {
 	return s, true
 }
 
+// SecondsP99 is the p99 of the requests sent in each whole second of the
+// run, in order.
+func (r *Report) SecondsP99() []time.Duration {
+	var secs [][]time.Duration
+	for _, x := range r.sent {
+		i := int(x.at.Sub(r.began) / time.Second)
+		if i < 0 {
+			continue
+		}
+		for len(secs) <= i {
+			secs = append(secs, nil)
+		}
+		secs[i] = append(secs[i], x.lat)
+	}
+	out := make([]time.Duration, len(secs))
+	for i, lats := range secs {
+		out[i] = summarise("", lats).P99
+	}
+	return out
+}
+
+// latencies are every request's latency, in the order they were sent.
+func (r *Report) latencies() []time.Duration {
+	lats := make([]time.Duration, len(r.sent))
+	for i, x := range r.sent {
+		lats[i] = x.lat
+	}
+	return lats
+}
+
 // Began is when the run began.
 func (r *Report) Began() time.Time { return r.began }
 
