@@ -189,3 +189,36 @@ func TestSessionsWriteBackAsTheyGo(t *testing.T) {
 	require.NoError(t, migrations.Up(ctx, db))
 	require.Equal(t, "256kB", setting())
 }
+
+// TestAnalyzeSkipsPayload: migration 00032. ANALYZE keeps no statistics
+// for the payload columns (the signal as sent, its source IP) and still
+// keeps them for the columns queries filter on; the down migration
+// samples the payload again.
+func TestAnalyzeSkipsPayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := db.ExecContext(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, signal, source_ip, expires_at)
+SELECT 'k:' || n, md5(n::text), 'live', 'client', 'dispatched', 'paper', 'BTCUSDT', 'buy',
+       jsonb_build_object('n', n), '127.0.0.1', now() + interval '1 day'
+FROM generate_series(1, 200) n`)
+	require.NoError(t, err)
+	analysed := func(column string) bool {
+		t.Helper()
+		_, err := db.ExecContext(ctx, "ANALYZE trace_ids")
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx,
+			"SELECT count(*) FROM pg_stats WHERE tablename = 'trace_ids' AND attname = $1", column).Scan(&n))
+		return n > 0
+	}
+	require.True(t, analysed("status"))
+	require.True(t, analysed("expires_at"))
+	require.False(t, analysed("signal"), "the signal as sent is not sampled")
+	require.False(t, analysed("source_ip"))
+
+	_, err = p.DownTo(ctx, 31)
+	require.NoError(t, err)
+	require.True(t, analysed("signal"), "after the down migration the signal is sampled again")
+}
