@@ -83,6 +83,10 @@ type Options struct {
 	// PrewarmWAL is how many WAL segments the embedded Postgres makes and
 	// recycles before the runs (PrewarmWAL); 0 leaves a fresh cluster's.
 	PrewarmWAL int
+	// SeedLive is how many settled signals the embedded database holds
+	// before the runs (SeedLive): 0 is the suite's default (300,000) with
+	// --suite and none otherwise; negative seeds none.
+	SeedLive int
 }
 
 // closeTimeout bounds the shutdown of the embedded hoox and Postgres.
@@ -96,6 +100,15 @@ func Command(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		o.PurgeRows = 1_000_000
 	case o.PurgeRows < 0:
 		o.PurgeRows = 0 // --purge-rows -1 skips the purge goal
+	}
+	switch {
+	case o.Suite && o.SeedLive == 0 && o.URL == "":
+		o.SeedLive = 300_000
+	case o.SeedLive < 0:
+		o.SeedLive = 0 // --seed-live -1: empty tables
+	}
+	if o.SeedLive > 0 && o.URL != "" {
+		return errors.New("--seed-live seeds the embedded database only; drop --url or --seed-live")
 	}
 
 	var vb *venueBench
@@ -116,6 +129,14 @@ func Command(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	defer env.close()
 	fmt.Fprintf(stdout, "hoox bench: %s, database %s\n", env.url, env.where)
 
+	if o.SeedLive > 0 {
+		fmt.Fprintf(stdout, "\n== seeding %d live signals (copies of a 2-s closed loop's, received over the last 23 hours) and as many in the reference's tables, vacuumed and analysed\n", o.SeedLive)
+		took, err := SeedLive(ctx, env.url, env.secret, env.databaseURL, o.SeedLive)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "seeded in %s\n", took.Round(time.Millisecond))
+	}
 	b := &bencher{o: o, env: env, out: stdout}
 	if vb != nil {
 		return b.venue(ctx, vb)

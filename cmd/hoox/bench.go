@@ -72,6 +72,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	})
 	fs.IntVar(&o.MinConns, "db-min-conns", -1, "the embedded hoox's HOOX_DB_MIN_CONNS (-1: hoox's default)")
 	fs.IntVar(&o.MaxConns, "db-max-conns", 0, "the embedded hoox's HOOX_DB_MAX_CONNS (0: hoox's default)")
+	fs.IntVar(&o.SeedLive, "seed-live", 0, "settled signals the embedded database holds before the runs, copied from a short run of its own and spread over the last day, in hoox's tables and the reference's, vacuumed and analysed, as on a server that has run a day (suite: 300000; -1: empty tables)")
 	fs.IntVar(&o.PrewarmWAL, "prewarm-wal", 64, "WAL segments (16 MB each) the embedded Postgres makes ready for reuse before the runs, as a server that has run a while has them (0: a fresh cluster's none)")
 	fs.BoolVar(&o.Statements, "statements", false, "report pg_stat_statements per run: statements per signal and the costliest (preloads it in the embedded Postgres)")
 	rates := fs.String("rates", "100,300,600,1000", "--suite: the open-loop rates of the latency table (new, repeat, floor at each)")
