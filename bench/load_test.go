@@ -186,3 +186,14 @@ func TestCPUStatSince(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, st.total)
 }
+
+// Every run says how much of the machine it had: the hypervisor's steal
+// makes two rounds of the same code incomparable.
+func TestObservationPrintsTheMachinesShare(t *testing.T) {
+	var b strings.Builder
+	Observation{Elapsed: time.Second, MachineBusy: 0.9, MachineIOWait: 0.02, MachineSteal: 0.15}.Print(&b, 100, "signal")
+	require.Contains(t, b.String(), "machine during the run: CPU busy 90% (steal 15% of the machine's time), iowait 2%\n")
+	b.Reset()
+	Observation{Elapsed: time.Second}.Print(&b, 100, "signal")
+	require.NotContains(t, b.String(), "machine during the run", "no /proc/stat, no line")
+}

@@ -93,6 +93,11 @@ type Observation struct {
 	// Statements the costliest of them by execution time.
 	Calls      int64
 	Statements []StatementStat
+	// MachineBusy, MachineIOWait and MachineSteal are shares of the
+	// machine's CPU time over the run (/proc/stat): a round that ran while
+	// the hypervisor took a fifth of the CPU (steal) is not comparable
+	// with one that ran on the whole machine.
+	MachineBusy, MachineIOWait, MachineSteal float64
 	// Timeline is every sample, in order: what Postgres and the machine
 	// were doing at each moment (PrintAround shows a run's slowest
 	// stretch against it).
@@ -165,6 +170,8 @@ type snapshot struct {
 	walRecords, walFPI, walSyncs     int64
 	commits, rows                    int64
 	checkpointsTimed, checkpointsReq int64
+	// machine is /proc/stat's CPU line (zero where there is none).
+	machine cpuStat
 }
 
 var runtimeMetricNames = []string{"/gc/cycles/total:gc-cycles", "/gc/pauses:seconds", "/sched/latencies:seconds"}
@@ -320,6 +327,7 @@ func (o *Observer) snap(ctx context.Context) (snapshot, error) {
 // readCPU fills in s's CPU times: Postgres' (and the observer's own
 // backend's) and hoox's.
 func (o *Observer) readCPU(s *snapshot) (err error) {
+	s.machine, _ = readCPUStat()
 	if o.cfg.PostmasterPID > 0 {
 		if s.pgCPU, s.observerCPU, err = o.postgresCPU(); err != nil {
 			return err
@@ -396,6 +404,7 @@ func (o *Observer) Stop(ctx context.Context) (Observation, error) {
 	// workload's.
 	obs.PostgresCPU = (cpuEnd.pgCPU - s.pgCPU) - (cpuEnd.observerCPU - s.observerCPU)
 	obs.HooxCPU = cpuEnd.hooxCPU - s.hooxCPU
+	obs.MachineBusy, obs.MachineIOWait, obs.MachineSteal = cpuEnd.machine.since(s.machine)
 	obs.WALBytes = last.walLSN - s.walLSN
 	obs.WALRecords, obs.WALFPI, obs.WALSyncs = last.walRecords-s.walRecords, last.walFPI-s.walFPI, last.walSyncs-s.walSyncs
 	obs.Commits = last.commits - s.commits
@@ -490,6 +499,9 @@ func (o Observation) Print(w io.Writer, units int, unit string) {
 	autovac := 0.0
 	if o.Samples > 0 {
 		autovac = 100 * float64(o.AutovacuumSamples) / float64(o.Samples)
+	}
+	if o.MachineBusy+o.MachineIOWait+o.MachineSteal > 0 {
+		fmt.Fprintf(w, "machine during the run: CPU busy %.0f%% (steal %.0f%% of the machine's time), iowait %.0f%%\n", 100*o.MachineBusy, 100*o.MachineSteal, 100*o.MachineIOWait)
 	}
 	fmt.Fprintf(w, "postgres during the run: checkpoints %d timed, %d requested; autovacuum running in %.0f%% of %d samples",
 		o.CheckpointsTimed, o.CheckpointsReq, autovac, o.Samples)
