@@ -84,6 +84,13 @@ func TestPostgresOutageMidLoad(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 	again := apptest.SendAll(apptest.Target(b.URL, bodies), 8, nil)
 	for i, st := range again {
+		if st == http.StatusServiceUnavailable {
+			// A 503 placed nothing (the exactly-once check below holds
+			// it to that); on a busy machine the reconnected pools can
+			// still be at capacity, and a sender resends, as TradingView
+			// does.
+			st = apptest.PostRetryingBusy(t, b.URL, bodies[i]).Status
+		}
 		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, st, "resend of signal %d", i)
 	}
 	pool, err = pgxpool.New(ctx, cluster.DatabaseURL)
