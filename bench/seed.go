@@ -128,6 +128,7 @@ ORDER BY ordinal_position`, table)
 	if err != nil {
 		return "", err
 	}
+	defer rows.Close()
 	var cols, exprs []string
 	for rows.Next() {
 		var name, typ string
