@@ -123,6 +123,10 @@ type ClaimResult struct {
 	// (stored, not derived: an ID derived before the deployment namespace
 	// existed keeps its old form). Empty otherwise.
 	ReuseID string
+	// ReuseAttempts is how many times ReuseID's intent was armed, as the
+	// claim read it: the attempt re-arms it only if it still holds exactly
+	// that (Intent.Armed). 0 when ReuseID is empty.
+	ReuseAttempts int
 	// Pending is an intent under the lock key with no recorded outcome: an
 	// earlier attempt that may have reached the venue and died before its
 	// commit. The attempt must reuse its client order ID and ask the venue
@@ -162,6 +166,10 @@ type PendingIntent struct {
 	// claim's dedup window by Postgres's clock (always true outside window
 	// mode): in window mode, the same execution of the signal.
 	SameWindow bool
+	// Attempts is how many times it was armed, as the claim read it: an
+	// attempt that sends under its ID re-arms it only if it still holds
+	// exactly that (Intent.Armed).
+	Attempts int
 }
 
 // ClaimTx is an open claim transaction on one connection. It is begun and
@@ -238,7 +246,7 @@ var ClaimIntentsOnlySQL = "SELECT " + claimIntentsSQL("", "$1", "$2", " AND t.tr
 func claimIntentsSQL(cond, window, lockKey, otherTrace string) string {
 	return `(
     SELECT jsonb_agg(jsonb_build_object('client_order_id', i.client_order_id, 'trace_id', i.trace_id,
-               'fingerprint', i.fingerprint, 'execution', i.execution, 'outcome', i.outcome,
+               'fingerprint', i.fingerprint, 'execution', i.execution, 'outcome', i.outcome, 'attempts', i.attempts,
                'sent_ago_us', (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
                'same_window', (` + window + `::bigint IS NULL OR i.received_at > now() - ` + window + `::bigint * interval '1 millisecond'),
                'order', CASE WHEN i.outcome = 'failed' THEN i.order_spec END,
@@ -304,6 +312,7 @@ type claimIntent struct {
 	Fingerprint   string          `json:"fingerprint"`
 	Execution     int             `json:"execution"`
 	Outcome       *string         `json:"outcome"`
+	Attempts      int             `json:"attempts"`
 	SentAgoMicros int64           `json:"sent_ago_us"`
 	SameWindow    bool            `json:"same_window"`
 	Order         json.RawMessage `json:"order"`
@@ -328,16 +337,22 @@ func claimIntents(raw []byte, res *ClaimResult) error {
 	last := intents[len(intents)-1]
 	res.Executions = last.Execution + 1
 	if last.Outcome != nil && *last.Outcome == string(IntentUnsent) {
-		res.Executions, res.ReuseID = last.Execution, last.ClientOrderID
+		res.Executions, res.ReuseID, res.ReuseAttempts = last.Execution, last.ClientOrderID, last.Attempts
 	}
 	for _, in := range intents {
 		switch {
 		case in.Outcome == nil:
-			// The open intent sent longest ago (the highest sent_ago).
-			if res.Pending == nil || in.SentAgoMicros > res.Pending.SentAgo.Microseconds() {
+			// An open intent of this window's execution first (in window
+			// mode two can be open: an earlier execution's and this one's,
+			// when both attempts died; this signal's resend must adopt its
+			// own and leave the other to the sweeper), then the one sent
+			// longest ago (the highest sent_ago).
+			p := res.Pending
+			if p == nil || (in.SameWindow && !p.SameWindow) ||
+				(in.SameWindow == p.SameWindow && in.SentAgoMicros > p.SentAgo.Microseconds()) {
 				res.Pending = &PendingIntent{ClientOrderID: in.ClientOrderID, TraceID: in.TraceID,
 					Fingerprint: in.Fingerprint, SentAgo: time.Duration(in.SentAgoMicros) * time.Microsecond,
-					SameWindow: in.SameWindow}
+					SameWindow: in.SameWindow, Attempts: in.Attempts}
 			}
 		case *in.Outcome == string(IntentFailed) && in.Traced != nil && !*in.Traced:
 			u := UnknownIntent{ClientOrderID: in.ClientOrderID, TraceID: in.TraceID, Fingerprint: in.Fingerprint,

@@ -310,12 +310,49 @@ func TestWriteIntent(t *testing.T) {
 			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"),
 				SentAt: time.Now().Add(-time.Hour), Outcome: prior})
 			in := intent("hx-i-0")
+			in.Armed = 1 // as the claim read it
 			require.NoError(t, db.WriteIntent(ctx, pool, in, false))
 			require.Equal(t, 2, in.Attempts)
 			require.WithinDuration(t, time.Now(), in.SentAt, time.Minute, "the accept window restarts from this send")
 			require.Nil(t, outcome(t, pool, "hx-i-0"), "open again")
 		})
 	}
+
+	t.Run("refuses an intent armed since the claim read it", func(t *testing.T) {
+		// Two attempts whose claims read the same state (the first one's
+		// claim connection, and the trace's lock with it, was lost): only
+		// one of them may send under the ID.
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		first := intent("hx-i-0")
+		require.NoError(t, db.WriteIntent(ctx, pool, first, true))
+		late := intent("hx-i-0") // read the ID as new, too
+		err := db.WriteIntent(ctx, pool, late, true)
+		require.True(t, errors.Is(err, db.ErrIntentConsumed), "%v", err)
+		stale := intent("hx-i-0")
+		stale.Armed = 2 // read a re-arm that never happened
+		err = db.WriteIntent(ctx, pool, stale, true)
+		require.True(t, errors.Is(err, db.ErrIntentConsumed), "%v", err)
+		got, err := db.GetIntent(ctx, pool, "hx-i-0")
+		require.NoError(t, err)
+		require.Equal(t, 1, got.Attempts, "armed once")
+		require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE event = 'dispatch_started'`))
+	})
+
+	t.Run("a re-armed intent is the arming signal's", func(t *testing.T) {
+		// An unsent ID sent again for another signal under the same key.
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:i", Order: order("hx-i-0"), Outcome: db.IntentUnsent})
+		in := intent("hx-i-0")
+		in.Armed, in.Fingerprint, in.Exchange, in.Mode = 1, "fp-other", "binance", "test"
+		in.Order.Action = "sell"
+		require.NoError(t, db.WriteIntent(ctx, pool, in, true))
+		var fingerprint, exchange, mode, action string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT fingerprint, exchange, mode, action FROM dispatch_intents
+			WHERE client_order_id = 'hx-i-0'`).Scan(&fingerprint, &exchange, &mode, &action))
+		require.Equal(t, []string{"fp-other", "binance", "test", "sell"}, []string{fingerprint, exchange, mode, action})
+	})
 
 	t.Run("refuses an intent settled with an order", func(t *testing.T) {
 		t.Parallel()
@@ -340,6 +377,58 @@ func TestSettleIntent(t *testing.T) {
 	require.Equal(t, db.IntentUnsent, o)
 	require.True(t, settled)
 	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:s' AND event = 'dispatch_aborted'`))
+}
+
+// An attempt closes the intent it armed only while it is still its own:
+// an attempt whose claim lost its connection (and the trace's lock) must
+// not overwrite what the attempt that claimed next recorded.
+func TestSettleAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ev := db.Event{TraceID: "k:a", Event: db.EventDispatchAborted, Detail: map[string]any{"outcome": "unsent"}}
+	state := func(t *testing.T, pool *pgxpool.Pool) (outcome *string, events int) {
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT outcome FROM dispatch_intents WHERE client_order_id = 'hx-a-0'`).Scan(&outcome))
+		return outcome, countRows(t, pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:a' AND event = 'dispatch_aborted'`)
+	}
+
+	t.Run("closes the attempt's own open intent", func(t *testing.T) {
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0")})
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		require.NoError(t, err)
+		require.True(t, settled)
+		outcome, events := state(t, pool)
+		require.Equal(t, "unsent", *outcome)
+		require.Equal(t, 1, events)
+	})
+
+	t.Run("leaves an intent armed again by another attempt", func(t *testing.T) {
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0")})
+		_, err := pool.Exec(ctx, `UPDATE dispatch_intents SET attempts = 2`)
+		require.NoError(t, err)
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		require.NoError(t, err)
+		require.False(t, settled)
+		outcome, events := state(t, pool)
+		require.Nil(t, outcome, "still the other attempt's, open")
+		require.Zero(t, events, "no event for an outcome not written")
+	})
+
+	t.Run("leaves an intent another attempt settled", func(t *testing.T) {
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), Outcome: db.IntentDispatched})
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		require.NoError(t, err)
+		require.False(t, settled)
+		outcome, events := state(t, pool)
+		require.Equal(t, "dispatched", *outcome)
+		require.Zero(t, events)
+	})
 }
 
 // The hot statements bind domain-typed values as text ($n::text), so that

@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/exchange"
 )
 
-// ErrIntentConsumed means a client order ID was about to be sent again
-// although its intent is already settled with an order: a bug that must
-// stop the attempt rather than risk a second order.
-var ErrIntentConsumed = errors.New("client order id already used by a settled intent")
+// ErrIntentConsumed means a client order ID was about to be sent although
+// its intent is no longer what the attempt's claim read: settled with an
+// order, or armed by another attempt since (one whose claim took the
+// trace's lock after this attempt's claim connection, and with it the
+// lock, was lost). The attempt must stop before the venue sees anything.
+var ErrIntentConsumed = errors.New("client order id settled or armed by another attempt")
 
 // Intent is what an attempt is about to send, made durable before the venue
 // sees any of it.
@@ -42,6 +45,12 @@ type Intent struct {
 	SourceIP   netip.Addr
 	SignalTime time.Time
 	ReceivedAt time.Time
+	// Armed is how many times the caller's claim saw the intent armed: 0
+	// for a client order ID no intent holds yet, else the Attempts of the
+	// intent it re-arms (ClaimResult.ReuseAttempts, PendingIntent.Attempts).
+	// WriteIntent arms the intent only if it still holds exactly that, so
+	// of two attempts that read the same state only one sends.
+	Armed int
 	// SentAt and Attempts are read back, never written by the caller.
 	SentAt   time.Time
 	Attempts int
@@ -57,17 +66,25 @@ type Intent struct {
 // its own as one implicit transaction, synchronously when $16 is 'on' and
 // asynchronously when it is 'off' (set in the same statement: the setting
 // holds until the commit that ends it). It never touches an intent settled
-// with an order: no row comes back then, and nothing is written.
+// with an order, nor one armed since the caller's claim read it (its
+// attempts differ from $17, Intent.Armed; a new ID's $17 is 0, and a row
+// holds 1 or more): no row comes back then, and nothing is written. A
+// re-armed intent takes the whole identity of the attempt that arms it: an
+// unsent ID may be sent again for another signal under the same key, whose
+// resends and whose sweep must see that signal, not the earlier one.
 const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
                                   symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
     VALUES ($1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (client_order_id) DO UPDATE
-    SET trace_id = excluded.trace_id, order_spec = excluded.order_spec, signal = excluded.signal,
+    SET trace_id = excluded.trace_id, fingerprint = excluded.fingerprint, mode = excluded.mode,
+        key_source = excluded.key_source, exchange = excluded.exchange, symbol = excluded.symbol,
+        action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
         sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
-    WHERE dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed')
+    WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
+      AND dispatch_intents.attempts = $17
     RETURNING trace_id, sent_at, attempts
 ), ev AS (
     INSERT INTO trace_events (trace_id, event, source_ip, detail)
@@ -99,7 +116,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	b := &pgx.Batch{}
 	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution,
-		commit).
+		commit, in.Armed).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				found = true
@@ -135,6 +152,43 @@ func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string,
 	b.Queue(SettleIntentSQL, clientOrderID, outcome)
 	queueEvents(b, events)
 	return sendTx(ctx, pool, b)
+}
+
+// SettleAttemptSQL closes the intent an attempt armed ($1, armed $3 times)
+// with outcome $2 and appends the attempt's event ($4–$7: trace ID, event,
+// source IP, detail), only while the intent is still that attempt's: open,
+// and not armed again since by another attempt (whose outcome must not be
+// overwritten).
+const SettleAttemptSQL = `
+WITH u AS (
+    UPDATE dispatch_intents SET outcome = $2::text, settled_at = now()
+    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3
+    RETURNING 1
+)
+INSERT INTO trace_events (trace_id, event, source_ip, detail)
+SELECT $4, $5, $6, coalesce($7, '{}'::jsonb) FROM u`
+
+// SettleAttempt closes the intent of an attempt whose claim is about to
+// roll back (nothing sent: unsent; another order under the ID: key_reused)
+// with ev, synchronously, unless the intent has moved on since the attempt
+// armed it (attempts, as WriteIntent read it back): then nothing is
+// written, and settled is false. An attempt's claim may have lost its
+// connection, and with it the trace's lock, while the venue call ran; the
+// attempt that claimed next owns the intent now.
+func SettleAttempt(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, attempts int, outcome IntentOutcome, ev Event) (settled bool, err error) {
+	var detail any
+	if ev.Detail != nil {
+		detail = ev.Detail
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(SyncCommitSQL)
+	b.Queue(SettleAttemptSQL, clientOrderID, outcome, attempts, ev.TraceID, ev.Event, addrArg(ev.SourceIP), detail).
+		Exec(func(ct pgconn.CommandTag) error {
+			settled = ct.RowsAffected() == 1
+			return nil
+		})
+	return settled, sendTx(ctx, pool, b)
 }
 
 // sendTx sends b, which opens a transaction with BEGIN, then COMMIT, on one

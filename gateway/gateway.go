@@ -350,7 +350,10 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timing.VenueTimeout+30*time.Second)
 	defer cancelAll()
 	sig, tr := in.Signal, in.Trace
-	clientOrderID := res.ReuseID
+	// armed is how many times the claim saw the intent of the ID this
+	// attempt sends under armed (0: a new ID); the intent is armed again
+	// only if it still holds that (db.Intent.Armed).
+	clientOrderID, armed := res.ReuseID, res.ReuseAttempts
 	if clientOrderID == "" {
 		clientOrderID = signal.ClientOrderID(s.deps.Deployment, tr.LockKey, res.Executions)
 	}
@@ -394,7 +397,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			return nil, err
 		}
 	} else if p != nil {
-		order.ClientOrderID = p.ClientOrderID
+		order.ClientOrderID, armed = p.ClientOrderID, p.Attempts
 		if !sized {
 			// The dead attempt sized its order and stored it in its
 			// intent: look up, and if need be re-send, exactly that.
@@ -438,11 +441,17 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 
 	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
-		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt}
+		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt,
+		Armed: armed}
 	shared, _ := venue.(exchange.SharedDatabase)
 	durable := shared == nil || !shared.SharesHooxDatabase()
 	intentStart := time.Now()
 	if err := db.WriteIntent(ctx, s.deps.MarkerPool, intent, durable); err != nil {
+		if errors.Is(err, db.ErrIntentConsumed) {
+			// Another attempt armed this ID after our claim read it: our
+			// claim's connection, and the trace's lock with it, was lost.
+			return nil, unavailable("another attempt of this signal is sending its order; nothing was placed by this one", 5*time.Second, err)
+		}
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	s.deps.Metrics.ObserveStage(StageIntent, time.Since(intentStart))
@@ -460,14 +469,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// Settled while the claim still holds the trace's lock, then rolled
 		// back, in this order: after the rollback another attempt may
 		// re-arm the intent, and this must not overwrite it.
-		s.settleIntent(ctx, order.ClientOrderID, db.IntentKeyReused, in, err)
+		s.settleIntent(ctx, intent, db.IntentKeyReused, in, err)
 		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: free the client order ID under the
 		// lock, then roll the claim back at once, so the sender's retry
 		// executes.
-		s.settleIntent(ctx, order.ClientOrderID, db.IntentUnsent, in, err)
+		s.settleIntent(ctx, intent, db.IntentUnsent, in, err)
 		tx.Rollback(ctx)
 		s.venueError(ctx, sig.Exchange, err)
 		return nil, unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
@@ -602,14 +611,22 @@ func keyReusedAtVenue(traceID string, err error) *Error {
 		Detail: fmt.Sprintf("trace %s: the venue holds a different order under this key's client order id; send a new key", traceID)}
 }
 
-// settleIntent closes an intent whose claim is about to roll back; call it
-// before the rollback, while the claim holds the trace's lock. A failure is
-// only logged: the sweeper settles the intent later.
-func (s *Service) settleIntent(ctx context.Context, clientOrderID string, outcome db.IntentOutcome, in Input, cause error) {
+// settleIntent closes the intent this attempt armed, whose claim is about
+// to roll back; call it before the rollback. The claim normally still
+// holds the trace's lock, but its connection (and the lock) may have been
+// lost while the venue call ran: the intent is closed only if no other
+// attempt has armed it since (db.SettleAttempt). A failure is only
+// logged: the sweeper settles the intent later.
+func (s *Service) settleIntent(ctx context.Context, intent *db.Intent, outcome db.IntentOutcome, in Input, cause error) {
 	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
-		Detail: map[string]any{"client_order_id": clientOrderID, "outcome": outcome, "cause": cause.Error()}}
-	if err := db.SettleIntent(ctx, s.deps.MarkerPool, clientOrderID, outcome, ev); err != nil {
-		s.deps.Logger.WarnContext(ctx, "settle intent after rollback", "client_order_id", clientOrderID, "error", err)
+		Detail: map[string]any{"client_order_id": intent.ClientOrderID, "outcome": outcome, "cause": cause.Error()}}
+	settled, err := db.SettleAttempt(ctx, s.deps.MarkerPool, intent.ClientOrderID, intent.Attempts, outcome, ev)
+	switch {
+	case err != nil:
+		s.deps.Logger.WarnContext(ctx, "settle intent after rollback", "client_order_id", intent.ClientOrderID, "error", err)
+	case !settled:
+		s.deps.Logger.WarnContext(ctx, "intent armed again by another attempt; its outcome is that attempt's",
+			"client_order_id", intent.ClientOrderID, "outcome_not_written", outcome)
 	}
 }
 
