@@ -276,14 +276,18 @@ type SharedDatabase interface {
 
 // LateRefuser is implemented by a venue on which a request that went
 // missing can never become an order later: Binance USDⓈ-M's matching engine
-// refuses an order it reaches after timestamp + recvWindow (-5028), Bybit
-// keeps an orderLinkId unique forever (a late original and a re-place make
-// one order), and paper commits or not at all. For such a venue a "not found" after AcceptWindow proves the order will
-// never exist, and the same client order ID may be sent again. A venue that
-// does not implement it, or answers false (Binance spot: its docs say the
-// recvWindow checks do not cover delays inside the matching engine), is
-// never re-sent an order that went missing: the trace ends failed as a
-// missed trade and the operator is notified, rather than risk a second fill.
+// refuses an order it reaches after timestamp + recvWindow (-5028), OKX
+// one past its expTime, and paper commits or not at all. For such a venue a
+// "not found" after AcceptWindow proves the order will never exist: the
+// same client order ID may be sent again, and a key whose order was never
+// placed may be freed. A venue that does not implement it, or answers
+// false, is never re-sent an order that went missing: the trace ends
+// failed as a missed trade and the operator is notified, rather than risk
+// a second fill. Binance spot answers false (its docs say the recvWindow
+// checks do not cover delays inside the matching engine), and so does
+// Bybit (its create is asynchronous and may be booked late: an orderLinkId
+// unique forever guards a re-place under the same ID, not a freed key's
+// next execution, which gets a new ID).
 type LateRefuser interface {
 	RefusesLateRequests() bool
 }
@@ -295,19 +299,24 @@ func RefusesLate(v Venue) bool {
 	return ok && lr.RefusesLateRequests()
 }
 
-// OrderLateRefuser is implemented by a LateRefuser whose guarantee does not
-// cover every kind of order it sends: OKX refuses a late place-order
-// request (expTime), but its algo endpoint takes no expTime, so a trailing
-// stop that went missing may still be booked later.
+// OrderLateRefuser is implemented by a venue whose answer differs by the
+// kind of order it sends; its per-order answer is final. OKX refuses a
+// late place-order request (expTime), but its algo endpoint takes no
+// expTime, so a trailing stop that went missing may still be booked later.
+// Bybit refuses no late order, but its trailing stop is not an order: it
+// is a setting of the position (trading-stop), and setting the same
+// distance again is one setting, so a missing one may be set again.
 type OrderLateRefuser interface {
 	RefusesLateRequest(o Order) bool
 }
 
 // RefusesLateOrder reports whether v proves o's absence once its accept
-// window has closed: RefusesLate, narrowed per order by OrderLateRefuser.
+// window has closed (or, for a setting, that sending it again is
+// harmless): OrderLateRefuser's answer for o where v has one, else
+// RefusesLate.
 func RefusesLateOrder(v Venue, o Order) bool {
-	if olr, ok := v.(OrderLateRefuser); ok && !olr.RefusesLateRequest(o) {
-		return false
+	if olr, ok := v.(OrderLateRefuser); ok {
+		return olr.RefusesLateRequest(o)
 	}
 	return RefusesLate(v)
 }

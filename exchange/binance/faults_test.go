@@ -371,3 +371,63 @@ func TestWAFRefusalIsUnreachable(t *testing.T) {
 	require.ErrorContains(t, err, "403")
 	require.Equal(t, 0, b.fake.Placements(o.ClientOrderID))
 }
+
+// TestServerErrorCarryingReduceOnlyRefusalIsUnknown: a 5xx leaves the
+// execution status unknown whatever code it carries ("could have been a
+// success", rest-api.md and USDⓈ-M general-info, "HTTP Return Codes"). A
+// close answered 503 with -2022 ("ReduceOnly Order is rejected.") may have
+// filled, so it is reconciled, never taken for the refusal that makes the
+// adapter cancel resting reduce-only orders and send the close again: once
+// the first close filled, Binance takes its ID again, and the second close,
+// finding no position, would be refused and recorded as the close's outcome
+// (422 for a close that filled).
+func TestServerErrorCarryingReduceOnlyRefusalIsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketFutures)
+	b.fake.SetPosition("BTCUSDT", d("0.5"))
+	b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultCodeAfterAccept, HTTPStatus: http.StatusServiceUnavailable,
+		Code: -2022, Msg: "ReduceOnly Order is rejected."})
+	o := closeOrder("close_long")
+	r, err := b.venue.Place(ctx, o)
+	require.True(t, b.fake.Position("BTCUSDT").IsZero(), "the first close filled")
+	require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "a 5xx answer is unknown; got report %+v", r)
+	require.Equal(t, 1, b.fake.Placements(o.ClientOrderID), "never sent again on a 5xx")
+}
+
+// TestServerErrorCarryingBadSymbolIsNotNotFound: Lookup reads -1121
+// ("Invalid symbol.") as "no such order", since no order can exist on a
+// symbol Binance does not list — but only when Binance refused the query.
+// The same code in a 5xx proves nothing, and a "not found" there would let
+// the sweeper settle an order that exists as never placed.
+func TestServerErrorCarryingBadSymbolIsNotNotFound(t *testing.T) {
+	t.Parallel()
+	eachMarket(t, func(t *testing.T, ctx context.Context, b *testBundle, m binance.Market) {
+		o := marketOrder("buy", "0.01")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+
+		target, err := url.Parse(b.fake.URL)
+		require.NoError(t, err)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Path == b.path {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"code":-1121,"msg":"Invalid symbol."}`))
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(failing.Close)
+		cfg := b.cfg
+		cfg.BaseURL = failing.URL
+		v, err := binance.New(cfg)
+		require.NoError(t, err)
+
+		_, err = v.Lookup(ctx, o)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, exchange.ErrNotFound, "the order exists; a 5xx cannot prove otherwise")
+		require.ErrorContains(t, err, "-1121")
+	})
+}

@@ -208,10 +208,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return r, err
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
-		if isAPI && apiErr.Code == -2022 && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
+		if isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
 			// Refused for good, nothing booked: reduce-only orders resting
 			// on the close's side block it. Cancel them and send the close
-			// again, under the same client order ID, once.
+			// again, under the same client order ID, once. Only a refusal:
+			// a 5xx carrying -2022 is unknown (do), and the close may have
+			// filled; Binance would take its ID again once it has.
 			if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
 				return exchange.Report{}, err
 			}
@@ -559,8 +561,9 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	}
 	var a orderAnswer
 	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order", params: p, signed: true, weight: weight}, &a)
-	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Code == -1121 {
-		// No order can exist on a symbol Binance does not list.
+	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Code == -1121 && apiErr.Refused() {
+		// No order can exist on a symbol Binance does not list. A 5xx
+		// carrying -1121 proves nothing (do makes it unknown).
 		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w: %w", o.ClientOrderID, exchange.ErrNotFound, err)
 	}
 	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassArchived {

@@ -30,11 +30,16 @@ type CodeClass struct {
 }
 
 // ErrorTable is the one table that classifies Bybit v5 retCodes for the
-// endpoints this adapter calls. A code not listed is ClassRejected: Bybit
-// answers a retCode other than 0 only for a request it did not carry out,
-// and the codes that leave the outcome open are listed as ClassUnknown.
-// Set-leverage's 110043 ("leverage not modified") is success and handled
-// where leverage is set, not here.
+// endpoints this adapter calls. A code not listed is ClassUnknown, as on
+// Binance and OKX: Bybit's docs never say that a non-zero retCode means the
+// request was not carried out (guide.mdx calls retCode only "Success/Error
+// code"), error.mdx lists codes after which the order may exist (10000
+// "Server Timeout", 170146 "Order creation timeout"), and Bybit adds codes.
+// So every refusal hoox relies on is listed here, each checked against
+// error.mdx. Set-leverage's 110043 ("leverage not modified") and
+// trading-stop's 34040 ("not modified") are success, handled where they
+// are called; cancel's 110001 / 170213 ("order does not exist") are
+// answered by a lookup there.
 func ErrorTable() []CodeClass {
 	return []CodeClass{
 		// Nothing was placed: the request was refused at the door.
@@ -83,6 +88,7 @@ func ErrorTable() []CodeClass {
 		{170137, ClassFilter, "quantity has too many decimals (spot)"},
 		{170140, ClassFilter, "order value below minOrderAmt (spot)"},
 		{170148, ClassFilter, "market order amount has too many decimals (spot)"},
+		{170130, ClassFilter, "a parameter's value is not valid (spot qty, price, TP/SL, …)"},
 
 		// Refused for good.
 		{110003, ClassRejected, "price outside the allowed range"},
@@ -105,12 +111,62 @@ func ErrorTable() []CodeClass {
 		{170157, ClassRejected, "trading pair not available for API trading (spot)"},
 		{170193, ClassRejected, "buy price above the limit (spot)"},
 		{170194, ClassRejected, "sell price below the limit (spot)"},
+
+		// Refused for good, listed since unlisted codes are unknown: the
+		// order's own fields.
+		{170105, ClassRejected, "a required parameter was empty (spot)"},
+		{170115, ClassRejected, "invalid timeInForce (spot)"},
+		{170116, ClassRejected, "invalid orderType (spot)"},
+		{170117, ClassRejected, "invalid side (spot)"},
+		{170124, ClassRejected, "order amount too large (spot)"},
+		{170132, ClassRejected, "order price too high (spot)"},
+		{170133, ClassRejected, "order price below the minimum (spot)"},
+		{170192, ClassRejected, "order price above the limit (spot)"},
+		{170371, ClassRejected, "order price below the price limitation (spot)"},
+		{170372, ClassRejected, "order price above the price limitation (spot)"},
+		{170381, ClassRejected, "order quantity too large (spot)"},
+		{170382, ClassRejected, "order quantity too large (spot)"},
+		{170341, ClassRejected, "order quantity above the maximum (spot)"},
+		{170197, ClassRejected, "buy quantity too large: the price would deviate from the market (spot)"},
+		{170198, ClassRejected, "sell quantity too large: the price would deviate from the market (spot)"},
+		{170228, ClassRejected, "buy amount above the estimated maximum (spot)"},
+		{170229, ClassRejected, "sell quantity above the estimated maximum (spot)"},
+		{170159, ClassRejected, "no market orders in a new pair's first minutes (spot)"},
+		{170217, ClassRejected, "only LIMIT-MAKER orders on this pair (spot)"},
+		{170210, ClassRejected, "new order rejected (spot)"},
+		{170810, ClassRejected, "more than 500 conditional, TP/SL and active orders (spot)"},
+		{30208, ClassRejected, "price above the maximum buying price"},
+		{30209, ClassRejected, "price below the minimum selling price"},
+		{110120, ClassRejected, "order price below the price limitation"},
+		{110121, ClassRejected, "order price above the price limitation"},
+		{110009, ClassRejected, "more stop orders than allowed"},
+		{110057, ClassRejected, "conditional or limit order carries TP/SL parameters it may not"},
+		// Balance and margin.
+		{110045, ClassRejected, "wallet balance insufficient"},
+		{110051, ClassRejected, "available balance cannot cover the lowest price of the market"},
+		{110052, ClassRejected, "available balance insufficient to set the price"},
+		{110053, ClassRejected, "available balance cannot cover the market price and upper limit price"},
+		{110131, ClassRejected, "margin limit exceeded under the LTV constraints (perps)"},
+		{170033, ClassRejected, "insufficient account balance for margin (spot)"},
+		{30256, ClassRejected, "margin limit exceeded under the LTV constraints (spot)"},
+		// Positions, reduce-only and leverage.
+		{110023, ClassRejected, "this contract only takes orders that reduce the position"},
+		{110042, ClassRejected, "pre-delivery: this contract only takes orders that reduce the position"},
+		{110013, ClassRejected, "cannot set leverage due to the risk limit level"},
+		{110085, ClassRejected, "risk limit and margin ratio updated: choose a supported risk limit"},
+		{110086, ClassRejected, "order leverage above the maximum for the risk limit tier"},
+		// The account must act first (the operator reads Bybit's message).
+		{10024, ClassRejected, "compliance rules triggered"},
+		{110123, ClassRejected, "the Trading Terms must be agreed to"},
+		{110125, ClassRejected, "the Trading Terms must be agreed to before trading this contract"},
+		{170241, ClassRejected, "the project's risk disclosure must be confirmed (spot)"},
 	}
 }
 
-// classify returns the class of a retCode (ClassRejected when unlisted).
+// classify returns the class of a retCode, ClassUnknown when unlisted
+// (ErrorTable says why).
 func classify(code int) Class {
-	return venuekit.ClassOf(ErrorTable(), code, ClassRejected)
+	return venuekit.ClassOf(ErrorTable(), code, ClassUnknown)
 }
 
 // APIError is a retCode other than 0 (or an HTTP failure) from one

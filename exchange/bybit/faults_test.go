@@ -480,36 +480,77 @@ func TestPartlyWrittenRequestIsUnknown(t *testing.T) {
 	require.Empty(t, b.fake.Orders())
 }
 
-// TestLateOriginalCannotFillTwice: Bybit's docs promise no check of
-// recv_window once its backend has the request, only on receipt
-// (guide.mdx), so the fake lets a create be booked long after its window.
-// What makes a re-place after the accept window safe on Bybit
-// (RefusesLateRequests) is the orderLinkId, "always unique"
-// (create-order.mdx): whichever of the re-place and the late original
-// comes second is refused as a duplicate, and only one order exists.
-func TestLateOriginalCannotFillTwice(t *testing.T) {
+// TestUnlistedRetCodeAfterAcceptIsUnknown: Bybit's docs never say a
+// non-zero retCode means the request was not carried out (guide.mdx calls
+// retCode only "Success/Error code"), and error.mdx lists codes after which
+// the order may exist (10000 "Server Timeout", 170146 "Order creation
+// timeout"). A code the adapter does not table — documented ones such as
+// 3400214 "Server error, please try again later" and 170149 "Create order
+// failed", or one Bybit adds later — is reconciled (ErrUnknownOutcome),
+// never recorded as refused for good: a 422 would leave an order that
+// exists unknown to hoox.
+func TestUnlistedRetCodeAfterAcceptIsUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	eachCategory(t, func(t *testing.T, b *testBundle, c bybit.Market) {
-		require.True(t, exchange.RefusesLate(b.venue))
-		late := b.venue.AcceptWindow() + 10*time.Second
-		b.fake.InjectPlacements(1, bybitfake.LateInEngine(late))
-		o := marketOrder("BTCUSDT", "buy", "0.01")
-		_, err := b.venue.Place(ctx, o)
-		require.ErrorIs(t, err, exchange.ErrUnknownOutcome)
+	for _, tc := range []struct {
+		code int
+		msg  string
+	}{
+		{3400214, "Server error, please try again later"},
+		{170149, "Create order failed"},
+		{179999, "a code bybit added after this adapter was written"},
+	} {
+		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
+			t.Parallel()
+			eachCategory(t, func(t *testing.T, b *testBundle, c bybit.Market) {
+				b.fake.InjectPlacements(1, bybitfake.Fault{AfterAccept: true, RetCode: tc.code, RetMsg: tc.msg})
+				o := marketOrder("BTCUSDT", "buy", "0.01")
+				r, err := b.venue.Place(ctx, o)
+				_, booked := b.fake.Order(string(c), o.ClientOrderID)
+				require.True(t, booked, "the fake booked the order before answering %d", tc.code)
+				require.ErrorIs(t, err, exchange.ErrUnknownOutcome, "retCode %d after the order was booked; got report %+v", tc.code, r)
+				require.NotErrorIs(t, err, exchange.ErrUnreachable)
+				require.ErrorContains(t, err, strconv.Itoa(tc.code))
 
-		// The accept window closes with nothing to find, and the
-		// gateway places the order again under the same ID.
-		b.clock.Advance(b.venue.AcceptWindow())
-		r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
-		require.NoError(t, err)
-		require.False(t, adopted)
-		require.Equal(t, exchange.StatusFilled, r.Status)
+				// The reconcile finds and adopts it: one order.
+				r, adopted, err := exchange.PlaceOrAdopt(ctx, b.venue, o, true)
+				require.NoError(t, err)
+				require.True(t, adopted)
+				require.Equal(t, exchange.StatusFilled, r.Status)
+				require.Len(t, b.fake.Orders(), 1)
+			})
+		})
+	}
+}
 
-		// The original reaches the backend afterwards: refused.
-		b.clock.Advance(late)
-		require.Zero(t, b.fake.PendingLate())
-		require.Equal(t, 1, b.fake.LateRefused())
-		require.Len(t, b.fake.Orders(), 1)
-	})
+// TestListedRefusalIsRejected: since a code the table does not list is
+// unknown, the refusals hoox relies on are listed, each as error.mdx words
+// it. They stay 422 with Bybit's message, nothing booked — among them the
+// ones only the account holder can clear on Bybit (compliance, trading
+// terms, risk disclosure).
+func TestListedRefusalIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		code int
+		msg  string
+	}{
+		{10024, "Compliance rules triggered"},
+		{110123, "You must agree to the Trading Terms"},
+		{170241, "To proceed with trading, users must read through and confirm that they fully understand the project's risk disclosure document."},
+		{170210, "New order rejected."},
+		{170130, "Data sent for paramter 'qty' is not valid."},
+		{110023, "Currently you can only reduce your position on this contract."},
+	} {
+		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, bybit.MarketLinear)
+			b.fake.InjectPlacements(1, bybitfake.Refuse(tc.code, tc.msg))
+			r, err := b.venue.Place(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusRejected, r.Status)
+			require.Equal(t, tc.msg, r.Reason)
+			require.Empty(t, b.fake.Orders())
+		})
+	}
 }

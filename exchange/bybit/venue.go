@@ -90,13 +90,24 @@ func (v *Venue) AcceptWindow() time.Duration {
 	return v.cfg.RecvWindow + v.cfg.LookupLag + v.cfg.ClockMargin
 }
 
-// RefusesLateRequests is true (see exchange.LateRefuser), and rests on the
-// orderLinkId, not the clock: Bybit documents recv_window as a check on
-// receipt only, but keeps an orderLinkId "always unique" (create-order
-// page), so an order sent again under the same ID and a late original
-// cannot both exist — whichever reaches Bybit second is refused as a
-// duplicate.
-func (v *Venue) RefusesLateRequests() bool { return true }
+// RefusesLateRequests is false (see exchange.LateRefuser): a "not found"
+// after AcceptWindow does not prove a Bybit order will never exist. Bybit
+// documents recv_window as a check on receipt only, and its create is
+// asynchronous ("This request is asynchronous", create-order.mdx; history
+// "may delay", order-list.mdx), so a create can be booked after its window
+// (bybitfake.LateInEngine). The orderLinkId, "always unique", keeps an
+// order sent again under the same ID from being a second one, but a key
+// settled not placed is never sent again under that ID: the resent signal
+// would go out under a new one, and a late original would make a second
+// order. An order missing past its window ends as a missed trade for an
+// operator, as on Binance spot.
+func (v *Venue) RefusesLateRequests() bool { return false }
+
+// RefusesLateRequest (exchange.OrderLateRefuser) is true only for a
+// trailing stop: on Bybit it is not an order but the position's setting
+// (trading-stop, set once the entry filled), and setting the same distance
+// again is one setting, so a leg that went missing may be set again.
+func (v *Venue) RefusesLateRequest(o exchange.Order) bool { return o.Exit == exchange.RoleTrailingStop }
 
 // Category returns the category this venue trades.
 func (v *Venue) Market() Market { return v.cfg.Market }
