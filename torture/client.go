@@ -295,6 +295,15 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 		}
 		err := s.cluster.Start(context.WithoutCancel(ctx))
 		s.h.add(-1, "postgres_started", -1, "%v", errText(err))
+	case opLockLost:
+		pid, query, err := s.terminateLockHolder(ctx, op.For)
+		switch {
+		case err != nil:
+			s.h.add(-1, "lock_lost", -1, "failed: %v", err)
+		case pid != 0:
+			s.faults.inc(FaultLockLost)
+			s.h.add(-1, "lock_lost", -1, "terminated backend %d holding an advisory lock (%s)", pid, query)
+		}
 	case opSlowCommit:
 		s.faults.inc(FaultSlowCommit)
 		delay := min(op.For/3, 1500*time.Millisecond)

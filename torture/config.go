@@ -180,10 +180,16 @@ const (
 	// FaultSlowCommit makes hoox's order and trace writes sleep inside
 	// their transaction for a while (a trigger in the torture database).
 	FaultSlowCommit = "slow_commit"
+	// FaultLockLost terminates the Postgres session of one holder of an
+	// advisory lock (a claim with its venue call in flight, a reconcile,
+	// the sweeper): an operator's pg_terminate_backend, a pooler reset, one
+	// connection's failover. The lock goes with the session while the
+	// process that held it goes on.
+	FaultLockLost = "lock_lost"
 )
 
 // AllFaults lists every fault kind.
 func AllFaults() []string {
 	return []string{FaultKill, FaultKillAfterAccept, FaultPostgresRestart, FaultAnswerLost, FaultHTTP5xx, FaultUnsent5xx, FaultHTTP408,
-		FaultNonJSON, FaultSlowAnswer, FaultLookupLag, FaultClockSkew, FaultSlowCommit}
+		FaultNonJSON, FaultSlowAnswer, FaultLookupLag, FaultClockSkew, FaultSlowCommit, FaultLockLost}
 }

@@ -119,6 +119,7 @@ const (
 	opKill       = FaultKill
 	opPGRestart  = FaultPostgresRestart
 	opSlowCommit = FaultSlowCommit
+	opLockLost   = FaultLockLost
 )
 
 // plan is the whole run, drawn from the seed before anything starts.
@@ -249,6 +250,10 @@ func makePlan(cfg Config) plan {
 	}
 	if on[FaultSlowCommit] {
 		stream(opSlowCommit, 2, func(o *opPlan) { o.For = cfg.scaled(time.Duration(1000+r.IntN(4000)) * time.Millisecond) })
+	}
+	if on[FaultLockLost] {
+		// For is how long the nemesis waits for a lock holder to appear.
+		stream(opLockLost, 6, func(o *opPlan) { o.For = cfg.scaled(2 * time.Second) })
 	}
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
 	p.skews = make([][]time.Duration, cfg.Replicas)

@@ -564,6 +564,44 @@ func (s *sim) setSlowCommit(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// terminateLockHolderSQL terminates one session (chosen at random) that
+// holds an advisory lock in hoox's database, and says which, with the
+// start of what it was running.
+const terminateLockHolderSQL = `
+SELECT h.pid, left(regexp_replace(btrim(h.query), '\s+', ' ', 'g'), 80), pg_terminate_backend(h.pid)
+FROM (SELECT DISTINCT ON (l.pid) l.pid, a.query
+      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) h
+ORDER BY random()
+LIMIT 1`
+
+// terminateLockHolder polls for up to within until some session holds an
+// advisory lock and terminates it; pid 0 when none appeared in time.
+func (s *sim) terminateLockHolder(ctx context.Context, within time.Duration) (pid int, query string, err error) {
+	cctx, cancel := context.WithTimeout(ctx, within+5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, s.dbURL)
+	if err != nil {
+		return 0, "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	deadline := time.Now().Add(within)
+	for {
+		var terminated bool
+		err := conn.QueryRow(cctx, terminateLockHolderSQL).Scan(&pid, &query, &terminated)
+		switch {
+		case err == nil:
+			return pid, query, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return 0, "", err
+		case time.Now().After(deadline):
+			return 0, "", nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // progress prints a line every interval until stopped, so a long run shows
 // it is alive.
 func (s *sim) progress(every time.Duration) (stop func()) {
