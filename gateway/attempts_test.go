@@ -168,17 +168,7 @@ func TestLateUnsentDoesNotOverwriteAnotherAttemptsOutcome(t *testing.T) {
 	t.Parallel()
 	mem := &memVenue{refusesLate: true}
 	venue := &stallThenUnreachable{memVenue: mem, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	url := pgtest.NewDatabase(t)
-	registry := exchange.NewRegistry(map[string]exchange.Venue{"mem": venue})
-	replica := func() (*gateway.Service, *pgxpool.Pool) {
-		pool := pgtest.OpenPool(t, url)
-		svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url),
-			Jobs: &jobRecorder{}, Venues: registry})
-		t.Cleanup(svc.Close)
-		return svc, pool
-	}
-	svcA, _ := replica()
-	svcB, pool := replica()
+	svcA, svcB, pool := twoReplicas(t, venue)
 	ctx := context.Background()
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"late-unsent"}`
 
@@ -189,10 +179,7 @@ func TestLateUnsentDoesNotOverwriteAnotherAttemptsOutcome(t *testing.T) {
 	}()
 	<-venue.entered
 	// A's claim connection is lost while its venue call is in flight.
-	var terminated bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
-	require.True(t, terminated)
+	loseClaimConnection(t, pool)
 
 	out, err := svcB.Execute(ctx, input(t, body)) // B's resend: X re-sent and recorded
 	require.NoError(t, err)
@@ -269,17 +256,7 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 	mem := &memVenue{refusesLate: true}
 	venue := &stallBeforeIntent{memVenue: mem, spotEntered: make(chan struct{}, 1), placeEntered: make(chan struct{}, 1),
 		spotRelease: make(chan struct{}), placeRelease: make(chan struct{})}
-	url := pgtest.NewDatabase(t)
-	registry := exchange.NewRegistry(map[string]exchange.Venue{"mem": venue})
-	replica := func() (*gateway.Service, *pgxpool.Pool) {
-		pool := pgtest.OpenPool(t, url)
-		svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url),
-			Jobs: &jobRecorder{}, Venues: registry})
-		t.Cleanup(svc.Close)
-		return svc, pool
-	}
-	svcA, _ := replica()
-	svcB, pool := replica()
+	svcA, svcB, pool := twoReplicas(t, venue)
 	ctx := context.Background()
 	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"two-senders"}`
 
@@ -289,10 +266,7 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 		doneA <- err
 	}()
 	<-venue.spotEntered // A holds the claim and has not written its intent
-	var terminated bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
-	require.True(t, terminated)
+	loseClaimConnection(t, pool)
 
 	go func() {
 		_, err := svcB.Execute(ctx, input(t, body))
@@ -307,4 +281,33 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 	require.Equal(t, 1, mem.count(), "one signal, one order at the venue (A: %v)", errA)
 	requireCode(t, errA, codes.Unavailable) // A placed nothing and says so
 	require.Equal(t, mem.count(), count(t, pool, "SELECT count(*) FROM orders"), "every order at the venue is recorded")
+}
+
+// twoReplicas starts two gateways (replicas A and B) on one database and
+// venue, each with pools of its own, and returns B's claim pool.
+func twoReplicas(t *testing.T, venue exchange.Venue) (a, b *gateway.Service, pool *pgxpool.Pool) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	registry := exchange.NewRegistry(map[string]exchange.Venue{"mem": venue})
+	replica := func() (*gateway.Service, *pgxpool.Pool) {
+		pool := pgtest.OpenPool(t, url)
+		svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url),
+			Jobs: &jobRecorder{}, Venues: registry})
+		t.Cleanup(svc.Close)
+		return svc, pool
+	}
+	a, _ = replica()
+	b, pool = replica()
+	return a, b, pool
+}
+
+// loseClaimConnection terminates the one session holding a trace's advisory
+// lock (a claim whose attempt is under way): its connection is lost, and the
+// lock with it, while the attempt goes on.
+func loseClaimConnection(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var terminated bool
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
+	require.True(t, terminated)
 }
