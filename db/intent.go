@@ -211,15 +211,20 @@ func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 // TouchIntent re-arms the intent of a reconciling trace before its order is
 // sent again, durably (q must not be the reconcile's own transaction), so
 // the accept window restarts from this send. The intent stays owned by the
-// reconcile (outcome reconciling): the sweeper leaves it alone.
-func TouchIntent(ctx context.Context, q DBTX, clientOrderID string) (time.Time, error) {
+// reconcile (outcome reconciling): the sweeper leaves it alone. It re-arms
+// only an intent still reconciling and armed exactly armed times, as the
+// reconcile read it under the trace's lock (ReconcileState.Attempts): if
+// that lock's session was lost meanwhile, another run of the reconcile may
+// have re-armed and sent it, or the sweeper settled it, and this run must
+// not send (ErrIntentConsumed).
+func TouchIntent(ctx context.Context, q DBTX, clientOrderID string, armed int) (time.Time, error) {
 	var sentAt time.Time
 	found := false
 	// One implicit transaction (no BEGIN), synchronous whatever the
 	// server's default.
 	b := &pgx.Batch{}
 	b.Queue(SyncCommitSQL)
-	b.Queue(touchIntentSQL, clientOrderID).Query(func(rows pgx.Rows) error {
+	b.Queue(touchIntentSQL, clientOrderID, armed).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&sentAt); err != nil {
@@ -243,7 +248,7 @@ func TouchIntent(ctx context.Context, q DBTX, clientOrderID string) (time.Time, 
 
 const touchIntentSQL = `
 UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
-WHERE client_order_id = $1 AND (outcome IS NULL OR outcome IN ('unsent', 'not_placed', 'reconciling'))
+WHERE client_order_id = $1 AND outcome = 'reconciling' AND attempts = $2
 RETURNING sent_at`
 
 // intentColumns are read by every query that returns an Intent.

@@ -47,6 +47,9 @@ type ReconcileState struct {
 	SentAgo, Age time.Duration
 	// KillSwitch is true when trading is halted: nothing may be placed.
 	KillSwitch bool
+	// Attempts is how many times the intent was armed, read under the
+	// lock: a re-send re-arms it only if it still holds that (TouchIntent).
+	Attempts int
 }
 
 // traceLockSQL serialises everything that settles or removes one trace: it
@@ -66,7 +69,7 @@ func queueTraceLock(b *pgx.Batch, lockKey string, lockWait time.Duration) {
 }
 
 const reconcileStatusSQL = `
-SELECT t.status, i.sent_at,
+SELECT t.status, i.sent_at, coalesce(i.attempts, 0),
        (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
        (extract(epoch FROM clock_timestamp() - t.received_at) * 1000000)::bigint,
        coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)
@@ -108,7 +111,7 @@ func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID s
 	b := &pgx.Batch{}
 	queueTraceLock(b, LockKeyOf(traceID), lockWait)
 	b.Queue(reconcileStatusSQL, traceID, clientOrderID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&status, &sentAt, &sentAgo, &age, &st.KillSwitch)
+		return row.Scan(&status, &sentAt, &st.Attempts, &sentAgo, &age, &st.KillSwitch)
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return "", translate(err)

@@ -79,7 +79,7 @@ func TestProtocolWritesCommitSynchronouslyWhateverTheServerDefault(t *testing.T)
 	require.Equal(t, db.TraceReconciling, out.Status)
 	var cid string
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT client_order_id FROM trace_ids WHERE trace_id = 'k:sync-lost'").Scan(&cid))
-	_, err = db.TouchIntent(ctx, b.pool, cid)
+	_, err = db.TouchIntent(ctx, b.pool, cid, 1)
 	require.NoError(t, err)
 	_, err = db.Reconcile(ctx, b.pool, "k:sync-lost", cid, time.Second, func(context.Context, db.ReconcileState) (db.Resolution, error) {
 		return db.Resolution{Status: db.TraceFailed, IntentOutcome: db.IntentFailed,

@@ -199,7 +199,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 
 	// Durable before the venue sees the order again, so a crash from here
 	// on leaves the window to wait for.
-	if _, err := db.TouchIntent(ctx, w.intentPool, a.Order.ClientOrderID); err != nil {
+	if _, err := db.TouchIntent(ctx, w.intentPool, a.Order.ClientOrderID, st.Attempts); err != nil {
 		return db.Resolution{}, "", fmt.Errorf("re-arm intent %s: %w", a.Order.ClientOrderID, err)
 	}
 	// The same client order ID: if the first attempt's order reaches the

@@ -105,7 +105,16 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		if resp.StatusCode == http.StatusTooManyRequests {
 			wait := venuekit.RetryAfter(resp.Header, DefaultRateLimitGap)
 			v.pauses.Pause("", v.cfg.Now().Add(wait))
-			return &APIError{Venue: "okx", Path: r.path, HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: "too many requests"}
+			if !r.placement {
+				return &APIError{Venue: "okx", Path: r.path, HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: "too many requests"}
+			}
+			// OKX answers 429 both for 50011 (rate limit: nothing placed)
+			// and 50013 ("Systems are busy", whose outcome is open);
+			// without the body the two cannot be told apart, and OKX keeps
+			// a clOrdId unique only among pending orders, so a placement
+			// is unknown: looked up, never re-sent blind.
+			return &APIError{Venue: "okx", Path: r.path, HTTPStatus: resp.StatusCode, Class: ClassUnknown,
+				Msg: "too many requests (a bare 429: the order's fate is unknown)", MayExist: true}
 		}
 		// Not OKX's answer: a proxy or gateway answered after the request
 		// was written, and whatever OKX did with it is unknown. OKX
