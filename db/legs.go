@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
@@ -154,35 +155,53 @@ func (t *LegsTx) Rollback(ctx context.Context) {
 	_ = t.tx.Rollback(context.WithoutCancel(ctx))
 }
 
+// markLegSentSQL arms the leg $1 with the order as it will be sent ($2)
+// and appends its event ($4–$6: trace ID, event, detail), only while the
+// leg is still as the pass read it under the trace's lock: open, and armed
+// $3 times. A leg armed since by another pass (one that took the lock
+// after this pass's session, and the lock with it, was lost) is not
+// touched, and no event is written.
+const markLegSentSQL = `
+WITH u AS (
+    UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
+    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3
+    RETURNING 1
+)
+INSERT INTO trace_events (trace_id, event, detail)
+SELECT $4, $5, $6::jsonb FROM u`
+
 // MarkLegSent makes durable, before the leg's order is sent (again), that
 // it may exist at the venue, and the order as it will be sent (leg.Order:
 // an exit's target resolved from the entry's fill, once — every later
 // pass reads it back): a synchronous commit on its own connection (pool,
 // not the pass's transaction, which commits only after the venue answers),
-// with its leg_started event. It refuses, with ErrIntentConsumed, a leg
-// already settled.
+// with its leg_started event. It arms the leg only if it is still open and
+// armed leg.Attempts times, as the pass read it under the trace's lock;
+// otherwise it writes nothing and returns ErrIntentConsumed: the leg is
+// settled, or another pass armed it (and may have sent it) after this
+// pass's session, and with it the lock, was lost — Binance keeps a client
+// order ID unique only among open orders, so sending it again could place
+// a second exit. The caller must not send then; once armed, the leg holds
+// leg.Attempts+1.
 func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
 	spec, err := json.Marshal(leg.Order)
 	if err != nil {
 		return fmt.Errorf("encode leg %s: %w", leg.ClientOrderID, err)
 	}
-	found := false
+	detail := map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq}
+	armed := false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(`UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
-WHERE client_order_id = $1 AND outcome IS NULL RETURNING true`, leg.ClientOrderID, spec).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-		}
-		return rows.Err()
-	})
-	queueEvents(b, []Event{{TraceID: leg.TraceID, Event: EventLegStarted,
-		Detail: map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq}}})
+	b.Queue(markLegSentSQL, leg.ClientOrderID, spec, leg.Attempts, leg.TraceID, EventLegStarted, detail).
+		Exec(func(ct pgconn.CommandTag) error {
+			armed = ct.RowsAffected() == 1
+			return nil
+		})
 	if err := sendTx(ctx, pool, b); err != nil {
 		return err
 	}
-	if !found {
+	if !armed {
 		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, ErrIntentConsumed)
 	}
 	return nil
@@ -190,13 +209,28 @@ WHERE client_order_id = $1 AND outcome IS NULL RETURNING true`, leg.ClientOrderI
 
 // MarkLegUnsent records that the leg's last send provably never reached
 // the venue (exchange.ErrUnreachable): it is planned again, and the next
-// pass sends it without a lookup.
-func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string) error {
+// pass sends it without a lookup. armed is the leg's attempts as this
+// pass's MarkLegSent left them: a pass that lost its lock must not clear
+// the send of the pass that armed the leg after it (the next pass would
+// send that one's order again without a lookup). The leg is left as it is,
+// and ErrIntentConsumed returned, when it is settled or armed since.
+func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, armed int) error {
+	cleared := false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(`UPDATE order_legs SET sent_at = NULL WHERE client_order_id = $1 AND outcome IS NULL`, clientOrderID)
-	return sendTx(ctx, pool, b)
+	b.Queue(`UPDATE order_legs SET sent_at = NULL WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $2`,
+		clientOrderID, armed).Exec(func(ct pgconn.CommandTag) error {
+		cleared = ct.RowsAffected() == 1
+		return nil
+	})
+	if err := sendTx(ctx, pool, b); err != nil {
+		return err
+	}
+	if !cleared {
+		return fmt.Errorf("leg %s: %w", clientOrderID, ErrIntentConsumed)
+	}
+	return nil
 }
 
 // OpenLegs names a primary order with legs still open.
@@ -348,4 +382,70 @@ func FilledSiblingExit(ctx context.Context, q DBTX, clientOrderID string) (strin
 		return "", fmt.Errorf("filled sibling exit of %s: %w", clientOrderID, translate(err))
 	}
 	return id, nil
+}
+
+// unsentExitLegsSQL lists the exit legs of venue $1 and mode $2 that are
+// open and were never sent (or provably never reached the venue), with
+// the symbol of the entry they protect.
+const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
+  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+ORDER BY l.created_at, l.client_order_id`
+
+// dropUnsentExitLegsSQL settles the legs $1 not_placed, each only while it
+// is still open and unsent: a pass that armed it first (MarkLegSent, whose
+// update waits for this one's row lock, or this one for its commit) keeps
+// it. A leg_failed event on the entry's trace names the cancel signal $2.
+const dropUnsentExitLegsSQL = `
+WITH u AS (
+    UPDATE order_legs SET outcome = 'not_placed', settled_at = now()
+    WHERE client_order_id = ANY($1) AND outcome IS NULL AND sent_at IS NULL
+    RETURNING *
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, 'leg_failed',
+           jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
+                              'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
+                              'reason', 'the cancel signal ' || $2::text || ' came before this exit was placed: '
+                                        || 'a cancel leaves no hoox order of the symbol resting, so it is not placed')
+    FROM u
+)
+SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
+
+// DropUnsentExitLegs settles not_placed, in q (the cancel signal
+// cancelledBy's claim transaction), the open exit legs of venue
+// exchangeName and mode that no pass has sent yet and whose entry's symbol
+// keep accepts, each with a leg_failed event naming the cancel, and
+// returns them. A cancel leaves no hoox order of its symbol resting
+// (migration 00018): an exit still planned — its entry filled, its first
+// send never reached the venue — would otherwise be placed by the sweeper
+// after it. An exit already armed (sent_at set) may rest at the venue
+// under its ID and is left to its pass.
+func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol string) bool, cancelledBy string) ([]Leg, error) {
+	rows, _ := q.Query(ctx, unsentExitLegsSQL, exchangeName, mode)
+	type candidate struct{ id, symbol string }
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := row.Scan(&c.id, &c.symbol)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unsent exit legs: %w", translate(err))
+	}
+	var ids []string
+	for _, c := range all {
+		if keep(c.symbol) {
+			ids = append(ids, c.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, _ = q.Query(ctx, dropUnsentExitLegsSQL, ids, cancelledBy)
+	legs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
+	if err != nil {
+		return nil, fmt.Errorf("drop unsent exit legs: %w", translate(err))
+	}
+	return legs, nil
 }

@@ -32,7 +32,12 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 // expired: whatever the venue says it became), an audit event on its own
 // trace — in the claim's commit, with the cancel's trace dispatched and an
 // event listing what it cancelled. The rows stay locked across the venue
-// calls, so a follow job never records one change twice.
+// calls, so a follow job never records one change twice. Exit legs of the
+// symbol's entries that no pass has sent yet are settled not_placed in the
+// same commit (db.DropUnsentExitLegs) and named in that event
+// (exits_not_placed), not in the answer's cancelled list: they are no
+// orders. A cancel leaves no hoox order of the symbol resting, and the
+// sweeper would place them after it.
 //
 // A venue failure (or a crash) part-way rolls everything back: the orders
 // already cancelled at the venue stay cancelled there, and the sender's
@@ -120,8 +125,23 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		out.Cancelled = append(out.Cancelled, done)
 		ids = append(ids, row.ClientOrderID)
 	}
+	// Exits of the symbol's filled entries that no pass has sent yet
+	// (their first send never reached the venue): the sweeper would place
+	// them after the cancel. Settled here, in the claim's commit, after
+	// the venue calls so their rows stay locked only briefly; a pass that
+	// arms one first keeps it (db.MarkLegSent).
+	dropped, err := db.DropUnsentExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol string) bool {
+		return exchange.SameSymbol(symbol, sig.Symbol)
+	}, tr.ID)
+	if err != nil {
+		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+	}
+	notPlaced := make([]string, 0, len(dropped))
+	for _, leg := range dropped {
+		notPlaced = append(notPlaced, leg.ClientOrderID)
+	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
-		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows)}}
+		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}

@@ -21,11 +21,13 @@ import (
 // LegRunner places a trace's legs (issue 19: the further parts of a split
 // close, …) through the same protocol as the primary order: under the
 // trace's lock, each leg's intent is made durable before its order is sent
-// (db.MarkLegSent); a leg that may have been sent already is looked up
-// first and adopted if the venue holds it; a "not found" counts only after
-// the venue's accept window, and is sent again only on a venue that
-// refuses late requests (exchange.RefusesLate) — elsewhere the leg ends
-// failed as a missed order, for an operator. The gateway runs it right
+// (db.MarkLegSent, only while the leg is as the pass read it under the
+// lock: a pass whose lock was lost does not send what another armed); a
+// leg that may have been sent already is looked up first and adopted if
+// the venue holds it; a "not found" counts only after the venue's accept
+// window, and is sent again only on a venue that refuses late requests
+// (exchange.RefusesLate) — elsewhere the leg ends failed as a missed
+// order, for an operator. The gateway runs it right
 // after the primary is recorded, and the sweeper for legs a crash left
 // open; both call Finish, and the lock lets one party at a time work on a
 // trace's legs.
@@ -173,6 +175,21 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
 		}
 	}
+	if leg.Order.Exit != "" && leg.Order.Exit != exchange.RoleOCO {
+		// An exit whose sibling filled protects a position that is gone:
+		// the follow job's cancelSiblings reaches only the exits recorded
+		// open, not one still planned (its first send never reached the
+		// venue) or to be sent again. An OCO list is one order: it has
+		// no sibling.
+		filledBy, err := db.FilledSiblingExit(ctx, r.pool, leg.ClientOrderID)
+		if err != nil {
+			return err
+		}
+		if filledBy != "" {
+			return r.fail(ctx, tx, leg, db.IntentNotPlaced,
+				fmt.Sprintf("exit %s filled first: the position it protected is closed", filledBy))
+		}
+	}
 	if leg.Order.Exit != "" {
 		exit, reason, err := r.resolveExit(ctx, venue, leg)
 		if err != nil {
@@ -183,9 +200,13 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		}
 		leg.Order = exit
 	}
+	// Armed only if no other pass armed it since this one read it under
+	// the lock (a pass whose session, and the lock, was lost): otherwise
+	// stop before the venue sees anything.
 	if err := db.MarkLegSent(ctx, r.intentPool, leg); err != nil {
 		return err
 	}
+	armed := leg.Attempts + 1
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 	report, err := venue.Place(vctx, leg.Order)
 	cancel()
@@ -195,7 +216,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	switch {
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: the next pass sends without asking.
-		if uerr := db.MarkLegUnsent(ctx, r.intentPool, leg.ClientOrderID); uerr != nil {
+		if uerr := db.MarkLegUnsent(ctx, r.intentPool, leg.ClientOrderID, armed); uerr != nil {
 			r.log.WarnContext(ctx, "leg: mark unsent", "client_order_id", leg.ClientOrderID, "error", uerr)
 		}
 		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)

@@ -1,0 +1,83 @@
+package db_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// A leg is armed only as the pass read it under the trace's lock: a pass
+// whose lock was lost while another armed the leg is refused before it
+// sends, and its late "never reached the venue" does not clear the other
+// pass's send. A cancel settles only legs no pass has armed, and a pass
+// cannot arm a leg the cancel settled.
+func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	o := order("hx-armed-0")
+	tp := order("hx-armed-tp")
+	tp.Side, tp.ReduceOnly, tp.Exit = "sell", true, exchange.RoleTakeProfit
+	o.Legs = []exchange.Leg{{Role: exchange.RoleTakeProfit, Order: tp}}
+	in := &db.Intent{ClientOrderID: o.ClientOrderID, LockKey: "k:armed", TraceID: "k:armed", Fingerprint: "fp", Mode: "live",
+		KeySource: "client", Exchange: "paper", Order: o, Signal: []byte(`{}`), ReceivedAt: time.Now()}
+	require.NoError(t, db.WriteIntent(ctx, pool, in, true))
+	_, err := pool.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type,
+		quantity, mode, status, filled_quantity) VALUES ($1, 'k:armed', $2, 'paper', 'BTCUSDT', 'buy', 'buy', 'market', 0.5, 'live', 'filled', 0.5)`,
+		uuid.New(), o.ClientOrderID)
+	require.NoError(t, err)
+	leg := db.Leg{ClientOrderID: tp.ClientOrderID, ParentClientOrderID: o.ClientOrderID, Seq: 1, Role: exchange.RoleTakeProfit,
+		TraceID: "k:armed", LockKey: "k:armed", Exchange: "paper", Mode: "live", Order: tp}
+	started := func() int {
+		return apptest.Count(t, pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:armed' AND event = 'leg_started'`)
+	}
+	sent := func() int {
+		return apptest.Count(t, pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND sent_at IS NOT NULL`, leg.ClientOrderID)
+	}
+	btc := func(symbol string) bool { return exchange.SameSymbol(symbol, "BINANCE:BTCUSDT.P") }
+
+	// Pass B armed the leg (0 → 1); pass A read it at 0 before its lock
+	// was lost.
+	require.NoError(t, db.MarkLegSent(ctx, pool, leg))
+	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg), db.ErrIntentConsumed, "pass A must not send what pass B armed")
+	require.Equal(t, 1, started(), "only the send that armed the leg is in the audit")
+
+	// A cancel leaves an armed leg to its pass.
+	dropped, err := db.DropUnsentExitLegs(ctx, pool, "paper", "live", btc, "k:cancel")
+	require.NoError(t, err)
+	require.Empty(t, dropped)
+
+	// Pass A's late "unreachable" (it armed 1 in its own view) would
+	// clear B's send once B armed it again.
+	leg.Attempts = 1
+	require.NoError(t, db.MarkLegSent(ctx, pool, leg))
+	require.ErrorIs(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 1), db.ErrIntentConsumed)
+	require.Equal(t, 1, sent(), "B's send stays marked: the next pass looks it up before sending")
+	require.NoError(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 2))
+	require.Zero(t, sent())
+
+	// Unsent again: a cancel of the symbol (any spelling) settles it, and
+	// no pass arms it after.
+	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", func(string) bool { return false }, "k:cancel")
+	require.NoError(t, err)
+	require.Empty(t, dropped, "another symbol's cancel leaves it")
+	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", btc, "k:cancel")
+	require.NoError(t, err)
+	require.Len(t, dropped, 1)
+	require.Equal(t, leg.ClientOrderID, dropped[0].ClientOrderID)
+	require.Equal(t, db.IntentNotPlaced, dropped[0].Outcome)
+	reason := apptest.Text(t, pool, `SELECT detail->>'reason' FROM trace_events
+WHERE trace_id = 'k:armed' AND event = 'leg_failed' AND detail->>'cancelled_by' = 'k:cancel'`)
+	require.True(t, strings.Contains(reason, "k:cancel"), reason)
+	leg.Attempts = 2
+	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg), db.ErrIntentConsumed, "a leg the cancel settled is not sent")
+}

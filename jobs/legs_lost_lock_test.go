@@ -1,0 +1,120 @@
+package jobs_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/jobs"
+)
+
+// A leg pass whose Postgres session (and the trace's advisory lock with
+// it) is lost between reading the legs and marking the first one sent does
+// not send that leg once another pass has taken the lock and sent it:
+// db.MarkLegSent arms the leg only while it holds the attempts the pass
+// read under the lock. Without that, both passes send the take-profit
+// under one clientAlgoId, and Binance keeps that ID unique only among open
+// algo orders: once the first take-profit triggered, the second is
+// accepted — a second take-profit, reduce-only, resting for the symbol's
+// next position, that hoox never records.
+func TestExitIsSentOnceWhenAPassLosesItsLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	venues := binanceVenues(t, f, binance.MarketFutures)
+	fb := followOn(t, b, venues, nil)
+
+	// A resting limit entry with a take-profit and a stop-loss, filled at
+	// the venue; recording the fill plans its exits (migration 00015) and
+	// leaves them open, as a follow job's commit does before its Finish.
+	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"lost-leg-lock"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", out.Order.Status)
+	entry := out.Order.ClientOrderID
+	require.NoError(t, f.FillOrder(entry))
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET status = 'filled', filled_quantity = quantity, fill_price = 2990, avg_price = 2990
+WHERE client_order_id = $1`, entry)
+	require.NoError(t, err)
+	var lockKey, tp string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+
+	// Pass A works through a pool whose second acquisition (the entry's
+	// fill, read after LockLegs took the lock) waits until released.
+	cfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	var acquired atomic.Int32
+	paused, release := make(chan struct{}), make(chan struct{})
+	cfg.BeforeAcquire = func(ctx context.Context, _ *pgx.Conn) bool {
+		if acquired.Add(1) == 2 {
+			close(paused)
+			<-release
+		}
+		return true
+	}
+	poolA, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(poolA.Close)
+	passA := jobs.NewLegRunner(poolA, b.pool, jobs.Config{}, venues, nil, nil)
+	doneA := make(chan error, 1)
+	go func() {
+		_, err := passA.Finish(ctx, lockKey, entry)
+		doneA <- err
+	}()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("pass A never read the entry's fill")
+	}
+
+	// A's session is lost (a failover, a pooler reset, an operator's
+	// pg_terminate_backend): its advisory lock goes with it.
+	var pid int32
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid))
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+
+	// Pass B (the sweeper, another replica's follow job) takes the lock,
+	// sends the take-profit; before it records it the price spikes through
+	// the trigger and comes back, and pass A goes on.
+	var once sync.Once
+	passB := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, func(id string) {
+		if id != tp {
+			return
+		}
+		once.Do(func() {
+			f.MovePrice("ETHUSDT", decimal.RequireFromString("3300"))
+			f.SetPrice("ETHUSDT", decimal.RequireFromString("3000"))
+			close(release)
+			select {
+			case <-doneA:
+			case <-time.After(30 * time.Second):
+				t.Error("pass A did not end")
+			}
+		})
+	})
+	_, err = passB.Finish(ctx, lockKey, entry)
+	require.NoError(t, err)
+
+	sent := 0
+	for _, a := range f.AlgoOrders() {
+		if a.ClientAlgoID == tp {
+			sent++
+		}
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1`, tp),
+		"hoox records one take-profit")
+	require.Equal(t, 1, sent, "one take-profit at Binance for the one planned: pass A, whose lock was lost, sent it again")
+}
