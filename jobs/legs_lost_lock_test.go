@@ -56,12 +56,12 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.NoError(t, err)
 	var acquired atomic.Int32
 	paused, release := make(chan struct{}), make(chan struct{})
-	cfg.BeforeAcquire = func(ctx context.Context, _ *pgx.Conn) bool {
+	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
 		if acquired.Add(1) == 2 {
 			close(paused)
 			<-release
 		}
-		return true
+		return true, nil
 	}
 	poolA, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
