@@ -46,7 +46,10 @@ type Order struct {
 	// Partial marks a close (close, close_long, close_short) of Quantity
 	// only — a percent_of_position exit — rather than of the whole
 	// position: the venue sends a reduce-only order for Quantity (at most
-	// the position) on Side.
+	// the position) on Side, and refuses it (no position to close,
+	// nothing sent) when Side no longer reduces the position it reads at
+	// send time: a part of a split close or a share sized before the
+	// intent never closes a position that turned the other way since.
 	Partial bool `json:",omitempty"`
 	// Sizing says how Quantity was resolved from the signal's quantity
 	// type; nil for a base quantity.

@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // resolveClose turns a close, close_long or close_short into the market
@@ -17,7 +18,9 @@ import (
 // free base-asset balance — or, for a close the gateway sized from the
 // strategy's spot ledger (Partial), of that size, at most the free
 // balance. The signal's quantity is not used: the venue's position is the
-// truth. reason is set when there is nothing to close.
+// truth. reason is set when there is nothing to close, and when a close
+// planned on a side (a split close's part, a percent_of_position exit)
+// would now have to go the other way (venuekit.KeepsPlannedSide).
 func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, out outgoing, pos positionInfo) (outgoing, string, error) {
 	out.market = true
 	if v.futures() {
@@ -28,6 +31,9 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		case amt.IsNegative() && o.Action != "close_long":
 			out.side = "buy"
 		default:
+			return out, ReasonNoPosition, nil
+		}
+		if !venuekit.KeepsPlannedSide(o, out.side) {
 			return out, ReasonNoPosition, nil
 		}
 		out.qty, out.reduceOnly = amt.Abs(), true
@@ -48,6 +54,9 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 		return out, "", err
 	}
 	out.side, out.qty = "sell", free
+	if !venuekit.KeepsPlannedSide(o, out.side) {
+		return out, ReasonNoPosition, nil
+	}
 	if o.Partial {
 		out.qty = decimal.Min(o.Quantity, free)
 	}

@@ -221,3 +221,85 @@ func TestFuturesLeverageAndPositionMode(t *testing.T) {
 		require.Zero(t, b.fake.Requests(b.path), "nothing sent")
 	})
 }
+
+// A close planned on a side (a split close's part, a percent_of_position
+// exit: Partial with Side) goes out only while that side still reduces
+// the position; once the position has turned the other way, or is gone,
+// it is refused as having no position to close and nothing is sent.
+func TestFuturesPlannedCloseKeepsItsSide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct{ side, position, wantQty string }{
+		{"sell", "0.5", "0.2"},
+		{"sell", "0.1", "0.1"},
+		{"sell", "-0.5", ""},
+		{"buy", "0.5", ""},
+		{"sell", "0", ""},
+	} {
+		t.Run(c.side+" "+c.position, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, binance.MarketFutures)
+			b.fake.SetPosition("BTCUSDT", d(c.position))
+			o := closeOrder("close")
+			o.Partial, o.Side, o.Quantity = true, c.side, d("0.2")
+			r, err := b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			if c.wantQty == "" {
+				require.Equal(t, exchange.StatusRejected, r.Status)
+				require.Equal(t, binance.ReasonNoPosition, r.Reason)
+				require.Equal(t, 0, b.fake.Requests(b.path), "nothing sent")
+				require.True(t, d(c.position).Equal(b.fake.Position("BTCUSDT")))
+				return
+			}
+			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+			require.Equal(t, c.side, r.Side)
+			require.Equal(t, c.wantQty, r.Quantity.String())
+		})
+	}
+}
+
+// A close refused -2022 behind a take-profit for the whole position
+// cancels it only when the close flattens: a whole-position close, or the
+// first part of one split over the market maximum. A percent_of_position
+// exit (Sizing) or a later part leaves some of the position open, which
+// the take-profit still protects: refused with Binance's message and why,
+// nothing cancelled.
+func TestFuturesPartialCloseBehindATakeProfitCancelsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		mod     func(o *exchange.Order)
+		cancels bool
+	}{
+		{"percent of position", func(o *exchange.Order) { o.Sizing = &exchange.Sizing{Type: exchange.QuantityPercentOfPosition} }, false},
+		{"later part", func(o *exchange.Order) {}, false},
+		{"first part of a whole close", func(o *exchange.Order) { o.Split = &exchange.Split{Position: "0.5"} }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, binance.MarketFutures)
+			b.fake.SetPosition("BTCUSDT", d("0.5"))
+			tp := limitOrder("sell", "0.5", "70000")
+			tp.ReduceOnly = true
+			r, err := b.venue.Place(ctx, tp)
+			require.NoError(t, err)
+			require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+			o := closeOrder("close")
+			o.Partial, o.Side, o.Quantity = true, "sell", d("0.2")
+			c.mod(&o)
+			r, err = b.venue.Place(ctx, o)
+			require.NoError(t, err)
+			if c.cancels {
+				require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+				require.Len(t, r.CancelledFirst, 1)
+				require.Equal(t, "0.3", b.fake.Position("BTCUSDT").String())
+				return
+			}
+			require.Equal(t, exchange.StatusRejected, r.Status)
+			require.Equal(t, "ReduceOnly Order is rejected. "+binance.ReasonPartialCloseBlocked, r.Reason)
+			require.Zero(t, b.fake.Cancels())
+			require.Equal(t, "0.5", b.fake.Position("BTCUSDT").String())
+		})
+	}
+}

@@ -24,7 +24,9 @@ import (
 //
 // Every reduce-only order on that side is cancelled, whoever placed it
 // (PlacedByHoox records which): it can only reduce the position the close
-// is about to flatten, and would find nothing to reduce afterwards. Orders
+// is about to flatten, and would find nothing to reduce afterwards. Place
+// calls it only for a close that flattens (flattens): a partial close's
+// -2022 is refused instead, as the orders protect what it leaves open. Orders
 // on the other side, and orders that are not reduce-only, are left alone.
 // A cancel is idempotent: -2011 "Unknown order sent." means the order is
 // no longer resting (filled, cancelled meanwhile), which is what the close

@@ -55,6 +55,10 @@ const (
 	ReasonLimitWithoutPrice = "limit order without price"
 	ReasonClientOrderID     = "client order id not allowed by binance (1-36 of A-Z a-z 0-9 . : / _ -)"
 	ReasonHedgeMode         = "the account is in hedge mode; hoox trades one-way mode: switch the futures account's Position Mode to One-way (Binance: Preferences > Position Mode, or POST /fapi/v1/positionSide/dual dualSidePosition=false)"
+	// ReasonPartialCloseBlocked follows Binance's -2022 message when a
+	// close of part of the position is refused behind resting reduce-only
+	// orders: hoox cancels them only for a close that flattens.
+	ReasonPartialCloseBlocked = "reduce-only orders resting on the close's side (take-profits, stop-losses) leave too little of the position for this partial close; hoox cancels them only for a close of the whole position, since they protect what a partial close leaves open: cancel or reduce them, or close the whole position"
 )
 
 // clientOrderIDPattern is Binance's documented rule for newClientOrderId.
@@ -208,6 +212,11 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return r, err
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
+		if isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action) && !flattens(o) {
+			// The resting reduce-only orders protect the part of the
+			// position this close leaves open: refused, nothing cancelled.
+			return rejected(apiErr.Msg + " " + ReasonPartialCloseBlocked), nil
+		}
 		if isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
 			// Refused for good, nothing booked: reduce-only orders resting
 			// on the close's side block it. Cancel them and send the close
@@ -239,6 +248,16 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return r, err
 		}
 	}
+}
+
+// flattens reports whether close o is meant to leave no position: a
+// close of all of it, or the first part of such a close split over the
+// venue's maximum market quantity (Split set, no Sizing: the other parts
+// follow it). A percent_of_position exit (Sizing set) and a later part of
+// a split close (a leg: Partial, no Split) leave some of the position
+// open, or may (cancelBlocking's premise does not hold for them).
+func flattens(o exchange.Order) bool {
+	return !o.Partial || (o.Split != nil && o.Sizing == nil)
 }
 
 // refusal turns err into Place's answer: a rejected Report for a refusal

@@ -11,12 +11,25 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 // resolveClose resolves a close action to a side and size from the venue:
 // linear the one-way position pos (read by prepare), spot the free
-// base-coin balance. A non-empty reason refuses the close for good.
+// base-coin balance. A non-empty reason refuses the close for good: there
+// is nothing to close, or a close planned on a side (a split close's part,
+// a percent_of_position exit) would now have to go the other way
+// (venuekit.KeepsPlannedSide).
 func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f filters, pos position) (side string, qty decimal.Decimal, reason string, err error) {
+	side, qty, reason, err = v.closeSide(ctx, o, f, pos)
+	if err == nil && reason == "" && !venuekit.KeepsPlannedSide(o, side) {
+		return "", decimal.Zero, ReasonNoPosition, nil
+	}
+	return side, qty, reason, err
+}
+
+// closeSide is the side and size that reduce what the account holds now.
+func (v *Venue) closeSide(ctx context.Context, o exchange.Order, f filters, pos position) (side string, qty decimal.Decimal, reason string, err error) {
 	if v.cfg.Market == MarketSpot {
 		if o.Action == "close_short" {
 			return "", decimal.Zero, ReasonSpotCloseShort, nil

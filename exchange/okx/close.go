@@ -17,7 +17,9 @@ import (
 // resolveClose turns a close, close_long or close_short into the market
 // order that flattens what the account holds: on swaps a reduce-only
 // order for the whole net position, on spot a sell of the available base
-// currency. reason is set when there is nothing to close.
+// currency. reason is set when there is nothing to close, and when a close
+// planned on a side (a split close's part, a percent_of_position exit)
+// would now have to go the other way (venuekit.KeepsPlannedSide).
 func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, out outgoing) (outgoing, string, error) {
 	out.market = true
 	if !v.swap() {
@@ -29,6 +31,9 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 			return out, "", err
 		}
 		out.side, out.qty = "sell", free
+		if !venuekit.KeepsPlannedSide(o, out.side) {
+			return out, ReasonNoPosition, nil
+		}
 		if o.Partial {
 			out.qty = decimal.Min(o.Quantity, free)
 		}
@@ -47,6 +52,9 @@ func (v *Venue) resolveClose(ctx context.Context, o exchange.Order, f Filters, o
 	case pos.IsNegative() && o.Action != "close_long":
 		out.side = "buy"
 	default:
+		return out, ReasonNoPosition, nil
+	}
+	if !venuekit.KeepsPlannedSide(o, out.side) {
 		return out, ReasonNoPosition, nil
 	}
 	out.qty, out.reduceOnly = f.fromWire(pos.Abs()), true
