@@ -51,6 +51,13 @@ type Intent struct {
 	// WriteIntent arms the intent only if it still holds exactly that, so
 	// of two attempts that read the same state only one sends.
 	Armed int
+	// Ledger, set for a spot close sized from the spot ledger, is the
+	// entry and version the close read under the ledger's lock
+	// (LockLedger). WriteIntent then writes the intent only if no other
+	// close of that entry wrote its own since, and bumps the version in
+	// the same statement (ErrIntentConsumed otherwise): the lock is the
+	// claim's session's, and lost with it. Nil for every other order.
+	Ledger *LedgerVersion
 	// SentAt and Attempts are read back, never written by the caller.
 	SentAt   time.Time
 	Attempts int
@@ -92,11 +99,50 @@ WITH i AS (
 )
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
 
+// writeSpotCloseIntentSQL is WriteIntentSQL for a spot close that read
+// the ledger ($18–$21: the entry's key, $22: the version it read): the
+// entry's row is locked and the intent written only while the entry's
+// version is still $22, and the version is bumped only when the intent
+// was written — either both or neither. WriteIntent bounds its wait for
+// the row (a fill being recorded holds it briefly) by spotCloseLockWait.
+const writeSpotCloseIntentSQL = `
+WITH l AS (
+    SELECT 1 FROM spot_ledger
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
+    FOR UPDATE
+), i AS (
+    INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
+    SELECT $1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM l
+    ON CONFLICT (client_order_id) DO UPDATE
+    SET trace_id = excluded.trace_id, fingerprint = excluded.fingerprint, mode = excluded.mode,
+        key_source = excluded.key_source, exchange = excluded.exchange, symbol = excluded.symbol,
+        action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
+        source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
+        sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
+    WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
+      AND dispatch_intents.attempts = $17
+    RETURNING trace_id, sent_at, attempts
+), v AS (
+    UPDATE spot_ledger SET closes = closes + 1
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, source_ip, detail)
+    SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
+)
+SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
+
+// spotCloseLockWait bounds writeSpotCloseIntentSQL's wait for the
+// entry's row lock.
+const spotCloseLockWait = "5s"
+
 // WriteIntent commits the intent and its dispatch_started event on a
 // connection of pool (not the claim's: the claim commits only after the
 // venue answers), in one round trip. durable asks for a synchronous commit;
 // only a venue whose own write lands later in the same Postgres WAL (paper)
-// may pass false.
+// may pass false. A spot close that read the ledger (in.Ledger) writes
+// through writeSpotCloseIntentSQL instead; every other order through
+// WriteIntentSQL, unchanged.
 func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bool) error {
 	spec, err := json.Marshal(in.Order)
 	if err != nil {
@@ -113,10 +159,18 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	if durable {
 		commit = "on"
 	}
-	b := &pgx.Batch{}
-	b.Queue(WriteIntentSQL, in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
+	args := []any{in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution,
-		commit, in.Armed).
+		commit, in.Armed}
+	b := &pgx.Batch{}
+	query := WriteIntentSQL
+	if l := in.Ledger; l != nil {
+		// One implicit transaction: the lock_timeout holds for the write.
+		b.Queue("SELECT set_config('lock_timeout', $1, true)", spotCloseLockWait)
+		query = writeSpotCloseIntentSQL
+		args = append(args, l.Exchange, l.Mode, l.Symbol, l.Strategy, l.Closes)
+	}
+	b.Queue(query, args...).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				found = true

@@ -25,7 +25,9 @@ type LedgerKey struct {
 // LedgerEntry is one row of the spot ledger.
 type LedgerEntry struct {
 	LedgerKey
-	// Quantity is the base quantity the strategy holds through hoox.
+	// Quantity is the base quantity the strategy holds through hoox;
+	// zero while a sale recorded before the fill of a buy of the strategy
+	// still open keeps the stored entry below zero (migration 00034).
 	Quantity  decimal.Decimal `db:"quantity"`
 	UpdatedAt time.Time       `db:"updated_at"`
 	// UpdatedBy is "fill" when an order's fill last moved the entry, else
@@ -50,7 +52,7 @@ const EventLedgerSet = "ledger_set"
 const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
 
 const readLedgerSQL = `
-SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
+SELECT coalesce((SELECT greatest(quantity, 0) FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
        coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
                             + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
                                           FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
@@ -62,32 +64,53 @@ SELECT coalesce((SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode =
      + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
                   WHERE exchange = $1 AND mode = $2 AND outcome IS NULL
                     AND order_spec->>'Side' = 'sell'
-                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)`
+                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)
+     + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
+                  WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND status = 'open'
+                    AND base_asset IS NOT NULL AND side = 'sell' AND coalesce(strategy, '') = $4), 0),
+       coalesce((SELECT closes FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0)`
 
 // LedgerHolding is what a spot close reads of its strategy's entry.
 type LedgerHolding struct {
 	// Quantity is the entry: what the recorded fills (and operators) say
-	// the strategy holds.
+	// the strategy holds, never below zero.
 	Quantity decimal.Decimal
 	// Unrecorded is the quantity of the strategy's sells of this holding
 	// that were sent but are not recorded yet (the intent of an attempt
 	// that died, or of a lost answer being reconciled, with the further
 	// parts it planned; the parts of a split spot close not settled yet):
 	// they may have sold part of Quantity already, or are about to, so a
-	// close counts them as sold.
+	// close counts them as sold. It also holds what the strategy's sells
+	// recorded open have yet to sell (an OCO list or exit order resting,
+	// a limit sell): the venue locks those coins, so the free balance a
+	// close reads is other holders' coins, never the strategy's.
 	Unrecorded decimal.Decimal
+	// Closes is the entry's version: how many closes of it wrote their
+	// intent (spot_ledger.closes). The close's intent is written only if
+	// it is still this (Intent.Ledger).
+	Closes int64
+}
+
+// LedgerVersion is what a spot close read of its entry under the
+// ledger's lock, for its intent (Intent.Ledger): the entry and its
+// version.
+type LedgerVersion struct {
+	LedgerKey
+	Closes int64
 }
 
 // LockLedger takes the close's lock on k (LockLedgerSQL) and reads what
 // the strategy holds; zero when it never held any. q is the claim's
 // transaction: the lock lasts until it ends, and waits at most its
-// lock_timeout (ErrLockTimeout).
+// lock_timeout (ErrLockTimeout). The lock is the session's: the close
+// writes its intent with the version read here (Intent.Ledger), which
+// stops it should the session, and the lock, be lost meanwhile.
 func LockLedger(ctx context.Context, q DBTX, k LedgerKey) (LedgerHolding, error) {
 	if _, err := q.Exec(ctx, LockLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy); err != nil {
 		return LedgerHolding{}, fmt.Errorf("lock spot ledger: %w", translate(err))
 	}
 	var h LedgerHolding
-	if err := q.QueryRow(ctx, readLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&h.Quantity, &h.Unrecorded); err != nil {
+	if err := q.QueryRow(ctx, readLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&h.Quantity, &h.Unrecorded, &h.Closes); err != nil {
 		return LedgerHolding{}, fmt.Errorf("read spot ledger: %w", translate(err))
 	}
 	return h, nil
@@ -103,7 +126,7 @@ type LedgerFilter struct {
 }
 
 const listLedgerSQL = `
-SELECT exchange, mode, symbol, strategy, quantity, updated_at, updated_by
+SELECT exchange, mode, symbol, strategy, greatest(quantity, 0) AS quantity, updated_at, updated_by
 FROM spot_ledger
 WHERE ($1::text IS NULL OR exchange = $1)
   AND ($2::text IS NULL OR mode = $2)

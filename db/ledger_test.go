@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/pgtest"
 )
 
@@ -146,4 +148,111 @@ func TestUnrecordedSellsCountTheUnsettledPartsOfASplitClose(t *testing.T) {
 	held, err := db.LockLedger(ctx, tx, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"})
 	require.NoError(t, err)
 	require.Equal(t, "10", held.Unrecorded.String(), "1 + 2 + 3 of the lost close, 4 of the unsettled part")
+}
+
+// A spot sell recorded open (an OCO list or exit order resting, a limit
+// sell) has yet to sell what it has not filled: the venue locks those
+// coins, so a close of the same holding counts them as sold. Its fills,
+// a settled sell, a buy and another strategy's sell do not count.
+func TestUnrecordedSellsCountTheOpenSellsOfTheHolding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	spotOrder(t, pool, "buy", "BTC", "trend", "filled", "1")
+	spotOrder(t, pool, "sell", "BTC", "trend", "open", "0.25")
+	spotOrder(t, pool, "sell", "BTC", "trend", "cancelled", "0")
+	spotOrder(t, pool, "buy", "BTC", "trend", "open", "0")
+	spotOrder(t, pool, "sell", "BTC", "other", "open", "0")
+	held, err := db.LockLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"})
+	require.NoError(t, err)
+	require.Equal(t, "0.75", held.Quantity.String(), "the open sell's fill of 0.25 is counted")
+	require.Equal(t, "0.75", held.Unrecorded.String(), "the rest of the open sell (1 − 0.25)")
+}
+
+// A spot close's intent is written only while the entry's version is the
+// one the close read under the ledger's lock, and bumps it in the same
+// statement: a close whose lock was lost with its session, and which
+// another close overtook, writes nothing. Either both move or neither:
+// an intent refused by its own compare-and-set bumps nothing.
+func TestSpotCloseIntentNeedsTheLedgerVersionItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	spotOrder(t, pool, "buy", "BTC", "trend", "filled", "1")
+	k := db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"}
+	version := func() int64 {
+		t.Helper()
+		held, err := db.LockLedger(ctx, pool, k)
+		require.NoError(t, err)
+		return held.Closes
+	}
+	intents := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM dispatch_intents`).Scan(&n))
+		return n
+	}
+	closeIntent := func(id string, closes int64) *db.Intent {
+		return &db.Intent{ClientOrderID: id, LockKey: "k:" + id, TraceID: "k:" + id, Fingerprint: "fp", Mode: "live",
+			KeySource: "client", Exchange: "binance", Signal: []byte(`{}`), ReceivedAt: time.Now(),
+			Order: exchange.Order{ClientOrderID: id, Symbol: "BTCUSDT", Action: "close", Side: "sell", OrderType: "market",
+				Quantity: decimal.NewFromInt(1)},
+			Ledger: &db.LedgerVersion{LedgerKey: k, Closes: closes}}
+	}
+	require.Zero(t, version())
+
+	// Two closes read version 0; the first to write its intent wins.
+	require.NoError(t, db.WriteIntent(ctx, pool, closeIntent("hxclose1", 0), true))
+	require.Equal(t, int64(1), version())
+	err := db.WriteIntent(ctx, pool, closeIntent("hxclose2", 0), true)
+	require.ErrorIs(t, err, db.ErrIntentConsumed)
+	require.Equal(t, 1, intents(), "the overtaken close wrote no intent")
+	require.Equal(t, int64(1), version())
+
+	// The version is right but the intent's own compare-and-set refuses
+	// (hxclose1 was armed once, not never): nothing moves.
+	err = db.WriteIntent(ctx, pool, closeIntent("hxclose1", 1), true)
+	require.ErrorIs(t, err, db.ErrIntentConsumed)
+	require.Equal(t, int64(1), version(), "no intent written, no version bumped")
+
+	// A close of a strategy that never held any has no entry to bump.
+	none := closeIntent("hxclose3", 0)
+	none.Ledger.Strategy = "never"
+	require.ErrorIs(t, db.WriteIntent(ctx, pool, none, true), db.ErrIntentConsumed)
+	require.Equal(t, 1, intents())
+}
+
+// A sale recorded before the fill of the buy it sells (a limit buy filled
+// at the venue while hoox still has it open) takes the entry below zero
+// by at most what the strategy's open buys have yet to fill, so the buy's
+// fill, recorded later, lands on what the strategy holds; readers see
+// zero meanwhile. Without an open buy (coins bought by hand) a sell still
+// stops at zero.
+func TestSaleRecordedBeforeTheBuysFillIsNotLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	stored := func() string {
+		t.Helper()
+		var q decimal.Decimal
+		require.NoError(t, pool.QueryRow(ctx, `SELECT quantity FROM spot_ledger WHERE strategy = 'dca'`).Scan(&q))
+		return q.String()
+	}
+	limit := spotOrder(t, pool, "buy", "BTC", "dca", "open", "0")
+	spotOrder(t, pool, "sell", "BTC", "dca", "filled", "1")
+	require.Equal(t, "0", ledger(t, pool, "dca"), "nothing held while the buy's fill is not recorded")
+	require.Equal(t, "-1", stored(), "the sale waits for the open buy's fill")
+	spotOrder(t, pool, "sell", "BTC", "dca", "filled", "2")
+	require.Equal(t, "-1", stored(), "never below what the open buy may bring")
+	held, err := db.LockLedger(ctx, pool, db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "dca"})
+	require.NoError(t, err)
+	require.True(t, held.Quantity.IsZero(), "a close reads nothing held")
+
+	_, err = pool.Exec(ctx, `UPDATE orders SET filled_quantity = 1, status = 'filled' WHERE client_order_id = $1`, limit)
+	require.NoError(t, err)
+	require.Equal(t, "0", stored(), "bought 1, sold 1: nothing held")
+	spotOrder(t, pool, "sell", "BTC", "dca", "filled", "1")
+	require.Equal(t, "0", stored(), "coins bought by hand leave no debt")
+	spotOrder(t, pool, "buy", "BTC", "dca", "filled", "0.5")
+	require.Equal(t, "0.5", ledger(t, pool, "dca"))
 }

@@ -185,7 +185,8 @@ ORDER BY t.exchange;
 -- A spot close sells the smaller of quantity and the venue's free balance.
 -- from_fills sums what the recorded fills moved: it differs from quantity
 -- after an operator set the entry, or when a sell took more than the
--- strategy held (the entry stops at zero).
+-- strategy held (the entry stops at zero, or below it by at most what the
+-- strategy's open buys have yet to fill: a close then reads zero).
 SELECT l.exchange, l.mode, l.symbol, l.strategy, l.quantity, l.updated_at, l.updated_by,
        (SELECT coalesce(sum(spot_ledger_moved(o.side, o.base_asset, o.filled_quantity, o.fee, o.fee_asset)), 0)
           FROM orders o

@@ -429,10 +429,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// again under the same ID.
 	}
 
+	// ledger is the spot ledger's version a spot close was sized under:
+	// its intent is written only if no other close of the holding wrote
+	// one since (db.Intent.Ledger).
+	var ledger *db.LedgerVersion
 	if !sized {
 		var done bool
 		var resolved exchange.Order
-		resolved, done, err = s.plan(ctx, tx, in, venue, order, out)
+		resolved, ledger, done, err = s.plan(ctx, tx, in, venue, order, out)
 		if done {
 			return nil, err
 		}
@@ -442,12 +446,19 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
 		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt,
-		Armed: armed}
+		Armed: armed, Ledger: ledger}
 	shared, _ := venue.(exchange.SharedDatabase)
 	durable := shared == nil || !shared.SharesHooxDatabase()
 	intentStart := time.Now()
 	if err := db.WriteIntent(ctx, s.deps.MarkerPool, intent, durable); err != nil {
-		if errors.Is(err, db.ErrIntentConsumed) {
+		switch {
+		case errors.Is(err, db.ErrIntentConsumed) && ledger != nil:
+			// Another attempt armed this ID, or another close of the
+			// holding wrote its intent, after our claim read them: our
+			// claim's connection, and its locks with it, was lost.
+			return nil, unavailable(fmt.Sprintf("another close of strategy %q's %s, or another attempt of this signal, went first; nothing was placed by this one, retry",
+				ledger.Strategy, ledger.Symbol), 5*time.Second, err)
+		case errors.Is(err, db.ErrIntentConsumed):
 			// Another attempt armed this ID after our claim read it: our
 			// claim's connection, and the trace's lock with it, was lost.
 			return nil, unavailable("another attempt of this signal is sending its order; nothing was placed by this one", 5*time.Second, err)

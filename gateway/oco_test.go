@@ -134,11 +134,13 @@ func TestCancelReachesBinanceSpotOCO(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entry.Legs, 1)
 
-	// The list locks the 0.99 ETH it sells (1 bought less the 0.001 fee,
-	// down to the step): a close sells only the 0.01 left free.
-	closed, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"oco-close-1"}`))
-	require.NoError(t, err)
-	require.Equal(t, "0.01", closed.Order.Quantity.String())
+	// The list sells 0.99 ETH of the 0.999 the strategy holds (1 bought
+	// less the 0.001 fee, down to the step): a close counts it as sold
+	// and finds only 0.009 to sell, below the step: nothing is sent.
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"oco-close-1"}`))
+	var gerr *gateway.Error
+	require.ErrorAs(t, err, &gerr)
+	require.Equal(t, codes.OrderRejected, gerr.Code, gerr.Detail)
 
 	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"oco-cancel"}`))
 	require.NoError(t, err)
@@ -153,12 +155,12 @@ func TestCancelReachesBinanceSpotOCO(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, out.Cancelled)
 
-	// With the list cancelled, the close sells the rest the strategy
-	// bought (0.999 − 0.01, down to the step).
+	// With the list cancelled, the close sells what the strategy bought
+	// (0.999, down to the step).
 	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"oco-close-2"}`))
 	require.NoError(t, err)
 	require.Equal(t, "filled", out.Order.Status)
-	require.Equal(t, "0.98", out.Order.Quantity.String())
+	require.Equal(t, "0.99", out.Order.Quantity.String())
 }
 
 // On spot a sell opens no position to protect: exits on it are refused

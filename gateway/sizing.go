@@ -66,18 +66,20 @@ func (s *Service) tagLedger(ctx context.Context, venue exchange.Venue, in Input,
 
 // readLedger takes the spot close's lock on the strategy's ledger entry
 // and reads it into facts, in the claim's transaction: a second close of
-// the same holding waits until this one's fill is recorded.
-func (s *Service) readLedger(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, facts *exchange.SizingFacts) error {
+// the same holding waits until this one's fill is recorded. It returns
+// the entry's version, which the close's intent must still find
+// (db.Intent.Ledger): the lock is lost with the claim's session.
+func (s *Service) readLedger(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, facts *exchange.SizingFacts) (*db.LedgerVersion, error) {
 	k := db.LedgerKey{Exchange: in.Signal.Exchange, Mode: in.Trace.Mode, Symbol: order.Ledger.Symbol, Strategy: order.Ledger.Strategy}
 	held, err := db.LockLedger(ctx, tx.Tx(), k)
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
-		return unavailable(fmt.Sprintf("another close of strategy %q's %s is still in flight; nothing was placed, retry", k.Strategy, k.Symbol), 5*time.Second, err)
+		return nil, unavailable(fmt.Sprintf("another close of strategy %q's %s is still in flight; nothing was placed, retry", k.Strategy, k.Symbol), 5*time.Second, err)
 	case err != nil:
-		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	facts.Ledger, facts.Unrecorded, facts.BaseAsset = decimal.NewNullDecimal(held.Quantity), held.Unrecorded, order.Ledger.BaseAsset
-	return nil
+	return &db.LedgerVersion{LedgerKey: k, Closes: held.Closes}, nil
 }
 
 // canSize refuses, before anything is claimed, a sized signal for a venue
@@ -117,43 +119,42 @@ func (s *Service) plans(sig signal.Signal, venue exchange.Venue, order exchange.
 // of at most the venue's maximum market quantity, computed from the
 // position read here (the facts sizing read, or one read for a full
 // close). done reports that the attempt ended (refused or the venue could
-// not be asked; nothing was sent).
-func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
+// not be asked; nothing was sent). read is the spot ledger's version a
+// spot close was sized under (nil for every other order), for its intent.
+func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (_ exchange.Order, read *db.LedgerVersion, done bool, _ error) {
 	sig := in.Signal
 	var facts exchange.SizingFacts
 	sized := needsSizing(sig) || spotClose(sig, order)
 	if sized {
-		var done bool
 		var err error
-		if order, facts, done, err = s.size(ctx, tx, in, venue, order, out); done {
-			return order, true, err
+		if order, facts, read, done, err = s.size(ctx, tx, in, venue, order, out); done {
+			return order, nil, true, err
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
 		if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
-			return order, true, err
+			return order, nil, true, err
 		}
-		var done bool
 		var err error
 		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
-			return order, true, err
+			return order, nil, true, err
 		}
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
 		if exchange.ExitsAsOneList(venue) {
-			return exchange.PlanSellExits(order, legID), false, nil
+			return exchange.PlanSellExits(order, legID), read, false, nil
 		}
-		return exchange.PlanExitLegs(order, legID), false, nil
+		return exchange.PlanExitLegs(order, legID), read, false, nil
 	}
 	if exchange.TrailsAsLeg(venue) && order.TrailingStop != nil {
 		// The trailing stop alone is set after the fill (a percent from
 		// the fill price); take-profit and stop-loss ride on the entry.
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
-		return exchange.PlanTrailingLeg(order, legID), false, nil
+		return exchange.PlanTrailingLeg(order, legID), read, false, nil
 	}
 	if !exchange.IsClose(sig.Action) || !exchange.SplitsCloses(venue) {
-		return order, false, nil
+		return order, read, false, nil
 	}
 	if !sized {
 		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
@@ -161,14 +162,14 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		cancel()
 		if err != nil {
 			s.venueError(ctx, sig.Exchange, err)
-			return order, true, unavailable(fmt.Sprintf("venue %s could not be asked for the position to close; nothing was placed", sig.Exchange), 5*time.Second, err)
+			return order, nil, true, unavailable(fmt.Sprintf("venue %s could not be asked for the position to close; nothing was placed", sig.Exchange), 5*time.Second, err)
 		}
 		facts = f
 	}
 	// A spot close sized from the ledger is a partial close (Partial) of
 	// at most the free balance (facts.Position): split that size.
 	split, _ := exchange.SplitClose(order, facts, func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) })
-	return split, false, nil
+	return split, read, false, nil
 }
 
 // size resolves a sized signal's order (or a spot close's, from what the
@@ -179,12 +180,13 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 // it. A size that rounds to nothing or below the venue's minimum settles
 // the trace rejected without writing an intent or sending anything (done,
 // with the 422); after a read that fails the claim rolls back (done, with
-// the 503): nothing was sent either way.
-func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, exchange.SizingFacts, bool, error) {
+// the 503): nothing was sent either way. read is the ledger's version a
+// spot close read (readLedger), nil for every other order.
+func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (_ exchange.Order, _ exchange.SizingFacts, read *db.LedgerVersion, done bool, _ error) {
 	sig := in.Signal
 	sizer, ok := venue.(exchange.Sizer) // canSize checked it for a sized signal
 	if !ok {
-		return order, exchange.SizingFacts{}, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
+		return order, exchange.SizingFacts{}, nil, true, invalid(signal.FieldAction, fmt.Sprintf("venue %q cannot read what the account holds to size a close", sig.Exchange))
 	}
 	qtype, asked := quantityType(sig, order)
 	sizeQuantity := sizedQuantity(sig) || spotClose(sig, order)
@@ -197,8 +199,9 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if need.Position && order.Ledger != nil {
 		// Before the venue's balance: the free balance read after the
 		// lock already reflects a close that went before.
-		if err := s.readLedger(ctx, tx, in, order, &held); err != nil {
-			return order, held, true, err
+		var err error
+		if read, err = s.readLedger(ctx, tx, in, order, &held); err != nil {
+			return order, held, nil, true, err
 		}
 	}
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
@@ -206,7 +209,7 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	cancel()
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, err)
-		return order, facts, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
+		return order, facts, nil, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	facts.Ledger, facts.Unrecorded, facts.BaseAsset = held.Ledger, held.Unrecorded, held.BaseAsset
 	resolved, reason := order, facts.Refused
@@ -228,13 +231,13 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if reason == "" {
-		return resolved, facts, false, nil
+		return resolved, facts, read, false, nil
 	}
 	detail := map[string]any{"reason": reason, "sent": false}
 	if sizeQuantity {
 		detail["sizing"] = sizing
 	}
-	return order, facts, true, s.rejectUnsent(ctx, tx, in, order, out, reason, detail)
+	return order, facts, nil, true, s.rejectUnsent(ctx, tx, in, order, out, reason, detail)
 }
 
 // rejectUnsent settles the trace rejected before its intent, nothing sent
