@@ -53,8 +53,8 @@ func (a *Admin) putKillSwitch(c echo.Context) error {
 	if req.Engaged == nil {
 		return problem(codes.InvalidRequest, `body must say "engaged": true or false`)
 	}
-	if len(req.Reason) > 256 {
-		return problem(codes.InvalidRequest, "reason is longer than 256 characters")
+	if err := checkText("reason", req.Reason); err != nil {
+		return err
 	}
 	k, err := db.SetKillSwitch(c.Request().Context(), a.Pool, *req.Engaged, req.Reason, "admin",
 		a.KillSwitchHook(*req.Engaged, req.Reason, "admin"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // ledgerEntry is one entry of the spot ledger as the admin API shows it:
@@ -46,17 +47,38 @@ func (a *Admin) listLedger(c echo.Context) error {
 			return problem(codes.InvalidRequest, fmt.Sprintf("query parameter %s is given %d times", name, len(vals)))
 		}
 		v := vals[0]
+		// The filters follow the rules PUT /admin/ledger and signals
+		// store by, so a filter matches what they stored and text
+		// Postgres cannot store (a NUL, invalid UTF-8) is refused here,
+		// not failed in the query. A blank filter matches everything.
 		switch name {
 		case "exchange":
-			f.Exchange = v
+			if v == "" {
+				continue
+			}
+			ex, msg := signal.NormalizeExchange(v)
+			if msg != "" {
+				return problem(codes.InvalidRequest, "query parameter exchange "+msg)
+			}
+			f.Exchange = ex
 		case "mode":
 			if v != "live" && v != "test" {
 				return problem(codes.InvalidRequest, "mode must be live or test")
 			}
 			f.Mode = v
 		case "symbol":
-			f.Symbol = strings.ToUpper(v)
+			if v == "" {
+				continue
+			}
+			sym, msg := signal.NormalizeSymbol(v)
+			if msg != "" {
+				return problem(codes.InvalidRequest, "query parameter symbol "+msg)
+			}
+			f.Symbol = sym
 		case "strategy":
+			if msg := signal.CheckText(v); msg != "" {
+				return problem(codes.InvalidRequest, "query parameter strategy "+msg)
+			}
 			f.Strategy, f.HasStrategy = v, true
 		default:
 			return problem(codes.InvalidRequest, fmt.Sprintf("unknown query parameter %q (accepted: exchange, mode, symbol, strategy)", name))
@@ -100,24 +122,34 @@ func (a *Admin) putLedger(c echo.Context) error {
 	return adminJSON(c, http.StatusOK, newLedgerEntry(e))
 }
 
-// validate checks every field, so a bad body changes nothing.
+// validate checks every field, so a bad body changes nothing. Exchange,
+// symbol and strategy follow a signal's rules and are normalised as a
+// signal's are (exchange lower-case, symbol upper-case): the spot close
+// reads the entry under the signal's values, so an entry stored under any
+// other spelling would never be read.
 func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
 	bad := func(msg string) (db.LedgerKey, decimal.Decimal, error) {
 		return db.LedgerKey{}, decimal.Zero, problem(codes.InvalidRequest, msg)
 	}
+	exchange, exMsg := signal.NormalizeExchange(r.Exchange)
+	symbol, symMsg := signal.NormalizeSymbol(r.Symbol)
 	switch {
-	case r.Exchange == "" || len(r.Exchange) > 64:
-		return bad("exchange is required (at most 64 characters), as GET /admin/ledger shows it")
+	case r.Exchange == "":
+		return bad("exchange is required: the signals' exchange (or account), as GET /admin/ledger shows it")
+	case exMsg != "":
+		return bad("exchange " + exMsg)
 	case r.Mode != "live" && r.Mode != "test":
 		return bad(`mode is required: "live" or "test"`)
-	case r.Symbol == "" || len(r.Symbol) > 32:
-		return bad("symbol is required (at most 32 characters), as the venue spells it and GET /admin/ledger shows it")
+	case r.Symbol == "":
+		return bad("symbol is required, as the venue spells it and GET /admin/ledger shows it")
+	case symMsg != "":
+		return bad("symbol " + symMsg)
 	case r.Strategy == nil:
 		return bad(`strategy is required: the signals' strategy field, "" for signals without one`)
-	case len(*r.Strategy) > 256:
-		return bad("strategy is longer than 256 characters")
-	case len(r.Reason) > 256:
-		return bad("reason is longer than 256 characters")
+	case signal.CheckText(*r.Strategy) != "":
+		return bad("strategy " + signal.CheckText(*r.Strategy))
+	case signal.CheckText(r.Reason) != "":
+		return bad("reason " + signal.CheckText(r.Reason))
 	case len(r.Quantity) == 0:
 		return bad(`quantity is required: a decimal string such as "0.5"; "0" resets the entry`)
 	}
@@ -138,5 +170,5 @@ func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
 	case len(qty.Truncate(0).Abs().String()) > 20:
 		return bad("quantity has more than 20 integer digits")
 	}
-	return db.LedgerKey{Exchange: r.Exchange, Mode: r.Mode, Symbol: strings.ToUpper(r.Symbol), Strategy: *r.Strategy}, qty, nil
+	return db.LedgerKey{Exchange: exchange, Mode: r.Mode, Symbol: symbol, Strategy: *r.Strategy}, qty, nil
 }

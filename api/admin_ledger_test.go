@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -69,4 +70,50 @@ func TestAdminLedger(t *testing.T) {
 		trail = append(trail, ev["event"].(string)+" "+d["strategy"].(string)+" "+d["was"].(string)+"->"+d["quantity"].(string))
 	}
 	require.Equal(t, []string{"ledger_set trend 0->0.5", "ledger_set  0->2.25", "ledger_set trend 0.5->0"}, trail)
+}
+
+// PUT /admin/ledger stores the exchange as signals do, lower-case: the
+// spot close reads the entry under the signal's exchange, so an entry set
+// for "PAPER" must be the one signals on paper read.
+func TestLedgerExchangeIsStoredAsSignalsNameIt(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	r := b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange":"PAPER","mode":"live","symbol":"btcusdt","strategy":"","quantity":"2","reason":"manual buy"}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "paper", r.json(t)["exchange"])
+	require.Equal(t, "BTCUSDT", r.json(t)["symbol"])
+	for _, q := range []string{"exchange=paper", "exchange=Paper"} {
+		got := b.do(t, http.MethodGet, "/admin/ledger?"+q+"&mode=live&symbol=BTCUSDT", "")
+		require.Equal(t, http.StatusOK, got.Status, string(got.Body))
+		entries, _ := got.json(t)["entries"].([]any)
+		require.Len(t, entries, 1, "%s: the entry set for PAPER is not the one signals on paper read: %s", q, got.Body)
+	}
+	// A name no signal can carry names no entry a signal could read.
+	for _, body := range []string{
+		`{"exchange":"pa per","mode":"live","symbol":"BTCUSDT","strategy":"","quantity":"1"}`,
+		`{"exchange":"` + strings.Repeat("p", 33) + `","mode":"live","symbol":"BTCUSDT","strategy":"","quantity":"1"}`,
+		`{"exchange":"paper","mode":"live","symbol":"BTC USDT","strategy":"","quantity":"1"}`,
+	} {
+		r := b.do(t, http.MethodPut, "/admin/ledger", body)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", body, r.Body)
+	}
+}
+
+// A strategy is "at most 256 characters" without control characters in a
+// signal (signal.CheckText counts characters), so the ledger takes the
+// same: a 200-letter non-ASCII strategy a signal may carry can be
+// corrected, and a control character no signal may carry is refused.
+func TestLedgerStrategyFollowsTheSignalRule(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	long := strings.Repeat("é", 200) // 200 characters, 400 bytes: a valid signal strategy
+	r := b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange":"paper","mode":"live","symbol":"BTCUSDT","strategy":"`+long+`","quantity":"1"}`)
+	assert.Equal(t, http.StatusOK, r.Status, "a strategy a signal may carry: %s", r.Body)
+	for _, strategy := range []string{`\u001b[2J`, `a\nb`, strings.Repeat("é", 257)} {
+		r = b.do(t, http.MethodPut, "/admin/ledger",
+			`{"exchange":"paper","mode":"live","symbol":"BTCUSDT","strategy":"`+strategy+`","quantity":"1"}`)
+		assert.Equal(t, http.StatusBadRequest, r.Status, "a strategy no signal may carry: %s", r.Body)
+	}
 }

@@ -65,6 +65,12 @@ func parseListQuery(q url.Values, statuses []string) (db.ListFilter, string, err
 		if len(vals) != 1 {
 			return f, "", invalidParam(name, "must be given once")
 		}
+		// Text Postgres cannot store (a NUL, invalid UTF-8) would fail the
+		// query as an internal error; no stored row holds a control
+		// character either.
+		if !storable(vals[0]) {
+			return f, "", invalidParam(name, "must be valid UTF-8 without control characters")
+		}
 	}
 	if v, ok := param(q, "status"); ok {
 		if !slices.Contains(statuses, v) {
@@ -159,7 +165,9 @@ func decodeCursor(kind, s string) (pageCursor, error) {
 		return pageCursor{}, bad
 	}
 	var c pageCursor
-	if err := json.Unmarshal(raw, &c); err != nil || c.Kind != kind || c.At.IsZero() || c.ID == "" {
+	// The ID is checked like a trace ID: a forged cursor may carry a NUL
+	// (as \u0000), which Postgres text refuses.
+	if err := json.Unmarshal(raw, &c); err != nil || c.Kind != kind || c.At.IsZero() || c.ID == "" || !storable(c.ID) {
 		return pageCursor{}, bad
 	}
 	return c, nil

@@ -130,11 +130,22 @@ func purgeJob(job *rivertype.JobRow) purgeJobResponse {
 	return out
 }
 
+// purgeRequest is POST /admin/purge's optional body: an empty object. The
+// purge's settings are the server's (HOOX_PURGE_BATCH,
+// HOOX_AUDIT_RETENTION), never the request's.
+type purgeRequest struct{}
+
 // purge queues a purge (the periodic job's River job and code) and answers
 // at once with its job ID: a purge of a large backlog takes longer than any
 // HTTP request may be held. The job runs on a replica that works River's
 // purge queue, one at a time; GET /admin/purge/{job_id} follows it.
+//
+// It takes no options: the body must be empty or {}, so a request such as
+// {"dry_run": true} is refused rather than answered with a real purge.
 func (a *Admin) purge(c echo.Context) error {
+	if err := decodeAdminBody(c, &purgeRequest{}, false); err != nil {
+		return err
+	}
 	if a.River == nil {
 		return problem(codes.Unavailable, "purge is not configured on this server")
 	}

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -99,10 +97,20 @@ func traceIDParam(c echo.Context) (string, error) {
 		}
 		id = u
 	}
+	return id, checkTraceID(id)
+}
+
+// checkTraceID refuses a trace ID no trace can have: empty, too long, or
+// text Postgres cannot store (see storable), which would otherwise fail the
+// query as an internal error.
+func checkTraceID(id string) error {
 	if id == "" || len(id) > 512 {
-		return "", problem(codes.InvalidRequest, "trace ID is missing or too long")
+		return problem(codes.InvalidRequest, "trace ID is missing or too long")
 	}
-	return id, nil
+	if !storable(id) {
+		return problem(codes.InvalidRequest, "trace ID must be valid UTF-8 without control characters")
+	}
+	return nil
 }
 
 // getTrace shows everything recorded about one trace ID.
@@ -157,8 +165,8 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if err := decodeAdminBody(c, &req, false); err != nil {
 			return err
 		}
-		if len(req.Reason) > maxReleaseReason {
-			return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
+		if err := checkText("reason", req.Reason); err != nil {
+			return err
 		}
 		// ?force=true releases a trace whose order may exist at the venue,
 		// once the operator has checked it there; audited as forced.
@@ -171,9 +179,6 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		return adminJSON(c, http.StatusOK, releaseResponse{TraceID: id, Status: string(status), Released: true})
 	}
 }
-
-// maxReleaseReason bounds an operator's note on a release.
-const maxReleaseReason = 256
 
 // release is the one release of a trace ID, for the admin API and the web
 // page alike, and the one mapping of its refusals to problems: not held
@@ -195,32 +200,4 @@ func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.Tr
 			withRetryAfter(time.Second)
 	}
 	return status, err
-}
-
-// decodeAdminBody reads a small JSON body into v, refusing unknown fields so
-// a misspelt field is not silently ignored. An empty body is allowed unless
-// required.
-func decodeAdminBody(c echo.Context, v any, required bool) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxAdminBody+1))
-	if err != nil {
-		return problem(codes.InvalidRequest, "could not read the body")
-	}
-	if len(body) > maxAdminBody {
-		return problem(codes.TooLarge, fmt.Sprintf("body exceeds %d bytes", maxAdminBody))
-	}
-	if strings.TrimSpace(string(body)) == "" {
-		if required {
-			return problem(codes.InvalidRequest, "a JSON body is required")
-		}
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return problem(codes.InvalidRequest, "body is not valid JSON for this route: "+err.Error())
-	}
-	if dec.More() {
-		return problem(codes.InvalidRequest, "body holds more than one JSON value")
-	}
-	return nil
 }

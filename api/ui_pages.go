@@ -224,17 +224,21 @@ func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
 
 // release frees a trace ID, the same call as DELETE /admin/traces/{id},
 // after the operator ticked the confirmation.
+//
+// Its fields are read from the form body alone: c.FormValue would also take
+// them from the URL's query string, which a link can set.
 func (u *webUI) release(c echo.Context) error {
-	id := c.FormValue("trace_id")
-	if id == "" || len(id) > 512 {
-		return problem(codes.InvalidRequest, "trace ID is missing or too long")
+	r := c.Request()
+	id := r.PostFormValue("trace_id")
+	if err := checkTraceID(id); err != nil {
+		return err
 	}
-	if c.FormValue("confirm") != "yes" {
+	if r.PostFormValue("confirm") != "yes" {
 		return problem(codes.InvalidRequest, "tick the confirmation box to release the trace")
 	}
-	reason := strings.TrimSpace(c.FormValue("reason"))
-	if len(reason) > maxReleaseReason {
-		return problem(codes.InvalidRequest, fmt.Sprintf("reason is longer than %d characters", maxReleaseReason))
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if err := checkText("reason", reason); err != nil {
+		return err
 	}
 	_, err := release(c.Request().Context(), u.s.deps.Pool,
 		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.Timing.LockWait})
@@ -324,9 +328,11 @@ func (u *webUI) killSwitchPage(c echo.Context) error {
 
 // setKillSwitch engages or releases the halt, the same call as PUT
 // /admin/kill-switch, once the operator typed the confirmation word.
+// Like release, it reads the form body alone.
 func (u *webUI) setKillSwitch(c echo.Context) error {
+	form := c.Request().PostFormValue
 	var engaged bool
-	switch c.FormValue("engaged") {
+	switch form("engaged") {
 	case "true":
 		engaged = true
 	case "false":
@@ -337,17 +343,18 @@ func (u *webUI) setKillSwitch(c echo.Context) error {
 	if engaged {
 		word = confirmEngage
 	}
-	reason := strings.TrimSpace(c.FormValue("reason"))
+	reason := strings.TrimSpace(form("reason"))
 	v := view{Title: "Kill switch", Nav: "kill-switch"}
-	if c.FormValue("confirm") != word || len(reason) > 256 {
+	bad := signal.CheckText(reason)
+	if form("confirm") != word || bad != "" {
 		ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
 		if err != nil {
 			return err
 		}
 		v.KillSwitch, v.Data = &ks, killSwitchView{State: ks}
 		v.Error = fmt.Sprintf("Nothing changed: type %s exactly to confirm.", word)
-		if len(reason) > 256 {
-			v.Error = "Nothing changed: the reason is longer than 256 characters."
+		if bad != "" {
+			v.Error = "Nothing changed: the reason " + bad + "."
 		}
 		return u.render(c, http.StatusBadRequest, "killswitch", v)
 	}

@@ -138,7 +138,8 @@ func (u *webUI) requireSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		s := sessionOf(c)
 		got := r.Header.Get(csrfHeader)
 		if got == "" {
-			got = c.FormValue(csrfField)
+			// The form body only: a token in the URL would land in logs.
+			got = r.PostFormValue(csrfField)
 		}
 		if s == nil || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRFToken)) != 1 {
 			return problem(codes.Forbidden, "missing or wrong CSRF token; reload the page and try again")
@@ -240,7 +241,10 @@ func (u *webUI) loginPage(c echo.Context) error {
 func (u *webUI) login(c echo.Context) error {
 	r := c.Request()
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxUIForm)
-	next := safeNext(c.FormValue("next"))
+	// The form body only (c.FormValue merges the URL's query string): a
+	// token in the URL lands in every proxy's access log and the browser's
+	// history, so the login never takes it from there.
+	next := safeNext(r.PostFormValue("next"))
 	lv := loginView{Next: next}
 	if u.s.cfg.AdminToken == "" || u.s.deps.Pool == nil {
 		lv.Disabled = true
@@ -253,7 +257,7 @@ func (u *webUI) login(c echo.Context) error {
 		return problem(codes.Forbidden, "this login did not come from this server's page")
 	}
 	ip := c.RealIP()
-	res, err := u.s.attemptAdminToken(c, c.FormValue("token"))
+	res, err := u.s.attemptAdminToken(c, r.PostFormValue("token"))
 	if err != nil {
 		return err
 	}

@@ -311,6 +311,14 @@ func parseExchange(v value) (string, string) {
 	if msg != "" {
 		return "", msg
 	}
+	return NormalizeExchange(s)
+}
+
+// NormalizeExchange applies a signal's rule for an exchange or account
+// name and returns it lower-case, as signals store it; msg says what is
+// wrong when s breaks the rule. Admin input that names an exchange uses it
+// so it finds the rows signals wrote.
+func NormalizeExchange(s string) (name, msg string) {
 	if s == "" || len(s) > maxExchangeLen || !asciiCharset(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }) {
 		return "", "must be 1–32 of a-z, 0-9, _ and -"
 	}
@@ -365,6 +373,13 @@ func parseSymbol(v value) (string, string) {
 	if msg != "" {
 		return "", msg
 	}
+	return NormalizeSymbol(s)
+}
+
+// NormalizeSymbol applies a signal's rule for a symbol and returns it
+// upper-case, as signals store it; msg says what is wrong when s breaks
+// the rule.
+func NormalizeSymbol(s string) (symbol, msg string) {
 	if s == "" || len(s) > maxSymbolLen || !asciiCharset(s, func(c byte) bool { return isAlnum(c) || strings.IndexByte("._:/-", c) >= 0 }) {
 		return "", "must be 1–32 of A-Z, a-z, 0-9 and . _ : / -"
 	}
@@ -617,15 +632,30 @@ func parseText(v value) (string, string) {
 	if msg != "" {
 		return "", msg
 	}
+	if msg := CheckText(s); msg != "" {
+		return "", msg
+	}
+	return s, ""
+}
+
+// CheckText applies a signal's rule for audit text (strategy, comment) to
+// s: valid UTF-8, at most 256 characters and no control characters. It
+// returns "" when s passes, else what is wrong. Admin input stored beside
+// signals' text (reasons, a ledger's strategy) follows the same rule.
+func CheckText(s string) string {
+	if !utf8.ValidString(s) {
+		// Decode refuses invalid UTF-8 before a signal's text gets here.
+		return "must be valid UTF-8"
+	}
 	if utf8.RuneCountInString(s) > maxTextLen {
-		return "", "must be at most 256 characters"
+		return "must be at most 256 characters"
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return "", "must not contain control characters"
+			return "must not contain control characters"
 		}
 	}
-	return s, ""
+	return ""
 }
 
 // canonicalSignal fixes the key order and types of Canonical. It lists

@@ -316,3 +316,35 @@ func TestFingerprintIgnoresFormatting(t *testing.T) {
 	c := mustSignal(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":1.51,"price":100,"timestamp":1714564800000}`)
 	require.NotEqual(t, a.Fingerprint(), c.Fingerprint())
 }
+
+// The exported rules are the ones a signal is held to, so admin input
+// checked with them names what signals store: a name that decodes in a
+// signal normalises to the signal's value, and one a signal refuses is
+// refused.
+func TestExportedRulesAreTheSignalsRules(t *testing.T) {
+	t.Parallel()
+	raw, err := Decode([]byte(`{"secret":"s","exchange":"PaPer_1","symbol":"btc/usdt","action":"buy","quantity":"1","strategy":"` +
+		strings.Repeat("é", 256) + `"}`))
+	require.NoError(t, err)
+	s, err := raw.Signal()
+	require.NoError(t, err)
+	ex, msg := NormalizeExchange("PaPer_1")
+	require.Empty(t, msg)
+	require.Equal(t, s.Exchange, ex)
+	sym, msg := NormalizeSymbol("btc/usdt")
+	require.Empty(t, msg)
+	require.Equal(t, s.Symbol, sym)
+	require.Empty(t, CheckText(s.Strategy))
+
+	for _, bad := range []string{"", "pa per", "kraken\u212a", strings.Repeat("p", 33)} {
+		_, msg := NormalizeExchange(bad)
+		require.NotEmpty(t, msg, "exchange %q", bad)
+	}
+	for _, bad := range []string{"", "BTC USDT", "BTC\x00"} {
+		_, msg := NormalizeSymbol(bad)
+		require.NotEmpty(t, msg, "symbol %q", bad)
+	}
+	for _, bad := range []string{"a\x00b", "bad \xff byte", "line\nbreak", "\x1b[2J", strings.Repeat("é", 257)} {
+		require.NotEmpty(t, CheckText(bad), "text %q", bad)
+	}
+}

@@ -33,13 +33,26 @@ Flags:
 `
 
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := benchOptions(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	return bench.Command(ctx, o, stdout, stderr)
+}
+
+// benchOptions reads `hoox bench`'s flags, and the secrets' environment
+// variables for flags not given; usage goes to stdout.
+func benchOptions(args []string, getenv func(string) string, stdout io.Writer) (bench.Options, error) {
 	var o bench.Options
 	fs := flag.NewFlagSet("hoox bench", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running hoox (empty: start one in-process on an embedded Postgres)")
-	fs.StringVar(&o.Secret, "secret", getenv("HOOX_WEBHOOK_SECRET"), "webhook secret of the hoox at --url")
-	fs.StringVar(&o.AdminToken, "admin-token", getenv("HOOX_ADMIN_TOKEN"), "admin token of the hoox at --url (the purge goal runs the purge through POST /admin/purge)")
-	fs.StringVar(&o.DatabaseURL, "database-url", getenv("DATABASE_URL"), "its database, for the exactly-once check and pgbench")
+	// The secrets' defaults come from the environment after Parse (see
+	// fromEnv), not as flag defaults: PrintDefaults, which --help and every
+	// flag error call, prints a flag's default.
+	fs.StringVar(&o.Secret, "secret", "", "webhook secret of the hoox at --url (default: $HOOX_WEBHOOK_SECRET)")
+	fs.StringVar(&o.AdminToken, "admin-token", "", "admin token of the hoox at --url (default: $HOOX_ADMIN_TOKEN; the purge goal runs the purge through POST /admin/purge)")
+	fs.StringVar(&o.DatabaseURL, "database-url", "", "its database, for the exactly-once check and pgbench (default: $DATABASE_URL)")
 	fs.StringVar(&o.Target, "target", "webhook", "webhook or healthz")
 	fs.IntVar(&o.Rate, "rate", 1000, "requests per second, open loop (0: closed loop at maximum with --workers)")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each load run")
@@ -78,14 +91,35 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	rates := fs.String("rates", "100,300,600,1000", "--suite: the open-loop rates of the latency table (new, repeat, floor at each)")
 	fs.Usage = func() { fmt.Fprint(stdout, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
+	fromEnv(fs, getenv, []envFlag{{"secret", "HOOX_WEBHOOK_SECRET", &o.Secret}, {"admin-token", "HOOX_ADMIN_TOKEN", &o.AdminToken},
+		{"database-url", "DATABASE_URL", &o.DatabaseURL}})
 	for _, r := range strings.Split(*rates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))
 		if err != nil || n <= 0 {
-			return fmt.Errorf("--rates: %q is not a positive rate", r)
+			return o, fmt.Errorf("--rates: %q is not a positive rate", r)
 		}
 		o.Rates = append(o.Rates, n)
 	}
-	return bench.Command(ctx, o, stdout, stderr)
+	return o, nil
+}
+
+// envFlag is a string flag whose default is an environment variable's
+// value.
+type envFlag struct {
+	flag, env string
+	p         *string
+}
+
+// fromEnv sets each flag the command line did not give from its
+// environment variable; a flag given explicitly, even as "", wins.
+func fromEnv(fs *flag.FlagSet, getenv func(string) string, flags []envFlag) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, f := range flags {
+		if !given[f.flag] {
+			*f.p = getenv(f.env)
+		}
+	}
 }
