@@ -81,10 +81,22 @@ type Intent struct {
 // resends and whose sweep must see that signal, not the earlier one.
 const WriteIntentSQL = `
 WITH i AS (
-    INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
-    VALUES ($1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-    ON CONFLICT (client_order_id) DO UPDATE
+    INSERT INTO dispatch_intents ` + intentInsertColumns + `
+    VALUES ` + intentInsertValues + `
+    ` + intentArmSQL + `
+), ev AS (` + intentStartedSQL + `)
+SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
+
+// The parts WriteIntentSQL and writeSpotCloseIntentSQL share: the intent's
+// columns and values ($1–$15), how an existing intent is armed again
+// (intentArmSQL, $17 the attempts the caller read), and its
+// dispatch_started event.
+const (
+	intentInsertColumns = `(client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)`
+	intentInsertValuesList = `$1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15`
+	intentInsertValues     = `(` + intentInsertValuesList + `)`
+	intentArmSQL           = `ON CONFLICT (client_order_id) DO UPDATE
     SET trace_id = excluded.trace_id, fingerprint = excluded.fingerprint, mode = excluded.mode,
         key_source = excluded.key_source, exchange = excluded.exchange, symbol = excluded.symbol,
         action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
@@ -92,12 +104,12 @@ WITH i AS (
         sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
     WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
       AND dispatch_intents.attempts = $17
-    RETURNING trace_id, sent_at, attempts
-), ev AS (
+    RETURNING trace_id, sent_at, attempts`
+	intentStartedSQL = `
     INSERT INTO trace_events (trace_id, event, source_ip, detail)
     SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
+`
 )
-SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
 
 // writeSpotCloseIntentSQL is WriteIntentSQL for a spot close that read
 // the ledger ($18–$21: the entry's key, $22: the version it read): the
@@ -111,25 +123,13 @@ WITH l AS (
     WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
     FOR UPDATE
 ), i AS (
-    INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)
-    SELECT $1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM l
-    ON CONFLICT (client_order_id) DO UPDATE
-    SET trace_id = excluded.trace_id, fingerprint = excluded.fingerprint, mode = excluded.mode,
-        key_source = excluded.key_source, exchange = excluded.exchange, symbol = excluded.symbol,
-        action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
-        source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
-        sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
-    WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
-      AND dispatch_intents.attempts = $17
-    RETURNING trace_id, sent_at, attempts
+    INSERT INTO dispatch_intents ` + intentInsertColumns + `
+    SELECT ` + intentInsertValuesList + ` FROM l
+    ` + intentArmSQL + `
 ), v AS (
     UPDATE spot_ledger SET closes = closes + 1
     WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
-), ev AS (
-    INSERT INTO trace_events (trace_id, event, source_ip, detail)
-    SELECT trace_id, 'dispatch_started', $12, jsonb_build_object('client_order_id', $1::text) FROM i
-)
+), ev AS (` + intentStartedSQL + `)
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
 
 // spotCloseLockWait bounds writeSpotCloseIntentSQL's wait for the
