@@ -12,6 +12,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -25,19 +26,8 @@ import (
 func TestPlannedExitIsNotPlacedAfterItsSiblingFilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
-
-	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
-		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"sibling-filled"}`))
-	require.NoError(t, err)
+	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "sibling-filled")
 	entry := out.Order.ClientOrderID
-	require.NoError(t, f.FillOrder(entry))
-	_, err = b.pool.Exec(ctx, `UPDATE orders SET status = 'filled', filled_quantity = quantity, fill_price = 2990, avg_price = 2990
-WHERE client_order_id = $1`, entry)
-	require.NoError(t, err)
 	var lockKey, tp, sl, mode string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, mode, client_order_id FROM order_legs
 WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &mode, &tp))
@@ -94,19 +84,8 @@ func orderStatus(t *testing.T, b *testBundle, clientOrderID string) string {
 func TestCancelLeavesNoPlannedExitToBePlacedAfterIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
-
-	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
-		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"cancel-planned-exits"}`))
-	require.NoError(t, err)
+	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "cancel-planned-exits")
 	entry := out.Order.ClientOrderID
-	require.NoError(t, f.FillOrder(entry))
-	_, err = b.pool.Exec(ctx, `UPDATE orders SET status = 'filled', filled_quantity = quantity, fill_price = 2990, avg_price = 2990
-WHERE client_order_id = $1`, entry)
-	require.NoError(t, err)
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
 WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
@@ -150,4 +129,28 @@ func (v failPlacing) Place(ctx context.Context, o exchange.Order) (exchange.Repo
 		return exchange.Report{}, fmt.Errorf("drill: %w", exchange.ErrUnreachable)
 	}
 	return v.Venue.Place(ctx, o)
+}
+
+// filledFuturesEntryWithExits places a limit long of 1 ETHUSDT with a
+// take-profit and a stop-loss on the Binance USDⓈ-M fake under traceID,
+// fills it at the venue and records the fill, which plans its exits
+// (migration 00015) and leaves them open, as a follow job's commit does
+// before its Finish.
+func filledFuturesEntryWithExits(t *testing.T, traceID string) (*testBundle, *binancefake.Server, *followBundle, *exchange.Registry, *gateway.Outcome) {
+	t.Helper()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
+	venues := binanceVenues(t, f, binance.MarketFutures)
+	fb := followOn(t, b, venues, nil)
+	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"`+traceID+`"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", out.Order.Status)
+	entry := out.Order.ClientOrderID
+	require.NoError(t, f.FillOrder(entry))
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET status = 'filled', filled_quantity = quantity, fill_price = 2990, avg_price = 2990
+WHERE client_order_id = $1`, entry)
+	require.NoError(t, err)
+	return b, f, fb, venues, out
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -29,23 +27,11 @@ import (
 func TestExitIsSentOnceWhenAPassLosesItsLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000, tick 0.01, step 0.01
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
-
 	// A resting limit entry with a take-profit and a stop-loss, filled at
 	// the venue; recording the fill plans its exits (migration 00015) and
 	// leaves them open, as a follow job's commit does before its Finish.
-	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
-		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"lost-leg-lock"}`))
-	require.NoError(t, err)
-	require.Equal(t, "open", out.Order.Status)
+	b, f, _, venues, out := filledFuturesEntryWithExits(t, "lost-leg-lock")
 	entry := out.Order.ClientOrderID
-	require.NoError(t, f.FillOrder(entry))
-	_, err = b.pool.Exec(ctx, `UPDATE orders SET status = 'filled', filled_quantity = quantity, fill_price = 2990, avg_price = 2990
-WHERE client_order_id = $1`, entry)
-	require.NoError(t, err)
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
 WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
