@@ -82,6 +82,19 @@ func (s *Server) targets(sig signal.Signal, headerKey string, now time.Time) ([]
 		if err != nil {
 			return nil, invalidSignal(err)
 		}
+		// Two targets on one trace would share its lock key and client
+		// order IDs, and the second would be refused as the first's
+		// key_reused, never executed. Only a client key over the default
+		// accounts of two venues does it (a default account's trace is the
+		// signal's own, and a client key's names no venue): refused whole,
+		// before anything executes.
+		for _, o := range out {
+			if o.trace.LockKey == tr.LockKey {
+				return nil, problem(codes.InvalidSignal, fmt.Sprintf(
+					"%s: %q and %q would share the trace %s (a client key names no venue, and each is its venue's default account): "+
+						"name accounts configured in HOOX_ACCOUNTS, or send each venue its own signal with its own key", field, o.account, a, tr.ID))
+			}
+		}
 		out = append(out, target{account: a, venue: venue, trace: tr})
 	}
 	return out, nil
@@ -235,6 +248,7 @@ func fanOutStatus(answers []accountAnswer) (int, *Problem) {
 			}
 			if a.Problem.Code == codes.InProgress {
 				anyInProgress = true
+				retry = max(retry, a.retryAfter)
 			}
 		} else {
 			sameCode, allConflict = false, false
@@ -265,11 +279,14 @@ func fanOutStatus(answers []accountAnswer) (int, *Problem) {
 		return http.StatusOK, nil
 	case accepted > 0:
 		return http.StatusAccepted, nil
+	case allConflict && anyInProgress:
+		// Before sameCode: every account in progress is an in_progress
+		// too, and an in_progress always carries its Retry-After.
+		p := problem(codes.InProgress, "some accounts' first attempts are still running; resend to learn their outcome").
+			withRetryAfter(max(retry, time.Second))
+		return p.Status, p
 	case sameCode:
 		p := problem(firstCode, fmt.Sprintf("every account answered %s: see accounts", firstCode))
-		return p.Status, p
-	case allConflict && anyInProgress:
-		p := problem(codes.InProgress, "some accounts' first attempts are still running; resend to learn their outcome").withRetryAfter(time.Second)
 		return p.Status, p
 	}
 	p := problem(codes.AccountsRefused, fmt.Sprintf("no account placed an order: %d refused or repeated, each for its reason in accounts", refusedOrRepeated))

@@ -278,3 +278,38 @@ func TestFanOutResultListsAnAccountsExitLegs(t *testing.T) {
 	require.Len(t, orders, 2, string(r.Body))
 	require.Equal(t, "hxtrail", orders[1].(map[string]any)["client_order_id"])
 }
+
+// A client key over the default accounts of two venues would give both
+// executions the same trace and lock key ("k:<key>": a client key names no
+// venue, and a default account's trace is the signal's own), so the second
+// would be refused as the first's key_reused and never execute. The signal
+// is refused whole, before anything executes.
+func TestFanOutOfOneClientKeyOverTwoVenuesDefaultAccountsIsRefused(t *testing.T) {
+	t.Parallel()
+	g := &accountGateway{}
+	reg := exchange.NewRegistryOf(exchange.Entry{Name: "paper"}, exchange.Entry{Name: "binance"}, exchange.Entry{Name: "bybit"})
+	b := &webhookBundle{handler: api.New(api.Config{WebhookSecret: webhookSecret}, api.Deps{Gateway: g, Venues: reg}).Handler()}
+	r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","accounts":["binance","bybit"],"symbol":"BTCUSDT","action":"buy","quantity":"0.5","trace_id":"f9"}`})
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	require.Equal(t, codes.InvalidSignal, r.json(t)["code"])
+	require.Contains(t, r.json(t)["detail"], "would share the trace k:f9")
+	require.Empty(t, g.inputs, "nothing executed")
+
+	// The same fan-out without a client key derives a trace per venue.
+	r = b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","accounts":["binance","bybit"],"symbol":"BTCUSDT","action":"buy","quantity":"0.5","timestamp":"2026-12-04T20:00:00Z"}`})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Len(t, g.inputs, 2)
+	require.NotEqual(t, g.inputs[0].Trace.LockKey, g.inputs[1].Trace.LockKey)
+}
+
+// Every account still running: the whole answer is 409 in_progress with
+// the accounts' own Retry-After, as a single signal's in_progress has.
+func TestFanOutAllInProgressCarriesRetryAfter(t *testing.T) {
+	t.Parallel()
+	inProgress := &gateway.Error{Code: codes.InProgress, Detail: "running", RetryAfter: 2 * time.Second}
+	b := setupFanOut(t, &accountGateway{errs: map[string]error{"binance": inProgress, "main": inProgress, "sub1": inProgress, "by1": inProgress}})
+	r := b.post(t, webhookRequest{body: fanOutSignal})
+	require.Equal(t, http.StatusConflict, r.Status, string(r.Body))
+	require.Equal(t, codes.InProgress, r.json(t)["code"])
+	require.Equal(t, "2", r.Header.Get("Retry-After"))
+}
