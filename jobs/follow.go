@@ -46,6 +46,15 @@ const FollowMaxInterval = 5 * time.Minute
 // found, trade/rest-api/Query-Algo-Order.md).
 const FollowExitHorizon = 80 * 24 * time.Hour
 
+// FollowExitGrace is how long past FollowExitHorizon an exit is still
+// looked at while the venue cannot be asked: at the horizon the job asks
+// the venue once more (a take-profit may have filled since the last look)
+// and unfollows only an exit the venue says is still open; a venue that
+// does not answer snoozes the job instead, up to the horizon plus this
+// grace (83 days, still inside Binance's 90-day window), after which the
+// exit is unfollowed unasked, the lookup's error in the event.
+const FollowExitGrace = 3 * 24 * time.Hour
+
 // isExit reports whether role is an exit placed as its own order.
 func isExit(role string) bool {
 	switch role {
@@ -187,11 +196,31 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		case exit && st.Age >= FollowExitHorizon:
 			// The horizon of an exit is its age, not its trace: the
 			// trace's purge does not end it (the row and its leg's stored
-			// order are all a look needs, and neither is purged).
+			// order are all a look needs, and neither is purged). The last
+			// look may be minutes (or an outage) old: ask once more before
+			// unfollowing, so a fill since then is recorded as usual.
+			step, open, err := w.lookOrCancel(ctx, a, st)
+			switch {
+			case err != nil && st.Age < FollowExitHorizon+FollowExitGrace:
+				wait = followBackoff(st.Age)
+				w.log.WarnContext(ctx, "follow: venue not asked at the exit's follow horizon; looking again later", "trace_id", a.TraceID,
+					"client_order_id", a.ClientOrderID, "exchange", a.Exchange, "error", err, "retry_in", wait)
+				return db.FollowStep{}, nil
+			case err != nil:
+				unfollowed = true
+				return unfollowStep(st, "the venue could not be asked: "+err.Error()), nil
+			case !open:
+				filled = step.Update != nil && step.Update.Status == exchange.StatusFilled
+				ended = step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
+				return step, nil
+			case step.Update != nil:
+				// Still open, but changed (a partial fill): record it and
+				// look again; the next look, seeing no change, unfollows.
+				wait = followBackoff(st.Age)
+				return step, nil
+			}
 			unfollowed = true
-			return db.FollowStep{Unfollow: true, Events: []db.Event{{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed,
-				Detail: map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
-					"order_status": st.Order.Status, "horizon": FollowExitHorizon.String()}}}}, nil
+			return unfollowStep(st, "the venue says it is still open"), nil
 		case !exit && !st.TraceExists:
 			return db.FollowStep{}, nil
 		}
@@ -410,6 +439,14 @@ func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
 		w.log.WarnContext(ctx, "follow: legs of the filled order left to the sweeper", "trace_id", a.TraceID,
 			"client_order_id", a.ClientOrderID, "error", err)
 	}
+}
+
+// unfollowStep records the exit of st no longer followed at its horizon,
+// why in the event.
+func unfollowStep(st db.FollowState, why string) db.FollowStep {
+	return db.FollowStep{Unfollow: true, Events: []db.Event{{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed,
+		Detail: map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
+			"order_status": st.Order.Status, "horizon": FollowExitHorizon.String(), "reason": why}}}}
 }
 
 // goneExit is the report of the exit row that the venue no longer holds
