@@ -27,7 +27,9 @@
 // are separate books). close takes the side that flattens the position;
 // close_long, close_short and close are reduce-only: refused for good with
 // "no position to close" when there is no position in the right direction,
-// and with "quantity exceeds position" when the order would flip it. Reducing
+// and with "quantity exceeds position" when the order would flip it, counting
+// the reducing orders of the same side still resting (a resting limit close
+// takes its part of the position when a price crosses it). Reducing
 // orders serialise per symbol and book on an advisory lock, so concurrent
 // closes cannot sell the same long twice; plain orders skip the lock to stay
 // at one round trip.
@@ -237,8 +239,9 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exc
 // inserts it, or returns a rejected Report.
 func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, error) {
 	var (
-		held     bool
-		position decimal.Decimal
+		held                      bool
+		position                  decimal.Decimal
+		restingBuys, restingSells decimal.Decimal
 	)
 	// The lock gets its own statement: a read in the same statement would
 	// use a snapshot taken before the lock was granted, and miss the close
@@ -246,7 +249,7 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 	if _, err := tx.Exec(ctx, lockSQL, positionLockNamespace, row.Symbol+":"+strconv.FormatBool(row.Test)); err != nil {
 		return exchange.Report{}, fmt.Errorf("lock position: %w", err)
 	}
-	if err := tx.QueryRow(ctx, positionQuerySQL, row.ClientOrderID, row.Symbol, row.Test).Scan(&held, &position); err != nil {
+	if err := tx.QueryRow(ctx, positionQuerySQL, row.ClientOrderID, row.Symbol, row.Test).Scan(&held, &position, &restingBuys, &restingSells); err != nil {
 		return exchange.Report{}, fmt.Errorf("read position: %w", err)
 	}
 	// A reused ID is a duplicate before it is anything else, so that a
@@ -270,11 +273,19 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 	if (row.Side == "sell" && position.Sign() <= 0) || (row.Side == "buy" && position.Sign() >= 0) {
 		return rejected(ReasonNoPosition), nil
 	}
-	if row.Quantity.GreaterThan(position.Abs()) {
+	// The reducing orders of the same side resting unfilled will take
+	// their part of the position when a price crosses them: what is left
+	// to close is the position less theirs, so that two closes never sell
+	// one long twice and flip it.
+	resting := restingSells
+	if row.Side == "buy" {
+		resting = restingBuys
+	}
+	if row.Quantity.GreaterThan(position.Abs().Sub(resting)) {
 		return rejected(ReasonExceedsPosition), nil
 	}
 	var id string
-	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
+	err := tx.QueryRow(ctx, insertReducingSQL, row.args()...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent order under the same ID that the lock does not
 		// cover (a plain order, another symbol) won the race.
@@ -288,17 +299,32 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 
 const lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
 
+// positionQuerySQL reads whether client order ID $1 is taken, the net
+// filled position of symbol $2 in book $3, and the quantities of its
+// reducing buys and sells resting unfilled.
 const positionQuerySQL = `
 SELECT EXISTS (SELECT 1 FROM paper_orders WHERE client_order_id = $1),
-       COALESCE((SELECT sum(CASE side WHEN 'buy' THEN quantity ELSE -quantity END)
-                 FROM paper_orders
-                 WHERE symbol = $2 AND test = $3 AND status = 'filled'), 0)`
+       COALESCE(sum(CASE side WHEN 'buy' THEN quantity ELSE -quantity END) FILTER (WHERE status = 'filled'), 0),
+       COALESCE(sum(quantity) FILTER (WHERE status = 'open' AND reduce_only AND side = 'buy'), 0),
+       COALESCE(sum(quantity) FILTER (WHERE status = 'open' AND reduce_only AND side = 'sell'), 0)
+FROM paper_orders
+WHERE symbol = $2 AND test = $3`
 
 // InsertSQL is the venue's fill, exported so the benchmarks run exactly it.
 const InsertSQL = `
 INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
                           quantity, price, fill_price, status, test, take_profit, stop_loss)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (client_order_id) DO NOTHING
+RETURNING exchange_order_id`
+
+// insertReducingSQL is InsertSQL for a reducing order (close, close_long,
+// close_short, reduce-only), marked so that later reducing orders count it
+// while it rests (positionQuerySQL).
+const insertReducingSQL = `
+INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
+                          quantity, price, fill_price, status, test, take_profit, stop_loss, reduce_only)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, true)
 ON CONFLICT (client_order_id) DO NOTHING
 RETURNING exchange_order_id`
 

@@ -29,9 +29,11 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		out.Price = o.Price.Decimal
 	}
 	if need.Position {
+		// The net filled position; the resting closes it also reads are
+		// counted when the sized close is placed (reduce).
 		var held bool
-		var pos decimal.Decimal
-		if err := v.pool.QueryRow(ctx, positionQuerySQL, o.ClientOrderID, o.Symbol, o.Test).Scan(&held, &pos); err != nil {
+		var pos, restingBuys, restingSells decimal.Decimal
+		if err := v.pool.QueryRow(ctx, positionQuerySQL, o.ClientOrderID, o.Symbol, o.Test).Scan(&held, &pos, &restingBuys, &restingSells); err != nil {
 			return out, fmt.Errorf("paper: read position: %w: %w", exchange.ErrUnreachable, err)
 		}
 		out.Position = pos
