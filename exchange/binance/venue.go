@@ -212,17 +212,19 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return r, err
 		}
 		apiErr, isAPI := errors.AsType[*APIError](err)
-		if isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action) && !flattens(o) {
+		// A close refused for good, nothing booked, because reduce-only
+		// orders resting on its side block it. Only a refusal: a 5xx
+		// carrying -2022 is unknown (do), and the close may have filled;
+		// Binance would take its ID again once it has.
+		blocked := isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action)
+		if blocked && !flattens(o) {
 			// The resting reduce-only orders protect the part of the
 			// position this close leaves open: refused, nothing cancelled.
 			return rejected(apiErr.Msg + " " + ReasonPartialCloseBlocked), nil
 		}
-		if isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action) && cancelled == nil {
-			// Refused for good, nothing booked: reduce-only orders resting
-			// on the close's side block it. Cancel them and send the close
-			// again, under the same client order ID, once. Only a refusal:
-			// a 5xx carrying -2022 is unknown (do), and the close may have
-			// filled; Binance would take its ID again once it has.
+		if blocked && cancelled == nil {
+			// Cancel them and send the close again, under the same client
+			// order ID, once.
 			if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
 				return exchange.Report{}, err
 			}
