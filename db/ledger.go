@@ -52,7 +52,7 @@ const EventLedgerSet = "ledger_set"
 const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
 
 const readLedgerSQL = `
-SELECT coalesce((SELECT greatest(quantity, 0) FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0),
+SELECT coalesce(greatest(e.quantity, 0), 0),
        coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
                             + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
                                           FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
@@ -68,7 +68,9 @@ SELECT coalesce((SELECT greatest(quantity, 0) FROM spot_ledger WHERE exchange = 
      + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
                   WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND status = 'open'
                     AND base_asset IS NOT NULL AND side = 'sell' AND coalesce(strategy, '') = $4), 0),
-       coalesce((SELECT closes FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4), 0)`
+       coalesce(e.closes, 0)
+FROM (SELECT) one
+LEFT JOIN spot_ledger e ON e.exchange = $1 AND e.mode = $2 AND e.symbol = $3 AND e.strategy = $4`
 
 // LedgerHolding is what a spot close reads of its strategy's entry.
 type LedgerHolding struct {
