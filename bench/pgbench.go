@@ -220,7 +220,8 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 		stmt(paper.InsertSQL, clientOrder, cast("'paper-' || gen_random_uuid()", "text"), symbol,
 			cast("'buy'", "text"), cast("'market'", "text"), cast("0.01", "numeric"), cast("NULL", "numeric"),
 			cast("100", "numeric"), cast("'filled'", "text"), cast("false", "boolean"),
-			cast("NULL", "numeric"), cast("NULL", "numeric")), // take_profit, stop_loss
+			cast("NULL", "numeric"), cast("NULL", "numeric"), // take_profit, stop_loss
+			cast("false", "boolean")), // reduce_only: a buy
 		"RESET synchronous_commit;",
 	}
 	return rt, errors.Join(errs...)

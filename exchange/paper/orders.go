@@ -35,11 +35,15 @@ type PaperOrder struct {
 	// (invalid: none); paper does not trigger them.
 	TakeProfit decimal.NullDecimal `db:"take_profit"`
 	StopLoss   decimal.NullDecimal `db:"stop_loss"`
+	// ReduceOnly marks a reducing order (close, close_long, close_short,
+	// reduce-only): while it rests, later reducing orders count it
+	// (positionQuerySQL).
+	ReduceOnly bool `db:"reduce_only"`
 }
 
 const ordersSQL = `
 SELECT client_order_id, exchange_order_id, symbol, side, order_type,
-       quantity, price, fill_price, status, test, created_at, take_profit, stop_loss
+       quantity, price, fill_price, status, test, created_at, take_profit, stop_loss, reduce_only
 FROM paper_orders ORDER BY created_at, exchange_order_id`
 
 // Orders lists every order in the book, oldest first, so tests can assert

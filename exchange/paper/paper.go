@@ -174,6 +174,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		Test:            o.Test,
 		TakeProfit:      attachedPrice(o.TakeProfit),
 		StopLoss:        attachedPrice(o.StopLoss),
+		ReduceOnly:      o.Side == "" || o.ReduceOnly,
 	}
 
 	// Acquired explicitly so that a pool that cannot hand out a connection
@@ -185,7 +186,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	defer conn.Release()
 
 	var r exchange.Report
-	if o.Side == "" || o.ReduceOnly {
+	if row.ReduceOnly {
 		r, err = placeReducing(ctx, conn, row)
 	} else {
 		r, err = insert(ctx, conn, row)
@@ -285,7 +286,7 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 		return rejected(ReasonExceedsPosition), nil
 	}
 	var id string
-	err := tx.QueryRow(ctx, insertReducingSQL, row.args()...).Scan(&id)
+	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent order under the same ID that the lock does not
 		// cover (a plain order, another symbol) won the race.
@@ -313,18 +314,8 @@ WHERE symbol = $2 AND test = $3`
 // InsertSQL is the venue's fill, exported so the benchmarks run exactly it.
 const InsertSQL = `
 INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
-                          quantity, price, fill_price, status, test, take_profit, stop_loss)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT (client_order_id) DO NOTHING
-RETURNING exchange_order_id`
-
-// insertReducingSQL is InsertSQL for a reducing order (close, close_long,
-// close_short, reduce-only), marked so that later reducing orders count it
-// while it rests (positionQuerySQL).
-const insertReducingSQL = `
-INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type,
                           quantity, price, fill_price, status, test, take_profit, stop_loss, reduce_only)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, true)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (client_order_id) DO NOTHING
 RETURNING exchange_order_id`
 
@@ -348,7 +339,7 @@ func filledQuantity(status exchange.Status, quantity decimal.Decimal) decimal.De
 func (o PaperOrder) args() []any {
 	return []any{o.ClientOrderID, o.ExchangeOrderID, o.Symbol, o.Side, o.OrderType,
 		pgconv.Numeric(o.Quantity), pgconv.NullNumeric(o.Price), pgconv.NullNumeric(o.FillPrice), string(o.Status), o.Test,
-		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss)}
+		pgconv.NullNumeric(o.TakeProfit), pgconv.NullNumeric(o.StopLoss), o.ReduceOnly}
 }
 
 // insert writes a plain order in one autocommit round trip.
