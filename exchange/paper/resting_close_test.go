@@ -50,6 +50,7 @@ func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.
 	require.NoError(t, err)
 	pos := decimal.Zero
 	for _, o := range orders {
+		require.Equal(t, o.ClientOrderID == "c1", o.ReduceOnly, "only the close is marked reducing: %s", o.ClientOrderID)
 		if o.Status != exchange.StatusFilled {
 			continue
 		}
