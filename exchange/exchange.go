@@ -288,9 +288,10 @@ type SharedDatabase interface {
 // failed as a missed trade and the operator is notified, rather than risk
 // a second fill. Binance spot answers false (its docs say the recvWindow
 // checks do not cover delays inside the matching engine), and so does
-// Bybit (its create is asynchronous and may be booked late: an orderLinkId
-// unique forever guards a re-place under the same ID, not a freed key's
-// next execution, which gets a new ID).
+// Bybit (its create is asynchronous and may be booked late); Bybit keeps
+// every orderLinkId for ever instead (IDKeeper), which makes a re-send
+// under the same ID safe, but not a freed key's next execution, which
+// gets a new ID.
 type LateRefuser interface {
 	RefusesLateRequests() bool
 }
@@ -306,9 +307,6 @@ func RefusesLate(v Venue) bool {
 // kind of order it sends; its per-order answer is final. OKX refuses a
 // late place-order request (expTime), but its algo endpoint takes no
 // expTime, so a trailing stop that went missing may still be booked later.
-// Bybit refuses no late order, but its trailing stop is not an order: it
-// is a setting of the position (trading-stop), and setting the same
-// distance again is one setting, so a missing one may be set again.
 type OrderLateRefuser interface {
 	RefusesLateRequest(o Order) bool
 }
@@ -322,6 +320,26 @@ func RefusesLateOrder(v Venue, o Order) bool {
 		return olr.RefusesLateRequest(o)
 	}
 	return RefusesLate(v)
+}
+
+// IDKeeper is implemented by a venue that refuses, for ever, a client
+// order ID it has seen once (Bybit's orderLinkId): an order sent again
+// under the same ID is one order whatever arrives late — the late original
+// is refused as a duplicate, or the re-send is and the original adopted.
+// A "not found" there proves nothing (the key is never freed for a new
+// ID), but sending again under the same ID is safe.
+type IDKeeper interface {
+	KeepsClientOrderIDs() bool
+}
+
+// ResendsSameID reports whether o, not found at v past its accept window,
+// may be sent again under its own client order ID: v proves it absent
+// (RefusesLateOrder), or v never takes one ID twice (IDKeeper).
+func ResendsSameID(v Venue, o Order) bool {
+	if k, ok := v.(IDKeeper); ok && k.KeepsClientOrderIDs() {
+		return true
+	}
+	return RefusesLateOrder(v, o)
 }
 
 // Matches checks a held order against the order hoox would send: the same

@@ -418,14 +418,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			// accepted: whether the order exists is unknown until the
 			// window closes, so the reconcile waits for it.
 			return s.reconcile(ctx, tx, in, order, out, errors.New("an earlier attempt's order is not visible yet and its accept window is still open"))
-		case !exchange.RefusesLate(venue):
+		case !exchange.ResendsSameID(venue, order):
 			// Not found past the window, but this venue may still fill the
-			// dead attempt's request late: sending again could double it.
+			// dead attempt's request late, and would take its ID again:
+			// sending again could double it.
 			// The reconcile (one place for the decision) ends the trace
 			// failed as a missed trade.
 			return s.reconcile(ctx, tx, in, order, out, fmt.Errorf("an earlier attempt's order is not at the venue and %s may still fill a late request", in.Signal.Exchange))
 		}
-		// Not found and the window has closed: nothing can appear; send
+		// Not found and the window has closed: nothing can appear, or
+		// the venue refuses the ID should the original appear late; send
 		// again under the same ID.
 	}
 

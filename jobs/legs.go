@@ -163,7 +163,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 			return r.record(ctx, tx, leg, held, true)
 		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
-		case errors.Is(err, exchange.ErrNotFound) && !exchange.RefusesLateOrder(venue, leg.Order):
+		case errors.Is(err, exchange.ErrNotFound) && !exchange.ResendsSameID(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
 		case errors.Is(err, exchange.ErrNotFound):
 			// Past the window on a venue that refuses late requests:

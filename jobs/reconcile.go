@@ -175,7 +175,7 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		// Postgres's clock, which stamped the send.
 		return db.Resolution{}, "", &snooze{d: window - st.SentAgo + 100*time.Millisecond}
 	}
-	if !exchange.RefusesLate(venue) {
+	if !exchange.ResendsSameID(venue, a.Order) {
 		// Not found past the window proves nothing at a venue that may
 		// still fill a late request (Binance spot): sending again could
 		// double the order. A missed trade, for an operator; the intent

@@ -103,11 +103,12 @@ func (v *Venue) AcceptWindow() time.Duration {
 // operator, as on Binance spot.
 func (v *Venue) RefusesLateRequests() bool { return false }
 
-// RefusesLateRequest (exchange.OrderLateRefuser) is true only for a
-// trailing stop: on Bybit it is not an order but the position's setting
-// (trading-stop, set once the entry filled), and setting the same distance
-// again is one setting, so a leg that went missing may be set again.
-func (v *Venue) RefusesLateRequest(o exchange.Order) bool { return o.Exit == exchange.RoleTrailingStop }
+// KeepsClientOrderIDs (exchange.IDKeeper) is true: Bybit refuses an
+// orderLinkId it has seen once, for ever ("always unique",
+// create-order.mdx), so a missing order may be sent again under its own
+// ID (a trailing stop, the position's setting, is one setting however
+// often it is set).
+func (v *Venue) KeepsClientOrderIDs() bool { return true }
 
 // Category returns the category this venue trades.
 func (v *Venue) Market() Market { return v.cfg.Market }
