@@ -99,8 +99,8 @@ func (v *Venue) AcceptWindow() time.Duration {
 // order sent again under the same ID from being a second one, but a key
 // settled not placed is never sent again under that ID: the resent signal
 // would go out under a new one, and a late original would make a second
-// order. An order missing past its window ends as a missed trade for an
-// operator, as on Binance spot.
+// order. So a missing order is sent again only under its own ID
+// (KeepsClientOrderIDs), and its key is never freed.
 func (v *Venue) RefusesLateRequests() bool { return false }
 
 // KeepsClientOrderIDs (exchange.IDKeeper) is true: Bybit refuses an
