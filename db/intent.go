@@ -22,6 +22,10 @@ import (
 // lock, was lost). The attempt must stop before the venue sees anything.
 var ErrIntentConsumed = errors.New("client order id settled or armed by another attempt")
 
+// ErrKillSwitch means trading is halted by the kill switch: nothing was
+// armed, so nothing may be sent.
+var ErrKillSwitch = errors.New("trading is halted by the kill switch")
+
 // Intent is what an attempt is about to send, made durable before the venue
 // sees any of it.
 type Intent struct {
@@ -270,26 +274,29 @@ func sendTx(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 // reconcile read it under the trace's lock (ReconcileState.Attempts): if
 // that lock's session was lost meanwhile, another run of the reconcile may
 // have re-armed and sent it, or the sweeper settled it, and this run must
-// not send (ErrIntentConsumed).
+// not send (ErrIntentConsumed). It re-arms nothing while the kill switch is
+// engaged, read in the same statement (ErrKillSwitch): the reconcile's own
+// reading, under the lock, is as old as its venue lookup.
 func TouchIntent(ctx context.Context, q DBTX, clientOrderID string, armed int) (time.Time, error) {
 	var sentAt time.Time
-	found := false
 	// One implicit transaction (no BEGIN), synchronous whatever the
 	// server's default.
 	b := &pgx.Batch{}
 	b.Queue(SyncCommitSQL)
-	b.Queue(touchIntentSQL, clientOrderID, armed).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(&sentAt); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+	halted := false
+	var at *time.Time
+	b.Queue(touchIntentSQL, clientOrderID, armed).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&halted, &at)
 	})
 	err := q.SendBatch(ctx, b).Close()
-	if err == nil && !found {
+	if err == nil && halted {
+		return time.Time{}, fmt.Errorf("intent %s: %w", clientOrderID, ErrKillSwitch)
+	}
+	if err == nil && at == nil {
 		err = pgx.ErrNoRows
+	}
+	if at != nil {
+		sentAt = *at
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("intent %s: %w", clientOrderID, ErrIntentConsumed)
@@ -301,9 +308,14 @@ func TouchIntent(ctx context.Context, q DBTX, clientOrderID string, armed int) (
 }
 
 const touchIntentSQL = `
-UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
-WHERE client_order_id = $1 AND outcome = 'reconciling' AND attempts = $2
-RETURNING sent_at`
+WITH ks AS (
+    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+), u AS (
+    UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
+    WHERE client_order_id = $1 AND outcome = 'reconciling' AND attempts = $2 AND NOT (SELECT engaged FROM ks)
+    RETURNING sent_at
+)
+SELECT (SELECT engaged FROM ks), (SELECT sent_at FROM u)`
 
 // intentColumns are read by every query that returns an Intent.
 const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,

@@ -161,14 +161,22 @@ func (t *LegsTx) Rollback(ctx context.Context) {
 // $3 times. A leg armed since by another pass (one that took the lock
 // after this pass's session, and the lock with it, was lost) is not
 // touched, and no event is written.
+//
+// Nothing is armed while the kill switch is engaged (DESIGN: it "halts
+// every placement"), read in the same statement: the first column says so,
+// the second whether the leg was armed.
 const markLegSentSQL = `
-WITH u AS (
+WITH ks AS (
+    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+), u AS (
     UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
-    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3
+    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND NOT (SELECT engaged FROM ks)
     RETURNING 1
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT $4, $5, $6::jsonb FROM u
 )
-INSERT INTO trace_events (trace_id, event, detail)
-SELECT $4, $5, $6::jsonb FROM u`
+SELECT (SELECT engaged FROM ks), EXISTS (SELECT 1 FROM u)`
 
 // MarkLegSent makes durable, before the leg's order is sent (again), that
 // it may exist at the venue, and the order as it will be sent (leg.Order:
@@ -182,24 +190,28 @@ SELECT $4, $5, $6::jsonb FROM u`
 // pass's session, and with it the lock, was lost — Binance keeps a client
 // order ID unique only among open orders, so sending it again could place
 // a second exit. The caller must not send then; once armed, the leg holds
-// leg.Attempts+1.
+// leg.Attempts+1. While the kill switch is engaged it arms nothing and
+// returns ErrKillSwitch: the leg stays as it is, for a pass after the
+// release.
 func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
 	spec, err := json.Marshal(leg.Order)
 	if err != nil {
 		return fmt.Errorf("encode leg %s: %w", leg.ClientOrderID, err)
 	}
 	detail := map[string]any{"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq}
-	armed := false
+	halted, armed := false, false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
 	b.Queue(markLegSentSQL, leg.ClientOrderID, spec, leg.Attempts, leg.TraceID, EventLegStarted, detail).
-		Exec(func(ct pgconn.CommandTag) error {
-			armed = ct.RowsAffected() == 1
-			return nil
+		QueryRow(func(row pgx.Row) error {
+			return row.Scan(&halted, &armed)
 		})
 	if err := sendTx(ctx, pool, b); err != nil {
 		return err
+	}
+	if halted {
+		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, ErrKillSwitch)
 	}
 	if !armed {
 		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, ErrIntentConsumed)

@@ -69,19 +69,20 @@ func queueTraceLock(b *pgx.Batch, lockKey string, lockWait time.Duration) {
 }
 
 const reconcileStatusSQL = `
-SELECT t.status, i.sent_at, coalesce(i.attempts, 0),
+SELECT CASE WHEN t.client_order_id IS NULL OR t.client_order_id = $2 THEN t.status::text ELSE 'superseded' END, i.sent_at, coalesce(i.attempts, 0),
        (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
        (extract(epoch FROM clock_timestamp() - t.received_at) * 1000000)::bigint,
        coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)
 FROM trace_ids t LEFT JOIN dispatch_intents i ON i.client_order_id = $2
 WHERE t.trace_id = $1 FOR UPDATE OF t`
 
-// resolveTraceSQL settles the trace only while it is still reconciling; the
-// row lock already guarantees it, the condition keeps it true if the locking
-// ever changes.
+// resolveTraceSQL settles the trace only while it is still reconciling
+// under this resolution's client order ID; the row lock and
+// reconcileStatusSQL already guarantee both, the conditions keep them true
+// if the locking ever changes.
 const resolveTraceSQL = `
 UPDATE trace_ids SET status = $2, order_id = $3, client_order_id = $4, updated_at = now()
-WHERE trace_id = $1 AND status = 'reconciling'`
+WHERE trace_id = $1 AND status = 'reconciling' AND (client_order_id IS NULL OR client_order_id = $4)`
 
 // Reconcile resolves one reconciling trace in one transaction. It locks the
 // trace (waiting at most lockWait), and when the trace is still reconciling
@@ -91,7 +92,13 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // ask the venue and record.
 //
 // It returns the status the trace had when locked; decide is called only
-// when that is reconciling. A trace that is gone (purged, released) gives
+// when that is reconciling under clientOrderID. A trace reconciling under
+// another client order ID (a later execution, after an operator released
+// the key and its resend lost its answer too) is not this resolution's:
+// it returns TraceSuperseded and leaves it to its own reconcile — a late
+// run of the earlier job (River retries a job its rescuer found stuck)
+// would otherwise settle the later execution with the earlier order's
+// outcome and lose the later order. A trace that is gone (purged, released) gives
 // ErrNotFound. An error from decide rolls back and is returned as is, so the
 // caller can tell a venue failure from a database one.
 func Reconcile(ctx context.Context, pool *pgxpool.Pool, traceID, clientOrderID string, lockWait time.Duration,

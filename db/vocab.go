@@ -16,6 +16,11 @@ const (
 	TraceFailed      TraceStatus = "failed"
 )
 
+// TraceSuperseded is not stored: Reconcile returns it for a trace that is
+// reconciling under another client order ID than the resolution's (a
+// later execution's).
+const TraceSuperseded TraceStatus = "superseded"
+
 // TraceStatuses lists every trace status in lifecycle order, for filters
 // that accept one.
 func TraceStatuses() []TraceStatus {

@@ -203,7 +203,12 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	// Armed only if no other pass armed it since this one read it under
 	// the lock (a pass whose session, and the lock, was lost): otherwise
 	// stop before the venue sees anything.
-	if err := db.MarkLegSent(ctx, r.intentPool, leg); err != nil {
+	switch err := db.MarkLegSent(ctx, r.intentPool, leg); {
+	case errors.Is(err, db.ErrKillSwitch):
+		// Halted: nothing is placed, the leg waits (open) for a pass after
+		// the operator releases the switch.
+		return fmt.Errorf("%w: %w", ErrNotYet, err)
+	case err != nil:
 		return err
 	}
 	armed := leg.Attempts + 1

@@ -115,6 +115,10 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		return nil
 	case err != nil:
 		return fmt.Errorf("reconcile trace %s: %w", a.TraceID, err)
+	case status == db.TraceSuperseded:
+		w.log.WarnContext(ctx, "reconcile: the trace now reconciles another execution's order; this job's is settled",
+			"trace_id", a.TraceID, "client_order_id", a.Order.ClientOrderID)
+		return nil
 	case status != db.TraceReconciling:
 		w.log.InfoContext(ctx, "reconcile: trace already settled", "trace_id", a.TraceID, "status", status)
 		return nil
@@ -184,22 +188,34 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 			"client_order_id", a.Order.ClientOrderID, "exchange", a.Exchange)
 		return w.failed(a, missedReason(a.Order.ClientOrderID, a.Exchange), db.IntentFailed, nil), outcomeMissed, nil
 	}
+	// Not sent again: the intent's outcome frees the key for a new ID only
+	// where "not found" proves the order absent (RefusesLateOrder). At a
+	// venue that keeps IDs but may book a create late (Bybit) the order may
+	// still appear: the intent stays unknown, so a resend looks it up first
+	// instead of placing a second one beside it.
+	notSent := db.IntentNotPlaced
+	if !exchange.RefusesLateOrder(venue, a.Order) {
+		notSent = db.IntentFailed
+	}
 	if st.KillSwitch {
-		w.log.ErrorContext(ctx, "reconcile: kill switch engaged; not placed", "trace_id", a.TraceID,
-			"client_order_id", a.Order.ClientOrderID)
-		return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
-			db.IntentNotPlaced, nil), outcomeHalted, nil
+		return w.halted(ctx, a, notSent), outcomeHalted, nil
 	}
 	if age := st.Age; age >= w.cfg.Timing.MaxSignalAge {
 		w.log.ErrorContext(ctx, "reconcile: stale signal not placed", "trace_id", a.TraceID,
 			"client_order_id", a.Order.ClientOrderID, "age", age, "max_signal_age", w.cfg.Timing.MaxSignalAge)
 		return w.failed(a, fmt.Sprintf("the venue holds no order %s and the signal is %s old, past the %s limit for placing: not sent",
-			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.Timing.MaxSignalAge), db.IntentNotPlaced, nil), outcomeStale, nil
+			a.Order.ClientOrderID, age.Round(time.Millisecond), w.cfg.Timing.MaxSignalAge), notSent, nil), outcomeStale, nil
 	}
 
 	// Durable before the venue sees the order again, so a crash from here
-	// on leaves the window to wait for.
-	if _, err := db.TouchIntent(ctx, w.intentPool, a.Order.ClientOrderID, st.Attempts); err != nil {
+	// on leaves the window to wait for. The re-arm reads the kill switch
+	// again in its own statement: the lookup above may have taken up to
+	// HOOX_VENUE_TIMEOUT, and an operator told "engaged" in the meantime
+	// gets no order placed after that answer.
+	switch _, err := db.TouchIntent(ctx, w.intentPool, a.Order.ClientOrderID, st.Attempts); {
+	case errors.Is(err, db.ErrKillSwitch):
+		return w.halted(ctx, a, notSent), outcomeHalted, nil
+	case err != nil:
 		return db.Resolution{}, "", fmt.Errorf("re-arm intent %s: %w", a.Order.ClientOrderID, err)
 	}
 	// The same client order ID: if the first attempt's order reaches the
@@ -216,6 +232,15 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 		return w.recorded(a, report, true), outcomeAdopted, nil
 	}
 	return w.recorded(a, report, false), outcomePlaced, nil
+}
+
+// halted fails a trace whose order the venue does not hold while trading
+// is halted by the kill switch; notSent settles its intent.
+func (w *ReconcileWorker) halted(ctx context.Context, a ReconcileArgs, notSent db.IntentOutcome) db.Resolution {
+	w.log.ErrorContext(ctx, "reconcile: kill switch engaged; not placed", "trace_id", a.TraceID,
+		"client_order_id", a.Order.ClientOrderID)
+	return w.failed(a, fmt.Sprintf("the venue holds no order %s and trading is halted by the kill switch: not sent", a.Order.ClientOrderID),
+		notSent, nil)
 }
 
 // followOpenMarket bounds how long a reconcile or the sweeper keeps
