@@ -25,8 +25,14 @@ type PaperOrder struct {
 	Price decimal.NullDecimal `db:"price"`
 	// FillPrice is invalid while a limit order rests.
 	FillPrice decimal.NullDecimal `db:"fill_price"`
-	// Status is filled or open.
+	// Status is filled, open or cancelled (by Cancel, or by the venue for
+	// what a reduce-only order could not reduce when it filled).
 	Status exchange.Status `db:"status"`
+	// FilledQuantity is what the order executed: all of Quantity when
+	// filled, part or none of it for a reduce-only order cut to the
+	// position when it filled, nothing otherwise. Listing only: the
+	// insert never writes it.
+	FilledQuantity decimal.Decimal `db:"filled_quantity"`
 	// Test marks the test book, kept apart from the live one.
 	Test bool `db:"test"`
 	// CreatedAt is zero until the database stamps the row.
@@ -43,7 +49,8 @@ type PaperOrder struct {
 
 const ordersSQL = `
 SELECT client_order_id, exchange_order_id, symbol, side, order_type,
-       quantity, price, fill_price, status, test, created_at, take_profit, stop_loss, reduce_only
+       quantity, price, fill_price, status, ` + executedSQL + ` AS filled_quantity,
+       test, created_at, take_profit, stop_loss, reduce_only
 FROM paper_orders ORDER BY created_at, exchange_order_id`
 
 // Orders lists every order in the book, oldest first, so tests can assert

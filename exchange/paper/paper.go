@@ -23,16 +23,24 @@
 // them (the paper venue has no market data of its own), or until Cancel
 // cancels them. Paper charges no fee.
 //
-// Positions are the net filled quantity per symbol and book (live and test
+// Positions are the net executed quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
 // close_long, close_short and close are reduce-only: refused for good with
 // "no position to close" when there is no position in the right direction,
 // and with "quantity exceeds position" when the order would flip it, counting
 // the reducing orders of the same side still resting (a resting limit close
-// takes its part of the position when a price crosses it). Reducing
-// orders serialise per symbol and book on an advisory lock, so concurrent
-// closes cannot sell the same long twice; plain orders skip the lock to stay
-// at one round trip.
+// takes its part of the position when a price crosses it); paper cancels no
+// resting close to make room for another, as hoox on Binance USDⓈ-M does not
+// for a partial or percent close. A plain order is not checked against
+// resting closes and may shrink, close or flip the position under them, so
+// a reduce-only order is checked again when it fills: it fills at most the
+// position left on its reducing side, and the rest ends cancelled (with
+// nothing filled when nothing is left to reduce), as Binance USDⓈ-M and
+// Bybit linear end what a reduce-only order cannot reduce. A reduce-only
+// order therefore never grows a position nor opens the other side. Reducing
+// orders and fills serialise per symbol and book on an advisory lock, so
+// concurrent closes cannot sell the same long twice; plain orders skip the
+// lock to stay at one round trip.
 package paper
 
 import (
@@ -187,7 +195,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 
 	var r exchange.Report
 	if row.ReduceOnly {
-		r, err = placeReducing(ctx, conn, row)
+		r, err = placeReducing(ctx, conn, row, o.Sizing)
 	} else {
 		r, err = insert(ctx, conn, row)
 	}
@@ -207,10 +215,12 @@ const positionLockNamespace = 0x70617072 // "papr"
 // placeReducing places a close or reduce-only order. It reads the position
 // and writes the order in one transaction holding a lock per symbol and
 // mode, so two closes cannot both sell the same long. Plain orders do not take
-// the lock, to keep them at one round trip; a plain sell racing a close may
-// therefore still over-sell, as on a venue that checks reduce-only at
-// submission.
-func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.Report, error) {
+// the lock, to keep them at one round trip: a plain sell racing a market
+// close may commit between the close's read and its fill, and the book then
+// holds what the close followed by the sell leaves (the sell, not the
+// close, opens the other side). A resting close is checked again when it
+// fills (SetPrice).
+func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, sizing *exchange.Sizing) (exchange.Report, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return exchange.Report{}, classify("begin", err)
@@ -219,7 +229,7 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exc
 	// transaction that wrote nothing durable.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	r, err := reduce(ctx, tx, row)
+	r, err := reduce(ctx, tx, row, sizing)
 	if err != nil {
 		if errors.Is(err, exchange.ErrDuplicateClientOrderID) {
 			return exchange.Report{}, err
@@ -237,18 +247,16 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exc
 }
 
 // reduce resolves the side of a reducing order from the position and
-// inserts it, or returns a rejected Report.
-func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, error) {
+// inserts it, or returns a rejected Report. sizing is how the gateway sized
+// the order (nil: a base quantity), for the refusal's reason.
+func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Sizing) (exchange.Report, error) {
 	var (
 		held                      bool
 		position                  decimal.Decimal
 		restingBuys, restingSells decimal.Decimal
 	)
-	// The lock gets its own statement: a read in the same statement would
-	// use a snapshot taken before the lock was granted, and miss the close
-	// that held it.
-	if _, err := tx.Exec(ctx, lockSQL, positionLockNamespace, row.Symbol+":"+strconv.FormatBool(row.Test)); err != nil {
-		return exchange.Report{}, fmt.Errorf("lock position: %w", err)
+	if err := lockPosition(ctx, tx, row.Symbol, row.Test); err != nil {
+		return exchange.Report{}, err
 	}
 	if err := tx.QueryRow(ctx, positionQuerySQL, row.ClientOrderID, row.Symbol, row.Test).Scan(&held, &position, &restingBuys, &restingSells); err != nil {
 		return exchange.Report{}, fmt.Errorf("read position: %w", err)
@@ -283,7 +291,7 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 		resting = restingBuys
 	}
 	if row.Quantity.GreaterThan(position.Abs().Sub(resting)) {
-		return rejected(ReasonExceedsPosition), nil
+		return rejected(exceedsReason(row, position, resting, sizing)), nil
 	}
 	var id string
 	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
@@ -298,14 +306,54 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 	return row.report(id), nil
 }
 
+// exceedsReason is why reducing order row is refused when it asks for more
+// than the position less the same side's resting reducing orders. When
+// some rest, it says how much they take and what is left: the trader's
+// choice is to cancel them or close at most that, as paper (like hoox on
+// Binance USDⓈ-M, for anything but a whole-position close) does not cancel
+// them to make room.
+func exceedsReason(row PaperOrder, position, resting decimal.Decimal, sizing *exchange.Sizing) string {
+	if !resting.IsPositive() {
+		return ReasonExceedsPosition
+	}
+	left := decimal.Max(position.Abs().Sub(resting), decimal.Zero)
+	asked := row.Quantity.String()
+	if sizing != nil && sizing.Type == exchange.QuantityPercentOfPosition {
+		asked += " (" + sizing.Asked + "% of the position)"
+	}
+	todo := "cancel them first"
+	if left.IsPositive() {
+		todo = "cancel them, or close at most " + left.String()
+	}
+	return fmt.Sprintf("%s: resting reduce-only %ss already take %s of the position of %s, so %s is left to close and this close asks %s; "+
+		"paper cancels no resting close to make room for another: %s",
+		ReasonExceedsPosition, row.Side, resting, position.Abs(), left, asked, todo)
+}
+
 const lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
 
+// lockPosition takes, for the rest of tx, the lock that serialises the
+// reducing orders and the fills of symbol in book test. It gets its own
+// statement: a read in the same statement would use a snapshot taken
+// before the lock was granted, and miss the order that held it.
+func lockPosition(ctx context.Context, tx pgx.Tx, symbol string, test bool) error {
+	if _, err := tx.Exec(ctx, lockSQL, positionLockNamespace, symbol+":"+strconv.FormatBool(test)); err != nil {
+		return fmt.Errorf("lock position: %w", err)
+	}
+	return nil
+}
+
+// executedSQL is what a paper order executed: filled_quantity when the
+// venue ended it short of its quantity (a reduce-only order cut to the
+// position, 00036), else all of it when filled and nothing otherwise.
+const executedSQL = `COALESCE(filled_quantity, CASE WHEN status = 'filled' THEN quantity ELSE 0 END)`
+
 // positionQuerySQL reads whether client order ID $1 is taken, the net
-// filled position of symbol $2 in book $3, and the quantities of its
+// executed position of symbol $2 in book $3, and the quantities of its
 // reducing buys and sells resting unfilled.
 const positionQuerySQL = `
 SELECT EXISTS (SELECT 1 FROM paper_orders WHERE client_order_id = $1),
-       COALESCE(sum(CASE side WHEN 'buy' THEN quantity ELSE -quantity END) FILTER (WHERE status = 'filled'), 0),
+       COALESCE(sum(CASE side WHEN 'buy' THEN ` + executedSQL + ` ELSE -` + executedSQL + ` END), 0),
        COALESCE(sum(quantity) FILTER (WHERE status = 'open' AND reduce_only AND side = 'buy'), 0),
        COALESCE(sum(quantity) FILTER (WHERE status = 'open' AND reduce_only AND side = 'sell'), 0)
 FROM paper_orders
@@ -358,7 +406,8 @@ func insert(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.R
 }
 
 const lookupSQL = `
-SELECT exchange_order_id, symbol, side, quantity, price, status, fill_price, take_profit, stop_loss
+SELECT exchange_order_id, symbol, side, quantity, price, status, fill_price, take_profit, stop_loss,
+       ` + executedSQL + `
 FROM paper_orders WHERE client_order_id = $1`
 
 // Lookup finds an order by client order ID, or exchange.ErrNotFound. The
@@ -373,10 +422,12 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("paper: fault drill: %w", exchange.ErrUnreachable)
 	}
 	var (
-		r      exchange.Report
-		status string
+		r         exchange.Report
+		status    string
+		fillPrice decimal.NullDecimal
 	)
-	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Symbol, &r.Side, &r.Quantity, &r.Price, &status, &r.FillPrice, &r.TakeProfit, &r.StopLoss)
+	err := v.pool.QueryRow(ctx, lookupSQL, clientOrderID).Scan(&r.ExchangeOrderID, &r.Symbol, &r.Side, &r.Quantity, &r.Price, &status, &fillPrice,
+		&r.TakeProfit, &r.StopLoss, &r.FilledQuantity)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return exchange.Report{}, fmt.Errorf("paper: client order id %s: %w", clientOrderID, exchange.ErrNotFound)
 	}
@@ -384,10 +435,16 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, classify("look up order", err)
 	}
 	r.Status = exchange.Status(status)
-	r.FilledQuantity = filledQuantity(r.Status, r.Quantity)
+	if r.FilledQuantity.IsPositive() {
+		// Everything executes at one price: the average is the fill
+		// price. A reduce-only order cut to the position ends cancelled
+		// with what it executed, reported as Binance and Bybit report a
+		// limit order ended after a partial fill: FilledQuantity and
+		// AvgPrice, FillPrice only for a full fill.
+		r.AvgPrice = fillPrice
+	}
 	if r.Status == exchange.StatusFilled {
-		// Everything fills at one price: the average is the fill price.
-		r.AvgPrice = r.FillPrice
+		r.FillPrice = fillPrice
 	}
 	if err := exchange.Matches(o, o.Symbol, o.Quantity, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("paper: %w", err)

@@ -35,7 +35,8 @@ func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.
 	r, err = b.venue.Place(ctx, closeOrder("c2", "1"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
-	require.Equal(t, paper.ReasonExceedsPosition, r.Reason)
+	require.Equal(t, paper.ReasonExceedsPosition+": resting reduce-only sells already take 1 of the position of 1, so 0 is left to close and this close asks 1; "+
+		"paper cancels no resting close to make room for another: cancel them first", r.Reason, "the refusal says why")
 
 	// A smaller one is refused too: the resting close takes all the long.
 	r, err = b.venue.Place(ctx, closeOrder("c3", "0.5"))

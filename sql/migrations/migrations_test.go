@@ -222,3 +222,29 @@ FROM generate_series(1, 200) n`)
 	require.NoError(t, err)
 	require.True(t, analysed("signal"), "after the down migration the signal is sampled again")
 }
+
+// Migration 00036: down, a paper order cut to the position when it filled
+// (cancelled, with filled_quantity) becomes a fill of what it executed, so
+// the position the book adds up the old way (filled orders' quantities)
+// stays what executed; one that executed nothing stays cancelled.
+func TestPaperCutOrdersKeepTheirFillDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := db.ExecContext(ctx, `
+INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, price, fill_price, status, test, reduce_only, filled_quantity) VALUES
+  ('long', 'paper-1', 'BTCUSDT', 'buy', 'market', 1, NULL, 100, 'filled', false, false, NULL),
+  ('cut', 'paper-2', 'BTCUSDT', 'sell', 'limit', 1, 110, 110, 'cancelled', false, true, 0.6),
+  ('none', 'paper-3', 'BTCUSDT', 'sell', 'limit', 1, 120, NULL, 'cancelled', false, true, 0)`)
+	require.NoError(t, err)
+
+	_, err = p.DownTo(ctx, 35)
+	require.NoError(t, err)
+	var pos, cancelled string
+	require.NoError(t, db.QueryRowContext(ctx, `
+SELECT trim_scale(sum(CASE side WHEN 'buy' THEN quantity ELSE -quantity END) FILTER (WHERE status = 'filled'))::text,
+       string_agg(client_order_id, ',') FILTER (WHERE status = 'cancelled')
+FROM paper_orders`).Scan(&pos, &cancelled))
+	require.Equal(t, "0.4", pos, "the long less what the cut close executed")
+	require.Equal(t, "none", cancelled)
+}
