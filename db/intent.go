@@ -117,13 +117,16 @@ const (
 
 // writeSpotCloseIntentSQL is WriteIntentSQL for a spot close that read
 // the ledger ($18–$21: the entry's key, $22: the version it read): the
-// entry's row is locked and the intent written only while the entry's
-// version is still $22, and the version is bumped only when the intent
-// was written — either both or neither. WriteIntent bounds its wait for
-// the row (a fill being recorded holds it briefly) by spotCloseLockWait.
+// entry's version row (spot_ledger_versions, 00037; ensureLedgerVersionSQL
+// creates it) is locked and the intent written only while the version is
+// still $22, and the version is bumped only when the intent was written —
+// either both or neither. The version row is locked by nothing but other
+// closes' intent writes, never by a fill's trigger (which a claim may
+// hold: a window-mode execution recovering the earlier one's sell);
+// WriteIntent bounds its wait for it by spotCloseLockWait.
 const writeSpotCloseIntentSQL = `
 WITH l AS (
-    SELECT 1 FROM spot_ledger
+    SELECT 1 FROM spot_ledger_versions
     WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
     FOR UPDATE
 ), i AS (
@@ -131,10 +134,20 @@ WITH l AS (
     SELECT ` + intentInsertValuesList + ` FROM l
     ` + intentArmSQL + `
 ), v AS (
-    UPDATE spot_ledger SET closes = closes + 1
+    UPDATE spot_ledger_versions SET closes = closes + 1
     WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
 ), ev AS (` + intentStartedSQL + `)
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
+
+// ensureLedgerVersionSQL creates the version row of an existing ledger
+// entry ($1–$4) at version 0 when no close wrote one yet, in the intent's
+// implicit transaction, just before writeSpotCloseIntentSQL. It reads the
+// entry without locking it.
+const ensureLedgerVersionSQL = `
+INSERT INTO spot_ledger_versions (exchange, mode, symbol, strategy, closes)
+SELECT $1, $2, $3, $4, 0
+WHERE EXISTS (SELECT 1 FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4)
+ON CONFLICT (exchange, mode, symbol, strategy) DO NOTHING`
 
 // spotCloseLockWait bounds writeSpotCloseIntentSQL's wait for the
 // entry's row lock.
@@ -171,6 +184,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	if l := in.Ledger; l != nil {
 		// One implicit transaction: the lock_timeout holds for the write.
 		b.Queue("SELECT set_config('lock_timeout', $1, true)", spotCloseLockWait)
+		b.Queue(ensureLedgerVersionSQL, l.Exchange, l.Mode, l.Symbol, l.Strategy)
 		query = writeSpotCloseIntentSQL
 		args = append(args, l.Exchange, l.Mode, l.Symbol, l.Strategy, l.Closes)
 	}

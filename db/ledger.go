@@ -68,7 +68,8 @@ SELECT coalesce(greatest(e.quantity, 0), 0),
      + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
                   WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND status = 'open'
                     AND base_asset IS NOT NULL AND side = 'sell' AND coalesce(strategy, '') = $4), 0),
-       coalesce(e.closes, 0)
+       coalesce((SELECT v.closes FROM spot_ledger_versions v
+                 WHERE v.exchange = $1 AND v.mode = $2 AND v.symbol = $3 AND v.strategy = $4), 0)
 FROM (SELECT) one
 LEFT JOIN spot_ledger e ON e.exchange = $1 AND e.mode = $2 AND e.symbol = $3 AND e.strategy = $4`
 
@@ -88,7 +89,7 @@ type LedgerHolding struct {
 	// close reads is other holders' coins, never the strategy's.
 	Unrecorded decimal.Decimal
 	// Closes is the entry's version: how many closes of it wrote their
-	// intent (spot_ledger.closes). The close's intent is written only if
+	// intent (spot_ledger_versions.closes). The close's intent is written only if
 	// it is still this (Intent.Ledger).
 	Closes int64
 }

@@ -465,6 +465,16 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			// claim's connection, and the trace's lock with it, was lost.
 			return nil, unavailable("another attempt of this signal is sending its order; nothing was placed by this one", 5*time.Second, err)
 		}
+		// The write may have committed with its answer lost (a connection
+		// reset, a pooler restart, a failover at the commit): then the
+		// intent is armed Armed+1 times though nothing went to the venue,
+		// and the sender's resend would find an open intent, ask the venue,
+		// and — at a venue that may fill a late request — end as a missed
+		// trade. Settle exactly that arming unsent while the claim still
+		// holds the trace's lock; it writes nothing if the write never
+		// committed (or another attempt armed the ID since).
+		intent.Attempts = armed + 1
+		s.settleIntent(ctx, intent, db.IntentUnsent, in, err)
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
 	}
 	s.deps.Metrics.ObserveStage(StageIntent, time.Since(intentStart))
@@ -633,15 +643,25 @@ func keyReusedAtVenue(traceID string, err error) *Error {
 func (s *Service) settleIntent(ctx context.Context, intent *db.Intent, outcome db.IntentOutcome, in Input, cause error) {
 	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
 		Detail: map[string]any{"client_order_id": intent.ClientOrderID, "outcome": outcome, "cause": cause.Error()}}
-	settled, err := db.SettleAttempt(ctx, s.deps.MarkerPool, intent.ClientOrderID, intent.Attempts, outcome, ev)
+	// Detached from the dispatch's deadline, which the steps before may
+	// have spent: an intent left armed after a send that never left is a
+	// missed trade at a venue that may fill late.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	settled, err := db.SettleAttempt(sctx, s.deps.MarkerPool, intent.ClientOrderID, intent.Attempts, outcome, ev)
 	switch {
 	case err != nil:
-		s.deps.Logger.WarnContext(ctx, "settle intent after rollback", "client_order_id", intent.ClientOrderID, "error", err)
+		s.deps.Logger.ErrorContext(ctx, "settle intent: could not record that nothing was sent; a resend will ask the venue first",
+			"client_order_id", intent.ClientOrderID, "outcome", outcome, "error", err)
 	case !settled:
 		s.deps.Logger.WarnContext(ctx, "intent armed again by another attempt; its outcome is that attempt's",
 			"client_order_id", intent.ClientOrderID, "outcome_not_written", outcome)
 	}
 }
+
+// settleTimeout bounds a settlement that runs after its caller's own
+// deadline may have passed (settleIntent, a leg's unsent mark).
+const settleTimeout = 10 * time.Second
 
 // notify queues ev's notification in the claim's transaction, so it commits
 // with the event or not at all. Nothing is queued (and no round trip made)

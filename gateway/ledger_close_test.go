@@ -108,7 +108,7 @@ func TestSpotLedgerCountsASellRecordedBeforeTheBuysFill(t *testing.T) {
 // the holding; the first close then writes its intent under its own,
 // different client order ID — the intent CAS (db.WriteIntent) only guards
 // one ID — and would sell it again, out of coins the strategy never
-// bought. The entry's version (spot_ledger.closes), read under the lock
+// bought. The entry's version (spot_ledger_versions.closes), read under the lock
 // and bumped by compare-and-set with the intent, stops the first close:
 // its intent is not written, nothing is sent (503), one sale in all.
 func TestLostClaimSessionStillSellsOneHoldingOnce(t *testing.T) {

@@ -142,6 +142,21 @@ func (r *LegRunner) Finish(ctx context.Context, lockKey, parent string) ([]db.Or
 	return db.LegOrders(ctx, r.pool, parent)
 }
 
+// markUnsent records that the leg armed armed times was never sent, on a
+// context of its own: the pass's may be what ended the send (a shutdown, a
+// job's timeout), and an armed leg that never left would be failed as a
+// missed trade by the next pass at a venue that may fill late.
+func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed int) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markUnsentTimeout)
+	defer cancel()
+	if err := db.MarkLegUnsent(uctx, r.intentPool, clientOrderID, armed); err != nil {
+		r.log.WarnContext(ctx, "leg: mark unsent", "client_order_id", clientOrderID, "error", err)
+	}
+}
+
+// markUnsentTimeout bounds markUnsent.
+const markUnsentTimeout = 10 * time.Second
+
 // step decides one open leg under the pass's lock and ends tx: it records
 // the leg's order (placed or adopted), settles it without one, or returns
 // an error (the caller rolls back) when nothing can be decided now.
@@ -203,15 +218,22 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	// Armed only if no other pass armed it since this one read it under
 	// the lock (a pass whose session, and the lock, was lost): otherwise
 	// stop before the venue sees anything.
+	armed := leg.Attempts + 1
 	switch err := db.MarkLegSent(ctx, r.intentPool, leg); {
 	case errors.Is(err, db.ErrKillSwitch):
 		// Halted: nothing is placed, the leg waits (open) for a pass after
 		// the operator releases the switch.
 		return fmt.Errorf("%w: %w", ErrNotYet, err)
+	case errors.Is(err, db.ErrIntentConsumed):
+		return err
 	case err != nil:
+		// The arming may have committed with its answer lost: nothing was
+		// sent, so undo exactly that arming (a no-op if it never
+		// committed), or the next pass would find the leg sent, not find
+		// it at the venue, and fail it as a missed trade.
+		r.markUnsent(ctx, leg.ClientOrderID, armed)
 		return err
 	}
-	armed := leg.Attempts + 1
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 	report, err := venue.Place(vctx, leg.Order)
 	cancel()
@@ -221,9 +243,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	switch {
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: the next pass sends without asking.
-		if uerr := db.MarkLegUnsent(ctx, r.intentPool, leg.ClientOrderID, armed); uerr != nil {
-			r.log.WarnContext(ctx, "leg: mark unsent", "client_order_id", leg.ClientOrderID, "error", uerr)
-		}
+		r.markUnsent(ctx, leg.ClientOrderID, armed)
 		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
 	case err != nil:
 		// Sent, answer unknown (or a duplicate ID): the next pass looks

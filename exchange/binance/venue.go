@@ -253,13 +253,14 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 }
 
 // flattens reports whether close o is meant to leave no position: a
-// close of all of it, or the first part of such a close split over the
-// venue's maximum market quantity (Split set, no Sizing: the other parts
-// follow it). A percent_of_position exit (Sizing set) and a later part of
-// a split close (a leg: Partial, no Split) leave some of the position
-// open, or may (cancelBlocking's premise does not hold for them).
+// close of all of it, a percent_of_position close of 100 % (or more) of
+// it, or the first part of either split over the venue's maximum market
+// quantity (Split set: the other parts follow it). A percent_of_position
+// exit of less and a later part of a split close (a leg: Partial, no
+// Split, no Sizing) leave some of the position open, or may
+// (cancelBlocking's premise does not hold for them).
 func flattens(o exchange.Order) bool {
-	return !o.Partial || (o.Split != nil && o.Sizing == nil)
+	return !o.Partial || (o.Split != nil && o.Sizing == nil) || exchange.WholePosition(o.Sizing)
 }
 
 // refusal turns err into Place's answer: a rejected Report for a refusal

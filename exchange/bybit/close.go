@@ -138,7 +138,8 @@ func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, 
 // ensureLeverage sets symbol's leverage unless Bybit already holds it
 // (cur, read just before from the position list): Bybit applies leverage
 // per symbol, so it must be right before the order. 110043 ("leverage not
-// modified") means it already was. A refusal returns its reason; any other
+// modified") means it already was. A refusal (any code Bybit answered
+// that is not tabled as a transient failure) returns its reason; any other
 // failure means nothing was placed. It is never called for a close: a
 // refused change (110013) must not refuse the close.
 func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (reason string, err error) {
@@ -151,7 +152,11 @@ func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (r
 	var e *APIError
 	switch {
 	case err == nil, errors.As(err, &e) && e.Code == 110043:
-	case e != nil && e.Refused():
+	case e != nil && (e.Refused() || (e.Class == ClassUnknown && e.HTTPStatus == http.StatusOK)):
+		// A code Bybit answered (HTTP 200) that hoox does not table: an
+		// order's unlisted code may mean it exists, but set-leverage places
+		// nothing, so an answered refusal of it is a refusal (110038,
+		// portfolio margin, is one), not an unreachable venue for ever.
 		return "set leverage " + l + ": " + e.Msg, nil
 	default:
 		return "", fmt.Errorf("set leverage %s %s: %w", sym, l, asUnreachable(err))

@@ -29,9 +29,10 @@
 // "no position to close" when there is no position in the right direction,
 // and with "quantity exceeds position" when the order would flip it, counting
 // the reducing orders of the same side still resting (a resting limit close
-// takes its part of the position when a price crosses it); paper cancels no
-// resting close to make room for another, as hoox on Binance USDⓈ-M does not
-// for a partial or percent close. A plain order is not checked against
+// takes its part of the position when a price crosses it); paper cancels
+// resting closes to make room only for a close of 100 % of the position
+// (percent_of_position), as hoox on Binance USDⓈ-M does, never for a
+// smaller share. A plain order is not checked against
 // resting closes and may shrink, close or flip the position under them, so
 // a reduce-only order is checked again when it fills: it fills at most the
 // position left on its reducing side, and the rest ends cancelled (with
@@ -290,8 +291,19 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Siz
 	if row.Side == "buy" {
 		resting = restingBuys
 	}
+	var cancelled []exchange.CancelledOrder
 	if row.Quantity.GreaterThan(position.Abs().Sub(resting)) {
-		return rejected(exceedsReason(row, position, resting, sizing)), nil
+		if !exchange.WholePosition(sizing) || row.Quantity.GreaterThan(position.Abs()) {
+			return rejected(exceedsReason(row, position, resting, sizing)), nil
+		}
+		// A close of 100 % of the position leaves nothing for the resting
+		// closes to protect: they are cancelled first, as hoox does on
+		// Binance USDⓈ-M for a close that flattens, and listed in the
+		// report (CancelledFirst).
+		var err error
+		if cancelled, err = cancelResting(ctx, tx, row); err != nil {
+			return exchange.Report{}, err
+		}
 	}
 	var id string
 	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
@@ -303,15 +315,45 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Siz
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("insert order: %w", err)
 	}
-	return row.report(id), nil
+	r := row.report(id)
+	r.CancelledFirst = cancelled
+	return r, nil
+}
+
+// cancelRestingSQL cancels the resting reduce-only orders of side $3 of
+// symbol $1 in book $2, returning what each still had to execute.
+const cancelRestingSQL = `
+UPDATE paper_orders SET status = 'cancelled'
+WHERE symbol = $1 AND test = $2 AND side = $3 AND status = 'open' AND reduce_only
+RETURNING client_order_id, exchange_order_id, side, quantity - coalesce(filled_quantity, 0)`
+
+// cancelResting cancels the reducing orders of row's side resting on its
+// symbol and book, under the position's lock (reduce).
+func cancelResting(ctx context.Context, tx pgx.Tx, row PaperOrder) ([]exchange.CancelledOrder, error) {
+	rows, err := tx.Query(ctx, cancelRestingSQL, row.Symbol, row.Test, row.Side)
+	if err != nil {
+		return nil, fmt.Errorf("cancel resting closes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (exchange.CancelledOrder, error) {
+		var c exchange.CancelledOrder
+		var remaining decimal.Decimal
+		err := r.Scan(&c.ClientOrderID, &c.ExchangeOrderID, &c.Side, &remaining)
+		c.Remaining = remaining.String()
+		c.PlacedByHoox = strings.HasPrefix(c.ClientOrderID, "hx")
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel resting closes: %w", err)
+	}
+	return out, nil
 }
 
 // exceedsReason is why reducing order row is refused when it asks for more
 // than the position less the same side's resting reducing orders. When
 // some rest, it says how much they take and what is left: the trader's
-// choice is to cancel them or close at most that, as paper (like hoox on
-// Binance USDⓈ-M, for anything but a whole-position close) does not cancel
-// them to make room.
+// choice is to cancel them or close at most that: paper (like hoox on
+// Binance USDⓈ-M) cancels them to make room only for a close of 100 % of
+// the position.
 func exceedsReason(row PaperOrder, position, resting decimal.Decimal, sizing *exchange.Sizing) string {
 	if !resting.IsPositive() {
 		return ReasonExceedsPosition
@@ -326,7 +368,7 @@ func exceedsReason(row PaperOrder, position, resting decimal.Decimal, sizing *ex
 		todo = "cancel them, or close at most " + left.String()
 	}
 	return fmt.Sprintf("%s: resting reduce-only %ss already take %s of the position of %s, so %s is left to close and this close asks %s; "+
-		"paper cancels no resting close to make room for another: %s",
+		"paper cancels resting closes only for a close of 100%% of the position: %s",
 		ReasonExceedsPosition, row.Side, resting, position.Abs(), left, asked, todo)
 }
 

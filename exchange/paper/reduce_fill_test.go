@@ -159,11 +159,11 @@ func TestReduceOnlyFillWithinThePositionFillsInFull(t *testing.T) {
 }
 
 // A close sized as 100 % of the position (percent_of_position) while
-// another close rests is refused, as on Binance USDⓈ-M, where the same
-// signal is refused (-2022) and hoox cancels the resting reduce-only
-// orders only for a whole-position close: they protect what a partial
-// close leaves open. The refusal says why and what is left to close.
-func TestPercentCloseWhileACloseRestsIsRefusedSayingWhy(t *testing.T) {
+// another close rests closes the whole position: the resting close is
+// cancelled first and listed, as hoox does on Binance USDⓈ-M for a close
+// that flattens. A smaller share is refused instead, saying why and what
+// is left: the resting close protects the part it would leave open.
+func TestPercentCloseWhileACloseRests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
@@ -172,21 +172,33 @@ func TestPercentCloseWhileACloseRestsIsRefusedSayingWhy(t *testing.T) {
 	_, err = b.venue.Place(ctx, limitClose("c1", "0.75", "110"))
 	require.NoError(t, err)
 
-	o := closeOrder("c2", "1")
-	o.Partial, o.Side = true, "sell"
-	o.Sizing = &exchange.Sizing{Type: exchange.QuantityPercentOfPosition, Asked: "100", Position: "1", Unrounded: "1", Quantity: "1"}
-	r, err := b.venue.Place(ctx, o)
+	share := func(id, percent, qty string) exchange.Order {
+		o := closeOrder(id, qty)
+		o.Partial, o.Side = true, "sell"
+		o.Sizing = &exchange.Sizing{Type: exchange.QuantityPercentOfPosition, Asked: percent, Position: "1", Unrounded: qty, Quantity: qty}
+		return o
+	}
+	r, err := b.venue.Place(ctx, share("c2", "50", "0.5"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 	require.Contains(t, r.Reason, paper.ReasonExceedsPosition)
 	require.Contains(t, r.Reason, "resting reduce-only sells already take 0.75 of the position of 1", r.Reason)
 	require.Contains(t, r.Reason, "0.25 is left to close", r.Reason)
-	require.Contains(t, r.Reason, "100% of the position", r.Reason)
-	require.Contains(t, r.Reason, "cancel", r.Reason)
+	require.Contains(t, r.Reason, "50% of the position", r.Reason)
 
-	// What is left can be closed.
-	o = closeOrder("c3", "0.25")
-	r, err = b.venue.Place(ctx, o)
+	r, err = b.venue.Place(ctx, share("c3", "100", "1"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+	require.Len(t, r.CancelledFirst, 1)
+	require.Equal(t, "c1", r.CancelledFirst[0].ClientOrderID)
+	require.Equal(t, "0.75", r.CancelledFirst[0].Remaining)
+	require.True(t, bookPosition(t, b.venue).IsZero(), "the whole long is closed")
+	got, err := b.venue.Lookup(ctx, limitClose("c1", "0.75", "110"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusCancelled, got.Status)
+
+	// The cancelled close never fills afterwards: nothing flips short.
+	_, err = b.venue.SetPrice(ctx, "BTCUSDT", false, dec("111"))
+	require.NoError(t, err)
+	require.True(t, bookPosition(t, b.venue).IsZero())
 }

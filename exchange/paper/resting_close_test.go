@@ -36,7 +36,7 @@ func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 	require.Equal(t, paper.ReasonExceedsPosition+": resting reduce-only sells already take 1 of the position of 1, so 0 is left to close and this close asks 1; "+
-		"paper cancels no resting close to make room for another: cancel them first", r.Reason, "the refusal says why")
+		"paper cancels resting closes only for a close of 100% of the position: cancel them first", r.Reason, "the refusal says why")
 
 	// A smaller one is refused too: the resting close takes all the long.
 	r, err = b.venue.Place(ctx, closeOrder("c3", "0.5"))
