@@ -667,3 +667,34 @@ func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
 		require.Equal(t, want, got, "%d events", n)
 	}
 }
+
+// An orphaned reconcile of a named account's window trace is settled under
+// the lock every claim of the same signal takes (LockKeyOf: the account
+// prefix kept, the window's time dropped), not under one of its own: the
+// sweeper's settlement must serialise with the signal's claims and
+// reconciles.
+func TestOrphanedWindowReconcileOfANamedAccountTakesTheSignalsLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	for _, id := range []string{"@acct:w:abc:1733300000000", "test:@acct:w:abc:1733300000000", "w:abc:1733300000000", "k:plain"} {
+		old := time.Now().Add(-time.Hour)
+		testfactory.Trace(t, pool, testfactory.TraceOpts{ID: id, Status: db.TraceReconciling, KeySource: "window",
+			ReceivedAt: old, UpdatedAt: old})
+	}
+	items, err := db.ListStranded(ctx, pool, time.Minute, time.Hour, 10)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, it := range items {
+		got[it.TraceID] = it.Intent.LockKey
+	}
+	require.Equal(t, map[string]string{
+		"@acct:w:abc:1733300000000":      "@acct:w:abc",
+		"test:@acct:w:abc:1733300000000": "test:@acct:w:abc",
+		"w:abc:1733300000000":            "w:abc",
+		"k:plain":                        "k:plain",
+	}, got)
+	for id, key := range got {
+		require.Equal(t, db.LockKeyOf(id), key)
+	}
+}

@@ -89,9 +89,8 @@ LIMIT $2`
 // trace is reconciling, null otherwise: migration 00030), not from a scan
 // of every trace on each sweep, the longest reconciling first.
 const orphanReconcilingSQL = `
-SELECT t.trace_id, t.lock_key, i.client_order_id IS NULL
-FROM (SELECT trace_id, client_order_id, reconciling_since,
-             CASE WHEN trace_id ~ '^(test:)?w:' THEN regexp_replace(trace_id, ':[0-9]+$', '') ELSE trace_id END AS lock_key
+SELECT t.trace_id, i.client_order_id IS NULL
+FROM (SELECT trace_id, client_order_id, reconciling_since
       FROM trace_ids
       WHERE reconciling_since < now() - $1::bigint * interval '1 millisecond') t
 LEFT JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
@@ -124,19 +123,19 @@ func ListStranded(ctx context.Context, q DBTX, grace, dead time.Duration, limit 
 		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
 	}
 	type orphan struct {
-		traceID, lockKey string
-		noIntent         bool
+		traceID  string
+		noIntent bool
 	}
 	orphans, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (orphan, error) {
 		var o orphan
-		err := row.Scan(&o.traceID, &o.lockKey, &o.noIntent)
+		err := row.Scan(&o.traceID, &o.noIntent)
 		return o, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
 	}
 	for _, o := range orphans {
-		s := Stranded{TraceID: o.traceID, NoIntent: o.noIntent, Intent: Intent{LockKey: o.lockKey, TraceID: o.traceID}}
+		s := Stranded{TraceID: o.traceID, NoIntent: o.noIntent, Intent: Intent{LockKey: LockKeyOf(o.traceID), TraceID: o.traceID}}
 		if !o.noIntent {
 			in, err := getIntentByTrace(ctx, q, o.traceID)
 			if err != nil {
