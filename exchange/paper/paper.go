@@ -25,10 +25,14 @@
 //
 // Positions are the net filled quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
-// close_long, close_short and close are reduce-only: refused for good with
-// "no position to close" when there is no position in the right direction,
-// and with "quantity exceeds position" when the order would flip it, counting
-// the reducing orders of the same side still resting (a resting limit close
+// close_long, close_short and close are reduce-only; at market they
+// flatten the whole position whatever their quantity says, as the venues'
+// closes do, while a share of it (exchange.Order.Partial:
+// percent_of_position) and a limit close are for their quantity. They are
+// refused for good with "no position to close" when
+// there is no position in the right direction, and with "quantity exceeds
+// position" when the order would flip it or nothing is left, counting the
+// reducing orders of the same side still resting (a resting limit close
 // takes its part of the position when a price crosses it). Reducing
 // orders serialise per symbol and book on an advisory lock, so concurrent
 // closes cannot sell the same long twice; plain orders skip the lock to stay
@@ -187,7 +191,11 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 
 	var r exchange.Report
 	if row.ReduceOnly {
-		r, err = placeReducing(ctx, conn, row)
+		// A market close not sized to a share (Partial) flattens the
+		// position, whatever its quantity says, as the venues' closes
+		// do. (A limit close rests for its quantity: paper's own.)
+		whole := exchange.IsClose(o.Action) && !o.Partial && o.OrderType == "market"
+		r, err = placeReducing(ctx, conn, row, whole)
 	} else {
 		r, err = insert(ctx, conn, row)
 	}
@@ -210,7 +218,7 @@ const positionLockNamespace = 0x70617072 // "papr"
 // the lock, to keep them at one round trip; a plain sell racing a close may
 // therefore still over-sell, as on a venue that checks reduce-only at
 // submission.
-func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exchange.Report, error) {
+func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, whole bool) (exchange.Report, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return exchange.Report{}, classify("begin", err)
@@ -219,7 +227,7 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exc
 	// transaction that wrote nothing durable.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	r, err := reduce(ctx, tx, row)
+	r, err := reduce(ctx, tx, row, whole)
 	if err != nil {
 		if errors.Is(err, exchange.ErrDuplicateClientOrderID) {
 			return exchange.Report{}, err
@@ -237,8 +245,9 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder) (exc
 }
 
 // reduce resolves the side of a reducing order from the position and
-// inserts it, or returns a rejected Report.
-func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, error) {
+// inserts it, or returns a rejected Report. A whole close is for what is
+// left of the position, whatever row's quantity says.
+func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, whole bool) (exchange.Report, error) {
 	var (
 		held                      bool
 		position                  decimal.Decimal
@@ -282,7 +291,11 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder) (exchange.Report, er
 	if row.Side == "buy" {
 		resting = restingBuys
 	}
-	if row.Quantity.GreaterThan(position.Abs().Sub(resting)) {
+	left := position.Abs().Sub(resting)
+	if whole && left.IsPositive() {
+		row.Quantity = left
+	}
+	if row.Quantity.GreaterThan(left) {
 		return rejected(ReasonExceedsPosition), nil
 	}
 	var id string
