@@ -96,7 +96,8 @@ func TestSentimentFlatCloses(t *testing.T) {
 		mustSignal(t, `{`+sizingBase+`,"market_position":"flat","action":"sell","quantity":"1"}`).Fingerprint(),
 		mustSignal(t, `{`+sizingBase+`,"action":"close","quantity":"1"}`).Fingerprint())
 
-	// Any other sentiment leaves the action alone; an unknown one is refused.
+	// A sentiment the action already says changes nothing; an unknown one
+	// is refused.
 	s := mustSignal(t, `{`+sizingBase+`,"sentiment":"bullish","action":"buy","quantity":"1"}`)
 	require.Equal(t, "buy", s.Action)
 	require.Equal(t, FieldSentiment, signalError(t, `{`+sizingBase+`,"sentiment":"sideways","action":"buy","quantity":"1"}`).Field)
