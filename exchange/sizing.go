@@ -97,6 +97,8 @@ type Sizing struct {
 	// bought through hoox (the spot ledger, read under the close's lock)
 	// — and FreeBase, the venue's free balance of BaseAsset: a spot close
 	// sells only what the strategy holds, and never more than is there.
+	// A spot sell sized percent_of_balance (SpotSell) records FreeBase
+	// alone: it sells that share of it.
 	Ledger    string `json:"ledger,omitempty"`
 	BaseAsset string `json:"base_asset,omitempty"`
 	FreeBase  string `json:"free_base,omitempty"`
@@ -115,18 +117,31 @@ type Sizing struct {
 // Need is what quantityType needs read for o.
 func Need(quantityType string, o Order) SizingNeed {
 	limit := o.OrderType == "limit" && o.Price.Valid
-	switch quantityType {
-	case QuantityQuote:
+	switch {
+	case quantityType == QuantityQuote:
 		return SizingNeed{Price: !limit}
-	case QuantityPercentOfBalance:
+	case quantityType == QuantityPercentOfBalance && SpotSell(o):
+		// A share of the free base asset (Position, on spot), which the
+		// sell spends.
+		return SizingNeed{Position: true}
+	case quantityType == QuantityPercentOfBalance:
 		return SizingNeed{Price: !limit, Balance: true}
-	case QuantityPercentOfPosition:
+	case quantityType == QuantityPercentOfPosition:
 		return SizingNeed{Position: true}
 	}
 	return SizingNeed{}
 }
 
 var hundred = decimal.NewFromInt(100)
+
+// SpotSell reports whether o sells on a spot venue other than as a close
+// (a close sells from the strategy's ledger): it spends the base asset,
+// so a percent_of_balance of it is a share of the free base balance. A
+// share of the quote balance would ask to sell coins worth that much
+// quote, more than the account holds or other strategies' coins.
+func SpotSell(o Order) bool {
+	return o.Ledger != nil && o.Side == "sell" && !IsClose(o.Action)
+}
 
 // Resolve turns o, whose Quantity is the signal's asked amount of
 // quantityType, into the order to send: a base quantity rounded down to
@@ -151,8 +166,11 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 		price = o.Price.Decimal
 	}
 	var qty decimal.Decimal
-	switch quantityType {
-	case QuantityQuote, QuantityPercentOfBalance:
+	switch {
+	case quantityType == QuantityPercentOfBalance && SpotSell(o):
+		s.BaseAsset, s.FreeBase = o.Ledger.BaseAsset, f.Position.String()
+		qty = f.Position.Mul(asked).Div(hundred)
+	case quantityType == QuantityQuote, quantityType == QuantityPercentOfBalance:
 		s.Price = price.String()
 		if !price.IsPositive() {
 			return o, s, "no price to size the order by"
@@ -163,7 +181,7 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 			amount = f.FreeQuote.Mul(asked).Div(hundred)
 		}
 		qty = amount.DivRound(price, 18)
-	case QuantityPercentOfPosition:
+	case quantityType == QuantityPercentOfPosition:
 		pos := f.Position
 		if f.Ledger.Valid {
 			s.Ledger, s.FreeBase, s.BaseAsset = f.Ledger.Decimal.String(), f.Position.String(), f.BaseAsset

@@ -99,6 +99,34 @@ func TestResolve(t *testing.T) {
 		require.Contains(t, reason, "nothing to sell: the strategy holds 0 BTC through hoox and the free balance is 3")
 		require.Equal(t, "0", s.Position)
 	})
+	t.Run("SpotSellPercentOfBalanceIsAShareOfTheBaseHeld", func(t *testing.T) {
+		t.Parallel()
+		spot := &exchange.Ledger{Strategy: "a", Symbol: "BTCUSDT", BaseAsset: "BTC"}
+		sell := exchange.Order{Symbol: "BTCUSDT", Action: "sell", Side: "sell", OrderType: "market", Ledger: spot}
+		require.Equal(t, exchange.SizingNeed{Position: true}, exchange.Need(exchange.QuantityPercentOfBalance, sell),
+			"the free base asset, not the quote")
+		f := lot
+		f.Position = d("0.05")
+		o, s, reason := exchange.Resolve(exchange.QuantityPercentOfBalance, with(sell, "50"), f)
+		require.Empty(t, reason)
+		require.Equal(t, "0.025", o.Quantity.String(), "half of the 0.05 BTC free; the 1000 USDT free is not what a sell spends")
+		require.Equal(t, "0.05", s.FreeBase)
+		require.Equal(t, "BTC", s.BaseAsset)
+		require.Empty(t, s.FreeQuote)
+
+		// A spot buy still spends the quote; a sell on derivatives (no
+		// ledger) opens or adds to a short, sized by the margin balance.
+		buy := sell
+		buy.Action, buy.Side = "buy", "buy"
+		o, _, reason = exchange.Resolve(exchange.QuantityPercentOfBalance, with(buy, "50"), f)
+		require.Empty(t, reason)
+		require.Equal(t, "0.008", o.Quantity.String())
+		short := sell
+		short.Ledger = nil
+		o, _, reason = exchange.Resolve(exchange.QuantityPercentOfBalance, with(short, "50"), f)
+		require.Empty(t, reason)
+		require.Equal(t, "0.008", o.Quantity.String())
+	})
 	t.Run("RefusedSymbol", func(t *testing.T) {
 		t.Parallel()
 		_, _, reason := exchange.Resolve(exchange.QuantityQuote, with(entry, "100"), exchange.SizingFacts{Refused: "unknown symbol"})

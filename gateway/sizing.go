@@ -196,9 +196,11 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		need.Price = true
 	}
 	var held exchange.SizingFacts
-	if need.Position && order.Ledger != nil {
+	if need.Position && spotClose(sig, order) {
 		// Before the venue's balance: the free balance read after the
-		// lock already reflects a close that went before.
+		// lock already reflects a close that went before. (A spot sell
+		// sized percent_of_balance reads the free base balance too, but
+		// sells from the account, not from the strategy's ledger.)
 		var err error
 		if read, err = s.readLedger(ctx, tx, in, order, &held); err != nil {
 			return order, held, nil, true, err

@@ -7,16 +7,14 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/paper"
-	"github.com/hoox/hoox/gateway"
-	"github.com/hoox/hoox/internal/codes"
 )
 
 // Through hoox on paper (the default venue of hoox dev): a long of 1, a
-// resting limit close of 1, then a market close of 1, refused (422
-// order_rejected): the resting close already takes the long. The follow
-// job then records the limit close filled, and hoox's orders never show
-// reduce-only closes that flipped the long to a short.
+// resting limit close of 1, then a market close of 1, which flattens the
+// long and cancels the resting close first (as on Binance USDⓈ-M). A
+// price crossing the cancelled close fills nothing; the follow job records
+// it cancelled, and hoox's orders never show reduce-only closes that
+// flipped the long to a short.
 func TestPaperClosesNeverRecordedFilledPastTheLong(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,20 +25,23 @@ func TestPaperClosesNeverRecordedFilledPastTheLong(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "open", out.Order.Status)
 	args := b.queuedFollow(t, "k:lclose")
-	_, err = b.gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"close","quantity":"1","order_type":"market","trace_id":"mclose"}`))
-	var ge *gateway.Error
-	require.ErrorAs(t, err, &ge, "the long is all taken by the resting close")
-	require.Equal(t, codes.OrderRejected, ge.Code)
-	require.Contains(t, ge.Detail, paper.ReasonExceedsPosition)
+	// A market close flattens the long, the resting close cancelled first
+	// (as on Binance USDⓈ-M): it never fills after it.
+	out, err = b.gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"close","quantity":"1","order_type":"market","trace_id":"mclose"}`))
+	require.NoError(t, err)
+	require.Equal(t, "filled", out.Order.Status)
 	_, err = b.paper.SetPrice(ctx, "BTCUSDT", false, decimal.RequireFromString("111"))
 	require.NoError(t, err)
 	_, err = b.work(t, args)
 	require.NoError(t, err)
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM orders WHERE trace_id = 'k:lclose'`).Scan(&status))
+	require.Equal(t, "cancelled", status, "the resting close is recorded cancelled, never filled")
 	var net decimal.Decimal
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(sum(CASE side WHEN 'buy' THEN filled_quantity ELSE -filled_quantity END), 0)
 		FROM orders WHERE symbol = 'BTCUSDT' AND status = 'filled'`).Scan(&net))
 	require.False(t, net.IsNegative(), "reduce-only closes of a long of 1 recorded filled for %s more than the long", net.Neg())
-	require.True(t, net.IsZero(), "the limit close is recorded filled, closing the long")
+	require.True(t, net.IsZero(), "the market close closed the long")
 }
 
 // Through hoox on paper: a long of 1, a resting limit close of 1, then a

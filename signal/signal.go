@@ -96,9 +96,11 @@ type Signal struct {
 	// QuantityPercentOfBalance (entries only) or
 	// QuantityPercentOfPosition (closes only). A quantity sent as "50%"
 	// is a percentage of the balance for an entry, of the position for a
-	// close. The venue resolves it to a base quantity once, before the
-	// intent is written; the signal (and so its fingerprint) keeps what
-	// was asked.
+	// close (a partial exit included, see positionAction); a close from
+	// sentiment flat is the whole position (QuantityBase) unless
+	// percent_of_position was named. The venue resolves it to a base
+	// quantity once, before the intent is written; the signal (and so its
+	// fingerprint) keeps what was asked.
 	QuantityType string
 	// Price is optional and, when valid, greater than zero.
 	Price decimal.NullDecimal
@@ -184,16 +186,15 @@ func (r *Raw) Signal() (Signal, error) {
 		return Signal{}, &Error{Field: FieldAction, Msg: "is required"}
 	}
 	s.Action = action
-	s.Side, s.ReduceOnly = sideOf(s.Action)
-
 	if s.Action != ActionCancel {
 		// A cancel names no order: its quantity, price, order type and
 		// leverage are not read (a template that carries them anyway is
 		// not refused for it).
-		if err := r.orderFields(&s); err != nil {
+		if err := r.orderFields(&s, sentiment); err != nil {
 			return Signal{}, err
 		}
 	}
+	s.Side, s.ReduceOnly = sideOf(s.Action)
 	if s.Timestamp, _, err = fieldValue(r, FieldTimestamp, parseTimestamp, time.Time.Equal); err != nil {
 		return Signal{}, err
 	}
@@ -216,8 +217,9 @@ func (r *Raw) Signal() (Signal, error) {
 }
 
 // orderFields reads the fields that describe the order itself: quantity and
-// its type, price, order type and leverage.
-func (r *Raw) orderFields(s *Signal) error {
+// its type, price, order type and leverage. sentiment, the strategy's
+// position once the order filled, may change the action (positionAction).
+func (r *Raw) orderFields(s *Signal, sentiment string) error {
 	qty, found, err := fieldValue(r, FieldQuantity, parseQuantity, quantity.equal)
 	if err != nil {
 		return err
@@ -226,7 +228,20 @@ func (r *Raw) orderFields(s *Signal) error {
 		return &Error{Field: FieldQuantity, Msg: "is required"}
 	}
 	s.Quantity = qty.d
-	if s.QuantityType, err = quantityType(r, s.Action, qty); err != nil {
+	qtype, typed, err := fieldValue(r, FieldQuantityType, parseQuantityType, equalComparable[string])
+	if err != nil {
+		return err
+	}
+	if s.Action, err = positionAction(r, s.Action, sentiment, qty, qtype); err != nil {
+		return err
+	}
+	if sentiment == "flat" && qtype != QuantityPercentOfPosition {
+		// The strategy is flat: nothing is meant to stay open, whatever
+		// share or amount the template sends with every order ("25%" of
+		// the balance for its entries). Only a share asked for by name
+		// (percent_of_position) closes less than the whole position.
+		s.QuantityType = QuantityBase
+	} else if s.QuantityType, err = quantityType(r, s.Action, qty, qtype, typed); err != nil {
 		return err
 	}
 
@@ -403,9 +418,10 @@ func parseAction(v value) (string, string) {
 }
 
 // parseSentiment accepts TradersPost's sentiment (bullish, bearish, flat)
-// and TradingView's market position (long, short, flat), any case. Only
-// flat changes the signal; the others name the side the action already
-// says.
+// and TradingView's market position (long, short, flat), any case: the
+// strategy's position once the order filled. flat makes the signal a
+// close; long and short change the action only where it would otherwise
+// trade against what the strategy holds (positionAction).
 func parseSentiment(v value) (string, string) {
 	s, msg := stringValue(v)
 	if msg != "" {
@@ -448,14 +464,45 @@ func parseQuantity(v value) (quantity, string) {
 	return quantity{d: d}, msg
 }
 
-// quantityType reads quantity_type and checks it against the action and
-// the quantity: a percentage is of the balance for an entry and of the
-// position for a close, and never above 100.
-func quantityType(r *Raw, action string, q quantity) (string, error) {
-	t, found, err := fieldValue(r, FieldQuantityType, parseQuantityType, equalComparable[string])
-	if err != nil {
-		return "", err
+// positionAction is the action a sell or buy is once the strategy's
+// position after it (sentiment) is known; other actions, and a signal
+// without sentiment, keep theirs. The strategy's own orders need no other
+// template field:
+//   - sell leaving it short opens (or adds to) a short: the action short,
+//     which a spot venue refuses (a sell there would sell coins the
+//     account holds instead) and a derivatives venue places as a sell;
+//   - sell leaving it long, or buy leaving it short, is a partial exit.
+//     Sized by a percentage (a template that sends "25%" with every
+//     order) it closes that share of the position (close_long or
+//     close_short, percent_of_position, reduce-only): a share of the
+//     balance could take more than the position and open the other side.
+//     percent_of_balance named as such is refused for it; a base
+//     quantity is the strategy's own contracts and stays a sell or buy.
+func positionAction(r *Raw, action, sentiment string, q quantity, qtype string) (string, error) {
+	percent := q.percent || qtype == QuantityPercentOfBalance || qtype == QuantityPercentOfPosition
+	reduces := ""
+	switch {
+	case sentiment == "short" && action == "sell":
+		return "short", nil
+	case sentiment == "long" && action == "sell" && percent:
+		reduces = "close_long"
+	case sentiment == "short" && action == "buy" && percent:
+		reduces = "close_short"
+	default:
+		return action, nil
 	}
+	if qtype == QuantityPercentOfBalance {
+		return "", fieldError(FieldQuantityType, fmt.Sprintf(
+			"a %s that leaves the strategy %s (sentiment) reduces its position: size it with percent_of_position, not percent_of_balance, which could open the other side",
+			action, sentiment), r.firstValue(FieldQuantityType))
+	}
+	return reduces, nil
+}
+
+// quantityType checks quantity_type (t, when found) against the action
+// and the quantity: a percentage is of the balance for an entry and of
+// the position for a close, and never above 100.
+func quantityType(r *Raw, action string, q quantity, t string, found bool) (string, error) {
 	closing := action == "close" || action == "close_long" || action == "close_short"
 	switch {
 	case !found && q.percent && closing:

@@ -96,9 +96,76 @@ func TestSentimentFlatCloses(t *testing.T) {
 		mustSignal(t, `{`+sizingBase+`,"market_position":"flat","action":"sell","quantity":"1"}`).Fingerprint(),
 		mustSignal(t, `{`+sizingBase+`,"action":"close","quantity":"1"}`).Fingerprint())
 
-	// Any other sentiment leaves the action alone; an unknown one is refused.
+	// A sentiment the action already says changes nothing; an unknown one
+	// is refused.
 	s := mustSignal(t, `{`+sizingBase+`,"sentiment":"bullish","action":"buy","quantity":"1"}`)
 	require.Equal(t, "buy", s.Action)
 	require.Equal(t, FieldSentiment, signalError(t, `{`+sizingBase+`,"sentiment":"sideways","action":"buy","quantity":"1"}`).Field)
 	require.Equal(t, FieldAction, signalError(t, `{`+sizingBase+`,"sentiment":"long","quantity":"1"}`).Field)
+}
+
+// A template that sends "quantity": "25%" with every order (the README's
+// sizing template) and "market_position": "{{strategy.market_position}}":
+// its exit renders sell, flat, "25%". The strategy is flat, so nothing is
+// meant to stay open: a whole close, not a close of 25 % of the position.
+func TestFlatExitOfAPercentSizedTemplateClosesEverything(t *testing.T) {
+	t.Parallel()
+	s := mustSignal(t, `{"exchange":"binance-futures","symbol":"BTCUSDT.P","action":"sell","market_position":"flat","quantity":"25%","leverage":3,"timestamp":"2024-05-01T12:00:00Z"}`)
+	require.Equal(t, "close", s.Action)
+	require.True(t, s.ReduceOnly)
+	require.Equal(t, QuantityBase, s.QuantityType,
+		"a flat strategy's exit is a whole close; got %s of %s", s.QuantityType, s.Quantity)
+
+	// Whatever else the template sizes its entries by.
+	for _, body := range []string{
+		`"action":"sell","sentiment":"flat","quantity":"25","quantity_type":"percent_of_balance"`,
+		`"action":"buy","sentiment":"flat","quantity":"100","quantity_type":"quote"`,
+		`"action":"sell","sentiment":"flat","quantity":"25%","quantity_type":"base"`,
+	} {
+		s := mustSignal(t, `{`+sizingBase+`,`+body+`}`)
+		require.Equal(t, "close", s.Action, body)
+		require.Equal(t, QuantityBase, s.QuantityType, body)
+	}
+	// A share asked for by name stays a share.
+	s = mustSignal(t, `{`+sizingBase+`,"sentiment":"flat","quantity":"50","quantity_type":"percent_of_position"}`)
+	require.Equal(t, "close", s.Action)
+	require.Equal(t, QuantityPercentOfPosition, s.QuantityType)
+}
+
+// The strategy's position once the order filled (market_position) says
+// what a sell or buy is: a sell leaving it short opens a short (which a
+// spot venue refuses instead of selling the coins held); a sell leaving it
+// long, or a buy leaving it short, is a partial exit, which a percentage
+// sizes as a share of the position — reduce-only, so it never opens the
+// other side.
+func TestSentimentSaysWhatASellOrBuyIs(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body, action, qtyType string
+		reduceOnly                  bool
+	}{
+		{"short entry", `"action":"sell","market_position":"short","quantity":"1"`, "short", QuantityBase, false},
+		{"TradersPost bearish sell", `"action":"sell","sentiment":"bearish","quantity":"1"`, "short", QuantityBase, false},
+		{"short entry by balance", `"action":"sell","market_position":"short","quantity":"25%"`, "short", QuantityPercentOfBalance, false},
+		{"long entry", `"action":"buy","market_position":"long","quantity":"25%"`, "buy", QuantityPercentOfBalance, false},
+		{"partial exit of a long by percent", `"action":"sell","market_position":"long","quantity":"25%"`, "close_long", QuantityPercentOfPosition, true},
+		{"partial exit of a long by typed percent", `"action":"sell","market_position":"long","quantity":"25","quantity_type":"percent_of_position"`, "close_long", QuantityPercentOfPosition, true},
+		{"partial exit of a short by percent", `"action":"buy","market_position":"short","quantity":"25%"`, "close_short", QuantityPercentOfPosition, true},
+		{"partial exit in the strategy's contracts", `"action":"sell","market_position":"long","quantity":"0.5"`, "sell", QuantityBase, false},
+		{"no sentiment", `"action":"sell","quantity":"25%"`, "sell", QuantityPercentOfBalance, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := mustSignal(t, `{`+sizingBase+`,`+c.body+`}`)
+			require.Equal(t, c.action, s.Action)
+			require.Equal(t, c.qtyType, s.QuantityType)
+			require.Equal(t, c.reduceOnly, s.ReduceOnly)
+		})
+	}
+	// A share of the balance named as such could take more than the long
+	// and open a short: refused, not guessed.
+	e := signalError(t, `{`+sizingBase+`,"action":"sell","market_position":"long","quantity":"25","quantity_type":"percent_of_balance"}`)
+	require.Equal(t, FieldQuantityType, e.Field)
+	require.Contains(t, e.Msg, "reduces its position")
 }

@@ -195,3 +195,23 @@ func TestWindowTrace(t *testing.T) {
 	require.NotEqual(t, first.ID, repeat.ID)
 	require.True(t, strings.HasPrefix(first.ID, first.LockKey+":"))
 }
+
+// The TradingView templates carry "comment": "{{strategy.order.id}}"
+// because {{timenow}} is to the second: two orders filled on one bar
+// (pyramided entries "L1" and "L2") render the same body but for the
+// order's ID, and must be two traces, while a resend of one alert stays
+// one. The comment is in the fingerprint for that; nothing else in the
+// body tells them apart.
+func TestOrderIDInCommentTellsTwoOrdersOfOneSecondApart(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2024, 5, 1, 12, 0, 5, 0, time.UTC)
+	alert := func(id string) Trace {
+		s := mustSignal(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","comment":"`+id+`","timestamp":"2024-05-01T12:00:05Z"}`)
+		tr, err := DeriveTrace(s, "", now)
+		require.NoError(t, err)
+		return tr
+	}
+	require.NotEqual(t, alert("L1").ID, alert("L2").ID)
+	require.Equal(t, alert("L1").ID, alert("L1").ID, "TradingView's retry of one alert")
+	require.Contains(t, string(mustSignal(t, `{"exchange":"paper","symbol":"X","action":"buy","quantity":"1","comment":"L1"}`).Canonical()), `"comment":"L1"`)
+}

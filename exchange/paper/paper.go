@@ -25,14 +25,16 @@
 //
 // Positions are the net executed quantity per symbol and book (live and test
 // are separate books). close takes the side that flattens the position;
-// close_long, close_short and close are reduce-only: refused for good with
+// close_long, close_short and close are reduce-only; at market they
+// flatten the whole position whatever their quantity says, as the venues'
+// closes do (a share of it, exchange.Order.Partial below 100 %, and a
+// limit close are for their quantity). They are refused for good with
 // "no position to close" when there is no position in the right direction,
-// and with "quantity exceeds position" when the order would flip it, counting
+// and with "quantity exceeds position" when a share would flip it, counting
 // the reducing orders of the same side still resting (a resting limit close
 // takes its part of the position when a price crosses it); paper cancels
-// resting closes to make room only for a close of 100 % of the position
-// (percent_of_position), as hoox on Binance USDⓈ-M does, never for a
-// smaller share. A plain order is not checked against
+// resting closes to make room only for a close of the whole position, as
+// hoox on Binance USDⓈ-M does, never for a smaller share. A plain order is not checked against
 // resting closes and may shrink, close or flip the position under them, so
 // a reduce-only order is checked again when it fills: it fills at most the
 // position left on its reducing side, and the rest ends cancelled (with
@@ -196,7 +198,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 
 	var r exchange.Report
 	if row.ReduceOnly {
-		r, err = placeReducing(ctx, conn, row, o.Sizing)
+		// A market close of the whole position — a close not sized to a
+		// share (Partial), or a share of 100 % — flattens it, whatever its
+		// quantity says, as the venues' closes do. (A limit close rests for
+		// its quantity: paper's own.)
+		whole := exchange.IsClose(o.Action) && o.OrderType == "market" && (!o.Partial || exchange.WholePosition(o.Sizing))
+		r, err = placeReducing(ctx, conn, row, o.Sizing, whole)
 	} else {
 		r, err = insert(ctx, conn, row)
 	}
@@ -221,7 +228,7 @@ const positionLockNamespace = 0x70617072 // "papr"
 // holds what the close followed by the sell leaves (the sell, not the
 // close, opens the other side). A resting close is checked again when it
 // fills (SetPrice).
-func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, sizing *exchange.Sizing) (exchange.Report, error) {
+func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, sizing *exchange.Sizing, whole bool) (exchange.Report, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return exchange.Report{}, classify("begin", err)
@@ -230,7 +237,7 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, sizi
 	// transaction that wrote nothing durable.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	r, err := reduce(ctx, tx, row, sizing)
+	r, err := reduce(ctx, tx, row, sizing, whole)
 	if err != nil {
 		if errors.Is(err, exchange.ErrDuplicateClientOrderID) {
 			return exchange.Report{}, err
@@ -249,8 +256,10 @@ func placeReducing(ctx context.Context, conn *pgxpool.Conn, row PaperOrder, sizi
 
 // reduce resolves the side of a reducing order from the position and
 // inserts it, or returns a rejected Report. sizing is how the gateway sized
-// the order (nil: a base quantity), for the refusal's reason.
-func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Sizing) (exchange.Report, error) {
+// the order (nil: a base quantity), for the refusal's reason. A whole
+// close is for all of the position, whatever row's quantity says: the
+// resting reducing orders of its side are cancelled first.
+func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Sizing, whole bool) (exchange.Report, error) {
 	var (
 		held                      bool
 		position                  decimal.Decimal
@@ -292,18 +301,21 @@ func reduce(ctx context.Context, tx pgx.Tx, row PaperOrder, sizing *exchange.Siz
 		resting = restingBuys
 	}
 	var cancelled []exchange.CancelledOrder
-	if row.Quantity.GreaterThan(position.Abs().Sub(resting)) {
-		if !exchange.WholePosition(sizing) || row.Quantity.GreaterThan(position.Abs()) {
-			return rejected(exceedsReason(row, position, resting, sizing)), nil
-		}
-		// A close of 100 % of the position leaves nothing for the resting
+	switch {
+	case whole:
+		// A close of the whole position leaves nothing for the resting
 		// closes to protect: they are cancelled first, as hoox does on
-		// Binance USDⓈ-M for a close that flattens, and listed in the
-		// report (CancelledFirst).
-		var err error
-		if cancelled, err = cancelResting(ctx, tx, row); err != nil {
-			return exchange.Report{}, err
+		// Binance USDⓈ-M for a close that flattens (-2022), and listed in
+		// the report (CancelledFirst).
+		row.Quantity = position.Abs()
+		if resting.IsPositive() {
+			var err error
+			if cancelled, err = cancelResting(ctx, tx, row); err != nil {
+				return exchange.Report{}, err
+			}
 		}
+	case row.Quantity.GreaterThan(position.Abs().Sub(resting)):
+		return rejected(exceedsReason(row, position, resting, sizing)), nil
 	}
 	var id string
 	err := tx.QueryRow(ctx, InsertSQL, row.args()...).Scan(&id)
@@ -368,7 +380,7 @@ func exceedsReason(row PaperOrder, position, resting decimal.Decimal, sizing *ex
 		todo = "cancel them, or close at most " + left.String()
 	}
 	return fmt.Sprintf("%s: resting reduce-only %ss already take %s of the position of %s, so %s is left to close and this close asks %s; "+
-		"paper cancels resting closes only for a close of 100%% of the position: %s",
+		"paper cancels resting closes only for a close of the whole position: %s",
 		ReasonExceedsPosition, row.Side, resting, position.Abs(), left, asked, todo)
 }
 

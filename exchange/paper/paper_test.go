@@ -241,12 +241,36 @@ func TestClose(t *testing.T) {
 		require.Equal(t, "buy", r.Side)
 	})
 
-	t.Run("MoreThanThePositionIsRejected", func(t *testing.T) {
+	t.Run("FlattensWhateverItsQuantitySays", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.venue.Place(ctx, market("o1", "buy", "4"))
+		require.NoError(t, err)
+		// A close of more than the position (a template's "25" from
+		// "25%") closes it, never flips it.
+		r, err := b.venue.Place(ctx, closeOrder("c1", "25"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		require.Equal(t, "4", r.Quantity.String())
+		_, err = b.venue.Place(ctx, market("o2", "buy", "4"))
+		require.NoError(t, err)
+		r, err = b.venue.Place(ctx, closeOrder("c2", "1"))
+		require.NoError(t, err)
+		require.Equal(t, "4", r.Quantity.String(), "the whole position, not the quantity sent")
+		r, err = b.venue.Place(ctx, closeOrder("c3", "1"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, paper.ReasonNoPosition, r.Reason)
+	})
+
+	t.Run("AShareMoreThanThePositionIsRejected", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		_, err := b.venue.Place(ctx, market("o1", "buy", "1"))
 		require.NoError(t, err)
-		r, err := b.venue.Place(ctx, closeOrder("c1", "2"))
+		share := closeOrder("c1", "2")
+		share.Side, share.Partial = "sell", true
+		r, err := b.venue.Place(ctx, share)
 		require.NoError(t, err)
 		require.Equal(t, exchange.StatusRejected, r.Status)
 		require.Equal(t, paper.ReasonExceedsPosition, r.Reason)

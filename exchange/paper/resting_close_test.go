@@ -11,12 +11,13 @@ import (
 	"github.com/hoox/hoox/exchange/paper"
 )
 
-// A close is reduce-only: the paper venue refuses one "when the order
-// would flip" the position. A resting limit close takes its part of the
-// position when a price crosses it, so a second close of the same long,
+// A close is reduce-only: the paper venue refuses a share of the position
+// "when the order would flip" it. A resting limit close takes its part of
+// the position when a price crosses it, so a share of the same long,
 // placed while the first rests, is refused as exceeding the position; the
 // crossing price then fills the resting one and the book is flat, never
-// short.
+// short. (A close of the whole position cancels the resting one instead:
+// TestPercentCloseWhileACloseRests.)
 func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -31,15 +32,16 @@ func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusOpen, r.Status)
 
-	// A market close of the same long while the limit close rests.
-	r, err = b.venue.Place(ctx, closeOrder("c2", "1"))
+	// A market close of a share of the same long while the limit close
+	// rests.
+	r, err = b.venue.Place(ctx, shareClose("c2", "1"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 	require.Equal(t, paper.ReasonExceedsPosition+": resting reduce-only sells already take 1 of the position of 1, so 0 is left to close and this close asks 1; "+
-		"paper cancels resting closes only for a close of 100% of the position: cancel them first", r.Reason, "the refusal says why")
+		"paper cancels resting closes only for a close of the whole position: cancel them first", r.Reason, "the refusal says why")
 
 	// A smaller one is refused too: the resting close takes all the long.
-	r, err = b.venue.Place(ctx, closeOrder("c3", "0.5"))
+	r, err = b.venue.Place(ctx, shareClose("c3", "0.5"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 
@@ -66,7 +68,7 @@ func TestCloseWhileALimitCloseRestsIsRefusedAndNeverFlipsThePosition(t *testing.
 }
 
 // A resting close reserves only its own quantity and side, and only while
-// it rests: beside a resting buy-back of 1 of a short of 3, a close of 2 is
+// it rests: beside a resting buy-back of 1 of a short of 3, a share of 2 is
 // accepted and a further one refused; once the resting one is cancelled,
 // its quantity can be closed again.
 func TestRestingCloseReservesItsQuantityUntilCancelled(t *testing.T) {
@@ -83,16 +85,24 @@ func TestRestingCloseReservesItsQuantityUntilCancelled(t *testing.T) {
 	require.Equal(t, exchange.StatusOpen, r.Status)
 	require.Equal(t, "buy", r.Side)
 
-	r, err = b.venue.Place(ctx, closeOrder("c2", "2"))
+	r, err = b.venue.Place(ctx, shareClose("c2", "2"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusFilled, r.Status)
-	r, err = b.venue.Place(ctx, closeOrder("c3", "1"))
+	r, err = b.venue.Place(ctx, shareClose("c3", "1"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusRejected, r.Status)
 
 	_, err = b.venue.Cancel(ctx, limitClose)
 	require.NoError(t, err)
-	r, err = b.venue.Place(ctx, closeOrder("c4", "1"))
+	r, err = b.venue.Place(ctx, shareClose("c4", "1"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusFilled, r.Status, "the cancelled close no longer reserves the short")
+}
+
+// shareClose is a market close of qty, a share of the position
+// (Partial), not all of it.
+func shareClose(id, qty string) exchange.Order {
+	o := closeOrder(id, qty)
+	o.Partial = true
+	return o
 }
