@@ -132,15 +132,20 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
-		if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
-			return order, nil, true, err
-		}
 		var err error
-		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
-			return order, nil, true, err
-		}
 		if order, done, err = s.readPositionBefore(ctx, in, venue, order); done {
 			return order, nil, true, err
+		}
+		if before := order.PositionBefore; before == nil || exchange.OpenedBy(order.Side, *before, order.Quantity).IsPositive() {
+			// An entry that can only reduce the position places no
+			// exit (see readPositionBefore): neither the symbol's rules
+			// nor its cap on resting exits stand in its way.
+			if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
+				return order, nil, true, err
+			}
+			if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
+				return order, nil, true, err
+			}
 		}
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).

@@ -49,10 +49,14 @@ func renderAlert(tmpl string, values map[string]string) string {
 // reads it as a short entry with exits. It closes the long, and places no
 // exit: the sell opened no short for them to protect, and two reduce-only
 // BUY stops resting on the flat position would close (part of) a later
-// short and fill the symbol's algo-order cap. The answer says why.
+// short and fill the symbol's algo-order cap — nor does the cap, full with
+// the long's own exits, refuse the exit. The answer says why.
 func TestReadmeTrailingTemplateExitPlacesNoExits(t *testing.T) {
 	t.Parallel()
 	r := startExitCapRig(t)
+	// Room for the long's two exits only: the exit's would not fit, and
+	// must not stand in the way of the strategy's exit.
+	r.fake.SetMaxNumAlgoOrders("BTCUSDT", 2)
 	tmpl := readmeTemplateLine(t, `"exchange": "binance-futures"`, `"trailing_stop": {"percent": 1.5}`)
 	fire := func(action string, at time.Time) apptest.Reply {
 		return apptest.Post(t, r.b.URL, renderAlert(tmpl, map[string]string{
