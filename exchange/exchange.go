@@ -88,6 +88,20 @@ type Order struct {
 	// derivatives and paper. It travels in the intent, so every path that
 	// records the order counts it the same way. Venues ignore it.
 	Ledger *Ledger `json:",omitempty"`
+	// PositionBefore, on a derivatives entry whose exits are placed as
+	// their own reduce-only orders once it filled (and on those exits),
+	// is the position the venue held on the symbol when the gateway
+	// planned the entry, in base units, signed (short < 0), read once
+	// before the intent. The exits cover only what the entry opened or
+	// added on its own side (OpenedBy): an entry that only reduced or
+	// closed a position on the other side — a strategy's exit sent
+	// through an entry template — gets none, since reduce-only exits on
+	// its side would rest on a flat position, or protect the other one.
+	// It travels in the intent, so a resend, a reconcile and the leg
+	// runner decide alike. nil when not read (spot, a venue that cannot
+	// say, an intent written before it existed): the exits then cover the
+	// whole fill.
+	PositionBefore *decimal.Decimal `json:",omitempty"`
 }
 
 // Ledger is how a spot order counts in the per-strategy spot ledger: what

@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/shopspring/decimal"
 )
@@ -161,7 +162,9 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 			ReduceOnly: true, OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: r.Role,
 			// A spot exit sells what the entry bought: its fill counts in
 			// the strategy's spot ledger (nil elsewhere).
-			Ledger: o.Ledger}
+			Ledger: o.Ledger,
+			// It covers what the entry opened on its side (OpenedBy).
+			PositionBefore: o.PositionBefore}
 		a := *r.Attached
 		switch r.Role {
 		case RoleTakeProfit:
@@ -174,6 +177,52 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 		entry.Legs = append(entry.Legs, Leg{Role: r.Role, Order: exit})
 	}
 	return entry
+}
+
+// OpenedBy is what an entry on side ("buy" or "sell") that filled filled
+// opened or added to a position on its own side, given the position
+// before it (signed, short < 0): the fill less what it took off a
+// position on the other side. Zero when the entry only reduced or closed
+// that position.
+func OpenedBy(side string, before, filled decimal.Decimal) decimal.Decimal {
+	against := before
+	if side == "buy" {
+		against = before.Neg()
+	}
+	if !against.IsPositive() {
+		return filled
+	}
+	return decimal.Max(decimal.Zero, filled.Sub(against))
+}
+
+// EntrySide is the side of the entry exit o protects: the other one.
+func (o Order) EntrySide() string {
+	if o.Side == "buy" {
+		return "sell"
+	}
+	return "buy"
+}
+
+// OnlyReduced says why exit o is not placed when the entry it protects
+// filled filled and only reduced (or closed) the position PositionBefore
+// held on the other side: it opened nothing for o to protect, and a
+// reduce-only o on the entry's side would rest on a flat position, or cut
+// a later position it was never asked for. "" when the entry opened
+// something, or its position before is not known.
+func (o Order) OnlyReduced(filled decimal.Decimal) string {
+	if o.PositionBefore == nil || OpenedBy(o.EntrySide(), *o.PositionBefore, filled).IsPositive() {
+		return ""
+	}
+	held, was := "long", o.PositionBefore.Abs()
+	if o.PositionBefore.IsNegative() {
+		held = "short"
+	}
+	opened := "long"
+	if o.EntrySide() == "sell" {
+		opened = "short"
+	}
+	return fmt.Sprintf("the %s position was a %s of %s before the entry: its %s of %s only reduced it and opened no %s position for the %s to protect",
+		VenueSymbol(o.Symbol), held, was, o.EntrySide(), filled, opened, o.Exit)
 }
 
 // ExitTarget is the exit order o's target (its Exit role's attached field);

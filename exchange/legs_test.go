@@ -85,3 +85,37 @@ func TestPlanTrailingLegMovesOnlyTheTrailingStop(t *testing.T) {
 	plain := exchange.Order{ClientOrderID: "hxplain", TakeProfit: tp}
 	require.Equal(t, plain, exchange.PlanTrailingLeg(plain, nil), "nothing to move")
 }
+
+// An entry's exits cover what it opened or added on its own side: all of
+// it from flat or on the same side, the excess over a position on the
+// other side that it reversed, nothing when it only reduced or closed
+// that position (OnlyReduced then says why).
+func TestExitsCoverOnlyWhatTheEntryOpened(t *testing.T) {
+	t.Parallel()
+	d := decimal.RequireFromString
+	for _, tt := range []struct {
+		side, before, filled, opened string
+	}{
+		{"buy", "0", "1", "1"},
+		{"buy", "2", "1", "1"},
+		{"buy", "-3", "1", "0"},
+		{"buy", "-1", "1", "0"},
+		{"buy", "-1", "3", "2"},
+		{"sell", "1", "1", "0"},
+		{"sell", "1", "3", "2"},
+		{"sell", "-1", "1", "1"},
+	} {
+		opened := exchange.OpenedBy(tt.side, d(tt.before), d(tt.filled))
+		require.True(t, d(tt.opened).Equal(opened), "%s %s on %s opened %s, not %s", tt.side, tt.filled, tt.before, tt.opened, opened)
+
+		exitSide := "sell"
+		if tt.side == "sell" {
+			exitSide = "buy"
+		}
+		before := d(tt.before)
+		exit := exchange.Order{Symbol: "BTCUSDT", Side: exitSide, Exit: exchange.RoleStopLoss, PositionBefore: &before}
+		require.Equal(t, tt.opened == "0", exit.OnlyReduced(d(tt.filled)) != "", "%s %s on %s", tt.side, tt.filled, tt.before)
+	}
+	unknown := exchange.Order{Symbol: "BTCUSDT", Side: "buy", Exit: exchange.RoleStopLoss}
+	require.Empty(t, unknown.OnlyReduced(decimal.NewFromInt(1)), "without the position before, the exits cover the fill")
+}

@@ -240,8 +240,10 @@ func TestBinanceFuturesEntryWithTakeProfitAndStopLossPlacesAlgoOrders(t *testing
 	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:tpsl-1' AND outcome = 'dispatched'`))
 
 	// A take-profit the fill price has already passed is refused before
-	// it is sent, and the entry stays recorded.
-	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"short","quantity":"1",
+	// it is sent, and the entry stays recorded. (The short of 3 reverses
+	// the long of 2: its exit covers the short of 1 it opened; a short
+	// that only reduced the long would get no exit at all.)
+	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"short","quantity":"3",
 		"take_profit":"3100","trace_id":"tpsl-2"}`))
 	require.NoError(t, err)
 	require.Empty(t, out.Legs)

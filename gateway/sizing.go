@@ -132,12 +132,20 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
-		if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
+		var err error
+		if order, done, err = s.readPositionBefore(ctx, in, venue, order); done {
 			return order, nil, true, err
 		}
-		var err error
-		if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
-			return order, nil, true, err
+		if before := order.PositionBefore; before == nil || exchange.OpenedBy(order.Side, *before, order.Quantity).IsPositive() {
+			// An entry that can only reduce the position places no
+			// exit (see readPositionBefore): neither the symbol's rules
+			// nor its cap on resting exits stand in its way.
+			if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
+				return order, nil, true, err
+			}
+			if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
+				return order, nil, true, err
+			}
 		}
 		// Separate exit orders, placed once the entry filled (percent
 		// targets resolved from its fill price then).
@@ -150,6 +158,10 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	if exchange.TrailsAsLeg(venue) && order.TrailingStop != nil {
 		// The trailing stop alone is set after the fill (a percent from
 		// the fill price); take-profit and stop-loss ride on the entry.
+		order, done, err := s.readPositionBefore(ctx, in, venue, order)
+		if done {
+			return order, nil, true, err
+		}
 		legID := func(i int) string { return signal.LegClientOrderID(order.ClientOrderID, i) }
 		return exchange.PlanTrailingLeg(order, legID), read, false, nil
 	}
@@ -282,6 +294,33 @@ func (s *Service) checkExits(ctx context.Context, tx *db.ClaimTx, in Input, venu
 		return false, nil
 	}
 	return true, s.rejectUnsent(ctx, tx, in, order, out, reason, map[string]any{"reason": reason, "sent": false})
+}
+
+// readPositionBefore reads, for a derivatives entry whose exits go as
+// their own reduce-only orders once it filled, the position the venue
+// holds on the symbol before the intent, and records it on the order
+// (Order.PositionBefore): the exits will cover only what the entry opened
+// or added on its side, so a strategy's exit sent through an entry
+// template (a sell of the long it holds) places none. Spot (the order
+// counts in the spot ledger) has no position to reduce, and a venue that
+// cannot size says nothing: the order goes as it is. done reports that
+// the attempt ended; a venue that cannot be asked rolls the claim back
+// (503), nothing placed.
+func (s *Service) readPositionBefore(ctx context.Context, in Input, venue exchange.Venue, order exchange.Order) (exchange.Order, bool, error) {
+	sizer, ok := venue.(exchange.Sizer)
+	if !ok || order.Ledger != nil {
+		return order, false, nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	facts, err := sizer.SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
+	cancel()
+	if err != nil {
+		s.venueError(ctx, in.Signal.Exchange, err)
+		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked for the %s position the exits would protect; nothing was placed", in.Signal.Exchange, order.Symbol), 5*time.Second, err)
+	}
+	before := facts.Position
+	order.PositionBefore = &before
+	return order, false, nil
 }
 
 // checkExitCaps reads, on a venue that caps the exit orders resting per

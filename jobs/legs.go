@@ -205,6 +205,24 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 				fmt.Sprintf("exit %s filled first: the position it protected is closed", filledBy))
 		}
 	}
+	if leg.Order.Exit != "" && leg.Order.PositionBefore != nil {
+		// An entry that only reduced (or closed) a position on the other
+		// side opened nothing for its exits to protect: each is recorded
+		// rejected with why, nothing sent, as Bybit's trailing stop is
+		// (bybit.placeTrailing). The position before the entry is the
+		// one read before its intent, and the entry's fill is final, so
+		// every pass decides alike.
+		fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
+		if err != nil {
+			return err
+		}
+		if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
+			if reason := leg.Order.OnlyReduced(fill.FilledQuantity.Decimal); reason != "" {
+				return r.record(ctx, tx, leg, exchange.Report{Symbol: exchange.VenueSymbol(leg.Order.Symbol), Side: leg.Order.Side,
+					Quantity: leg.Order.Quantity, Status: exchange.StatusRejected, Reason: reason}, false)
+			}
+		}
+	}
 	if leg.Order.Exit != "" {
 		exit, reason, err := r.resolveExit(ctx, venue, leg)
 		if err != nil {
@@ -298,7 +316,9 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 	return tx.SettleWith(ctx, leg, nil, outcome, []db.Event{ev}, r.legHook(ev, leg))
 }
 
-// resolveExit sets an exit leg's quantity to what its entry executed and
+// resolveExit sets an exit leg's quantity to what its entry executed (of
+// it, what opened or added to a position on the entry's side, when the
+// position before the entry is known: Order.PositionBefore) and
 // its trigger from the entry's fill price (a percent target) or as given,
 // rounded to the venue's tick toward the entry and checked to lie on the
 // exit's side of the fill (exchange.Attached.Resolve). reason is set when
@@ -317,6 +337,12 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	}
 	if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
 		o.Quantity = fill.FilledQuantity.Decimal
+		if o.PositionBefore != nil {
+			// Only what the entry opened or added on its side: the part
+			// that reduced a position on the other side has nothing to
+			// protect (a reversal's exits cover the new position only).
+			o.Quantity = exchange.OpenedBy(o.EntrySide(), *o.PositionBefore, o.Quantity)
+		}
 	}
 	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {

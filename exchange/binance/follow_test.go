@@ -3,6 +3,7 @@ package binance_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -139,4 +140,96 @@ func TestCancelAFuturesExitCancelsTheAlgoOrder(t *testing.T) {
 
 	_, err = b.venue.Cancel(ctx, exit(exchange.RoleStopLoss, "45000"))
 	require.ErrorIs(t, err, exchange.ErrNotFound)
+}
+
+// requireFeeOfEveryExecution reads o's fee once it filled and requires it
+// to be what all of its executions on the fake were charged, which it
+// returns.
+func requireFeeOfEveryExecution(t *testing.T, b *testBundle, o exchange.Order, executions int) decimal.Decimal {
+	t.Helper()
+	ctx := t.Context()
+	r, err := b.venue.Lookup(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusFilled, r.Status)
+	r, err = b.venue.Fees(ctx, o, r)
+	require.NoError(t, err)
+
+	trades := b.fake.Trades(o.ClientOrderID)
+	require.Len(t, trades, executions)
+	want, qty := decimal.Zero, decimal.Zero
+	for _, tr := range trades {
+		want, qty = want.Add(tr.Commission), qty.Add(tr.Qty)
+	}
+	require.True(t, qty.Equal(r.FilledQuantity))
+	require.Equal(t, trades[0].CommissionAsset, r.FeeAsset)
+	require.True(t, want.Equal(r.Fee), "the order's fee is what its %d executions were charged, %s, not %s", executions, want, r.Fee)
+	return r.Fee
+}
+
+// USDⓈ-M reads the last 7 days of trades when neither startTime nor
+// endTime is sent (Account-Trade-List.md): a limit order that executed
+// part of itself more than 7 days before the follow job reads its fees (a
+// resting entry filled over days; the follow job follows it as long as
+// its trace is kept, 90 days by default) still has the fee of every
+// execution recorded.
+func TestFuturesFeesCoverExecutionsOlderThanSevenDays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketFutures)
+	o := limitOrder("buy", "0.02", "40000")
+	placed, err := b.venue.Place(t.Context(), o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, placed.Status)
+
+	require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.01")))
+	b.clock.Advance(8 * 24 * time.Hour)
+	require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.01")))
+
+	fee := requireFeeOfEveryExecution(t, b, o, 2)
+	require.True(t, d("0.32").Equal(fee), "0.04%% of 800 USDT: %s", fee) // 0.02 × 40000 × 0.0004
+}
+
+// A page of the trade list holds 500 trades by default, 1000 at most, and
+// a USDⓈ-M time span cannot be paged with fromId: an order with more
+// executions than a page — a thousand in one millisecond now, as a large
+// market order can take, and a thousand spread over a day more than a
+// week ago — still has the fee of every one recorded.
+func TestFuturesFeesCoverMoreExecutionsThanAPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketFutures)
+	o := limitOrder("buy", "2.002", "40000")
+	placed, err := b.venue.Place(t.Context(), o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, placed.Status)
+
+	for range 1001 {
+		require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.001")))
+		b.clock.Advance(time.Minute)
+	}
+	b.clock.Advance(8 * 24 * time.Hour)
+	for range 1001 {
+		require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.001")))
+	}
+
+	requireFeeOfEveryExecution(t, b, o, 2002)
+}
+
+// A spot limit buy taken by many small orders has more executions than a
+// page of the trade list holds (500 by default, 1000 at most): its fee,
+// charged in the coin bought, is counted for every one of them, since the
+// spot ledger counts the fill net of it — a fee counted short would credit
+// the strategy with coins Binance took as commission, and a later close
+// would sell other strategies' coins.
+func TestSpotFeesCoverMoreExecutionsThanAPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketSpot)
+	b.fake.SetBalance("USDT", d("1000000"))
+	o := limitOrder("buy", "1.001", "40000")
+	placed, err := b.venue.Place(t.Context(), o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, placed.Status)
+	for range 1001 {
+		require.NoError(t, b.fake.PartialFill(o.ClientOrderID, d("0.001")))
+	}
+
+	requireFeeOfEveryExecution(t, b, o, 1001)
 }

@@ -369,6 +369,9 @@ type orderAnswer struct {
 // fill is one execution of an order: an element of spot's FULL answer's
 // fills, or of the account trade lists (myTrades, userTrades).
 type fill struct {
+	// ID is the trade's ID in the account trade lists (FULL answers'
+	// fills call it tradeId and are not paged: zero there).
+	ID              int64           `json:"id"`
 	Price           decimal.Decimal `json:"price"`
 	Qty             decimal.Decimal `json:"qty"`
 	Commission      decimal.Decimal `json:"commission"`

@@ -1,9 +1,13 @@
 package binancefake
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -95,10 +99,27 @@ func (s *Server) ExpireOrder(clientOrderID string) error {
 	return nil
 }
 
+// The account trade lists' documented limits: a page of 500 trades
+// unless limit asks for up to 1000 (rest-api.md "Account trade list",
+// Account-Trade-List.md); a USDⓈ-M query reads at most 7 days (the last 7
+// when neither startTime nor endTime is sent) and nothing older than 6
+// months, a spot one at most 24 hours between startTime and endTime.
+const (
+	tradesDefaultLimit = 500
+	tradesMaxLimit     = 1000
+	futuresTradeWindow = 7 * 24 * time.Hour
+	futuresTradeMaxAge = 180 * 24 * time.Hour
+	spotTradeWindow    = 24 * time.Hour
+)
+
 // handleMyTrades is the account trade list: GET /api/v3/myTrades (spot,
 // rest-api.md "Account trade list") and GET /fapi/v1/userTrades (USDⓈ-M,
 // trade/rest-api/Account-Trade-List.md). symbol is mandatory; orderId only
-// with it.
+// with it. A page holds limit trades (500 by default, 1000 at most): from
+// fromId on when it is sent, else the most recent. USDⓈ-M reads the last 7
+// days when neither startTime nor endTime is sent, refuses a longer span
+// and fromId beside either, and keeps 6 months; spot takes only the
+// parameter combinations it lists, and a span of 24 hours at most.
 func (s *Server) handleMyTrades(market string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		params, ok := s.authenticate(w, r)
@@ -110,18 +131,31 @@ func (s *Server) handleMyTrades(market string) http.HandlerFunc {
 			writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
 			return
 		}
+		q, ok := s.tradeQuery(w, market, params)
+		if !ok {
+			return
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if _, ok := s.symbols[symbol]; !ok {
 			writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
 			return
 		}
-		out := []map[string]any{}
+		if market == MarketFutures && !q.hasStart && !q.hasEnd {
+			q.start, q.end = s.now().Add(-futuresTradeWindow).UnixMilli(), s.now().UnixMilli()
+			q.hasStart, q.hasEnd = true, true
+		}
+		type sided struct {
+			Trade
+			side string
+		}
+		var found []sided
 		orders := s.orders
 		if market == MarketSpot {
 			// An OCO list's executed order trades like any other.
 			orders = append(slices.Clone(orders), s.listBookOrders(symbol)...)
 		}
+		oldest := s.now().Add(-futuresTradeMaxAge).UnixMilli()
 		for _, o := range orders {
 			if o.Market != market || o.Symbol != symbol {
 				continue
@@ -130,19 +164,110 @@ func (s *Server) handleMyTrades(market string) http.HandlerFunc {
 				continue
 			}
 			for _, t := range s.tradesOf(o) {
-				m := map[string]any{"symbol": t.Symbol, "id": t.ID, "orderId": t.OrderID, "price": t.Price.String(),
-					"qty": t.Qty.String(), "quoteQty": t.QuoteQty.String(), "commission": t.Commission.String(),
-					"commissionAsset": t.CommissionAsset, "time": t.Time}
-				if market == MarketFutures {
-					m["buyer"], m["maker"], m["side"], m["positionSide"], m["realizedPnl"] = t.Buyer, true, o.Side, "BOTH", "0"
-				} else {
-					m["orderListId"], m["isBuyer"], m["isMaker"], m["isBestMatch"] = -1, t.Buyer, true, true
+				switch {
+				case market == MarketFutures && t.Time < oldest,
+					q.hasStart && t.Time < q.start, q.hasEnd && t.Time > q.end,
+					q.hasFrom && t.ID < q.from:
+					continue
 				}
-				out = append(out, m)
+				found = append(found, sided{t, o.Side})
 			}
+		}
+		slices.SortFunc(found, func(a, b sided) int { return cmp.Compare(a.ID, b.ID) })
+		if len(found) > q.limit {
+			if q.hasFrom {
+				found = found[:q.limit]
+			} else {
+				found = found[len(found)-q.limit:]
+			}
+		}
+		out := []map[string]any{}
+		for _, t := range found {
+			m := map[string]any{"symbol": t.Symbol, "id": t.ID, "orderId": t.OrderID, "price": t.Price.String(),
+				"qty": t.Qty.String(), "quoteQty": t.QuoteQty.String(), "commission": t.Commission.String(),
+				"commissionAsset": t.CommissionAsset, "time": t.Time}
+			if market == MarketFutures {
+				m["buyer"], m["maker"], m["side"], m["positionSide"], m["realizedPnl"] = t.Buyer, true, t.side, "BOTH", "0"
+			} else {
+				m["orderListId"], m["isBuyer"], m["isMaker"], m["isBestMatch"] = -1, t.Buyer, true, true
+			}
+			out = append(out, m)
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// tradeQuery is a trade list's optional parameters, read and checked.
+type tradeQuery struct {
+	start, end, from          int64
+	hasStart, hasEnd, hasFrom bool
+	limit                     int
+}
+
+// tradeQuery reads and checks the trade list's optional parameters as the
+// market documents them, writing the refusal when it refuses.
+func (s *Server) tradeQuery(w http.ResponseWriter, market string, params url.Values) (tradeQuery, bool) {
+	q := tradeQuery{limit: tradesDefaultLimit}
+	for _, f := range []struct {
+		name string
+		to   *int64
+		has  *bool
+	}{{"startTime", &q.start, &q.hasStart}, {"endTime", &q.end, &q.hasEnd}, {"fromId", &q.from, &q.hasFrom}} {
+		v := params.Get(f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeErr(w, http.StatusBadRequest, -1130, fmt.Sprintf("Data sent for parameter '%s' is not valid.", f.name))
+			return q, false
+		}
+		*f.to, *f.has = n, true
+	}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > tradesMaxLimit {
+			writeErr(w, http.StatusBadRequest, -1130, "Data sent for parameter 'limit' is not valid.")
+			return q, false
+		}
+		q.limit = n
+	}
+	if q.hasStart && q.hasEnd && q.start > q.end {
+		writeErr(w, http.StatusBadRequest, -1023, "Start time is greater than end time.")
+		return q, false
+	}
+	window := spotTradeWindow
+	if market == MarketFutures {
+		window = futuresTradeWindow
+		// "The parameter fromId cannot be sent with startTime or endTime."
+		if q.hasFrom && (q.hasStart || q.hasEnd) {
+			writeErr(w, http.StatusBadRequest, -1128, "Combination of optional parameters invalid.")
+			return q, false
+		}
+		// One bound alone reads the 7 days beside it.
+		switch {
+		case q.hasStart && !q.hasEnd:
+			q.end, q.hasEnd = q.start+window.Milliseconds(), true
+		case q.hasEnd && !q.hasStart:
+			q.start, q.hasStart = q.end-window.Milliseconds(), true
+		}
+	} else {
+		// "These are the supported combinations of all parameters":
+		// symbol with nothing else, orderId, startTime, endTime, fromId,
+		// startTime and endTime, or orderId and fromId.
+		orderID := params.Get("orderId") != ""
+		ok := !q.hasFrom || !(q.hasStart || q.hasEnd)
+		ok = ok && (!orderID || !(q.hasStart || q.hasEnd))
+		if !ok {
+			writeErr(w, http.StatusBadRequest, -1128, "Combination of optional parameters invalid.")
+			return q, false
+		}
+	}
+	if q.hasStart && q.hasEnd && q.end-q.start > window.Milliseconds() {
+		writeErr(w, http.StatusBadRequest, -1127, fmt.Sprintf("More than %d hours between startTime and endTime.", int(window.Hours())))
+		return q, false
+	}
+	return q, true
 }
 
 // handleCancel is DELETE /api/v3/order (rest-api.md "Cancel order") and
