@@ -6,7 +6,6 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
-
 )
 
 // Through hoox on paper (the default venue of hoox dev): a long of 1, a
