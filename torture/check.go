@@ -865,9 +865,13 @@ func (s *sim) judgeHalted(res *Result, events []event) {
 		if spells[i].To != time.Duration(math.MaxInt64) {
 			to = fmt.Sprintf("%.3fs", spells[i].To.Seconds())
 		}
-		res.Failures = append(res.Failures, Failure{Check: checkHalted, Signal: p.Signal, Detail: fmt.Sprintf(
+		f := Failure{Check: checkHalted, Signal: p.Signal, Detail: fmt.Sprintf(
 			"%s from replica %d reached the venue at %.3fs while the kill switch was engaged (engaged by %.3fs, release sent %s), and no send of its signal was under way before",
-			p.What, p.Replica, p.Arrived.Seconds(), spells[i].From.Seconds(), to)})
+			p.What, p.Replica, p.Arrived.Seconds(), spells[i].From.Seconds(), to)}
+		if p.Exit {
+			f.Known, f.Tolerated = KnownLegUnderKillSwitch, s.tolerates(KnownLegUnderKillSwitch)
+		}
+		res.Failures = append(res.Failures, f)
 	}
 }
 

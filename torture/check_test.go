@@ -454,6 +454,18 @@ func TestKillSwitchSpellsAndPlacementsUnderWay(t *testing.T) {
 	st.spans[0].End = 1500 * time.Millisecond
 	b.s.placements = append(b.s.placements, placementRequest{Arrived: 2500 * time.Millisecond, Replica: 1, Signal: 0, Exit: true, What: "exit"})
 	require.Equal(t, map[string]int{checkHalted: 2}, b.judge())
+
+	// The exit is hoox's known bug, tolerated when the run says so; the
+	// entry never is.
+	b.s.cfg.Tolerate = []string{KnownLegUnderKillSwitch}
+	res := &Result{Checks: map[string]int{}}
+	b.s.judge(res, b.vos, b.hos, nil)
+	var tolerated []bool
+	for _, f := range res.Failures {
+		tolerated = append(tolerated, f.Tolerated)
+	}
+	require.ElementsMatch(t, []bool{false, true}, tolerated)
+	require.Equal(t, 1, res.Failed())
 }
 
 // The 503 check judges the placement request's arrival, not when the
