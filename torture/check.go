@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -71,6 +72,8 @@ type Failure struct {
 	Tolerated bool
 	// ClientOrderID is the venue order's, for order checks.
 	ClientOrderID string
+	// TraceID is the unsettled trace's, for checkSettled.
+	TraceID string
 	// History is the minimal history that shows it: the signal's events,
 	// the faults around them, and its orders at the venue.
 	History []string
@@ -105,6 +108,17 @@ const (
 	checkExitOnce       = "at_most_one_order_per_intended_exit"
 	checkExitAttributed = "every_exit_is_an_entry's"
 	checkExitPlaced     = "every_asked_exit_placed"
+	// checkFilled: an order the venue filled is recorded filled.
+	checkFilled = "venue_fill_recorded_filled"
+	// checkSettled: no trace stays reconciling and no dispatch intent
+	// stays open past the recovery bound.
+	checkSettled = "nothing_stays_reconciling"
+	// checkAgree: the 200s and 409s of one trace tell one story, its
+	// first settled answer's.
+	checkAgree = "answers_of_one_trace_agree"
+	// checkHalted: no placement request reaches a venue while the kill
+	// switch is engaged.
+	checkHalted = "kill_switch_halts_placements"
 )
 
 // venueOrders reads every venue's book.
@@ -231,12 +245,14 @@ func (s *sim) query(ctx context.Context, sql string, args ...any) ([][]string, e
 }
 
 // check waits (up to the recovery bound) for every venue order to be
-// recorded, then runs every check over the history and the books.
+// recorded (a filled one as filled), every leg, trace and dispatch intent
+// to settle, then runs every check over the history and the books.
 func (s *sim) check(ctx context.Context) (*Result, error) {
 	quiet := time.Now()
 	var vos []venueOrder
 	var hos map[string]hooxOrder
 	var unrecorded []venueOrder
+	var unsettled []unsettledRow
 	for {
 		var err error
 		if vos, err = s.venueOrders(ctx); err != nil {
@@ -249,19 +265,23 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if s.legs, err = s.legOutcomes(ctx); err != nil {
 			return nil, err
 		}
+		if unsettled, err = s.unsettled(ctx); err != nil {
+			return nil, err
+		}
 		openLegs := 0
 		for _, o := range s.legs {
 			if o == "" {
 				openLegs++
 			}
 		}
-		if (len(unrecorded) == 0 && openLegs == 0) || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
+		done := len(unrecorded) == 0 && openLegs == 0 && len(unsettled) == 0 && len(fillsNotRecorded(vos, hos)) == 0
+		if done || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
 			break
 		}
 		// A reconcile stuck 'running' on a dead replica will not move
 		// before River's rescuer (an hour): waiting out the bound for it
 		// shows nothing more.
-		if s.tolerates(KnownStuckReconcile) && len(s.stuckReconciles(ctx, unrecorded)) == len(unrecorded) {
+		if s.tolerates(KnownStuckReconcile) && s.onlyStuck(ctx, unrecorded, unsettled) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -271,15 +291,16 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
 		Recovery: time.Since(quiet)}
 	bySig := s.judge(res, vos, hos, unrecorded)
-	stuck := s.stuckReconciles(ctx, unrecorded)
+	s.judgeUnsettled(res, unsettled)
+	stuck := s.stuckReconciles(ctx)
 	for i, f := range res.Failures {
-		if f.Check == checkRecorded && stuck[f.ClientOrderID] {
+		if (f.Check == checkRecorded && stuck[f.ClientOrderID]) || (f.Check == checkSettled && stuck[f.TraceID]) {
 			res.Failures[i].Known = KnownStuckReconcile
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
 		}
 	}
-	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, check422: 1, checkAnswer: 2, check503: 3, checkTruthful: 4,
-		checkRecorded: 5, checkAttributed: 6, checkExitAttributed: 6, checkExitPlaced: 7}
+	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
+		checkTruthful: 4, checkFilled: 4, checkRecorded: 5, checkSettled: 5, checkAttributed: 6, checkExitAttributed: 6, checkExitPlaced: 7}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
 		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, s.h.events(), bySig, hos)
@@ -287,34 +308,132 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// reopens counts the legitimate extra executions a signal may have: a
-// successful release of its trace followed by a send, a purge after its
-// trace expired followed by a send, and, in window mode, a send after the
-// window.
-func (s *sim) reopens(sp *signalPlan, st *signalState, ttl, slack time.Duration) int {
+// unsettledRow is a trace still reconciling or a dispatch intent still
+// open: an attempt whose outcome hoox has not settled.
+type unsettledRow struct {
+	What, TraceID, ClientOrderID, Exchange, Quantity, Since string
+}
+
+// unsettledSQL lists the traces still reconciling and the dispatch intents
+// still open.
+const unsettledSQL = `
+SELECT 'trace reconciling', trace_id, coalesce(client_order_id, ''), exchange, coalesce(signal->>'quantity', ''), updated_at
+FROM trace_ids WHERE status = 'reconciling'
+UNION ALL
+SELECT 'dispatch intent open', trace_id, client_order_id, exchange, coalesce(order_spec->>'quantity', ''), sent_at
+FROM dispatch_intents WHERE outcome IS NULL`
+
+// unsettled reads the attempts hoox has not settled yet.
+func (s *sim) unsettled(ctx context.Context) ([]unsettledRow, error) {
+	rows, err := s.query(ctx, unsettledSQL)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]unsettledRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, unsettledRow{What: r[0], TraceID: r[1], ClientOrderID: r[2], Exchange: r[3], Quantity: normQty(r[4]), Since: r[5]})
+	}
+	return out, nil
+}
+
+// judgeUnsettled fails every attempt still unsettled after the recovery
+// bound (DESIGN.md: "Nothing stays reconciling forever"): an order its
+// reconcile places after the checker's snapshot would never be judged.
+func (s *sim) judgeUnsettled(res *Result, rows []unsettledRow) {
+	for _, r := range rows {
+		res.Failures = append(res.Failures, Failure{Check: checkSettled, Signal: s.signalOfTrace(r), ClientOrderID: r.ClientOrderID, TraceID: r.TraceID,
+			Detail: fmt.Sprintf("%s %s (client order ID %s, since %s) %s after the faults stopped (bound %s)",
+				r.What, r.TraceID, orNone(r.ClientOrderID), r.Since, s.waited.Round(time.Millisecond), s.cfg.RecoveryBound)})
+	}
+	if len(rows) == 0 {
+		res.Checks[checkSettled]++
+	}
+}
+
+// signalOfTrace is the signal an unsettled attempt belongs to: the one an
+// answer named its trace to, else the one of its venue and quantity; -1
+// when none.
+func (s *sim) signalOfTrace(r unsettledRow) int {
+	for id, st := range s.sigState {
+		if slices.Contains(st.traces, r.TraceID) || slices.ContainsFunc(st.answers, func(a answer) bool { return a.TraceID == r.TraceID }) {
+			return id
+		}
+	}
+	if id, ok := s.byQuantity[r.Exchange+"|"+r.Quantity]; ok {
+		return id
+	}
+	return -1
+}
+
+// fillsNotRecorded are the venue's filled orders that hoox records, but
+// not as filled.
+func fillsNotRecorded(vos []venueOrder, hos map[string]hooxOrder) []venueOrder {
+	var out []venueOrder
+	for _, o := range vos {
+		if h, ok := hos[o.ClientOrderID]; ok && h.records(o) && strings.EqualFold(o.Status, "filled") && h.Status != "filled" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// reopenings are the moments a signal's trace was legitimately opened
+// again, in order: a successful release of its trace followed by a send, a
+// purge at least one TTL after its first send followed by a send, and, in
+// window mode, a send one window after the first. Each allows one more
+// execution, after it.
+func (s *sim) reopenings(sp *signalPlan, st *signalState, ttl, slack time.Duration) []time.Duration {
 	if len(st.sends) == 0 {
-		return 0
+		return nil
 	}
 	first, last := st.sends[0], st.sends[len(st.sends)-1]
-	n := 0
+	var out []time.Duration
 	for _, at := range s.releases[sp.ID] {
 		if last > at {
-			n++
+			out = append(out, at)
 		}
 	}
 	for _, at := range s.purges {
 		if at >= first+ttl-slack && last > at {
-			n++
+			out = append(out, at)
 		}
 	}
 	if sp.Mode == ModeWindow {
 		for _, at := range st.sends[1:] {
 			if at >= first+ttl-slack {
-				n++
+				out = append(out, at)
 			}
 		}
 	}
+	slices.Sort(out)
+	return out
+}
+
+// opening is the index of the opening at is in: how many re-openings
+// came before it.
+func opening(reopenings []time.Duration, at time.Duration) int {
+	n, _ := slices.BinarySearch(reopenings, at)
 	return n
+}
+
+// crowdedOpening finds an opening in which the venue accepted more than one
+// of the signal's placements: at most one acceptance before the first
+// re-opening and one between consecutive re-openings. It returns the
+// opening and its accepted requests' arrivals, or -1.
+func crowdedOpening(reopenings []time.Duration, accepted []acceptance) (int, []time.Duration) {
+	by := map[int][]time.Duration{}
+	for _, a := range accepted {
+		// By the request's arrival: a placement sent before a
+		// re-opening is the old opening's, whenever the venue answered.
+		n := opening(reopenings, a.arrival())
+		by[n] = append(by[n], a.arrival())
+	}
+	for _, n := range slices.Sorted(maps.Keys(by)) {
+		if len(by[n]) > 1 {
+			return n, by[n]
+		}
+	}
+	return -1, nil
 }
 
 // minimalHistory is the signal's own events, the run-wide faults while it
@@ -513,10 +632,19 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		switch {
 		case h.Status == "rejected":
 			fail(checkTruthful, sig, "hoox recorded order %s as rejected, but the venue holds it: %s", o.ClientOrderID, o)
+			continue
 		case h.Side != "" && (h.Side != o.Side || h.Quantity != o.Quantity || h.Symbol != o.Symbol):
 			fail(checkTruthful, sig, "hoox recorded order %s as %s %s %s, but the venue holds %s", o.ClientOrderID, h.Symbol, h.Side, h.Quantity, o)
 		default:
 			res.Checks[checkTruthful]++
+		}
+		if strings.EqualFold(o.Status, "filled") {
+			if h.Status != "filled" {
+				failOrder(checkFilled, sig, o.ClientOrderID, "the venue filled order %s, yet hoox records it %s %s after the faults stopped (bound %s): %s",
+					o.ClientOrderID, h.Status, s.waited.Round(time.Millisecond), s.cfg.RecoveryBound, o)
+			} else {
+				res.Checks[checkFilled]++
+			}
 		}
 	}
 
@@ -526,56 +654,249 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		sp := &s.plan.signals[i]
 		st := s.sigState[sp.ID]
 		orders := bySig[sp.ID]
-		reopens := s.reopens(sp, st, ttl, slack)
-		if len(orders) > 1+reopens {
+		reopenings := s.reopenings(sp, st, ttl, slack)
+		reopens := len(reopenings)
+		switch n, crowd := crowdedOpening(reopenings, st.accepted); {
+		case len(orders) > 1+reopens:
 			fail(checkAtMostOnce, sp.ID, "%d orders at %s for one signal (%d legitimate re-openings by release, purge or window)",
 				len(orders), sp.Venue.name, reopens)
-		} else {
+		case n >= 0:
+			fail(checkAtMostOnce, sp.ID, "%s accepted %d placements of the signal (at %s) between its re-openings %d and %d (re-openings at %s): one allowed",
+				sp.Venue.name, len(crowd), seconds(crowd), n, n+1, seconds(reopenings))
+		default:
 			res.Checks[checkAtMostOnce]++
 		}
 		for _, a := range st.answers {
 			switch {
-			case a.Status == 422:
+			case a.Status == 422 || (a.Status == 409 && a.Code == "duplicate" && a.Original != nil && a.Original.Status == "rejected"):
+				// The signal's order was refused: nothing executed but
+				// what a re-opening allowed.
 				if len(orders) > reopens {
-					fail(check422, sp.ID, "answered 422 %s at %.3fs, yet %d orders executed (%d re-openings)", a.Code, a.At.Seconds(), len(orders), reopens)
+					fail(check422, sp.ID, "answered %d %s (original %s) at %.3fs, yet %d orders executed (%d re-openings)",
+						a.Status, a.Code, originalStatus(a), a.At.Seconds(), len(orders), reopens)
 				} else {
 					res.Checks[check422]++
 				}
-			case a.Status == 503 && a.Code == "unavailable" && strings.Contains(a.Body, "nothing was placed"):
+			case a.Status == 503 && strings.Contains(a.Body, "nothing was placed"):
 				switch at, ok := placedDuring(st, a); {
 				case !ok:
 					res.Checks[check503]++
 				case at >= 0:
-					fail(check503, sp.ID, "answered 503 %q (sent %.3fs, answered %.3fs), yet %s accepted a placement from replica %d at %.3fs",
-						"nothing was placed", a.At.Seconds(), a.Done.Seconds(), sp.Venue.name, a.Replica, at.Seconds())
+					fail(check503, sp.ID, "answered 503 %s %q (sent %.3fs, answered %.3fs), yet %s accepted a placement from replica %d whose request arrived at %.3fs",
+						a.Code, "nothing was placed", a.At.Seconds(), a.Done.Seconds(), sp.Venue.name, a.Replica, at.Seconds())
 				}
 			case a.Status == 200 || (a.Status == 409 && a.Code == "duplicate"):
-				cid, what := "", ""
-				if a.Order != nil && a.Order.Status != "rejected" {
-					cid, what = a.Order.ClientOrderID, "order"
-				} else if a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched" {
-					cid, what = *a.Original.ClientOrderID, "original"
-				}
-				if cid == "" {
-					if a.Status == 200 {
-						fail(checkAnswer, sp.ID, "200 at %.3fs names no order: %s", a.At.Seconds(), a.Body)
-					}
-					continue
-				}
-				o, ok := byClientID[sp.Venue.name+"|"+cid]
-				switch {
-				case !ok:
-					fail(checkAnswer, sp.ID, "%d at %.3fs names %s %s, which %s does not hold", a.Status, a.At.Seconds(), what, cid, sp.Venue.name)
-				case o.Symbol != sp.Symbol || o.Side != sp.Side || o.Quantity != normQty(sp.Quantity):
-					fail(checkAnswer, sp.ID, "%d at %.3fs names %s, which is %s, not the signal's %s %s %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol, sp.Side, sp.Quantity)
-				default:
-					res.Checks[checkAnswer]++
-				}
+				s.judgeAnswer(res, sp, a, byClientID)
+			}
+		}
+		s.judgeAgreement(res, sp, st, reopenings)
+	}
+	s.judgeHalted(res, s.h.events())
+	s.judgeExits(res, vos, exits, hos)
+	return bySig
+}
+
+// judgeAnswer checks a 200's or a 409 duplicate's order: what the answer
+// itself says it placed is the signal's order, and the venue holds that
+// order with the signal's symbol, side and quantity.
+func (s *sim) judgeAnswer(res *Result, sp *signalPlan, a answer, byClientID map[string]venueOrder) {
+	fail := func(format string, args ...any) {
+		res.Failures = append(res.Failures, Failure{Check: checkAnswer, Signal: sp.ID, Detail: fmt.Sprintf(format, args...)})
+	}
+	if o := a.Order; a.Status == 200 && o != nil &&
+		(o.Exchange != sp.Venue.name || o.Symbol != sp.Symbol || o.Side != sp.Side || normQty(o.Quantity) != normQty(sp.Quantity)) {
+		fail("200 at %.3fs says it placed %s %s %s qty=%s, not the signal's %s %s %s qty=%s",
+			a.At.Seconds(), o.Exchange, o.Symbol, o.Side, o.Quantity, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity)
+		return
+	}
+	cid, what := "", ""
+	if a.Order != nil && a.Order.Status != "rejected" {
+		cid, what = a.Order.ClientOrderID, "order"
+	} else if a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched" {
+		cid, what = *a.Original.ClientOrderID, "original"
+	}
+	if cid == "" {
+		if a.Status == 200 {
+			fail("200 at %.3fs names no order: %s", a.At.Seconds(), a.Body)
+		}
+		return
+	}
+	o, ok := byClientID[sp.Venue.name+"|"+cid]
+	switch {
+	case !ok:
+		fail("%d at %.3fs names %s %s, which %s does not hold", a.Status, a.At.Seconds(), what, cid, sp.Venue.name)
+	case o.Symbol != sp.Symbol || o.Side != sp.Side || o.Quantity != normQty(sp.Quantity):
+		fail("%d at %.3fs names %s, which is %s, not the signal's %s %s %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol, sp.Side, sp.Quantity)
+	default:
+		res.Checks[checkAnswer]++
+	}
+}
+
+// settledAnswer is the outcome an answer says its trace settled on
+// (dispatched, rejected or failed) and the client order ID it names; ok
+// false for an answer that tells no settled outcome (202 reconciling, 409
+// in_progress, 5xx, …).
+func settledAnswer(a answer) (outcome, cid string, ok bool) {
+	switch {
+	case a.Status == 200 && a.Order != nil:
+		outcome = "dispatched"
+		if a.Order.Status == "rejected" {
+			outcome = "rejected"
+		}
+		return outcome, a.Order.ClientOrderID, true
+	case a.Status == 422 && a.Code == "order_rejected":
+		if a.Order != nil {
+			cid = a.Order.ClientOrderID
+		}
+		return "rejected", cid, true
+	case a.Status == 409 && a.Code == "duplicate" && a.Original != nil:
+		switch a.Original.Status {
+		case "dispatched", "rejected", "failed":
+			if a.Original.ClientOrderID != nil {
+				cid = *a.Original.ClientOrderID
+			}
+			return a.Original.Status, cid, true
+		}
+	}
+	return "", "", false
+}
+
+// reopenLag is how long after a re-opening was sent an answer may still
+// tell the old opening's story: the release's or the purge's commit comes
+// after its request (the admin client's timeout).
+const reopenLag = 5 * time.Second
+
+// judgeAgreement checks that the settled answers of one trace, within one
+// opening, agree with its first: a settled trace never changes (db.
+// TraceStatus.Settled) until a release or the purge frees it. Answers in
+// flight around a re-opening may tell either story and are not judged.
+func (s *sim) judgeAgreement(res *Result, sp *signalPlan, st *signalState, reopenings []time.Duration) {
+	type story struct {
+		outcome, cid string
+		a            answer
+	}
+	answers := slices.Clone(st.answers)
+	slices.SortStableFunc(answers, func(a, b answer) int { return int(a.Done - b.Done) })
+	first := map[string]story{}
+	for _, a := range answers {
+		outcome, cid, ok := settledAnswer(a)
+		if !ok || a.TraceID == "" || slices.ContainsFunc(reopenings, func(r time.Duration) bool { return r <= a.Done && r+reopenLag >= a.At }) {
+			continue
+		}
+		key := fmt.Sprintf("%s|%d", a.TraceID, opening(reopenings, a.At))
+		f, seen := first[key]
+		switch {
+		case !seen:
+			first[key] = story{outcome, cid, a}
+		case f.outcome != outcome || (f.cid != "" && cid != "" && f.cid != cid):
+			res.Failures = append(res.Failures, Failure{Check: checkAgree, Signal: sp.ID, Detail: fmt.Sprintf(
+				"trace %s: %d at %.3fs says %s (client order ID %s), but its first settled answer, %d at %.3fs, said %s (client order ID %s)",
+				a.TraceID, a.Status, a.At.Seconds(), outcome, orNone(cid), f.a.Status, f.a.At.Seconds(), f.outcome, orNone(f.cid))})
+		default:
+			res.Checks[checkAgree]++
+		}
+	}
+}
+
+// spell is a stretch of the run in which the kill switch was surely
+// engaged.
+type spell struct{ From, To time.Duration }
+
+// killSwitchSpells are the stretches from an engagement's 200 until the
+// first release sent after it (any release attempt may have committed,
+// answered or not). An engagement whose request overlapped a release's
+// may have been undone by it: it opens no spell.
+func killSwitchSpells(events []event) []spell {
+	sent := func(e event) time.Duration {
+		if e.Sent > 0 {
+			return e.Sent
+		}
+		return e.At
+	}
+	var out []spell
+	for _, on := range events {
+		if on.Kind != "kill_switch_on" || !strings.HasPrefix(on.Detail, "→ 200") {
+			continue
+		}
+		sp, overlapped := spell{From: on.At, To: time.Duration(math.MaxInt64)}, false
+		for _, off := range events {
+			if off.Kind != "kill_switch_off" {
+				continue
+			}
+			if sent(off) <= on.At && off.At >= sent(on) {
+				overlapped = true
+			}
+			if sent(off) > on.At && sent(off) < sp.To {
+				sp.To = sent(off)
+			}
+		}
+		if !overlapped {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// judgeHalted checks DESIGN.md's "The kill switch halts every placement,
+// including a reconcile's": no placement request (an entry's or an
+// exit's, accepted or not) reaches a venue's front inside a kill switch
+// spell, unless a send of its signal was already under way when the
+// engagement was answered (its claim may have read the switch before).
+// The paper venue has no front: its placements are not judged.
+func (s *sim) judgeHalted(res *Result, events []event) {
+	spells := killSwitchSpells(events)
+	reqs := slices.Clone(s.placements)
+	for _, id := range slices.Sorted(maps.Keys(s.sigState)) {
+		for _, a := range s.sigState[id].accepted {
+			if a.Arrived == 0 {
+				// No arrival recorded (a made-up history): the
+				// acceptance stands for its request.
+				reqs = append(reqs, placementRequest{Arrived: a.At, Replica: a.Replica, Signal: id, What: "placement"})
 			}
 		}
 	}
-	s.judgeExits(res, vos, exits, hos)
-	return bySig
+	for _, p := range reqs {
+		i := slices.IndexFunc(spells, func(sp spell) bool { return p.Arrived > sp.From && p.Arrived < sp.To })
+		if i < 0 || (p.Signal >= 0 && underWay(s.sigState[p.Signal], spells[i].From, p.Arrived)) {
+			res.Checks[checkHalted]++
+			continue
+		}
+		to := "never"
+		if spells[i].To != time.Duration(math.MaxInt64) {
+			to = fmt.Sprintf("%.3fs", spells[i].To.Seconds())
+		}
+		f := Failure{Check: checkHalted, Signal: p.Signal, Detail: fmt.Sprintf(
+			"%s from replica %d reached the venue at %.3fs while the kill switch was engaged (engaged by %.3fs, release sent %s), and no send of its signal was under way before",
+			p.What, p.Replica, p.Arrived.Seconds(), spells[i].From.Seconds(), to)}
+		if p.Exit {
+			f.Known, f.Tolerated = KnownLegUnderKillSwitch, s.tolerates(KnownLegUnderKillSwitch)
+		}
+		res.Failures = append(res.Failures, f)
+	}
+}
+
+// underWay reports whether a send of the signal began before from and was
+// still unanswered at at.
+func underWay(st *signalState, from, at time.Duration) bool {
+	if st == nil {
+		return false
+	}
+	return slices.ContainsFunc(st.spans, func(sp span) bool { return sp.Start < from && (sp.End == 0 || sp.End >= at) })
+}
+
+func originalStatus(a answer) string {
+	if a.Original == nil {
+		return "none"
+	}
+	return a.Original.Status
+}
+
+func seconds(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = fmt.Sprintf("%.3fs", d.Seconds())
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // exitQuantityFits reports whether exit x's quantity is its entry's: the
@@ -591,12 +912,13 @@ func exitQuantityFits(x, entry venueOrder) bool {
 	return err1 == nil && err2 == nil && q.IsPositive() && !q.GreaterThan(e)
 }
 
-// judgeExits checks the exits of the USDⓈ-M entries that asked for them:
+// judgeExits checks the exits of the Binance entries that asked for them:
 // every exit at the venue is one an entry planned (derived from the
-// entry's client order ID, with the role and the opposite side of the
-// entry, for its quantity), no planned exit was placed twice, and every
-// entry that filled and was recorded got each exit it asked for — unless
-// hoox recorded the exit's own refusal (s.legs).
+// entry's client order ID, on the entry's market, with the role and the
+// opposite side of the entry, for its quantity), no planned exit was
+// placed twice, and every entry the venue filled got each exit it asked
+// for, whatever hoox recorded of the entry (s.legs only explains a
+// missing one).
 func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
 	type planned struct {
 		entry venueOrder
@@ -613,12 +935,27 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			continue
 		}
 		for n, role := range s.plan.signals[sig].exitLegs() {
-			want[signal.LegClientOrderID(e.ClientOrderID, n+1)] = planned{e, sig, role}
+			want[e.Exchange+"|"+signal.LegClientOrderID(e.ClientOrderID, n+1)] = planned{e, sig, role}
 		}
 	}
+	// Keyed by venue and client order ID: an exit lives on its entry's
+	// market (a USDⓈ-M sell carrying a spot entry's leg ID opens a short,
+	// it does not sell the coins bought).
 	placed := map[string]int{}
 	for _, x := range exits {
-		w, ok := want[x.ClientOrderID]
+		w, ok := want[x.Exchange+"|"+x.ClientOrderID]
+		if !ok {
+			other := slices.IndexFunc([]string{"binance", "binance-futures"}, func(ex string) bool {
+				_, found := want[ex+"|"+x.ClientOrderID]
+				return found
+			})
+			if other >= 0 {
+				w := want[[]string{"binance", "binance-futures"}[other]+"|"+x.ClientOrderID]
+				res.Failures = append(res.Failures, Failure{Check: checkExitAttributed, Signal: w.sig, ClientOrderID: x.ClientOrderID,
+					Detail: fmt.Sprintf("exit order carries the leg ID of entry %s on %s, but is on %s: %s", w.entry.ClientOrderID, w.entry.Exchange, x.Exchange, x)})
+				continue
+			}
+		}
 		if !ok || x.Exit != w.role || x.Side == w.entry.Side || !exitQuantityFits(x, w.entry) || x.Symbol != w.entry.Symbol {
 			sig := -1
 			if ok {
@@ -629,10 +966,11 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			continue
 		}
 		res.Checks[checkExitAttributed]++
-		placed[x.ClientOrderID]++
+		placed[x.Exchange+"|"+x.ClientOrderID]++
 	}
-	for id, n := range placed {
-		w := want[id]
+	for key, n := range placed {
+		w := want[key]
+		id := strings.TrimPrefix(key, w.entry.Exchange+"|")
 		if n > 1 {
 			res.Failures = append(res.Failures, Failure{Check: checkExitOnce, Signal: w.sig, ClientOrderID: id,
 				Detail: fmt.Sprintf("%d %s orders for entry %s", n, w.role, w.entry.ClientOrderID)})
@@ -640,13 +978,19 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			res.Checks[checkExitOnce]++
 		}
 	}
-	for id, w := range want {
-		h, ok := hos[w.entry.ClientOrderID]
-		if w.entry.Status != "FILLED" || !ok || !h.records(w.entry) || h.Status != "filled" || placed[id] > 0 {
-			if placed[id] > 0 {
+	// The venue's word, not hoox's record, says whether the entry filled:
+	// an entry hoox still records open would hide its missing exits.
+	for key, w := range want {
+		id := strings.TrimPrefix(key, w.entry.Exchange+"|")
+		if !strings.EqualFold(w.entry.Status, "filled") || placed[key] > 0 {
+			if placed[key] > 0 {
 				res.Checks[checkExitPlaced]++
 			}
 			continue
+		}
+		recorded := "not recorded by hoox"
+		if h, ok := hos[w.entry.ClientOrderID]; ok && h.records(w.entry) {
+			recorded = "recorded " + h.Status
 		}
 		outcome, planned := s.legs[id]
 		switch {
@@ -654,14 +998,14 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			// hoox recorded why the exit is not at the venue (a refusal):
 			// nothing lost silently, but nothing here should refuse one.
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
-				Detail: fmt.Sprintf("entry %s filled, its %s is not at the venue; hoox's leg: %s", w.entry.ClientOrderID, w.role, outcome)})
+				Detail: fmt.Sprintf("entry %s filled (%s), its %s is not at the venue; hoox's leg: %s", w.entry.ClientOrderID, recorded, w.role, outcome)})
 		default:
 			state := "never planned"
 			if planned {
 				state = "leg " + orNone(outcome)
 			}
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
-				Detail: fmt.Sprintf("entry %s filled and recorded, its %s was never placed (%s)", w.entry.ClientOrderID, w.role, state)})
+				Detail: fmt.Sprintf("entry %s filled at the venue (%s), its %s was never placed (%s)", w.entry.ClientOrderID, recorded, w.role, state)})
 		}
 	}
 }
@@ -677,31 +1021,44 @@ func (s *sim) signalOf(o venueOrder) int {
 
 func (s *sim) tolerates(issue string) bool { return slices.Contains(s.cfg.Tolerate, issue) }
 
-// stuckReconciles are the client order IDs among orders whose trace is
-// reconciling with its reconcile job 'running' on a River client that is
-// no longer alive (its replica was killed): KnownStuckReconcile.
-func (s *sim) stuckReconciles(ctx context.Context, orders []venueOrder) map[string]bool {
+// stuckReconciles are the traces reconciling with their reconcile job
+// 'running' on a River client that is no longer alive (its replica was
+// killed), by trace ID and by client order ID: KnownStuckReconcile.
+func (s *sim) stuckReconciles(ctx context.Context) map[string]bool {
 	out := map[string]bool{}
-	if len(orders) == 0 {
-		return out
-	}
-	var cids []string
-	for _, o := range orders {
-		cids = append(cids, o.ClientOrderID)
-	}
-	rows, err := s.query(ctx, `SELECT t.client_order_id, j.attempted_by[array_length(j.attempted_by, 1)]
+	rows, err := s.query(ctx, `SELECT t.trace_id, coalesce(t.client_order_id, ''), j.attempted_by[array_length(j.attempted_by, 1)]
 FROM trace_ids t JOIN river_job j ON j.kind = 'reconcile' AND j.args->>'trace_id' = t.trace_id
-WHERE t.status = 'reconciling' AND t.client_order_id = ANY($1) AND j.state = 'running'`, cids)
+WHERE t.status = 'reconciling' AND j.state = 'running'`)
 	if err != nil {
 		return out
 	}
 	live := s.liveRiverClients()
 	for _, r := range rows {
-		if !live[r[1]] {
+		if !live[r[2]] {
 			out[r[0]] = true
+			if r[1] != "" {
+				out[r[1]] = true
+			}
 		}
 	}
 	return out
+}
+
+// onlyStuck reports whether every unrecorded order and every unsettled
+// attempt is a stuck reconcile's.
+func (s *sim) onlyStuck(ctx context.Context, unrecorded []venueOrder, unsettled []unsettledRow) bool {
+	stuck := s.stuckReconciles(ctx)
+	for _, o := range unrecorded {
+		if !stuck[o.ClientOrderID] {
+			return false
+		}
+	}
+	for _, r := range unsettled {
+		if !stuck[r.TraceID] {
+			return false
+		}
+	}
+	return true
 }
 
 // liveRiverClients are the River client IDs of the replicas' running
@@ -744,22 +1101,23 @@ func (r *Result) Failed() int {
 	return n
 }
 
-// placedDuring finds a venue acceptance of the signal's placement from the
-// replica that answered a while a was in flight: at >= 0 when one proves
+// placedDuring finds a venue acceptance of the signal's placement whose
+// request arrived from the replica that answered a while a was in flight: at >= 0 when one proves
 // a's "nothing was placed" wrong, at < 0 (with ok) when one happened but
 // another send of the signal to that replica was also in flight, so it
 // proves nothing.
 func placedDuring(st *signalState, a answer) (at time.Duration, ok bool) {
 	for _, acc := range st.accepted {
-		if acc.Replica != a.Replica || acc.At < a.At || acc.At > a.Done {
+		at := acc.arrival()
+		if acc.Replica != a.Replica || at < a.At || at > a.Done {
 			continue
 		}
 		for _, sp := range st.spans {
-			if sp.Replica == a.Replica && sp.Start != a.At && sp.Start <= acc.At && (sp.End == 0 || sp.End >= acc.At) {
+			if sp.Replica == a.Replica && sp.Start != a.At && sp.Start <= at && (sp.End == 0 || sp.End >= at) {
 				return -1, true
 			}
 		}
-		return acc.At, true
+		return at, true
 	}
 	return 0, false
 }

@@ -246,8 +246,8 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 		s.ops.inc("release")
 		at := time.Since(s.h.start)
 		st, body, err := s.admin(ctx, op.Replica, http.MethodDelete, "/admin/traces/"+url.PathEscape(trace), `{"reason":"torture"}`)
-		s.h.add(sig, "release", op.Replica, "%s → %d %v %s", trace, st, errText(err), body)
-		if st == http.StatusOK {
+		s.h.addSent(at, sig, "release", op.Replica, "%s → %d %v %s", trace, st, errText(err), body)
+		if releaseReopens(st, body) {
 			s.ops.inc("release_ok")
 			s.mu.Lock()
 			s.releases[sig] = append(s.releases[sig], at)
@@ -272,8 +272,9 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 		time.Sleep(op.For)
 		s.ops.inc("kill_switch_off")
 		for i := range 10 {
+			sent := time.Since(s.h.start)
 			st, _, err = s.admin(ctx, (op.Replica+i)%len(s.replicas), http.MethodPut, "/admin/kill-switch", `{"engaged":false,"reason":"torture"}`)
-			s.h.add(-1, "kill_switch_off", (op.Replica+i)%len(s.replicas), "→ %d %v", st, errText(err))
+			s.h.addSent(sent, -1, "kill_switch_off", (op.Replica+i)%len(s.replicas), "→ %d %v", st, errText(err))
 			if st == http.StatusOK {
 				break
 			}
@@ -313,6 +314,24 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 		err = s.setSlowCommit(ctx, 0)
 		s.h.add(-1, "slow_commit_off", -1, "%v", errText(err))
 	}
+}
+
+// releaseReopens reports whether a release's answer frees the trace for a
+// new attempt: a 200 for a settled trace. A reconciling trace's order may
+// exist at the venue, and a failed one's is unknown: hoox refuses to
+// release either (the simulator never forces), so a 200 naming one is not
+// taken as a re-opening.
+func releaseReopens(status int, body string) bool {
+	if status != http.StatusOK {
+		return false
+	}
+	var b struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return false
+	}
+	return b.Status != "reconciling" && b.Status != "failed"
 }
 
 func errText(err error) string {

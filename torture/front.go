@@ -3,6 +3,7 @@ package torture
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -43,6 +44,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		return
 	}
+	arrived := time.Since(f.sim.h.start)
 	sig, fault := -1, ""
 	var delay time.Duration
 	isExit := exitPlacement(req, body)
@@ -55,12 +57,16 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		sig = f.sim.exitSignal(param(req, body, "clientAlgoId", "listClientOrderId", "newClientOrderId"))
 		fault = f.sim.takeExitFault(sig)
 		f.sim.h.add(sig, "venue_exit_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
+		f.sim.placementArrived(placementRequest{Arrived: arrived, Replica: f.replica, Signal: sig, Exit: true,
+			What: fmt.Sprintf("exit %s %s qty=%s", f.fake, req.URL.Path, qty)})
 	} else if placement(req) {
 		qty := placementQuantity(req, body)
 		sig = f.sim.signalByQuantity(qty)
 		f.sim.entryPlaced(sig, param(req, body, "newClientOrderId"))
 		fault, delay = f.sim.takeFault(sig)
 		f.sim.h.add(sig, "venue_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
+		f.sim.placementArrived(placementRequest{Arrived: arrived, Replica: f.replica, Signal: sig,
+			What: fmt.Sprintf("entry %s %s qty=%s", f.fake, req.URL.Path, qty)})
 		if fault == FaultLookupLag {
 			f.sim.lagNextLookup(f.fake, delay)
 		}
@@ -92,7 +98,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	} else if sig >= 0 {
 		f.sim.h.add(sig, "venue_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))
 		if accepted(f.fake, resp.StatusCode, answer) {
-			f.sim.accepted(sig, f.replica)
+			f.sim.accepted(sig, f.replica, arrived)
 		}
 	}
 	switch fault {

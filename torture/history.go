@@ -15,6 +15,11 @@ type event struct {
 	Kind    string
 	Replica int // -1 when none
 	Detail  string
+	// Sent is when an operator request was sent, for events recorded at
+	// its answer (At); 0 when unknown. The checker ends a kill switch's
+	// window at its release's Sent: the release may commit at any moment
+	// after it.
+	Sent time.Duration
 }
 
 func (e event) String() string {
@@ -26,7 +31,11 @@ func (e event) String() string {
 	if e.Signal >= 0 {
 		sig = fmt.Sprintf(" signal=%d", e.Signal)
 	}
-	return fmt.Sprintf("%9.3fs %-18s%s%s %s", e.At.Seconds(), e.Kind, sig, rep, e.Detail)
+	sent := ""
+	if e.Sent > 0 {
+		sent = fmt.Sprintf(" (sent %.3fs)", e.Sent.Seconds())
+	}
+	return fmt.Sprintf("%9.3fs %-18s%s%s %s%s", e.At.Seconds(), e.Kind, sig, rep, e.Detail, sent)
 }
 
 // history is the append-only record the checker reads; safe for
@@ -38,7 +47,12 @@ type history struct {
 }
 
 func (h *history) add(signal int, kind string, replica int, format string, args ...any) {
-	e := event{At: time.Since(h.start), Signal: signal, Kind: kind, Replica: replica, Detail: fmt.Sprintf(format, args...)}
+	h.addSent(0, signal, kind, replica, format, args...)
+}
+
+// addSent records an operator request's answer, now, with when it was sent.
+func (h *history) addSent(sent time.Duration, signal int, kind string, replica int, format string, args ...any) {
+	e := event{At: time.Since(h.start), Signal: signal, Kind: kind, Replica: replica, Detail: fmt.Sprintf(format, args...), Sent: sent}
 	h.mu.Lock()
 	h.evs = append(h.evs, e)
 	h.mu.Unlock()

@@ -71,7 +71,10 @@ type sim struct {
 	answered       []int
 	releases       map[int][]time.Duration
 	purges         []time.Duration
-	skewUsed       map[int]int
+	// placements are every placement request the fronts saw, in arrival
+	// order.
+	placements []placementRequest
+	skewUsed   map[int]int
 	// waited is how long the checker waited for recovery.
 	waited time.Duration
 }
@@ -88,6 +91,17 @@ type signalState struct {
 	accepted []acceptance
 }
 
+// placementRequest is a placement (an entry's or an exit's) as it arrived
+// at a front, whether or not the venue accepted it.
+type placementRequest struct {
+	Arrived time.Duration
+	Replica int
+	Signal  int // -1: no signal known
+	Exit    bool
+	// What is the request, for a failure's detail.
+	What string
+}
+
 // span is one send of a signal as its client saw it.
 type span struct {
 	Replica    int
@@ -96,8 +110,18 @@ type span struct {
 
 // acceptance is a placement the venue accepted, and which replica sent it.
 type acceptance struct {
-	At      time.Duration
-	Replica int
+	// At is when the front heard the venue accept it; Arrived when the
+	// request reached the front (0: unknown, take At).
+	At, Arrived time.Duration
+	Replica     int
+}
+
+// arrival is when the accepted request reached the venue's front.
+func (a acceptance) arrival() time.Duration {
+	if a.Arrived > 0 {
+		return a.Arrived
+	}
+	return a.At
 }
 
 // Run executes one seeded run: it starts Postgres, the venue fakes and
@@ -371,7 +395,9 @@ func (s *sim) quiesce(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		sent := time.Since(s.h.start)
 		st, _, err := s.admin(ctx, 0, http.MethodPut, "/admin/kill-switch", `{"engaged":false,"reason":"torture: faults over"}`)
+		s.h.addSent(sent, -1, "kill_switch_off", 0, "→ %d %v (faults over)", st, errText(err))
 		if err == nil && st == http.StatusOK {
 			break
 		}
@@ -626,11 +652,19 @@ func (s *sim) progress(every time.Duration) (stop func()) {
 	return func() { close(done) }
 }
 
-// accepted records that the venue booked a placement of sig from replica.
-func (s *sim) accepted(sig, replica int) {
+// accepted records that the venue booked a placement of sig from
+// replica, whose request arrived at arrived.
+func (s *sim) accepted(sig, replica int, arrived time.Duration) {
 	at := time.Since(s.h.start)
 	s.mu.Lock()
 	st := s.sigState[sig]
-	st.accepted = append(st.accepted, acceptance{At: at, Replica: replica})
+	st.accepted = append(st.accepted, acceptance{At: at, Arrived: arrived, Replica: replica})
+	s.mu.Unlock()
+}
+
+// placementArrived records a placement request as it reached a front.
+func (s *sim) placementArrived(p placementRequest) {
+	s.mu.Lock()
+	s.placements = append(s.placements, p)
 	s.mu.Unlock()
 }
