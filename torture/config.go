@@ -67,10 +67,11 @@ type Config struct {
 // the venue's order stays unrecorded and its trace reconciling that long.
 const KnownStuckReconcile = "stuck_reconcile"
 
-// KnownLegUnderKillSwitch is an open hoox bug, being fixed: the leg job
-// places an entry's exits (its own orders) without reading the kill
-// switch, so an exit whose entry filled before the engagement reaches the
-// venue while trading is halted (DESIGN.md: "The kill switch halts every
+// KnownLegUnderKillSwitch was a hoox bug, fixed in the sixteenth round
+// (MarkLegSent arms nothing while the switch is engaged): the leg job
+// placed an entry's exits (its own orders) without reading the kill
+// switch, so an exit whose entry filled before the engagement reached the
+// venue while trading was halted (DESIGN.md: "The kill switch halts every
 // placement"). The checker labels an exit placement inside a kill switch
 // spell with it; an entry's is never labelled.
 const KnownLegUnderKillSwitch = "leg_under_kill_switch"
