@@ -131,6 +131,15 @@ type Signal struct {
 	TakeProfit   *Target
 	StopLoss     *Target
 	TrailingStop *Target
+	// askedAction and askedQuantityType, when set, are the action and
+	// quantity type as read before the strategy's position after the order
+	// (market_position, sentiment) changed them (positionAction, a flat
+	// close's whole position): Canonical keeps them, so the signal's
+	// fingerprint, and the trace ID derived from it, stay what they were
+	// before hoox read the position that way — a sender's resend landing
+	// on a replica of either release during a rolling deploy finds the
+	// same trace, not a second one that would place a second order.
+	askedAction, askedQuantityType string
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -232,9 +241,19 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 	if err != nil {
 		return err
 	}
+	asked := s.Action
 	if s.Action, err = positionAction(r, s.Action, sentiment, qty, qtype); err != nil {
 		return err
 	}
+	defer func() {
+		// What the fingerprint keeps (askedAction): the action and the
+		// quantity type as releases before the position-aware reading
+		// derived them, whenever this reading differs.
+		t := askedQuantityType(asked, qty, qtype, typed)
+		if asked != s.Action || t != s.QuantityType {
+			s.askedAction, s.askedQuantityType = asked, t
+		}
+	}()
 	if sentiment == "flat" && qtype != QuantityPercentOfPosition {
 		// The strategy is flat: nothing is meant to stay open, whatever
 		// share or amount the template sends with every order ("25%" of
@@ -499,6 +518,22 @@ func positionAction(r *Raw, action, sentiment string, q quantity, qtype string) 
 	return reduces, nil
 }
 
+// askedQuantityType is the quantity type read for action without the
+// strategy's position: the named type, else a percentage of the position
+// for a close and of the balance for anything else, else base.
+func askedQuantityType(action string, q quantity, t string, found bool) string {
+	closing := action == "close" || action == "close_long" || action == "close_short"
+	switch {
+	case found:
+		return t
+	case q.percent && closing:
+		return QuantityPercentOfPosition
+	case q.percent:
+		return QuantityPercentOfBalance
+	}
+	return QuantityBase
+}
+
 // quantityType checks quantity_type (t, when found) against the action
 // and the quantity: a percentage is of the balance for an entry and of
 // the position for a close, and never above 100.
@@ -743,21 +778,23 @@ func (s Signal) Canonical() []byte {
 		// A cancel has no quantity (nor order type, price or leverage).
 		qty = ""
 	}
+	action, qtype := s.Action, s.QuantityType
+	if s.askedAction != "" {
+		action, qtype = s.askedAction, s.askedQuantityType
+	}
+	if qtype == QuantityBase {
+		qtype = ""
+	}
 	c := canonicalSignal{
-		Exchange:  s.Exchange,
-		Symbol:    s.Symbol,
-		Action:    s.Action,
-		Quantity:  qty,
-		OrderType: s.OrderType,
-		QuantityType: func() string {
-			if s.QuantityType == QuantityBase {
-				return ""
-			}
-			return s.QuantityType
-		}(),
-		Test:     s.Test,
-		Strategy: s.Strategy,
-		Comment:  s.Comment,
+		Exchange:     s.Exchange,
+		Symbol:       s.Symbol,
+		Action:       action,
+		Quantity:     qty,
+		OrderType:    s.OrderType,
+		QuantityType: qtype,
+		Test:         s.Test,
+		Strategy:     s.Strategy,
+		Comment:      s.Comment,
 	}
 	if s.Price.Valid {
 		p := s.Price.Decimal.String()
