@@ -272,7 +272,10 @@ func fanOutStatus(answers []accountAnswer) (int, *Problem) {
 		if statusOf[code] != http.StatusServiceUnavailable {
 			code = codes.Unavailable
 		}
-		p := problem(code, fmt.Sprintf("%d of %d accounts placed nothing and can be retried: resend the signal (accounts already executed answer as repeats)", unavailable, n))
+		// Neutral about what those accounts placed: an account's 503 may
+		// say its order was sent but not recorded, or that an earlier
+		// attempt's may exist; its own problem says which.
+		p := problem(code, fmt.Sprintf("%d of %d accounts did not finish: resend the signal (accounts already executed answer as repeats, and a resend adopts any order sent but not recorded); each account's own answer says whether an order may exist", unavailable, n))
 		p.RetryAfter = max(retry, time.Second)
 		return p.Status, p
 	case placed > 0:

@@ -209,6 +209,11 @@ const ClaimLockSQL = TxTimeoutsSQL + `,
 // inside the window ($13, in ms; null for other keys), and reads the
 // intents in the same statement.
 //
+// The intents are read for a claimed trace, and for a signal refused by the
+// kill switch before it had a trace (coalesce(r.claimed, ks.engaged)): an
+// earlier attempt's open intent must keep that refusal from saying
+// "nothing was placed".
+//
 // The intents come back as one JSON array (ClaimIntentsSQL), ordered by
 // execution: the last one (the highest execution, which numbers the next
 // client order ID) and every one still open or failed (pending and
@@ -232,7 +237,7 @@ var (
 // predicates from it): read through them, unfiltered by lock key, a claim
 // cost as much as there were unsettled (or failed) intents in all (00005,
 // 00010). The lock key's own few rows come from (lock_key, execution).
-var ClaimIntentsSQL = claimIntentsSQL("r.claimed AND ", "$13", "$14", "")
+var ClaimIntentsSQL = claimIntentsSQL("coalesce(r.claimed, ks.engaged) AND ", "$13", "$14", "")
 
 // ClaimIntentsOnlySQL reads the lock key's intents ($2) on their own, in
 // the claim's transaction, when its statement found some; $1 is the
@@ -263,7 +268,7 @@ func claimSQL(window bool) string {
 	// A client or derived key: no intents, and whether to read them
 	// (ClaimIntentsOnlySQL). $13, the window, is null for these keys; it is
 	// named so that both statements bind the same parameters.
-	intents := `NULL::jsonb, r.claimed AND $13::bigint IS NULL
+	intents := `NULL::jsonb, coalesce(r.claimed, ks.engaged) AND $13::bigint IS NULL
            AND EXISTS (SELECT 1 FROM dispatch_intents i WHERE i.lock_key = $14)`
 	if window {
 		intents = ClaimIntentsSQL + ", false"

@@ -245,6 +245,15 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 	})
 	s.deps.Metrics.ObserveStage(StageClaim, time.Since(claimStart))
 	switch {
+	case errors.Is(err, db.ErrLockTimeout) && tr.Source == signal.KeyWindow:
+		// A window key's lock is every execution's of the signal: what
+		// holds it may be an earlier execution's reconcile or exit legs,
+		// while this execution — a new order — has no attempt running.
+		// 503, so that a sender that resends only after a 5xx
+		// (TradingView) sends it again; a resend of an execution in
+		// flight then finds it settled (409).
+		return nil, unavailable(fmt.Sprintf("trace %s: an execution of this signal is being settled; nothing was placed by this request: retry", tr.ID),
+			max(s.cfg.Timing.LockWait, time.Second), err)
 	case errors.Is(err, db.ErrLockTimeout):
 		return nil, s.inProgress(tr.ID)
 	case errors.Is(err, db.ErrBusy):
@@ -270,6 +279,13 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 	// trace's lock (settleIntent), then the rollback that releases it.
 	defer tx.Rollback(ctx)
 	switch {
+	case res.KillSwitch && (res.Pending != nil || len(res.Unknown) > 0):
+		// An earlier attempt of this signal may have placed its order and
+		// died before recording it: "nothing was placed" could be a lie
+		// that invites a manual second order. Nothing is looked up or
+		// placed under the switch; the sweeper records that order.
+		return nil, &Error{Code: codes.KillSwitch, RetryAfter: 60 * time.Second,
+			Detail: "trading is halted by the kill switch: this request sent no order, but an earlier attempt of this signal may have placed one (it is recorded once the venue is asked): do not place it by hand; resend after the release"}
 	case res.KillSwitch:
 		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 	case !res.Found:
@@ -403,7 +419,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			// intent: look up, and if need be re-send, exactly that.
 			stored, err := db.GetIntent(ctx, s.deps.MarkerPool, p.ClientOrderID)
 			if err != nil {
-				return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+				return nil, unavailable("the database is unavailable: this request sent no order, but an earlier attempt's order may exist: retry", 5*time.Second, err)
 			}
 			order, sized = stored.Order, true
 		}
@@ -566,8 +582,10 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 	r, _, err := jobs.DecideLookup(it, p.TraceID, true, venue, held, err)
 	switch {
 	case errors.Is(err, jobs.ErrNotYet):
-		return &Error{Code: codes.InProgress, RetryAfter: max(venue.AcceptWindow()-p.SentAgo, 2*time.Second),
-			Detail: fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted or still be executing at the venue; retry shortly", tr.ID, p.ClientOrderID)}
+		// 503, not 409: this execution is a new order, and a sender such as
+		// TradingView resends only after a 5xx.
+		return unavailable(fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted or still be executing at the venue; nothing was placed for this one yet: retry shortly", tr.ID, p.ClientOrderID),
+			max(venue.AcceptWindow()-p.SentAgo, 2*time.Second), err)
 	case err != nil:
 		s.venueError(ctx, sig.Exchange, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)

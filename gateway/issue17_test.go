@@ -311,8 +311,9 @@ func TestNextWindowExecutionRecoversTheDeadEarlierOneItself(t *testing.T) {
 }
 
 // B10: while the earlier execution's order may still be accepted (its
-// accept window is open), the next execution is told in_progress with a
-// short Retry-After, not 503 for a minute.
+// accept window is open), the next execution is told 503 with a short
+// Retry-After, not for a minute — 503, not 409 in_progress: this execution
+// is a new order, and TradingView resends only after a 5xx.
 func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T) {
 	t.Parallel()
 	const window = 30 * time.Millisecond
@@ -323,7 +324,7 @@ func TestNextWindowExecutionWaitsOnlyForTheEarlierOnesAcceptWindow(t *testing.T)
 
 	time.Sleep(window + 10*time.Millisecond)
 	_, err := b.svc.Execute(context.Background(), input(t, body))
-	ge := requireCode(t, err, codes.InProgress)
+	ge := requireCode(t, err, codes.Unavailable)
 	require.LessOrEqual(t, ge.RetryAfter, 3*time.Second)
 	require.Zero(t, venue.count())
 }
