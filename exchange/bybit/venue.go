@@ -154,8 +154,8 @@ type createBody struct {
 	// tpslMode Partial, so the take-profit and stop-loss cover what this
 	// order fills and never replace those of an earlier entry on the same
 	// position (Full would), with Market orders triggered by the last
-	// price (Bybit's default, said explicitly). Spot takes only the prices
-	// and Market order types.
+	// price (Bybit's default, said explicitly). Spot orders never carry
+	// them (ReasonSpotTPSL).
 	TakeProfit  string `json:"takeProfit,omitempty"`
 	StopLoss    string `json:"stopLoss,omitempty"`
 	TpslMode    string `json:"tpslMode,omitempty"`
