@@ -17,7 +17,8 @@ import (
 // 422 unsupported before anything is claimed or sent: Binance spot with
 // only one of take-profit and stop-loss (its exits are one OCO order list),
 // a trailing stop on Binance spot and Bybit spot, a trailing stop beside
-// TP/SL on Bybit linear, TP/SL on a Bybit spot market order.
+// TP/SL on Bybit linear, TP/SL on Bybit spot and OKX spot (see
+// TestSpotVenueRefusesExitsItWouldPlaceOutsideTheLedger).
 func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -29,7 +30,8 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 		{"binance", `"trailing_stop":{"distance":50}`, "trailing_stop on Binance spot takes a percent"},
 		{"bybit-spot", `"trailing_stop":{"percent":1}`, "trailing_stop is not supported on bybit-spot"},
 		{"bybit", `"trailing_stop":{"percent":1},"stop_loss":"59000"`, "bybit takes trailing_stop without take_profit/stop_loss in one signal"},
-		{"bybit-spot", `"take_profit":"70000"`, "bybit-spot takes take_profit/stop_loss only on a limit order"},
+		{"bybit-spot", `"take_profit":"70000"`, "take_profit/stop_loss are not supported on bybit-spot"},
+		{"okx", `"stop_loss":"50000"`, "take_profit/stop_loss are not supported on okx spot"},
 	}
 	for i, tt := range tests {
 		_, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(
@@ -44,6 +46,7 @@ func TestAttachedExitsRefusedWhereTheVenueCannot(t *testing.T) {
 	require.Zero(t, traces, "nothing claimed")
 	require.Empty(t, b.binance.Orders(), "nothing sent")
 	require.Empty(t, b.bybit.Orders())
+	require.Empty(t, b.okx.Orders())
 	require.Zero(t, b.binance.Requests("/api/v3/exchangeInfo")+b.binance.Requests("/fapi/v1/exchangeInfo"), "not even a read")
 }
 

@@ -319,6 +319,39 @@ func TestBybitCloseAboveMaxMktOrderQtyIsSplit(t *testing.T) {
 	}
 }
 
+// bybit-spot caps a Market order at lotSizeFilter.maxMarketOrderQty
+// (instrument.mdx; the fake refuses more, 170341): a spot close of more
+// coins than that, sold from the strategy's ledger, is split into Market
+// sells of at most the cap, each under its own client order ID, and every
+// part counts in the ledger. One sell of everything was refused for good,
+// so the strategy could never get out.
+func TestBybitSpotCloseAboveMaxMarketOrderQtyIsSplit(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategorySpot, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.0001"), MinNotional: d("5"), MaxMktOrderQty: d("100")})
+	b.bybit.SetBalance("ETH", d("230"))
+	_, err := db.SetLedger(ctx, b.pool, db.LedgerKey{Exchange: "bybit-spot", Mode: "live", Symbol: "ETHUSDT", Strategy: ""},
+		d("230"), "bought before hoox", "admin")
+	require.NoError(t, err)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"bybit-spot","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-spot-split"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	require.Len(t, out.Legs, 2)
+	require.Equal(t, "100", out.Legs[0].Quantity.String())
+	require.Equal(t, "30", out.Legs[1].Quantity.String())
+	for _, o := range b.bybit.Orders() {
+		require.Equal(t, "Sell", o.Side)
+		require.True(t, o.Qty.LessThanOrEqual(d("100")), "a Market sell of %s above the cap", o.Qty)
+	}
+	require.True(t, b.bybit.Balance("ETH").WalletBalance.IsZero(), "sold: %s left", b.bybit.Balance("ETH").WalletBalance)
+	require.Equal(t, "0", ledgerOf(t, b, "bybit-spot", "ETHUSDT", ""), "every part counted in the ledger")
+}
+
 // An okx-swap close of 2.3 BTC (230 contracts) where OKX takes market
 // orders of at most 100 contracts (maxMktSz; 51202 above it): split into
 // reduce-only parts of 1, 1 and 0.3 BTC until flat, each under its own

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -199,4 +200,33 @@ func TestBinanceSpotTakeProfitWithTrailingStopIsOneOCOWhoseStopTrails(t *testing
 	require.ErrorAs(t, err, &ge)
 	require.Equal(t, codes.Unsupported, ge.Code)
 	require.Len(t, b.binance.Orders(), 1)
+}
+
+// OKX spot (attachAlgoOrds) and Bybit spot (takeProfit/stopLoss on a
+// limit order) would take an entry's take-profit and stop-loss on the
+// order and, once it filled, place exit orders of their own — orders hoox
+// neither records nor follows. When one sold, the strategy's spot ledger
+// would still count the coins, and its next close would sell another
+// strategy's. Such a signal is refused before anything is claimed or sent
+// (422 unsupported), naming the markets where exits are safe.
+func TestSpotVenueRefusesExitsItWouldPlaceOutsideTheLedger(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	for i, members := range []string{
+		`"exchange":"okx","symbol":"ETHUSDT","take_profit":"3300"`,
+		`"exchange":"okx","symbol":"ETHUSDT","order_type":"limit","price":"2990","stop_loss":"2800"`,
+		`"exchange":"bybit-spot","symbol":"BTCUSDT","order_type":"limit","price":"59000","take_profit":"62000","stop_loss":"57000"`,
+		`"exchange":"bybit-spot","symbol":"BTCUSDT","stop_loss":{"percent":2}`,
+	} {
+		_, err := b.svc.Execute(ctx, input(t, fmt.Sprintf(`{%s,"action":"buy","quantity":"0.01","strategy":"a","trace_id":"spot-onorder-%d"}`, members, i)))
+		var gerr *gateway.Error
+		require.ErrorAs(t, err, &gerr, members)
+		require.Equal(t, codes.Unsupported, gerr.Code, members)
+		require.Contains(t, gerr.Detail, "spot ledger", members)
+		require.Contains(t, gerr.Detail, "binance spot", members)
+	}
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "nothing claimed")
+	require.Empty(t, b.okx.Orders(), "nothing sent")
+	require.Empty(t, b.bybit.Orders(), "nothing sent")
 }

@@ -197,9 +197,9 @@ func TestOnOrderExitsOfALimitEntryCancelledAtTheVenue(t *testing.T) {
 	ox := okxfake.New(t, okxfake.Options{})
 	bv, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: bybitfake.DefaultAPIKey, APISecret: bybitfake.DefaultAPISecret, BaseURL: by.URL})
 	require.NoError(t, err)
-	ov, err := okx.New(okx.Config{APIKey: ox.APIKey(), APISecret: ox.APISecret(), Passphrase: ox.Passphrase(), BaseURL: ox.URL})
+	ov, err := okx.New(okx.Config{Market: okx.MarketSwap, APIKey: ox.APIKey(), APISecret: ox.APISecret(), Passphrase: ox.Passphrase(), BaseURL: ox.URL})
 	require.NoError(t, err)
-	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": bv, "okx": ov})
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": bv, "okx-swap": ov})
 	fb := followOn(t, b, venues, nil)
 	gw := fb.gw
 
@@ -212,11 +212,11 @@ func TestOnOrderExitsOfALimitEntryCancelledAtTheVenue(t *testing.T) {
 		require.Len(t, out.Order.Attached(), 2, "%s takes them on the order", venue)
 		return out.Order.ClientOrderID
 	}
-	byPart, byNone, okPart := place("bybit", "oo-by"), place("bybit", "oo-by-none"), place("okx", "oo-ok")
+	byPart, byNone, okPart := place("bybit", "oo-by"), place("bybit", "oo-by-none"), place("okx-swap", "oo-ok")
 	require.True(t, by.PartialFill(bybitfake.CategoryLinear, byPart, decimal.RequireFromString("0.004")))
 	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byPart))
 	require.True(t, by.CancelOrder(bybitfake.CategoryLinear, byNone))
-	require.NoError(t, ox.PartialFill(okPart, decimal.RequireFromString("0.004")))
+	require.NoError(t, ox.PartialFill(okPart, decimal.RequireFromString("0.4"))) // contracts: 0.004 BTC
 	require.NoError(t, ox.CancelOrder(okPart))
 	for _, tr := range []string{"k:oo-by", "k:oo-by-none", "k:oo-ok"} {
 		res, err := fb.work(t, fb.queuedFollow(t, tr))

@@ -51,7 +51,14 @@ func TestVenueSizedSignalCrashThenResendKeepsTheFirstSize(t *testing.T) {
 		// quantity, which the fake's filters take unrounded.
 		balance := qty.Mul(sizingPrice).Mul(decimal.NewFromInt(2))
 		fake.SetPrice(vc.symbol, sizingPrice)
-		fake.SetBalance("USDT", balance)
+		free := balance
+		if vc.name == "okx" {
+			// OKX freezes 5 % more quote for a spot market buy, so hoox
+			// sizes it from the available balance ÷ 1.05: the account
+			// holds that much more for the same size.
+			free = balance.Mul(decimal.RequireFromString("1.05"))
+		}
+		fake.SetBalance("USDT", free)
 		body := vc.body(`"action":"buy","quantity":"50%","trace_id":"sized-crash"`)
 
 		held := crashAfterVenue(t, dbURL, env, body, fake)

@@ -96,16 +96,20 @@ func TestPlaceWithTakeProfitAndStopLoss(t *testing.T) {
 		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
 	})
 
-	t.Run("SpotLimitCarriesThem", func(t *testing.T) {
+	// Bybit takes TP/SL on a spot limit order, but the orders it places
+	// once the entry filled sell coins hoox's spot ledger never hears
+	// of: refused, nothing sent.
+	t.Run("SpotLimitRefusesThem", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.MarketSpot)
 		o := limitOrder("BTCUSDT", "buy", "0.01", "59000")
 		o.TakeProfit, o.StopLoss = price("61000"), price("58000")
-		require.Empty(t, b.venue.RefuseAttachments(o))
+		require.Equal(t, bybit.ReasonSpotTPSL, b.venue.RefuseAttachments(o))
 		r, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
-		require.Equal(t, exchange.StatusOpen, r.Status)
-		require.Equal(t, "61000", r.TakeProfit.Decimal.String())
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, bybit.ReasonSpotTPSL, r.Reason)
+		require.Zero(t, b.fake.Requests(bybitfake.PathCreate))
 	})
 }
 
@@ -117,7 +121,7 @@ func TestRefuseAttachments(t *testing.T) {
 	market := marketOrder("BTCUSDT", "buy", "0.01")
 	market.StopLoss = price("58000")
 	require.Empty(t, linear.RefuseAttachments(market))
-	require.Equal(t, bybit.ReasonSpotTPSL, spot.RefuseAttachments(market), "spot takes TP/SL on limit orders only")
+	require.Equal(t, bybit.ReasonSpotTPSL, spot.RefuseAttachments(market), "spot takes no TP/SL")
 
 	trailing := marketOrder("BTCUSDT", "buy", "0.01")
 	trailing.TrailingStop = &exchange.Attached{Percent: decimal.NewNullDecimal(d("1"))}

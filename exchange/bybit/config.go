@@ -41,11 +41,18 @@ const (
 	// acknowledged order's state: well inside the gateway's venue
 	// timeout (10 s by default), which the pre-calls and the create share.
 	DefaultConfirmWait = 2 * time.Second
-	// DefaultHistoryLookback is how far back Lookup searches order history
-	// when the last 7 days (history's default span) do not hold the
-	// order: a reconcile runs within minutes of a placement, but one held
-	// up by an outage must still find an order filled days ago.
-	DefaultHistoryLookback = 30 * 24 * time.Hour
+	// DefaultHistoryLookback is how far back (by the order's creation
+	// time) Lookup searches order history when realtime and history's
+	// default last 7 days do not hold the order: 13 weeks, as long as hoox
+	// follows an order (an exit for jobs.FollowExitHorizon plus its grace,
+	// 83 days; an entry while its trace is kept, HOOX_TRACE_TTL). Realtime
+	// lists a closed order only among the account's latest 500 and not at
+	// all after a Bybit release (open-order.mdx), so a limit order that
+	// rested for weeks and then filled may be only in history, in the
+	// 7-day window of its creation; an order not found there is followed
+	// for ever as "venue not asked". Twelve more queries when nothing is
+	// found.
+	DefaultHistoryLookback = 13 * 7 * 24 * time.Hour
 	// historySpan is the longest span one history query may cover
 	// (order-list.mdx: "endTime - startTime <= 7 days").
 	historySpan = 7 * 24 * time.Hour
@@ -94,7 +101,8 @@ type Config struct {
 	// HistoryLookback is how far back (from now, on Bybit's clock) Lookup
 	// searches order history, 7 days per query, once history's default
 	// last 7 days do not hold the order. Bybit keeps filled orders for
-	// two years, unfilled cancelled ones only a day.
+	// two years, unfilled cancelled ones only a day. It must cover the
+	// oldest order hoox still follows (DefaultHistoryLookback).
 	HistoryLookback time.Duration
 	// Logger receives the adapter's logs; slog.Default when nil.
 	Logger *slog.Logger

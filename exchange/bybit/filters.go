@@ -27,8 +27,12 @@ type filters struct {
 	// minNotional is minNotionalValue (linear) or minOrderAmt (spot), in
 	// the quote coin.
 	minNotional decimal.Decimal
-	// maxMktQty is lotSizeFilter.maxMktOrderQty (linear): "Maximum
-	// quantity for Market order" (docs/v5/market/instrument.mdx).
+	// maxMktQty is lotSizeFilter.maxMktOrderQty (linear: "Maximum
+	// quantity for Market order") or maxMarketOrderQty (spot: "Maximum
+	// Market order quantity", in the base coin; maxOrderAmt is
+	// "deprecated, no longer check maxOrderAmt, check maxLimitOrderQty and
+	// maxMarketOrderQty instead"), docs/v5/market/instrument.mdx. Bybit
+	// adjusts it twice a month, so it is read with the other filters.
 	maxMktQty decimal.Decimal
 }
 
@@ -47,6 +51,8 @@ type instrumentInfo struct {
 		BasePrecision    string `json:"basePrecision"`
 		MinOrderAmt      string `json:"minOrderAmt"`
 		MaxMktOrderQty   string `json:"maxMktOrderQty"`
+		// MaxMarketOrderQty is spot's cap on a Market order.
+		MaxMarketOrderQty string `json:"maxMarketOrderQty"`
 	} `json:"lotSizeFilter"`
 }
 
@@ -78,6 +84,7 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f filters, found
 		if v.cfg.Market == MarketSpot {
 			f.step = dec(in.LotSizeFilter.BasePrecision)
 			f.minNotional = dec(in.LotSizeFilter.MinOrderAmt)
+			f.maxMktQty = dec(in.LotSizeFilter.MaxMarketOrderQty)
 		} else {
 			f.step = dec(in.LotSizeFilter.QtyStep)
 			f.minQty = dec(in.LotSizeFilter.MinOrderQty)

@@ -72,14 +72,15 @@ func partialQty(o exchange.Order, held decimal.Decimal) decimal.Decimal {
 
 var _ exchange.CloseSplitter = (*Venue)(nil)
 
-// SplitsCloses is true on linear: Bybit takes a market order of at most
-// lotSizeFilter.maxMktOrderQty ("Maximum quantity for Market order",
-// docs/v5/market/instrument.mdx) and does not split a larger one — even
+// SplitsCloses is true: Bybit takes a market order of at most
+// lotSizeFilter.maxMktOrderQty on linear ("Maximum quantity for Market
+// order") and maxMarketOrderQty on spot ("Maximum Market order quantity",
+// docs/v5/market/instrument.mdx), and does not split a larger one — even
 // its qty="0" close-on-trigger order closes "up to maxMktOrderQty or
 // maxOrderQty" (docs/v5/order/create-order.mdx) — so hoox splits a close
-// of a larger position. Spot sells are not split (its market orders are
-// bounded by amount, not by maxMktOrderQty).
-func (v *Venue) SplitsCloses() bool { return v.cfg.Market == MarketLinear }
+// of a larger position, or a spot close of more coins than one Market
+// sell may carry, into parts of at most the cap.
+func (v *Venue) SplitsCloses() bool { return true }
 
 var _ exchange.SpotTrader = (*Venue)(nil)
 

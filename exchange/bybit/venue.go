@@ -154,8 +154,8 @@ type createBody struct {
 	// tpslMode Partial, so the take-profit and stop-loss cover what this
 	// order fills and never replace those of an earlier entry on the same
 	// position (Full would), with Market orders triggered by the last
-	// price (Bybit's default, said explicitly). Spot takes only the prices
-	// and Market order types.
+	// price (Bybit's default, said explicitly). Spot orders never carry
+	// them (ReasonSpotTPSL).
 	TakeProfit  string `json:"takeProfit,omitempty"`
 	StopLoss    string `json:"stopLoss,omitempty"`
 	TpslMode    string `json:"tpslMode,omitempty"`
@@ -501,7 +501,11 @@ type orderInfo struct {
 // find queries realtime, then history for its default last 7 days, for
 // linkID; older (a Lookup, not Place's confirm) then walks history back 7
 // days per query over HistoryLookback, since a history query without a
-// time range covers only the last 7 days (order-list.mdx, startTime).
+// time range covers only the last 7 days and one with a range at most 7
+// days (order-list.mdx, startTime). order-list.mdx does not say which of
+// the order's times the range selects on; the walk covers the weeks from
+// its creation to its fill whichever it is, newest first, and stops at the
+// first window that holds it.
 func (v *Venue) find(ctx context.Context, sym, linkID string, older bool) (exchange.Report, error) {
 	base := url.Values{"category": {string(v.cfg.Market)}, "symbol": {sym}, "orderLinkId": {linkID}}
 	queries := []struct {

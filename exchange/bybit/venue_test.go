@@ -241,8 +241,8 @@ func TestLookup(t *testing.T) {
 		_, err := b.venue.Lookup(ctx, marketOrder("BTCUSDT", "buy", "0.01"))
 		require.ErrorIs(t, err, exchange.ErrNotFound)
 		// History's last 7 days, then 7 days per query back over the
-		// 30-day lookback.
-		require.Equal(t, 1+4, b.fake.Requests(bybitfake.PathHistory), "history is asked, back over the lookback, before giving up")
+		// 13-week lookback.
+		require.Equal(t, 1+12, b.fake.Requests(bybitfake.PathHistory), "history is asked, back over the lookback, before giving up")
 	})
 
 	t.Run("FallsBackToHistory", func(t *testing.T) {

@@ -14,12 +14,13 @@ func at(s string) *exchange.Attached {
 	return &exchange.Attached{Price: decimal.NewNullDecimal(d(s))}
 }
 
-// A take-profit and a stop-loss go out in attachAlgoOrds, rounded to the
-// tick (0.1) toward the entry, with market order prices; OKX lists them
-// back, and a lookup adopts the order only with the same exits.
+// A take-profit and a stop-loss go out on a swap entry in
+// attachAlgoOrds, rounded to the tick (0.1) toward the entry, with market
+// order prices; OKX lists them back, and a lookup adopts the order only
+// with the same exits.
 func TestAttachedTPSLOnTheOrder(t *testing.T) {
 	t.Parallel()
-	for _, m := range []okx.Market{okx.MarketSpot, okx.MarketSwap} {
+	for _, m := range []okx.Market{okx.MarketSwap} {
 		t.Run(string(m), func(t *testing.T) {
 			t.Parallel()
 			v, fake := setup(t, m)
@@ -50,6 +51,27 @@ func TestAttachedTPSLOnTheOrder(t *testing.T) {
 			require.ErrorIs(t, err, exchange.ErrMismatch)
 		})
 	}
+}
+
+// OKX would place a spot entry's attached take-profit or stop-loss as an
+// order of its own once the entry filled, selling coins hoox's spot
+// ledger never hears of: okx spot refuses them, and an order carrying
+// them anyway is never sent.
+func TestSpotRefusesAttachedTPSL(t *testing.T) {
+	t.Parallel()
+	v, fake := setup(t, okx.MarketSpot)
+	market := order("hxokxspottp", "BTCUSDT", "buy", "0.01")
+	market.TakeProfit = at("61000")
+	limit := order("hxokxspotsl", "BTCUSDT", "buy", "0.01")
+	limit.OrderType, limit.Price, limit.StopLoss = "limit", decimal.NewNullDecimal(d("59500")), at("59000")
+	for _, o := range []exchange.Order{market, limit} {
+		require.Equal(t, okx.ReasonSpotTPSL, v.RefuseAttachments(o))
+		r, err := v.Place(ctx(t), o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, okx.ReasonSpotTPSL, r.Reason)
+	}
+	require.Empty(t, fake.Orders(), "nothing booked")
 }
 
 func TestAttachedTPSLRefusals(t *testing.T) {

@@ -22,6 +22,13 @@ func (v *Venue) ReadsBalance() bool { return true }
 // position (swap: the net position converted from contracts; spot: the
 // available base currency, which a close sells) and the lot rules, in the
 // base currency.
+//
+// For a spot market buy, FreeQuote is what the order may spend: the
+// available quote over 1.05, since OKX "reserves/freezes your quote
+// currency by an additional 5% for risk check" for a market order
+// (Post_Place_Order.md, ordType). hoox sends spot market orders with
+// banAmend, so a buy sized from the whole balance would be refused
+// (51008), never filled for less.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	f, found, err := v.filtersFor(ctx, exchange.VenueSymbol(o.Symbol))
 	switch {
@@ -41,6 +48,9 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	if need.Balance {
 		if out.FreeQuote, err = v.freeBalance(ctx, f.QuoteCcy); err != nil {
 			return out, err
+		}
+		if !v.swap() && o.OrderType == "market" && o.Side == "buy" {
+			out.FreeQuote = out.FreeQuote.Div(marketBuyFreeze)
 		}
 	}
 	if need.Position {
@@ -75,6 +85,10 @@ func (v *Venue) lastPrice(ctx context.Context, instID string) (decimal.Decimal, 
 	}
 	return decimal.Zero, fmt.Errorf("okx: ticker %s: not listed: %w", instID, exchange.ErrUnreachable)
 }
+
+// marketBuyFreeze is what OKX freezes of a spot market buy's quote cost:
+// 5 % more than its size at the last price (Post_Place_Order.md).
+var marketBuyFreeze = decimal.RequireFromString("1.05")
 
 var _ exchange.SpotTrader = (*Venue)(nil)
 

@@ -37,7 +37,7 @@ const (
 
 // Reasons the adapter refuses a trailing stop before anything is claimed.
 const (
-	ReasonTrailingSpot = "trailing_stop is supported on okx-swap only: on okx spot the stop would have to sell the coins the entry received net of its fee, which hoox does not place yet; send the entry with take_profit/stop_loss only"
+	ReasonTrailingSpot = "trailing_stop is supported on okx-swap only: on okx spot the stop would have to sell the coins the entry received net of its fee, which hoox does not place yet; send the entry without it"
 )
 
 // TrailsAsLeg is true: a trailing stop is its own algo order; the

@@ -255,6 +255,7 @@ type orderBody struct {
 	Sz         string `json:"sz"`
 	Px         string `json:"px,omitempty"`
 	TgtCcy     string `json:"tgtCcy,omitempty"`
+	BanAmend   bool   `json:"banAmend,omitempty"`
 	ReduceOnly bool   `json:"reduceOnly,omitempty"`
 	// AttachAlgoOrds carries the entry's take-profit and stop-loss
 	// (Post_Place_Order.md): one element, each trigger with order price
@@ -286,8 +287,14 @@ func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Ti
 		body.OrdType = "market"
 		if !v.swap() {
 			// A spot market buy's sz is in the quote currency unless told
-			// otherwise; hoox's quantity is the base currency.
-			body.TgtCcy = "base_ccy"
+			// otherwise; hoox's quantity is the base currency. With
+			// base_ccy, OKX fills a buy the funds cannot cover "according
+			// to your maximum buyable … quantity" unless banAmend is true
+			// ("system will not amend and reject the market order if user
+			// does not have sufficient funds", Post_Place_Order.md): a
+			// size the signal never asked for, so hoox bans it and the
+			// order is refused (51008) as at Binance and Bybit.
+			body.TgtCcy, body.BanAmend = "base_ccy", true
 		}
 	} else {
 		body.Px = out.price.String()

@@ -123,8 +123,9 @@ type Instrument struct {
 	MinNotional decimal.Decimal
 	// MaxLeverage is leverageFilter.maxLeverage (linear); 100 when zero.
 	MaxLeverage int
-	// MaxMktOrderQty is lotSizeFilter.maxMktOrderQty (linear): the most a
-	// Market order may carry; 100000 when zero.
+	// MaxMktOrderQty is lotSizeFilter.maxMktOrderQty (linear) or
+	// maxMarketOrderQty (spot): the most a Market order may carry, in the
+	// base coin; 100000 when zero.
 	MaxMktOrderQty decimal.Decimal
 }
 

@@ -324,6 +324,7 @@ func instrumentJSON(cat string, in Instrument) map[string]any {
 			"basePrecision": in.QtyStep.String(), "quotePrecision": "0.0000001",
 			"minOrderQty": in.MinOrderQty.String(), "minOrderAmt": in.MinNotional.String(),
 			"maxOrderQty": "1000000", "maxOrderAmt": "100000000",
+			"maxLimitOrderQty": "1000000", "maxMarketOrderQty": in.maxMkt().String(),
 		}
 		return m
 	}

@@ -144,6 +144,13 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 			// for it; the fake answers with the minimum's counterpart.
 			return fail(c.minQty, "The number of contracts exceeds maximum limit allowed: too large")
 		}
+		if req.Category == CategorySpot && req.OrderType == "Market" && qty.GreaterThan(in.maxMkt()) {
+			// lotSizeFilter.maxMarketOrderQty: "Maximum Market order
+			// quantity" (instrument.mdx; maxOrderAmt is no longer
+			// checked). error.mdx names no code for it; the fake answers
+			// 170341 "Request order quantity exceeds maximum limit".
+			return fail(170341, "Request order quantity exceeds maximum limit")
+		}
 		if qty.Mul(refPrice).LessThan(in.MinNotional) {
 			return c.msg(c.notional, fmt.Sprintf("Order does not meet minimum order value %s%s", in.MinNotional, in.QuoteCoin), "Order value exceeded lower limit")
 		}

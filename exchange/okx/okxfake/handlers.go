@@ -400,6 +400,9 @@ type placeBody struct {
 	PosSide    string `json:"posSide"`
 	// AttachAlgoOrds are the TP/SL attached to the order.
 	AttachAlgoOrds []attachAlgo `json:"attachAlgoOrds"`
+	// BanAmend true makes a spot market order that the funds cannot
+	// cover a refusal instead of an order for what they can buy.
+	BanAmend bool `json:"banAmend"`
 }
 
 // servePlace is POST /api/v5/trade/order: authentication, expTime, faults,
@@ -548,7 +551,26 @@ func (s *Server) place(body []byte, now time.Time) reply {
 		}
 	} else {
 		quote, baseBal := s.balances[in.QuoteCcy], s.balances[in.BaseCcy]
-		if (b.Side == "buy" && quote.LessThan(sz.Mul(ref))) || (b.Side == "sell" && baseBal.LessThan(sz)) {
+		marketBuy := b.Side == "buy" && b.OrdType == "market"
+		cost := sz.Mul(ref)
+		if marketBuy {
+			// "As the filled price for market orders cannot be determined
+			// in advance, OKX reserves/freezes your quote currency by an
+			// additional 5% for risk check" (Post_Place_Order.md, ordType).
+			cost = cost.Mul(marketBuyFreeze)
+		}
+		if marketBuy && quote.LessThan(cost) && !b.BanAmend {
+			// tgtCcy base_ccy: "If the quantity you enter is greater than
+			// what you can buy …, the system will execute the order
+			// according to your maximum buyable … quantity" unless
+			// banAmend is true.
+			sz = quote.Div(ref.Mul(marketBuyFreeze)).Div(in.LotSz).Floor().Mul(in.LotSz)
+			cost = sz.Mul(ref).Mul(marketBuyFreeze)
+			if sz.LessThan(in.MinSz) {
+				sz = decimal.Zero
+			}
+		}
+		if (b.Side == "buy" && (quote.LessThan(cost) || !sz.IsPositive())) || (b.Side == "sell" && baseBal.LessThan(sz)) {
 			ccy := in.QuoteCcy
 			if b.Side == "sell" {
 				ccy = in.BaseCcy
@@ -570,6 +592,10 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	}
 	return ok([]map[string]string{{"ordId": o.OrdID, "clOrdId": o.ClOrdID, "tag": "", "sCode": "0", "sMsg": "Order placed"}})
 }
+
+// marketBuyFreeze is what a spot market buy freezes of its quote cost: 5 %
+// more (Post_Place_Order.md, ordType market).
+var marketBuyFreeze = decimal.RequireFromString("1.05")
 
 // fill executes o in full at price; callers hold mu.
 func (s *Server) fill(o *Order, price decimal.Decimal) {
