@@ -28,6 +28,7 @@ import (
 // nothing but the flight itself.
 type flight struct {
 	done chan struct{}
+	once sync.Once
 	lead Input
 	out  *Outcome
 	err  error
@@ -54,12 +55,17 @@ func (fs *flights) join(lead Input) (*flight, bool) {
 	return f, true
 }
 
+// land ends f with its answer, once: at the leader's commit (Input.land,
+// before its legs are placed) or when its attempt returns, whichever comes
+// first.
 func (fs *flights) land(f *flight, out *Outcome, err error) {
-	fs.mu.Lock()
-	delete(fs.m, f.lead.Trace.LockKey)
-	fs.mu.Unlock()
-	f.out, f.err = out, err
-	close(f.done)
+	f.once.Do(func() {
+		fs.mu.Lock()
+		delete(fs.m, f.lead.Trace.LockKey)
+		fs.mu.Unlock()
+		f.out, f.err = out, err
+		close(f.done)
+	})
 }
 
 // coalesce runs in's attempt, or, when a copy of it is already in flight
@@ -72,6 +78,12 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		// Deferred, so a panicking attempt still lets its copies go (to
 		// the database: a nil answer settles nothing).
 		defer func() { s.flights.land(f, out, err) }()
+		// Landed as soon as the trace commits (record), not after the
+		// order's legs: a copy arriving while they are placed is answered
+		// by the database — a duplicate at once, or, if an operator
+		// released the key in between, a new execution — never from an
+		// answer older than itself, nor held for the legs' venue calls.
+		in.land = func(o *Outcome) { s.flights.land(f, o, nil) }
 		out, err = s.claim(ctx, in, venue, s.cfg.Timing.LockWait)
 		return out, err
 	}
@@ -89,6 +101,10 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 	}
 	if t, fresh := settledBy(f.lead, f.out, f.err); t != nil && s.repeats(in, f, t, fresh) {
 		e, ev := repeatAnswer(in, *t)
+		if e.Code == codes.Duplicate && in.Signal.Action == signal.ActionCancel {
+			// A cancel's outcome is what it cancelled, as repeat answers it.
+			e.Original.Cancelled = cancelledBy(f)
+		}
 		s.repeatEvents.add(s, ev)
 		return nil, e
 	}
@@ -101,6 +117,18 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 		return nil, s.inProgress(in.Trace.ID)
 	}
 	return s.claim(ctx, in, venue, left)
+}
+
+// cancelledBy is what the cancel f's attempt answered for cancelled: its
+// own list when it executed, its original's when it was a repeat.
+func cancelledBy(f *flight) []db.OrderRow {
+	if e, ok := f.err.(*Error); ok && e.Original != nil {
+		return e.Original.Cancelled
+	}
+	if f.out != nil {
+		return f.out.Cancelled
+	}
+	return nil
 }
 
 // minClaimWait is the least wait a copy that leaves a flight takes into its

@@ -154,6 +154,9 @@ type Input struct {
 	// canonical memoises Signal.Canonical() (canonicalSignal): the trace
 	// and the intent store the same bytes.
 	canonical []byte
+	// land, set for the leader of a flight (coalesce), hands the copies
+	// waiting for it the outcome as soon as the trace commits.
+	land func(*Outcome)
 }
 
 // canonicalSignal is in.Signal.Canonical(), built on first use.
@@ -786,6 +789,13 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		return nil, unavailable("the order was sent but could not be recorded; retry to adopt it", 5*time.Second, err)
 	}
 	s.rememberSettled(db.ClaimedTrace{TraceID: tr.ID, Status: status, ReceivedAt: out.ReceivedAt})
+	if in.land != nil && status != db.TraceRejected {
+		// The copies of this signal waiting here are answered from the
+		// committed trace now, not after the legs below (a copy of the
+		// outcome: the legs are added to this one after).
+		landed := *out
+		in.land(&landed)
+	}
 	if status == db.TraceRejected {
 		return nil, &Error{Code: codes.OrderRejected, Outcome: out,
 			Detail: fmt.Sprintf("venue %s refused the order: %s", sig.Exchange, report.Reason)}
