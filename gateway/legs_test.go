@@ -386,3 +386,53 @@ func TestOKXSwapCloseAboveMaxMktSzIsSplitUntilFlat(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-split' AND event = 'dispatched'
 		AND detail->'split'->>'max_market_qty' = '1' AND detail->'split'->>'position' = '2.3'`))
 }
+
+// A leg the venue never shows, however often it is sent under its ID — a
+// part of a Bybit split close that Bybit keeps refusing with a code hoox
+// does not table (read as "may exist": unknown) — is not sent on every
+// pass for ever: after maxLegSends sends the pass fails it as unknown
+// (leg_failed, its intent failed: the key is not freed, an operator looks)
+// and sends nothing more.
+func TestALegNeverSeenAtTheVenueIsFailedAfterItsSends(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
+	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
+		AfterVenue: func(string) {
+			// Every placement after the close's first part: refused with
+			// a code hoox reads as "may exist".
+			b.bybit.InjectPlacements(1000, bybitfake.Refuse(170999, "Untabled refusal."))
+		}})
+	t.Cleanup(svc.Close)
+
+	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-untabled"}`))
+	require.NoError(t, err)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	created := b.bybit.Requests(bybitfake.PathCreate)
+
+	var lockKey string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key FROM order_legs WHERE parent_client_order_id = $1`, out.Order.ClientOrderID).Scan(&lockKey))
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, b.venues, nil, nil)
+	for range 30 {
+		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE parent_client_order_id = $1 AND sent_at IS NOT NULL`,
+			out.Order.ClientOrderID)
+		require.NoError(t, err)
+		if _, err = runner.Finish(ctx, lockKey, out.Order.ClientOrderID); err == nil {
+			break
+		}
+	}
+	require.NoError(t, err, "a pass ends the leg instead of sending it on every sweep")
+	sends := b.bybit.Requests(bybitfake.PathCreate) - created
+	require.LessOrEqual(t, sends, 10, "sent at most maxLegSends times")
+	var outcome string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT outcome FROM order_legs WHERE parent_client_order_id = $1`, out.Order.ClientOrderID).Scan(&outcome))
+	require.Equal(t, "failed", outcome, "unknown, not freed")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:bybit-untabled' AND event = 'leg_failed'`))
+	_, err = runner.Finish(ctx, lockKey, out.Order.ClientOrderID)
+	require.NoError(t, err)
+	require.Equal(t, sends, b.bybit.Requests(bybitfake.PathCreate)-created, "nothing sent after it failed")
+}
