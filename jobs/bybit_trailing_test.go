@@ -70,4 +70,3 @@ func TestBybitLimitEntryTrailingStopWaitsForThePositionThenIsSetOnce(t *testing.
 	require.Equal(t, "590", f.TrailingStop("BTCUSDT").String())
 	require.Equal(t, 1, f.TrailingStopSets("BTCUSDT"), "set once")
 }
-
