@@ -50,12 +50,19 @@ func readmeTemplate(t *testing.T, marks ...string) string {
 }
 
 // render fills a template's placeholders as TradingView does when the
-// alert fires, and points it at the test's hoox (secret) and at paper.
+// alert fires (renderAlert), and points it at paper.
 func render(tmpl string, values map[string]string) string {
-	out := strings.ReplaceAll(tmpl, "YOUR_WEBHOOK_SECRET", apptest.Secret)
+	out := renderAlert(tmpl, values)
 	for _, venue := range []string{`"binance-futures"`, `"binance"`, `"bybit"`, `"okx-swap"`} {
 		out = strings.ReplaceAll(out, `"exchange": `+venue, `"exchange": "paper"`)
 	}
+	return out
+}
+
+// renderAlert fills a template's placeholders as TradingView does when
+// the alert fires, with the test's hoox secret.
+func renderAlert(tmpl string, values map[string]string) string {
+	out := strings.ReplaceAll(tmpl, "YOUR_WEBHOOK_SECRET", apptest.Secret)
 	for k, v := range values {
 		out = strings.ReplaceAll(out, "{{"+k+"}}", v)
 	}

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"net/http"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,35 +9,6 @@ import (
 
 	"github.com/hoox/hoox/internal/apptest"
 )
-
-// readmeTemplateLine returns the README's one-line TradingView alert
-// template holding every one of marks.
-func readmeTemplateLine(t *testing.T, marks ...string) string {
-	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(raw), "\n") {
-		all := true
-		for _, m := range marks {
-			all = all && strings.Contains(line, m)
-		}
-		if all {
-			return line
-		}
-	}
-	t.Fatalf("README has no template line holding %q", marks)
-	return ""
-}
-
-// renderAlert fills a template's placeholders as TradingView does when
-// the alert fires, with the test's hoox secret.
-func renderAlert(tmpl string, values map[string]string) string {
-	out := strings.ReplaceAll(tmpl, "YOUR_WEBHOOK_SECRET", apptest.Secret)
-	for k, v := range values {
-		out = strings.ReplaceAll(out, "{{"+k+"}}", v)
-	}
-	return out
-}
 
 // The README's "Binance USDⓈ-M entry protected by a 1.5 % trailing stop and
 // a 3 % stop-loss" template uses {{strategy.order.action}}, which only a
@@ -57,7 +26,7 @@ func TestReadmeTrailingTemplateExitPlacesNoExits(t *testing.T) {
 	// Room for the long's two exits only: the exit's would not fit, and
 	// must not stand in the way of the strategy's exit.
 	r.fake.SetMaxNumAlgoOrders("BTCUSDT", 2)
-	tmpl := readmeTemplateLine(t, `"exchange": "binance-futures"`, `"trailing_stop": {"percent": 1.5}`)
+	tmpl := readmeTemplate(t, `"exchange": "binance-futures"`, `"trailing_stop": {"percent": 1.5}`)
 	fire := func(action string, at time.Time) apptest.Reply {
 		return apptest.Post(t, r.b.URL, renderAlert(tmpl, map[string]string{
 			"ticker":                   "BTCUSDT.P",
