@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,12 @@ type venueOrder struct {
 	// Exit is an exit's role (take_profit, stop_loss, trailing_stop): a
 	// USDⓈ-M conditional order, placed for an entry; "" for an entry.
 	Exit string
+	// Executed is what a Binance order executed, normalised ("" when the
+	// book does not say: other venues, order lists, conditional orders).
+	Executed string
+	// Booked is when the venue booked a Binance order, on the history's
+	// clock (0: unknown). A market order fills as it is booked.
+	Booked time.Duration
 }
 
 func (o venueOrder) String() string {
@@ -136,15 +143,16 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if ex == "binance" {
 			exit = spotExit[o.Type]
 		}
-		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, exit})
+		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, exit,
+			o.ExecutedQty.String(), o.Time.Sub(s.h.start)})
 	}
 	for _, l := range s.binance.OrderLists() {
 		out = append(out, venueOrder{"binance", l.ListClientOrderID, fmt.Sprint(l.OrderListID), l.Symbol, strings.ToLower(l.Side),
-			l.Quantity.String(), l.Status, "oco"})
+			l.Quantity.String(), l.Status, "oco", "", 0})
 	}
 	for _, a := range s.binance.AlgoOrders() {
 		out = append(out, venueOrder{"binance-futures", a.ClientAlgoID, fmt.Sprint(a.AlgoID), a.Symbol, strings.ToLower(a.Side),
-			a.Quantity.String(), a.Status, algoExit[a.Type]})
+			a.Quantity.String(), a.Status, algoExit[a.Type], "", 0})
 	}
 	for _, o := range s.bybit.Orders() {
 		if o.Status == "Rejected" {
@@ -154,31 +162,70 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if o.Category == "spot" {
 			ex = "bybit-spot"
 		}
-		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status, ""})
+		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status, "", "", 0})
 	}
 	rows, err := s.query(ctx, `SELECT client_order_id, exchange_order_id, symbol, side, quantity::text, status FROM paper_orders`)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5], ""})
+		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5], "", "", 0})
 	}
 	return out, nil
 }
 
-// legOutcomes reads hoox's exits and other legs (order_legs): each leg's
-// outcome ("" while open) and how often it was sent, by client order ID.
-func (s *sim) legOutcomes(ctx context.Context) (map[string]string, error) {
-	rows, err := s.query(ctx, `SELECT client_order_id, coalesce(outcome, ''), attempts::text FROM order_legs`)
+// hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
+// open), how often it was sent, and the reason its order row gives when
+// hoox recorded it rejected.
+type hooxLeg struct {
+	Outcome  string
+	Attempts int
+	Reason   string
+}
+
+func (l hooxLeg) String() string {
+	if l.Outcome == "" {
+		return "open"
+	}
+	out := fmt.Sprintf("%s (sent %d times)", l.Outcome, l.Attempts)
+	if l.Reason != "" {
+		out += fmt.Sprintf(" %q", l.Reason)
+	}
+	return out
+}
+
+// legOutcomes reads hoox's exits and other legs (order_legs), by client
+// order ID.
+func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
+	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
+       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), '')
+FROM order_legs l`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]hooxLeg{}
+	for _, r := range rows {
+		n, err := strconv.Atoi(r[2])
+		if err != nil {
+			return nil, fmt.Errorf("torture: leg %s attempts %q: %w", r[0], r[2], err)
+		}
+		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
+	}
+	return out, nil
+}
+
+// positionsBefore reads the position each dispatch intent stores as read
+// before its entry (exchange.Order.PositionBefore in order_spec; "" when
+// it stores none), by client order ID. Intents are never purged, and a
+// re-armed one holds the read of the attempt that armed it last.
+func (s *sim) positionsBefore(ctx context.Context) (map[string]string, error) {
+	rows, err := s.query(ctx, `SELECT client_order_id, coalesce(order_spec->>'PositionBefore', '') FROM dispatch_intents`)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, r := range rows {
-		out[r[0]] = fmt.Sprintf("%s (sent %s times)", orNone(r[1]), r[2])
-		if r[1] == "" {
-			out[r[0]] = ""
-		}
+		out[r[0]] = r[1]
 	}
 	return out, nil
 }
@@ -269,8 +316,8 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		openLegs := 0
-		for _, o := range s.legs {
-			if o == "" {
+		for _, l := range s.legs {
+			if l.Outcome == "" {
 				openLegs++
 			}
 		}
@@ -287,6 +334,10 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	s.waited = time.Since(quiet)
+	var err error
+	if s.positionBefore, err = s.positionsBefore(ctx); err != nil {
+		return nil, err
+	}
 	res := &Result{Seed: s.cfg.Seed, Signals: len(s.plan.signals), Ops: s.ops.snapshot(), Faults: s.faults.snapshot(),
 		Answers: s.answers.snapshot(), Checks: map[string]int{}, Replay: s.cfg.Replay, Elapsed: time.Since(s.h.start),
 		Recovery: time.Since(quiet)}
@@ -300,7 +351,8 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		}
 	}
 	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
-		checkTruthful: 4, checkFilled: 4, checkRecorded: 5, checkSettled: 5, checkAttributed: 6, checkExitAttributed: 6, checkExitPlaced: 7}
+		checkTruthful: 4, checkFilled: 4, checkRecorded: 5, checkSettled: 5, checkAttributed: 6, checkExitAttributed: 6, checkPositionBefore: 6,
+		checkExitPlaced: 7}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
 	for i := range res.Failures {
 		res.Failures[i].History = s.minimalHistory(ctx, res.Failures[i].Signal, s.h.events(), bySig, hos)
@@ -899,49 +951,67 @@ func seconds(ds []time.Duration) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
-// exitQuantityFits reports whether exit x's quantity is its entry's: the
-// same on USDⓈ-M; on spot what the entry received (net of a commission in
-// the coin bought, rounded down), so at most the entry's and more than
-// nothing.
-func exitQuantityFits(x, entry venueOrder) bool {
-	if x.Exchange != "binance" {
-		return x.Quantity == entry.Quantity
-	}
+// exitQuantityFits reports whether exit x's quantity is its entry's: on
+// USDⓈ-M what the entry opened (cover, see exitCover) or, for an entry
+// that filled nothing, the entry's; on spot what the entry received (net
+// of a commission in the coin bought, rounded down), so at most the
+// entry's and more than nothing.
+func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 	q, err1 := decimal.NewFromString(x.Quantity)
 	e, err2 := decimal.NewFromString(entry.Quantity)
-	return err1 == nil && err2 == nil && q.IsPositive() && !q.GreaterThan(e)
+	switch {
+	case err1 != nil || err2 != nil:
+		return false
+	case cover != nil:
+		return q.Equal(cover.Opened)
+	case x.Exchange != "binance":
+		return q.Equal(e)
+	}
+	return q.IsPositive() && !q.GreaterThan(e)
 }
 
 // judgeExits checks the exits of the Binance entries that asked for them:
 // every exit at the venue is one an entry planned (derived from the
 // entry's client order ID, on the entry's market, with the role and the
-// opposite side of the entry, for its quantity), no planned exit was
-// placed twice, and every entry the venue filled got each exit it asked
-// for, whatever hoox recorded of the entry (s.legs only explains a
-// missing one).
+// opposite side of the entry, for its quantity: on USDⓈ-M what the entry
+// opened, from the position its intent stores, which must be one the
+// venue held), no planned exit was placed twice, and every entry the venue
+// filled got each exit it asked for, whatever hoox recorded of the entry
+// (s.legs only explains a missing one), or, when it opened nothing, none,
+// each recorded rejected with its reason and never sent.
 func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
 	type planned struct {
 		entry venueOrder
 		sig   int
 		role  string
+		// cover is what the exit must cover on a venue whose exits
+		// cover only what the entry opened; nil elsewhere, and for an
+		// entry that executed nothing.
+		cover *exitCover
 	}
 	want := map[string]planned{}
+	fills := positionFills(vos)
 	for _, e := range vos {
 		if e.Exit != "" || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
 			continue
 		}
 		sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
-		if !ok {
+		if !ok || len(s.plan.signals[sig].exitLegs()) == 0 {
 			continue
 		}
+		var cover *exitCover
+		if coversOpened(e.Exchange) && executed(e).IsPositive() {
+			c := s.exitCover(res, e, sig, fills[e.Symbol])
+			cover = &c
+		}
 		for n, role := range s.plan.signals[sig].exitLegs() {
-			want[e.Exchange+"|"+signal.LegClientOrderID(e.ClientOrderID, n+1)] = planned{e, sig, role}
+			want[e.Exchange+"|"+signal.LegClientOrderID(e.ClientOrderID, n+1)] = planned{e, sig, role, cover}
 		}
 	}
 	// Keyed by venue and client order ID: an exit lives on its entry's
 	// market (a USDⓈ-M sell carrying a spot entry's leg ID opens a short,
 	// it does not sell the coins bought).
-	placed := map[string]int{}
+	placed, seen := map[string]int{}, map[string]bool{}
 	for _, x := range exits {
 		w, ok := want[x.Exchange+"|"+x.ClientOrderID]
 		if !ok {
@@ -956,13 +1026,20 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 				continue
 			}
 		}
-		if !ok || x.Exit != w.role || x.Side == w.entry.Side || !exitQuantityFits(x, w.entry) || x.Symbol != w.entry.Symbol {
-			sig := -1
+		seen[x.Exchange+"|"+x.ClientOrderID] = true
+		if !ok || x.Exit != w.role || x.Side == w.entry.Side || !exitQuantityFits(x, w.entry, w.cover) || x.Symbol != w.entry.Symbol {
+			sig, why := -1, ""
 			if ok {
 				sig = w.sig
 			}
+			if ok && w.cover != nil {
+				why = fmt.Sprintf(" (entry %s: %s)", w.entry.ClientOrderID, w.cover)
+				if w.cover.Opened.IsZero() {
+					why = fmt.Sprintf(" (entry %s opened nothing for it to protect: %s)", w.entry.ClientOrderID, w.cover)
+				}
+			}
 			res.Failures = append(res.Failures, Failure{Check: checkExitAttributed, Signal: sig, ClientOrderID: x.ClientOrderID,
-				Detail: fmt.Sprintf("exit order matches no exit an entry planned: %s", x)})
+				Detail: fmt.Sprintf("exit order matches no exit an entry planned: %s%s", x, why)})
 			continue
 		}
 		res.Checks[checkExitAttributed]++
@@ -992,20 +1069,44 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 		if h, ok := hos[w.entry.ClientOrderID]; ok && h.records(w.entry) {
 			recorded = "recorded " + h.Status
 		}
-		outcome, planned := s.legs[id]
+		leg, planned := s.legs[id]
 		switch {
-		case planned && outcome != "" && !strings.HasPrefix(outcome, "dispatched"):
+		case w.cover != nil && w.cover.Opened.IsZero() && seen[key]:
+			// At the venue though the entry opened nothing: failed above.
+		case w.cover != nil && w.cover.Opened.IsZero():
+			// The entry only reduced the position on the other side:
+			// hoox records the exit rejected, with why, and sends nothing.
+			if planned && leg.Outcome == "rejected" && leg.Attempts == 0 && leg.Reason != "" {
+				res.Checks[checkExitPlaced]++
+				continue
+			}
+			state := "never planned"
+			if planned {
+				state = leg.String()
+			}
+			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("entry %s filled (%s) and opened nothing (%s): its %s should be recorded rejected with a reason, never sent; hoox's leg: %s",
+					w.entry.ClientOrderID, recorded, w.cover, w.role, state)})
+		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):
 			// nothing lost silently, but nothing here should refuse one.
+			opened := ""
+			if w.cover != nil {
+				opened = "; " + w.cover.String()
+			}
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
-				Detail: fmt.Sprintf("entry %s filled (%s), its %s is not at the venue; hoox's leg: %s", w.entry.ClientOrderID, recorded, w.role, outcome)})
+				Detail: fmt.Sprintf("entry %s filled (%s%s), its %s is not at the venue; hoox's leg: %s", w.entry.ClientOrderID, recorded, opened, w.role, leg)})
 		default:
 			state := "never planned"
 			if planned {
-				state = "leg " + orNone(outcome)
+				state = "leg " + leg.String()
+			}
+			opened := ""
+			if w.cover != nil {
+				opened = "; " + w.cover.String()
 			}
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
-				Detail: fmt.Sprintf("entry %s filled at the venue (%s), its %s was never placed (%s)", w.entry.ClientOrderID, recorded, w.role, state)})
+				Detail: fmt.Sprintf("entry %s filled at the venue (%s%s), its %s was never placed (%s)", w.entry.ClientOrderID, recorded, opened, w.role, state)})
 		}
 	}
 }

@@ -20,7 +20,7 @@ type checkBundle struct {
 func setupCheck(t *testing.T, signals ...signalPlan) *checkBundle {
 	t.Helper()
 	s := &sim{cfg: Config{TimeScale: 1, RecoveryBound: time.Second}, h: &history{start: time.Now()},
-		byQuantity: map[string]int{}, sigState: map[int]*signalState{}, releases: map[int][]time.Duration{}}
+		byQuantity: map[string]int{}, sigState: map[int]*signalState{}, releases: map[int][]time.Duration{}, positionBefore: map[string]string{}}
 	for i, sp := range signals {
 		sp.ID = i
 		s.plan.signals = append(s.plan.signals, sp)
@@ -204,7 +204,8 @@ func TestCheckerPassesAnEntryWithItsExitsOnce(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, futuresSignalWithExits())
 	b.send(0, time.Second, placedOn("binance-futures", "hxa"))
-	b.order(0, "hxa", "1", true)
+	b.order(0, "hxa", "1", true) // FILLED, flat before it
+	b.s.positionBefore["hxa"] = "0"
 	b.exit("hxa", 1, "2", true)
 	b.exit("hxa", 2, "3", true)
 	require.Empty(t, b.judge())
@@ -214,7 +215,8 @@ func TestCheckerCatchesASecondExitUnderItsClientID(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, futuresSignalWithExits())
 	b.send(0, time.Second, placedOn("binance-futures", "hxa"))
-	b.order(0, "hxa", "1", true)
+	b.order(0, "hxa", "1", true) // FILLED, flat before it
+	b.s.positionBefore["hxa"] = "0"
 	b.exit("hxa", 1, "2", true)
 	b.exit("hxa", 1, "4", false) // placed again after a cancel freed the ID
 	b.exit("hxa", 2, "3", true)
@@ -225,7 +227,8 @@ func TestCheckerCatchesAnExitNoEntryPlanned(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, futuresSignalWithExits())
 	b.send(0, time.Second, placedOn("binance-futures", "hxa"))
-	b.order(0, "hxa", "1", true)
+	b.order(0, "hxa", "1", true) // FILLED, flat before it
+	b.s.positionBefore["hxa"] = "0"
 	b.exit("hxa", 1, "2", true)
 	b.exit("hxa", 2, "3", true)
 	b.exit("hxa", 3, "4", true) // a trailing stop the signal never asked for
@@ -236,12 +239,13 @@ func TestCheckerCatchesAnExitNeverPlaced(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, futuresSignalWithExits())
 	b.send(0, time.Second, placedOn("binance-futures", "hxa"))
-	b.order(0, "hxa", "1", true)
+	b.order(0, "hxa", "1", true) // FILLED, flat before it
+	b.s.positionBefore["hxa"] = "0"
 	b.exit("hxa", 1, "2", true)
 	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge())
 
 	// A leg hoox recorded as refused is not silent, but still not placed.
-	b.s.legs = map[string]string{signal.LegClientOrderID("hxa", 2): "rejected (sent 1 times)"}
+	b.s.legs = map[string]hooxLeg{signal.LegClientOrderID("hxa", 2): {Outcome: "rejected", Attempts: 1, Reason: "Order would immediately trigger."}}
 	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge())
 }
 
@@ -372,7 +376,8 @@ func TestCheckerJudgesFillsAndExitsByTheVenue(t *testing.T) {
 	t.Parallel()
 	b := setupCheck(t, futuresSignalWithExits())
 	b.send(0, time.Second, placedOn("binance-futures", "hxa"))
-	b.order(0, "hxa", "1", true) // FILLED at the venue
+	b.order(0, "hxa", "1", true) // FILLED at the venue, flat before it
+	b.s.positionBefore["hxa"] = "0"
 	h := b.hos["hxa"]
 	h.Status = "open"
 	b.hos["hxa"] = h

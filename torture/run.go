@@ -60,8 +60,12 @@ type sim struct {
 	mu         sync.Mutex
 	byQuantity map[string]int
 	faultTaken map[int]bool
-	// legs is hoox's order_legs at the check: outcome by client order ID.
-	legs map[string]string
+	// legs is hoox's order_legs at the check, by client order ID.
+	legs map[string]hooxLeg
+	// positionBefore is the position each intent stores as read before
+	// its entry (order_spec's PositionBefore, "" when it stores none), by
+	// client order ID, at the check.
+	positionBefore map[string]string
 	// exitOwner is the signal of each exit client order ID hoox may
 	// derive from an entry placed so far (signal.LegClientOrderID).
 	exitOwner map[string]int
