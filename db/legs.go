@@ -38,20 +38,23 @@ type Leg struct {
 	// SentAgo is how long ago it was last sent, by Postgres's clock.
 	SentAgo  time.Duration
 	Attempts int
+	// Sends is how many of its Attempts may have reached the venue: the
+	// armings not proven unsent (MarkLegUnsent).
+	Sends int
 	// Outcome is empty while the leg is open.
 	Outcome IntentOutcome
 }
 
 const legColumns = `client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec,
        sent_at IS NOT NULL, coalesce((extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint, 0),
-       attempts, coalesce(outcome, '')`
+       attempts, attempts - unsent, coalesce(outcome, '')`
 
 func scanLeg(row pgx.Row) (Leg, error) {
 	var l Leg
 	var spec []byte
 	var sentAgo int64
 	err := row.Scan(&l.ClientOrderID, &l.ParentClientOrderID, &l.Seq, &l.Role, &l.TraceID, &l.LockKey, &l.Exchange,
-		&l.Mode, &spec, &l.Sent, &sentAgo, &l.Attempts, &l.Outcome)
+		&l.Mode, &spec, &l.Sent, &sentAgo, &l.Attempts, &l.Sends, &l.Outcome)
 	if err != nil {
 		return Leg{}, err
 	}
@@ -231,7 +234,7 @@ func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(`UPDATE order_legs SET sent_at = NULL WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $2`,
+	b.Queue(`UPDATE order_legs SET sent_at = NULL, unsent = unsent + 1 WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $2`,
 		clientOrderID, armed).Exec(func(ct pgconn.CommandTag) error {
 		cleared = ct.RowsAffected() == 1
 		return nil

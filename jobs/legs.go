@@ -155,7 +155,8 @@ func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed 
 }
 
 // maxLegSends is how many sends of one leg, each never seen at the venue,
-// a pass makes before it fails the leg as unknown (step).
+// a pass makes before it fails the leg as unknown (step). Armings proven
+// never sent (the venue out of reach) do not count (Leg.Sends).
 const maxLegSends = 10
 
 // markUnsentTimeout bounds markUnsent.
@@ -184,7 +185,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
 		case errors.Is(err, exchange.ErrNotFound) && !exchange.ResendsSameID(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
-		case errors.Is(err, exchange.ErrNotFound) && leg.Attempts >= maxLegSends:
+		case errors.Is(err, exchange.ErrNotFound) && leg.Sends >= maxLegSends:
 			// Sent this often and never seen: an answer hoox cannot read
 			// as a refusal (an untabled code), or a venue that keeps
 			// refusing for a reason that does not pass (a Bybit trailing
@@ -193,7 +194,7 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 			// so the leg is failed for an operator, not freed.
 			return r.fail(ctx, tx, leg, db.IntentFailed, fmt.Sprintf(
 				"sent %d times and never seen at the venue: not sent again; whether order %s exists is unknown, check the venue",
-				leg.Attempts, leg.ClientOrderID))
+				leg.Sends, leg.ClientOrderID))
 		case errors.Is(err, exchange.ErrNotFound):
 			// Past the window on a venue that refuses late requests:
 			// nothing can appear, send again under the same ID.

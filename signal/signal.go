@@ -140,6 +140,9 @@ type Signal struct {
 	// on a replica of either release during a rolling deploy finds the
 	// same trace, not a second one that would place a second order.
 	askedAction, askedQuantityType string
+	// askedQuantity, when askedAction is set, is the quantity as sent
+	// (a flat limit close resolves it to 100 % of the position).
+	askedQuantity decimal.Decimal
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -250,18 +253,27 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 		// quantity type as releases before the position-aware reading
 		// derived them, whenever this reading differs.
 		t := askedQuantityType(asked, qty, qtype, typed)
-		if asked != s.Action || t != s.QuantityType {
-			s.askedAction, s.askedQuantityType = asked, t
+		if asked != s.Action || t != s.QuantityType || !qty.d.Equal(s.Quantity) {
+			s.askedAction, s.askedQuantityType, s.askedQuantity = asked, t, qty.d
 		}
 	}()
-	if sentiment == "flat" && qtype != QuantityPercentOfPosition {
+	_, priced, _ := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
+	switch {
+	case sentiment == "flat" && qtype != QuantityPercentOfPosition && priced:
+		// The same for a limit close, sized as 100 % of the position: a
+		// venue's limit close (paper's) rests for its quantity, and the
+		// template's "25%" must not become 25 coins.
+		s.QuantityType, s.Quantity = QuantityPercentOfPosition, decimal.NewFromInt(100)
+	case sentiment == "flat" && qtype != QuantityPercentOfPosition:
 		// The strategy is flat: nothing is meant to stay open, whatever
 		// share or amount the template sends with every order ("25%" of
 		// the balance for its entries). Only a share asked for by name
 		// (percent_of_position) closes less than the whole position.
 		s.QuantityType = QuantityBase
-	} else if s.QuantityType, err = quantityType(r, s.Action, qty, qtype, typed); err != nil {
-		return err
+	default:
+		if s.QuantityType, err = quantityType(r, s.Action, qty, qtype, typed); err != nil {
+			return err
+		}
 	}
 
 	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
@@ -781,6 +793,9 @@ func (s Signal) Canonical() []byte {
 	action, qtype := s.Action, s.QuantityType
 	if s.askedAction != "" {
 		action, qtype = s.askedAction, s.askedQuantityType
+		if s.Action != ActionCancel {
+			qty = s.askedQuantity.String()
+		}
 	}
 	if qtype == QuantityBase {
 		qtype = ""

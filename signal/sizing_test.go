@@ -191,6 +191,8 @@ func TestPositionReadingKeepsTheFingerprintOfEarlierReleases(t *testing.T) {
 			`"action":"buy","quantity":"25%"`, "close_short", QuantityPercentOfPosition},
 		{"flat exit sized 25%", `"action":"sell","market_position":"flat","quantity":"25%"`,
 			`"action":"close","quantity":"25%"`, "close", QuantityBase},
+		{"flat limit exit sized 25%", `"action":"sell","market_position":"flat","quantity":"25%","price":"110"`,
+			`"action":"close","quantity":"25%","price":"110"`, "close", QuantityPercentOfPosition},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -152,11 +152,13 @@ func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (r
 	var e *APIError
 	switch {
 	case err == nil, errors.As(err, &e) && e.Code == 110043:
-	case e != nil && (e.Refused() || (e.Class == ClassUnknown && e.HTTPStatus == http.StatusOK)):
+	case e != nil && (e.Refused() || (e.HTTPStatus == http.StatusOK && e.Code != 0 && !tabled(e.Code))):
 		// A code Bybit answered (HTTP 200) that hoox does not table: an
 		// order's unlisted code may mean it exists, but set-leverage places
 		// nothing, so an answered refusal of it is a refusal (110038,
-		// portfolio margin, is one), not an unreachable venue for ever.
+		// portfolio margin, is one), not an unreachable venue for ever. A
+		// tabled transient code (10000, 10016: Bybit restarting) stays
+		// unreachable: nothing was placed, resend.
 		return "set leverage " + l + ": " + e.Msg, nil
 	default:
 		return "", fmt.Errorf("set leverage %s %s: %w", sym, l, asUnreachable(err))

@@ -169,6 +169,16 @@ func classify(code int) Class {
 	return venuekit.ClassOf(ErrorTable(), code, ClassUnknown)
 }
 
+// tabled reports whether ErrorTable lists code.
+func tabled(code int) bool {
+	for _, c := range ErrorTable() {
+		if c.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
 // APIError is a retCode other than 0 (or an HTTP failure) from one
 // request, kept with its class so that callers branch once.
 type APIError = venuekit.APIError

@@ -1,0 +1,92 @@
+package gateway_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/jobs"
+)
+
+// maxLegSends counts every arming of a leg (order_legs.attempts), also the
+// ones a pass proved never left (ErrUnreachable: markUnsent clears sent_at
+// but keeps the count). A leg the venue rate-limited on ten passes — each
+// one nothing sent — and whose first real send then lost its answer is
+// failed as "sent 11 times and never seen" by the very next pass, after a
+// single send: the rest of the close (or an exit) is never placed, though
+// the venue refuses late requests and sending again under the same ID is
+// safe. It should be sent again until it has been sent (not merely armed)
+// ten times.
+func TestLegArmedButUnsentIsNotCountedAsSent(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
+	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
+	var once sync.Once
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
+		AfterVenue: func(string) {
+			once.Do(func() {
+				// After the close's first part: ten placements refused by
+				// Bybit's rate limit before anything is accepted (nothing
+				// sent), then one untabled answer (may exist: unknown).
+				b.bybit.InjectPlacements(10, bybitfake.TooManyVisits(time.Millisecond))
+				b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
+			})
+		}})
+	t.Cleanup(svc.Close)
+
+	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-ratelimited-leg"}`))
+	require.NoError(t, err)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	created := b.bybit.Requests(bybitfake.PathCreate)
+
+	var lockKey string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key FROM order_legs WHERE parent_client_order_id = $1`, out.Order.ClientOrderID).Scan(&lockKey))
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, b.venues, nil, nil)
+	// Passes until one ends the leg: each sets the last send past the
+	// accept window; the adapter holds sends back until the rate limit's
+	// reset (a whole second on Bybit's header), armed and proven unsent.
+	require.Eventually(t, func() bool {
+		_, err := b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE parent_client_order_id = $1 AND sent_at IS NOT NULL`,
+			out.Order.ClientOrderID)
+		require.NoError(t, err)
+		_, err = runner.Finish(ctx, lockKey, out.Order.ClientOrderID)
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "a pass ends the leg")
+	var outcome string
+	var attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(outcome, ''), attempts FROM order_legs WHERE parent_client_order_id = $1`,
+		out.Order.ClientOrderID).Scan(&outcome, &attempts))
+	t.Logf("placements after the first part: %d, leg attempts: %d", b.bybit.Requests(bybitfake.PathCreate)-created, attempts)
+	require.Equal(t, "dispatched", outcome, "the rest of the close is placed: it reached the venue once, not ten times")
+	require.True(t, b.bybit.Position("ETHUSDT").Size.IsZero(), "the position is closed")
+}
+
+// A sell that leaves the strategy flat (market_position "flat") closes
+// the whole position whatever the quantity says, so the gateway now reads
+// the template's "25%" as a base quantity (QuantityBase) and leaves the
+// whole to the venue's close. Paper's limit close, though, rests for its
+// quantity: the percentage becomes 25 COINS. With a long of 10 the close
+// is refused ("quantity exceeds position": the strategy's exit never
+// happens); with a long above 25 it would close 25 coins — neither the
+// whole position nor the 25 % earlier releases closed.
+func TestFlatLimitCloseIsNotAPercentReadAsCoins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"10","order_type":"market","trace_id":"long10"}`))
+	require.NoError(t, err)
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"sell","market_position":"flat","quantity":"25%","price":"110","trace_id":"flat-limit"}`))
+	require.NoError(t, err, "the strategy's exit to flat is refused")
+	require.NotEqual(t, "25", out.Order.Quantity.String(), "a percentage sent as 25 coins")
+	require.Equal(t, "10", out.Order.Quantity.String(), "the whole position")
+}
