@@ -14,15 +14,12 @@ import (
 	"github.com/hoox/hoox/jobs"
 )
 
-// maxLegSends counts every arming of a leg (order_legs.attempts), also the
-// ones a pass proved never left (ErrUnreachable: markUnsent clears sent_at
-// but keeps the count). A leg the venue rate-limited on ten passes — each
-// one nothing sent — and whose first real send then lost its answer is
-// failed as "sent 11 times and never seen" by the very next pass, after a
-// single send: the rest of the close (or an exit) is never placed, though
-// the venue refuses late requests and sending again under the same ID is
-// safe. It should be sent again until it has been sent (not merely armed)
-// ten times.
+// maxLegSends counts the sends that may have reached the venue, not every
+// arming: a leg the venue rate-limited on ten passes — each armed and then
+// proven never sent (order_legs.unsent) — and whose first real send then
+// lost its answer is sent again, not failed as "sent 11 times and never
+// seen" after a single send (which left the rest of the close, or an
+// exit, unplaced).
 func TestLegArmedButUnsentIsNotCountedAsSent(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -72,13 +69,11 @@ func TestLegArmedButUnsentIsNotCountedAsSent(t *testing.T) {
 }
 
 // A sell that leaves the strategy flat (market_position "flat") closes
-// the whole position whatever the quantity says, so the gateway now reads
-// the template's "25%" as a base quantity (QuantityBase) and leaves the
-// whole to the venue's close. Paper's limit close, though, rests for its
-// quantity: the percentage becomes 25 COINS. With a long of 10 the close
-// is refused ("quantity exceeds position": the strategy's exit never
-// happens); with a long above 25 it would close 25 coins — neither the
-// whole position nor the 25 % earlier releases closed.
+// the whole position whatever the quantity says. A market close is the
+// venue's close of the whole position; a limit close (paper's) rests for
+// its quantity, so a flat close with a price is sized as 100 % of the
+// position — the template's "25%" is neither 25 coins (refused with a long
+// of 10, or 25 coins of a larger long) nor a quarter.
 func TestFlatLimitCloseIsNotAPercentReadAsCoins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
