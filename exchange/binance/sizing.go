@@ -30,7 +30,9 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	if err != nil {
 		return exchange.SizingFacts{}, asNothingSent(err)
 	}
-	market := o.OrderType == "market"
+	// A close is always sent as a market order (resolveClose), priced or
+	// not: it is sized and split with the market's step, minimum and cap.
+	market := o.OrderType == "market" || exchange.IsClose(o.Action)
 	out := exchange.SizingFacts{QuoteAsset: f.QuoteAsset, Step: f.StepSize, MinQty: f.MinQty, Tick: f.TickSize}
 	if !v.futures() {
 		// The coin a spot buy receives: a fee charged in it is not held

@@ -29,7 +29,9 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		return exchange.SizingFacts{Refused: ReasonNotTrading + ": " + f.status}, nil
 	}
 	out := exchange.SizingFacts{QuoteAsset: f.quoteCoin, Step: f.step, MinQty: f.minQty, Tick: f.tick}
-	if o.OrderType == "market" {
+	if o.OrderType == "market" || exchange.IsClose(o.Action) {
+		// A close is always sent as a market order (resolveClose), priced
+		// or not: it is split at the market cap like one.
 		out.MaxMarketQty = f.maxMktQty
 	}
 	if need.Price {
