@@ -165,6 +165,13 @@ ON CONFLICT (exchange, mode, symbol, strategy) DO UPDATE
 SET quantity = excluded.quantity, updated_at = excluded.updated_at, updated_by = excluded.updated_by
 RETURNING updated_at`
 
+// bumpLedgerVersionSQL moves an entry's version (spot_ledger_versions) on
+// by one, creating it at 1.
+const bumpLedgerVersionSQL = `
+INSERT INTO spot_ledger_versions AS v (exchange, mode, symbol, strategy, closes)
+VALUES ($1, $2, $3, $4, 1)
+ON CONFLICT (exchange, mode, symbol, strategy) DO UPDATE SET closes = v.closes + 1`
+
 // SetLedger sets one entry to qty (zero resets it) on an operator's word
 // — after a manual trade, a withdrawal, or to adopt holdings bought before
 // hoox — and audits the change (old and new quantity, who, why) in the
@@ -184,6 +191,13 @@ func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal
 			return err
 		}
 		if err := tx.QueryRow(ctx, setLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, pgconv.Numeric(qty), by).Scan(&e.UpdatedAt); err != nil {
+			return err
+		}
+		// A close that read the entry before this change (between its
+		// ledger read and its intent) must not sell by the old value: the
+		// version moves, so its intent is refused (503) and its resend
+		// reads the new one.
+		if _, err := tx.Exec(ctx, bumpLedgerVersionSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy); err != nil {
 			return err
 		}
 		detail := map[string]any{"exchange": k.Exchange, "mode": k.Mode, "symbol": k.Symbol, "strategy": k.Strategy,

@@ -256,3 +256,31 @@ func TestSaleRecordedBeforeTheBuysFillIsNotLost(t *testing.T) {
 	spotOrder(t, pool, "buy", "BTC", "dca", "filled", "0.5")
 	require.Equal(t, "0.5", ledger(t, pool, "dca"))
 }
+
+// An operator's change to a ledger entry moves its version: a close that
+// read the entry before the change (and sized by it) writes no intent, so
+// it never sells by the old value; its resend reads the new one.
+func TestLedgerSetStopsACloseSizedByTheOldValue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OpenPool(t, pgtest.NewDatabase(t))
+	spotOrder(t, pool, "buy", "BTC", "trend", "filled", "1")
+	k := db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "BTCUSDT", Strategy: "trend"}
+	read, err := db.LockLedger(ctx, pool, k)
+	require.NoError(t, err)
+
+	_, err = db.SetLedger(ctx, pool, k, decimal.Zero, "sold by hand", "admin")
+	require.NoError(t, err)
+
+	in := &db.Intent{ClientOrderID: "hxclose-old", LockKey: "k:hxclose-old", TraceID: "k:hxclose-old", Fingerprint: "fp", Mode: "live",
+		KeySource: "client", Exchange: "binance", Signal: []byte(`{}`), ReceivedAt: time.Now(),
+		Order: exchange.Order{ClientOrderID: "hxclose-old", Symbol: "BTCUSDT", Action: "close", Side: "sell", OrderType: "market",
+			Quantity: decimal.NewFromInt(1)},
+		Ledger: &db.LedgerVersion{LedgerKey: k, Closes: read.Closes}}
+	require.ErrorIs(t, db.WriteIntent(ctx, pool, in, true), db.ErrIntentConsumed, "sized by the entry before the operator's change")
+	now, err := db.LockLedger(ctx, pool, k)
+	require.NoError(t, err)
+	require.True(t, now.Quantity.IsZero())
+	in.Ledger.Closes = now.Closes
+	require.NoError(t, db.WriteIntent(ctx, pool, in, true), "a close that read the new value writes its intent")
+}
