@@ -167,9 +167,10 @@ func RefuseAttachments(v Venue, name string, o Order) string {
 
 // MatchesAttached checks the take-profit and stop-loss a venue holds on an
 // order against those o would be sent with (after the adapter's rounding:
-// tp and sl, invalid for none). A venue that reports them must not let a
-// lookup adopt an order whose exits differ: it would record protection
-// the position does not have. The error wraps ErrMismatch.
+// tp and sl, invalid for none). The error wraps ErrMismatch. Only paper,
+// whose exits nobody can change, uses it: Bybit and OKX let the trader
+// move or remove an open order's exits, so their lookups report the exits
+// they hold instead of refusing the order as another signal's.
 func MatchesAttached(o Order, tp, sl decimal.NullDecimal, held Report) error {
 	for _, c := range []struct {
 		role       string

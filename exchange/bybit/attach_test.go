@@ -45,7 +45,7 @@ func TestPlaceWithTakeProfitAndStopLoss(t *testing.T) {
 		require.Equal(t, r.TakeProfit, got.TakeProfit)
 	})
 
-	t.Run("LookupRefusesAnOrderWithOtherExits", func(t *testing.T) {
+	t.Run("LookupReportsTheExitsBybitHolds", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, bybit.MarketLinear)
 		o := marketOrder("BTCUSDT", "buy", "0.01")
@@ -53,21 +53,18 @@ func TestPlaceWithTakeProfitAndStopLoss(t *testing.T) {
 		_, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
 
-		other := o
-		other.StopLoss = price("57000")
-		_, err = b.venue.Lookup(ctx, other)
-		require.ErrorIs(t, err, exchange.ErrMismatch)
-		require.ErrorContains(t, err, "held with stop_loss 58000, not 57000")
-
-		none := o
-		none.StopLoss = nil
-		_, err = b.venue.Lookup(ctx, none)
-		require.ErrorIs(t, err, exchange.ErrMismatch, "an order without exits is not the one that carries them")
-
-		added := o
-		added.TakeProfit = price("65000")
-		_, err = b.venue.Lookup(ctx, added)
-		require.ErrorIs(t, err, exchange.ErrMismatch)
+		// Exits changed at Bybit (amend, the app) leave the order this
+		// signal's: the lookup reports what Bybit holds.
+		for _, asked := range []func(exchange.Order) exchange.Order{
+			func(x exchange.Order) exchange.Order { x.StopLoss = price("57000"); return x },
+			func(x exchange.Order) exchange.Order { x.StopLoss = nil; return x },
+			func(x exchange.Order) exchange.Order { x.TakeProfit = price("65000"); return x },
+		} {
+			got, err := b.venue.Lookup(ctx, asked(o))
+			require.NoError(t, err)
+			require.Equal(t, "58000", got.StopLoss.Decimal.String())
+			require.False(t, got.TakeProfit.Valid)
+		}
 	})
 
 	t.Run("WrongSideIsRejectedByBybit", func(t *testing.T) {

@@ -490,26 +490,19 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		// No order can exist on an instrument OKX does not list.
 		return exchange.Report{}, fmt.Errorf("okx: look up order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
 	}
-	r, oi, err := v.query(ctx, f, url.Values{"instId": {f.InstID}, "clOrdId": {o.ClientOrderID}})
+	r, _, err := v.query(ctx, f, url.Values{"instId": {f.InstID}, "clOrdId": {o.ClientOrderID}})
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w", o.ClientOrderID, err)
 	}
 	if err := exchange.Matches(o, f.InstID, venuekit.FloorTo(o.Quantity, f.Step), r); err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: %w", err)
 	}
-	if !exchange.IsClose(o.Action) {
-		// The exits the order was placed with (whether or not OKX went on
-		// to generate them) must be those o would be sent with.
-		tp, sl, reason := venuekit.AttachedPrices(o, o.Side, f.TickSize)
-		if reason != "" {
-			return exchange.Report{}, fmt.Errorf("okx: look up order %s: %w: %s", o.ClientOrderID, exchange.ErrMismatch, reason)
-		}
-		placed := exchange.Report{}
-		placed.TakeProfit, placed.StopLoss = oi.attached()
-		if err := exchange.MatchesAttached(o, tp, sl, placed); err != nil {
-			return exchange.Report{}, fmt.Errorf("okx: %w", err)
-		}
-	}
+	// The attached take-profit and stop-loss are not compared with o's:
+	// OKX lets the trader move or delete them on a pending order (amend-
+	// order's newTpTriggerPx/newSlTriggerPx, or the app), and the order is
+	// still this signal's (its hoox-made clOrdId, instrument, side and
+	// size say so; the claim's fingerprint guards a reused key). The
+	// report carries the exits OKX holds, so the record shows them.
 	return r, nil
 }
 
