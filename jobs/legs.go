@@ -359,13 +359,36 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 			o.Quantity = exchange.OpenedBy(o.EntrySide(), *o.PositionBefore, o.Quantity)
 		}
 	}
+	// A derivatives exit planned against the position before its entry
+	// (PositionBefore) reads the position as it is now, before its first
+	// send: the entry's fill may be recorded minutes after it happened,
+	// and the position it opened closed meanwhile (the strategy's close, a
+	// hand close, a halt). A reduce-only exit on a flat position would cut
+	// the symbol's next one. Once a send may have left (Sends), the exit
+	// stays as first resolved: a same-ID resend must match it. Only where
+	// exits are separate orders on the position (Binance USDⓈ-M): Bybit's
+	// trailing stop is the position's own setting, read by its adapter at
+	// send (a position not shown yet waits), and OKX refuses a reduce-only
+	// algo order with no position.
+	current := o.PositionBefore != nil && leg.Sends == 0 && exchange.AttachesAsLegs(venue)
 	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
-		facts, err = sizer.SizingFacts(vctx, o, exchange.SizingNeed{})
+		facts, err = sizer.SizingFacts(vctx, o, exchange.SizingNeed{Position: current})
 		cancel()
 		if err != nil {
 			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
+		}
+		if current {
+			held := facts.Position
+			if o.EntrySide() == "sell" {
+				held = held.Neg()
+			}
+			if !held.IsPositive() {
+				return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",
+					o.Symbol, o.Exit), nil
+			}
+			o.Quantity = decimal.Min(o.Quantity, held)
 		}
 	}
 	tick := facts.Tick
