@@ -402,7 +402,7 @@ func FilledSiblingExit(ctx context.Context, q DBTX, clientOrderID string) (strin
 // unsentExitLegsSQL lists the exit legs of venue $1 and mode $2 that are
 // open and were never sent (or provably never reached the venue), with
 // the symbol of the entry they protect.
-const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol FROM order_legs l
+const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol, l.parent_client_order_id FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
@@ -431,18 +431,18 @@ SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 // DropUnsentExitLegs settles not_placed, in q (the cancel signal
 // cancelledBy's claim transaction), the open exit legs of venue
 // exchangeName and mode that no pass has sent yet and whose entry's symbol
-// keep accepts, each with a leg_failed event naming the cancel, and
+// and client order ID (parent) keep accepts, each with a leg_failed event naming the cancel, and
 // returns them. A cancel leaves no hoox order of its symbol resting
 // (migration 00018): an exit still planned — its entry filled, its first
 // send never reached the venue — would otherwise be placed by the sweeper
 // after it. An exit already armed (sent_at set) may rest at the venue
 // under its ID and is left to its pass.
-func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol string) bool, cancelledBy string) ([]Leg, error) {
+func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol, parent string) bool, cancelledBy string) ([]Leg, error) {
 	rows, _ := q.Query(ctx, unsentExitLegsSQL, exchangeName, mode)
-	type candidate struct{ id, symbol string }
+	type candidate struct{ id, symbol, parent string }
 	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		err := row.Scan(&c.id, &c.symbol)
+		err := row.Scan(&c.id, &c.symbol, &c.parent)
 		return c, err
 	})
 	if err != nil {
@@ -450,7 +450,7 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 	}
 	var ids []string
 	for _, c := range all {
-		if keep(c.symbol) {
+		if keep(c.symbol, c.parent) {
 			ids = append(ids, c.id)
 		}
 	}

@@ -43,7 +43,7 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 	sent := func() int {
 		return apptest.Count(t, pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND sent_at IS NOT NULL`, leg.ClientOrderID)
 	}
-	btc := func(symbol string) bool { return exchange.SameSymbol(symbol, "BINANCE:BTCUSDT.P") }
+	btc := func(symbol, _ string) bool { return exchange.SameSymbol(symbol, "BINANCE:BTCUSDT.P") }
 
 	// Pass B armed the leg (0 → 1); pass A read it at 0 before its lock
 	// was lost.
@@ -67,7 +67,7 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 
 	// Unsent again: a cancel of the symbol (any spelling) settles it, and
 	// no pass arms it after.
-	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", func(string) bool { return false }, "k:cancel")
+	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", func(string, string) bool { return false }, "k:cancel")
 	require.NoError(t, err)
 	require.Empty(t, dropped, "another symbol's cancel leaves it")
 	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", btc, "k:cancel")

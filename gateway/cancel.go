@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -64,6 +65,11 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	}
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt, Cancelled: []db.OrderRow{}}
 	ids := []string{}
+	// Entries this cancel found filled at the venue (before it came): it
+	// records them, which plans their exits, and leaves those exits to be
+	// placed — the position they protect is open, and nothing told the
+	// trader to do without its stop-loss.
+	var filledFirst []string
 	for _, row := range rows {
 		order, err := s.orderOf(ctx, row)
 		if err != nil {
@@ -109,12 +115,27 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 			}
 		}
 		if u.Status != exchange.StatusCancelled {
+			if u.FilledQuantity.IsPositive() {
+				filledFirst = append(filledFirst, row.ClientOrderID)
+			}
 			continue
 		}
 		done := row
 		done.Status, done.FilledQuantity = string(u.Status), decimal.NewNullDecimal(u.FilledQuantity)
 		if u.AvgPrice.Valid {
 			done.AvgPrice = u.AvgPrice
+		}
+		// As the update wrote them (coalesced with what the row held), so
+		// the answer shows what a repeat of it reads back.
+		if u.FillPrice.Valid {
+			done.FillPrice = u.FillPrice
+		}
+		if u.Fee.Valid {
+			done.Fee = u.Fee
+		}
+		if u.FeeAsset != "" {
+			fa := u.FeeAsset
+			done.FeeAsset = &fa
 		}
 		if done.Role == exchange.RolePrimary {
 			// As the update wrote them (db.OrderUpdate.TakeProfit).
@@ -130,8 +151,8 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	// them after the cancel. Settled here, in the claim's commit, after
 	// the venue calls so their rows stay locked only briefly; a pass that
 	// arms one first keeps it (db.MarkLegSent).
-	dropped, err := db.DropUnsentExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol string) bool {
-		return exchange.SameSymbol(symbol, sig.Symbol)
+	dropped, err := db.DropUnsentExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol, parent string) bool {
+		return exchange.SameSymbol(symbol, sig.Symbol) && !slices.Contains(filledFirst, parent)
 	}, tr.ID)
 	if err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
@@ -141,7 +162,8 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		notPlaced = append(notPlaced, leg.ClientOrderID)
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
-		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced}}
+		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced,
+			"filled_first": filledFirst}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}
