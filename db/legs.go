@@ -322,6 +322,9 @@ type ParentFill struct {
 	// that much less.
 	Fee      decimal.NullDecimal
 	FeeAsset string
+	// RecordedAgo is how long ago the order's row last changed (its fill
+	// recorded), by Postgres's clock.
+	RecordedAgo time.Duration
 }
 
 // ParentOrderFill reads the recorded fill of the order placed under
@@ -331,12 +334,15 @@ type ParentFill struct {
 // migration 00018).
 func ParentOrderFill(ctx context.Context, q DBTX, parent string) (ParentFill, error) {
 	var p ParentFill
-	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), coalesce(fill_price, avg_price), filled_quantity, fee, coalesce(fee_asset, '')
+	var ago int64
+	err := q.QueryRow(ctx, `SELECT coalesce(side, ''), coalesce(fill_price, avg_price), filled_quantity, fee, coalesce(fee_asset, ''),
+       (extract(epoch FROM clock_timestamp() - coalesce(updated_at, created_at)) * 1000000)::bigint
 FROM orders WHERE client_order_id = $1`, parent).
-		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity, &p.Fee, &p.FeeAsset)
+		Scan(&p.Side, &p.FillPrice, &p.FilledQuantity, &p.Fee, &p.FeeAsset, &ago)
 	if err != nil {
 		return ParentFill{}, fmt.Errorf("fill of order %s: %w", parent, translate(err))
 	}
+	p.RecordedAgo = time.Duration(ago) * time.Microsecond
 	return p, nil
 }
 

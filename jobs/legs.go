@@ -154,6 +154,11 @@ func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed 
 	}
 }
 
+// exitPositionLag is how long after its entry's fill was recorded an exit
+// waits for the venue's position to show it before being refused or capped
+// for a position smaller than it (resolveExit).
+const exitPositionLag = 30 * time.Second
+
 // maxLegSends is how many sends of one leg, each never seen at the venue,
 // a pass makes before it fails the leg as unknown (step). Armings proven
 // never sent (the venue out of reach) do not count (Leg.Sends).
@@ -342,6 +347,11 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 // the resolution happens once.
 func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg) (exchange.Order, string, error) {
 	o := leg.Order
+	if leg.Sends > 0 {
+		// A send may have left: the exit stays exactly as first resolved
+		// and stored (MarkLegSent), so a same-ID resend is that order.
+		return o, "", nil
+	}
 	target := o.ExitTarget()
 	if target == nil && o.Exit != exchange.RoleOCO {
 		return o, fmt.Sprintf("exit leg %s carries no %s target", leg.ClientOrderID, o.Exit), nil
@@ -365,7 +375,7 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	// and the position it opened closed meanwhile (the strategy's close, a
 	// hand close, a halt). A reduce-only exit on a flat position would cut
 	// the symbol's next one. Once a send may have left (Sends), the exit
-	// stays as first resolved: a same-ID resend must match it. Only where
+	// stays as first resolved (above): a same-ID resend must match it. Only where
 	// exits are separate orders on the position (Binance USDⓈ-M): Bybit's
 	// trailing stop is the position's own setting, read by its adapter at
 	// send (a position not shown yet waits), and OKX refuses a reduce-only
@@ -383,6 +393,12 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 			held := facts.Position
 			if o.EntrySide() == "sell" {
 				held = held.Neg()
+			}
+			if held.LessThan(o.Quantity) && fill.RecordedAgo < exitPositionLag {
+				// Binance's position read may lag a fill just recorded
+				// (positionRisk is not timely on its own): read it again
+				// on a later pass before refusing or capping for good.
+				return o, "", fmt.Errorf("exit leg %s: %w: the position (%s) does not show the entry's fill yet", leg.ClientOrderID, ErrNotYet, facts.Position)
 			}
 			if !held.IsPositive() {
 				return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",

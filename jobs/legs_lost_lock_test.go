@@ -92,7 +92,11 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 		})
 	})
 	_, err = passB.Finish(ctx, lockKey, entry)
-	require.NoError(t, err)
+	if err != nil {
+		// The take-profit's spike closed the position: the stop-loss waits
+		// for the position read to settle (a later pass refuses it).
+		require.ErrorIs(t, err, jobs.ErrNotYet)
+	}
 
 	sent := 0
 	for _, a := range f.AlgoOrders() {
