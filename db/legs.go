@@ -257,14 +257,17 @@ type OpenLegs struct {
 
 // ListOpenLegs returns at most limit primaries whose open legs were
 // planned or last sent longer than grace ago: legs an attempt left
-// unplaced or unknown when it died, for the sweeper to finish.
+// unplaced or unknown when it died, for the sweeper to finish. Primaries
+// with a leg not sent yet come first: a sent leg may wait on a venue that
+// cannot be asked (until the leg runner gives it up), and a batch of those
+// must not keep a planned exit from ever being placed.
 func ListOpenLegs(ctx context.Context, q DBTX, grace time.Duration, limit int) ([]OpenLegs, error) {
 	rows, err := q.Query(ctx, `
 SELECT parent_client_order_id, min(lock_key), min(trace_id)
 FROM order_legs
 WHERE outcome IS NULL AND coalesce(sent_at, created_at) < now() - $1::bigint * interval '1 millisecond'
 GROUP BY parent_client_order_id
-ORDER BY min(created_at)
+ORDER BY bool_or(sent_at IS NULL) DESC, min(created_at)
 LIMIT $2`, grace.Milliseconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list open legs: %w", translate(err))

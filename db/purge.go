@@ -160,12 +160,20 @@ const tracePagesSQL = `SELECT pg_relation_size('trace_ids') / current_setting('b
 // purgeAuditSQL deletes one batch of an audit table's rows (trace_events
 // or trace_purges) older than the retention, walking its index on at from
 // where the previous batch stopped ($3) and deleting by ctid, as
-// purgeTracesSQL does.
+// purgeTracesSQL does. The events of a trace kept because its order may
+// exist (reconciling, or an intent settled failed: unknown) are kept with
+// it, however old: an operator who finds it months later needs the reason
+// and the client order ID to ask the venue about (keptTracesSQL, read
+// through the two partial indexes of those few rows).
 func purgeAuditSQL(table string) string {
+	kept := ""
+	if table == "trace_events" {
+		kept = " AND trace_id NOT IN (" + keptTracesSQL + ")"
+	}
 	return `
 WITH doomed AS (
     SELECT ctid, at FROM ` + table + `
-    WHERE at < now() - $2::bigint * interval '1 millisecond' AND at >= $3
+    WHERE at < now() - $2::bigint * interval '1 millisecond' AND at >= $3` + kept + `
     ORDER BY at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -176,6 +184,13 @@ WITH doomed AS (
 )
 SELECT count(*), coalesce(max(at), $3) FROM d`
 }
+
+// keptTracesSQL lists the traces whose order may exist at the venue: those
+// reconciling (trace_ids_reconciling_idx) and those whose intent is settled
+// failed (dispatch_intents_unknown_idx). The purge keeps the traces
+// (OrderUnknownSQL) and their audit events.
+const keptTracesSQL = `SELECT i.trace_id FROM dispatch_intents i WHERE i.outcome = 'failed'
+    UNION ALL SELECT r.trace_id FROM trace_ids r WHERE r.reconciling_since IS NOT NULL`
 
 // auditTables hold the audit trail (trace_history is their union).
 var auditTables = []string{"trace_events", "trace_purges"}

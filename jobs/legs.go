@@ -154,6 +154,16 @@ func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed 
 	}
 }
 
+// giveUp fails a sent leg whose venue could not be asked about it for
+// SweepGiveUp (as the sweeper gives up an intent): whether its order exists
+// is unknown, so the leg is failed, not freed, and its leg_failed event is
+// notified once, instead of a warning on every sweep for ever.
+func (r *LegRunner) giveUp(ctx context.Context, tx *db.LegsTx, leg db.Leg, cause string) error {
+	return r.fail(ctx, tx, leg, db.IntentFailed, fmt.Sprintf(
+		"venue %s could not be asked about order %s for %s (%s); whether it exists is unknown: check the venue",
+		leg.Exchange, leg.ClientOrderID, r.cfg.SweepGiveUp, cause))
+}
+
 // exitPositionLag is how long after its entry's fill was recorded an exit
 // waits for the venue's position to show it before being refused or capped
 // for a position smaller than it (resolveExit).
@@ -173,6 +183,9 @@ const markUnsentTimeout = 10 * time.Second
 func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	venue, ok := r.venues.For(leg.Exchange, leg.Mode == signal.ModeTest)
 	if !ok {
+		if leg.Sent && leg.SentAgo >= r.cfg.SweepGiveUp {
+			return r.giveUp(ctx, tx, leg, fmt.Sprintf("venue %q is not configured on this replica", leg.Exchange))
+		}
 		return fmt.Errorf("leg %s: venue %q is not configured on this replica", leg.ClientOrderID, leg.Exchange)
 	}
 	if leg.Sent {
@@ -206,6 +219,8 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		case errors.Is(err, exchange.ErrMismatch):
 			return r.fail(ctx, tx, leg, db.IntentKeyReused,
 				fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", leg.ClientOrderID, err))
+		case leg.SentAgo >= r.cfg.SweepGiveUp:
+			return r.giveUp(ctx, tx, leg, err.Error())
 		default:
 			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
 		}
