@@ -11,7 +11,6 @@ import (
 	"github.com/hoox/hoox/internal/testfactory"
 )
 
-
 // A trace whose order is unknown (failed, "whether order X exists is
 // unknown: check the venue") is kept past its expiry — the purge skips it
 // (OrderUnknownSQL) and at Bybit, which never proves an order absent, that
