@@ -112,8 +112,12 @@ VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14,
         $21, $22, $23, $24, $25, $26, $27, $28)
 RETURNING created_at`
 
+// settleLegSQL settles the leg $1 with outcome $2, only while its outcome
+// is still $3 as the pass read it under the lock (empty for an open leg,
+// 'failed' for one whose order is unknown and that the sweeper asked about
+// again: ListUnknownLegs).
 const settleLegSQL = `
-UPDATE order_legs SET outcome = $2, settled_at = now() WHERE client_order_id = $1 AND outcome IS NULL`
+UPDATE order_legs SET outcome = $2, settled_at = now() WHERE client_order_id = $1 AND coalesce(outcome, '') = $3`
 
 // Settle records leg's order (when the venue holds or refused one: row
 // not nil) with outcome and events, and commits. The transaction is over
@@ -137,7 +141,7 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance), row.ExecutedExit).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
 	}
-	b.Queue(settleLegSQL, leg.ClientOrderID, outcome)
+	b.Queue(settleLegSQL, leg.ClientOrderID, outcome, string(leg.Outcome))
 	queueEvents(b, events)
 	err := commitWith(ctx, t.tx, b, hook)
 	t.Rollback(ctx)
@@ -148,6 +152,18 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 func (t *LegsTx) Commit(ctx context.Context, events ...Event) error {
 	b := &pgx.Batch{}
 	queueEvents(b, events)
+	err := commitWith(ctx, t.tx, b, nil)
+	t.Rollback(ctx)
+	return err
+}
+
+// MarkAsked records that the sweeper asked the venue about leg, failed
+// with its order unknown, and learned nothing that settles it: its
+// settled_at is refreshed so ListUnknownLegs lists it again only after the
+// others. It commits; the transaction is over afterwards.
+func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE order_legs SET settled_at = now() WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
 	err := commitWith(ctx, t.tx, b, nil)
 	t.Rollback(ctx)
 	return err
@@ -279,6 +295,34 @@ LIMIT $2`, grace.Milliseconds(), limit)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list open legs: %w", translate(err))
+	}
+	return out, nil
+}
+
+// unknownLegsSQL lists legs failed with their order unknown, least
+// recently asked first (settled_at is refreshed on each ask that settles
+// nothing: LegsTx.MarkAsked), from order_legs_unknown_idx (migration
+// 00039).
+const unknownLegsSQL = `
+SELECT ` + legColumns + `
+FROM order_legs
+WHERE outcome = 'failed' AND settled_at < now() - $1::bigint * interval '1 millisecond'
+ORDER BY settled_at
+LIMIT $2`
+
+// ListUnknownLegs returns at most limit legs that ended failed with their
+// order unknown (sent, never seen at a venue that may still book a late
+// request, or sent too often and never seen) and were not asked about for
+// every, so the sweeper can record the order if it turns up (README "A
+// missed trade"), as ListUnknown does for the primaries.
+func ListUnknownLegs(ctx context.Context, q DBTX, every time.Duration, limit int) ([]Leg, error) {
+	rows, err := q.Query(ctx, unknownLegsSQL, every.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unknown legs: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list unknown legs: %w", translate(err))
 	}
 	return out, nil
 }

@@ -315,6 +315,10 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 	if adopted {
 		rec.Detail["adopted"] = true
 	}
+	if leg.Outcome == db.IntentFailed {
+		// Failed with its order unknown, found since (AskUnknown).
+		rec.Detail["was_unknown"] = true
+	}
 	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
 	var hook db.TxHook
 	if rec.IntentOutcome == db.IntentRejected {
@@ -322,6 +326,69 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 		hook = r.legHook(ev, leg)
 	}
 	return tx.SettleWith(ctx, leg, rec.Order, rec.IntentOutcome, []db.Event{ev}, chainHooks(r.followHook(rec.Order, leg), hook))
+}
+
+// AskUnknown asks the venue again about leg, which ended failed with its
+// order unknown (db.ListUnknownLegs: sent and never seen at a venue that
+// may still book a late request), under its trace's lock, as step asks
+// about a leg that may have been sent. The order found is recorded as
+// adopted, and followed when it rests open (an exit), so the spot ledger
+// sees its fill and a cancel knows it; absence proven (a venue that
+// refuses a late request of the leg's kind, past its window) settles the
+// leg not_placed; another order under its ID, key_reused. Anything else —
+// not found where the venue may still book it, a market order still
+// executing, no answer — leaves it unknown, marked asked so the others
+// come first. It returns the outcome settled, "" when the leg stays
+// unknown (or was settled by another party since it was listed). It never
+// sends anything.
+func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOutcome, error) {
+	if r.jobs == nil {
+		// Never record an open order that nothing will follow.
+		if _, err := river.ClientFromContextSafely[pgx.Tx](ctx); err != nil {
+			return "", fmt.Errorf("leg %s: no job client to follow its order: %w", unknown.ClientOrderID, err)
+		}
+	}
+	tx, legs, err := db.LockLegs(ctx, r.pool, unknown.LockKey, unknown.ParentClientOrderID, r.cfg.LockWait, r.cfg.Timing.VenueTimeout+45*time.Second)
+	if err != nil {
+		return "", err
+	}
+	var leg db.Leg
+	for _, l := range legs {
+		if l.ClientOrderID == unknown.ClientOrderID {
+			leg = l
+		}
+	}
+	if leg.Outcome != db.IntentFailed {
+		tx.Rollback(ctx)
+		return "", nil
+	}
+	venue, ok := r.venues.For(leg.Exchange, leg.Mode == signal.ModeTest)
+	if !ok {
+		return "", tx.MarkAsked(ctx, leg)
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	held, err := venue.Lookup(vctx, leg.Order)
+	cancel()
+	switch {
+	case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
+	case err == nil:
+		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
+		return outcome, r.record(ctx, tx, leg, held, true)
+	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLateOrder(venue, leg.Order) && leg.SentAgo >= venue.AcceptWindow():
+		// Only where the venue refuses a late request of this kind: at
+		// one that may book it late (Binance spot, an OKX algo order)
+		// "not found" proves nothing, and the leg stays unknown.
+		ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed, Detail: map[string]any{
+			"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "was_unknown": true, "found": false,
+			"reason": fmt.Sprintf("order %s is not at the venue and its accept window has closed: it was never placed", leg.ClientOrderID)}}
+		return db.IntentNotPlaced, tx.SettleWith(ctx, leg, nil, db.IntentNotPlaced, []db.Event{ev}, nil)
+	case errors.Is(err, exchange.ErrMismatch):
+		return db.IntentKeyReused, r.fail(ctx, tx, leg, db.IntentKeyReused,
+			fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", leg.ClientOrderID, err))
+	case err != nil && !errors.Is(err, exchange.ErrNotFound):
+		r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
+	}
+	return "", tx.MarkAsked(ctx, leg)
 }
 
 // followHook queues the follow job of row, leg's order, when it is open

@@ -164,6 +164,38 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 				"parent_client_order_id", o.ParentClientOrderID, "error", err)
 		}
 	}
+	// Legs failed with their order unknown (a missed exit at a venue
+	// that may book a late request) are asked about again, each at most
+	// once per SweepGrace: an order that turns up is recorded and
+	// followed (README "A missed trade").
+	unknownLegs, err := db.ListUnknownLegs(ctx, w.pool, w.cfg.SweepGrace, sweepBatch)
+	if err != nil {
+		return settled, err
+	}
+	for _, l := range unknownLegs {
+		outcome, err := w.legs.AskUnknown(ctx, l)
+		switch {
+		case errors.Is(err, db.ErrLockTimeout):
+			continue
+		case err != nil:
+			w.log.WarnContext(ctx, "sweep: unknown leg left for the next sweep", "trace_id", l.TraceID,
+				"client_order_id", l.ClientOrderID, "error", err)
+			continue
+		case outcome == "":
+			continue
+		}
+		settled++
+		label, level := sweepAdopted, slog.LevelInfo
+		switch outcome {
+		case db.IntentNotPlaced:
+			label = sweepResolved
+		case db.IntentKeyReused:
+			label, level = sweepMismatch, slog.LevelError
+		}
+		w.metrics.Sweeps.WithLabelValues(label).Inc()
+		w.log.Log(ctx, level, "swept unknown leg", "trace_id", l.TraceID, "client_order_id", l.ClientOrderID,
+			"role", l.Role, "outcome", outcome)
+	}
 	return settled, nil
 }
 
