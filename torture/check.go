@@ -175,12 +175,14 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
-// open), how often it was sent, and the reason its order row gives when
-// hoox recorded it rejected.
+// open), how often it was sent, the reason its order row gives when hoox
+// recorded it rejected, and when it settled, on the history's clock (0:
+// unknown).
 type hooxLeg struct {
 	Outcome  string
 	Attempts int
 	Reason   string
+	Settled  time.Duration
 }
 
 func (l hooxLeg) String() string {
@@ -198,7 +200,7 @@ func (l hooxLeg) String() string {
 // order ID.
 func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
 	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
-       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), '')
+       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), ''), l.settled_at
 FROM order_legs l`)
 	if err != nil {
 		return nil, err
@@ -209,7 +211,9 @@ FROM order_legs l`)
 		if err != nil {
 			return nil, fmt.Errorf("torture: leg %s attempts %q: %w", r[0], r[2], err)
 		}
-		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
+		// An unknown time (NULL, unparsed) leaves Settled 0: no bound.
+		settled, _ := time.ParseDuration(r[4])
+		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3], Settled: settled}
 	}
 	return out, nil
 }
@@ -963,7 +967,7 @@ func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 	case err1 != nil || err2 != nil:
 		return false
 	case cover != nil:
-		return q.Equal(cover.Opened)
+		return q.Equal(cover.Opened) || cover.cappedTo(q)
 	case x.Exchange != "binance":
 		return q.Equal(e)
 	}
@@ -1033,7 +1037,7 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 				sig = w.sig
 			}
 			if ok && w.cover != nil {
-				why = fmt.Sprintf(" (entry %s: %s)", w.entry.ClientOrderID, w.cover)
+				why = fmt.Sprintf(" (entry %s: %s; held on its side since: %s)", w.entry.ClientOrderID, w.cover, w.cover.heldString())
 				if w.cover.Opened.IsZero() {
 					why = fmt.Sprintf(" (entry %s opened nothing for it to protect: %s)", w.entry.ClientOrderID, w.cover)
 				}
@@ -1087,6 +1091,21 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
 				Detail: fmt.Sprintf("entry %s filled (%s) and opened nothing (%s): its %s should be recorded rejected with a reason, never sent; hoox's leg: %s",
 					w.entry.ClientOrderID, recorded, w.cover, w.role, state)})
+		case w.cover != nil && planned && leg.Outcome == "rejected" && leg.Attempts == 0 && strings.Contains(leg.Reason, "is closed"):
+			// hoox read the position before the first send and found it
+			// closed: true only if the replay closed (or flipped) it
+			// after the entry's fill and before the refusal.
+			if w.cover.closedBy(leg.Settled) {
+				res.Checks[checkExitPlaced]++
+				continue
+			}
+			by := "its refusal (time unknown)"
+			if leg.Settled > 0 {
+				by = fmt.Sprintf("its refusal at %.3fs", leg.Settled.Seconds())
+			}
+			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet the venue's fills never closed the position on its side between the entry's fill and %s: held %s; hoox's leg: %s",
+					w.entry.ClientOrderID, recorded, w.cover, w.role, by, w.cover.heldString(), leg)})
 		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):
 			// nothing lost silently, but nothing here should refuse one.
