@@ -982,7 +982,10 @@ func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 // venue held), no planned exit was placed twice, and every entry the venue
 // filled got each exit it asked for, whatever hoox recorded of the entry
 // (s.legs only explains a missing one), or, when it opened nothing, none,
-// each recorded rejected with its reason and never sent.
+// each recorded rejected with its reason and never sent. On USDⓈ-M an exit
+// refused because its position closed, or capped to what was held, passes
+// only as the replay of the symbol's fills after the entry's bears out
+// (exitCover.closedBy, exitCover.cappedTo).
 func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
 	type planned struct {
 		entry venueOrder
