@@ -175,14 +175,12 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
-// open), how often it was sent, the reason its order row gives when hoox
-// recorded it rejected, and when it settled, on the history's clock (0:
-// unknown).
+// open), how often it was sent, and the reason its order row gives when
+// hoox recorded it rejected.
 type hooxLeg struct {
 	Outcome  string
 	Attempts int
 	Reason   string
-	Settled  time.Duration
 }
 
 func (l hooxLeg) String() string {
@@ -200,7 +198,7 @@ func (l hooxLeg) String() string {
 // order ID.
 func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
 	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
-       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), ''), l.settled_at
+       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), '')
 FROM order_legs l`)
 	if err != nil {
 		return nil, err
@@ -211,9 +209,7 @@ FROM order_legs l`)
 		if err != nil {
 			return nil, fmt.Errorf("torture: leg %s attempts %q: %w", r[0], r[2], err)
 		}
-		// An unknown time (NULL, unparsed) leaves Settled 0: no bound.
-		settled, _ := time.ParseDuration(r[4])
-		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3], Settled: settled}
+		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
 	}
 	return out, nil
 }
@@ -985,7 +981,7 @@ func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 // each recorded rejected with its reason and never sent. On USDⓈ-M an exit
 // refused because its position closed, or capped to what was held, passes
 // only as the replay of the symbol's fills after the entry's bears out
-// (exitCover.closedBy, exitCover.cappedTo).
+// (exitCover.closed, exitCover.cappedTo).
 func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
 	type planned struct {
 		entry venueOrder
@@ -1097,18 +1093,14 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 		case w.cover != nil && planned && leg.Outcome == "rejected" && leg.Attempts == 0 && strings.Contains(leg.Reason, "is closed"):
 			// hoox read the position before the first send and found it
 			// closed: true only if the replay closed (or flipped) it
-			// after the entry's fill and before the refusal.
-			if w.cover.closedBy(leg.Settled) {
+			// after the entry's fill.
+			if w.cover.closed() {
 				res.Checks[checkExitPlaced]++
 				continue
 			}
-			by := "its refusal (time unknown)"
-			if leg.Settled > 0 {
-				by = fmt.Sprintf("its refusal at %.3fs", leg.Settled.Seconds())
-			}
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
-				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet the venue's fills never closed the position on its side between the entry's fill and %s: held %s; hoox's leg: %s",
-					w.entry.ClientOrderID, recorded, w.cover, w.role, by, w.cover.heldString(), leg)})
+				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet no fill after the entry's closed the position on its side: held %s; hoox's leg: %s",
+					w.entry.ClientOrderID, recorded, w.cover, w.role, w.cover.heldString(), leg)})
 		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):
 			// nothing lost silently, but nothing here should refuse one.

@@ -205,20 +205,14 @@ func heldAfter(e venueOrder, fills []venueOrder) []held {
 	return out
 }
 
-// closedBy reports whether the position on the entry's side was closed or
-// flipped by some fill after the entry's own, booked no later than at (0
-// or a fill's unknown booking time: no bound): hoox then refuses an exit
-// it had not sent yet, as a reduce-only exit would cut the next position.
-func (c exitCover) closedBy(at time.Duration) bool {
-	for _, h := range c.After[min(1, len(c.After)):] {
-		if at > 0 && h.By.Booked > at {
-			break
-		}
-		if !h.Qty.IsPositive() {
-			return true
-		}
-	}
-	return false
+// closed reports whether the position on the entry's side was closed or
+// flipped by some fill after the entry's own: hoox then refuses an exit it
+// had not sent yet, as a reduce-only exit would cut the next position.
+// No time bounds the fill: the only time hoox records of the refusal
+// (order_legs.settled_at, now()) is its transaction's start, which comes
+// before the position read the refusal rests on.
+func (c exitCover) closed() bool {
+	return slices.ContainsFunc(c.After[min(1, len(c.After)):], func(h held) bool { return !h.Qty.IsPositive() })
 }
 
 // cappedTo reports whether q, less than what the entry opened, is the
