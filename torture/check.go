@@ -175,8 +175,9 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
-// open), how often it was sent, and the reason its order row gives when
-// hoox recorded it rejected.
+// open), how often it was sent, and the reason hoox recorded when it
+// refused it: on its order row, else on its leg_failed event (a leg
+// refused before its first send has no order row).
 type hooxLeg struct {
 	Outcome  string
 	Attempts int
@@ -198,7 +199,9 @@ func (l hooxLeg) String() string {
 // order ID.
 func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
 	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
-       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), '')
+       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id),
+                (SELECT max(h.detail->>'reason') FROM trace_history h
+                 WHERE h.trace_id = l.trace_id AND h.event = 'leg_failed' AND h.detail->>'client_order_id' = l.client_order_id), '')
 FROM order_legs l`)
 	if err != nil {
 		return nil, err
