@@ -175,8 +175,9 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
-// open), how often it was sent, and the reason its order row gives when
-// hoox recorded it rejected.
+// open), how often it was sent, and the reason hoox recorded when it
+// refused it: on its order row, else on its leg_failed event (a leg
+// refused before its first send has no order row).
 type hooxLeg struct {
 	Outcome  string
 	Attempts int
@@ -198,7 +199,9 @@ func (l hooxLeg) String() string {
 // order ID.
 func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
 	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
-       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id), '')
+       coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id),
+                (SELECT max(h.detail->>'reason') FROM trace_history h
+                 WHERE h.trace_id = l.trace_id AND h.event = 'leg_failed' AND h.detail->>'client_order_id' = l.client_order_id), '')
 FROM order_legs l`)
 	if err != nil {
 		return nil, err
@@ -963,7 +966,7 @@ func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 	case err1 != nil || err2 != nil:
 		return false
 	case cover != nil:
-		return q.Equal(cover.Opened)
+		return q.Equal(cover.Opened) || cover.cappedTo(q)
 	case x.Exchange != "binance":
 		return q.Equal(e)
 	}
@@ -978,7 +981,10 @@ func exitQuantityFits(x, entry venueOrder, cover *exitCover) bool {
 // venue held), no planned exit was placed twice, and every entry the venue
 // filled got each exit it asked for, whatever hoox recorded of the entry
 // (s.legs only explains a missing one), or, when it opened nothing, none,
-// each recorded rejected with its reason and never sent.
+// each recorded rejected with its reason and never sent. On USDⓈ-M an exit
+// refused because its position closed, or capped to what was held, passes
+// only as the replay of the symbol's fills after the entry's bears out
+// (exitCover.closed, exitCover.cappedTo).
 func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]hooxOrder) {
 	type planned struct {
 		entry venueOrder
@@ -1033,7 +1039,7 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 				sig = w.sig
 			}
 			if ok && w.cover != nil {
-				why = fmt.Sprintf(" (entry %s: %s)", w.entry.ClientOrderID, w.cover)
+				why = fmt.Sprintf(" (entry %s: %s; held on its side since: %s)", w.entry.ClientOrderID, w.cover, w.cover.heldString())
 				if w.cover.Opened.IsZero() {
 					why = fmt.Sprintf(" (entry %s opened nothing for it to protect: %s)", w.entry.ClientOrderID, w.cover)
 				}
@@ -1087,6 +1093,17 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
 				Detail: fmt.Sprintf("entry %s filled (%s) and opened nothing (%s): its %s should be recorded rejected with a reason, never sent; hoox's leg: %s",
 					w.entry.ClientOrderID, recorded, w.cover, w.role, state)})
+		case w.cover != nil && planned && leg.Outcome == "rejected" && leg.Attempts == 0 && strings.Contains(leg.Reason, "is closed"):
+			// hoox read the position before the first send and found it
+			// closed: true only if the replay closed (or flipped) it
+			// after the entry's fill.
+			if w.cover.closed() {
+				res.Checks[checkExitPlaced]++
+				continue
+			}
+			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
+				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet no fill after the entry's closed the position on its side: held %s; hoox's leg: %s",
+					w.entry.ClientOrderID, recorded, w.cover, w.role, w.cover.heldString(), leg)})
 		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):
 			// nothing lost silently, but nothing here should refuse one.

@@ -80,6 +80,11 @@ type exitCover struct {
 	Before string // as stored; "" when the intent stores none
 	Filled decimal.Decimal
 	Opened decimal.Decimal
+	// After is the position on the entry's side after its own fill and
+	// after each fill booked after it: what hoox's read before the
+	// exit's first send may have seen (docs/TORTURE.md, "exits on a
+	// position that moved").
+	After []held
 }
 
 func (c exitCover) String() string {
@@ -96,7 +101,7 @@ func (c exitCover) String() string {
 // with such exits) fails the check; its exits are then held to the whole
 // fill, as hoox sizes them without one.
 func (s *sim) exitCover(res *Result, e venueOrder, sig int, fills []venueOrder) exitCover {
-	c := exitCover{Before: s.positionBefore[e.ClientOrderID], Filled: executed(e)}
+	c := exitCover{Before: s.positionBefore[e.ClientOrderID], Filled: executed(e), After: heldAfter(e, fills)}
 	c.Opened = c.Filled
 	fail := func(format string, args ...any) {
 		res.Failures = append(res.Failures, Failure{Check: checkPositionBefore, Signal: sig, ClientOrderID: e.ClientOrderID,
@@ -165,4 +170,72 @@ func positionSeen(e venueOrder, before decimal.Decimal, fills []venueOrder, firs
 	}
 	return fmt.Sprintf("entry %s (#%s, %s %s) stores the %s position before it as %s, which the venue never held between the signal's first send (%.3fs) and the entry's fill: it held %s",
 		e.ClientOrderID, e.ExchangeOrderID, e.Side, executed(e), e.Symbol, before, first.Seconds(), strings.Join(seen, ", "))
+}
+
+// held is the position on an entry's side (a long for a buy, a short for
+// a sell, as a positive quantity; zero or less when closed or flipped)
+// after fill By.
+type held struct {
+	Qty decimal.Decimal
+	By  venueOrder
+}
+
+func (h held) String() string { return fmt.Sprintf("%s after #%s", h.Qty, h.By.ExchangeOrderID) }
+
+// heldAfter replays the symbol's fills in booking order and returns the
+// position on entry e's side after e's own fill and after each later
+// one; nil when e is not among them (positionSeen fails that).
+func heldAfter(e venueOrder, fills []venueOrder) []held {
+	own := slices.IndexFunc(fills, func(f venueOrder) bool { return f.ExchangeOrderID == e.ExchangeOrderID })
+	if own < 0 {
+		return nil
+	}
+	pos := decimal.Zero
+	var out []held
+	for k, f := range fills {
+		q := executed(f)
+		if f.Side != e.Side {
+			q = q.Neg()
+		}
+		pos = pos.Add(q)
+		if k >= own {
+			out = append(out, held{pos, f})
+		}
+	}
+	return out
+}
+
+// closed reports whether the position on the entry's side was closed or
+// flipped by some fill after the entry's own: hoox then refuses an exit it
+// had not sent yet, as a reduce-only exit would cut the next position.
+// No time bounds the fill: the only time hoox records of the refusal
+// (order_legs.settled_at, now()) is its transaction's start, which comes
+// before the position read the refusal rests on.
+func (c exitCover) closed() bool {
+	return slices.ContainsFunc(c.After[min(1, len(c.After)):], func(h held) bool { return !h.Qty.IsPositive() })
+}
+
+// cappedTo reports whether q, less than what the entry opened, is the
+// position held on its side after its own fill or some later one: hoox
+// caps an exit it had not sent yet to what is held when less is left.
+func (c exitCover) cappedTo(q decimal.Decimal) bool {
+	if !q.IsPositive() || !q.LessThan(c.Opened) {
+		return false
+	}
+	return slices.ContainsFunc(c.After, func(h held) bool { return h.Qty.Equal(q) })
+}
+
+// heldString lists the positions After, the first and last few when long.
+func (c exitCover) heldString() string {
+	const ends = 4
+	var out []string
+	for i, h := range c.After {
+		if len(c.After) > 2*ends+1 && i == ends {
+			out = append(out, fmt.Sprintf("… %d more …", len(c.After)-2*ends))
+		}
+		if len(c.After) <= 2*ends+1 || i < ends || i >= len(c.After)-ends {
+			out = append(out, h.String())
+		}
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }

@@ -149,3 +149,74 @@ func TestCheckerCatchesAPositionBeforeTheVenueNeverHeld(t *testing.T) {
 	b.vos[0].Booked = 2050 * time.Millisecond
 	require.Empty(t, b.judge())
 }
+
+// The made-up histories below play the exits hoox resolves against the
+// position it reads before their first send: other signals on the symbol
+// move it between the entry's fill and the exit's send.
+
+const closedStopLoss = "the HXUSDT position this stop_loss was to protect is closed: not placed (a reduce-only exit on it would cut the next position)"
+
+// movedAfterEntry books a buy of 12 with exits from flat (1 s), then
+// signal 1's sell (2 s): a sell of 20 flips the long to a short of 8, a
+// sell of 5 leaves a long of 7.
+func movedAfterEntry(t *testing.T, sell string) *checkBundle {
+	t.Helper()
+	b := setupCheck(t, futuresSignal("buy", "12", "take_profit", "stop_loss"), futuresSignal("sell", sell))
+	b.fill(0, "hxa", "1001", time.Second)
+	b.fill(1, "hxt", "1002", 2*time.Second)
+	b.s.positionBefore["hxa"] = "0"
+	b.exitAt(0, "hxa", 1, "1003", "sell", "12")
+	return b
+}
+
+// A stop-loss refused as its position closed passes when the replay closes
+// the entry's long after its fill and before the refusal.
+func TestCheckerPassesAnExitRefusedForAPositionClosedAfterTheEntry(t *testing.T) {
+	t.Parallel()
+	b := movedAfterEntry(t, "20")
+	b.leg("hxa", 2, hooxLeg{Outcome: "rejected", Reason: closedStopLoss})
+	require.Empty(t, b.judge())
+}
+
+// The same refusal with no close after the entry's fill in the replay, or
+// sent before it was refused, fails.
+func TestCheckerCatchesAnExitRefusedForAPositionNeverClosed(t *testing.T) {
+	t.Parallel()
+	b := movedAfterEntry(t, "5")
+	b.leg("hxa", 2, hooxLeg{Outcome: "rejected", Reason: closedStopLoss})
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "a long of 7 is still held")
+
+	b = movedAfterEntry(t, "20")
+	b.leg("hxa", 2, hooxLeg{Outcome: "rejected", Attempts: 1, Reason: closedStopLoss})
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "hoox reads the position before the first send only")
+
+	// A close before the entry's own fill is not one after it: a buy of
+	// 12 against a short of 5 closes it as it fills and opens a long of 7,
+	// which stays.
+	b = setupCheck(t, futuresSignal("sell", "5"), futuresSignal("buy", "12", "take_profit", "stop_loss"))
+	b.fill(0, "hxt", "1001", time.Second)
+	b.fill(1, "hxa", "1002", 2*time.Second)
+	b.s.positionBefore["hxa"] = "-5"
+	b.leg("hxa", 1, hooxLeg{Outcome: "rejected", Reason: closedStopLoss})
+	b.leg("hxa", 2, hooxLeg{Outcome: "rejected", Reason: closedStopLoss})
+	require.Equal(t, map[string]int{checkExitPlaced: 2}, b.judge())
+}
+
+// An exit capped to the long of 7 left after the sell of 5 passes.
+func TestCheckerPassesAnExitCappedToALaterPosition(t *testing.T) {
+	t.Parallel()
+	b := movedAfterEntry(t, "5")
+	b.exitAt(0, "hxa", 2, "1004", "sell", "7")
+	require.Empty(t, b.judge())
+}
+
+// An exit below what the entry opened that matches no position held after
+// the entry's fill fails, as does one above what it opened.
+func TestCheckerCatchesAnExitCappedToNoPositionHeld(t *testing.T) {
+	t.Parallel()
+	for _, qty := range []string{"8", "5", "13"} {
+		b := movedAfterEntry(t, "5")
+		b.exitAt(0, "hxa", 2, "1004", "sell", qty)
+		require.Equal(t, map[string]int{checkExitAttributed: 1, checkExitPlaced: 1}, b.judge(), "a stop-loss for %s", qty)
+	}
+}
