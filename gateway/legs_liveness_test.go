@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
-	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -25,20 +23,10 @@ func TestALegWhoseVenueCannotBeAskedIsGivenUpLikeAnIntent(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
-	d := decimal.RequireFromString
-	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
-		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
-	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
-		AfterVenue: func(string) {
-			// The close's second part: an answer hoox reads as "may exist".
-			b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
-		}})
-	t.Cleanup(svc.Close)
-
-	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-leg-unasked"}`))
-	require.NoError(t, err)
-	require.Equal(t, "100", out.Order.Quantity.String())
+	// The close's second part: an answer hoox reads as "may exist".
+	out := bybitSplitClose(t, b, "bybit-leg-unasked", func() {
+		b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
+	})
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL`),
 		"the second part was sent and its outcome is unknown")
 
@@ -46,7 +34,7 @@ func TestALegWhoseVenueCannotBeAskedIsGivenUpLikeAnIntent(t *testing.T) {
 	// permission) for longer than SweepGiveUp.
 	b.bybit.Inject(bybitfake.PathRealtime, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
 	b.bybit.Inject(bybitfake.PathHistory, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
-	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '3 hours', created_at = now() - interval '3 hours'`)
+	_, err := b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '3 hours', created_at = now() - interval '3 hours'`)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE dispatch_intents SET sent_at = now() - interval '3 hours'`)
 	require.NoError(t, err)
@@ -78,21 +66,15 @@ func TestLegsTheVenueCannotAnswerDoNotStarveTheOthers(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
-	d := decimal.RequireFromString
-	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
-		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
-	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
-		AfterVenue: func(string) { b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal.")) }})
-	t.Cleanup(svc.Close)
-	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-starve"}`))
-	require.NoError(t, err)
+	out := bybitSplitClose(t, b, "bybit-starve", func() {
+		b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
+	})
 
 	// 100 older primaries with a sent leg the venue cannot be asked about
 	// (copies of this one, at a venue this replica no longer configures:
 	// an outage does the same while it lasts), and one newer leg planned,
 	// never sent, at Bybit.
-	_, err = b.pool.Exec(ctx, `
+	_, err := b.pool.Exec(ctx, `
 INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec,
                         sent_at, attempts, created_at)
 SELECT 'hxstuck' || g, 'parent-stuck-' || g, 1, role, trace_id, lock_key, 'bybit-old', mode,

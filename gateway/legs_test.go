@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -397,26 +398,17 @@ func TestALegNeverSeenAtTheVenueIsFailedAfterItsSends(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
-	d := decimal.RequireFromString
-	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
-		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
-	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
-		AfterVenue: func(string) {
-			// Every placement after the close's first part: refused with
-			// a code hoox reads as "may exist".
-			b.bybit.InjectPlacements(1000, bybitfake.Refuse(170999, "Untabled refusal."))
-		}})
-	t.Cleanup(svc.Close)
-
-	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-untabled"}`))
-	require.NoError(t, err)
-	require.Equal(t, "100", out.Order.Quantity.String())
+	// Every placement after the close's first part: refused with a code
+	// hoox reads as "may exist".
+	out := bybitSplitClose(t, b, "bybit-untabled", func() {
+		b.bybit.InjectPlacements(1000, bybitfake.Refuse(170999, "Untabled refusal."))
+	})
 	created := b.bybit.Requests(bybitfake.PathCreate)
 
 	var lockKey string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key FROM order_legs WHERE parent_client_order_id = $1`, out.Order.ClientOrderID).Scan(&lockKey))
 	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, b.venues, nil, nil)
+	var err error
 	for range 30 {
 		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE parent_client_order_id = $1 AND sent_at IS NOT NULL`,
 			out.Order.ClientOrderID)
@@ -435,4 +427,24 @@ func TestALegNeverSeenAtTheVenueIsFailedAfterItsSends(t *testing.T) {
 	_, err = runner.Finish(ctx, lockKey, out.Order.ClientOrderID)
 	require.NoError(t, err)
 	require.Equal(t, sends, b.bybit.Requests(bybitfake.PathCreate)-created, "nothing sent after it failed")
+}
+
+// bybitSplitClose closes a Bybit linear long of 130 ETHUSDT whose market
+// cap is 100 — a first part of 100 and a leg of 30 — through a service
+// whose AfterVenue runs afterFirst once, after the first part's answer
+// (to set the faults the leg then meets). It returns the close's outcome.
+func bybitSplitClose(t *testing.T, b *adaptersBundle, traceID string, afterFirst func()) *gateway.Outcome {
+	t.Helper()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
+	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
+	var once sync.Once
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
+		AfterVenue: func(string) { once.Do(afterFirst) }})
+	t.Cleanup(svc.Close)
+	out, err := svc.Execute(context.Background(), input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"`+traceID+`"}`))
+	require.NoError(t, err)
+	require.Equal(t, "100", out.Order.Quantity.String())
+	return out
 }

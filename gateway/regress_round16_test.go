@@ -2,15 +2,12 @@ package gateway_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
-	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -24,26 +21,13 @@ func TestLegArmedButUnsentIsNotCountedAsSent(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
-	d := decimal.RequireFromString
-	b.bybit.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
-		TickSize: d("0.01"), QtyStep: d("0.01"), MinOrderQty: d("0.01"), MinNotional: d("5"), MaxLeverage: 100, MaxMktOrderQty: d("100")})
-	b.bybit.SetPosition("ETHUSDT", "Buy", d("130"))
-	var once sync.Once
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
-		AfterVenue: func(string) {
-			once.Do(func() {
-				// After the close's first part: ten placements refused by
-				// Bybit's rate limit before anything is accepted (nothing
-				// sent), then one untabled answer (may exist: unknown).
-				b.bybit.InjectPlacements(10, bybitfake.TooManyVisits(time.Millisecond))
-				b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
-			})
-		}})
-	t.Cleanup(svc.Close)
-
-	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"bybit-ratelimited-leg"}`))
-	require.NoError(t, err)
-	require.Equal(t, "100", out.Order.Quantity.String())
+	// After the close's first part: ten placements refused by Bybit's rate
+	// limit before anything is accepted (nothing sent), then one untabled
+	// answer (may exist: unknown).
+	out := bybitSplitClose(t, b, "bybit-ratelimited-leg", func() {
+		b.bybit.InjectPlacements(10, bybitfake.TooManyVisits(time.Millisecond))
+		b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal."))
+	})
 	created := b.bybit.Requests(bybitfake.PathCreate)
 
 	var lockKey string
