@@ -169,6 +169,19 @@ func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
 	return err
 }
 
+// Reopen makes a leg settled failed (unknown) open again, with ev, and
+// ends the pass: its venue could not be asked for a while (the leg runner
+// gave it up) and now shows no order under its ID at a venue where sending
+// it again under that ID is safe, so the next pass sends it.
+func (t *LegsTx) Reopen(ctx context.Context, leg Leg, ev Event) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
+	queueEvents(b, []Event{ev})
+	err := commitWith(ctx, t.tx, b, nil)
+	t.Rollback(ctx)
+	return err
+}
+
 // Rollback ends the pass without writing; safe after Settle or Commit.
 func (t *LegsTx) Rollback(ctx context.Context) {
 	_ = t.tx.Rollback(context.WithoutCancel(ctx))

@@ -79,6 +79,9 @@ const (
 	EventLegPlaced   = "leg_placed"
 	EventLegRejected = "leg_rejected"
 	EventLegFailed   = "leg_failed"
+	// EventLegReopened: a leg given up while its venue could not be asked
+	// is open again, to be sent under its ID (LegsTx.Reopen).
+	EventLegReopened = "leg_reopened"
 )
 
 // Recorded is what an order the venue holds (or refused) makes of its

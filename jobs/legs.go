@@ -342,12 +342,6 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 // unknown (or was settled by another party since it was listed). It never
 // sends anything.
 func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOutcome, error) {
-	if r.jobs == nil {
-		// Never record an open order that nothing will follow.
-		if _, err := river.ClientFromContextSafely[pgx.Tx](ctx); err != nil {
-			return "", fmt.Errorf("leg %s: no job client to follow its order: %w", unknown.ClientOrderID, err)
-		}
-	}
 	tx, legs, err := db.LockLegs(ctx, r.pool, unknown.LockKey, unknown.ParentClientOrderID, r.cfg.LockWait, r.cfg.Timing.VenueTimeout+45*time.Second)
 	if err != nil {
 		return "", err
@@ -372,8 +366,25 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 	switch {
 	case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
 	case err == nil:
+		if r.jobs == nil {
+			// Never record an open order that nothing will follow.
+			if _, cerr := river.ClientFromContextSafely[pgx.Tx](ctx); cerr != nil {
+				tx.Rollback(ctx)
+				return "", fmt.Errorf("leg %s: no job client to follow its order: %w", leg.ClientOrderID, cerr)
+			}
+		}
 		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
 		return outcome, r.record(ctx, tx, leg, held, true)
+	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo >= venue.AcceptWindow() &&
+		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends:
+		// Given up while its venue could not be asked (giveUp): the venue
+		// answers again, holds nothing under the ID, and a same-ID send is
+		// safe there. Open again, so the next pass sends it — an exit or a
+		// close part asked for is placed once the outage is over.
+		ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegReopened, Detail: map[string]any{
+			"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq,
+			"reason": fmt.Sprintf("order %s is not at the venue, which answers again: sent again under its ID", leg.ClientOrderID)}}
+		return "", tx.Reopen(ctx, leg, ev)
 	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLateOrder(venue, leg.Order) && leg.SentAgo >= venue.AcceptWindow():
 		// Only where the venue refuses a late request of this kind: at
 		// one that may book it late (Binance spot, an OKX algo order)

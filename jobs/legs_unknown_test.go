@@ -90,7 +90,7 @@ func TestAnUnknownLegNotFoundIsSettledOnlyWhereAbsenceIsProven(t *testing.T) {
 	b := setup(t)
 	f := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100_000)}})
 	venues := binanceVenues(t, f, binance.MarketSpot, binance.MarketFutures)
-	seed := func(id, venue string) {
+	seed := func(id, venue string, attempts int) {
 		t.Helper()
 		o := exchange.Order{ClientOrderID: id, Symbol: "ETHUSDT", Action: "close", Side: "sell", ReduceOnly: venue == "binance-futures",
 			OrderType: "market", Quantity: decimal.NewFromInt(1)}
@@ -99,11 +99,14 @@ func TestAnUnknownLegNotFoundIsSettledOnlyWhereAbsenceIsProven(t *testing.T) {
 		_, err = b.pool.Exec(ctx, `INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
 			exchange, mode, order_spec, sent_at, attempts, outcome, settled_at)
 			VALUES ($1, $1 || '-parent', 1, 'close_part', 'k:' || $1, 'k:' || $1, $2, 'live', $3,
-			        now() - interval '1 hour', 1, 'failed', now() - interval '1 hour')`, id, venue, spec)
+			        now() - interval '1 hour', $4, 'failed', now() - interval '1 hour')`, id, venue, spec, attempts)
 		require.NoError(t, err)
 	}
-	seed("hxunkfutures", "binance-futures")
-	seed("hxunkspot", "binance")
+	// A USDⓈ-M leg that used up its sends (maxLegSends, 10), one given up
+	// while the venue could not be asked (1 send), and a spot one.
+	seed("hxunkfutures", "binance-futures", 10)
+	seed("hxunkfutgiven", "binance-futures", 1)
+	seed("hxunkspot", "binance", 1)
 
 	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Minute}, venues, nil, nil)
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, sweeper)
@@ -117,6 +120,9 @@ func TestAnUnknownLegNotFoundIsSettledOnlyWhereAbsenceIsProven(t *testing.T) {
 		"USDⓈ-M refuses a late request: not found past the window is never placed")
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:hxunkfutures' AND event = 'leg_failed'
 		AND (detail->>'was_unknown')::boolean AND NOT (detail->>'found')::boolean`))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = 'hxunkfutgiven' AND outcome IS NULL`),
+		"given up during an outage, absent now where a same-ID send is safe: open again, for the next pass to send")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE trace_id = 'k:hxunkfutgiven' AND event = 'leg_reopened'`))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = 'hxunkspot' AND outcome = 'failed'
 		AND settled_at > now() - interval '1 minute'`), "spot may still book it: unknown, asked again after the others")
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM orders`))
