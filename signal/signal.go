@@ -257,7 +257,10 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 			s.askedAction, s.askedQuantityType, s.askedQuantity = asked, t, qty.d
 		}
 	}()
-	_, priced, _ := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
+	// Read before the quantity type is settled (a flat close with a price
+	// is sized differently); its error still comes after the quantity
+	// type's, in canonical field order.
+	price, priced, priceErr := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
 	switch {
 	case sentiment == "flat" && qtype != QuantityPercentOfPosition && priced:
 		// The same for a limit close, sized as 100 % of the position: a
@@ -276,11 +279,10 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 		}
 	}
 
-	price, found, err := fieldValue(r, FieldPrice, positiveDecimal, decimal.Decimal.Equal)
-	if err != nil {
-		return err
+	if priceErr != nil {
+		return priceErr
 	}
-	s.Price = decimal.NullDecimal{Decimal: price, Valid: found}
+	s.Price = decimal.NullDecimal{Decimal: price, Valid: priced}
 
 	orderType, found, err := fieldValue(r, FieldOrderType, parseOrderType, equalComparable[string])
 	if err != nil {
@@ -532,7 +534,8 @@ func positionAction(r *Raw, action, sentiment string, q quantity, qtype string) 
 
 // askedQuantityType is the quantity type read for action without the
 // strategy's position: the named type, else a percentage of the position
-// for a close and of the balance for anything else, else base.
+// for a close and of the balance for anything else, else base. It is
+// quantityType's reading before its checks.
 func askedQuantityType(action string, q quantity, t string, found bool) string {
 	closing := action == "close" || action == "close_long" || action == "close_short"
 	switch {
@@ -551,14 +554,7 @@ func askedQuantityType(action string, q quantity, t string, found bool) string {
 // the position for a close, and never above 100.
 func quantityType(r *Raw, action string, q quantity, t string, found bool) (string, error) {
 	closing := action == "close" || action == "close_long" || action == "close_short"
-	switch {
-	case !found && q.percent && closing:
-		t = QuantityPercentOfPosition
-	case !found && q.percent:
-		t = QuantityPercentOfBalance
-	case !found:
-		t = QuantityBase
-	}
+	t = askedQuantityType(action, q, t, found)
 	percent := t == QuantityPercentOfBalance || t == QuantityPercentOfPosition
 	switch {
 	case q.percent && !percent:
