@@ -240,26 +240,26 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 				fmt.Sprintf("exit %s filled first: the position it protected is closed", filledBy))
 		}
 	}
-	if leg.Order.Exit != "" && leg.Order.PositionBefore != nil {
-		// An entry that only reduced (or closed) a position on the other
-		// side opened nothing for its exits to protect: each is recorded
-		// rejected with why, nothing sent, as Bybit's trailing stop is
-		// (bybit.placeTrailing). The position before the entry is the
-		// one read before its intent, and the entry's fill is final, so
-		// every pass decides alike.
+	if leg.Order.Exit != "" {
+		// The entry's fill, read once: what an exit covers and where its
+		// percent target lies come from it.
 		fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
 		if err != nil {
 			return err
 		}
-		if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
+		if leg.Order.PositionBefore != nil && fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
+			// An entry that only reduced (or closed) a position on the
+			// other side opened nothing for its exits to protect: each is
+			// recorded rejected with why, nothing sent, as Bybit's
+			// trailing stop is (bybit.placeTrailing). The position before
+			// the entry is the one read before its intent, and the
+			// entry's fill is final, so every pass decides alike.
 			if reason := leg.Order.OnlyReduced(fill.FilledQuantity.Decimal); reason != "" {
 				return r.record(ctx, tx, leg, exchange.Report{Symbol: exchange.VenueSymbol(leg.Order.Symbol), Side: leg.Order.Side,
 					Quantity: leg.Order.Quantity, Status: exchange.StatusRejected, Reason: reason}, false)
 			}
 		}
-	}
-	if leg.Order.Exit != "" {
-		exit, reason, err := r.resolveExit(ctx, venue, leg)
+		exit, reason, err := r.resolveExit(ctx, venue, leg, fill)
 		if err != nil {
 			return err
 		}
@@ -429,16 +429,17 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 	return tx.SettleWith(ctx, leg, nil, outcome, []db.Event{ev}, r.legHook(ev, leg))
 }
 
-// resolveExit sets an exit leg's quantity to what its entry executed (of
-// it, what opened or added to a position on the entry's side, when the
-// position before the entry is known: Order.PositionBefore) and
+// resolveExit sets an exit leg's quantity to what its entry executed (fill,
+// as step read it; of it, what opened or added to a position on the
+// entry's side, when the position before the entry is known:
+// Order.PositionBefore) and
 // its trigger from the entry's fill price (a percent target) or as given,
 // rounded to the venue's tick toward the entry and checked to lie on the
 // exit's side of the fill (exchange.Attached.Resolve). reason is set when
 // the exit cannot be sent (a trigger on the wrong side, a percent smaller
 // than a tick): it is not sent. MarkLegSent stores what this returns, so
 // the resolution happens once.
-func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg) (exchange.Order, string, error) {
+func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg, fill db.ParentFill) (exchange.Order, string, error) {
 	o := leg.Order
 	if leg.Sends > 0 {
 		// A send may have left: the exit stays exactly as first resolved
@@ -448,10 +449,6 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	target := o.ExitTarget()
 	if target == nil && o.Exit != exchange.RoleOCO {
 		return o, fmt.Sprintf("exit leg %s carries no %s target", leg.ClientOrderID, o.Exit), nil
-	}
-	fill, err := db.ParentOrderFill(ctx, r.pool, leg.ParentClientOrderID)
-	if err != nil {
-		return o, "", err
 	}
 	if fill.FilledQuantity.Valid && fill.FilledQuantity.Decimal.IsPositive() {
 		o.Quantity = fill.FilledQuantity.Decimal
@@ -477,6 +474,7 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+		var err error
 		facts, err = sizer.SizingFacts(vctx, o, exchange.SizingNeed{Position: current})
 		cancel()
 		if err != nil {
