@@ -143,18 +143,14 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome, string(leg.Outcome))
 	queueEvents(b, events)
-	err := commitWith(ctx, t.tx, b, hook)
-	t.Rollback(ctx)
-	return err
+	return t.end(ctx, b, hook)
 }
 
 // Commit ends the pass, writing events (may be none) first.
 func (t *LegsTx) Commit(ctx context.Context, events ...Event) error {
 	b := &pgx.Batch{}
 	queueEvents(b, events)
-	err := commitWith(ctx, t.tx, b, nil)
-	t.Rollback(ctx)
-	return err
+	return t.end(ctx, b, nil)
 }
 
 // MarkAsked records that the sweeper asked the venue about leg, failed
@@ -164,9 +160,7 @@ func (t *LegsTx) Commit(ctx context.Context, events ...Event) error {
 func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE order_legs SET settled_at = now() WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
-	err := commitWith(ctx, t.tx, b, nil)
-	t.Rollback(ctx)
-	return err
+	return t.end(ctx, b, nil)
 }
 
 // Reopen makes a leg settled failed (unknown) open again, with ev, and
@@ -177,7 +171,12 @@ func (t *LegsTx) Reopen(ctx context.Context, leg Leg, ev Event) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
 	queueEvents(b, []Event{ev})
-	err := commitWith(ctx, t.tx, b, nil)
+	return t.end(ctx, b, nil)
+}
+
+// end sends b and hook's writes, commits, and ends the pass.
+func (t *LegsTx) end(ctx context.Context, b *pgx.Batch, hook TxHook) error {
+	err := commitWith(ctx, t.tx, b, hook)
 	t.Rollback(ctx)
 	return err
 }
