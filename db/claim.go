@@ -287,7 +287,7 @@ func claimSQL(window bool) string {
 	}
 	return `
 WITH ks AS (
-    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged` + prior + `
+    SELECT ` + killSwitchEngagedSQL + ` AS engaged` + prior + `
 ), ins AS (
     INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action,
                            signal, source_ip, signal_time, received_at, updated_at, expires_at)

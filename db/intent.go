@@ -323,7 +323,7 @@ func TouchIntent(ctx context.Context, q DBTX, clientOrderID string, armed int) (
 
 const touchIntentSQL = `
 WITH ks AS (
-    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+    SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), u AS (
     UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
     WHERE client_order_id = $1 AND outcome = 'reconciling' AND attempts = $2 AND NOT (SELECT engaged FROM ks)

@@ -198,7 +198,7 @@ func (t *LegsTx) Rollback(ctx context.Context) {
 // the second whether the leg was armed.
 const markLegSentSQL = `
 WITH ks AS (
-    SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false) AS engaged
+    SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), u AS (
     UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
     WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND NOT (SELECT engaged FROM ks)

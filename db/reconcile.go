@@ -72,7 +72,7 @@ const reconcileStatusSQL = `
 SELECT CASE WHEN t.client_order_id IS NULL OR t.client_order_id = $2 THEN t.status::text ELSE 'superseded' END, i.sent_at, coalesce(i.attempts, 0),
        (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint,
        (extract(epoch FROM clock_timestamp() - t.received_at) * 1000000)::bigint,
-       coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)
+       ` + killSwitchEngagedSQL + `
 FROM trace_ids t LEFT JOIN dispatch_intents i ON i.client_order_id = $2
 WHERE t.trace_id = $1 FOR UPDATE OF t`
 

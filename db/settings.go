@@ -15,6 +15,12 @@ import (
 // is seen by every replica at once.
 const SettingKillSwitch = "kill_switch"
 
+// killSwitchEngagedSQL is true while trading is halted: the expression
+// every statement that may lead to a placement (the claim, a reconcile's
+// read and re-arm, a leg's arming) reads the switch with, in the
+// statement itself.
+const killSwitchEngagedSQL = `coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = 'kill_switch'), false)`
+
 // KillSwitchTraceID is the audit trail's trace ID for kill switch changes;
 // the admin: prefix cannot come from a signal.
 const KillSwitchTraceID = "admin:kill-switch"
