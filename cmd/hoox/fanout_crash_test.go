@@ -103,10 +103,24 @@ func TestFanOutCrashDrillIsSweptThenTheResendPlacesTheRest(t *testing.T) {
 	answers, ok := r.Body["accounts"].([]any)
 	require.True(t, ok, r.Raw)
 	placed := 0
+	// An account whose intent committed before the kill but whose order
+	// its venue never booked, at a venue that may still book a late
+	// request (Bybit): "not found" proves nothing there, so the sweeper
+	// ends it a missed trade (failed, unknown; README "A missed trade")
+	// and the resend is a repeat of that — nothing placed, and never two.
+	missed := map[string]bool{}
 	for _, a := range answers {
 		a := a.(map[string]any)
-		if _, swept := held[a["account"].(string)]; swept {
+		name := a["account"].(string)
+		if _, swept := held[name]; swept {
 			require.Equal(t, float64(http.StatusConflict), a["status"], "swept, so a repeat: %v", a)
+			continue
+		}
+		if apptest.Count(t, pool, `SELECT count(*) FROM trace_ids t JOIN trace_events e ON e.trace_id = t.trace_id
+			WHERE t.exchange = $1 AND t.status = 'failed' AND e.event = 'failed' AND e.detail->>'reason' LIKE '%may still fill a late request%'`, name) == 1 {
+			require.Equal(t, float64(http.StatusConflict), a["status"], "a missed trade, so a repeat: %v", a)
+			require.Empty(t, fakes[name].Orders(), "%s: a missed trade has no order at its venue", name)
+			missed[name] = true
 			continue
 		}
 		// Placed now; or, booked by the venue from a request already on
@@ -121,7 +135,13 @@ func TestFanOutCrashDrillIsSweptThenTheResendPlacesTheRest(t *testing.T) {
 	} else {
 		require.Equal(t, http.StatusConflict, r.Status, r.Raw)
 	}
-	requireOneOrderPerAccount(t, pool, fakes, held)
+	rest := map[string]fakeVenue{}
+	for name, f := range fakes {
+		if !missed[name] {
+			rest[name] = f
+		}
+	}
+	requireOneOrderPerAccount(t, pool, rest, held)
 }
 
 // fanOutCrashRig starts three accounts' fakes — two Binance USDⓈ-M
