@@ -180,3 +180,53 @@ SELECT 'd:' || g, 'fp', 'live', 'derived', CASE WHEN $3 > 0 AND g % $3 = 0 THEN 
 FROM generate_series(1, $1::int) g`, n, prime, failedEvery)
 	require.NoError(t, err)
 }
+
+// An order failed as unknown is asked about again a sweep grace after its
+// last ask during its first hour, when a late booking may still show, and
+// once an hour after that: a Bybit miss costs up to 14 history queries,
+// and every old unknown asked every grace, for ever, would spend the rate
+// budget live signals need. Legs follow the same rule.
+func TestUnknownOrdersAreAskedEveryGraceInTheirFirstHourThenHourly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	// sentAgo: when the order was sent; askedAgo: its last ask (settled_at).
+	unknown := func(id string, sentAgo, askedAgo time.Duration) {
+		t.Helper()
+		seedEnded(t, pool, id, db.TraceFailed, db.IntentFailed)
+		_, err := pool.Exec(ctx, `UPDATE dispatch_intents SET sent_at = now() - $2::bigint * interval '1 millisecond',
+			settled_at = now() - $3::bigint * interval '1 millisecond' WHERE client_order_id = $1`,
+			"hx-"+id, sentAgo.Milliseconds(), askedAgo.Milliseconds())
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
+			exchange, mode, order_spec, sent_at, attempts, outcome, settled_at)
+			VALUES ($1, 'hx-parent', (SELECT count(*) FROM order_legs), 'stop_loss', $2, $2, 'paper', 'live', '{"ClientOrderID": "x"}',
+			        now() - $3::bigint * interval '1 millisecond', 1, 'failed', now() - $4::bigint * interval '1 millisecond')`,
+			"hx-leg-"+id, id, sentAgo.Milliseconds(), askedAgo.Milliseconds())
+		require.NoError(t, err)
+	}
+	unknown("k:young", 10*time.Minute, 3*time.Minute)         // asked 7m after the send: every minute, due
+	unknown("k:young-asked", 10*time.Minute, 30*time.Second)  // not due
+	unknown("k:first-hour", 50*time.Minute, 2*time.Minute)    // asked 48m after the send: due
+	unknown("k:day-old", 24*time.Hour, 50*time.Minute)        // hourly: not due
+	unknown("k:day-old-due", 24*time.Hour, 61*time.Minute)    // due
+	unknown("k:hours-old", 3*time.Hour, 70*time.Minute)       // due
+	unknown("k:hours-old-asked", 3*time.Hour, 20*time.Minute) // not due
+
+	intents, err := db.ListUnknown(ctx, pool, time.Minute, 100)
+	require.NoError(t, err)
+	var got []string
+	for _, s := range intents {
+		got = append(got, s.TraceID)
+	}
+	due := []string{"k:young", "k:first-hour", "k:day-old-due", "k:hours-old"}
+	require.ElementsMatch(t, due, got)
+
+	legs, err := db.ListUnknownLegs(ctx, pool, time.Minute, 100)
+	require.NoError(t, err)
+	got = nil
+	for _, l := range legs {
+		got = append(got, l.TraceID)
+	}
+	require.ElementsMatch(t, due, got)
+}
