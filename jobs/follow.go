@@ -191,7 +191,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 	st, err := db.FollowOrder(ctx, w.pool, a.ClientOrderID, w.cfg.LockWait, func(ctx context.Context, st db.FollowState) (db.FollowStep, error) {
 		exit := isExit(st.Order.Role)
 		switch {
-		case exit && st.Order.UnfollowedAt != nil:
+		case st.Order.UnfollowedAt != nil:
 			return db.FollowStep{}, nil
 		case exit && st.Age >= FollowExitHorizon:
 			// The horizon of an exit is its age, not its trace: the
@@ -208,7 +208,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 				return db.FollowStep{}, nil
 			case err != nil:
 				unfollowed = true
-				return unfollowStep(st, "the venue could not be asked: "+err.Error()), nil
+				return w.unfollowStep(a, st, "the venue could not be asked: "+err.Error()), nil
 			case !open:
 				filled = step.Update != nil && step.Update.Status == exchange.StatusFilled
 				ended = step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
@@ -220,9 +220,25 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 				return step, nil
 			}
 			unfollowed = true
-			return unfollowStep(st, "the venue says it is still open"), nil
+			return w.unfollowStep(a, st, "the venue says it is still open"), nil
 		case !exit && !st.TraceExists:
-			return db.FollowStep{}, nil
+			// The follow horizon of an entry is its trace (README): once
+			// the purge or a release removed it, look once more (a fill
+			// since the last look is recorded, and its exits placed, as
+			// usual) and unfollow it if it is still open, with an event
+			// and a notification: nobody watches it from now on.
+			step, open, err := w.lookOrCancel(ctx, a, st)
+			switch {
+			case err != nil:
+				unfollowed = true
+				return w.unfollowStep(a, st, "its trace was purged or released (HOOX_TRACE_TTL); the venue could not be asked: "+err.Error()), nil
+			case !open:
+				filled = step.Update != nil && step.Update.Status == exchange.StatusFilled
+				ended = step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
+				return step, nil
+			}
+			unfollowed = true
+			return w.unfollowStep(a, st, "its trace was purged or released (HOOX_TRACE_TTL) while the venue says it is still open"), nil
 		}
 		step, open, err := w.lookOrCancel(ctx, a, st)
 		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
@@ -256,12 +272,9 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 	case st.Order.Status != string(exchange.StatusOpen):
 		return nil
 	case unfollowed || st.Order.UnfollowedAt != nil:
-		w.log.WarnContext(ctx, "follow: the exit is still open at its follow horizon; no longer followed, the venue may still hold it",
-			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "role", st.Order.Role)
-		return nil
-	case !st.TraceExists && !isExit(st.Order.Role):
-		w.log.WarnContext(ctx, "follow: the order's trace was purged; no longer followed, its row keeps its last known state",
-			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "filled_quantity", st.Order.FilledQuantity.Decimal.String())
+		w.log.WarnContext(ctx, "follow: the order is still open at its follow horizon; no longer followed, the venue may still hold it",
+			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "role", st.Order.Role,
+			"filled_quantity", st.Order.FilledQuantity.Decimal.String())
 		return nil
 	case wait > 0:
 		return river.JobSnooze(wait)
@@ -441,12 +454,18 @@ func (w *FollowWorker) finishLegs(ctx context.Context, a FollowArgs) {
 	}
 }
 
-// unfollowStep records the exit of st no longer followed at its horizon,
-// why in the event.
-func unfollowStep(st db.FollowState, why string) db.FollowStep {
-	return db.FollowStep{Unfollow: true, Events: []db.Event{{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed,
-		Detail: map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
-			"order_status": st.Order.Status, "horizon": FollowExitHorizon.String(), "reason": why}}}}
+// unfollowStep records the order of st no longer followed at its horizon
+// (an exit's age, an entry's trace), why in the event, and notifies it
+// (order_unfollowed) in the same commit: an open order nobody watches.
+func (w *FollowWorker) unfollowStep(a FollowArgs, st db.FollowState, why string) db.FollowStep {
+	detail := map[string]any{"client_order_id": st.Order.ClientOrderID, "role": st.Order.Role,
+		"order_status": st.Order.Status, "filled_quantity": st.Order.FilledQuantity.Decimal.String(), "reason": why}
+	if isExit(st.Order.Role) {
+		detail["horizon"] = FollowExitHorizon.String()
+	}
+	ev := db.Event{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed, Detail: detail}
+	return db.FollowStep{Unfollow: true, Events: []db.Event{ev},
+		BeforeCommit: w.notifier.notifyHook(ev, a.Exchange, a.Mode, a.Order)}
 }
 
 // goneExit is the report of the exit row that the venue no longer holds

@@ -156,24 +156,57 @@ func TestFollowWorkerSnoozesUntilTheOrderEnds(t *testing.T) {
 	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'order_filled'"))
 }
 
-// The follow horizon is the order's trace: once the purge removed it, the
-// job ends and the row keeps its last known state.
-func TestFollowStopsWhenTheTraceIsPurged(t *testing.T) {
+// The follow horizon of an entry is its trace: once the purge (or a
+// release) removed it, the job looks once more. A fill since the last look
+// is recorded as usual; an order still open is recorded as no longer
+// followed (unfollowed_at, an order_unfollowed event with the reason) and
+// notified (order_unfollowed is a default event) in the same commit, since
+// nobody watches it from then on; the row keeps its last known state.
+func TestFollowAtTheTracesPurgeLooksOnceMoreThenUnfollowsAndNotifies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupFollow(t)
-	_, err := b.gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"90","trace_id":"old"}`))
+	b := setup(t)
+	fake := notifyfake.New(t)
+	cfg := fake.Config()
+	cfg.Events = nil // the defaults
+	notifier, err := jobs.NewNotifier(cfg)
 	require.NoError(t, err)
-	args := b.queuedFollow(t, "k:old")
-	_, err = b.pool.Exec(ctx, `DELETE FROM trace_ids WHERE trace_id = 'k:old'`)
+	fb := followOn(t, b, b.venues, notifier)
+	_, err = fb.gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"90","trace_id":"old"}`))
 	require.NoError(t, err)
+	_, err = fb.gw.Execute(ctx, input(t, `{"exchange":"paper","symbol":"ETHUSDT","action":"buy","quantity":"2","price":"1500","trace_id":"resting"}`))
+	require.NoError(t, err)
+	filledArgs, restingArgs := fb.queuedFollow(t, "k:old"), fb.queuedFollow(t, "k:resting")
+	_, err = b.pool.Exec(ctx, `DELETE FROM trace_ids WHERE trace_id IN ('k:old', 'k:resting')`)
+	require.NoError(t, err)
+
+	// Filled at the venue since the last look: recorded filled.
 	_, err = b.paper.SetPrice(ctx, "BTCUSDT", false, decimal.RequireFromString("80"))
 	require.NoError(t, err)
-	res, err := b.work(t, args)
+	res, err := fb.work(t, filledArgs)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
-	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:old' AND status = 'open'"),
-		"past the horizon the row is left as last known")
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:old' AND status = 'filled' AND unfollowed_at IS NULL"),
+		"the fill since the last look is recorded")
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:old' AND event = 'order_filled'"))
+
+	// Still open: no longer followed, said so, and notified.
+	res, err = fb.work(t, restingArgs)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:resting' AND status = 'open' AND unfollowed_at IS NOT NULL"),
+		"past the horizon the row is left as last known, marked unfollowed")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:resting' AND event = 'order_unfollowed'
+		AND detail->>'client_order_id' = $1 AND detail->>'reason' LIKE '%purged%still open%'`, restingArgs.ClientOrderID))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'notify' AND args->>'channel' = 'telegram'
+		AND args->'message'->>'event' = 'order_unfollowed' AND args->'message'->>'trace_id' = 'k:resting'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'notify' AND args->'message'->>'trace_id' = 'k:old'
+		AND args->'message'->>'event' = 'order_unfollowed'`))
+
+	// A second look (a job queued again) adds nothing.
+	_, err = fb.work(t, restingArgs)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE trace_id = 'k:resting' AND event = 'order_unfollowed'"))
 }
 
 // A followed order's fill is notified (order_filled is a default event),

@@ -55,6 +55,11 @@ const (
 	// EventOrderExpired: the venue ended a followed order on its own
 	// before it filled completely.
 	EventOrderExpired = "order_expired"
+	// EventOrderUnfollowed: an order still open is no longer followed,
+	// so a fill from now on is not recorded (nor are the exits it plans
+	// placed): an exit at its 80-day horizon, an entry once its trace is
+	// purged or released. The venue may still hold it.
+	EventOrderUnfollowed = "order_unfollowed"
 )
 
 // Channel names a notification service; it is what a job records, never the
@@ -77,15 +82,17 @@ const DefaultTimeout = 10 * time.Second
 // documentation gives them.
 func AllEvents() []string {
 	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials,
-		EventOrderFilled, EventReconciled, EventDispatched, EventOrderCancelled, EventOrderExpired}
+		EventOrderFilled, EventOrderUnfollowed, EventReconciled, EventDispatched, EventOrderCancelled, EventOrderExpired}
 }
 
 // DefaultEvents are the events sent when HOOX_NOTIFY_EVENTS is not set: the
 // ones that need a human, and the fill of an order hoox followed (a limit
-// order resting until the price came: the trader waits for that news).
+// order resting until the price came: the trader waits for that news),
+// and an open order no longer followed (someone must watch it by hand).
 // Dispatched and reconciled orders are routine.
 func DefaultEvents() []string {
-	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials, EventOrderFilled}
+	return []string{EventRejected, EventReconciling, EventFailed, EventKillSwitch, EventVenueCredentials, EventOrderFilled,
+		EventOrderUnfollowed}
 }
 
 // Config says where notifications go and which events are sent. A channel is

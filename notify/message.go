@@ -74,6 +74,8 @@ func (m Message) Title() string {
 		t = "order cancelled"
 	case EventOrderExpired:
 		t = "order expired"
+	case EventOrderUnfollowed:
+		t = "open order no longer followed"
 	default:
 		t = m.Event
 	}

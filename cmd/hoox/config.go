@@ -73,7 +73,7 @@ func coreOptions(c *Config) []option {
 		{"telegram-chat-id", "HOOX_TELEGRAM_CHAT_ID", "Telegram chat to notify", stringValue{&c.Notify.TelegramChatID}, "notify.TelegramChatID"},
 		{"discord-webhook-url", "HOOX_DISCORD_WEBHOOK_URL", "Discord channel webhook for notifications", secretValue{&c.Notify.DiscordWebhookURL}, "notify.DiscordWebhookURL"},
 		{"slack-webhook-url", "HOOX_SLACK_WEBHOOK_URL", "Slack incoming webhook for notifications", secretValue{&c.Notify.SlackWebhookURL}, "notify.SlackWebhookURL"},
-		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials,order_filled; also dispatched, reconciled, order_cancelled, order_expired; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
+		{"notify-events", "HOOX_NOTIFY_EVENTS", "events to notify (default rejected,reconciling,failed,kill_switch,venue_credentials,order_filled,order_unfollowed; also dispatched, reconciled, order_cancelled, order_expired; all; none)", stringValue{&c.NotifyEvents}, "hoox.NotifyEvents"},
 	}
 }
 
