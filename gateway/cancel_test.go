@@ -266,3 +266,27 @@ func (b *adaptersBundle) venueStatus(t *testing.T, exchangeName, clientOrderID s
 	}
 	return "not cancelled"
 }
+
+// README's cancel template, sent by a strategy that carries its position
+// ("market_position": "{{strategy.market_position}}", "flat" while it
+// cancels its resting entry) and its usual quantity, cancels the resting
+// entry and sells nothing (it was read as a close of the whole position:
+// the long sold at market, the entry left resting).
+func TestCancelWithAFlatPositionCancelsAndSellsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","order_type":"market","trace_id":"long"}`))
+	require.NoError(t, err)
+	entry, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"0.5","price":"80","trace_id":"entry"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", entry.Order.Status)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"cancel","market_position":"flat","quantity":"0.5","comment":"cancel-entry","timestamp":"2024-05-01T12:00:00Z"}`))
+	require.NoError(t, err)
+	if out.Order != nil {
+		t.Errorf("a cancel placed an order: %s %s %s reduce-only close, status %s", out.Order.Side, out.Order.Quantity, out.Order.OrderType, out.Order.Status)
+	}
+	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM orders WHERE side = 'sell'"), "nothing is sold: the long stays open")
+	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:entry' AND status = 'cancelled'"), "the resting entry is cancelled")
+}

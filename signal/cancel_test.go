@@ -34,3 +34,29 @@ func TestIsClientOrderID(t *testing.T) {
 	require.False(t, IsClientOrderID("hx"+"ABCDEFGHIJKLMNOPQRSTUVWXYZ2345"), "hoox's IDs are lower-case")
 	require.False(t, IsClientOrderID(ClientOrderID("dep", "k:x", 0)+"a"))
 }
+
+// A strategy cancels its resting entry while it is flat, so a cancel
+// template that carries the strategy's position renders "market_position":
+// "flat". The signal stays a cancel: sentiment "flat" turns order actions
+// into a close, never a cancel (read as a close it sold the whole position
+// at market, or, without a quantity, was refused and left the entry
+// resting).
+func TestCancelWithAFlatPositionStaysACancel(t *testing.T) {
+	t.Parallel()
+	const base = `"secret":"s","exchange":"binance","symbol":"BTCUSDT","action":"cancel","market_position":"flat","timestamp":"2024-05-01T12:00:00Z"`
+
+	t.Run("WithoutQuantity", func(t *testing.T) {
+		// The README's cancel template plus the position.
+		raw, err := Decode([]byte(`{` + base + `}`))
+		require.NoError(t, err)
+		s, err := raw.Signal()
+		require.NoError(t, err, "a cancel needs no quantity, whatever the position says")
+		require.Equal(t, ActionCancel, s.Action)
+	})
+	t.Run("WithQuantity", func(t *testing.T) {
+		// A reused strategy template that also carries a quantity.
+		s := mustSignal(t, `{`+base+`,"quantity":"0.5"}`)
+		require.Equal(t, ActionCancel, s.Action, "the cancel was read as a %s of the whole position (reduce-only %v, quantity type %s)", s.Action, s.ReduceOnly, s.QuantityType)
+		require.False(t, s.ReduceOnly)
+	})
+}

@@ -188,11 +188,13 @@ func (r *Raw) Signal() (Signal, error) {
 	switch {
 	case err != nil:
 		return Signal{}, err
-	case sentiment == "flat":
+	case sentiment == "flat" && !(found && action == ActionCancel):
 		// TradersPost's sentiment "flat" and TradingView's
 		// {{strategy.market_position}} "flat" say the strategy ends flat,
 		// whatever the order's action (a sell that closes a long): close
-		// the position.
+		// the position. Not a cancel's: a cancel names no order, and a
+		// strategy that cancels its resting entry while flat renders
+		// "flat" too — read as a close it would sell the position.
 		action = "close"
 	case !found:
 		return Signal{}, &Error{Field: FieldAction, Msg: "is required"}
