@@ -147,7 +147,11 @@ func (v *Venue) resolveTriggered(ctx context.Context, symbol string, a algoAnswe
 	err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
 		params: params{}.add("symbol", symbol).add("orderId", string(a.ActualOrderID)), signed: true, weight: 1}, &o)
 	if err != nil {
-		return exchange.Report{}, fmt.Errorf("binance: order %s that algo order %d became: %w", a.ActualOrderID, a.AlgoID, err)
+		// The algo order is found, so the order it became exists: a -2013
+		// means its query lags the trigger, never that nothing is held
+		// (read as "not found" it would end a filled exit as gone, or
+		// send a stop again): laggingRead.
+		return exchange.Report{}, laggingRead(fmt.Sprintf("binance: order %s that algo order %d became", a.ActualOrderID, a.AlgoID), err)
 	}
 	actual := o.report()
 	r.Status, r.Reason, r.FillOrderID = actual.Status, actual.Reason, string(a.ActualOrderID)
@@ -296,4 +300,16 @@ func (v *Venue) cancelAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 		}
 	}
 	return r, nil
+}
+
+// laggingRead is err, the failed read of an order that must exist (what a
+// found algo order became, a found list's own order), as a lookup's error:
+// ErrNotFound (-2013) is a read that lags, so it is kept out of the chain
+// ("not readable yet"); any other error keeps its chain (a refused key
+// still reads as one).
+func laggingRead(what string, err error) error {
+	if errors.Is(err, exchange.ErrNotFound) {
+		return fmt.Errorf("%s: not readable yet (%v)", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -226,7 +226,8 @@ func (v *Venue) listOutcome(ctx context.Context, symbol string, r exchange.Repor
 		err := v.do(ctx, request{method: http.MethodGet, path: v.prefix + "/order",
 			params: params{}.add("symbol", symbol).add("origClientOrderId", x.id), signed: true, weight: 4}, &a)
 		if err != nil {
-			return exchange.Report{}, fmt.Errorf("binance: order %s of the list: %w", x.id, err)
+			// The list is found, so its orders exist.
+			return exchange.Report{}, laggingRead("binance: order "+x.id+" of the list", err)
 		}
 		if a.ExecutedQty.IsPositive() {
 			executed := a.report()
