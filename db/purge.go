@@ -186,11 +186,15 @@ SELECT count(*), coalesce(max(at), $3) FROM d`
 }
 
 // keptTracesSQL lists the traces whose order may exist at the venue: those
-// reconciling (trace_ids_reconciling_idx) and those whose intent is settled
-// failed (dispatch_intents_unknown_idx). The purge keeps the traces
-// (OrderUnknownSQL) and their audit events.
+// reconciling (trace_ids_reconciling_idx), those whose intent is settled
+// failed (dispatch_intents_unknown_idx) and those with a leg failed as
+// unknown (order_legs_unknown_idx: a missed exit, asked about for ever,
+// whose leg_failed event is the only place the admin API and the web page
+// show which order to look for). The purge keeps the traces
+// (OrderUnknownSQL) and the audit retention their events.
 const keptTracesSQL = `SELECT i.trace_id FROM dispatch_intents i WHERE i.outcome = 'failed'
-    UNION ALL SELECT r.trace_id FROM trace_ids r WHERE r.reconciling_since IS NOT NULL`
+    UNION ALL SELECT r.trace_id FROM trace_ids r WHERE r.reconciling_since IS NOT NULL
+    UNION ALL SELECT l.trace_id FROM order_legs l WHERE l.outcome = 'failed'`
 
 // auditTables hold the audit trail (trace_history is their union).
 var auditTables = []string{"trace_events", "trace_purges"}
