@@ -314,12 +314,11 @@ LIMIT $2`, grace.Milliseconds(), limit)
 // unknownLegsSQL lists legs failed with their order unknown, least
 // recently asked first (settled_at is refreshed on each ask that settles
 // nothing: LegsTx.MarkAsked), from order_legs_unknown_idx (migration
-// 00039), each once a period has passed since its last ask
-// (unknownAskGap, as for the primaries).
-var unknownLegsSQL = `
+// 00039).
+const unknownLegsSQL = `
 SELECT ` + legColumns + `
-FROM order_legs l
-WHERE outcome = 'failed' AND settled_at < now() - ` + unknownAskGap("l") + `
+FROM order_legs
+WHERE outcome = 'failed' AND settled_at < now() - $1::bigint * interval '1 millisecond'
 ORDER BY settled_at
 LIMIT $2`
 

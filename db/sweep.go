@@ -31,38 +31,20 @@ type Stranded struct {
 
 // unknownIntentsSQL lists failed intents that still name their failed
 // trace's order, least recently asked first (settled_at is refreshed on
-// each unanswered ask), each asked again once a period has passed since
-// its last ask: the sweep grace ($1) in the order's first hour, then an
-// hour (unknownAskGap).
-var unknownIntentsSQL = `
+// each unanswered ask).
+const unknownIntentsSQL = `
 SELECT ` + intentColumns + `
 FROM dispatch_intents i
-WHERE i.outcome = 'failed' AND i.settled_at < now() - ` + unknownAskGap("i") + `
+WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 millisecond'
   AND EXISTS (SELECT 1 FROM trace_ids t
               WHERE t.trace_id = i.trace_id AND t.client_order_id = i.client_order_id AND t.status = 'failed')
 ORDER BY i.settled_at
 LIMIT $2`
 
-// unknownAskGap is how long an order failed as unknown (alias a: an
-// intent or a leg, $1 the sweep grace in ms) waits after its last ask
-// before the next: the sweep grace while that ask came within an hour of
-// the send, an hour after that. A late booking shows within seconds or
-// minutes of the send, so an order is asked about every grace while one
-// may still come; a Bybit miss costs up to 14 history queries, and every
-// old unknown order asked every grace, for ever, would spend the rate
-// budget live signals need. An hour also bounds how long an order the
-// venue shows after an outage waits to be recorded (an ask that could not
-// reach the venue counts as an ask).
-func unknownAskGap(a string) string {
-	return `CASE WHEN ` + a + `.settled_at - ` + a + `.sent_at < interval '1 hour'
-              THEN $1::bigint * interval '1 millisecond'
-              ELSE greatest($1::bigint * interval '1 millisecond', interval '1 hour') END`
-}
-
 // ListUnknown returns at most limit traces that ended failed with their
-// order unknown and were not asked about for every (or for an hour, once
-// the order is an hour old: unknownAskGap), so the sweeper can resolve them (DESIGN: "Unknown
-// never frees a key" — nor blocks it forever once the venue answers).
+// order unknown and were not asked about for every, so the sweeper can
+// resolve them (DESIGN: "Unknown never frees a key" — nor blocks it
+// forever once the venue answers).
 func ListUnknown(ctx context.Context, q DBTX, every time.Duration, limit int) ([]Stranded, error) {
 	rows, err := q.Query(ctx, unknownIntentsSQL, every.Milliseconds(), limit)
 	if err != nil {
