@@ -176,8 +176,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(ReasonHedgeMode), nil
 		}
 		if o.Leverage > 0 && !exchange.IsClose(o.Action) {
-			if r, err, done := refusal(v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)); done {
+			reason, err := v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)
+			if r, err, done := refusal(err); done {
 				return r, err
+			}
+			if reason != "" {
+				return rejected(reason), nil
 			}
 		}
 	}
