@@ -201,3 +201,33 @@ func TestVenueHedgeModePercentExitIsRefusedAsHedgeMode(t *testing.T) {
 		require.Len(t, fake.Orders(), 1, "nothing sent")
 	})
 }
+
+// A plain order that only reduces the position — TradingView's exit in
+// contracts, `sell` with market_position `long`, which hoox documents as
+// staying a plain sell — carries the template's leverage. The venue
+// refuses the leverage change because of the open position itself
+// (Binance -2027 "Exceeded the maximum allowable position at current
+// leverage", -4161 lowering leverage on an isolated position; Bybit
+// 110013; OKX 59107), and hoox refused the exit: the position it would
+// have reduced stayed open. DECISIONS (issue 19) keeps closes from setting
+// leverage for exactly this reason ("the leverage of a position being
+// closed does not matter"); an order that cannot open or grow a position
+// is no different, so leverage is set only for one that opens something.
+func TestVenueReducingSellIsNotRefusedOverLeverage(t *testing.T) {
+	t.Parallel()
+	positionVenues(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := pgtest.NewDatabase(t)
+		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
+		fake.SetPrice(vc.symbol, sizingPrice)
+
+		r := apptest.Post(t, srv.url, vc.signal(`"leverage":5,"trace_id":"entry"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+
+		accept := fake.RefuseLeverage()
+		defer accept()
+		exit := vc.body(`"action":"sell","sentiment":"long","quantity":` + `"` + vc.quantity + `"` + `,"leverage":9,"trace_id":"exit"`)
+		r = apptest.Post(t, srv.url, exit)
+		require.Equal(t, http.StatusOK, r.Status, "a sell of the long it reduces, refused over a leverage change: %s", r.Raw)
+		require.Len(t, fake.Orders(), 2)
+	})
+}

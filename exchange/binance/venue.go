@@ -175,7 +175,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		if pos.hedge {
 			return rejected(ReasonHedgeMode), nil
 		}
-		if o.Leverage > 0 && !exchange.IsClose(o.Action) {
+		if venuekit.SetsLeverage(o, pos.amount) {
 			reason, err := v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)
 			if r, err, done := refusal(err); done {
 				return r, err

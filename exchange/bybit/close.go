@@ -69,6 +69,14 @@ type position struct {
 	hedge bool
 }
 
+// signed is the position's size, negative for a short (Sell).
+func (p position) signed() decimal.Decimal {
+	if p.side == "Sell" {
+		return p.size.Neg()
+	}
+	return p.size
+}
+
 // readPosition reads the linear position on symbol: its size, the
 // leverage Bybit holds for it (never a cached value: another replica or a
 // manual change may have set it) and the position mode, in one request.
@@ -140,8 +148,9 @@ func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, 
 // per symbol, so it must be right before the order. 110043 ("leverage not
 // modified") means it already was. A refusal (any code Bybit answered
 // that is not tabled as a transient failure) returns its reason; any other
-// failure means nothing was placed. It is never called for a close: a
-// refused change (110013) must not refuse the close.
+// failure means nothing was placed. It is called only for an order that
+// opens or adds to a position (venuekit.SetsLeverage): a refused change
+// (110013) must not refuse a close or an order that only reduces.
 func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (reason string, err error) {
 	if cur == lev {
 		return "", nil

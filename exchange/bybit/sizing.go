@@ -63,10 +63,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 			out.Refused = ReasonHedgeMode
 			return out, nil
 		}
-		out.Position = pos.size
-		if pos.side == "Sell" {
-			out.Position = pos.size.Neg()
-		}
+		out.Position = pos.signed()
 	}
 	return out, nil
 }

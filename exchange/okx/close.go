@@ -147,8 +147,10 @@ func (v *Venue) leverage(ctx context.Context, instID string) (int, error) {
 }
 
 // ensureLeverage sets the swap's cross leverage when the leverage OKX
-// holds differs. A refusal returns its reason. It is never called for a
-// close: a refused change must not refuse the close.
+// holds differs. A refusal returns its reason. It is called only for an
+// order that opens or adds to a position (venuekit.SetsLeverage): a
+// refused change (59107) must not refuse a close or an order that only
+// reduces.
 func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (string, error) {
 	cur, err := v.leverage(ctx, instID)
 	if err != nil {
