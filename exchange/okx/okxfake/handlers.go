@@ -179,7 +179,18 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 	out := []map[string]string{}
 	for id, pos := range s.positions {
 		if (inst == "" || id == inst) && !pos.IsZero() {
-			out = append(out, map[string]string{"instId": id, "instType": InstSwap, "posSide": "net", "pos": str(pos), "mgnMode": "cross"})
+			// Get positions: "When the account is in net mode, net
+			// positions will be displayed, and when the account is in
+			// long/short mode, long or short positions will be displayed"
+			// — posSide long or short, pos the side's (positive) size.
+			side := "net"
+			if s.longShort {
+				side = "long"
+				if pos.IsNegative() {
+					side, pos = "short", pos.Neg()
+				}
+			}
+			out = append(out, map[string]string{"instId": id, "instType": InstSwap, "posSide": side, "pos": str(pos), "mgnMode": "cross"})
 		}
 	}
 	return ok(out)
