@@ -255,8 +255,13 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, found := s.instruments[req.InstID]; !found {
+	in, found := s.instruments[req.InstID]
+	if !found {
 		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	if in.Lever > 0 && lever > in.Lever {
+		// Error_Code/Rest_API/Account.md, 59102 (HTTP 200).
+		return fail(http.StatusOK, 59102, "Leverage exceeds the maximum limit. Please lower the leverage.")
 	}
 	if s.refuseLeverage {
 		return fail(http.StatusOK, 59107, "You have pending orders under the service, please modify the leverage after canceling all pending orders.")
