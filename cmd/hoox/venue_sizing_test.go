@@ -175,3 +175,59 @@ func TestVenueHedgeModeLeverageAndCloses(t *testing.T) {
 		require.Len(t, fake.Orders(), 5)
 	})
 }
+
+// An account in hedge mode holding a long (opened by hand: hedge mode
+// allows it) sends a percent_of_position exit. DECISIONS (issue 19,
+// "Hedge mode is refused, never guessed") promises the order is refused
+// with "the account is in hedge mode; hoox trades one-way mode: switch …".
+// The sizing read (SizingFacts) runs before Place's hedge check and once
+// read the hedge-mode position as no position at all (Bybit skipped
+// positionIdx 1/2; Binance summed LONG and SHORT), so the trader was told
+// "no position to close" about a position that is open.
+func TestVenueHedgeModePercentExitIsRefusedAsHedgeMode(t *testing.T) {
+	t.Parallel()
+	positionVenues(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := pgtest.NewDatabase(t)
+		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
+		fake.SetPrice(vc.symbol, sizingPrice)
+
+		r := apptest.Post(t, srv.url, vc.signal(`"trace_id":"open-long"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+		fake.SetHedgeMode(true) // the long is now the hedge-mode LONG side
+
+		r = apptest.Post(t, srv.url, vc.body(`"action":"close","quantity":"50%","trace_id":"hedge-exit"`))
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, r.Raw)
+		require.Contains(t, r.Str("detail"), "the account is in hedge mode; hoox trades one-way mode: switch", "the answer about an open hedge-mode position")
+		require.Len(t, fake.Orders(), 1, "nothing sent")
+	})
+}
+
+// A plain order that only reduces the position — TradingView's exit in
+// contracts, `sell` with market_position `long`, which hoox documents as
+// staying a plain sell — carries the template's leverage. The venue
+// refuses the leverage change because of the open position itself
+// (Binance -2027 "Exceeded the maximum allowable position at current
+// leverage", -4161 lowering leverage on an isolated position; Bybit
+// 110013; OKX 59107), and hoox refused the exit: the position it would
+// have reduced stayed open. DECISIONS (issue 19) keeps closes from setting
+// leverage for exactly this reason ("the leverage of a position being
+// closed does not matter"); an order that cannot open or grow a position
+// is no different, so leverage is set only for one that opens something.
+func TestVenueReducingSellIsNotRefusedOverLeverage(t *testing.T) {
+	t.Parallel()
+	positionVenues(t, func(t *testing.T, vc venueCase, fake fakeVenue) {
+		dbURL := pgtest.NewDatabase(t)
+		srv, _ := startVenueServe(t, dbURL, vc.envFor(fake)...)
+		fake.SetPrice(vc.symbol, sizingPrice)
+
+		r := apptest.Post(t, srv.url, vc.signal(`"leverage":5,"trace_id":"entry"`))
+		require.Equal(t, http.StatusOK, r.Status, r.Raw)
+
+		accept := fake.RefuseLeverage()
+		defer accept()
+		exit := vc.body(`"action":"sell","sentiment":"long","quantity":` + `"` + vc.quantity + `"` + `,"leverage":9,"trace_id":"exit"`)
+		r = apptest.Post(t, srv.url, exit)
+		require.Equal(t, http.StatusOK, r.Status, "a sell of the long it reduces, refused over a leverage change: %s", r.Raw)
+		require.Len(t, fake.Orders(), 2)
+	})
+}

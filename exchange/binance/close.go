@@ -2,6 +2,7 @@ package binance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -131,17 +132,40 @@ func (v *Venue) freeBalance(ctx context.Context, asset string) (decimal.Decimal,
 }
 
 // ensureLeverage sets symbol's leverage on futures when the position's
-// leverage at Binance (cur, read just before) differs. It is never called
-// for a close: a close must not fail on a refused leverage change (-4161,
-// -2027), and the leverage of a position being closed does not matter.
-func (v *Venue) ensureLeverage(ctx context.Context, symbol string, cur, leverage int) error {
+// leverage at Binance (cur, read just before) differs. It is called only
+// for an order that opens or adds to a position: a refused change (-4161,
+// -2027) must not refuse an order that only reduces one, and the leverage
+// of a position being reduced or closed does not matter.
+//
+// A refusal returns its reason: a code tabled as a refusal, or any code
+// Binance answered with a 4xx that hoox does not table. An order's
+// unlisted code may mean the order exists, but POST /fapi/v1/leverage
+// places nothing, so an answered refusal of it (-4161, -4203, -4209,
+// -4403 and the other ADJUST_LEVERAGE codes, error-code.md) is the
+// entry's refusal, not an unreachable venue on every resend. A tabled
+// transient code (-1001, -1008), a 5xx and a lost answer stay errors:
+// nothing was placed, resend.
+func (v *Venue) ensureLeverage(ctx context.Context, symbol string, cur, leverage int) (reason string, err error) {
 	if !v.futures() || cur == leverage {
-		return nil
+		return "", nil
 	}
-	p := params{}.add("symbol", symbol).add("leverage", strconv.Itoa(leverage))
+	l := strconv.Itoa(leverage)
+	p := params{}.add("symbol", symbol).add("leverage", l)
 	req := request{method: http.MethodPost, path: v.prefix + "/leverage", params: p, signed: true, weight: 1}
-	if err := v.do(ctx, req, nil); err != nil {
-		return fmt.Errorf("binance: set leverage %d on %s: %w", leverage, symbol, err)
+	err = v.do(ctx, req, nil)
+	if err == nil {
+		return "", nil
 	}
-	return nil
+	if e, ok := errors.AsType[*APIError](err); ok && (e.Refused() || answeredUntabled(e)) {
+		return "set leverage " + l + ": " + e.Msg, nil
+	}
+	return "", fmt.Errorf("binance: set leverage %s on %s: %w", l, symbol, err)
+}
+
+// answeredUntabled reports whether e is Binance's own {code, msg} answer,
+// with a 4xx status (429 and 418 are rate limits, never this), of a code
+// neither errorClasses nor messageClasses lists: a request Binance refused
+// for a reason hoox does not know.
+func answeredUntabled(e *APIError) bool {
+	return e.Class == ClassUnknown && e.Code != 0 && e.HTTPStatus >= 400 && e.HTTPStatus < 500 && !tabled(e.Code, e.Msg)
 }

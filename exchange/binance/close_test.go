@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
 func TestFuturesClose(t *testing.T) {
@@ -302,4 +303,31 @@ func TestFuturesPartialCloseBehindATakeProfitCancelsNothing(t *testing.T) {
 			require.Equal(t, "0.5", b.fake.Position("BTCUSDT").String())
 		})
 	}
+}
+
+// A whole-position close refused -2022 behind a take-profit cancels it and
+// is sent again; refused again (another reduce-only order, or an algo
+// order openOrders does not list, still blocks it), the close is rejected
+// — and its report still lists the take-profit it cancelled
+// (CancelledFirst), so the audit says the position lost it. The report
+// once carried nothing: the cancel was silent.
+func TestFuturesCloseRefusedAgainAfterCancellingReportsWhatItCancelled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketFutures)
+	b.fake.SetPosition("BTCUSDT", d("0.5"))
+	tp := limitOrder("sell", "0.5", "70000")
+	tp.ReduceOnly = true
+	r, err := b.venue.Place(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+	b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultRefuse, Count: 2, Code: -2022, Msg: "ReduceOnly Order is rejected."})
+
+	r, err = b.venue.Place(ctx, closeOrder("close"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusRejected, r.Status)
+	require.Equal(t, 1, b.fake.Cancels(), "the take-profit was cancelled")
+	require.Len(t, r.CancelledFirst, 1, "the rejected close reports the take-profit it cancelled")
+	require.Equal(t, tp.ClientOrderID, r.CancelledFirst[0].ClientOrderID)
+	require.Equal(t, "0.5", b.fake.Position("BTCUSDT").String())
 }

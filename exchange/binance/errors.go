@@ -148,6 +148,18 @@ func classify(_, code int, msg string) Class {
 	return ClassUnknown
 }
 
+// tabled reports whether errorClasses or messageClasses lists code (with
+// msg).
+func tabled(code int, msg string) bool {
+	for _, m := range messageClasses {
+		if code == m.code && strings.Contains(msg, strings.TrimSuffix(m.msg, ".")) {
+			return true
+		}
+	}
+	_, ok := errorClasses[code]
+	return ok
+}
+
 // APIError is a failed request to Binance: its HTTP status, code and
 // message, and what they mean. It unwraps to the exchange errors its class
 // stands for, so callers branch with errors.Is.

@@ -20,7 +20,9 @@ func (v *Venue) ReadsBalance() bool { return true }
 // SizingFacts reads what sizing o needs: the ticker price, the free quote
 // balance (spot /api/v3/account free; futures /fapi/v2/balance
 // availableBalance), the position (futures positionRisk; spot the free base
-// asset, the most a close can sell) and the lot rules for o's type.
+// asset, the most a close can sell) and the lot rules for o's type. A
+// futures account found in hedge mode is refused (ReasonHedgeMode), as
+// Place refuses it.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, _, err := v.filtersFor(ctx, symbol)
@@ -63,6 +65,13 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 			pos, err := v.position(ctx, symbol)
 			if err != nil {
 				return out, asNothingSent(err)
+			}
+			if pos.hedge {
+				// The LONG and SHORT entries' sum is no one-way position:
+				// a long and a short of one size would read as nothing to
+				// close. Place refuses hedge mode; so does sizing.
+				out.Refused = ReasonHedgeMode
+				return out, nil
 			}
 			out.Position = pos.amount
 		} else if out.Position, err = v.freeBalance(ctx, f.BaseAsset); err != nil {

@@ -175,9 +175,13 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		if pos.hedge {
 			return rejected(ReasonHedgeMode), nil
 		}
-		if o.Leverage > 0 && !exchange.IsClose(o.Action) {
-			if r, err, done := refusal(v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)); done {
+		if venuekit.SetsLeverage(o, pos.amount) {
+			reason, err := v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)
+			if r, err, done := refusal(err); done {
 				return r, err
+			}
+			if reason != "" {
+				return rejected(reason), nil
 			}
 		}
 	}
@@ -195,61 +199,66 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return rejected(reason), nil
 		}
 	}
+	// Whatever ends the attempt once resting reduce-only orders were
+	// cancelled for it reports them (CancelledFirst): a close refused
+	// again after the cancel, or on a filter, still cancelled them.
 	var cancelled []exchange.CancelledOrder
-	for {
-		sent, reason, err := v.prepare(ctx, o, f, out)
-		if r, err, done := refusal(err); done {
-			return r, err
-		}
-		if reason != "" {
-			return rejected(reason), nil
-		}
-		r, err := v.send(ctx, sent, stamp)
-		r.CancelledFirst = cancelled
-		if err == nil && sent.market && r.Status == exchange.StatusOpen {
-			r, err = v.confirm(ctx, sent, r)
-			r.CancelledFirst = cancelled
-			return r, err
-		}
-		apiErr, isAPI := errors.AsType[*APIError](err)
-		// A close refused for good, nothing booked, because reduce-only
-		// orders resting on its side block it. Only a refusal: a 5xx
-		// carrying -2022 is unknown (do), and the close may have filled;
-		// Binance would take its ID again once it has.
-		blocked := isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action)
-		if blocked && !flattens(o) {
-			// The resting reduce-only orders protect the part of the
-			// position this close leaves open: refused, nothing cancelled.
-			return rejected(apiErr.Msg + " " + ReasonPartialCloseBlocked), nil
-		}
-		if blocked && cancelled == nil {
-			// Cancel them and send the close again, under the same client
-			// order ID, once.
-			if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
-				return exchange.Report{}, err
+	r, err := func() (exchange.Report, error) {
+		for {
+			sent, reason, err := v.prepare(ctx, o, f, out)
+			if r, err, done := refusal(err); done {
+				return r, err
 			}
-			v.log.InfoContext(ctx, "binance refused a close behind resting reduce-only orders; cancelled them and sending the close again",
-				"client_order_id", sent.clientID, "cancelled", len(cancelled))
-			continue
-		}
-		if !isAPI || apiErr.Class != ClassFilter {
-			if isAPI && apiErr.Refused() {
+			if reason != "" {
+				return rejected(reason), nil
+			}
+			r, err := v.send(ctx, sent, stamp)
+			if err == nil && sent.market && r.Status == exchange.StatusOpen {
+				r, err = v.confirm(ctx, sent, r)
+				return r, err
+			}
+			apiErr, isAPI := errors.AsType[*APIError](err)
+			// A close refused for good, nothing booked, because reduce-only
+			// orders resting on its side block it. Only a refusal: a 5xx
+			// carrying -2022 is unknown (do), and the close may have filled;
+			// Binance would take its ID again once it has.
+			blocked := isAPI && apiErr.Code == -2022 && apiErr.Refused() && v.futures() && exchange.IsClose(o.Action)
+			if blocked && !flattens(o) {
+				// The resting reduce-only orders protect the part of the
+				// position this close leaves open: refused, nothing cancelled.
+				return rejected(apiErr.Msg + " " + ReasonPartialCloseBlocked), nil
+			}
+			if blocked && cancelled == nil {
+				// Cancel them and send the close again, under the same client
+				// order ID, once.
+				if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
+					return exchange.Report{}, err
+				}
+				v.log.InfoContext(ctx, "binance refused a close behind resting reduce-only orders; cancelled them and sending the close again",
+					"client_order_id", sent.clientID, "cancelled", len(cancelled))
+				continue
+			}
+			if !isAPI || apiErr.Class != ClassFilter {
+				if isAPI && apiErr.Refused() {
+					return rejected(apiErr.Msg), nil
+				}
+				return r, err
+			}
+			// Binance's filters differ from the cached ones: read them again,
+			// and if they were not just read, try once more with them.
+			v.dropFilters(symbol)
+			if fresh {
 				return rejected(apiErr.Msg), nil
 			}
-			return r, err
+			v.log.InfoContext(ctx, "binance refused an order on a filter; filters re-read", "symbol", symbol, "msg", apiErr.Msg)
+			f, fresh, err = v.filtersFor(ctx, symbol)
+			if r, err, done := refusal(err); done {
+				return r, err
+			}
 		}
-		// Binance's filters differ from the cached ones: read them again,
-		// and if they were not just read, try once more with them.
-		v.dropFilters(symbol)
-		if fresh {
-			return rejected(apiErr.Msg), nil
-		}
-		v.log.InfoContext(ctx, "binance refused an order on a filter; filters re-read", "symbol", symbol, "msg", apiErr.Msg)
-		f, fresh, err = v.filtersFor(ctx, symbol)
-		if r, err, done := refusal(err); done {
-			return r, err
-		}
-	}
+	}()
+	r.CancelledFirst = cancelled
+	return r, err
 }
 
 // flattens reports whether close o is meant to leave no position: a

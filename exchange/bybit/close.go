@@ -59,14 +59,24 @@ type position struct {
 	// side is Buy or Sell ("" when flat), size the position's size.
 	side string
 	size decimal.Decimal
-	// leverage is the symbol's leverage at Bybit now (0 if not listed).
-	leverage int
+	// leverage is the symbol's leverage at Bybit now (0 if not listed),
+	// as listed: Bybit takes fractional leverages (leverageFilter
+	// leverageStep 0.01), which a change in its app may have set.
+	leverage decimal.Decimal
 	// trailing is the one-way position's trailing stop distance (zero:
 	// none; position.mdx, trailingStop).
 	trailing decimal.Decimal
 	// hedge is true when the account holds the symbol in hedge mode:
 	// positions listed with positionIdx 1 (Buy side) and 2 (Sell side).
 	hedge bool
+}
+
+// signed is the position's size, negative for a short (Sell).
+func (p position) signed() decimal.Decimal {
+	if p.side == "Sell" {
+		return p.size.Neg()
+	}
+	return p.size
 }
 
 // readPosition reads the linear position on symbol: its size, the
@@ -98,7 +108,7 @@ func (v *Venue) readPosition(ctx context.Context, symbol string) (position, erro
 			continue
 		}
 		if l, err := decimal.NewFromString(e.Leverage); err == nil {
-			p.leverage = int(l.IntPart())
+			p.leverage = l
 		}
 		if size := dec(e.Size); size.IsPositive() {
 			p.side, p.size, p.trailing = e.Side, size, dec(e.TrailingStop)
@@ -140,10 +150,12 @@ func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, 
 // per symbol, so it must be right before the order. 110043 ("leverage not
 // modified") means it already was. A refusal (any code Bybit answered
 // that is not tabled as a transient failure) returns its reason; any other
-// failure means nothing was placed. It is never called for a close: a
-// refused change (110013) must not refuse the close.
-func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur, lev int) (reason string, err error) {
-	if cur == lev {
+// failure means nothing was placed. It is called only for an order that
+// opens or adds to a position (venuekit.SetsLeverage): a refused change
+// (110013) must not refuse a close or an order that only reduces.
+func (v *Venue) ensureLeverage(ctx context.Context, sym string, cur decimal.Decimal, lev int) (reason string, err error) {
+	// Compared as listed, never truncated: 10.5 is not the 10 asked for.
+	if cur.Equal(decimal.NewFromInt(int64(lev))) {
 		return "", nil
 	}
 	l := strconv.Itoa(lev)

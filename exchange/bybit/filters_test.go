@@ -306,7 +306,7 @@ func TestLeverage(t *testing.T) {
 			require.Equal(t, exchange.StatusFilled, r.Status)
 		}
 		lev, sets := b.fake.Leverage("BTCUSDT")
-		require.Equal(t, 20, lev)
+		require.Equal(t, "20", lev.String())
 		require.Equal(t, 1, sets)
 
 		o := marketOrder("BTCUSDT", "buy", "0.01")
@@ -314,7 +314,7 @@ func TestLeverage(t *testing.T) {
 		_, err := b.venue.Place(ctx, o)
 		require.NoError(t, err)
 		lev, sets = b.fake.Leverage("BTCUSDT")
-		require.Equal(t, 5, lev)
+		require.Equal(t, "5", lev.String())
 		require.Equal(t, 2, sets)
 	})
 
@@ -346,8 +346,25 @@ func TestLeverage(t *testing.T) {
 		_, err = b.venue.Place(ctx, o)
 		require.NoError(t, err)
 		lev, sets := b.fake.Leverage("BTCUSDT")
-		require.Equal(t, 20, lev)
+		require.Equal(t, "20", lev.String())
 		require.Equal(t, 2, sets)
+	})
+
+	// Bybit takes fractional leverages (leverageStep 0.01); one set in its
+	// app, 10.5, is not the 10 a signal asks for. It was once read
+	// truncated (IntPart), equal to 10, and the order went out at 10.5x.
+	t.Run("FractionalLeverageIsNotTheWholeOneBelow", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		b.fake.SetFractionalLeverage("BTCUSDT", d("10.5"))
+		o := marketOrder("BTCUSDT", "buy", "0.01")
+		o.Leverage = 10
+		r, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+		lev, sets := b.fake.Leverage("BTCUSDT")
+		require.Equal(t, "10", lev.String(), "the order went out at the leverage asked for")
+		require.Equal(t, 1, sets)
 	})
 
 	t.Run("CloseNeverSetsLeverage", func(t *testing.T) {

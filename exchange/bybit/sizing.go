@@ -16,7 +16,8 @@ func (v *Venue) ReadsBalance() bool { return true }
 // SizingFacts reads what sizing o needs: the ticker's last price, the
 // unified wallet's free balance of the quote coin, the position (linear:
 // the position list; spot: the free base coin, the most a close can sell)
-// and the lot rules.
+// and the lot rules. A linear account found in hedge mode is refused
+// (ReasonHedgeMode), as Place refuses it.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
 	f, found, err := v.filtersFor(ctx, symbol)
@@ -55,10 +56,14 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		if err != nil {
 			return out, err
 		}
-		out.Position = pos.size
-		if pos.side == "Sell" {
-			out.Position = pos.size.Neg()
+		if pos.hedge {
+			// readPosition keeps only the one-way (positionIdx 0) entry:
+			// a hedge-mode position would read as nothing to close.
+			// Place refuses hedge mode; so does sizing.
+			out.Refused = ReasonHedgeMode
+			return out, nil
 		}
+		out.Position = pos.signed()
 	}
 	return out, nil
 }

@@ -323,7 +323,7 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 			return out, fmt.Sprintf("%s: %s × %s = %s < %s", ReasonBelowMinNotional, out.qty, ref.Decimal, n, f.minNotional), nil
 		}
 	}
-	if v.cfg.Market == MarketLinear && o.Leverage > 0 && !exchange.IsClose(o.Action) {
+	if v.cfg.Market == MarketLinear && venuekit.SetsLeverage(o, pos.signed()) {
 		reason, err := v.ensureLeverage(ctx, out.symbol, pos.leverage, o.Leverage)
 		if err != nil || reason != "" {
 			return out, reason, err

@@ -147,8 +147,18 @@ func (v *Venue) leverage(ctx context.Context, instID string) (int, error) {
 }
 
 // ensureLeverage sets the swap's cross leverage when the leverage OKX
-// holds differs. A refusal returns its reason. It is never called for a
-// close: a refused change must not refuse the close.
+// holds differs. A refusal returns its reason: a code tabled as one, or
+// any code OKX answered (never with a 5xx) that ErrorTable does not list.
+// An order's unlisted code may mean the order exists, but set-leverage
+// places nothing, so an answered refusal of it (59102 above the maximum,
+// 59000, 59103–59114, Error_Code/Rest_API/Account.md) is the entry's
+// refusal, not an unreachable venue on every resend. A tabled transient
+// code (50001, 50013), a 5xx and a lost answer stay errors: nothing was
+// placed, resend.
+//
+// It is called only for an order that opens or adds to a position
+// (venuekit.SetsLeverage): a refused change (59107) must not refuse a
+// close or an order that only reduces.
 func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (string, error) {
 	cur, err := v.leverage(ctx, instID)
 	if err != nil {
@@ -159,11 +169,19 @@ func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (s
 	}
 	body := map[string]string{"instId": instID, "lever": strconv.Itoa(lever), "mgnMode": "cross"}
 	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
-	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
+	if e, ok := errors.AsType[*APIError](err); ok && (e.Refused() || answeredUntabled(e)) {
 		return "set leverage " + strconv.Itoa(lever) + ": " + e.Msg, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("okx: set leverage %d on %s: %w", lever, instID, asUnreachable(err))
 	}
 	return "", nil
+}
+
+// answeredUntabled reports whether e is OKX's own answer (a code, with a
+// status below 500) of a code ErrorTable does not list: a request OKX
+// refused for a reason hoox does not know.
+func answeredUntabled(e *APIError) bool {
+	return e.Class == ClassUnknown && e.Code != 0 && e.HTTPStatus < 500 &&
+		venuekit.ClassOf(ErrorTable(), e.Code, "") == ""
 }

@@ -21,7 +21,8 @@ func (v *Venue) ReadsBalance() bool { return true }
 // available balance of the quote (spot) or settle (swap) currency, the
 // position (swap: the net position converted from contracts; spot: the
 // available base currency, which a close sells) and the lot rules, in the
-// base currency.
+// base currency. A swap account found in hedge mode (long_short_mode) is
+// refused (ReasonHedgeMode), as Place refuses it.
 //
 // For a spot market buy, FreeQuote is what the order may spend: the
 // available quote over 1.05, since OKX "reserves/freezes your quote
@@ -57,6 +58,17 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		if !v.swap() {
 			out.Position, err = v.freeBalance(ctx, f.BaseCcy)
 			return out, err
+		}
+		// In long_short_mode the positions are listed posSide long and
+		// short, never net: the net read would say there is nothing to
+		// close. Place refuses hedge mode; so does sizing.
+		hedge, err := v.hedgeMode(ctx)
+		if err != nil {
+			return out, err
+		}
+		if hedge {
+			out.Refused = ReasonHedgeMode
+			return out, nil
 		}
 		pos, err := v.netPosition(ctx, f.InstID)
 		if err != nil {

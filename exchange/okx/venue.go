@@ -237,9 +237,17 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (F
 	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.TickSize); reason != "" {
 		return f, out, reason, nil
 	}
-	if v.swap() && o.Leverage > 0 && !exchange.IsClose(o.Action) {
-		if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
-			return f, out, reason, err
+	if v.swap() && venuekit.SetsLeverage(o, decimal.Zero) {
+		// Read only for an order that would set it: an order that only
+		// reduces the position opens nothing (venuekit.SetsLeverage).
+		pos, err := v.netPosition(ctx, f.InstID)
+		if err != nil {
+			return f, out, "", err
+		}
+		if venuekit.SetsLeverage(o, f.fromWire(pos)) {
+			if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
+				return f, out, reason, err
+			}
 		}
 	}
 	return f, out, "", nil

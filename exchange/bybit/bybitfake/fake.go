@@ -301,7 +301,7 @@ type Server struct {
 	tickers     map[string]map[string]decimal.Decimal
 	positions   map[string]Position
 	balances    map[string]Balance
-	leverage    map[string]int
+	leverage    map[string]decimal.Decimal
 	leverageSet map[string]int
 	// trailingSet counts trading-stop requests that changed a symbol's
 	// trailing stop.
@@ -413,7 +413,7 @@ func newServer(opts Options) *Server {
 		positions:   map[string]Position{},
 		trailingSet: map[string]int{},
 		balances:    map[string]Balance{},
-		leverage:    map[string]int{},
+		leverage:    map[string]decimal.Decimal{},
 		leverageSet: map[string]int{},
 		orders:      map[orderKey]*Order{},
 		faults:      map[string][]*injected{},
@@ -584,7 +584,7 @@ func (s *Server) Balance(coin string) Balance {
 
 // Leverage returns the leverage last set for a linear symbol (0 if never)
 // and how many set-leverage requests changed or confirmed it.
-func (s *Server) Leverage(symbol string) (leverage, sets int) {
+func (s *Server) Leverage(symbol string) (leverage decimal.Decimal, sets int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.leverage[symbol], s.leverageSet[symbol]
@@ -593,6 +593,15 @@ func (s *Server) Leverage(symbol string) (leverage, sets int) {
 // SetLeverage changes a linear symbol's leverage without a request, as a
 // manual change in Bybit's app or another hoox replica would.
 func (s *Server) SetLeverage(symbol string, leverage int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leverage[symbol] = decimal.NewFromInt(int64(leverage))
+}
+
+// SetFractionalLeverage changes a linear symbol's leverage to one Bybit's
+// app allows and hoox never asks for (leverageStep 0.01: 10.5), without a
+// request.
+func (s *Server) SetFractionalLeverage(symbol string, leverage decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leverage[symbol] = leverage

@@ -514,8 +514,8 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 	}
 	p := s.positions[sym]
 	lev := s.leverage[sym]
-	if lev == 0 {
-		lev = defaultLeverage
+	if lev.IsZero() {
+		lev = decimal.NewFromInt(defaultLeverage)
 	}
 	entry := func(idx int, side string, size decimal.Decimal) map[string]any {
 		ts := decimal.Zero
@@ -523,7 +523,7 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 			ts = p.TrailingStop
 		}
 		return map[string]any{"positionIdx": idx, "symbol": sym, "side": side, "size": size.String(),
-			"avgPrice": "0", "leverage": strconv.Itoa(lev), "tpslMode": "Full", "takeProfit": "0.00",
+			"avgPrice": "0", "leverage": lev.String(), "tpslMode": "Full", "takeProfit": "0.00",
 			"stopLoss": "0.00", "trailingStop": listedPrice(CategoryLinear, ts)}
 	}
 	list := []any{entry(0, p.Side, p.Size)}
@@ -565,8 +565,10 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 	if req.BuyLeverage != req.SellLeverage {
 		return fail(10001, "params error: buy leverage must equal sell leverage in one-way mode")
 	}
-	lev, err := strconv.Atoi(req.BuyLeverage)
-	if err != nil || lev < 1 || lev > in.MaxLeverage {
+	// leverageFilter: minLeverage 1, maxLeverage, leverageStep 0.01.
+	lev, err := decimal.NewFromString(req.BuyLeverage)
+	if err != nil || lev.LessThan(decimal.NewFromInt(1)) || lev.GreaterThan(decimal.NewFromInt(int64(in.MaxLeverage))) ||
+		!lev.Mod(decimal.RequireFromString("0.01")).IsZero() {
 		return fail(10001, "params error: leverage invalid")
 	}
 	s.leverageSet[req.Symbol]++
@@ -574,10 +576,10 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 		return fail(110013, "cannot set leverage due to risk limit level")
 	}
 	cur := s.leverage[req.Symbol]
-	if cur == 0 {
-		cur = defaultLeverage
+	if cur.IsZero() {
+		cur = decimal.NewFromInt(defaultLeverage)
 	}
-	if cur == lev {
+	if cur.Equal(lev) {
 		return fail(110043, "leverage not modified")
 	}
 	s.leverage[req.Symbol] = lev

@@ -54,7 +54,10 @@ type Instrument struct {
 	// swap; zero: none), Get_Instruments.md: "Max order quantity of a
 	// single market order".
 	MaxMktSz decimal.Decimal
-	State    string // live unless set
+	// Lever is the swap's maximum leverage (Get_Instruments.md, lever;
+	// zero: 125). A set-leverage above it is refused with 59102.
+	Lever int
+	State string // live unless set
 }
 
 // DefaultInstruments are BTC-USDT and ETH-USDT spot and their USDT swaps;

@@ -179,7 +179,18 @@ func (s *Server) servePositions(r *http.Request, _ []byte) reply {
 	out := []map[string]string{}
 	for id, pos := range s.positions {
 		if (inst == "" || id == inst) && !pos.IsZero() {
-			out = append(out, map[string]string{"instId": id, "instType": InstSwap, "posSide": "net", "pos": str(pos), "mgnMode": "cross"})
+			// Get positions: "When the account is in net mode, net
+			// positions will be displayed, and when the account is in
+			// long/short mode, long or short positions will be displayed"
+			// — posSide long or short, pos the side's (positive) size.
+			side := "net"
+			if s.longShort {
+				side = "long"
+				if pos.IsNegative() {
+					side, pos = "short", pos.Neg()
+				}
+			}
+			out = append(out, map[string]string{"instId": id, "instType": InstSwap, "posSide": side, "pos": str(pos), "mgnMode": "cross"})
 		}
 	}
 	return ok(out)
@@ -244,8 +255,13 @@ func (s *Server) serveLeverage(_ *http.Request, body []byte) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, found := s.instruments[req.InstID]; !found {
+	in, found := s.instruments[req.InstID]
+	if !found {
 		return fail(http.StatusOK, 51001, "Instrument ID or Spread ID doesn't exist.")
+	}
+	if in.Lever > 0 && lever > in.Lever {
+		// Error_Code/Rest_API/Account.md, 59102 (HTTP 200).
+		return fail(http.StatusOK, 59102, "Leverage exceeds the maximum limit. Please lower the leverage.")
 	}
 	if s.refuseLeverage {
 		return fail(http.StatusOK, 59107, "You have pending orders under the service, please modify the leverage after canceling all pending orders.")
