@@ -313,10 +313,12 @@ func TestFanOutNeedsAKeyOrATimestamp(t *testing.T) {
 	g := &accountGateway{errs: map[string]error{}}
 	b := setupFanOut(t, g)
 	const order = `"symbol":"BTCUSDT","action":"buy","quantity":"0.5"`
-	r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","accounts":["main","sub1"],` + order + `}`})
-	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
-	require.Equal(t, codes.InvalidSignal, r.json(t)["code"])
-	require.Contains(t, r.json(t)["detail"], `accounts: a fan-out needs trace_id or timestamp (e.g. "timestamp": "{{timenow}}"`)
+	for _, accounts := range []string{`["main","sub1"]`, `["main"]`} {
+		r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","accounts":` + accounts + `,` + order + `}`})
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+		require.Equal(t, codes.InvalidSignal, r.json(t)["code"])
+		require.Contains(t, r.json(t)["detail"], `accounts: a fan-out needs trace_id or timestamp (e.g. "timestamp": "{{timenow}}"`)
+	}
 	require.Empty(t, g.inputs, "nothing executed")
 
 	for _, req := range []webhookRequest{
