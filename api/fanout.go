@@ -29,8 +29,9 @@ type target struct {
 // and derives each one's trace. An account implies its venue: exchange may
 // be left out beside account(s), and when it is given, each account must
 // trade on the venue it names (an account name there counts as its venue);
-// a contradiction, or an account not configured, is a 400 invalid_signal
-// and nothing is executed.
+// a contradiction, an account not configured, or a fan-out with neither
+// key nor timestamp (a window trace, which its resend would outlive) is a
+// 400 invalid_signal and nothing is executed.
 func (s *Server) targets(sig signal.Signal, headerKey string, now time.Time) ([]target, error) {
 	reg := s.deps.Venues
 	venueOf := func(name string) (string, bool) {
@@ -96,6 +97,18 @@ func (s *Server) targets(sig signal.Signal, headerKey string, now time.Time) ([]
 			}
 		}
 		out = append(out, target{account: a, venue: venue, trace: tr})
+	}
+	// Every target's trace has the signal's key source. A fan-out's 503
+	// asks for the whole signal again, its accounts already executed
+	// answering as repeats: a window trace is a repeat only for
+	// HOOX_DEDUP_WINDOW, so a resend after it (a kill switch's
+	// Retry-After is 60 s) would place again on every account that had
+	// placed. Refused whole, before anything executes.
+	if sig.FanOut && out[0].trace.Source == signal.KeyWindow {
+		return nil, problem(codes.InvalidSignal, fmt.Sprintf(
+			`%s: a fan-out needs trace_id or timestamp (e.g. "timestamp": "{{timenow}}", or an %s header): `+
+				"its resend must find the accounts already executed, and a signal with neither is a repeat only inside the dedup window; nothing was executed",
+			field, signal.HeaderIdempotencyKey))
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/signal"
 )
 
 // accountGateway answers per account (the input's exchange): the refusal
@@ -300,6 +301,37 @@ func TestFanOutOfOneClientKeyOverTwoVenuesDefaultAccountsIsRefused(t *testing.T)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Len(t, g.inputs, 2)
 	require.NotEqual(t, g.inputs[0].Trace.LockKey, g.inputs[1].Trace.LockKey)
+}
+
+// A fan-out's resend must find the accounts already executed, so its
+// trace must outlive the resend: a client key (trace_id or the
+// Idempotency-Key header) or a timestamp. One with neither (a window
+// trace, a repeat only inside HOOX_DEDUP_WINDOW) is refused before
+// anything executes; "account" alone is a single signal and is not.
+func TestFanOutNeedsAKeyOrATimestamp(t *testing.T) {
+	t.Parallel()
+	g := &accountGateway{errs: map[string]error{}}
+	b := setupFanOut(t, g)
+	const order = `"symbol":"BTCUSDT","action":"buy","quantity":"0.5"`
+	for _, accounts := range []string{`["main","sub1"]`, `["main"]`} {
+		r := b.post(t, webhookRequest{body: `{"secret":"` + webhookSecret + `","accounts":` + accounts + `,` + order + `}`})
+		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+		require.Equal(t, codes.InvalidSignal, r.json(t)["code"])
+		require.Contains(t, r.json(t)["detail"], `accounts: a fan-out needs trace_id or timestamp (e.g. "timestamp": "{{timenow}}"`)
+	}
+	require.Empty(t, g.inputs, "nothing executed")
+
+	for _, req := range []webhookRequest{
+		{body: `{"secret":"` + webhookSecret + `","accounts":["main","sub1"],` + order + `,"trace_id":"fk1"}`},
+		{body: `{"secret":"` + webhookSecret + `","accounts":["main","sub1"],` + order + `}`, headers: []string{"Idempotency-Key", "fk2"}},
+		{body: `{"secret":"` + webhookSecret + `","accounts":["main","sub1"],` + order + `,"timestamp":"2026-12-04T20:00:00Z"}`},
+		{body: `{"secret":"` + webhookSecret + `","account":"main",` + order + `}`},
+	} {
+		r := b.post(t, req)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	require.Len(t, g.inputs, 7)
+	require.Equal(t, signal.KeyWindow, g.inputs[6].Trace.Source, "a single account's signal keeps its window")
 }
 
 // Every account still running: the whole answer is 409 in_progress with

@@ -815,8 +815,10 @@ func TestUIVenuesShowModeAndLastError(t *testing.T) {
 		exchange.Entry{Name: "binance", Testnet: true, BaseURL: "https://testnet.binance.example"},
 		exchange.Entry{Name: "bybit", BaseURL: "https://api.bybit.example"},
 		exchange.Entry{Name: "sub1", Venue: "bybit", BaseURL: "https://api.bybit.example"},
+		exchange.Entry{Name: "okx", Test: paper.New(paper.Config{}), BaseURL: "https://www.okx.example"},
 	)
 	venues.NoteError("bybit", errors.New("invalid api key (code 10003)"), time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
+	venues.NoteError(venues.KeyName("okx", true), errors.New("api key doesn't exist (code 50119)"), time.Date(2025, 3, 4, 5, 6, 8, 0, time.UTC))
 	deps := b.deps
 	deps.Venues = venues
 	deps.Registry = prometheus.NewRegistry()
@@ -828,6 +830,8 @@ func TestUIVenuesShowModeAndLastError(t *testing.T) {
 	require.Regexp(t, `(?s)<td>bybit</td>\s*<td><span class="status s-live">live</span>.*2025-03-04 05:06:07Z: invalid api key \(code 10003\)`, page)
 	require.Regexp(t, `(?s)<td>paper</td>\s*<td>paper</td>\s*<td>simulated</td>`, page)
 	require.Regexp(t, `(?s)<td>sub1</td>\s*<td>bybit</td>\s*<td><span class="status s-live">live</span>`, page, "a named account and its venue")
+	require.Regexp(t, `(?s)<td>okx</td>\s*<td>okx</td>.*<td>none<br><span class="error-text">testnet key, 2025-03-04 05:06:08Z: api key doesn&#39;t exist \(code 50119\)</span></td>`, page,
+		"the testnet key's error is its own, not the live key's")
 }
 
 func TestUIOrdersList(t *testing.T) {

@@ -3,6 +3,7 @@ package exchange
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -36,13 +37,21 @@ type Entry struct {
 	BaseURL string
 }
 
+// TestnetSuffix ends the key name (KeyName) of an account's testnet pair:
+// "binance:testnet". An account with a testnet pair holds two API keys,
+// and what one of them met (a refused key, an outage) says nothing of the
+// other. Account names are [a-z0-9_-], so the colon never meets one.
+const TestnetSuffix = ":testnet"
+
 // Registry maps an exchange name ("paper", …) to its venues. Which venues
 // exist is fixed at start-up; only the last-error notes change.
 type Registry struct {
 	entries map[string]Entry
 	mu      sync.Mutex
-	errs    map[string]VenueError
-	// errCount counts NoteError calls by venue (hoox_venue_errors_total).
+	// errs is by key name (KeyName).
+	errs map[string]VenueError
+	// errCount counts NoteError calls by account, its testnet pair's
+	// included (hoox_venue_errors_total).
 	errCount map[string]uint64
 }
 
@@ -61,6 +70,9 @@ type VenueStatus struct {
 	HasTestnet bool
 	BaseURL    string
 	LastError  *VenueError
+	// TestnetLastError is the last error of the testnet pair (test
+	// signals), kept apart from the live key's LastError.
+	TestnetLastError *VenueError
 }
 
 // NewRegistry returns a registry of venues with only live accounts, as a
@@ -130,8 +142,25 @@ func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.entries))
 }
 
-// NoteError remembers err as venue name's last error; the operator's page
-// shows it. A nil err is ignored.
+// KeyName names the API key a signal for account name reaches the venue
+// with (For), which is what its errors are noted and alerted under: name
+// for a live signal; for a test signal name+TestnetSuffix when the
+// account has a testnet pair, else PaperName (paper takes it). A name not
+// configured is itself.
+func (r *Registry) KeyName(name string, test bool) string {
+	e, ok := r.entries[name]
+	switch {
+	case !ok || !test || name == PaperName:
+		return name
+	case e.Test != nil:
+		return name + TestnetSuffix
+	}
+	return PaperName
+}
+
+// NoteError remembers err as the last error of key name (an account, or
+// its testnet pair: KeyName); the operator's page shows it. A nil err is
+// ignored.
 func (r *Registry) NoteError(name string, err error, at time.Time) {
 	if err == nil {
 		return
@@ -139,7 +168,8 @@ func (r *Registry) NoteError(name string, err error, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.errs[name] = VenueError{At: at, Message: err.Error()}
-	r.errCount[name]++
+	// Counted by account, as hoox_venue_errors_total always was.
+	r.errCount[strings.TrimSuffix(name, TestnetSuffix)]++
 }
 
 // Describe lists every configured venue with its last error, sorted by name.
@@ -153,6 +183,9 @@ func (r *Registry) Describe() []VenueStatus {
 		s := VenueStatus{Name: name, Venue: venue, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: e.BaseURL}
 		if ve, ok := r.errs[name]; ok {
 			s.LastError = &ve
+		}
+		if ve, ok := r.errs[name+TestnetSuffix]; ok && e.Test != nil {
+			s.TestnetLastError = &ve
 		}
 		out = append(out, s)
 	}

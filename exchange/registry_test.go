@@ -1,7 +1,9 @@
 package exchange_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +83,42 @@ func TestRegistryForNeverSendsATestSignalLive(t *testing.T) {
 	got, ok = reg.For("binance", false)
 	require.True(t, ok)
 	require.Same(t, live, got)
+}
+
+// An account's errors are noted under the key its signal reached the
+// venue with (KeyName): the testnet pair's apart from the live key's, a
+// test signal paper took under paper. The page shows both; the error
+// count stays by account.
+func TestRegistryNotesEachKeysErrorsApart(t *testing.T) {
+	t.Parallel()
+	reg := exchange.NewRegistryOf(
+		exchange.Entry{Name: exchange.PaperName, Live: newFakeVenue()},
+		exchange.Entry{Name: "binance", Live: newFakeVenue(), Test: newFakeVenue()},
+		exchange.Entry{Name: "bybit", Live: newFakeVenue()},
+	)
+	require.Equal(t, "binance", reg.KeyName("binance", false))
+	require.Equal(t, "binance"+exchange.TestnetSuffix, reg.KeyName("binance", true))
+	require.Equal(t, "bybit", reg.KeyName("bybit", false))
+	require.Equal(t, exchange.PaperName, reg.KeyName("bybit", true), "paper takes bybit's test signals")
+	require.Equal(t, exchange.PaperName, reg.KeyName(exchange.PaperName, true))
+
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	reg.NoteError(reg.KeyName("binance", true), errors.New("testnet key refused"), at)
+	byName := func() map[string]exchange.VenueStatus {
+		out := map[string]exchange.VenueStatus{}
+		for _, s := range reg.Describe() {
+			out[s.Name] = s
+		}
+		return out
+	}
+	binance := byName()["binance"]
+	require.Nil(t, binance.LastError, "the testnet key's error is not the live key's")
+	require.NotNil(t, binance.TestnetLastError)
+	require.Equal(t, "testnet key refused", binance.TestnetLastError.Message)
+
+	reg.NoteError(reg.KeyName("binance", false), errors.New("live key refused"), at)
+	binance = byName()["binance"]
+	require.Equal(t, "live key refused", binance.LastError.Message)
+	require.Equal(t, "testnet key refused", binance.TestnetLastError.Message)
+	require.Equal(t, map[string]uint64{exchange.PaperName: 0, "binance": 2, "bybit": 0}, reg.ErrorCounts())
 }

@@ -92,7 +92,7 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 				"client_order_id", row.ClientOrderID, "exchange", sig.Exchange)
 			continue
 		case err != nil:
-			s.venueError(ctx, sig.Exchange, err)
+			s.venueError(ctx, sig.Exchange, sig.Test, err)
 			return nil, unavailable(fmt.Sprintf("venue %s failed while cancelling %s; orders cancelled so far stay cancelled there: retry to finish and record them",
 				sig.Exchange, row.ClientOrderID), 5*time.Second, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,8 +90,9 @@ type Service struct {
 	// settled are trace IDs this replica saw settled: their repeats try
 	// one read before a claim (settled.go).
 	settled settledKeys
-	// credAlerts is when each venue's credential trouble was last
-	// notified, so a broken key alerts once an hour, not once a signal.
+	// credAlerts is when each API key's refusal was last notified, by
+	// key name (exchange.Registry.KeyName), so a broken key alerts once
+	// an hour, not once a signal, and silences no other key.
 	credMu     sync.Mutex
 	credAlerts map[string]time.Time
 	// legs places a signal's follow-up orders after its primary is
@@ -520,10 +522,10 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// executes.
 		s.settleIntent(ctx, intent, db.IntentUnsent, in, err)
 		tx.Rollback(ctx)
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return nil, unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
 	case err != nil:
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
 	return s.settle(ctx, tx, in, order, out, report, adopted)
@@ -552,7 +554,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		return nil, keyReusedAtVenue(tr.ID, err)
 	}
 	// Without an answer, placing could double the order.
-	s.venueError(ctx, in.Signal.Exchange, err)
+	s.venueError(ctx, in.Signal.Exchange, in.Signal.Test, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
 
@@ -590,7 +592,7 @@ func (s *Service) recoverEarlier(ctx context.Context, tx *db.ClaimTx, in Input, 
 		return unavailable(fmt.Sprintf("trace %s: the previous execution's order %s may still be accepted or still be executing at the venue; nothing was placed for this one yet: retry shortly", tr.ID, p.ClientOrderID),
 			max(venue.AcceptWindow()-p.SentAgo, 2*time.Second), err)
 	case err != nil:
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about the previous execution's order; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	for _, ev := range r.Events {
@@ -646,7 +648,7 @@ func (s *Service) askUnknown(ctx context.Context, tx *db.ClaimTx, in Input, venu
 		return nil, unavailable(fmt.Sprintf("an earlier order of this key (%s, released while its outcome was unknown) is not visible at %s, "+
 			"which may still fill a late request; nothing was placed: check the venue", u.ClientOrderID, in.Signal.Exchange), 60*time.Second, nil)
 	}
-	s.venueError(ctx, in.Signal.Exchange, err)
+	s.venueError(ctx, in.Signal.Exchange, in.Signal.Test, err)
 	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier order of this key; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
 }
 
@@ -694,40 +696,50 @@ func (s *Service) notify(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 	return s.deps.Notifier.InsertTx(ctx, s.deps.Jobs, tx.Tx(), jobs.TraceMessage(ev, in.Signal.Exchange, in.Trace.Mode, order))
 }
 
-// credentialAlertEvery is how often one venue's refused credentials are
-// notified while they stay refused.
+// credentialAlertEvery is how often one API key's refusal is notified
+// while it stays refused.
 const credentialAlertEvery = time.Hour
 
 // venueError notes a venue's failure for operators, and says loudly what to
 // fix when the venue refused hoox's credentials: an error log every time,
-// and a notification (with its audit event) once an hour.
-func (s *Service) venueError(ctx context.Context, venue string, err error) {
+// and a notification (with its audit event) once an hour. Both are by the
+// key a signal for account in test mode or not reached the venue with
+// (exchange.Registry.KeyName): an account with a testnet pair holds two
+// keys, and a refused testnet key must neither take the live key's hourly
+// alert nor be reported as the live key.
+func (s *Service) venueError(ctx context.Context, account string, test bool, err error) {
 	now := s.cfg.Timing.Clock()
-	s.deps.Venues.NoteError(venue, err, now)
+	key := s.deps.Venues.KeyName(account, test)
+	s.deps.Venues.NoteError(key, err, now)
 	if !errors.Is(err, exchange.ErrCredentials) {
 		return
 	}
-	s.deps.Logger.ErrorContext(ctx, "venue refused hoox's API credentials: check the key and secret, the key's trade permission and its IP whitelist; nothing was placed",
-		"exchange", venue, "error", err)
+	testnet := strings.HasSuffix(key, exchange.TestnetSuffix)
+	which, mode := "API key", ""
+	if testnet {
+		which, mode = "testnet API key", signal.ModeTest
+	}
+	s.deps.Logger.ErrorContext(ctx, "venue refused hoox's "+which+": check the key and secret, the key's trade permission and its IP whitelist; nothing was placed",
+		"exchange", account, "key", key, "error", err)
 	s.credMu.Lock()
-	due := now.Sub(s.credAlerts[venue]) >= credentialAlertEvery
+	due := now.Sub(s.credAlerts[key]) >= credentialAlertEvery
 	if due {
-		s.credAlerts[venue] = now
+		s.credAlerts[key] = now
 	}
 	s.credMu.Unlock()
 	if !due {
 		return
 	}
-	ev := db.Event{TraceID: "admin:venue:" + venue, Event: notify.EventVenueCredentials,
-		Detail: map[string]any{"exchange": venue, "reason": err.Error()}}
+	ev := db.Event{TraceID: "admin:venue:" + key, Event: notify.EventVenueCredentials,
+		Detail: map[string]any{"exchange": account, "key": key, "testnet": testnet, "reason": err.Error()}}
 	var hook db.TxHook
 	if s.deps.Notifier.Enabled(ev.Event) && s.deps.Jobs != nil {
-		msg := notify.Message{Event: ev.Event, Exchange: venue, Time: now,
-			Detail: "the venue refused hoox's API key: check the key and secret, its trade permission and IP whitelist (" + err.Error() + ")"}
+		msg := notify.Message{Event: ev.Event, Exchange: account, Mode: mode, Time: now,
+			Detail: "the venue refused hoox's " + which + ": check the key and secret, its trade permission and IP whitelist (" + err.Error() + ")"}
 		hook = func(ctx context.Context, tx pgx.Tx) error { return s.deps.Notifier.InsertTx(ctx, s.deps.Jobs, tx, msg) }
 	}
 	if err := db.AppendEvent(ctx, s.deps.MarkerPool, ev, hook); err != nil {
-		s.deps.Logger.WarnContext(ctx, "record venue credential error", "exchange", venue, "error", err)
+		s.deps.Logger.WarnContext(ctx, "record venue credential error", "exchange", account, "key", key, "error", err)
 	}
 }
 

@@ -55,7 +55,7 @@ func (s *Service) tagLedger(ctx context.Context, venue exchange.Venue, in Input,
 	symbol, base, spot, err := st.SpotSymbol(vctx, order.Symbol)
 	cancel()
 	if err != nil {
-		s.venueError(ctx, in.Signal.Exchange, err)
+		s.venueError(ctx, in.Signal.Exchange, in.Signal.Test, err)
 		return unavailable(fmt.Sprintf("venue %s could not be asked about %s; nothing was placed", in.Signal.Exchange, order.Symbol), 5*time.Second, err)
 	}
 	if spot {
@@ -173,7 +173,7 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		f, err := venue.(exchange.Sizer).SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
 		cancel()
 		if err != nil {
-			s.venueError(ctx, sig.Exchange, err)
+			s.venueError(ctx, sig.Exchange, sig.Test, err)
 			return order, nil, true, unavailable(fmt.Sprintf("venue %s could not be asked for the position to close; nothing was placed", sig.Exchange), 5*time.Second, err)
 		}
 		facts = f
@@ -222,7 +222,7 @@ func (s *Service) size(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 	facts, err := sizer.SizingFacts(vctx, asked, need)
 	cancel()
 	if err != nil {
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return order, facts, nil, true, unavailable(fmt.Sprintf("venue %s could not be asked what to size the order by; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	facts.Ledger, facts.Unrecorded, facts.BaseAsset = held.Ledger, held.Unrecorded, held.BaseAsset
@@ -287,7 +287,7 @@ func (s *Service) checkExits(ctx context.Context, tx *db.ClaimTx, in Input, venu
 	reason, err := checker.CheckExits(vctx, order)
 	cancel()
 	if err != nil {
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return true, unavailable(fmt.Sprintf("venue %s could not be asked for the symbol's rules; nothing was placed", sig.Exchange), 5*time.Second, err)
 	}
 	if reason == "" {
@@ -315,7 +315,7 @@ func (s *Service) readPositionBefore(ctx context.Context, in Input, venue exchan
 	facts, err := sizer.SizingFacts(vctx, order, exchange.SizingNeed{Position: true})
 	cancel()
 	if err != nil {
-		s.venueError(ctx, in.Signal.Exchange, err)
+		s.venueError(ctx, in.Signal.Exchange, in.Signal.Test, err)
 		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked for the %s position the exits would protect; nothing was placed", in.Signal.Exchange, order.Symbol), 5*time.Second, err)
 	}
 	before := facts.Position
@@ -341,7 +341,7 @@ func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, v
 	caps, err := capper.ExitCaps(vctx, order)
 	cancel()
 	if err != nil {
-		s.venueError(ctx, sig.Exchange, err)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked how many exit orders rest on %s; nothing was placed", sig.Exchange, order.Symbol), 5*time.Second, err)
 	}
 	if len(caps) == 0 {

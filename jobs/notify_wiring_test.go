@@ -228,3 +228,48 @@ func TestVenueCredentialsAreNotifiedWithTheirEvent(t *testing.T) {
 	require.EqualValues(t, 1, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'venue_credentials'"),
 		"the second refusal inside the hour is logged, not notified again")
 }
+
+// An account with a testnet pair (HOOX_<VENUE>_TESTNET_API_KEY) holds two
+// keys. A refused testnet key (a test signal) is audited, noted and
+// notified as the testnet key's, and does not take the live key's hourly
+// alert: the live key refused a moment later — live signals answered 503
+// until it is fixed — is notified on its own.
+func TestRefusedTestnetKeyDoesNotSilenceTheLiveKeysAlert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.venues = exchange.NewRegistryOf(
+		exchange.Entry{Name: "paper", Live: b.paper},
+		exchange.Entry{Name: "binance", Live: refusedKey{b.paper}, Test: refusedKey{b.paper}})
+	gw, _ := notifyingGateway(t, b)
+	for _, body := range []string{
+		`{"exchange":"binance","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"t-1","test":true}`,
+		`{"exchange":"binance","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"live-1"}`,
+	} {
+		_, err := gw.Execute(ctx, input(t, body))
+		var ge *gateway.Error
+		require.ErrorAs(t, err, &ge)
+		require.Equal(t, codes.Unavailable, ge.Code)
+	}
+	require.EqualValues(t, 2, count(t, b.pool, "SELECT count(*) FROM trace_history WHERE event = 'venue_credentials'"),
+		"the live key's refusal is its own alert, not swallowed by the testnet key's an instant earlier")
+	for trace, mode := range map[string]string{"admin:venue:binance:testnet": "test", "admin:venue:binance": ""} {
+		require.Equal(t, writer(t, b.pool, "SELECT xmin FROM trace_events WHERE trace_id = $1 AND event = 'venue_credentials'", trace),
+			writer(t, b.pool, queuedNotifications+" AND coalesce(args->'message'->>'mode', '') = $2", "venue_credentials", mode),
+			"%s is notified in its event's transaction, on every channel", trace)
+	}
+	require.EqualValues(t, 3, count(t, b.pool, "SELECT count(*) FROM ("+queuedNotifications+") q WHERE args->'message'->>'mode' = 'test' "+
+		"AND strpos(args->'message'->>'detail', 'refused hoox''s testnet API key') > 0", "venue_credentials"),
+		"the testnet key's message says it is the testnet key")
+	require.EqualValues(t, 3, count(t, b.pool, "SELECT count(*) FROM ("+queuedNotifications+") q WHERE args->'message'->>'mode' IS NULL "+
+		"AND strpos(args->'message'->>'detail', 'refused hoox''s API key') > 0", "venue_credentials"),
+		"the live key's message names the live key")
+	var status exchange.VenueStatus
+	for _, v := range b.venues.Describe() {
+		if v.Name == "binance" {
+			status = v
+		}
+	}
+	require.NotNil(t, status.LastError, "the live key's refusal is the account's last error")
+	require.NotNil(t, status.TestnetLastError, "the testnet key's refusal is kept apart")
+}

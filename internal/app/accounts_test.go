@@ -4,17 +4,21 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/exchange/paper"
 	"github.com/hoox/hoox/exchange/venuefake"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/apptest"
+	"github.com/hoox/hoox/signal"
 )
 
 // fanOutRig is a hoox with three named accounts beside the built-in
@@ -225,22 +229,135 @@ func TestAccountCredentialsNeverLeave(t *testing.T) {
 	}
 }
 
-// Without a client key the accounts dedup as single signals do: by the
-// derived trace (with a timestamp) or within the window (without); a
-// resend is a repeat on every account.
-func TestFanOutDerivedAndWindowSignalsRepeatOnEveryAccount(t *testing.T) {
+// Without a client key the accounts dedup as single signals do, by the
+// derived trace of the signal's timestamp: a resend is a repeat on every
+// account.
+func TestFanOutDerivedSignalsRepeatOnEveryAccount(t *testing.T) {
 	t.Parallel()
 	r := startFanOutRig(t)
-	for _, extra := range []string{`"timestamp":"2026-01-02T03:04:05Z"`, `"comment":"no key, no time"`} {
-		body := `{"secret":"` + apptest.Secret + `","accounts":["main","sub1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002",` + extra + `}`
-		first := apptest.Post(t, r.b.URL, body)
-		require.Equal(t, http.StatusOK, first.Status, first.Raw)
-		got := answers(t, first)
-		require.NotEqual(t, got["main"]["trace_id"], got["sub1"]["trace_id"])
-		again := apptest.Post(t, r.b.URL, body)
-		require.Equal(t, http.StatusConflict, again.Status, again.Raw)
-		require.Equal(t, "duplicate", again.Str("code"))
-	}
-	require.Len(t, r.main.Orders(), 2)
-	require.Len(t, r.sub1.Orders(), 2)
+	body := `{"secret":"` + apptest.Secret + `","accounts":["main","sub1"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","timestamp":"2026-01-02T03:04:05Z"}`
+	first := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusOK, first.Status, first.Raw)
+	got := answers(t, first)
+	require.NotEqual(t, got["main"]["trace_id"], got["sub1"]["trace_id"])
+	again := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusConflict, again.Status, again.Raw)
+	require.Equal(t, "duplicate", again.Str("code"))
+	require.Len(t, r.main.Orders(), 1)
+	require.Len(t, r.sub1.Orders(), 1)
+}
+
+// A fan-out's 503 asks for the whole signal again, the accounts already
+// executed answering as repeats. A signal with neither trace_id nor
+// timestamp is a repeat only inside HOOX_DEDUP_WINDOW, which a resend
+// after the answer's Retry-After (a kill switch's is 60 s, the default
+// window) or a relay's backoff outlives: every account that had placed
+// would place again. So a fan-out needs a key or a timestamp, and one
+// without is refused before anything executes; a single account's signal
+// (its 503 placed nothing) is not.
+func TestFanOutWithoutKeyOrTimestampIsRefusedBeforeAnything(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	r.b.App.Paper().SetFaults(paper.Faults{Unreachable: true})
+	reply := apptest.Post(t, r.b.URL, `{"secret":"`+apptest.Secret+`","accounts":["paper","main"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","comment":"window fan-out"}`)
+	require.Equal(t, http.StatusBadRequest, reply.Status, reply.Raw)
+	require.Equal(t, "invalid_signal", reply.Str("code"))
+	require.Contains(t, reply.Str("detail"), "a fan-out needs trace_id or timestamp")
+	require.Contains(t, reply.Str("detail"), `"timestamp": "{{timenow}}"`)
+	require.Empty(t, r.main.Orders(), "nothing executed")
+	require.Zero(t, apptest.Count(t, r.b.Pool, "SELECT count(*) FROM trace_ids"))
+
+	single := apptest.Post(t, r.b.URL, `{"secret":"`+apptest.Secret+`","account":"main","symbol":"BTCUSDT","action":"buy","quantity":"0.002","comment":"window single"}`)
+	require.Equal(t, http.StatusOK, single.Status, single.Raw)
+	require.Len(t, r.main.Orders(), 1)
+}
+
+// A fan-out with a timestamp keeps its traces for HOOX_TRACE_TTL: its
+// 503 (one account's venue down) asks for a resend after Retry-After, and
+// a resend that arrives past both that and HOOX_DEDUP_WINDOW places only
+// the missing account. (The traces are aged past both rather than slept
+// on.)
+func TestFanOutWithTimestampResentAfterItsRetryAfterPlacesOnlyTheMissingAccount(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	r.b.App.Paper().SetFaults(paper.Faults{Unreachable: true})
+	body := `{"secret":"` + apptest.Secret + `","accounts":["paper","main"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","timestamp":"2026-01-02T03:04:05Z"}`
+
+	first := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusServiceUnavailable, first.Status, first.Raw)
+	require.Equal(t, "unavailable", first.Str("code"))
+	require.Equal(t, http.StatusOK, statusOf(answers(t, first)["main"]), "main placed")
+	require.Len(t, r.main.Orders(), 1)
+	retry, err := strconv.Atoi(first.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	ageTraces(t, r.b, max(time.Duration(retry)*time.Second, app.DefaultConfig().Gateway.DedupWindow)+time.Second)
+
+	r.b.App.Paper().SetFaults(paper.Faults{})
+	again := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusOK, again.Status, again.Raw)
+	got := answers(t, again)
+	require.Equal(t, http.StatusOK, statusOf(got["paper"]), "the missing account places")
+	require.Equal(t, http.StatusConflict, statusOf(got["main"]), "main answers as a repeat")
+	require.Len(t, r.main.Orders(), 1, "no second order on main")
+	require.Equal(t, 1, apptest.Fills(t, r.b.Pool))
+}
+
+// The kill switch is engaged while a fan-out with a timestamp runs: one
+// account ("main") already placed, the other ("paper") claims after the
+// switch. The answer is a 503 kill_switch with Retry-After: 60; the
+// operator releases the switch and the sender resends after it, past the
+// default 60 s window: main answers as a repeat, paper places. (Paper's
+// claim is held back by holding its lock key from a test connection, only
+// to order the two claims around the switch; the traces are aged past the
+// Retry-After rather than slept on.)
+func TestFanOutKillSwitchResendAfterItsRetryAfterPlacesOnlyTheMissingAccount(t *testing.T) {
+	t.Parallel()
+	r := startFanOutRig(t)
+	body := `{"secret":"` + apptest.Secret + `","accounts":["paper","main"],"symbol":"BTCUSDT","action":"buy","quantity":"0.002","timestamp":"2026-01-02T03:04:06Z"}`
+	raw, err := signal.Decode([]byte(body))
+	require.NoError(t, err)
+	sig, err := raw.Signal()
+	require.NoError(t, err)
+	tr, err := signal.DeriveAccountTrace(sig, "paper", "paper", "", time.Now())
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	conn, err := r.b.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", tr.LockKey)
+	require.NoError(t, err)
+
+	done := make(chan apptest.Reply, 1)
+	go func() { done <- apptest.Post(t, r.b.URL, body) }()
+	require.Eventually(t, func() bool { return len(r.main.Orders()) == 1 }, 5*time.Second, 5*time.Millisecond, "main placed")
+	_, err = db.SetKillSwitch(ctx, r.b.Pool, true, "operator halts trading", "test")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", tr.LockKey)
+	require.NoError(t, err)
+	first := <-done
+	require.Equal(t, http.StatusServiceUnavailable, first.Status, first.Raw)
+	require.Equal(t, "kill_switch", first.Str("code"))
+	require.Equal(t, "kill_switch", problemCode(answers(t, first)["paper"]))
+	retry, err := strconv.Atoi(first.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Equal(t, 60, retry)
+
+	_, err = db.SetKillSwitch(ctx, r.b.Pool, false, "released", "test")
+	require.NoError(t, err)
+	ageTraces(t, r.b, time.Duration(retry)*time.Second+time.Second)
+	again := apptest.Post(t, r.b.URL, body)
+	require.Equal(t, http.StatusOK, again.Status, again.Raw)
+	got := answers(t, again)
+	require.Equal(t, http.StatusOK, statusOf(got["paper"]), "the halted account places")
+	require.Equal(t, http.StatusConflict, statusOf(got["main"]), "main answers as a repeat")
+	require.Len(t, r.main.Orders(), 1, "no second order on main")
+}
+
+// ageTraces moves every trace's arrival d into the past, as a resend that
+// waited d would find it.
+func ageTraces(t *testing.T, b *apptest.Bundle, d time.Duration) {
+	t.Helper()
+	_, err := b.Pool.Exec(context.Background(), "UPDATE trace_ids SET received_at = received_at - $1::bigint * interval '1 millisecond'", d.Milliseconds())
+	require.NoError(t, err)
 }
