@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
@@ -62,12 +63,15 @@ func TestBybitSameIDResendProvenUnsentDoesNotForgetTheDeadAttemptsSend(t *testin
 	_, err = pool.Exec(ctx, `UPDATE dispatch_intents SET sent_at = sent_at - interval '1 minute'`)
 	require.NoError(t, err)
 	f.InjectPlacements(1, bybitfake.TooManyVisits(time.Millisecond))
-	_, err = gw.Execute(ctx, input(t, body))
+	resend := input(t, body)
+	_, err = gw.Execute(ctx, resend)
 	ge := requireCode(t, err, codes.Unavailable)
 	var outcome string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(outcome, '') FROM dispatch_intents`).Scan(&outcome))
 	t.Logf("resend answered 503 %q; intent outcome now %q", ge.Detail, outcome)
 	require.Contains(t, ge.Detail, "an earlier attempt's order may exist", "not \"nothing was placed\": the dead attempt's order may be booked")
+	require.Empty(t, outcome, "the intent stays open: it stands for the dead attempt's send too")
+	require.Contains(t, eventsOf(t, pool, resend.Trace.ID), db.EventDispatchAborted, "the aborted send is in the audit trail")
 
 	// Bybit's backend books the dead attempt's create. Nobody resends
 	// (or the resends land elsewhere); the sweeper runs past its grace.

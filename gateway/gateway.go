@@ -536,6 +536,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// attempt's send, which the venue may still book: it stays open
 		// (re-armed, so its accept window starts again) for the resend or
 		// the sweeper to ask about, never unsent.
+		s.leaveIntentOpen(ctx, intent, in, err)
 		tx.Rollback(ctx)
 		s.venueError(ctx, sig.Exchange, err)
 		return nil, unavailable(fmt.Sprintf("venue %s is unreachable: this request sent no order, but an earlier attempt's order may exist: retry", sig.Exchange), 5*time.Second, err)
@@ -703,6 +704,23 @@ func (s *Service) settleIntent(ctx context.Context, intent *db.Intent, outcome d
 		s.deps.Logger.WarnContext(ctx, "intent armed again by another attempt; its outcome is that attempt's",
 			"client_order_id", intent.ClientOrderID, "outcome_not_written", outcome)
 	}
+}
+
+// leaveIntentOpen records that this attempt's send never left while its
+// intent stays open for an earlier attempt's send, which the venue may
+// still book (dispatch's earlierUnproven): the audit trail's
+// dispatch_aborted, with no outcome written. A failure is only logged.
+func (s *Service) leaveIntentOpen(ctx context.Context, intent *db.Intent, in Input, cause error) {
+	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
+		Detail: map[string]any{"client_order_id": intent.ClientOrderID, "cause": cause.Error(),
+			"intent": "left open: an earlier attempt's order may exist"}}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if err := db.AppendEvent(sctx, s.deps.MarkerPool, ev, nil); err != nil {
+		s.deps.Logger.WarnContext(ctx, "record an aborted send", "client_order_id", intent.ClientOrderID, "error", err)
+	}
+	s.deps.Logger.WarnContext(ctx, "send never left; intent left open, an earlier attempt's order may exist",
+		"trace_id", in.Trace.ID, "client_order_id", intent.ClientOrderID, "error", cause)
 }
 
 // settleTimeout bounds a settlement that runs after its caller's own
