@@ -82,7 +82,7 @@ const SyncCommitSQL = "SELECT set_config('synchronous_commit', 'on', true)"
 // signal or a repeat, so a new connection can prepare them up front
 // (PoolConfig.Prepare).
 func ClaimStatements() []string {
-	return []string{"BEGIN", ClaimLockSQL, ClaimSQL, ClaimWindowSQL, ClaimIntentsOnlySQL, RecordOrderSQL, SettleTraceSQL, SettleIntentSQL,
+	return []string{"BEGIN", ClaimLockSQL, ClaimSQL, ClaimWindowSQL, ClaimIntentsOnlySQL, RecordOrderSQL, SettleTraceSQL, SettleIntentSQL, settleClaimedIntentSQL,
 		InsertEventSQL, AsyncCommitSQL, "COMMIT", SettledTraceSQL}
 }
 
@@ -606,7 +606,12 @@ type Settlement struct {
 	ClientOrderID string
 	// IntentID, when set, settles that intent with IntentOutcome in the same
 	// commit, so an order is never recorded without its intent being closed
-	// (and the sweeper never re-asks the venue about it).
+	// (and the sweeper never re-asks the venue about it). The intent
+	// becomes TraceID's (its trace_id): a window-mode resend is a trace of
+	// its own, and settles the open intent its dead first arrival armed
+	// under a trace that never committed. Whatever reads an intent's trace
+	// (ListUnknown, the claim's "released by force", the purge's kept
+	// traces) must find the trace that holds its outcome.
 	IntentID      string
 	IntentOutcome IntentOutcome
 	Events        []Event
@@ -646,15 +651,21 @@ func (c *ClaimTx) Record(ctx context.Context, st Settlement) error {
 		}
 		b.Queue(SettleTraceSQL, st.TraceID, st.Status, pgconv.UUIDPtr(orderID), clientOrderID)
 		if st.IntentID != "" {
-			b.Queue(SettleIntentSQL, st.IntentID, st.IntentOutcome)
+			b.Queue(settleClaimedIntentSQL, st.IntentID, st.IntentOutcome, st.TraceID)
 		}
 		queueEvents(b, st.Events)
 	})
 }
 
+// settleClaimedIntentSQL is SettleIntentSQL for a claim's settlement: the
+// intent ($1) takes its outcome ($2) and the claim's trace ($3).
+const settleClaimedIntentSQL = `
+UPDATE dispatch_intents SET outcome = $2::text, settled_at = now(), trace_id = $3 WHERE client_order_id = $1`
+
 // RecordOrderSQL is a settlement with an order and its intent in one
 // statement: the order (InsertOrderSQL, $1–$25), the trace ($26, status
-// $27, pointing at the order), the intent ($29, outcome $28) and one event
+// $27, pointing at the order), the intent ($29, outcome $28, made the
+// trace's: Settlement.IntentID) and one event
 // ($30–$33: trace ID, event, source IP and detail as text, the last two
 // null for none), the way nearly every signal ends. Data-modifying WITH
 // queries all run, once each, referenced or not; the order's AFTER triggers
@@ -706,7 +717,7 @@ WITH o AS (` + InsertOrderSQL + `
     UPDATE trace_ids SET status = $27::text, order_id = $1, client_order_id = $3, updated_at = now()
     WHERE trace_id = $26
 ), i AS (
-    UPDATE dispatch_intents SET outcome = $28::text, settled_at = now() WHERE client_order_id = $29
+    UPDATE dispatch_intents SET outcome = $28::text, settled_at = now(), trace_id = $26 WHERE client_order_id = $29
 )` + events + rows.String() + `
 SELECT created_at FROM o`
 }

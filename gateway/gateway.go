@@ -375,6 +375,12 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	// attempt sends under armed (0: a new ID); the intent is armed again
 	// only if it still holds that (db.Intent.Armed).
 	clientOrderID, armed := res.ReuseID, res.ReuseAttempts
+	// earlierUnproven is true when the intent this attempt arms is a dead
+	// attempt's whose send nothing has proven absent (a venue that may
+	// book it late, but takes an ID only once: Bybit). That row stands
+	// for the earlier send too: it is never settled unsent for this
+	// attempt's sake, or nobody would look for that order again.
+	earlierUnproven := false
 	if clientOrderID == "" {
 		clientOrderID = signal.ClientOrderID(s.deps.Deployment, tr.LockKey, res.Executions)
 	}
@@ -450,6 +456,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// Not found and the window has closed: nothing can appear, or
 		// the venue refuses the ID should the original appear late; send
 		// again under the same ID.
+		earlierUnproven = !exchange.RefusesLateOrder(venue, order)
 	}
 
 	// ledger is the spot ledger's version a spot close was sized under:
@@ -486,6 +493,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			// claim's connection, and the trace's lock with it, was lost.
 			return nil, unavailable("another attempt of this signal is sending its order; nothing was placed by this one", 5*time.Second, err)
 		}
+		if earlierUnproven {
+			// Armed or not, the intent stays open: the dead attempt's
+			// order may still be booked, and only an open (or failed)
+			// intent is looked for again — by the resend, or the sweeper.
+			s.deps.Logger.WarnContext(ctx, "intent write failed; left open, an earlier attempt's order may exist",
+				"trace_id", tr.ID, "client_order_id", order.ClientOrderID, "error", err)
+			return nil, unavailable("the database is unavailable: this request sent no order, but an earlier attempt's order may exist: retry", 5*time.Second, err)
+		}
 		// The write may have committed with its answer lost (a connection
 		// reset, a pooler restart, a failover at the commit): then the
 		// intent is armed Armed+1 times though nothing went to the venue,
@@ -493,7 +508,9 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// and — at a venue that may fill a late request — end as a missed
 		// trade. Settle exactly that arming unsent while the claim still
 		// holds the trace's lock; it writes nothing if the write never
-		// committed (or another attempt armed the ID since).
+		// committed (or another attempt armed the ID since). Only for an
+		// arming that stands for no earlier send (a new ID, a provably
+		// unsent one, or one the venue proved absent).
 		intent.Attempts = armed + 1
 		s.settleIntent(ctx, intent, db.IntentUnsent, in, err)
 		return nil, unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
@@ -516,6 +533,15 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		s.settleIntent(ctx, intent, db.IntentKeyReused, in, err)
 		tx.Rollback(ctx)
 		return nil, keyReusedAtVenue(tr.ID, err)
+	case errors.Is(err, exchange.ErrUnreachable) && earlierUnproven:
+		// This send never left, but the intent also stands for the dead
+		// attempt's send, which the venue may still book: it stays open
+		// (re-armed, so its accept window starts again) for the resend or
+		// the sweeper to ask about, never unsent.
+		s.leaveIntentOpen(ctx, intent, in, err)
+		tx.Rollback(ctx)
+		s.venueError(ctx, sig.Exchange, sig.Test, err)
+		return nil, unavailable(fmt.Sprintf("venue %s is unreachable: this request sent no order, but an earlier attempt's order may exist: retry", sig.Exchange), 5*time.Second, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: free the client order ID under the
 		// lock, then roll the claim back at once, so the sender's retry
@@ -555,7 +581,7 @@ func (s *Service) askFirst(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	}
 	// Without an answer, placing could double the order.
 	s.venueError(ctx, in.Signal.Exchange, in.Signal.Test, err)
-	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order; nothing was placed", in.Signal.Exchange), 5*time.Second, err)
+	return nil, unavailable(fmt.Sprintf("venue %s could not be asked about an earlier attempt's order: this request sent no order, but that order may exist: retry", in.Signal.Exchange), 5*time.Second, err)
 }
 
 // recoverEarlier settles, in this claim, the open intent p that a dead
@@ -680,6 +706,23 @@ func (s *Service) settleIntent(ctx context.Context, intent *db.Intent, outcome d
 		s.deps.Logger.WarnContext(ctx, "intent armed again by another attempt; its outcome is that attempt's",
 			"client_order_id", intent.ClientOrderID, "outcome_not_written", outcome)
 	}
+}
+
+// leaveIntentOpen records that this attempt's send never left while its
+// intent stays open for an earlier attempt's send, which the venue may
+// still book (dispatch's earlierUnproven): the audit trail's
+// dispatch_aborted, with no outcome written. A failure is only logged.
+func (s *Service) leaveIntentOpen(ctx context.Context, intent *db.Intent, in Input, cause error) {
+	ev := db.Event{TraceID: in.Trace.ID, Event: db.EventDispatchAborted, SourceIP: in.SourceIP,
+		Detail: map[string]any{"client_order_id": intent.ClientOrderID, "cause": cause.Error(),
+			"intent": "left open: an earlier attempt's order may exist"}}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if err := db.AppendEvent(sctx, s.deps.MarkerPool, ev, nil); err != nil {
+		s.deps.Logger.WarnContext(ctx, "record an aborted send", "client_order_id", intent.ClientOrderID, "error", err)
+	}
+	s.deps.Logger.WarnContext(ctx, "send never left; intent left open, an earlier attempt's order may exist",
+		"trace_id", in.Trace.ID, "client_order_id", intent.ClientOrderID, "error", cause)
 }
 
 // settleTimeout bounds a settlement that runs after its caller's own

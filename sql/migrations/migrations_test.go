@@ -248,3 +248,42 @@ FROM paper_orders`).Scan(&pos, &cancelled))
 	require.Equal(t, "0.4", pos, "the long less what the cut close executed")
 	require.Equal(t, "none", cancelled)
 }
+
+// Migration 00041: an unknown (failed) or reconciling intent that a
+// window-mode resend settled under its own trace, while the intent still
+// named the dead first arrival's trace (which never committed), is
+// pointed at the resend's trace; one whose own trace exists, and one
+// whose trace an operator released by force, keep theirs.
+func TestIntentsNameTheTraceThatSettledThem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := p.DownTo(ctx, 40)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `
+INSERT INTO trace_ids (trace_id, fingerprint, mode, key_source, status, exchange, symbol, action, client_order_id, signal, expires_at) VALUES
+  ('w:resend', 'f', 'live', 'window', 'failed', 'binance-spot', 'BTCUSDT', 'buy', 'missed', '{}', now() + interval '1 day'),
+  ('w:resend2', 'f', 'live', 'window', 'reconciling', 'binance-spot', 'BTCUSDT', 'buy', 'reconciling', '{}', now() + interval '1 day'),
+  ('k:own', 'f', 'live', 'client', 'failed', 'binance-spot', 'BTCUSDT', 'buy', 'own', '{}', now() + interval '1 day'),
+  ('k:other', 'f', 'live', 'client', 'failed', 'binance-spot', 'BTCUSDT', 'buy', 'own', '{}', now() + interval '1 day');
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
+                              order_spec, signal, received_at, execution, outcome, settled_at) VALUES
+  ('missed', 'w:f', 'w:first', 'f', 'live', 'window', 'binance-spot', 'BTCUSDT', 'buy', '{}', '{}', now(), 0, 'failed', now()),
+  ('reconciling', 'w:f', 'w:first2', 'f', 'live', 'window', 'binance-spot', 'BTCUSDT', 'buy', '{}', '{}', now(), 1, 'reconciling', now()),
+  ('own', 'k:own', 'k:own', 'f', 'live', 'client', 'binance-spot', 'BTCUSDT', 'buy', '{}', '{}', now(), 0, 'failed', now()),
+  ('released', 'k:gone', 'k:gone', 'f', 'live', 'client', 'binance-spot', 'BTCUSDT', 'buy', '{}', '{}', now(), 0, 'failed', now())`)
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.Up(ctx, db))
+	rows, err := db.QueryContext(ctx, `SELECT client_order_id, trace_id FROM dispatch_intents ORDER BY client_order_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var id, trace string
+		require.NoError(t, rows.Scan(&id, &trace))
+		got[id] = trace
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]string{"missed": "w:resend", "reconciling": "w:resend2", "own": "k:own", "released": "k:gone"}, got)
+}
