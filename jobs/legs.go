@@ -442,9 +442,17 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg, fill db.ParentFill) (exchange.Order, string, error) {
 	o := leg.Order
 	if leg.Sends > 0 {
-		// A send may have left: the exit stays exactly as first resolved
-		// and stored (MarkLegSent), so a same-ID resend is that order.
-		return o, "", nil
+		// A send may have left: the exit stays as first resolved and
+		// stored (MarkLegSent), its quantity and trigger. Where exits are
+		// orders of their own on the position it is still read again (a
+		// resend there follows a "not found" past the venue's accept window
+		// at a venue that refuses late requests, or a reopen after a
+		// give-up: the first send was never placed, hours may have
+		// passed, and the position may be gone).
+		if o.PositionBefore == nil || !exchange.AttachesAsLegs(venue) {
+			return o, "", nil
+		}
+		return r.heldExit(ctx, venue, leg, o, fill)
 	}
 	target := o.ExitTarget()
 	if target == nil && o.Exit != exchange.RoleOCO {
@@ -460,17 +468,16 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 		}
 	}
 	// A derivatives exit planned against the position before its entry
-	// (PositionBefore) reads the position as it is now, before its first
-	// send: the entry's fill may be recorded minutes after it happened,
-	// and the position it opened closed meanwhile (the strategy's close, a
-	// hand close, a halt). A reduce-only exit on a flat position would cut
-	// the symbol's next one. Once a send may have left (Sends), the exit
-	// stays as first resolved (above): a same-ID resend must match it. Only where
-	// exits are separate orders on the position (Binance USDⓈ-M): Bybit's
-	// trailing stop is the position's own setting, read by its adapter at
-	// send (a position not shown yet waits), and OKX refuses a reduce-only
-	// algo order with no position.
-	current := o.PositionBefore != nil && leg.Sends == 0 && exchange.AttachesAsLegs(venue)
+	// (PositionBefore) reads the position as it is now, before every send
+	// (a resend: heldExit, above): the entry's fill may be recorded
+	// minutes after it happened, and the position it opened closed
+	// meanwhile (the strategy's close, a hand close, a halt). A
+	// reduce-only exit on a flat position would cut the symbol's next one.
+	// Only where exits are separate orders on the position (Binance
+	// USDⓈ-M): Bybit's trailing stop is the position's own setting, read by
+	// its adapter at send (a position not shown yet waits), and OKX refuses
+	// a reduce-only algo order with no position.
+	current := o.PositionBefore != nil && exchange.AttachesAsLegs(venue)
 	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
@@ -481,21 +488,10 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
 		}
 		if current {
-			held := facts.Position
-			if o.EntrySide() == "sell" {
-				held = held.Neg()
+			var reason string
+			if o, reason, err = capToHeld(leg, o, fill, facts); err != nil || reason != "" {
+				return o, reason, err
 			}
-			if held.LessThan(o.Quantity) && fill.RecordedAgo < exitPositionLag {
-				// Binance's position read may lag a fill just recorded
-				// (positionRisk is not timely on its own): read it again
-				// on a later pass before refusing or capping for good.
-				return o, "", fmt.Errorf("exit leg %s: %w: the position (%s) does not show the entry's fill yet", leg.ClientOrderID, ErrNotYet, facts.Position)
-			}
-			if !held.IsPositive() {
-				return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",
-					o.Symbol, o.Exit), nil
-			}
-			o.Quantity = decimal.Min(o.Quantity, held)
 		}
 	}
 	tick := facts.Tick
@@ -527,6 +523,56 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	default:
 		o.TrailingStop = &resolved
 	}
+	return o, "", nil
+}
+
+// heldExit is the resend of an exit already resolved (leg.Sends > 0), o as
+// stored, where exits are orders of their own on the position
+// (exchange.AttachesAsLegs): the position is read again and the exit
+// refused when it is closed or on the other side, or capped to what is
+// held, as before its first send (capToHeld). Its trigger is kept.
+func (r *LegRunner) heldExit(ctx context.Context, venue exchange.Venue, leg db.Leg, o exchange.Order, fill db.ParentFill) (exchange.Order, string, error) {
+	sizer, ok := venue.(exchange.Sizer)
+	if !ok {
+		return o, "", nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	facts, err := sizer.SizingFacts(vctx, o, exchange.SizingNeed{Position: true})
+	cancel()
+	if err != nil {
+		return o, "", fmt.Errorf("exit leg %s: the venue's position: %w", leg.ClientOrderID, err)
+	}
+	o, reason, err := capToHeld(leg, o, fill, facts)
+	if err != nil || reason != "" {
+		return o, reason, err
+	}
+	if facts.MinQty.IsPositive() && o.Quantity.LessThan(facts.MinQty) {
+		return o, fmt.Sprintf("exit leg %s: the %s position left (%s) is below the venue's minimum %s", leg.ClientOrderID, o.Symbol, o.Quantity, facts.MinQty), nil
+	}
+	return o, "", nil
+}
+
+// capToHeld checks exit o against the position facts read now: reason is
+// set when the position it was to protect is closed or on the other side
+// (a reduce-only exit on it would cut the next position), and o's quantity
+// is capped to what is held. A read showing less than o within
+// exitPositionLag of the entry's fill being recorded is ErrNotYet: Binance's
+// position read may lag a fill just recorded.
+func capToHeld(leg db.Leg, o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
+	held := facts.Position
+	if o.EntrySide() == "sell" {
+		held = held.Neg()
+	}
+	if held.LessThan(o.Quantity) && fill.RecordedAgo < exitPositionLag {
+		// positionRisk is not timely on its own: read it again on a later
+		// pass before refusing or capping for good.
+		return o, "", fmt.Errorf("exit leg %s: %w: the position (%s) does not show the entry's fill yet", leg.ClientOrderID, ErrNotYet, facts.Position)
+	}
+	if !held.IsPositive() {
+		return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",
+			o.Symbol, o.Exit), nil
+	}
+	o.Quantity = decimal.Min(o.Quantity, held)
 	return o, "", nil
 }
 
