@@ -195,12 +195,24 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		held, err := venue.Lookup(vctx, leg.Order)
 		cancel()
 		switch {
+		case err == nil && leg.CancelledBy != "":
+			return r.cancelFound(ctx, tx, venue, leg, held)
 		case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
 			return fmt.Errorf("leg %s: %w: the market order is still executing", leg.ClientOrderID, ErrNotYet)
 		case err == nil:
 			return r.record(ctx, tx, leg, held, true)
 		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
+		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "" && exchange.RefusesLateOrder(venue, leg.Order):
+			return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came after this exit may have been sent; "+
+				"it is not at the venue and its accept window has closed: it was never placed, and is not sent again", leg.CancelledBy))
+		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "":
+			// The cancel came first: never sent again, even where a
+			// same-ID send is safe; the venue may still book it, so it
+			// stays unknown and the sweeper asks (AskUnknown).
+			return r.fail(ctx, tx, leg, db.IntentFailed, fmt.Sprintf(
+				"the cancel signal %s came after exit %s may have been sent: not sent again; whether it exists is unknown, check the venue",
+				leg.CancelledBy, leg.ClientOrderID))
 		case errors.Is(err, exchange.ErrNotFound) && !exchange.ResendsSameID(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
 		case errors.Is(err, exchange.ErrNotFound) && leg.Sends >= maxLegSends:
@@ -224,6 +236,12 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		default:
 			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
 		}
+	}
+	if leg.CancelledBy != "" {
+		// Marked by a cancel signal after an arming proven unsent: a
+		// cancel leaves no hoox order of its symbol resting.
+		return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came before this exit was placed: "+
+			"a cancel leaves no hoox order of the symbol resting, so it is not placed", leg.CancelledBy))
 	}
 	if leg.Order.Exit != "" && leg.Order.Exit != exchange.RoleOCO {
 		// An exit whose sibling filled protects a position that is gone:
@@ -319,6 +337,12 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 		// Failed with its order unknown, found since (AskUnknown).
 		rec.Detail["was_unknown"] = true
 	}
+	if leg.CancelledBy != "" && report.Status == exchange.StatusCancelled && rec.Order != nil {
+		// Found after a cancel signal and cancelled for it (cancelFound).
+		cb := leg.CancelledBy
+		rec.Order.CancelledBy = &cb
+		rec.Detail["cancelled_by"] = cb
+	}
 	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
 	var hook db.TxHook
 	if rec.IntentOutcome == db.IntentRejected {
@@ -373,10 +397,19 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 				return "", fmt.Errorf("leg %s: no job client to follow its order: %w", leg.ClientOrderID, cerr)
 			}
 		}
+		if leg.CancelledBy != "" {
+			// Found after a cancel signal came: cancelled at the venue,
+			// never left resting.
+			var cerr error
+			if held, cerr = r.cancelAtVenue(ctx, venue, leg, held); cerr != nil {
+				tx.Rollback(ctx)
+				return "", cerr
+			}
+		}
 		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
 		return outcome, r.record(ctx, tx, leg, held, true)
 	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo >= venue.AcceptWindow() &&
-		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends:
+		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends && leg.CancelledBy == "":
 		// Given up while its venue could not be asked (giveUp): the venue
 		// answers again, holds nothing under the ID, and a same-ID send is
 		// safe there. Open again, so the next pass sends it — an exit or a
@@ -400,6 +433,47 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
 	}
 	return "", tx.MarkAsked(ctx, leg)
+}
+
+// cancelFound records leg, an exit a cancel signal marked (Leg.CancelledBy)
+// that the venue holds as held: cancelled there first when it rests open
+// (cancelAtVenue), so a cancel leaves no hoox order of its symbol resting.
+func (r *LegRunner) cancelFound(ctx context.Context, tx *db.LegsTx, venue exchange.Venue, leg db.Leg, held exchange.Report) error {
+	held, err := r.cancelAtVenue(ctx, venue, leg, held)
+	if err != nil {
+		return err
+	}
+	return r.record(ctx, tx, leg, held, true)
+}
+
+// cancelAtVenue cancels leg's order, which the venue holds as held, when
+// it rests open, and returns what it became; held as it is otherwise.
+func (r *LegRunner) cancelAtVenue(ctx context.Context, venue exchange.Venue, leg db.Leg, held exchange.Report) (exchange.Report, error) {
+	if held.Status != exchange.StatusOpen {
+		return held, nil
+	}
+	canceler, ok := venue.(exchange.Canceler)
+	if !ok {
+		return held, fmt.Errorf("leg %s: venue %s cannot cancel the exit the cancel signal %s came for", leg.ClientOrderID, leg.Exchange, leg.CancelledBy)
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	report, err := canceler.Cancel(vctx, leg.Order)
+	cancel()
+	if err != nil {
+		return held, fmt.Errorf("leg %s: %w: cancel for %s: %w", leg.ClientOrderID, ErrUnanswered, leg.CancelledBy, err)
+	}
+	if report.Status == exchange.StatusOpen {
+		return held, fmt.Errorf("leg %s: %w: the venue still shows it open after the cancel for %s", leg.ClientOrderID, ErrNotYet, leg.CancelledBy)
+	}
+	return report, nil
+}
+
+// settleCancelled settles leg, marked by a cancel signal, not_placed with
+// reason: it is not at the venue and will not be sent.
+func (r *LegRunner) settleCancelled(ctx context.Context, tx *db.LegsTx, leg db.Leg, reason string) error {
+	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed, Detail: map[string]any{
+		"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "cancelled_by": leg.CancelledBy, "reason": reason}}
+	return tx.SettleWith(ctx, leg, nil, db.IntentNotPlaced, []db.Event{ev}, nil)
 }
 
 // followHook queues the follow job of row, leg's order, when it is open
