@@ -43,18 +43,23 @@ type Leg struct {
 	Sends int
 	// Outcome is empty while the leg is open.
 	Outcome IntentOutcome
+	// CancelledBy is the trace of the cancel signal that came while the
+	// leg (an exit) may have been sent or was failed with its order
+	// unknown (MarkCancelledExitLegs): it is never sent again, only looked
+	// up and cancelled at the venue if found. Empty otherwise.
+	CancelledBy string
 }
 
 const legColumns = `client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec,
        sent_at IS NOT NULL, coalesce((extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint, 0),
-       attempts, attempts - unsent, coalesce(outcome, '')`
+       attempts, attempts - unsent, coalesce(outcome, ''), coalesce(cancelled_by, '')`
 
 func scanLeg(row pgx.Row) (Leg, error) {
 	var l Leg
 	var spec []byte
 	var sentAgo int64
 	err := row.Scan(&l.ClientOrderID, &l.ParentClientOrderID, &l.Seq, &l.Role, &l.TraceID, &l.LockKey, &l.Exchange,
-		&l.Mode, &spec, &l.Sent, &sentAgo, &l.Attempts, &l.Sends, &l.Outcome)
+		&l.Mode, &spec, &l.Sent, &sentAgo, &l.Attempts, &l.Sends, &l.Outcome, &l.CancelledBy)
 	if err != nil {
 		return Leg{}, err
 	}
@@ -101,15 +106,16 @@ func LockLegs(ctx context.Context, pool *pgxpool.Pool, lockKey, parent string, l
 }
 
 // InsertLegOrderSQL records a leg's order with its role, what it executed
-// (average price, fee) and, for a part of a spot close, the strategy and
-// base asset its fills count under in the spot ledger.
+// (average price, fee), for a part of a spot close the strategy and base
+// asset its fills count under in the spot ledger, and the cancel signal
+// that cancelled it (an exit found at the venue after a cancel).
 const InsertLegOrderSQL = `
 INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price,
                     leverage, mode, status, exchange_order_id, fill_price, reject_reason, filled_quantity, role,
                     take_profit, stop_loss, avg_price, fee, fee_asset, strategy, base_asset, callback_rate,
-                    trailing_distance, executed_exit)
+                    trailing_distance, executed_exit, cancelled_by)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-        $21, $22, $23, $24, $25, $26, $27, $28)
+        $21, $22, $23, $24, $25, $26, $27, $28, $29)
 RETURNING created_at`
 
 // settleLegSQL settles the leg $1 with outcome $2, only while its outcome
@@ -138,7 +144,7 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 			row.Status, row.ExchangeOrderID, pgconv.NullNumeric(row.FillPrice), row.RejectReason,
 			pgconv.NullNumeric(row.FilledQuantity), row.Role, pgconv.NullNumeric(row.TakeProfit), pgconv.NullNumeric(row.StopLoss),
 			pgconv.NullNumeric(row.AvgPrice), pgconv.NullNumeric(row.Fee), row.FeeAsset, row.Strategy, row.BaseAsset,
-			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance), row.ExecutedExit).
+			pgconv.NullNumeric(row.CallbackRate), pgconv.NullNumeric(row.TrailingDistance), row.ExecutedExit, row.CancelledBy).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&row.CreatedAt) })
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome, string(leg.Outcome))
@@ -166,10 +172,12 @@ func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
 // Reopen makes a leg settled failed (unknown) open again, with ev, and
 // ends the pass: its venue could not be asked for a while (the leg runner
 // gave it up) and now shows no order under its ID at a venue where sending
-// it again under that ID is safe, so the next pass sends it.
+// it again under that ID is safe, so the next pass sends it. A leg a
+// cancel signal marked (CancelledBy) stays failed.
 func (t *LegsTx) Reopen(ctx context.Context, leg Leg, ev Event) error {
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
+	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL
+WHERE client_order_id = $1 AND outcome = 'failed' AND cancelled_by IS NULL`, leg.ClientOrderID)
 	queueEvents(b, []Event{ev})
 	return t.end(ctx, b, nil)
 }
@@ -188,8 +196,9 @@ func (t *LegsTx) Rollback(ctx context.Context) {
 
 // markLegSentSQL arms the leg $1 with the order as it will be sent ($2)
 // and appends its event ($4–$6: trace ID, event, detail), only while the
-// leg is still as the pass read it under the trace's lock: open, and armed
-// $3 times. A leg armed since by another pass (one that took the lock
+// leg is still as the pass read it under the trace's lock: open, armed $3
+// times, and not marked by a cancel signal (MarkCancelledExitLegs). A leg
+// armed since by another pass (one that took the lock
 // after this pass's session, and the lock with it, was lost) is not
 // touched, and no event is written.
 //
@@ -201,7 +210,8 @@ WITH ks AS (
     SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), u AS (
     UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
-    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND NOT (SELECT engaged FROM ks)
+    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND cancelled_by IS NULL
+      AND NOT (SELECT engaged FROM ks)
     RETURNING 1
 ), ev AS (
     INSERT INTO trace_events (trace_id, event, detail)
@@ -526,6 +536,89 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 	legs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
 	if err != nil {
 		return nil, fmt.Errorf("drop unsent exit legs: %w", translate(err))
+	}
+	return legs, nil
+}
+
+// exitLegsToCancelSQL lists the exit legs of venue $1 and mode $2 that a
+// cancel may still have to stop — open (sent or not) or failed with their
+// order unknown, not marked by a cancel yet — with their trace's lock key
+// and the symbol of the entry they protect.
+const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
+  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+ORDER BY l.created_at, l.client_order_id`
+
+// lockLegTracesSQL takes the trace locks $1 (lock keys), in one order so
+// two cancels never wait on each other, under the transaction's
+// lock_timeout.
+const lockLegTracesSQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))
+FROM (SELECT DISTINCT k FROM unnest($1::text[]) AS k ORDER BY k) keys`
+
+// markCancelledExitLegsSQL marks the legs $1 cancelled by the cancel signal
+// $2, each only while it may still rest at the venue or be sent: armed and
+// open, or failed with its order unknown. A leg_cancelled event on the
+// entry's trace names the cancel.
+const markCancelledExitLegsSQL = `
+WITH u AS (
+    UPDATE order_legs SET cancelled_by = $2
+    WHERE client_order_id = ANY($1) AND cancelled_by IS NULL
+      AND ((outcome IS NULL AND sent_at IS NOT NULL) OR outcome = 'failed')
+    RETURNING *
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, '` + EventLegCancelled + `',
+           jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
+                              'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
+                              'reason', 'the cancel signal ' || $2::text || ' came after this exit may have been sent: '
+                                        || 'it is not sent again, and cancelled at the venue if it is found there')
+    FROM u
+)
+SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
+
+// MarkCancelledExitLegs marks, in q (the cancel signal cancelledBy's claim
+// transaction), the exit legs of venue exchangeName and mode whose entry's
+// symbol and client order ID (parent) keep accepts and that may rest at
+// the venue or still be sent — armed and open, or failed with their order
+// unknown (given up while the venue could not be asked, missed) — and
+// returns them. A cancel leaves no hoox order of its symbol resting: such
+// a leg is never sent again (MarkLegSent arms no marked leg, Reopen opens
+// none); the leg runner looks it up and cancels it at the venue if found.
+//
+// It first takes the trace lock of every exit leg of the symbol still open
+// or unknown, each pass's lock, and holds them until q ends: a pass that
+// is sending one finishes first (and records it open, for the cancel's
+// LockOpenOrders, which must run after this), and none arms one (an
+// unsent exit: DropUnsentExitLegs) until the cancel has committed. A pass
+// holding one for longer than q's lock_timeout makes it ErrLockTimeout.
+func MarkCancelledExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol, parent string) bool, cancelledBy string) ([]Leg, error) {
+	rows, _ := q.Query(ctx, exitLegsToCancelSQL, exchangeName, mode)
+	type candidate struct{ id, lockKey, symbol, parent string }
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := row.Scan(&c.id, &c.lockKey, &c.symbol, &c.parent)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("exit legs to cancel: %w", translate(err))
+	}
+	var ids, keys []string
+	for _, c := range all {
+		if keep(c.symbol, c.parent) {
+			ids, keys = append(ids, c.id), append(keys, c.lockKey)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if _, err := q.Exec(ctx, lockLegTracesSQL, keys); err != nil {
+		return nil, fmt.Errorf("lock exit legs' traces: %w", translate(err))
+	}
+	rows, _ = q.Query(ctx, markCancelledExitLegsSQL, ids, cancelledBy)
+	legs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
+	if err != nil {
+		return nil, fmt.Errorf("mark cancelled exit legs: %w", translate(err))
 	}
 	return legs, nil
 }

@@ -82,6 +82,10 @@ const (
 	// EventLegReopened: a leg given up while its venue could not be asked
 	// is open again, to be sent under its ID (LegsTx.Reopen).
 	EventLegReopened = "leg_reopened"
+	// EventLegCancelled: a cancel signal came while an exit leg may have
+	// been sent or was failed with its order unknown; it is never sent
+	// again, and cancelled at the venue if found (MarkCancelledExitLegs).
+	EventLegCancelled = "leg_cancelled"
 )
 
 // Recorded is what an order the venue holds (or refused) makes of its

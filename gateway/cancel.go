@@ -38,7 +38,10 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 // same commit (db.DropUnsentExitLegs) and named in that event
 // (exits_not_placed), not in the answer's cancelled list: they are no
 // orders. A cancel leaves no hoox order of the symbol resting, and the
-// sweeper would place them after it.
+// sweeper would place them after it. Exit legs that may have been sent
+// but are not recorded (armed, or failed with their order unknown) are
+// marked (db.MarkCancelledExitLegs, named as exits_to_cancel): never sent
+// again, and cancelled by the leg runner if the venue shows them.
 //
 // A venue failure (or a crash) part-way rolls everything back: the orders
 // already cancelled at the venue stay cancelled there, and the sender's
@@ -51,6 +54,22 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	defer cancelAll()
 	sig, tr := in.Signal, in.Trace
 	canceler := venue.(exchange.Canceler)
+	// Exit legs that may rest at the venue or still be sent — armed, or
+	// failed with their order unknown (given up during an outage: the
+	// sweeper would open and send it once the venue answers) — are marked
+	// first, under their traces' locks: none is sent again, and the leg
+	// runner cancels one it finds. Before LockOpenOrders, so an exit a
+	// pass was placing meanwhile is recorded open by then and cancelled
+	// below.
+	marked, err := db.MarkCancelledExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol, _ string) bool {
+		return exchange.SameSymbol(symbol, sig.Symbol)
+	}, tr.ID)
+	switch {
+	case errors.Is(err, db.ErrLockTimeout):
+		return nil, unavailable("an exit of this symbol is being placed right now; nothing was cancelled, retry", 2*time.Second, err)
+	case err != nil:
+		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+	}
 	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
 		// Only orders hoox placed (its client order IDs), never a manual
 		// one, though hoox never records those anyway.
@@ -161,9 +180,13 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	for _, leg := range dropped {
 		notPlaced = append(notPlaced, leg.ClientOrderID)
 	}
+	unknown := make([]string, 0, len(marked))
+	for _, leg := range marked {
+		unknown = append(unknown, leg.ClientOrderID)
+	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
 		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced,
-			"filled_first": filledFirst}}
+			"exits_to_cancel": unknown, "filled_first": filledFirst}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}

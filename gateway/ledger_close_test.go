@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +15,10 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/jobs"
 )
 
 // Strategy A's holding is locked in its own resting spot sell (a lone
@@ -152,4 +156,83 @@ func TestLostClaimSessionStillSellsOneHoldingOnce(t *testing.T) {
 	require.Equal(t, "1", sold.String(),
 		"swing held 1 ETH through hoox; two closes sold %s (close 1: %v; close 2: %v); the account holds %s of the 5 it held before hoox",
 		sold, err1, err2, b.binance.Balance("ETH"))
+}
+
+// A strategy holds 230 ETH at Bybit spot through hoox (its ledger); the
+// account also holds 100 ETH that are not the strategy's (another
+// strategy's ledger). The strategy's close is split in parts of at most
+// 100 (Bybit's market cap): the second part gets an answer hoox reads as
+// "may exist" and Bybit's order queries then fail for longer than
+// SweepGiveUp, so the leg runner gives the part up (failed, unknown,
+// notified "check the venue"); the third part is sent. The strategy's next
+// close comes before Bybit answers again. The given-up part may still sell
+// (found executed, or opened again and sent by AskUnknown), so it counts
+// in the strategy's pending sells (db readLedgerSQL) and the close has
+// nothing to sell: refused, nothing sent. Once Bybit answers, AskUnknown
+// opens the part again and the next pass sells the strategy's last 100
+// ETH; the other holder's 100 stay. Before the fix only open legs counted:
+// the second close sold those 100 ETH and the reopened part sold the other
+// holder's.
+func TestReopenedSpotClosePartDoesNotSellCoinsSoldSince(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	b.bybit.SetInstrument(bybitfake.CategorySpot, bybitfake.Instrument{Symbol: "ETHUSDT", BaseCoin: "ETH", QuoteCoin: "USDT",
+		TickSize: d("0.01"), QtyStep: d("0.0001"), MinNotional: d("5"), MaxMktOrderQty: d("100")})
+	b.bybit.SetBalance("ETH", d("330"))
+	_, err := db.SetLedger(ctx, b.pool, db.LedgerKey{Exchange: "bybit-spot", Mode: "live", Symbol: "ETHUSDT", Strategy: ""},
+		d("230"), "the strategy's", "admin")
+	require.NoError(t, err)
+	_, err = db.SetLedger(ctx, b.pool, db.LedgerKey{Exchange: "bybit-spot", Mode: "live", Symbol: "ETHUSDT", Strategy: "other"},
+		d("100"), "another strategy's", "admin")
+	require.NoError(t, err)
+
+	var once sync.Once
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: b.pool, MarkerPool: b.pool, Venues: b.venues,
+		AfterVenue: func(string) {
+			once.Do(func() { b.bybit.InjectPlacements(1, bybitfake.Refuse(170999, "Untabled refusal.")) })
+		}})
+	t.Cleanup(svc.Close)
+	out, err := svc.Execute(ctx, input(t, `{"exchange":"bybit-spot","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"ledger-given-up-part"}`))
+	require.NoError(t, err)
+	t.Logf("close: %s, sold so far %s", out.Status, d("330").Sub(b.bybit.Balance("ETH").WalletBalance))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome IS NULL AND sent_at IS NOT NULL`))
+
+	// Bybit's queries fail for three hours: the part is given up, the
+	// third part is sent.
+	b.bybit.Inject(bybitfake.PathRealtime, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
+	b.bybit.Inject(bybitfake.PathHistory, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = CASE WHEN sent_at IS NOT NULL THEN now() - interval '3 hours' END, created_at = now() - interval '3 hours'`)
+	require.NoError(t, err)
+	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond, SweepGiveUp: time.Hour}, b.venues, nil, nil)
+	_, err = sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'failed'`), "the second part is given up")
+	b.bybit.ClearFaults()
+	t.Logf("after the give-up: balance %s, ledger %s", b.bybit.Balance("ETH").WalletBalance, ledgerOf(t, b, "bybit-spot", "ETHUSDT", ""))
+
+	// The strategy closes what its ledger still holds.
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"bybit-spot","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"ledger-given-up-part-again"}`))
+	t.Logf("second close: %v; balance %s, ledger %s", err, b.bybit.Balance("ETH").WalletBalance, ledgerOf(t, b, "bybit-spot", "ETHUSDT", ""))
+	require.ErrorContains(t, err, "nothing to sell", "the given-up part's 100 ETH count as sold")
+	require.True(t, b.bybit.Balance("ETH").WalletBalance.Equal(d("200")), "the second close sold nothing")
+
+	// Bybit answers again: the sweeper asks about the given-up part, then
+	// finishes the open legs.
+	for range 3 {
+		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET settled_at = settled_at - interval '1 hour' WHERE settled_at IS NOT NULL`)
+		require.NoError(t, err)
+		_, err = sweeper.Sweep(ctx)
+		require.NoError(t, err)
+	}
+	left := b.bybit.Balance("ETH").WalletBalance
+	t.Logf("after the sweeps: balance %s, strategy ledger %s, other ledger %s", left,
+		ledgerOf(t, b, "bybit-spot", "ETHUSDT", ""), ledgerOf(t, b, "bybit-spot", "ETHUSDT", "other"))
+	require.Truef(t, left.GreaterThanOrEqual(d("100")),
+		"the account holds %s ETH: the strategy's 230 were sold and the reopened part sold %s of the other holder's 100 too",
+		left, d("100").Sub(left))
+	require.Truef(t, left.Equal(d("100")), "the reopened part sold the strategy's last 100 ETH: the account holds %s", left)
+	require.Equal(t, "0", ledgerOf(t, b, "bybit-spot", "ETHUSDT", ""))
+	require.Equal(t, "100", ledgerOf(t, b, "bybit-spot", "ETHUSDT", "other"))
 }

@@ -43,8 +43,9 @@ func TestAGivenUpLegIsSentAgainOnceTheVenueAnswers(t *testing.T) {
 	// part's ID.
 	b.bybit.ClearFaults()
 	for range 3 {
-		// Past the sweep's grace since the leg was last asked about.
-		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET settled_at = settled_at - interval '1 second' WHERE settled_at IS NOT NULL`)
+		// Past the ask gap since the leg was last asked about: an hour for
+		// a leg sent more than an hour before its ask (db.unknownAskGap).
+		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET settled_at = settled_at - interval '1 hour' WHERE settled_at IS NOT NULL`)
 		require.NoError(t, err)
 		_, err = sweeper.Sweep(ctx)
 		require.NoError(t, err)

@@ -2,10 +2,13 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
@@ -92,4 +95,141 @@ func TestLimitEntryClosedBeforeItsFillIsSeenGetsNoExits(t *testing.T) {
 		require.Falsef(t, a.Status == "NEW", "a reduce-only %s %s of %s rests at Binance on the flat ETHUSDT position",
 			a.Side, a.Type, a.Quantity)
 	}
+}
+
+// losePlacing drops the request for order id on its way (a timeout before
+// Binance took it): the answer is unknown, nothing is placed.
+type losePlacing struct {
+	*binance.Venue
+	id string
+}
+
+func (v losePlacing) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.ClientOrderID == v.id {
+		return exchange.Report{}, fmt.Errorf("drill: request lost: %w", exchange.ErrUnknownOutcome)
+	}
+	return v.Venue.Place(ctx, o)
+}
+
+// A limit long of 1 ETHUSDT with a take-profit and a stop-loss fills at
+// Binance USDⓈ-M. The take-profit's send gets no answer (it never reached
+// Binance), so the leg is armed, Sends = 1. Before the sweeper's pass the
+// strategy closes the long. Past the accept window Binance USDⓈ-M proves
+// the take-profit absent (RefusesLateRequests): the pass would send it
+// again — a fresh placement, nothing can match it any more. The resend
+// reads the position as a first send does (resolveExit, heldExit) and
+// records the exit rejected: a reduce-only SELL TAKE_PROFIT_MARKET for 1
+// resting on the flat position would cut the symbol's next long. Before
+// the fix a leg with Sends > 0 skipped the read and was placed.
+func TestResentExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "exits-resent-after-close")
+	entry := out.Order.ClientOrderID
+	var lockKey, tp string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+
+	raw, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	lossy := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": losePlacing{Venue: raw, id: tp}})
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, lossy, nil, nil).Finish(ctx, lockKey, entry)
+	require.Error(t, err)
+	require.Empty(t, f.AlgoOrders(), "nothing reached Binance")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND sent_at IS NOT NULL AND outcome IS NULL`, tp))
+
+	// The strategy exits: the long is closed.
+	cl, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"100%","trace_id":"exits-resent-after-close-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, "filled", cl.Order.Status)
+	require.True(t, f.Position("ETHUSDT").IsZero(), "the close flattened the long")
+
+	// The sweeper's pass, past Binance's accept window and the exits' lag.
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE sent_at IS NOT NULL`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET updated_at = now() - interval '10 minutes' WHERE client_order_id = $1`, entry)
+	require.NoError(t, err)
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil).Finish(ctx, lockKey, entry)
+	require.NoError(t, err)
+	for _, a := range f.AlgoOrders() {
+		require.Falsef(t, a.Status == "NEW", "a reduce-only %s %s of %s (%s) rests at Binance on the flat ETHUSDT position: the resent exit skipped the position read",
+			a.Side, a.Type, a.Quantity, a.ClientAlgoID)
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'rejected'`, tp),
+		"the take-profit is recorded rejected, with why")
+}
+
+// lookupDown answers no order lookup (an outage of Binance's queries):
+// what the leg runner gives a sent leg up for after SweepGiveUp.
+type lookupDown struct {
+	*binance.Venue
+}
+
+func (v lookupDown) Lookup(context.Context, exchange.Order) (exchange.Report, error) {
+	return exchange.Report{}, fmt.Errorf("drill: queries down: %w", exchange.ErrUnreachable)
+}
+
+// The same through the give-up and the reopen (legs-unknown, liveness):
+// the take-profit's send got no answer, Binance's order queries then fail
+// for longer than SweepGiveUp and the leg is given up (failed, unknown).
+// Meanwhile the strategy closes the long. Once Binance answers again and
+// holds nothing under the ID, AskUnknown opens the leg again; the next
+// pass reads the position before sending it and refuses it, where before
+// the fix it sent it as first resolved: a reduce-only take-profit for the
+// whole entry, hours later, on a flat position.
+func TestReopenedExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "exits-reopened-after-close")
+	entry := out.Order.ClientOrderID
+	var lockKey, tp string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+
+	raw, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	lossy := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": losePlacing{Venue: raw, id: tp}})
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, lossy, nil, nil).Finish(ctx, lockKey, entry)
+	require.Error(t, err)
+	require.Empty(t, f.AlgoOrders(), "nothing reached Binance")
+
+	// Binance's queries fail for two hours: the leg is given up.
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '2 hours' WHERE client_order_id = $1`, tp)
+	require.NoError(t, err)
+	down := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": lookupDown{Venue: raw}})
+	_, _ = jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, down, nil, nil).Finish(ctx, lockKey, entry)
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'failed'`, tp),
+		"given up while Binance could not be asked")
+
+	// The strategy exits meanwhile: the long is closed.
+	cl, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"100%","trace_id":"exits-reopened-after-close-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, "filled", cl.Order.Status)
+	require.True(t, f.Position("ETHUSDT").IsZero(), "the close flattened the long")
+	for _, a := range f.AlgoOrders() {
+		require.False(t, a.ClientAlgoID == tp, "the take-profit never reached Binance before the reopen")
+	}
+
+	// Binance answers again: the sweeper asks about the unknown leg, then
+	// finishes the open legs.
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET settled_at = now() - interval '1 hour' WHERE outcome = 'failed'`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET updated_at = now() - interval '3 hours' WHERE client_order_id = $1`, entry)
+	require.NoError(t, err)
+	unknown, err := db.ListUnknownLegs(ctx, b.pool, time.Minute, 10)
+	require.NoError(t, err)
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, venues, nil, nil)
+	for _, l := range unknown {
+		_, err := runner.AskUnknown(ctx, l)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'leg_reopened' AND detail->>'client_order_id' = $1`, tp))
+	_, err = runner.Finish(ctx, lockKey, entry)
+	require.NoError(t, err)
+	for _, a := range f.AlgoOrders() {
+		require.Falsef(t, a.ClientAlgoID == tp && a.Status == "NEW", "a reduce-only %s %s of %s (%s) rests at Binance on the flat ETHUSDT position: the reopened exit was sent without reading it",
+			a.Side, a.Type, a.Quantity, a.ClientAlgoID)
+	}
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'rejected'`, tp),
+		"the take-profit is recorded rejected, with why")
 }

@@ -195,12 +195,24 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		held, err := venue.Lookup(vctx, leg.Order)
 		cancel()
 		switch {
+		case err == nil && leg.CancelledBy != "":
+			return r.cancelFound(ctx, tx, venue, leg, held)
 		case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
 			return fmt.Errorf("leg %s: %w: the market order is still executing", leg.ClientOrderID, ErrNotYet)
 		case err == nil:
 			return r.record(ctx, tx, leg, held, true)
 		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
+		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "" && exchange.RefusesLateOrder(venue, leg.Order):
+			return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came after this exit may have been sent; "+
+				"it is not at the venue and its accept window has closed: it was never placed, and is not sent again", leg.CancelledBy))
+		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "":
+			// The cancel came first: never sent again, even where a
+			// same-ID send is safe; the venue may still book it, so it
+			// stays unknown and the sweeper asks (AskUnknown).
+			return r.fail(ctx, tx, leg, db.IntentFailed, fmt.Sprintf(
+				"the cancel signal %s came after exit %s may have been sent: not sent again; whether it exists is unknown, check the venue",
+				leg.CancelledBy, leg.ClientOrderID))
 		case errors.Is(err, exchange.ErrNotFound) && !exchange.ResendsSameID(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
 		case errors.Is(err, exchange.ErrNotFound) && leg.Sends >= maxLegSends:
@@ -224,6 +236,12 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		default:
 			return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
 		}
+	}
+	if leg.CancelledBy != "" {
+		// Marked by a cancel signal after an arming proven unsent: a
+		// cancel leaves no hoox order of its symbol resting.
+		return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came before this exit was placed: "+
+			"a cancel leaves no hoox order of the symbol resting, so it is not placed", leg.CancelledBy))
 	}
 	if leg.Order.Exit != "" && leg.Order.Exit != exchange.RoleOCO {
 		// An exit whose sibling filled protects a position that is gone:
@@ -319,6 +337,12 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 		// Failed with its order unknown, found since (AskUnknown).
 		rec.Detail["was_unknown"] = true
 	}
+	if leg.CancelledBy != "" && report.Status == exchange.StatusCancelled && rec.Order != nil {
+		// Found after a cancel signal and cancelled for it (cancelFound).
+		cb := leg.CancelledBy
+		rec.Order.CancelledBy = &cb
+		rec.Detail["cancelled_by"] = cb
+	}
 	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
 	var hook db.TxHook
 	if rec.IntentOutcome == db.IntentRejected {
@@ -373,10 +397,19 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 				return "", fmt.Errorf("leg %s: no job client to follow its order: %w", leg.ClientOrderID, cerr)
 			}
 		}
+		if leg.CancelledBy != "" {
+			// Found after a cancel signal came: cancelled at the venue,
+			// never left resting.
+			var cerr error
+			if held, cerr = r.cancelAtVenue(ctx, venue, leg, held); cerr != nil {
+				tx.Rollback(ctx)
+				return "", cerr
+			}
+		}
 		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
 		return outcome, r.record(ctx, tx, leg, held, true)
 	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo >= venue.AcceptWindow() &&
-		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends:
+		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends && leg.CancelledBy == "":
 		// Given up while its venue could not be asked (giveUp): the venue
 		// answers again, holds nothing under the ID, and a same-ID send is
 		// safe there. Open again, so the next pass sends it — an exit or a
@@ -400,6 +433,47 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
 	}
 	return "", tx.MarkAsked(ctx, leg)
+}
+
+// cancelFound records leg, an exit a cancel signal marked (Leg.CancelledBy)
+// that the venue holds as held: cancelled there first when it rests open
+// (cancelAtVenue), so a cancel leaves no hoox order of its symbol resting.
+func (r *LegRunner) cancelFound(ctx context.Context, tx *db.LegsTx, venue exchange.Venue, leg db.Leg, held exchange.Report) error {
+	held, err := r.cancelAtVenue(ctx, venue, leg, held)
+	if err != nil {
+		return err
+	}
+	return r.record(ctx, tx, leg, held, true)
+}
+
+// cancelAtVenue cancels leg's order, which the venue holds as held, when
+// it rests open, and returns what it became; held as it is otherwise.
+func (r *LegRunner) cancelAtVenue(ctx context.Context, venue exchange.Venue, leg db.Leg, held exchange.Report) (exchange.Report, error) {
+	if held.Status != exchange.StatusOpen {
+		return held, nil
+	}
+	canceler, ok := venue.(exchange.Canceler)
+	if !ok {
+		return held, fmt.Errorf("leg %s: venue %s cannot cancel the exit the cancel signal %s came for", leg.ClientOrderID, leg.Exchange, leg.CancelledBy)
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	report, err := canceler.Cancel(vctx, leg.Order)
+	cancel()
+	if err != nil {
+		return held, fmt.Errorf("leg %s: %w: cancel for %s: %w", leg.ClientOrderID, ErrUnanswered, leg.CancelledBy, err)
+	}
+	if report.Status == exchange.StatusOpen {
+		return held, fmt.Errorf("leg %s: %w: the venue still shows it open after the cancel for %s", leg.ClientOrderID, ErrNotYet, leg.CancelledBy)
+	}
+	return report, nil
+}
+
+// settleCancelled settles leg, marked by a cancel signal, not_placed with
+// reason: it is not at the venue and will not be sent.
+func (r *LegRunner) settleCancelled(ctx context.Context, tx *db.LegsTx, leg db.Leg, reason string) error {
+	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed, Detail: map[string]any{
+		"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "cancelled_by": leg.CancelledBy, "reason": reason}}
+	return tx.SettleWith(ctx, leg, nil, db.IntentNotPlaced, []db.Event{ev}, nil)
 }
 
 // followHook queues the follow job of row, leg's order, when it is open
@@ -442,9 +516,17 @@ func (r *LegRunner) fail(ctx context.Context, tx *db.LegsTx, leg db.Leg, outcome
 func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg db.Leg, fill db.ParentFill) (exchange.Order, string, error) {
 	o := leg.Order
 	if leg.Sends > 0 {
-		// A send may have left: the exit stays exactly as first resolved
-		// and stored (MarkLegSent), so a same-ID resend is that order.
-		return o, "", nil
+		// A send may have left: the exit stays as first resolved and
+		// stored (MarkLegSent), its quantity and trigger. Where exits are
+		// orders of their own on the position it is still read again (a
+		// resend there follows a "not found" past the venue's accept window
+		// at a venue that refuses late requests, or a reopen after a
+		// give-up: the first send was never placed, hours may have
+		// passed, and the position may be gone).
+		if o.PositionBefore == nil || !exchange.AttachesAsLegs(venue) {
+			return o, "", nil
+		}
+		return r.heldExit(ctx, venue, leg, o, fill)
 	}
 	target := o.ExitTarget()
 	if target == nil && o.Exit != exchange.RoleOCO {
@@ -460,17 +542,16 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 		}
 	}
 	// A derivatives exit planned against the position before its entry
-	// (PositionBefore) reads the position as it is now, before its first
-	// send: the entry's fill may be recorded minutes after it happened,
-	// and the position it opened closed meanwhile (the strategy's close, a
-	// hand close, a halt). A reduce-only exit on a flat position would cut
-	// the symbol's next one. Once a send may have left (Sends), the exit
-	// stays as first resolved (above): a same-ID resend must match it. Only where
-	// exits are separate orders on the position (Binance USDⓈ-M): Bybit's
-	// trailing stop is the position's own setting, read by its adapter at
-	// send (a position not shown yet waits), and OKX refuses a reduce-only
-	// algo order with no position.
-	current := o.PositionBefore != nil && leg.Sends == 0 && exchange.AttachesAsLegs(venue)
+	// (PositionBefore) reads the position as it is now, before every send
+	// (a resend: heldExit, above): the entry's fill may be recorded
+	// minutes after it happened, and the position it opened closed
+	// meanwhile (the strategy's close, a hand close, a halt). A
+	// reduce-only exit on a flat position would cut the symbol's next one.
+	// Only where exits are separate orders on the position (Binance
+	// USDⓈ-M): Bybit's trailing stop is the position's own setting, read by
+	// its adapter at send (a position not shown yet waits), and OKX refuses
+	// a reduce-only algo order with no position.
+	current := o.PositionBefore != nil && exchange.AttachesAsLegs(venue)
 	var facts exchange.SizingFacts
 	if sizer, ok := venue.(exchange.Sizer); ok {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
@@ -481,21 +562,10 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 			return o, "", fmt.Errorf("exit leg %s: the venue's tick: %w", leg.ClientOrderID, err)
 		}
 		if current {
-			held := facts.Position
-			if o.EntrySide() == "sell" {
-				held = held.Neg()
+			var reason string
+			if o, reason, err = capToHeld(leg, o, fill, facts); err != nil || reason != "" {
+				return o, reason, err
 			}
-			if held.LessThan(o.Quantity) && fill.RecordedAgo < exitPositionLag {
-				// Binance's position read may lag a fill just recorded
-				// (positionRisk is not timely on its own): read it again
-				// on a later pass before refusing or capping for good.
-				return o, "", fmt.Errorf("exit leg %s: %w: the position (%s) does not show the entry's fill yet", leg.ClientOrderID, ErrNotYet, facts.Position)
-			}
-			if !held.IsPositive() {
-				return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",
-					o.Symbol, o.Exit), nil
-			}
-			o.Quantity = decimal.Min(o.Quantity, held)
 		}
 	}
 	tick := facts.Tick
@@ -527,6 +597,56 @@ func (r *LegRunner) resolveExit(ctx context.Context, venue exchange.Venue, leg d
 	default:
 		o.TrailingStop = &resolved
 	}
+	return o, "", nil
+}
+
+// heldExit is the resend of an exit already resolved (leg.Sends > 0), o as
+// stored, where exits are orders of their own on the position
+// (exchange.AttachesAsLegs): the position is read again and the exit
+// refused when it is closed or on the other side, or capped to what is
+// held, as before its first send (capToHeld). Its trigger is kept.
+func (r *LegRunner) heldExit(ctx context.Context, venue exchange.Venue, leg db.Leg, o exchange.Order, fill db.ParentFill) (exchange.Order, string, error) {
+	sizer, ok := venue.(exchange.Sizer)
+	if !ok {
+		return o, "", nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	facts, err := sizer.SizingFacts(vctx, o, exchange.SizingNeed{Position: true})
+	cancel()
+	if err != nil {
+		return o, "", fmt.Errorf("exit leg %s: the venue's position: %w", leg.ClientOrderID, err)
+	}
+	o, reason, err := capToHeld(leg, o, fill, facts)
+	if err != nil || reason != "" {
+		return o, reason, err
+	}
+	if facts.MinQty.IsPositive() && o.Quantity.LessThan(facts.MinQty) {
+		return o, fmt.Sprintf("exit leg %s: the %s position left (%s) is below the venue's minimum %s", leg.ClientOrderID, o.Symbol, o.Quantity, facts.MinQty), nil
+	}
+	return o, "", nil
+}
+
+// capToHeld checks exit o against the position facts read now: reason is
+// set when the position it was to protect is closed or on the other side
+// (a reduce-only exit on it would cut the next position), and o's quantity
+// is capped to what is held. A read showing less than o within
+// exitPositionLag of the entry's fill being recorded is ErrNotYet: Binance's
+// position read may lag a fill just recorded.
+func capToHeld(leg db.Leg, o exchange.Order, fill db.ParentFill, facts exchange.SizingFacts) (exchange.Order, string, error) {
+	held := facts.Position
+	if o.EntrySide() == "sell" {
+		held = held.Neg()
+	}
+	if held.LessThan(o.Quantity) && fill.RecordedAgo < exitPositionLag {
+		// positionRisk is not timely on its own: read it again on a later
+		// pass before refusing or capping for good.
+		return o, "", fmt.Errorf("exit leg %s: %w: the position (%s) does not show the entry's fill yet", leg.ClientOrderID, ErrNotYet, facts.Position)
+	}
+	if !held.IsPositive() {
+		return o, fmt.Sprintf("the %s position this %s was to protect is closed: not placed (a reduce-only exit on it would cut the next position)",
+			o.Symbol, o.Exit), nil
+	}
+	o.Quantity = decimal.Min(o.Quantity, held)
 	return o, "", nil
 }
 
