@@ -37,6 +37,12 @@ func (u *webUI) riverSessionOr(bearer echo.MiddlewareFunc) echo.MiddlewareFunc {
 			if (route != riverUIPrefix && route != riverUIPrefix+"/*") || r.Header.Get(echo.HeaderAuthorization) != "" {
 				return withBearer(c)
 			}
+			// River's pages never in a frame: a page that framed them
+			// would click River's own buttons, whose calls come from this
+			// origin and pass sameOrigin (docs/UI.md: no framing).
+			h := c.Response().Header()
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 			navigation := r.Method == http.MethodGet && strings.Contains(r.Header.Get(echo.HeaderAccept), "text/html")
 			s, err := u.session(c, navigation)
 			if err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"math"
 	"strconv"
@@ -109,6 +110,8 @@ func (c Config) Validate() error {
 		ck.Refuse("AdminToken", "", fmt.Sprintf("must be at least %d characters (it has %d); wrong tokens are throttled, but a short one is still guessed in few tries; generate one, e.g. with openssl rand -hex 24", MinSecretLen, n))
 	} else if c.AdminToken != strings.TrimSpace(c.AdminToken) {
 		ck.Refuse("AdminToken", "", "must not begin or end with spaces: a token given at login or as a bearer token is trimmed, so it could never match")
+	} else if c.AdminToken != "" && subtle.ConstantTimeCompare([]byte(c.AdminToken), []byte(c.WebhookSecret)) == 1 {
+		ck.Refuse("AdminToken", "", "must differ from HOOX_WEBHOOK_SECRET: the webhook secret is pasted into every TradingView alert, and whoever reads one would hold the admin API")
 	}
 	if c.MaxBody < 1 {
 		ck.Refuse("MaxBody", strconv.FormatInt(c.MaxBody, 10), "must be at least 1 byte")

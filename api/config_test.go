@@ -40,6 +40,9 @@ func TestConfigValidate(t *testing.T) {
 		{"a 16-character admin token", func(c *api.Config) { c.AdminToken = "1234567890123456" }, "", ""},
 		{"an admin token with spaces around it", func(c *api.Config) { c.AdminToken = "1234567890123456 " }, "AdminToken", "spaces"},
 		{"16 bytes but fewer characters", func(c *api.Config) { c.AdminToken = "ééééééééé" }, "AdminToken", "at least 16 characters"},
+		{"an admin token equal to the webhook secret", func(c *api.Config) {
+			c.WebhookSecret, c.AdminToken = "1234567890123456", "1234567890123456"
+		}, "AdminToken", "must differ from HOOX_WEBHOOK_SECRET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -386,13 +386,19 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 	if !hmac.Equal(got, mac.Sum(nil)) {
 		return 0, problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
 	}
-	switch age := now.Sub(time.Unix(sec, 0)); {
-	case age > s.cfg.Timing.MaxSignalAge:
+	// The age is reckoned in whole seconds: a stamp centuries away would
+	// saturate a Duration (Time.Sub), and negating the saturated value
+	// overflows, passing both bounds. Shown, it is capped (at about 270
+	// years) so that it fits in one.
+	age := now.Unix() - sec
+	shown := func(sec int64) time.Duration { return time.Duration(min(sec, 1<<33)) * time.Second }
+	switch maxAge := s.cfg.Timing.MaxSignalAge; {
+	case age > 0 && shown(age) > maxAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
-			HeaderTimestamp, age.Round(time.Second), s.cfg.Timing.MaxSignalAge))
-	case -age > s.cfg.Timing.MaxSignalAge:
+			HeaderTimestamp, shown(age), maxAge))
+	case age < 0 && shown(-age) > maxAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
-			HeaderTimestamp, (-age).Round(time.Second), s.cfg.Timing.MaxSignalAge))
+			HeaderTimestamp, shown(-age), maxAge))
 	}
 	return credStampedSignature, nil
 }

@@ -163,7 +163,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stdout 
 	fs.Usage = func() { printUsage(stdout, name, fs, opts) }
 	// On -h the flag package prints fs.Usage itself and returns ErrHelp.
 	if err := fs.Parse(args); err != nil {
-		return cfg, nil, err
+		return cfg, nil, withoutSecretValue(fs, err)
 	}
 	if err := check(&cfg); err != nil {
 		return cfg, nil, err
@@ -346,4 +346,36 @@ func (v byteSizeValue) Set(s string) error {
 	}
 	*v.p = n * mult
 	return nil
+}
+
+// withoutSecretValue is err, a flag parse error, without the value it
+// quotes when the flag holds secrets (--accounts' API keys and secrets,
+// a secret setting): the flag package writes `invalid value "<value>" for
+// flag -name: <why>`, and main prints the error to the log.
+func withoutSecretValue(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	const prefix = `invalid value "`
+	if !strings.HasPrefix(msg, prefix) {
+		return err
+	}
+	var name string
+	fs.VisitAll(func(f *flag.Flag) {
+		if name == "" && strings.Contains(msg, `" for flag -`+f.Name+`: `) && holdsSecret(f.Value) {
+			name = f.Name
+		}
+	})
+	if name == "" {
+		return err
+	}
+	why := msg[strings.Index(msg, `" for flag -`+name+`: `)+len(`" for flag -`+name+`: `):]
+	return fmt.Errorf("--%s: %s", name, why)
+}
+
+// holdsSecret reports whether a flag's value may hold a secret.
+func holdsSecret(v flag.Value) bool {
+	switch v.(type) {
+	case secretValue, *secretValue, accountsValue, *accountsValue:
+		return true
+	}
+	return false
 }
