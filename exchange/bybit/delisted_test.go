@@ -55,6 +55,29 @@ func TestLookupKnowsItsRoundedOrderAfterTheSymbolLeftTrading(t *testing.T) {
 		require.ErrorIs(t, err, exchange.ErrMismatch)
 	})
 
+	// A contract delisted: Bybit keeps it as Closed, which instruments-info
+	// lists only when asked for that status.
+	t.Run("ClosedContract", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, bybit.MarketLinear)
+		o := limitOrder("BTCUSDT", "buy", "0.0015", "50000")
+		_, err := b.venue.Place(ctx, o)
+		require.NoError(t, err)
+		require.True(t, b.fake.PartialFill(bybitfake.CategoryLinear, o.ClientOrderID, d("0.001")))
+		b.fake.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
+			TickSize: d("0.10"), QtyStep: d("0.001"), MinOrderQty: d("0.001"), MinNotional: d("5"), Status: "Closed"})
+		b.clock.Advance(2 * time.Hour)
+
+		r, err := b.venue.Lookup(ctx, o)
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusFilled, r.Status)
+		// A new order is refused before it is sent.
+		r, err = b.venue.Place(ctx, limitOrder("BTCUSDT", "buy", "0.001", "50000"))
+		require.NoError(t, err)
+		require.Equal(t, exchange.StatusRejected, r.Status)
+		require.Equal(t, 1, b.fake.Requests(bybitfake.PathCreate), "nothing sent for a symbol that is not listed")
+	})
+
 	// A step of a hundred contracts (low-priced linear contracts): 1234 is
 	// sent as 1200, and 1200 is still this order once the contract is no
 	// longer listed.

@@ -304,9 +304,15 @@ func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
 	if !known {
 		return fail(10001, "params error: category invalid")
 	}
+	// status filters; without it only Trading symbols are listed, and
+	// spot lists nothing else (Instrument.Status).
+	status := q.Get("status")
+	if status == "" || cat == CategorySpot {
+		status = "Trading"
+	}
 	list := []any{}
 	for sym, in := range ins {
-		if q.Get("symbol") != "" && q.Get("symbol") != sym {
+		if q.Get("symbol") != "" && q.Get("symbol") != sym || in.status() != status {
 			continue
 		}
 		list = append(list, instrumentJSON(cat, in))
@@ -316,7 +322,7 @@ func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
 
 func instrumentJSON(cat string, in Instrument) map[string]any {
 	m := map[string]any{
-		"symbol": in.Symbol, "status": "Trading", "baseCoin": in.BaseCoin, "quoteCoin": in.QuoteCoin,
+		"symbol": in.Symbol, "status": in.status(), "baseCoin": in.BaseCoin, "quoteCoin": in.QuoteCoin,
 		"priceFilter": map[string]string{"tickSize": in.TickSize.String()},
 	}
 	if cat == CategorySpot {

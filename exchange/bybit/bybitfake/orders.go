@@ -81,7 +81,9 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		}
 	}
 	in, known := s.instruments[req.Category][req.Symbol]
-	if !known {
+	if !known || in.status() != "Trading" {
+		// error.mdx names no code for a symbol that is not trading; the
+		// fake answers as for an unknown one.
 		return c.msg(c.symbol, "params error: symbol invalid", "Invalid symbol.")
 	}
 	if req.Side != "Buy" && req.Side != "Sell" {
