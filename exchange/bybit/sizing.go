@@ -18,9 +18,8 @@ func (v *Venue) ReadsBalance() bool { return true }
 
 // SizingFacts reads what sizing o needs: the ticker's last price, the
 // unified account's available balance of the quote coin (availableQuote),
-// the position (linear:
-// the position list; spot: the free base coin, the most a close can sell)
-// and the lot rules. A linear account found in hedge mode is refused
+// the position (linear: the position list; spot: the free base coin, the
+// most a close can sell) and the lot rules. A linear account found in hedge mode is refused
 // (ReasonHedgeMode), as Place refuses it.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
