@@ -117,25 +117,16 @@ func (v *Venue) readPosition(ctx context.Context, symbol string) (position, erro
 	return p, nil
 }
 
-// freeBalance is what the unified account can sell of coin: the wallet
-// balance less what open orders lock and what was borrowed.
+// freeBalance is what the unified account can sell of coin (spot's base
+// coin, for a close): the wallet balance less what open spot orders lock
+// and what was borrowed.
 func (v *Venue) freeBalance(ctx context.Context, coin string) (decimal.Decimal, error) {
-	var res struct {
-		List []struct {
-			Coin []struct {
-				Coin          string `json:"coin"`
-				WalletBalance string `json:"walletBalance"`
-				Locked        string `json:"locked"`
-				SpotBorrow    string `json:"spotBorrow"`
-			} `json:"coin"`
-		} `json:"list"`
-	}
-	q := url.Values{"accountType": {"UNIFIED"}, "coin": {coin}}
-	if err := v.do(ctx, request{method: http.MethodGet, path: "/v5/account/wallet-balance", query: q, private: true}, &res); err != nil {
-		return decimal.Zero, fmt.Errorf("read balance %s: %w", coin, asUnreachable(err))
+	accts, err := v.readWallet(ctx, coin)
+	if err != nil {
+		return decimal.Zero, err
 	}
 	free := decimal.Zero
-	for _, acct := range res.List {
+	for _, acct := range accts {
 		for _, c := range acct.Coin {
 			if c.Coin == coin {
 				free = free.Add(dec(c.WalletBalance).Sub(dec(c.Locked)).Sub(dec(c.SpotBorrow)))

@@ -2,6 +2,9 @@ package bybit
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 
 	"github.com/shopspring/decimal"
 
@@ -14,9 +17,9 @@ var _ exchange.Sizer = (*Venue)(nil)
 func (v *Venue) ReadsBalance() bool { return true }
 
 // SizingFacts reads what sizing o needs: the ticker's last price, the
-// unified wallet's free balance of the quote coin, the position (linear:
-// the position list; spot: the free base coin, the most a close can sell)
-// and the lot rules. A linear account found in hedge mode is refused
+// unified account's available balance of the quote coin (availableQuote),
+// the position (linear: the position list; spot: the free base coin, the
+// most a close can sell) and the lot rules. A linear account found in hedge mode is refused
 // (ReasonHedgeMode), as Place refuses it.
 func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange.SizingNeed) (exchange.SizingFacts, error) {
 	symbol := exchange.VenueSymbol(o.Symbol)
@@ -41,7 +44,7 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		}
 	}
 	if need.Balance {
-		if out.FreeQuote, err = v.freeBalance(ctx, f.quoteCoin); err != nil {
+		if out.FreeQuote, err = v.availableQuote(ctx, f.quoteCoin); err != nil {
 			return out, err
 		}
 	}
@@ -103,4 +106,94 @@ func (v *Venue) SpotSymbol(ctx context.Context, symbol string) (string, string, 
 		return "", "", false, asUnreachable(err)
 	}
 	return venueSymbol, f.baseCoin, found && f.baseCoin != "", nil
+}
+
+// walletCoin is one coin of GET /v5/account/wallet-balance
+// (account/wallet-balance.mdx); "" reads as zero.
+type walletCoin struct {
+	Coin          string `json:"coin"`
+	Equity        string `json:"equity"`
+	USDValue      string `json:"usdValue"`
+	WalletBalance string `json:"walletBalance"`
+	// Locked is "Locked balance due to the Spot open order", nothing
+	// else.
+	Locked     string `json:"locked"`
+	SpotBorrow string `json:"spotBorrow"`
+	// TotalOrderIM and TotalPositionIM are the initial margin open
+	// orders and positions hold in this coin ("" in portfolio margin).
+	TotalOrderIM    string `json:"totalOrderIM"`
+	TotalPositionIM string `json:"totalPositionIM"`
+	Bonus           string `json:"bonus"`
+}
+
+// walletAccount is one account of GET /v5/account/wallet-balance.
+type walletAccount struct {
+	// TotalAvailableBalance is the account's available balance in USD
+	// (cross margin: totalMarginBalance − Haircut − totalInitialMargin;
+	// portfolio margin: totalEquity − Haircut − totalInitialMargin), ""
+	// when Bybit gives none.
+	TotalAvailableBalance string       `json:"totalAvailableBalance"`
+	Coin                  []walletCoin `json:"coin"`
+}
+
+// readWallet reads the unified account's wallet for coin.
+func (v *Venue) readWallet(ctx context.Context, coin string) ([]walletAccount, error) {
+	var res struct {
+		List []walletAccount `json:"list"`
+	}
+	q := url.Values{"accountType": {"UNIFIED"}, "coin": {coin}}
+	if err := v.do(ctx, request{method: http.MethodGet, path: "/v5/account/wallet-balance", query: q, private: true}, &res); err != nil {
+		return nil, fmt.Errorf("read balance %s: %w", coin, asUnreachable(err))
+	}
+	return res.List, nil
+}
+
+// availableQuote is what an entry may spend of coin, the quote coin: the
+// smaller of the two available balances Bybit documents
+// (account/wallet-balance.mdx, availableToWithdraw, which is deprecated
+// and points to them):
+//   - the coin's own, "isolated margin: walletBalance − totalPositionIM −
+//     totalOrderIM − locked − bonus", less spotBorrow ("Old walletBalance
+//     = New walletBalance − spotBorrow");
+//   - the account's totalAvailableBalance (cross and portfolio margin), in
+//     USD, converted to the coin at its own rate (usdValue / equity), when
+//     Bybit gives both.
+//
+// locked is only what spot orders hold, so the wallet balance less locked
+// (what hoox read before) counted the margin of open positions as free: a
+// 100 % entry beside a position holding 900 of 1,000 USDT was sized on
+// 1,000. The smaller of the two never asks for more than either margin
+// mode has free, whichever the account is in (the wallet answer does not
+// say).
+//
+// Spot buys take the same cap: on a unified account the quote coin's
+// wallet is shared with the derivatives, and what their margin holds is
+// not spare — a buy above the free part is refused (170131) or, with spot
+// margin on, borrowed, a loan nobody asked for.
+func (v *Venue) availableQuote(ctx context.Context, coin string) (decimal.Decimal, error) {
+	accts, err := v.readWallet(ctx, coin)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	var free decimal.Decimal
+	found := false
+	for _, acct := range accts {
+		for _, c := range acct.Coin {
+			if c.Coin != coin {
+				continue
+			}
+			avail := dec(c.WalletBalance).Sub(dec(c.SpotBorrow)).Sub(dec(c.Locked)).
+				Sub(dec(c.TotalPositionIM)).Sub(dec(c.TotalOrderIM)).Sub(dec(c.Bonus))
+			equity, usd := dec(c.Equity), dec(c.USDValue)
+			if acct.TotalAvailableBalance != "" && equity.IsPositive() && usd.IsPositive() {
+				total := dec(acct.TotalAvailableBalance).Mul(equity).Div(usd)
+				avail = decimal.Min(avail, total)
+			}
+			if !found || avail.LessThan(free) {
+				free, found = avail, true
+			}
+		}
+	}
+	// Margin in use beyond the wallet (a loss) leaves nothing to spend.
+	return decimal.Max(free, decimal.Zero), nil
 }

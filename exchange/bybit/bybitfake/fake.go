@@ -127,6 +127,21 @@ type Instrument struct {
 	// maxMarketOrderQty (spot): the most a Market order may carry, in the
 	// base coin; 100000 when zero.
 	MaxMktOrderQty decimal.Decimal
+	// Status is the instrument's status ("" reads as Trading): linear
+	// PreLaunch, Trading, Delivering or Closed. instruments-info "By
+	// default returns only Trading symbols", and "Spot has Trading only"
+	// (market/instrument.mdx, request parameter status): a spot pair that
+	// is not Trading is never listed. Orders are refused on a symbol that
+	// is not Trading.
+	Status string
+}
+
+// status is in.Status, Trading when unset.
+func (in Instrument) status() string {
+	if in.Status == "" {
+		return "Trading"
+	}
+	return in.Status
 }
 
 // Position is a linear position in one-way mode.

@@ -217,3 +217,46 @@ func TestFakeCancelAtTheVenueKeepsWhatFilledUnderBybitsStatusNames(t *testing.T)
 		require.Equal(t, c.fill, o.CumExecQty.String(), "what filled is kept")
 	}
 }
+
+// instruments-info "By default returns only Trading symbols", and "Spot
+// has Trading only" (market/instrument.mdx, request parameter status): a
+// Closed linear contract is listed only when asked for by status, a spot
+// pair that is not Trading never; an order on either is refused.
+func TestFakeInstrumentsListOnlyTradingSymbolsByDefault(t *testing.T) {
+	f := bybitfake.New(t, bybitfake.Options{})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	d := decimal.RequireFromString
+	f.SetInstrument(bybitfake.CategoryLinear, bybitfake.Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
+		TickSize: d("0.10"), QtyStep: d("0.001"), MinOrderQty: d("0.001"), MinNotional: d("5"), Status: "Closed"})
+	f.SetInstrument(bybitfake.CategorySpot, bybitfake.Instrument{Symbol: "BTCUSDT", BaseCoin: "BTC", QuoteCoin: "USDT",
+		TickSize: d("0.1"), QtyStep: d("0.000001"), MinNotional: d("5"), Status: "Closed"})
+	listed := func(query string) []string {
+		resp, err := http.Get(f.URL + bybitfake.PathInstruments + "?" + query)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var env struct {
+			Result struct {
+				List []struct {
+					Symbol string `json:"symbol"`
+					Status string `json:"status"`
+				} `json:"list"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+		var out []string
+		for _, in := range env.Result.List {
+			out = append(out, in.Symbol+":"+in.Status)
+		}
+		return out
+	}
+	require.Empty(t, listed("category=linear&symbol=BTCUSDT"))
+	require.Equal(t, []string{"BTCUSDT:Closed"}, listed("category=linear&symbol=BTCUSDT&status=Closed"))
+	require.Equal(t, []string{"ETHUSDT:Trading"}, listed("category=linear"))
+	require.Empty(t, listed("category=spot&symbol=BTCUSDT&status=Closed"))
+
+	now := time.Now()
+	for cat, code := range map[string]int{bybitfake.CategoryLinear: 10001, bybitfake.CategorySpot: 170121} {
+		body := `{"category":"` + cat + `","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.001","price":"50000","orderLinkId":"closed-` + cat + `"}`
+		require.Equal(t, code, retCode(t, signedRequest(t, f.URL, http.MethodPost, bybitfake.PathCreate, body, now, bybitfake.DefaultAPISecret)), cat)
+	}
+}

@@ -304,9 +304,15 @@ func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
 	if !known {
 		return fail(10001, "params error: category invalid")
 	}
+	// status filters; without it only Trading symbols are listed, and
+	// spot lists nothing else (Instrument.Status).
+	status := q.Get("status")
+	if status == "" || cat == CategorySpot {
+		status = "Trading"
+	}
 	list := []any{}
 	for sym, in := range ins {
-		if q.Get("symbol") != "" && q.Get("symbol") != sym {
+		if q.Get("symbol") != "" && q.Get("symbol") != sym || in.status() != status {
 			continue
 		}
 		list = append(list, instrumentJSON(cat, in))
@@ -316,7 +322,7 @@ func (s *Server) serveInstruments(r *http.Request, _ []byte) reply {
 
 func instrumentJSON(cat string, in Instrument) map[string]any {
 	m := map[string]any{
-		"symbol": in.Symbol, "status": "Trading", "baseCoin": in.BaseCoin, "quoteCoin": in.QuoteCoin,
+		"symbol": in.Symbol, "status": in.status(), "baseCoin": in.BaseCoin, "quoteCoin": in.QuoteCoin,
 		"priceFilter": map[string]string{"tickSize": in.TickSize.String()},
 	}
 	if cat == CategorySpot {
@@ -591,17 +597,27 @@ func (s *Server) serveWallet(r *http.Request, _ []byte) reply {
 	if q.Get("accountType") != "UNIFIED" {
 		return fail(10001, "accountType only support UNIFIED")
 	}
+	// The account-wide fields cover every coin; coin filters the list.
+	wallet, im := decimal.Zero, decimal.Zero
 	coins := []any{}
 	for coin, b := range s.balances {
+		posIM, ordIM := s.positionIM(coin), s.orderIM(coin)
+		wallet, im = wallet.Add(s.usdValue(coin, b.WalletBalance)), im.Add(s.usdValue(coin, posIM.Add(ordIM)))
 		if q.Get("coin") != "" && q.Get("coin") != coin {
 			continue
 		}
 		coins = append(coins, map[string]string{
 			"coin": coin, "walletBalance": b.WalletBalance.String(), "locked": b.Locked.String(),
-			"spotBorrow": "0", "equity": b.WalletBalance.String(),
+			"spotBorrow": "0", "equity": b.WalletBalance.String(), "bonus": "0",
+			"usdValue":        s.usdValue(coin, b.WalletBalance).String(),
+			"totalPositionIM": posIM.String(), "totalOrderIM": ordIM.String(),
 		})
 	}
-	return ok(map[string]any{"list": []any{map[string]any{"accountType": "UNIFIED", "coin": coins}}})
+	return ok(map[string]any{"list": []any{map[string]any{
+		"accountType": "UNIFIED", "coin": coins,
+		"totalWalletBalance": wallet.String(), "totalMarginBalance": wallet.String(), "totalEquity": wallet.String(),
+		"totalInitialMargin": im.String(), "totalAvailableBalance": wallet.Sub(im).String(),
+	}}})
 }
 
 // maxMkt is the instrument's maxMktOrderQty, 100000 when unset.

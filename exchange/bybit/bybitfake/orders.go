@@ -81,7 +81,9 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		}
 	}
 	in, known := s.instruments[req.Category][req.Symbol]
-	if !known {
+	if !known || in.status() != "Trading" {
+		// error.mdx names no code for a symbol that is not trading; the
+		// fake answers as for an unknown one.
 		return c.msg(c.symbol, "params error: symbol invalid", "Invalid symbol.")
 	}
 	if req.Side != "Buy" && req.Side != "Sell" {
@@ -169,11 +171,20 @@ func (s *Server) serveCreate(_ *http.Request, body []byte) reply {
 		}
 	}
 	if req.Category == CategorySpot {
-		base, quote := s.balances[in.BaseCoin], s.balances[in.QuoteCoin]
+		// A buy spends the quote coin's available balance: what open
+		// linear positions and orders hold as margin is not free (margin.go).
+		base := s.balances[in.BaseCoin]
 		if req.Side == "Sell" && base.WalletBalance.Sub(base.Locked).LessThan(baseQty) ||
-			req.Side == "Buy" && quote.WalletBalance.Sub(quote.Locked).LessThan(baseQty.Mul(refPrice)) {
+			req.Side == "Buy" && s.available(in.QuoteCoin).LessThan(baseQty.Mul(refPrice)) {
 			return fail(c.balance, "Balance insufficient")
 		}
+	}
+	if req.Category == CategoryLinear && !req.ReduceOnly &&
+		s.openingMargin(req.Symbol, req.Side, baseQty, refPrice).GreaterThan(s.available(in.QuoteCoin)) {
+		// The initial margin of what the order opens must fit in what the
+		// account has available, the margin of open positions and orders
+		// excluded (margin.go).
+		return fail(c.balance, "Available balance is insufficient")
 	}
 
 	if req.Category == CategoryLinear && req.TpslMode == "Partial" {
