@@ -56,3 +56,33 @@ func TestSignedTimestampFarInTheFutureIsRefused(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, r.Status, "X-Hoox-Timestamp %s (centuries ahead) was accepted: %s", ts, r.Body)
 	}
 }
+
+// A signed X-Hoox-Timestamp more than MaxSignalAge away from the
+// server's clock is refused to the sub-second, and app.Config keeps
+// MaxSignalAge at most half of HOOX_DEDUP_WINDOW so that a stamped window
+// signal and any replay of it arrive at most the window apart: a stamp
+// 30.9 s old under a 30 s bound (the age floored to whole seconds) let a
+// replay in 60.9 s after the first arrival, past the default window — a
+// new window trace, a second order.
+func TestSignedTimestampJustPastTheAgeIsRefused(t *testing.T) {
+	t.Parallel()
+	const stamp = 1_800_000_000
+	now := time.Unix(stamp, 0)
+	b := setupWebhook(t, func(c *api.Config) {
+		c.Timing.MaxSignalAge = 30 * time.Second
+		c.Timing.Now = func() time.Time { return now }
+	})
+	window := `{"exchange":"paper","symbol":"ETHUSDT","action":"buy","quantity":"1"}`
+	ts := strconv.FormatInt(stamp, 10)
+	post := func(at time.Time) response {
+		now = at
+		return postSigned(t, b.handler, window, map[string]string{api.HeaderTimestamp: ts, api.HeaderSignature: sign(ts + "." + window)})
+	}
+
+	first := post(time.Unix(stamp-30, 0)) // the sender's clock 30 s ahead: accepted, as before
+	require.NotEqual(t, http.StatusUnauthorized, first.Status, "%s", first.Body)
+
+	replay := post(time.Unix(stamp+30, int64(900*time.Millisecond))) // 60.9 s after the first arrival
+	require.Equal(t, http.StatusUnauthorized, replay.Status,
+		"a stamp 30.9 s old was accepted under a 30 s MaxSignalAge (60.9 s after the same request was first accepted, past a 60 s window): %s", replay.Body)
+}

@@ -386,19 +386,22 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 	if !hmac.Equal(got, mac.Sum(nil)) {
 		return 0, problem(codes.Unauthorized, "wrong "+HeaderSignature+`: with `+HeaderTimestamp+` it is the HMAC-SHA256 of "<timestamp>.<body>"`)
 	}
-	// The age is reckoned in whole seconds: a stamp centuries away would
-	// saturate a Duration (Time.Sub), and negating the saturated value
-	// overflows, passing both bounds. Shown, it is capped (at about 270
-	// years) so that it fits in one.
-	age := now.Unix() - sec
-	shown := func(sec int64) time.Duration { return time.Duration(min(sec, 1<<33)) * time.Second }
-	switch maxAge := s.cfg.Timing.MaxSignalAge; {
-	case age > 0 && shown(age) > maxAge:
+	// A stamp centuries away would saturate a Duration (Time.Sub), and
+	// negating the saturated value overflows, passing both bounds: one
+	// over 2^32 s (136 years) away is refused in whole seconds first; any
+	// other is judged by its exact age (a stamp 30.9 s old is past 30 s).
+	maxAge := s.cfg.Timing.MaxSignalAge
+	if d := now.Unix() - sec; d > 1<<32 || -d > 1<<32 {
+		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is more than %s from this server's clock; a signed signal is refused as a possible replay, or the sender's clock is off",
+			HeaderTimestamp, maxAge))
+	}
+	switch age := now.Sub(time.Unix(sec, 0)); {
+	case age > maxAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s old; a signed signal older than %s is refused as a possible replay",
-			HeaderTimestamp, shown(age), maxAge))
-	case age < 0 && shown(-age) > maxAge:
+			HeaderTimestamp, age.Round(time.Second), maxAge))
+	case -age > maxAge:
 		return 0, problem(codes.Unauthorized, fmt.Sprintf("%s is %s in the future; the sender's clock is off by more than %s",
-			HeaderTimestamp, shown(-age), maxAge))
+			HeaderTimestamp, (-age).Round(time.Second), maxAge))
 	}
 	return credStampedSignature, nil
 }

@@ -174,8 +174,9 @@ type FollowState struct {
 // transaction (the notification).
 type FollowStep struct {
 	Update *OrderUpdate
-	// Unfollow, without an Update, records that the order is no longer
-	// followed (orders.unfollowed_at), with Events.
+	// Unfollow records that the order is no longer followed
+	// (orders.unfollowed_at), with Events; with an Update, after it (the
+	// last look's change and the unfollow commit together).
 	Unfollow     bool
 	Events       []Event
 	BeforeCommit TxHook
@@ -237,6 +238,13 @@ func FollowOrder(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, 
 	}
 	if _, err := ApplyOrderUpdate(ctx, tx, clientOrderID, *step.Update, step.Events); err != nil {
 		return st, err
+	}
+	if step.Unfollow {
+		// A change seen by the last look (a partial fill), recorded, then
+		// no longer followed, in the same commit.
+		if _, err := tx.Exec(ctx, unfollowSQL, clientOrderID); err != nil {
+			return st, translate(err)
+		}
 	}
 	if err := runHooks(ctx, tx, []TxHook{step.BeforeCommit}); err != nil {
 		return st, err

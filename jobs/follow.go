@@ -238,7 +238,16 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 				return step, nil
 			}
 			unfollowed = true
-			return w.unfollowStep(a, st, "its trace was purged or released (HOOX_TRACE_TTL) while the venue says it is still open"), nil
+			gone := w.unfollowStep(a, st, "its trace was purged or released (HOOX_TRACE_TTL) while the venue says it is still open")
+			if step.Update != nil {
+				// Still open but changed (a partial fill): recorded with
+				// the unfollow, which reports what filled.
+				gone.Update = step.Update
+				gone.Events[0].Detail["filled_quantity"] = step.Update.FilledQuantity.String()
+				gone.Events = append(step.Events, gone.Events...)
+				gone.BeforeCommit = chainHooks(step.BeforeCommit, w.notifier.notifyHook(gone.Events[len(gone.Events)-1], a.Exchange, a.Mode, a.Order))
+			}
+			return gone, nil
 		}
 		step, open, err := w.lookOrCancel(ctx, a, st)
 		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled

@@ -80,3 +80,46 @@ VALUES (gen_random_uuid(), 't-o1', 'o1', 'paper', 'BTCUSDT', 'buy', 'buy', 'mark
 	require.False(t, pos.IsNegative(),
 		"two closes of a long of 1 (one resting since before the upgrade) left the paper book short %s", pos.Neg())
 }
+
+// 00040 does not take an empty order spec for a close: orders placed
+// before dispatch_intents existed (schema 00004) were backfilled with
+// order_spec '{}', and a plain limit buy resting in the paper book since
+// then, marked reduce-only, could never fill on a flat book (reduce-only
+// fills never open): the strategy's entry silently lost.
+func TestRestingPaperBuyFromBeforeIntentsIsNotMadeReduceOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	sqldb, err := migrations.Open(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { sqldb.Close() })
+	p, err := migrations.NewProvider(sqldb)
+	require.NoError(t, err)
+
+	// The schema before dispatch_intents (00004).
+	_, err = p.DownTo(ctx, 3)
+	require.NoError(t, err)
+	_, err = sqldb.ExecContext(ctx, `
+INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, price, status, test)
+VALUES ('b1', 'paper-b1', 'BTCUSDT', 'buy', 'limit', 1, 90, 'open', false)`)
+	require.NoError(t, err)
+	_, err = sqldb.ExecContext(ctx, `
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, price, mode, status, exchange_order_id)
+VALUES (gen_random_uuid(), 'k:entry', 'b1', 'paper', 'BTCUSDT', 'buy', 'buy', 'limit', 1, 90, 'live', 'open', 'paper-b1')`)
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.Up(ctx, sqldb))
+
+	var reduceOnly bool
+	require.NoError(t, sqldb.QueryRowContext(ctx, `SELECT reduce_only FROM paper_orders WHERE client_order_id = 'b1'`).Scan(&reduceOnly))
+
+	venue := paper.New(paper.Config{Pool: pgtest.OpenPool(t, url)})
+	_, err = venue.SetPrice(ctx, "BTCUSDT", false, dec("89"))
+	require.NoError(t, err)
+	orders, err := venue.Orders(ctx)
+	require.NoError(t, err)
+	require.Len(t, orders, 1)
+	require.False(t, reduceOnly, "the upgrade marked a resting limit BUY (an entry) reduce-only")
+	require.True(t, orders[0].FilledQuantity.Equal(dec("1")),
+		"the resting limit buy at 90 did not fill at 89 after the upgrade: status %s, filled %s", orders[0].Status, orders[0].FilledQuantity)
+}
