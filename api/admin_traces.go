@@ -194,7 +194,8 @@ func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.Tr
 			"so it cannot be released until the reconcile settles it", p.TraceID))
 	case errors.Is(err, db.ErrOrderUnknown):
 		return "", problem(codes.Reconciling, fmt.Sprintf("trace %s ended failed and whether its order exists at the venue is unknown: "+
-			"check the venue, then release it with ?force=true (the next attempt still looks that order up before placing)", p.TraceID))
+			"check the venue, then release it with ?force=true (the next attempt of the same signal still looks that order up before placing, "+
+			"and places nothing while it is not found at a venue that may fill a late request: to trade it, send a new signal)", p.TraceID))
 	case errors.Is(err, db.ErrLockTimeout):
 		return "", problem(codes.InProgress, fmt.Sprintf("trace %s: an attempt is still running; retry the release", p.TraceID)).
 			withRetryAfter(time.Second)

@@ -135,7 +135,10 @@ type ClaimResult struct {
 	// Unknown are earlier intents under the lock key whose order may exist
 	// at the venue (settled failed: nobody could tell) and whose trace an
 	// operator released by force. The attempt must look each up before it
-	// places anything (DESIGN: "Unknown never frees a key").
+	// places anything (DESIGN: "Unknown never frees a key"). In window
+	// mode only those of this execution (received inside the dedup
+	// window): an earlier execution's is another order, which the sweeper
+	// keeps asking about (ListUnknown).
 	Unknown []UnknownIntent
 }
 
@@ -359,7 +362,13 @@ func claimIntents(raw []byte, res *ClaimResult) error {
 					Fingerprint: in.Fingerprint, SentAgo: time.Duration(in.SentAgoMicros) * time.Microsecond,
 					SameWindow: in.SameWindow, Attempts: in.Attempts}
 			}
-		case *in.Outcome == string(IntentFailed) && in.Traced != nil && !*in.Traced:
+		case *in.Outcome == string(IntentFailed) && in.Traced != nil && !*in.Traced && in.SameWindow:
+			// Released by force with its order unknown: this signal's own
+			// earlier attempt, which it must ask about before placing. In
+			// window mode only one of this execution (same window): a
+			// later execution is a new order the strategy asked for, and
+			// an earlier one's unknown order is the sweeper's to ask about
+			// (ListUnknown), not this execution's to adopt or wait for.
 			u := UnknownIntent{ClientOrderID: in.ClientOrderID, TraceID: in.TraceID, Fingerprint: in.Fingerprint,
 				SentAgoMicros: in.SentAgoMicros, SentAgo: time.Duration(in.SentAgoMicros) * time.Microsecond}
 			if err := json.Unmarshal(in.Order, &u.Order); err != nil {

@@ -62,6 +62,16 @@ type Intent struct {
 	// the same statement (ErrIntentConsumed otherwise): the lock is the
 	// claim's session's, and lost with it. Nil for every other order.
 	Ledger *LedgerVersion
+	// AfterVenueCall is set when the attempt called the venue since its
+	// claim read the kill switch (a lookup of an earlier attempt's order,
+	// a sizing or position read: each up to the venue timeout). WriteIntent
+	// then reads the switch again in the intent's own statement and
+	// writes nothing while it is engaged (ErrKillSwitch): an operator
+	// answered "engaged" during that call must see no order placed after
+	// it. An attempt that called nothing leaves it false, and its
+	// statement stays WriteIntentSQL: the claim's reading is as fresh as
+	// the switch can be read before the send anyway.
+	AfterVenueCall bool
 	// SentAt and Attempts are read back, never written by the caller.
 	SentAt   time.Time
 	Attempts int
@@ -90,6 +100,28 @@ WITH i AS (
     ` + intentArmSQL + `
 ), ev AS (` + intentStartedSQL + `)
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
+
+// WriteIntentHaltedSQL is WriteIntentSQL for an attempt that called the
+// venue since its claim (Intent.AfterVenueCall): it reads the kill switch
+// in the same statement and writes nothing, neither the intent nor its
+// event, while the switch is engaged. It always returns one row: the
+// switch, then the intent's sent_at and attempts (null when nothing was
+// written).
+var WriteIntentHaltedSQL = haltableIntentSQL(`
+WITH ks AS (
+    SELECT ` + killSwitchEngagedSQL + ` AS engaged
+), i AS (
+    INSERT INTO dispatch_intents ` + intentInsertColumns + `
+    SELECT ` + intentInsertValuesList + ` FROM ks WHERE NOT ks.engaged
+    ` + intentArmSQL + `
+), ev AS (` + intentStartedSQL + `)`)
+
+// haltableIntentSQL ends an intent write whose CTEs read the kill switch
+// (ks) with the one row WriteIntentHaltedSQL returns.
+func haltableIntentSQL(with string) string {
+	return with + `
+SELECT ks.engaged, i.sent_at, i.attempts, set_config('synchronous_commit', $16, true) FROM ks LEFT JOIN i ON true`
+}
 
 // The parts WriteIntentSQL and writeSpotCloseIntentSQL share: the intent's
 // columns and values ($1–$15), how an existing intent is armed again
@@ -124,20 +156,42 @@ const (
 // closes' intent writes, never by a fill's trigger (which a claim may
 // hold: a window-mode execution recovering the earlier one's sell);
 // WriteIntent bounds its wait for it by spotCloseLockWait.
-const writeSpotCloseIntentSQL = `
-WITH l AS (
-    SELECT 1 FROM spot_ledger_versions
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
-    FOR UPDATE
+var writeSpotCloseIntentSQL = `
+WITH l AS (` + spotCloseVersionLockSQL + `
 ), i AS (
     INSERT INTO dispatch_intents ` + intentInsertColumns + `
     SELECT ` + intentInsertValuesList + ` FROM l
     ` + intentArmSQL + `
-), v AS (
-    UPDATE spot_ledger_versions SET closes = closes + 1
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
+), v AS (` + spotCloseVersionBumpSQL + `
 ), ev AS (` + intentStartedSQL + `)
 SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
+
+// writeSpotCloseIntentHaltedSQL is writeSpotCloseIntentSQL that reads the
+// kill switch as WriteIntentHaltedSQL does: while it is engaged neither the
+// intent nor the version's bump is written. A spot close always called
+// the venue since its claim (its symbol's rules, its balance).
+var writeSpotCloseIntentHaltedSQL = haltableIntentSQL(`
+WITH ks AS (
+    SELECT ` + killSwitchEngagedSQL + ` AS engaged
+), l AS (` + spotCloseVersionLockSQL + `
+), i AS (
+    INSERT INTO dispatch_intents ` + intentInsertColumns + `
+    SELECT ` + intentInsertValuesList + ` FROM l, ks WHERE NOT ks.engaged
+    ` + intentArmSQL + `
+), v AS (` + spotCloseVersionBumpSQL + `
+), ev AS (` + intentStartedSQL + `)`)
+
+// The spot close's version row: locked while still at the version the
+// close read, and bumped only when the intent was written.
+const (
+	spotCloseVersionLockSQL = `
+    SELECT 1 FROM spot_ledger_versions
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
+    FOR UPDATE`
+	spotCloseVersionBumpSQL = `
+    UPDATE spot_ledger_versions SET closes = closes + 1
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)`
+)
 
 // ensureLedgerVersionSQL creates the version row of an existing ledger
 // entry ($1–$4) at version 0 when no close wrote one yet, in the intent's
@@ -159,7 +213,9 @@ const spotCloseLockWait = "5s"
 // only a venue whose own write lands later in the same Postgres WAL (paper)
 // may pass false. A spot close that read the ledger (in.Ledger) writes
 // through writeSpotCloseIntentSQL instead; every other order through
-// WriteIntentSQL, unchanged.
+// WriteIntentSQL, unchanged. After a venue call since the claim
+// (in.AfterVenueCall) the statement also reads the kill switch, and
+// ErrKillSwitch says it was engaged: nothing was written.
 func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bool) error {
 	spec, err := json.Marshal(in.Order)
 	if err != nil {
@@ -188,19 +244,40 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		query = writeSpotCloseIntentSQL
 		args = append(args, l.Exchange, l.Mode, l.Symbol, l.Strategy, l.Closes)
 	}
+	halted := false
+	if in.AfterVenueCall {
+		query = WriteIntentHaltedSQL
+		if in.Ledger != nil {
+			query = writeSpotCloseIntentHaltedSQL
+		}
+	}
 	b.Queue(query, args...).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				found = true
 				var setting string
-				if err := rows.Scan(&in.SentAt, &in.Attempts, &setting); err != nil {
+				if !in.AfterVenueCall {
+					found = true
+					if err := rows.Scan(&in.SentAt, &in.Attempts, &setting); err != nil {
+						return err
+					}
+					continue
+				}
+				var sentAt *time.Time
+				var attempts *int
+				if err := rows.Scan(&halted, &sentAt, &attempts, &setting); err != nil {
 					return err
+				}
+				if sentAt != nil && attempts != nil {
+					found, in.SentAt, in.Attempts = true, *sentAt, *attempts
 				}
 			}
 			return rows.Err()
 		})
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {
 		return translate(err)
+	}
+	if halted {
+		return fmt.Errorf("intent %s: %w", in.ClientOrderID, ErrKillSwitch)
 	}
 	if !found {
 		return fmt.Errorf("intent %s: %w", in.ClientOrderID, ErrIntentConsumed)

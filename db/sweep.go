@@ -27,6 +27,11 @@ type Stranded struct {
 	// Unknown is true for a trace that ended failed with its order unknown
 	// (its intent failed): the sweeper asks again (ListUnknown).
 	Unknown bool
+	// Released is true for an Unknown whose trace (TraceID) an operator
+	// released by force: nobody holds the key, and an order found is
+	// recorded under a trace created again from the intent, as for a bare
+	// intent.
+	Released bool
 }
 
 // unknownIntentsSQL lists failed intents that still name their failed
@@ -41,21 +46,43 @@ WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 m
 ORDER BY i.settled_at
 LIMIT $2`
 
+// releasedUnknownIntentsSQL lists failed intents whose trace an operator
+// released by force (no trace holds it any more), least recently asked
+// first. In window mode no later execution of the signal asks about such
+// an order (ClaimResult.Unknown holds only the execution's own); for a
+// client or derived key only a resend would, and none may come.
+const releasedUnknownIntentsSQL = `
+SELECT ` + intentColumns + `
+FROM dispatch_intents i
+WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 millisecond'
+  AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
+ORDER BY i.settled_at
+LIMIT $2`
+
 // ListUnknown returns at most limit traces that ended failed with their
-// order unknown and were not asked about for every, so the sweeper can
-// resolve them (DESIGN: "Unknown never frees a key" — nor blocks it
-// forever once the venue answers).
+// order unknown and were not asked about for every, and as many such
+// intents whose trace was released by force, so the sweeper can resolve
+// them (DESIGN: "Unknown never frees a key" — nor blocks it forever once
+// the venue answers; a forced release frees the key, never the order).
 func ListUnknown(ctx context.Context, q DBTX, every time.Duration, limit int) ([]Stranded, error) {
-	rows, err := q.Query(ctx, unknownIntentsSQL, every.Milliseconds(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list unknown intents: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
-		in, err := scanIntent(row)
-		return Stranded{Intent: in, TraceID: in.TraceID, Unknown: true}, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list unknown intents: %w", translate(err))
+	var out []Stranded
+	for _, released := range []bool{false, true} {
+		query := unknownIntentsSQL
+		if released {
+			query = releasedUnknownIntentsSQL
+		}
+		rows, err := q.Query(ctx, query, every.Milliseconds(), limit)
+		if err != nil {
+			return nil, fmt.Errorf("list unknown intents: %w", translate(err))
+		}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
+			in, err := scanIntent(row)
+			return Stranded{Intent: in, TraceID: in.TraceID, Unknown: true, Released: released}, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list unknown intents: %w", translate(err))
+		}
+		out = append(out, found...)
 	}
 	return out, nil
 }
@@ -65,6 +92,16 @@ SELECT t.status = 'failed' AND i.outcome = 'failed', i.sent_at,
        (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint
 FROM trace_ids t JOIN dispatch_intents i ON i.client_order_id = t.client_order_id
 WHERE t.trace_id = $1 AND i.client_order_id = $2
+FOR UPDATE`
+
+// releasedUnknownLockSQL is unknownLockSQL for an intent whose trace was
+// released: still failed, and still no trace of its own (a resend of a
+// client key may have claimed the trace ID again and settled the intent).
+const releasedUnknownLockSQL = `
+SELECT i.outcome = 'failed' AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id), i.sent_at,
+       (extract(epoch FROM clock_timestamp() - i.sent_at) * 1000000)::bigint
+FROM dispatch_intents i
+WHERE i.client_order_id = $1
 FOR UPDATE`
 
 // resolveUnknownTraceSQL settles a failed trace whose order turned up.
@@ -226,6 +263,10 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 	b := &pgx.Batch{}
 	queueTraceLock(b, s.Intent.LockKey, lockWait)
 	switch {
+	case s.Unknown && s.Released:
+		b.Queue(releasedUnknownLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
+		})
 	case s.Unknown:
 		b.Queue(unknownLockSQL, s.TraceID, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
@@ -275,10 +316,13 @@ func queueRecovery(b *pgx.Batch, s Stranded, r Recovery, ttl time.Duration) {
 	}
 	switch {
 	case r.TraceStatus == "":
+	case s.TraceID == "", s.Unknown && s.Released:
+		// A released unknown's order turned up: its trace is created again
+		// from the intent, as a dead attempt's would be, so a resend of a
+		// client key is answered with that order.
+		b.Queue(createSweptTraceSQL, s.Intent.ClientOrderID, r.TraceStatus, pgconv.UUIDPtr(orderID), ttl.Milliseconds())
 	case s.Unknown:
 		b.Queue(resolveUnknownTraceSQL, s.TraceID, r.TraceStatus, pgconv.UUIDPtr(orderID))
-	case s.TraceID == "":
-		b.Queue(createSweptTraceSQL, s.Intent.ClientOrderID, r.TraceStatus, pgconv.UUIDPtr(orderID), ttl.Milliseconds())
 	default:
 		b.Queue(settleSweptTraceSQL, s.TraceID, r.TraceStatus, pgconv.UUIDPtr(orderID))
 	}

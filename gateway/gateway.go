@@ -284,21 +284,29 @@ func (s *Service) claim(ctx context.Context, in Input, venue exchange.Venue, loc
 	// trace's lock (settleIntent), then the rollback that releases it.
 	defer tx.Rollback(ctx)
 	switch {
-	case res.KillSwitch && (res.Pending != nil || len(res.Unknown) > 0):
+	case res.KillSwitch:
 		// An earlier attempt of this signal may have placed its order and
 		// died before recording it: "nothing was placed" could be a lie
 		// that invites a manual second order. Nothing is looked up or
 		// placed under the switch; the sweeper records that order.
-		return nil, &Error{Code: codes.KillSwitch, RetryAfter: 60 * time.Second,
-			Detail: "trading is halted by the kill switch: this request sent no order, but an earlier attempt of this signal may have placed one (it is recorded once the venue is asked): do not place it by hand; resend after the release"}
-	case res.KillSwitch:
-		return nil, &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
+		return nil, killSwitched(res.Pending != nil || len(res.Unknown) > 0)
 	case !res.Found:
 		return nil, s.inProgress(tr.ID)
 	case sig.Action == signal.ActionCancel:
 		return s.cancelOrders(ctx, tx, in, venue, res)
 	}
 	return s.dispatch(ctx, tx, in, venue, res)
+}
+
+// killSwitched is the 503 for a signal the kill switch halted before it
+// sent anything; earlier says an earlier attempt of the signal may have
+// placed its order all the same.
+func killSwitched(earlier bool) *Error {
+	if earlier {
+		return &Error{Code: codes.KillSwitch, RetryAfter: 60 * time.Second,
+			Detail: "trading is halted by the kill switch: this request sent no order, but an earlier attempt of this signal may have placed one (it is recorded once the venue is asked): do not place it by hand; resend after the release"}
+	}
+	return &Error{Code: codes.KillSwitch, Detail: "trading is halted by the kill switch; nothing was placed", RetryAfter: 60 * time.Second}
 }
 
 func (s *Service) inProgress(traceID string) *Error {
@@ -399,6 +407,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	// from an earlier attempt's intent when there is one, never from a
 	// second sizing.
 	sized := !s.plans(sig, venue, order)
+	// venueCalled is true once this attempt may have called the venue
+	// since its claim read the kill switch (tagLedger's symbol rules, read
+	// from the venue on a cache miss; a lookup of an earlier attempt's order, a sizing or
+	// position read): its intent's write reads the switch again
+	// (db.Intent.AfterVenueCall). The plain path calls nothing, and its
+	// intent's statement stays the one without that read.
+	_, spotTrader := venue.(exchange.SpotTrader)
+	venueCalled := spotTrader || len(res.Unknown) > 0 || res.Pending != nil || !sized
 
 	for _, u := range res.Unknown {
 		earlier := order
@@ -476,7 +492,7 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	intent := &db.Intent{ClientOrderID: order.ClientOrderID, Execution: res.Executions, LockKey: tr.LockKey, TraceID: tr.ID,
 		Fingerprint: tr.Fingerprint, Mode: tr.Mode, KeySource: string(tr.Source), Exchange: sig.Exchange, Order: order,
 		Signal: in.canonicalSignal(), SourceIP: in.SourceIP, SignalTime: sig.Timestamp, ReceivedAt: res.Trace.ReceivedAt,
-		Armed: armed, Ledger: ledger}
+		Armed: armed, Ledger: ledger, AfterVenueCall: venueCalled}
 	shared, _ := venue.(exchange.SharedDatabase)
 	durable := shared == nil || !shared.SharesHooxDatabase()
 	intentStart := time.Now()
@@ -492,6 +508,14 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 			// Another attempt armed this ID after our claim read it: our
 			// claim's connection, and the trace's lock with it, was lost.
 			return nil, unavailable("another attempt of this signal is sending its order; nothing was placed by this one", 5*time.Second, err)
+		case errors.Is(err, db.ErrKillSwitch):
+			// Engaged during this attempt's venue calls, after its claim
+			// read the switch: nothing was armed, and the claim rolls
+			// back. An earlier attempt's intent this one would have
+			// re-armed stays as it was, for the sweeper.
+			ks := killSwitched(earlierUnproven)
+			ks.Err = err
+			return nil, ks
 		}
 		if earlierUnproven {
 			// Armed or not, the intent stays open: the dead attempt's

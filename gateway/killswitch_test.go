@@ -1,0 +1,126 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/gateway"
+	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
+)
+
+// lookupHookVenue is a memVenue that runs onLookup at the start of every
+// Lookup: the moment an attempt asks the venue about an earlier attempt's
+// order, after its claim has read the kill switch.
+type lookupHookVenue struct {
+	*memVenue
+	onLookup func()
+}
+
+func (v *lookupHookVenue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if v.onLookup != nil {
+		v.onLookup()
+	}
+	return v.memVenue.Lookup(ctx, o)
+}
+
+// The claim reads the kill switch once; an attempt that then asks the
+// venue about an earlier attempt's order (askFirst, askUnknown, or a
+// sizing read: up to HOOX_VENUE_TIMEOUT each) reads it again in its
+// intent's write, so an operator who engaged the switch (and was answered
+// "engaged") during that lookup sees no order placed after it — as the
+// reconcile's re-send (db.TouchIntent) and the legs (db.MarkLegSent) do.
+func TestResendAfterALookupDoesNotPlaceUnderAKillSwitchEngagedMeanwhile(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	mem := &memVenue{panicNext: true, refusesLate: true} // window 0: "not found" is proof at once
+	venue := &lookupHookVenue{memVenue: mem}
+	pool := pgtest.OpenPool(t, url)
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url), Jobs: &jobRecorder{},
+		Venues: exchange.NewRegistry(map[string]exchange.Venue{"mem": venue})})
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+	const body = `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"halt-during-lookup"}`
+
+	// The first attempt dies in Place before the venue takes anything: its
+	// intent stays armed, the claim rolls back.
+	require.Panics(t, func() { _, _ = svc.Execute(ctx, input(t, body)) })
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"))
+	require.Zero(t, mem.count())
+
+	// The resend claims (switch released), then asks the venue about the
+	// dead attempt's order; meanwhile the operator halts trading.
+	engaged := false
+	venue.onLookup = func() {
+		if !engaged {
+			engaged = true
+			_, err := db.SetKillSwitch(ctx, pool, true, "exchange incident", "admin")
+			require.NoError(t, err)
+		}
+	}
+	_, err := svc.Execute(ctx, input(t, body))
+	require.True(t, engaged)
+	require.Zero(t, mem.count(), "an order was placed after the kill switch was engaged (and answered) (err: %v)", err)
+	requireCode(t, err, codes.KillSwitch)
+}
+
+// getHook runs onGet before each GET request it carries: the venue reads
+// (symbol rules, balances, positions) an attempt makes between its claim
+// and its intent.
+type getHook struct {
+	next  http.RoundTripper
+	onGet func()
+}
+
+func (h *getHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && h.onGet != nil {
+		h.onGet()
+	}
+	return h.next.RoundTrip(r)
+}
+
+// The same for an attempt that reads the venue to size its order: a spot
+// close sized from what the strategy holds reads the venue's balance after
+// its claim, and an engage answered during that read stops it — its intent
+// (and the spot ledger's version) is not written, and nothing is sold.
+func TestSizedCloseDoesNotPlaceUnderAKillSwitchEngagedDuringItsVenueReads(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, url)
+	fake := binancefake.New(t, binancefake.Options{})
+	fake.SetSpotCommission(decimal.Zero)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hook := &getHook{next: tr}
+	v, err := binance.New(binance.Config{Market: binance.MarketSpot, APIKey: fake.APIKey(), APISecret: fake.APISecret(),
+		BaseURL: fake.URL, HTTPClient: &http.Client{Transport: hook}})
+	require.NoError(t, err)
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url), Jobs: &jobRecorder{},
+		Venues: exchange.NewRegistry(map[string]exchange.Venue{"binance": v})})
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+	_, err = svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"2","strategy":"half","trace_id":"ks-buy"}`))
+	require.NoError(t, err)
+
+	var once sync.Once
+	hook.onGet = func() {
+		once.Do(func() {
+			_, err := db.SetKillSwitch(ctx, pool, true, "exchange incident", "admin")
+			require.NoError(t, err)
+		})
+	}
+	_, err = svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"50","quantity_type":"percent_of_position","strategy":"half","trace_id":"ks-close"}`))
+	requireCode(t, err, codes.KillSwitch)
+	require.Len(t, fake.Orders(), 1, "only the buy: nothing was sold after the engage")
+	require.Zero(t, count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE trace_id = 'ks-close'"))
+	require.Zero(t, count(t, pool, "SELECT coalesce(sum(closes), 0) FROM spot_ledger_versions"), "no close took the ledger's version")
+}
