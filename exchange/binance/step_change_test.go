@@ -13,8 +13,9 @@ import (
 
 // ethWithStep is the default ETHUSDT with another LOT_SIZE step (and
 // minimum), as when Binance coarsens a symbol's step size while orders
-// rest: the resting orders stay as they are (filters.md: the filters
-// apply to an order when it is placed).
+// rest: the resting orders stay as they are (filters.md defines filters
+// as trading rules, checked when an order is placed; nothing in the docs
+// amends resting orders).
 func ethWithStep(step string) binancefake.Symbol {
 	for _, s := range binancefake.DefaultSymbols() {
 		if s.Symbol == "ETHUSDT" {

@@ -627,9 +627,10 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 // sentQuantity is the quantity hoox sent for an order of asked base
 // units, for comparing with held, the quantity of the order Binance holds
 // under its ID: asked rounded down to the step it was placed under.
-// Binance changes a symbol's LOT_SIZE step while orders rest, and resting
-// orders keep their quantity (filters.md: filters apply when an order is
-// placed), so held is taken as sent when it is asked rounded down to
+// Binance changes a symbol's LOT_SIZE step while orders rest, and a
+// resting order keeps the quantity it was accepted with (filters.md
+// defines them as trading rules, checked when an order is placed; nothing
+// in the docs amends resting orders), so held is taken as sent when it is asked rounded down to
 // held's own last digit (venuekit.RoundedFrom: every LOT_SIZE and
 // MARKET_LOT_SIZE step is a power of ten) — whatever the step is today,
 // and without reading it. Any other held quantity is compared with asked
