@@ -382,13 +382,24 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
-	if isExit(st.Order.Role) && (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && st.Age > venue.AcceptWindow() {
+	if isExit(st.Order.Role) && errors.Is(err, exchange.ErrNotFound) && st.Age > venue.AcceptWindow() {
 		// An exit recorded open that the venue no longer holds under its
 		// ID (Binance stops finding an algo order cancelled or expired
 		// with nothing filled after 3 days, Query-Algo-Order.md; a Bybit
-		// trailing stop removed or replaced by hand) ended without a fill
-		// hoox could see: recorded expired, never looked for again.
+		// trailing stop removed by hand) ended without a fill hoox could
+		// see: recorded expired, never looked for again.
 		report, err = goneExit(st.Order, err), nil
+	}
+	if isExit(st.Order.Role) && errors.Is(err, exchange.ErrMismatch) {
+		// Something else under the exit's ID — another order, or hoox's
+		// own exit read wrongly (a venue that changed the symbol's step
+		// while it rested) — proves nothing about the exit: recorded
+		// expired, an exit the venue still holds would sell unrecorded
+		// and unfollowed. It stays open and followed, with a warning at
+		// every look, for an operator to settle (the cancel action, or the
+		// exit's follow horizon, which unfollows it with an event).
+		w.log.WarnContext(ctx, "follow: the venue holds another order under the exit's id; left open for an operator",
+			"trace_id", a.TraceID, "client_order_id", a.ClientOrderID, "exchange", a.Exchange, "role", st.Order.Role, "error", err)
 	}
 	if err == nil {
 		report, err = exchange.ReadFees(vctx, venue, a.Order, report, st.Order.FilledQuantity.Decimal, st.Order.Fee.Valid)

@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
 var (
@@ -247,6 +248,11 @@ func (v *Venue) lookupAlgo(ctx context.Context, o exchange.Order) (exchange.Repo
 	symbol, qty, trigger, _, err := v.exitOrder(ctx, o)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up algo order %s: %w", o.ClientOrderID, err)
+	}
+	if venuekit.RoundedFrom(r.Quantity, o.Quantity) {
+		// Sent under an older step (sentQuantity): the exit rested while
+		// Binance changed the symbol's step.
+		qty = r.Quantity
 	}
 	if err := exchange.Matches(exchange.Order{ClientOrderID: o.ClientOrderID, Side: o.Side, Action: "sell"}, symbol, qty, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)

@@ -17,9 +17,11 @@ var _ exchange.Sizer = (*Venue)(nil)
 // the USDⓈ-M wallet's available balance.
 func (v *Venue) ReadsBalance() bool { return true }
 
-// SizingFacts reads what sizing o needs: the ticker price, the free quote
-// balance (spot /api/v3/account free; futures /fapi/v2/balance
-// availableBalance), the position (futures positionRisk; spot the free base
+// SizingFacts reads what sizing o needs: the ticker price (for a spot
+// market buy the best ask: bestAsk), the free quote balance (spot
+// /api/v3/account free, for a spot market buy what it may spend:
+// marketBuySpendable; futures /fapi/v2/balance availableBalance), the
+// position (futures positionRisk; spot the free base
 // asset, the most a close can sell) and the lot rules for o's type. A
 // futures account found in hedge mode is refused (ReasonHedgeMode), as
 // Place refuses it.
@@ -50,14 +52,23 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	if market {
 		out.MaxMarketQty = f.marketMax()
 	}
+	marketBuy := !v.futures() && o.OrderType == "market" && o.Side == "buy" && !exchange.IsClose(o.Action)
 	if need.Price {
-		if out.Price, err = v.tickerPrice(ctx, symbol); err != nil {
+		if marketBuy {
+			out.Price, err = v.bestAsk(ctx, symbol)
+		} else {
+			out.Price, err = v.tickerPrice(ctx, symbol)
+		}
+		if err != nil {
 			return out, asNothingSent(err)
 		}
 	}
 	if need.Balance {
 		if out.FreeQuote, err = v.freeQuote(ctx, f.QuoteAsset); err != nil {
 			return out, asNothingSent(err)
+		}
+		if marketBuy {
+			out.FreeQuote = marketBuySpendable(out.FreeQuote, o.Quantity)
 		}
 	}
 	if need.Position {
@@ -79,6 +90,50 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		}
 	}
 	return out, nil
+}
+
+// MarketBuyHeadroomBIPS is what a spot market buy sized from a share of
+// the balance leaves unspent, in BIPS (0.01 %) of its cost at the best
+// ask: 50, 0.5 % (marketBuySpendable).
+const MarketBuyHeadroomBIPS = 50
+
+// bestAsk is the price a spot market buy of symbol is sized by: the best
+// ask (GET /api/v3/ticker/bookTicker askPrice, weight 2), where a market
+// buy starts filling ("at the best available prices",
+// faqs/market_orders_faq.md), not the last trade. Zero when the book has
+// no ask: nothing to size a buy by.
+func (v *Venue) bestAsk(ctx context.Context, symbol string) (decimal.Decimal, error) {
+	var t struct {
+		AskPrice decimal.Decimal `json:"askPrice"`
+	}
+	req := request{method: http.MethodGet, path: v.prefix + "/ticker/bookTicker", params: params{}.add("symbol", symbol), weight: 2}
+	if err := v.do(ctx, req, &t); err != nil {
+		return decimal.Zero, fmt.Errorf("binance: best ask for %s: %w", symbol, err)
+	}
+	return t.AskPrice, nil
+}
+
+// marketBuySpendable is the quote a spot market buy of percent % of the
+// free balance free is sized from: free itself, unless percent % of it
+// would leave less than MarketBuyHeadroomBIPS of the cost unspent — then
+// the share that leaves exactly that (100 %: free ÷ 1.005). Binance
+// refuses a market buy whole when the balance cannot pay for all of it
+// ("If you do not have sufficient balance for the order to be completely
+// filled, the order will be rejected.", faqs/market_orders_faq.md), so a
+// buy of the whole balance sized at the ask would be refused whenever the
+// ask moved a tick, or the buy took more than the best level, before it
+// filled; the headroom absorbs that. A smaller share (50 %) is never near
+// the balance and is sized as asked. quoteOrderQty, which spends an
+// amount of quote whatever the price, is not used: it leaves the base
+// quantity unknown until the fill, and hoox's intent, its lookups
+// (origQty against the quantity sent) and the exits placed after the fill
+// all work from a base quantity fixed before anything is sent.
+func marketBuySpendable(free, percent decimal.Decimal) decimal.Decimal {
+	if !percent.IsPositive() {
+		return free
+	}
+	withHeadroom := percent.Mul(decimal.New(10000+MarketBuyHeadroomBIPS, -4))
+	return decimal.Min(free, free.Mul(decimal.NewFromInt(100)).Div(withHeadroom))
 }
 
 var _ exchange.CloseSplitter = (*Venue)(nil)

@@ -56,30 +56,40 @@ func trailingBIPS(a *exchange.Attached) int64 {
 // LOT_SIZE, PRICE_FILTER, NOTIONAL); errBadExit for an exit without a
 // target hoox can send.
 func (v *Venue) spotExitOrder(ctx context.Context, o exchange.Order) (e spotExit, reason string, err error) {
-	e.symbol = exchange.VenueSymbol(o.Symbol)
-	typ, ok := spotExitTypes[o.Exit]
-	target := o.ExitTarget()
-	switch {
-	case !ok || target == nil:
-		return e, "", fmt.Errorf("%w: exit %q of %s has no target", errBadExit, o.Exit, o.ClientOrderID)
-	case o.Exit == exchange.RoleTrailingStop:
-		if e.delta = trailingBIPS(target); e.delta < 1 {
-			return e, "", fmt.Errorf("%w: %s", errBadExit, ReasonSpotTrailing)
-		}
-	case !target.Price.Valid:
-		return e, "", fmt.Errorf("%w: exit %q of %s has no trigger price", errBadExit, o.Exit, o.ClientOrderID)
-	case typ == "LIMIT_MAKER":
-		e.price = target.Price.Decimal
-	default:
-		e.stopPrice = target.Price.Decimal
+	if e, err = spotExitTarget(o); err != nil {
+		return e, "", err
 	}
-	e.typ = typ
 	f, _, err := v.filtersFor(ctx, e.symbol)
 	if err != nil {
 		return e, "", err
 	}
 	e.qty = f.RoundQuantity(o.Quantity, false)
 	return e, f.checkSpotExit(e, o.Side), nil
+}
+
+// spotExitTarget is the lone spot exit o as it goes on the wire but for
+// its quantity, which the symbol's filters round: its symbol, type and
+// target. errBadExit for an exit without a target hoox can send.
+func spotExitTarget(o exchange.Order) (e spotExit, err error) {
+	e.symbol = exchange.VenueSymbol(o.Symbol)
+	typ, ok := spotExitTypes[o.Exit]
+	target := o.ExitTarget()
+	switch {
+	case !ok || target == nil:
+		return e, fmt.Errorf("%w: exit %q of %s has no target", errBadExit, o.Exit, o.ClientOrderID)
+	case o.Exit == exchange.RoleTrailingStop:
+		if e.delta = trailingBIPS(target); e.delta < 1 {
+			return e, fmt.Errorf("%w: %s", errBadExit, ReasonSpotTrailing)
+		}
+	case !target.Price.Valid:
+		return e, fmt.Errorf("%w: exit %q of %s has no trigger price", errBadExit, o.Exit, o.ClientOrderID)
+	case typ == "LIMIT_MAKER":
+		e.price = target.Price.Decimal
+	default:
+		e.stopPrice = target.Price.Decimal
+	}
+	e.typ = typ
+	return e, nil
 }
 
 var _ exchange.ExitChecker = (*Venue)(nil)
@@ -277,8 +287,11 @@ func (a orderAnswer) exitReport(o exchange.Order) exchange.Report {
 // /api/v3/order with origClientOrderId, weight 4); exchange.ErrNotFound
 // when Binance holds none (-2013). An order under the ID for another
 // symbol, side, type, quantity or target is an ErrMismatch: not adopted.
+// The quantity is the leg's as it was sent (sentQuantity), not as today's
+// LOT_SIZE step would round it: an exit rests while Binance changes the
+// step.
 func (v *Venue) lookupSpotExit(ctx context.Context, o exchange.Order) (exchange.Report, error) {
-	e, _, err := v.spotExitOrder(ctx, o)
+	e, err := spotExitTarget(o)
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up exit %s: %w", o.ClientOrderID, err)
 	}
@@ -290,10 +303,13 @@ func (v *Venue) lookupSpotExit(ctx context.Context, o exchange.Order) (exchange.
 	}
 	if apiErr, ok := errors.AsType[*APIError](err); ok && apiErr.Class == ClassArchived {
 		// Cancelled or expired with nothing executed, long ago (-2026).
-		return exchange.Report{Symbol: e.symbol, Side: o.Side, Quantity: e.qty, Status: exchange.StatusCancelled,
+		return exchange.Report{Symbol: e.symbol, Side: o.Side, Quantity: o.Quantity, Status: exchange.StatusCancelled,
 			Reason: "binance archived the order: " + apiErr.Msg}, nil
 	}
 	if err != nil {
+		return exchange.Report{}, fmt.Errorf("binance: look up exit %s: %w", o.ClientOrderID, err)
+	}
+	if e.qty, err = v.sentQuantity(ctx, e.symbol, o.Quantity, a.OrigQty, false); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: look up exit %s: %w", o.ClientOrderID, err)
 	}
 	held := fmt.Sprintf("%s %s %s %s price %s stop %s delta %d", a.Symbol, strings.ToLower(a.Side), a.Type, a.OrigQty, a.Price, a.StopPrice, a.TrailingDelta)

@@ -575,8 +575,8 @@ func (a orderAnswer) fillPrice() decimal.Decimal {
 // Lookup finds the latest order Binance holds under o.ClientOrderID for
 // o's symbol; exchange.ErrNotFound when it holds none (or none yet: the
 // query may lag a placement by up to LookupLag). An order that differs from
-// o in symbol, side or quantity (as o would be sent, rounded to the step) is
-// an error wrapping exchange.ErrMismatch.
+// o in symbol, side or quantity (as o was sent, rounded down to a step:
+// sentQuantity) is an error wrapping exchange.ErrMismatch.
 func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	if o.Exit != "" && v.futures() {
 		return v.lookupAlgo(ctx, o)
@@ -612,19 +612,38 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w", o.ClientOrderID, err)
 	}
 	r := a.report()
-	sent := o.Quantity
-	if !exchange.IsClose(o.Action) && !r.Quantity.Equal(o.Quantity) {
-		// The held order may be o rounded to the step.
-		f, _, err := v.filtersFor(ctx, symbol)
-		if err != nil {
+	sent := r.Quantity
+	if !exchange.IsClose(o.Action) {
+		if sent, err = v.sentQuantity(ctx, symbol, o.Quantity, r.Quantity, o.OrderType == "market"); err != nil {
 			return exchange.Report{}, fmt.Errorf("binance: look up order %s: %w", o.ClientOrderID, err)
 		}
-		sent = f.RoundQuantity(o.Quantity, o.OrderType == "market")
 	}
 	if err := exchange.Matches(o, symbol, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
 	return v.withTradesFee(ctx, o, r), nil
+}
+
+// sentQuantity is the quantity hoox sent for an order of asked base
+// units, for comparing with held, the quantity of the order Binance holds
+// under its ID: asked rounded down to the step it was placed under.
+// Binance changes a symbol's LOT_SIZE step while orders rest, and a
+// resting order keeps the quantity it was accepted with (filters.md
+// defines them as trading rules, checked when an order is placed; nothing
+// in the docs amends resting orders), so held is taken as sent when it is asked rounded down to
+// held's own last digit (venuekit.RoundedFrom: every LOT_SIZE and
+// MARKET_LOT_SIZE step is a power of ten) — whatever the step is today,
+// and without reading it. Any other held quantity is compared with asked
+// rounded under today's filters (market: MARKET_LOT_SIZE too).
+func (v *Venue) sentQuantity(ctx context.Context, symbol string, asked, held decimal.Decimal, market bool) (decimal.Decimal, error) {
+	if held.Equal(asked) || venuekit.RoundedFrom(held, asked) {
+		return held, nil
+	}
+	f, _, err := v.filtersFor(ctx, symbol)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	return f.RoundQuantity(asked, market), nil
 }
 
 // withTradesFee adds the commission of a spot order that ended having

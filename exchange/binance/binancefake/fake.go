@@ -75,6 +75,11 @@ type Symbol struct {
 	// Price is the ticker's last price (spot) or mark price (futures);
 	// market orders fill at it, and spot triggers are checked against it.
 	Price decimal.Decimal
+	// Ask is spot's best ask (ticker/bookTicker askPrice); Price when
+	// zero. A spot MARKET buy fills at it ("at the best available
+	// prices", faqs/market_orders_faq.md) and is refused whole when the
+	// quote balance cannot pay for all of it there.
+	Ask decimal.Decimal
 	// MaxNumAlgoOrders is MAX_NUM_ALGO_ORDERS: the open algo (stop and
 	// take-profit) orders the account may hold on the symbol, on either
 	// market (algocap.go). Zero: no cap, and the filter is not published.
@@ -380,6 +385,25 @@ func (s *Server) SetPrice(symbol string, price decimal.Decimal) {
 	sym := s.symbols[symbol]
 	sym.Price = price
 	s.symbols[symbol] = sym
+}
+
+// SetAsk sets a symbol's best ask (spot bookTicker), the price a spot
+// market buy fills at; zero makes it the ticker price again.
+func (s *Server) SetAsk(symbol string, ask decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sym := s.symbols[symbol]
+	sym.Ask = ask
+	s.symbols[symbol] = sym
+}
+
+// ask is the price a spot market buy of sym fills at: its best ask, or
+// its ticker price when no ask is set.
+func (sym Symbol) ask() decimal.Decimal {
+	if sym.Ask.IsPositive() {
+		return sym.Ask
+	}
+	return sym.Price
 }
 
 // SetBalance sets a spot free balance.

@@ -329,3 +329,31 @@ func TestTrailingStopGoesThroughTheAlgoOrderAPIWithinItsCallbackRange(t *testing
 	require.Len(t, held, 1)
 	require.True(t, held[0].ReduceOnly)
 }
+
+// A spot market buy takes the asks: it fills at the best ask, and is
+// refused whole when the quote balance cannot pay for all of it there
+// (faqs/market_orders_faq.md), even though it could at the last price.
+// bookTicker serves the ask.
+func TestSpotMarketBuyFillsAtTheAskAndIsRefusedWholeBeyondTheBalance(t *testing.T) {
+	t.Parallel()
+	s := binancefake.New(t, binancefake.Options{Balances: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(3000)}})
+	s.SetAsk("ETHUSDT", decimal.RequireFromString("3000.01"))
+
+	resp, err := http.Get(s.URL + "/api/v3/ticker/bookTicker?symbol=ETHUSDT")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var book map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&book))
+	require.Equal(t, "3000.01000000", book["askPrice"])
+	require.Equal(t, "3000.00000000", book["bidPrice"])
+
+	ts := func() string { return strconv.FormatInt(s.Now().UnixMilli(), 10) }
+	status, out := post(t, s, "symbol=ETHUSDT&side=BUY&type=MARKET", "quantity=1&newClientOrderId=all&timestamp="+ts(), s.APISecret())
+	require.Equal(t, http.StatusBadRequest, status, out)
+	require.Equal(t, "Account has insufficient balance for requested action.", out["msg"])
+
+	status, out = post(t, s, "symbol=ETHUSDT&side=BUY&type=MARKET", "quantity=0.99&newClientOrderId=most&timestamp="+ts(), s.APISecret())
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "2970.00990000", out["cummulativeQuoteQty"])
+	require.Equal(t, "29.9901", s.Balance("USDT").String())
+}

@@ -26,13 +26,14 @@ var clientOrderIDPattern = regexp.MustCompile(`^[.A-Z:/a-z0-9_-]{1,36}$`)
 // weights approximate each endpoint's documented request weight, for the
 // X-MBX-USED-WEIGHT-1M header.
 var weights = map[string]int{
-	"/api/v3/exchangeInfo":  20,
-	"/api/v3/account":       20,
-	"/api/v3/openOrders":    6,
-	"/api/v3/ticker/price":  2,
-	"/fapi/v2/positionRisk": 5,
-	"/api/v3/myTrades":      5,
-	"/fapi/v1/userTrades":   5,
+	"/api/v3/exchangeInfo":      20,
+	"/api/v3/account":           20,
+	"/api/v3/openOrders":        6,
+	"/api/v3/ticker/price":      2,
+	"/api/v3/ticker/bookTicker": 2,
+	"/fapi/v2/positionRisk":     5,
+	"/api/v3/myTrades":          5,
+	"/fapi/v1/userTrades":       5,
 }
 
 func (s *Server) handler() http.Handler {
@@ -43,6 +44,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fapi/v1/exchangeInfo", s.handleExchangeInfo(MarketFutures))
 	mux.HandleFunc("GET /api/v3/ticker/price", s.handleTicker)
 	mux.HandleFunc("GET /fapi/v1/ticker/price", s.handleTicker)
+	mux.HandleFunc("GET /api/v3/ticker/bookTicker", s.handleBookTicker)
 	mux.HandleFunc("POST /api/v3/order", s.handlePlace(MarketSpot))
 	mux.HandleFunc("POST /fapi/v1/order", s.handlePlace(MarketFutures))
 	mux.HandleFunc("GET /api/v3/order", s.handleQuery(MarketSpot))
@@ -326,6 +328,22 @@ func (s *Server) handleTicker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"symbol": sym.Symbol, "price": str(sym.Price), "time": now.UnixMilli()})
+}
+
+// handleBookTicker answers GET /api/v3/ticker/bookTicker for one symbol
+// (rest-api.md "Symbol order book ticker"): the best bid is the ticker
+// price, the best ask Ask (or the ticker price).
+func (s *Server) handleBookTicker(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("symbol")
+	s.mu.Lock()
+	sym, ok := s.symbols[want]
+	s.mu.Unlock()
+	if !ok {
+		writeErr(w, http.StatusBadRequest, -1121, "Invalid symbol.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"symbol": sym.Symbol, "bidPrice": str(sym.Price), "bidQty": "1000.00000000",
+		"askPrice": str(sym.ask()), "askQty": "1000.00000000"})
 }
 
 func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
@@ -775,7 +793,10 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		price = terms.price
 	}
 	refPrice := price
-	if typ == "MARKET" || (spotContingent[typ] && !terms.stopPrice.IsPositive()) {
+	if typ == "MARKET" && !futures && side == "BUY" {
+		// A market buy takes the asks.
+		refPrice = sym.ask()
+	} else if typ == "MARKET" || (spotContingent[typ] && !terms.stopPrice.IsPositive()) {
 		refPrice = sym.Price
 	} else if spotContingent[typ] {
 		// A triggered STOP_LOSS or TAKE_PROFIT sells at about its
@@ -861,7 +882,7 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 			fill = liq
 		}
 		if fill.IsPositive() {
-			s.execute(o, fill, sym.Price)
+			s.execute(o, fill, refPrice)
 		}
 		o.Status = "FILLED"
 		if fill.LessThan(qty) {
