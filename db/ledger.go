@@ -62,7 +62,7 @@ SELECT coalesce(greatest(e.quantity, 0), 0),
                     AND i.order_spec->>'Side' = 'sell'
                     AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4), 0)
      + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
-                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR outcome = 'failed')
+                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR (outcome = 'failed' AND role = 'close_part'))
                     AND order_spec->>'Side' = 'sell'
                     AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)
      + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
@@ -83,11 +83,15 @@ type LedgerHolding struct {
 	// that died, or of a lost answer being reconciled, with the further
 	// parts it planned; the parts of a split spot close not settled yet):
 	// they may have sold part of Quantity already, or are about to, so a
-	// close counts them as sold. A part failed with its order unknown
-	// counts too until the sweeper settles it (db.ListUnknownLegs): it may
-	// be found executed, or be opened again and sent (AskUnknown), and a
-	// close that sold its coins meanwhile would leave it another holder's
-	// to sell. It also holds what the strategy's sells
+	// close counts them as sold. A close part failed with its order
+	// unknown counts too until the sweeper settles it (db.ListUnknownLegs):
+	// it may be found executed, or be opened again and sent (AskUnknown),
+	// and a close that sold its coins meanwhile would leave it another
+	// holder's to sell. A failed exit (a missed stop-loss, take-profit or
+	// OCO list) does not: at Binance spot it stays unknown for ever, and
+	// reserving it would refuse every later close ("cancel then close"
+	// sells what the entry bought); a cancel marks it, and hoox cancels it
+	// if it turns up. It also holds what the strategy's sells
 	// recorded open have yet to sell (an OCO list or exit order resting,
 	// a limit sell): the venue locks those coins, so the free balance a
 	// close reads is other holders' coins, never the strategy's.

@@ -467,7 +467,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 // the quantity of the order Bybit holds under o's ID: prepare rounds it
 // down to the step before sending, after the intent recorded o.Quantity.
 // held is taken as o's own rounding when it is o.Quantity rounded down to
-// held's last digit (roundedFrom) — true of every rounding to a step that
+// held's last digit (venuekit.RoundedFrom) — true of every rounding to a step that
 // is a power of ten, as qtyStep and basePrecision are — without asking
 // instruments-info: it lists only Trading symbols ("By default returns
 // only Trading symbols", "Spot has Trading only", market/instrument.mdx),
@@ -477,7 +477,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 // the symbol. A close's quantity comes from the position and is not
 // compared (exchange.Matches).
 func (v *Venue) sentQuantity(ctx context.Context, o exchange.Order, sym string, held decimal.Decimal) (decimal.Decimal, error) {
-	if exchange.IsClose(o.Action) || roundedFrom(held, o.Quantity) {
+	if exchange.IsClose(o.Action) || venuekit.RoundedFrom(held, o.Quantity) {
 		return held, nil
 	}
 	f, found, err := v.filtersFor(ctx, sym)
@@ -488,20 +488,6 @@ func (v *Venue) sentQuantity(ctx context.Context, o exchange.Order, sym string, 
 		return o.Quantity, nil
 	}
 	return venuekit.FloorTo(o.Quantity, f.step), nil
-}
-
-// roundedFrom reports whether held is asked rounded down to held's own
-// last significant digit: 0 < held ≤ asked, and asked − held is less than
-// that digit's unit (0.001 from 0.0015; 1200 from 1234).
-func roundedFrom(held, asked decimal.Decimal) bool {
-	if !held.IsPositive() || held.GreaterThan(asked) {
-		return false
-	}
-	unit := decimal.New(1, held.Exponent())
-	for held.Mod(unit.Mul(decimal.NewFromInt(10))).IsZero() {
-		unit = unit.Mul(decimal.NewFromInt(10))
-	}
-	return venuekit.FloorTo(asked, unit).Equal(held)
 }
 
 // orderInfo is one order as realtime and history list it.
