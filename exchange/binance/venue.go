@@ -175,7 +175,11 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		if pos.hedge {
 			return rejected(ReasonHedgeMode), nil
 		}
-		if venuekit.SetsLeverage(o, pos.amount) {
+		// Judged on what is sent (rounded to the step): a sell of 0.0105
+		// sent as 0.010 against a long of 0.010 only closes it.
+		sent := o
+		sent.Quantity = f.RoundQuantity(o.Quantity, o.OrderType == "market")
+		if venuekit.SetsLeverage(sent, pos.amount) {
 			reason, err := v.ensureLeverage(ctx, symbol, pos.leverage, o.Leverage)
 			if r, err, done := refusal(err); done {
 				return r, err

@@ -323,7 +323,11 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order) (outgoing, string
 			return out, fmt.Sprintf("%s: %s × %s = %s < %s", ReasonBelowMinNotional, out.qty, ref.Decimal, n, f.minNotional), nil
 		}
 	}
-	if v.cfg.Market == MarketLinear && venuekit.SetsLeverage(o, pos.signed()) {
+	// Judged on what is sent: a sell of 0.0105 sent as 0.010 against a
+	// long of 0.010 only closes it.
+	sent := o
+	sent.Quantity = out.qty
+	if v.cfg.Market == MarketLinear && venuekit.SetsLeverage(sent, pos.signed()) {
 		reason, err := v.ensureLeverage(ctx, out.symbol, pos.leverage, o.Leverage)
 		if err != nil || reason != "" {
 			return out, reason, err

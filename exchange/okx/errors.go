@@ -44,6 +44,16 @@ func ErrorTable() []CodeClass {
 		{50026, ClassUnknown, "system error"},
 		{51054, ClassUnknown, "request timed out"},
 		{51149, ClassUnknown, "order timed out"},
+		// Transient, "try again later" (Error_Code/Rest_API/Public.md):
+		// for an order its outcome is left to the reconcile, and a
+		// set-leverage so answered is retried (503), never a refusal.
+		{50005, ClassUnknown, "API endpoint inactive or unavailable (HTTP 410)"},
+		{50046, ClassUnknown, "temporarily unavailable, try again later"},
+		{50017, ClassUnknown, "frozen for now: try again later"},
+		{50019, ClassUnknown, "frozen for now: try again later"},
+		{50020, ClassUnknown, "frozen for now: try again later"},
+		{50022, ClassUnknown, "frozen for now: try again later"},
+		{50023, ClassUnknown, "frozen for now: try again later"},
 
 		// Nothing was placed: refused at the door.
 		{50102, ClassTimestamp, "timestamp request expired"},

@@ -237,14 +237,18 @@ func (v *Venue) prepare(ctx context.Context, o exchange.Order, symbol string) (F
 	if out.tp, out.sl, reason = venuekit.AttachedPrices(o, out.side, f.TickSize); reason != "" {
 		return f, out, reason, nil
 	}
-	if v.swap() && venuekit.SetsLeverage(o, decimal.Zero) {
+	// Judged on what is sent (out.qty, rounded to the lot): a sell of
+	// 0.0105 sent as 0.010 against a long of 0.010 only closes it.
+	sent := o
+	sent.Quantity = out.qty
+	if v.swap() && venuekit.SetsLeverage(sent, decimal.Zero) {
 		// Read only for an order that would set it: an order that only
 		// reduces the position opens nothing (venuekit.SetsLeverage).
 		pos, err := v.netPosition(ctx, f.InstID)
 		if err != nil {
 			return f, out, "", err
 		}
-		if venuekit.SetsLeverage(o, f.fromWire(pos)) {
+		if venuekit.SetsLeverage(sent, f.fromWire(pos)) {
 			if reason, err := v.ensureLeverage(ctx, f.InstID, o.Leverage); err != nil || reason != "" {
 				return f, out, reason, err
 			}
