@@ -26,6 +26,15 @@ type loseTrailing struct {
 	*bybit.Venue
 	lose    *atomic.Bool
 	applied bool
+	// beforeLookup, when set, runs before each trailing stop's lookup.
+	beforeLookup func(o exchange.Order)
+}
+
+func (v loseTrailing) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	if o.Exit == exchange.RoleTrailingStop && v.beforeLookup != nil {
+		v.beforeLookup(o)
+	}
+	return v.Venue.Lookup(ctx, o)
 }
 
 func (v loseTrailing) Place(ctx context.Context, o exchange.Order) (exchange.Report, error) {
@@ -238,4 +247,75 @@ AND detail->'exits_cleared' ? $2`, cl.TraceID, l1))
 	require.NoError(t, err)
 	require.Empty(t, unknown)
 	require.Equal(t, "600", f.TrailingStop("BTCUSDT").String())
+}
+
+// The pass on E1's marked trailing stop L1 and E2's trailing stop race: E2
+// is sent while the pass is about to look L1 up. The pass holds the
+// position's setting lock from its check for a later trailing stop to its
+// record, so E2's trailing stop is set after the pass settled L1, never
+// between its check and its lookup (where the pass would take it for L1's
+// and clear it).
+func TestMarkedBybitTrailingStopPassDoesNotRaceALaterEntrysTrailingStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: tr}})
+	require.NoError(t, err)
+	lose := &atomic.Bool{}
+	var l1 string
+	var race atomic.Bool
+	e2Done := make(chan error, 1)
+	var venues *exchange.Registry
+	var fb *followBundle
+	venue := loseTrailing{Venue: raw, lose: lose, beforeLookup: func(o exchange.Order) {
+		if o.ClientOrderID != l1 || !race.CompareAndSwap(true, false) {
+			return
+		}
+		// The strategy's next entry arrives now; give its trailing stop
+		// time to be set if nothing holds it back.
+		go func() {
+			e2, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+				"trailing_stop":{"distance":600},"trace_id":"race-trail-e2"}`))
+			if err == nil && len(e2.Legs) != 1 {
+				err = fmt.Errorf("E2 has %d legs", len(e2.Legs))
+			}
+			e2Done <- err
+		}()
+		select {
+		case err := <-e2Done:
+			e2Done <- err
+		case <-time.After(time.Second):
+		}
+	}}
+	venues = exchange.NewRegistry(map[string]exchange.Venue{"bybit": venue})
+	fb = followOn(t, b, venues, nil)
+
+	lose.Store(true)
+	e1, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+		"trailing_stop":{"distance":600},"trace_id":"race-trail-e1"}`))
+	require.NoError(t, err)
+	lose.Store(false)
+	var lockKey1 string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND role = 'trailing_stop' AND sent_at IS NOT NULL AND outcome IS NULL`, e1.Order.ClientOrderID).Scan(&lockKey1, &l1))
+	cl, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"cancel","trace_id":"race-trail-c"}`))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND cancelled_by = $2 AND outcome IS NULL`, l1, cl.TraceID),
+		"L1's send may still take effect: left to the pass")
+
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE client_order_id = $1`, l1)
+	require.NoError(t, err)
+	race.Store(true)
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil).Finish(ctx, lockKey1, e1.Order.ClientOrderID)
+	require.NoError(t, err)
+	require.False(t, race.Load(), "the pass looked L1 up")
+	require.NoError(t, <-e2Done)
+	require.Equal(t, "600", f.TrailingStop("BTCUSDT").String(), "E2's trailing stop was cleared by the pass on E1's marked one")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'not_placed'`, l1))
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders o JOIN order_legs l USING (client_order_id)
+WHERE l.trace_id = 'k:race-trail-e2' AND l.role = 'trailing_stop' AND o.status = 'open'`), "E2's trailing stop is recorded open")
 }
