@@ -137,6 +137,13 @@ func (t *LegsTx) Settle(ctx context.Context, leg Leg, row *OrderRow, outcome Int
 // notification of a refused leg, is queued with its record.
 func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event, hook TxHook) error {
 	b := &pgx.Batch{}
+	queueSettleLeg(b, leg, row, outcome, events)
+	return t.end(ctx, b, hook)
+}
+
+// queueSettleLeg queues Settle's writes: leg's order row (when not nil),
+// its outcome, and events.
+func queueSettleLeg(b *pgx.Batch, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event) {
 	if row != nil {
 		row.Role = leg.Role
 		b.Queue(InsertLegOrderSQL, pgconv.UUID(row.ID), row.TraceID, row.ClientOrderID, row.Exchange, row.Symbol, row.Action,
@@ -149,7 +156,6 @@ func (t *LegsTx) SettleWith(ctx context.Context, leg Leg, row *OrderRow, outcome
 	}
 	b.Queue(settleLegSQL, leg.ClientOrderID, outcome, string(leg.Outcome))
 	queueEvents(b, events)
-	return t.end(ctx, b, hook)
 }
 
 // Commit ends the pass, writing events (may be none) first.

@@ -258,6 +258,24 @@ func TrailsAsLeg(v Venue) bool {
 	return ok && ta.TrailsAsLeg()
 }
 
+// SettingExiter is implemented by a venue where some exits are not
+// orders but a setting of the position (Bybit linear: the trailingStop of
+// POST /v5/position/trading-stop): such an exit has no ID of its own at
+// the venue, so a lookup finds "a" setting, which may be a later entry's
+// as well as this leg's. Whoever acts on it at the venue on a leg's behalf
+// must first make sure no later leg can own it (a cancel clears it under
+// the symbol's setting lock, db.LockPositionSetting).
+type SettingExiter interface {
+	ExitIsSetting(o Order) bool
+}
+
+// ExitIsSetting reports whether o, an exit, is a setting of the position
+// at v rather than an order of its own (see SettingExiter).
+func ExitIsSetting(v Venue, o Order) bool {
+	se, ok := v.(SettingExiter)
+	return ok && o.Exit != "" && se.ExitIsSetting(o)
+}
+
 // PlanTrailingLeg moves o's trailing stop, and only it, into a leg as
 // PlanExitLegs would (a reduce-only exit on the opposite side, Exit
 // RoleTrailingStop, its target as asked: a percent is resolved from the

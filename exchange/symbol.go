@@ -20,6 +20,11 @@ func VenueSymbol(s string) string {
 // symbol (BINANCE:BTCUSDT.P, BTC/USDT) and a venue's (BTCUSDT, OKX's
 // BTC-USDT-SWAP). The cancel action compares recorded orders with it.
 func SameSymbol(a, b string) bool {
-	key := func(s string) string { return strings.TrimSuffix(VenueSymbol(s), "SWAP") }
-	return key(a) == key(b)
+	return SymbolKey(a) == SymbolKey(b)
+}
+
+// SymbolKey is the one spelling of s's instrument that SameSymbol
+// compares: equal keys name one instrument.
+func SymbolKey(s string) string {
+	return strings.TrimSuffix(VenueSymbol(s), "SWAP")
 }

@@ -41,7 +41,12 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 // sweeper would place them after it. Exit legs that may have been sent
 // but are not recorded (armed, or failed with their order unknown) are
 // marked (db.MarkCancelledExitLegs, named as exits_to_cancel): never sent
-// again, and cancelled by the leg runner if the venue shows them.
+// again, and cancelled by the leg runner if the venue shows them. A marked
+// exit that is a setting of the position (a Bybit trailing stop, which
+// carries no ID) is cleared by the cancel itself and settled in its commit
+// (clearMarkedSettings, named as exits_cleared), under the position's
+// setting lock: later, a leg runner could take a later entry's setting for
+// it.
 //
 // A venue failure (or a crash) part-way rolls everything back: the orders
 // already cancelled at the venue stay cancelled there, and the sender's
@@ -69,6 +74,18 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		return nil, unavailable("an exit of this symbol is being placed right now; nothing was cancelled, retry", 2*time.Second, err)
 	case err != nil:
 		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+	}
+	if _, ok := venue.(exchange.SettingExiter); ok {
+		// A leg setting one of the position's settings (a Bybit trailing
+		// stop) holds this lock until its record commits: one set
+		// meanwhile is recorded open before LockOpenOrders reads, and
+		// cancelled below; none is set until the cancel commits.
+		switch err := db.LockPositionSetting(ctx, tx.Tx(), sig.Exchange, tr.Mode, sig.Symbol); {
+		case errors.Is(err, db.ErrLockTimeout):
+			return nil, unavailable("an exit of this symbol is being placed right now; nothing was cancelled, retry", 2*time.Second, err)
+		case err != nil:
+			return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+		}
 	}
 	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
 		// Only orders hoox placed (its client order IDs), never a manual
@@ -165,6 +182,12 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 		out.Cancelled = append(out.Cancelled, done)
 		ids = append(ids, row.ClientOrderID)
 	}
+	// Marked exits that are settings of the position: cleared now, while
+	// no later entry's can be taken for them.
+	cleared, err := s.clearMarkedSettings(ctx, tx, venue, marked)
+	if err != nil {
+		return nil, err
+	}
 	// Exits of the symbol's filled entries that no pass has sent yet
 	// (their first send never reached the venue): the sweeper would place
 	// them after the cancel. Settled here, in the claim's commit, after
@@ -186,7 +209,7 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
 		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced,
-			"exits_to_cancel": unknown, "filled_first": filledFirst}}
+			"exits_to_cancel": unknown, "exits_cleared": cleared, "filled_first": filledFirst}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}

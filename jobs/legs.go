@@ -188,6 +188,23 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		}
 		return fmt.Errorf("leg %s: venue %q is not configured on this replica", leg.ClientOrderID, leg.Exchange)
 	}
+	if exchange.ExitIsSetting(venue, leg.Order) {
+		// A setting of the position, which carries no ID: held from here
+		// until the leg is recorded, so a cancel signal (gateway
+		// cancelOrders) and the pass on a leg a cancel marked never act
+		// on one this pass is setting and has not recorded yet.
+		if err := tx.LockPositionSetting(ctx, leg); err != nil {
+			return fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
+		}
+		if leg.Sent && leg.CancelledBy != "" {
+			_, err := r.settingAfterCancel(ctx, tx, venue, leg)
+			if errors.Is(err, ErrUnanswered) && leg.SentAgo >= r.cfg.SweepGiveUp {
+				// Failed as unknown: AskUnknown decides it as above.
+				return r.giveUp(ctx, tx, leg, err.Error())
+			}
+			return err
+		}
+	}
 	if leg.Sent {
 		// An earlier pass may have sent it and died: ask first, never send
 		// blind.
@@ -383,6 +400,21 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 	venue, ok := r.venues.For(leg.Exchange, leg.Mode == signal.ModeTest)
 	if !ok {
 		return "", tx.MarkAsked(ctx, leg)
+	}
+	if leg.CancelledBy != "" && exchange.ExitIsSetting(venue, leg.Order) {
+		// Never cleared once a later setting of the position may be the
+		// one found, and settled rather than asked about for ever.
+		outcome, err := r.settingAfterCancel(ctx, tx, venue, leg)
+		if err == nil {
+			return outcome, nil
+		}
+		r.log.WarnContext(ctx, "leg: ask about a setting after a cancel", "client_order_id", leg.ClientOrderID, "error", err)
+		if errors.Is(err, ErrUnanswered) {
+			r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
+			return "", tx.MarkAsked(ctx, leg)
+		}
+		tx.Rollback(ctx)
+		return "", err
 	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 	held, err := venue.Lookup(vctx, leg.Order)

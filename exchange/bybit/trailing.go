@@ -21,6 +21,16 @@ var _ exchange.TrailingLegAttacher = (*Venue)(nil)
 // takes category linear, inverse or option).
 func (v *Venue) TrailsAsLeg() bool { return v.cfg.Market == MarketLinear }
 
+var _ exchange.SettingExiter = (*Venue)(nil)
+
+// ExitIsSetting is true for a linear trailing stop: the position's
+// trailingStop, which carries no orderLinkId. lookupTrailing can only
+// compare distances, so a later entry's trailing stop of the same
+// distance reads as this one's.
+func (v *Venue) ExitIsSetting(o exchange.Order) bool {
+	return v.cfg.Market == MarketLinear && o.Exit == exchange.RoleTrailingStop
+}
+
 // tradingStopBody is POST /v5/position/trading-stop's body as hoox sends
 // it: the trailing stop only, for the whole position (tpslMode Full: the
 // position holds one trailingStop, "the distance from market price",

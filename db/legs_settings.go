@@ -1,0 +1,90 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hoox/hoox/exchange"
+)
+
+// positionSettingLockSQL takes the transaction-scoped lock of one
+// position's settings: $1 the venue, $2 the mode, $3 the symbol's key
+// (exchange.SymbolKey). The "setting:" prefix keeps it apart from every
+// trace's lock key.
+const positionSettingLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('setting:' || $1 || ':' || $2 || ':' || $3, 0))`
+
+// LockPositionSetting takes, in q's transaction and under its
+// lock_timeout (else ErrLockTimeout), the lock of the settings of the
+// position in symbol at venue exchangeName and mode (exchange.SettingExiter:
+// a Bybit linear trailing stop). A setting has no ID, so a leg's lookup
+// cannot tell it from a later leg's: every party that sets one (a leg's
+// send, until its record commits), clears one for a cancel signal, or
+// acts on one for a leg a cancel marked holds this lock, so none of them
+// acts on a setting another is placing and has not recorded yet.
+func LockPositionSetting(ctx context.Context, q DBTX, exchangeName, mode, symbol string) error {
+	if _, err := q.Exec(ctx, positionSettingLockSQL, exchangeName, mode, exchange.SymbolKey(symbol)); err != nil {
+		return fmt.Errorf("lock the %s position's settings: %w", symbol, translate(err))
+	}
+	return nil
+}
+
+// LockPositionSetting takes LockPositionSetting's lock for leg's position
+// in the pass's transaction, held until the pass ends.
+func (t *LegsTx) LockPositionSetting(ctx context.Context, leg Leg) error {
+	return LockPositionSetting(ctx, t.tx, leg.Exchange, leg.Mode, leg.Order.Symbol)
+}
+
+// laterSettingLegsSQL lists the legs of venue $1, mode $2 and role $3,
+// other than $4, armed after $4 was last sent, with the symbol of the
+// entry each protects.
+const laterSettingLegsSQL = `SELECT l.client_order_id, o.symbol FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+WHERE l.exchange = $1 AND l.mode = $2 AND l.role = $3 AND l.client_order_id <> $4
+  AND l.sent_at > coalesce((SELECT sent_at FROM order_legs WHERE client_order_id = $4), '-infinity')
+ORDER BY l.sent_at, l.client_order_id`
+
+// LaterSettingLeg returns the client order ID of a leg of the same venue,
+// mode, role and symbol as leg (a position setting: exchange.SettingExiter)
+// that was armed after leg was last sent, or "" when none was. Once one
+// was, the position's setting may be that leg's, and nothing found there
+// can be said to be leg's own. Read under LockPositionSetting, so a leg
+// armed and not recorded yet is seen (its arming commits before its send).
+func LaterSettingLeg(ctx context.Context, q DBTX, leg Leg) (string, error) {
+	rows, _ := q.Query(ctx, laterSettingLegsSQL, leg.Exchange, leg.Mode, leg.Role, leg.ClientOrderID)
+	type later struct{ id, symbol string }
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (later, error) {
+		var l later
+		err := row.Scan(&l.id, &l.symbol)
+		return l, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("later setting legs than %s: %w", leg.ClientOrderID, translate(err))
+	}
+	for _, l := range all {
+		if exchange.SameSymbol(l.symbol, leg.Order.Symbol) {
+			return l.id, nil
+		}
+	}
+	return "", nil
+}
+
+// LaterSettingLeg is LaterSettingLeg read in the pass's transaction.
+func (t *LegsTx) LaterSettingLeg(ctx context.Context, leg Leg) (string, error) {
+	return LaterSettingLeg(ctx, t.tx, leg)
+}
+
+// SettleLegIn records, in q (a transaction the caller commits: a cancel
+// signal's claim), leg's order (when row is not nil) with outcome and
+// events, as LegsTx.Settle does, only while the leg's outcome is still
+// as read (leg.Outcome). The caller must hold the leg's trace lock, as
+// MarkCancelledExitLegs leaves it held.
+func SettleLegIn(ctx context.Context, q DBTX, leg Leg, row *OrderRow, outcome IntentOutcome, events []Event) error {
+	b := &pgx.Batch{}
+	queueSettleLeg(b, leg, row, outcome, events)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("settle leg %s: %w", leg.ClientOrderID, translate(err))
+	}
+	return nil
+}

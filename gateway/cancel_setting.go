@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/signal"
+)
+
+// clearMarkedSettings clears, for a cancel signal, the position settings
+// among the exit legs it marked (exchange.ExitIsSetting: a Bybit linear
+// trailing stop, the position's trailingStop) and settles them in its
+// claim's commit, under the trace locks MarkCancelledExitLegs took and the
+// position's setting lock cancelOrders holds (db.LockPositionSetting). A
+// setting carries no ID: a later pass on such a leg could not tell its
+// setting from a later entry's and would clear that one. Here none can be
+// later: every leg that set one is recorded, and the recorded ones were
+// cancelled above, or is marked too.
+//   - found: cleared (trailingStop 0) and recorded cancelled by the
+//     cancel; gone with its position: recorded expired;
+//   - nothing of it past its accept window: settled not_placed;
+//   - nothing of it while its send may still take effect, or no answer:
+//     left marked, for the leg runner (jobs.LegRunner.settingAfterCancel),
+//     which acts on the position only while no later leg set it.
+//
+// It returns the legs it settled. A failure of the venue's clear or of
+// the database is a 503: the claim rolls back, what was cleared stays
+// cleared (clearing is idempotent), and the sender's retry finishes.
+func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue exchange.Venue, marked []db.Leg) ([]string, error) {
+	canceler := venue.(exchange.Canceler)
+	settled := []string{}
+	for _, leg := range marked {
+		if !leg.Sent || !exchange.ExitIsSetting(venue, leg.Order) {
+			continue
+		}
+		vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+		held, err := venue.Lookup(vctx, leg.Order)
+		if err == nil && held.Status == exchange.StatusOpen {
+			held, err = canceler.Cancel(vctx, leg.Order)
+			if err != nil {
+				cancel()
+				s.venueError(ctx, leg.Exchange, leg.Mode == signal.ModeTest, err)
+				return nil, unavailable(fmt.Sprintf("venue %s failed while clearing the %s position's %s %s; orders cancelled so far stay cancelled there: retry to finish and record them",
+					leg.Exchange, leg.Order.Symbol, leg.Role, leg.ClientOrderID), 5*time.Second, err)
+			}
+		}
+		cancel()
+		var row *db.OrderRow
+		var outcome db.IntentOutcome
+		var ev db.Event
+		switch {
+		case err == nil && held.Status != exchange.StatusOpen:
+			rec := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held)
+			rec.Detail["role"], rec.Detail["seq"], rec.Detail["parent_client_order_id"] = leg.Role, leg.Seq, leg.ParentClientOrderID
+			rec.Detail["adopted"] = true
+			if leg.Outcome == db.IntentFailed {
+				rec.Detail["was_unknown"] = true
+			}
+			rec.Detail["cancelled_by"] = leg.CancelledBy
+			if held.Status == exchange.StatusCancelled && rec.Order != nil {
+				cb := leg.CancelledBy
+				rec.Order.CancelledBy = &cb
+			}
+			row, outcome = rec.Order, rec.IntentOutcome
+			ev = db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
+		case (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && leg.SentAgo >= venue.AcceptWindow():
+			outcome = db.IntentNotPlaced
+			ev = db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed, Detail: map[string]any{
+				"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "cancelled_by": leg.CancelledBy,
+				"reason": fmt.Sprintf("the cancel signal %s came after this %s may have been set; the position does not hold it (%v) "+
+					"and its accept window has closed: never set. Not sent again, and not looked up again: a later setting "+
+					"of the position could not be told from it", leg.CancelledBy, leg.Role, err)}}
+		default:
+			// Its send may still take effect (or the venue did not
+			// answer the read): the leg runner decides it after the
+			// window.
+			s.deps.Logger.InfoContext(ctx, "cancel: setting left to the leg runner", "client_order_id", leg.ClientOrderID,
+				"role", leg.Role, "error", err)
+			continue
+		}
+		if err := db.SettleLegIn(ctx, tx.Tx(), leg, row, outcome, []db.Event{ev}); err != nil {
+			return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+		}
+		settled = append(settled, leg.ClientOrderID)
+	}
+	return settled, nil
+}

@@ -1,0 +1,63 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+)
+
+// settingAfterCancel decides leg, a position setting (exchange.ExitIsSetting:
+// a Bybit linear trailing stop) that a cancel signal marked after it may
+// have been set, under the trace's lock tx holds, and ends tx; it returns
+// the outcome settled ("" when nothing was). The cancel cleared what the
+// position held for it when it ran, or left it here because its answer
+// could still arrive (gateway cancel). A setting carries no ID: the lookup
+// finds whatever trailing stop of this distance the position holds, which
+// may be a later entry's. So, under the position's setting lock
+// (db.LockPositionSetting, which every leg holds while it sets one):
+//   - once a later leg of the position was armed, nothing is looked up or
+//     cleared for leg: settled not_placed;
+//   - otherwise a setting found is leg's (set late) and is cleared, as
+//     the cancel would have: recorded cancelled; one gone with its
+//     position: recorded expired;
+//   - nothing of it past its accept window: settled not_placed, never
+//     asked about again (a later ask could only find a later setting).
+//
+// It never sends leg.
+func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue exchange.Venue, leg db.Leg) (db.IntentOutcome, error) {
+	if err := tx.LockPositionSetting(ctx, leg); err != nil {
+		return "", fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
+	}
+	later, err := tx.LaterSettingLeg(ctx, leg)
+	if err != nil {
+		return "", err
+	}
+	if later != "" {
+		return db.IntentNotPlaced, r.settleCancelled(ctx, tx, leg, fmt.Sprintf(
+			"the cancel signal %s came after this %s may have been set, and %s of the same position was set since: "+
+				"the position's setting carries no ID and cannot be told apart from that one's, so it is neither looked up "+
+				"nor cleared for this exit, and not sent again", leg.CancelledBy, leg.Role, later))
+	}
+	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	held, err := venue.Lookup(vctx, leg.Order)
+	cancel()
+	switch {
+	case err == nil:
+		if held, err = r.cancelAtVenue(ctx, venue, leg, held); err != nil {
+			return "", err
+		}
+		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
+		return outcome, r.record(ctx, tx, leg, held, true)
+	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
+		return "", fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
+	case errors.Is(err, exchange.ErrNotFound), errors.Is(err, exchange.ErrMismatch):
+		return db.IntentNotPlaced, r.settleCancelled(ctx, tx, leg, fmt.Sprintf(
+			"the cancel signal %s came after this %s may have been set; the position does not hold it (%v) and its accept "+
+				"window has closed: cleared by the cancel or never set. Not sent again, and not looked up again: "+
+				"a later setting of the position could not be told from it", leg.CancelledBy, leg.Role, err))
+	}
+	return "", fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
+}
