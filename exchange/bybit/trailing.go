@@ -173,7 +173,13 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 	case pos.trailing.IsZero():
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: the position holds no trailing stop: %w", o.ClientOrderID, exchange.ErrNotFound)
 	}
-	return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w: the position trails by %s, not %s", o.ClientOrderID, exchange.ErrMismatch, pos.trailing, d)
+	// Another distance on the same position: Bybit keeps one trailing
+	// stop per position, and a later one (hoox's next entry on the same
+	// long, or one set by hand) replaced this one for good — it ended,
+	// nothing filled, as a cancel would record it.
+	r := trailingReport(o, sym, exchange.StatusExpired, d)
+	r.Reason = fmt.Sprintf("the position's trailing stop was replaced: it trails by %s, not %s", pos.trailing, d)
+	return r, nil
 }
 
 // cancelTrailing removes o's trailing stop (trailingStop 0: "0 means
