@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -123,4 +124,60 @@ func TestSizedCloseDoesNotPlaceUnderAKillSwitchEngagedDuringItsVenueReads(t *tes
 	require.Len(t, fake.Orders(), 1, "only the buy: nothing was sold after the engage")
 	require.Zero(t, count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE trace_id = 'ks-close'"))
 	require.Zero(t, count(t, pool, "SELECT coalesce(sum(closes), 0) FROM spot_ledger_versions"), "no close took the ledger's version")
+}
+
+// The intent's write reads the kill switch (fix-r7), but Binance USDⓈ-M's
+// Place then reads the venue again before it sends the order: the
+// position (GET /fapi/v2/positionRisk, "read every time"), and, when the
+// leverage differs, POST /fapi/v1/leverage — each up to the venue timeout.
+// An operator who engages the switch (and is answered "engaged") during
+// that read sees the order placed after the answer, exactly the window
+// fix-r7 closed for the reads before the intent.
+func TestFuturesOrderIsNotPlacedUnderAKillSwitchEngagedDuringPlacesPositionRead(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, url)
+	fake := binancefake.New(t, binancefake.Options{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hook := &positionHook{next: tr}
+	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(),
+		BaseURL: fake.URL, HTTPClient: &http.Client{Transport: hook}})
+	require.NoError(t, err)
+	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url), Jobs: &jobRecorder{},
+		Venues: exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": v})})
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+
+	var once sync.Once
+	engagedAfterIntent := false
+	hook.onPosition = func() {
+		once.Do(func() {
+			// The attempt's intent is already written: this read is inside
+			// Place, between the intent's kill-switch reading and the send.
+			engagedAfterIntent = count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE trace_id = 'k:ks-place'") == 1
+			_, err := db.SetKillSwitch(ctx, pool, true, "exchange incident", "admin")
+			require.NoError(t, err)
+		})
+	}
+	_, err = svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"buy","quantity":"1","trace_id":"ks-place"}`))
+	require.True(t, engagedAfterIntent, "the switch was engaged during Place's position read, after the intent's write")
+	require.Empty(t, fake.Orders(), "an order was sent after the kill switch was engaged and answered (err: %v)", err)
+	requireCode(t, err, codes.KillSwitch)
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE trace_id = 'k:ks-place' AND outcome = 'unsent'"),
+		"the send never left: the intent is settled unsent, the key free for the resend after the release")
+}
+
+// positionHook runs onPosition before each position read (GET
+// …/positionRisk): inside a USDⓈ-M Place, after the intent's write.
+type positionHook struct {
+	next       http.RoundTripper
+	onPosition func()
+}
+
+func (h *positionHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "positionRisk") && h.onPosition != nil {
+		h.onPosition()
+	}
+	return h.next.RoundTrip(r)
 }
