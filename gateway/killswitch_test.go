@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -14,9 +15,12 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
+	"github.com/hoox/hoox/exchange/bybit"
+	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/internal/pgtest"
+	"github.com/hoox/hoox/internal/testutil"
 )
 
 // lookupHookVenue is a memVenue that runs onLookup at the start of every
@@ -180,4 +184,64 @@ func (h *positionHook) RoundTrip(r *http.Request) (*http.Response, error) {
 		h.onPosition()
 	}
 	return h.next.RoundTrip(r)
+}
+
+// requestHook runs on before each request it carries.
+type requestHook struct {
+	next http.RoundTripper
+	on   func(*http.Request)
+}
+
+func (h *requestHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.on(r)
+	return h.next.RoundTrip(r)
+}
+
+// The same for a resend that re-arms a dead attempt's intent at Bybit,
+// which may still book that attempt's create late: stopped inside Place,
+// the send never left, but the intent also stands for the dead attempt's
+// send — it stays open for the sweeper, and the 503 kill_switch says an
+// earlier attempt's order may exist rather than "nothing was placed".
+func TestBybitResendStoppedInsidePlaceByTheKillSwitchKeepsTheEarlierAttemptOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, url)
+	clock := testutil.NewClock(time.Now())
+	f := bybitfake.New(t, bybitfake.Options{Now: clock.Now, Sleep: clock.Advance})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	var once sync.Once
+	engaged := false
+	hook := &requestHook{next: tr, on: func(r *http.Request) {
+		// The resend's re-arm is written (attempts 2): this position read
+		// is inside its Place.
+		if r.URL.Path == bybitfake.PathPositions && count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE attempts = 2") == 1 {
+			once.Do(func() {
+				_, err := db.SetKillSwitch(ctx, pool, true, "exchange incident", "admin")
+				require.NoError(t, err)
+				engaged = true
+			})
+		}
+	}}
+	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: hook}, Now: clock.Now})
+	require.NoError(t, err)
+	gw := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, url),
+		Venues: exchange.NewRegistry(map[string]exchange.Venue{"bybit": v}), Jobs: &jobRecorder{}, AfterVenue: crashOnce()})
+	t.Cleanup(gw.Close)
+
+	const body = `{"exchange":"bybit","symbol":"BTCUSDT","action":"buy","quantity":"0.01","trace_id":"bybit-ks-resend"}`
+	f.InjectPlacements(1, bybitfake.LateInEngine(10*time.Minute))
+	executeCrashing(t, gw, input(t, body))
+	_, err = pool.Exec(ctx, `UPDATE dispatch_intents SET sent_at = sent_at - interval '1 minute'`)
+	require.NoError(t, err)
+
+	_, err = gw.Execute(ctx, input(t, body))
+	require.True(t, engaged, "the switch was engaged during the resend's Place, after its re-arm")
+	ge := requireCode(t, err, codes.KillSwitch)
+	require.Contains(t, ge.Detail, "an earlier attempt of this signal may have placed one")
+	require.Equal(t, 1, f.Requests(bybitfake.PathCreate), "only the dead attempt's create: the resend sent nothing")
+	require.Equal(t, 1, count(t, pool, "SELECT count(*) FROM dispatch_intents WHERE outcome IS NULL"),
+		"the intent stays open: the dead attempt's create may still be booked")
 }
