@@ -78,3 +78,34 @@ func TestWriteIntentAfterAVenueCallReadsTheKillSwitch(t *testing.T) {
 	again.AfterVenueCall = true
 	require.ErrorIs(t, db.WriteIntent(ctx, pool, again, true), db.ErrIntentConsumed)
 }
+
+// The send guard an adapter runs right before an order's request, when
+// its Place read the venue first: released, the order goes; engaged, it
+// is "halted, nothing sent" (ErrKillSwitch with exchange.ErrUnreachable,
+// which every caller settles as a send that never left); the switch
+// unreadable, nothing is sent either — and it is not called halted.
+func TestSendGuardReadsTheKillSwitch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	pool := pgtest.OpenPool(t, url)
+	guard := db.SendGuard(pool)
+	require.NoError(t, guard(ctx), "never set: released")
+
+	_, err := db.SetKillSwitch(ctx, pool, true, "venue incident", "ops")
+	require.NoError(t, err)
+	err = guard(ctx)
+	require.ErrorIs(t, err, db.ErrKillSwitch)
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+
+	_, err = db.SetKillSwitch(ctx, pool, false, "", "ops")
+	require.NoError(t, err)
+	require.NoError(t, guard(ctx))
+
+	closed := pgtest.OpenPool(t, url)
+	closed.Close()
+	err = db.SendGuard(closed)(ctx)
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	require.ErrorIs(t, err, db.ErrUnavailable)
+	require.NotErrorIs(t, err, db.ErrKillSwitch)
+}

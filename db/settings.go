@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hoox/hoox/exchange"
 )
 
 // SettingKillSwitch is the settings key of the trading halt. The claim reads
@@ -50,6 +52,32 @@ func GetKillSwitch(ctx context.Context, q DBTX) (KillSwitch, error) {
 		return KillSwitch{}, fmt.Errorf("read kill switch: %w", translate(err))
 	}
 	return k, nil
+}
+
+// sendGuardSQL reads the kill switch alone, as the statements that arm a
+// placement read it.
+const sendGuardSQL = `SELECT ` + killSwitchEngagedSQL
+
+// SendGuard is the send guard (exchange.WithSendGuard) of a placement
+// whose intent or leg was armed on a reading of the kill switch (the
+// intent's write, TouchIntent, MarkLegSent) that the adapter's own venue
+// requests may since have made old: it reads the switch again, through q,
+// right before the order's request. Engaged, the error wraps ErrKillSwitch
+// and exchange.ErrUnreachable: nothing is sent, and the caller settles the
+// send as one that never left. A failed read sends nothing either
+// (exchange.ErrUnreachable with the database's error): the switch cannot
+// be shown released.
+func SendGuard(q DBTX) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var engaged bool
+		if err := q.QueryRow(ctx, sendGuardSQL).Scan(&engaged); err != nil {
+			return fmt.Errorf("read the kill switch before sending: %w: %w", exchange.ErrUnreachable, translate(err))
+		}
+		if engaged {
+			return fmt.Errorf("engaged before the order was sent: %w: %w", ErrKillSwitch, exchange.ErrUnreachable)
+		}
+		return nil
+	}
 }
 
 // The value's shape is the contract with the claim, which reads exactly

@@ -543,6 +543,12 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 
 	dispatchStart := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	// The intent's write read the kill switch (when it followed venue
+	// calls), but Place may read the venue again before it sends: the
+	// adapter reads the switch once more right before the order's
+	// request when it made one first, and sends nothing while it is
+	// engaged (db.ErrKillSwitch with exchange.ErrUnreachable).
+	vctx = exchange.WithSendGuard(vctx, db.SendGuard(s.deps.MarkerPool))
 	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
 	s.deps.Metrics.ObserveStage(StageVenue, time.Since(dispatchStart))
@@ -564,21 +570,42 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		// the sweeper to ask about, never unsent.
 		s.leaveIntentOpen(ctx, intent, in, err)
 		tx.Rollback(ctx)
-		s.venueError(ctx, sig.Exchange, sig.Test, err)
-		return nil, unavailable(fmt.Sprintf("venue %s is unreachable: this request sent no order, but an earlier attempt's order may exist: retry", sig.Exchange), 5*time.Second, err)
+		return nil, s.notSent(ctx, sig, err, true)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: free the client order ID under the
 		// lock, then roll the claim back at once, so the sender's retry
 		// executes.
 		s.settleIntent(ctx, intent, db.IntentUnsent, in, err)
 		tx.Rollback(ctx)
-		s.venueError(ctx, sig.Exchange, sig.Test, err)
-		return nil, unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
+		return nil, s.notSent(ctx, sig, err, false)
 	case err != nil:
 		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return s.reconcile(ctx, tx, in, order, out, err)
 	}
 	return s.settle(ctx, tx, in, order, out, report, adopted)
+}
+
+// notSent answers a send that never left (err wraps
+// exchange.ErrUnreachable); earlier says an earlier attempt's order may
+// exist. The send guard stops an order under a kill switch engaged during
+// Place's own venue reads (db.ErrKillSwitch), or when it cannot read the
+// switch (db.ErrUnavailable): neither is the venue's failure.
+func (s *Service) notSent(ctx context.Context, sig signal.Signal, err error, earlier bool) *Error {
+	switch {
+	case errors.Is(err, db.ErrKillSwitch):
+		ks := killSwitched(earlier)
+		ks.Err = err
+		return ks
+	case errors.Is(err, db.ErrUnavailable) && earlier:
+		return unavailable("the database is unavailable: this request sent no order, but an earlier attempt's order may exist: retry", 5*time.Second, err)
+	case errors.Is(err, db.ErrUnavailable):
+		return unavailable("the database is unavailable; nothing was placed", 5*time.Second, err)
+	}
+	s.venueError(ctx, sig.Exchange, sig.Test, err)
+	if earlier {
+		return unavailable(fmt.Sprintf("venue %s is unreachable: this request sent no order, but an earlier attempt's order may exist: retry", sig.Exchange), 5*time.Second, err)
+	}
+	return unavailable(fmt.Sprintf("venue %s is unreachable; nothing was placed", sig.Exchange), 5*time.Second, err)
 }
 
 // askFirst looks up the order an earlier, dead attempt may have left at the

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,10 +16,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/exchange/binance"
+	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/exchange/paper"
@@ -255,4 +261,113 @@ func TestReconcileDoesNotResendAfterTheKillSwitchIsEngaged(t *testing.T) {
 	fills, err := b.paper.Orders(ctx)
 	require.NoError(t, err)
 	require.Emptyf(t, fills, "placed after the kill switch was engaged (trace %s)", traceStatus(t, b.pool, "k:halt-mid-lookup"))
+}
+
+// engageHook engages the kill switch once, the first time when(r) holds
+// for a request the venue adapter sends: a read inside Place, after the
+// statement that armed the order read the switch.
+type engageHook struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	next http.RoundTripper
+	when func(*http.Request) bool
+	once sync.Once
+	done atomic.Bool
+}
+
+func (h *engageHook) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.when(r) {
+		h.once.Do(func() {
+			_, err := db.SetKillSwitch(context.Background(), h.pool, true, "venue incident", "ops")
+			require.NoError(h.t, err)
+			h.done.Store(true)
+		})
+	}
+	return h.next.RoundTrip(r)
+}
+
+// armed reports whether q counts a row: the test's way of seeing, from
+// inside a request, that the intent or leg was armed already.
+func armed(t *testing.T, pool *pgxpool.Pool, q string, args ...any) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n > 0
+}
+
+// The reconcile's re-send reads the kill switch in its re-arm
+// (TouchIntent), but Binance USDⓈ-M's Place then reads the position (GET
+// /fapi/v2/positionRisk, every time) before it sends: an engage answered
+// during that read must stop the order, and the trace ends halted as on
+// TouchIntent's own refusal.
+func TestReconcileResendIsNotPlacedUnderAKillSwitchEngagedDuringPlacesReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	o := exchange.Order{ClientOrderID: "hxksresend0000000000000000000a", Symbol: "ETHUSDT", Action: "buy", Side: "buy",
+		OrderType: "market", Quantity: decimal.RequireFromString("1")}
+	hook := &engageHook{t: t, pool: b.pool, next: tr, when: func(r *http.Request) bool {
+		// Re-armed: TouchIntent moved sent_at to now (it was 15 s ago).
+		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "positionRisk") &&
+			armed(t, b.pool, `SELECT count(*) FROM dispatch_intents WHERE client_order_id = $1 AND sent_at > now() - interval '5 seconds'`, o.ClientOrderID)
+	}}
+	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: hook}, LookupLag: time.Second})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": v})
+	// Sent 15 s ago, past the accept window (5 s + 1 s + 2 s), and never
+	// booked: "not found" is proof, and the reconcile sends it again.
+	args := seedReconciling(t, b.pool, "k:ks-resend", o, time.Now().Add(-15*time.Second))
+	args.Exchange = "binance-futures"
+
+	w := jobs.NewReconcileWorker(b.pool, nil, jobs.Config{}, venues, nil, jobs.NewMetrics(nil))
+	_, err = newWorkerFor(t, w).Work(ctx, t, beginTx(t, b.pool), args, nil)
+	require.NoError(t, err)
+	require.True(t, hook.done.Load(), "the switch was engaged during Place's position read, after the re-arm")
+	require.Empty(t, f.Orders(), "the re-send was placed after the kill switch was engaged and answered")
+	require.Equal(t, db.TraceFailed, traceStatus(t, b.pool, "k:ks-resend"))
+	var outcome string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT outcome FROM dispatch_intents WHERE client_order_id = $1`, o.ClientOrderID).Scan(&outcome))
+	require.Equal(t, string(db.IntentNotPlaced), outcome, "USDⓈ-M refuses a late request: absent past the window, and this send never left")
+}
+
+// The same for exit legs: MarkLegSent reads the switch when it arms a
+// leg, and Binance USDⓈ-M's placeAlgo may then read the venue (the
+// server time, here re-read on every request) before it sends. An engage
+// answered during that read leaves the exits unsent and open; a pass after
+// the release places them.
+func TestExitLegsAreNotPlacedUnderAKillSwitchEngagedDuringPlacesReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, f, _, _, out := filledFuturesEntryWithExits(t, "ks-legs")
+	entry := out.Order.ClientOrderID
+	var lockKey string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key FROM order_legs WHERE parent_client_order_id = $1 LIMIT 1`, entry).Scan(&lockKey))
+	before := len(f.AlgoOrders())
+
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hook := &engageHook{t: t, pool: b.pool, next: tr, when: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/time") &&
+			armed(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1 AND sent_at IS NOT NULL AND outcome IS NULL`, entry)
+	}}
+	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: hook}, TimeSync: time.Nanosecond})
+	require.NoError(t, err)
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": v}), nil, nil)
+	_, _ = runner.Finish(ctx, lockKey, entry)
+	require.True(t, hook.done.Load(), "the switch was engaged during an exit's Place, after its leg was armed")
+	placed := len(f.AlgoOrders()) - before
+	require.Zerof(t, placed, "%d exit order(s) placed at Binance after the kill switch was engaged and answered", placed)
+	require.EqualValues(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1 AND outcome IS NULL AND sent_at IS NULL`, entry),
+		"both exits wait, unsent, for the release")
+
+	_, err = db.SetKillSwitch(ctx, b.pool, false, "", "ops")
+	require.NoError(t, err)
+	_, err = runner.Finish(ctx, lockKey, entry)
+	require.NoError(t, err)
+	require.Equal(t, 2, len(f.AlgoOrders())-before, "placed after the release")
 }

@@ -323,12 +323,20 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		return err
 	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
+	// Place may read the venue before it sends (the position, the
+	// leverage): the adapter then reads the switch again first.
+	vctx = exchange.WithSendGuard(vctx, db.SendGuard(r.intentPool))
 	report, err := venue.Place(vctx, leg.Order)
 	cancel()
 	if r.afterVenue != nil {
 		r.afterVenue(leg.ClientOrderID)
 	}
 	switch {
+	case errors.Is(err, exchange.ErrUnreachable) && errors.Is(err, db.ErrKillSwitch):
+		// Engaged during Place's reads, nothing sent: the leg waits, as
+		// for MarkLegSent's halt.
+		r.markUnsent(ctx, leg.ClientOrderID, armed)
+		return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrNotYet, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: the next pass sends without asking.
 		r.markUnsent(ctx, leg.ClientOrderID, armed)

@@ -220,9 +220,15 @@ func (w *ReconcileWorker) resolve(ctx context.Context, a ReconcileArgs, st db.Re
 	}
 	// The same client order ID: if the first attempt's order reaches the
 	// venue after all, the venue refuses this one as a duplicate and
-	// PlaceOrAdopt adopts it.
-	report, adopted, err := exchange.PlaceOrAdopt(ctx, venue, a.Order, false)
+	// PlaceOrAdopt adopts it. Place may read the venue again first (the
+	// position, the leverage): the adapter then reads the switch once
+	// more right before the order's request (db.SendGuard).
+	pctx := exchange.WithSendGuard(ctx, db.SendGuard(w.intentPool))
+	report, adopted, err := exchange.PlaceOrAdopt(pctx, venue, a.Order, false)
 	switch {
+	case errors.Is(err, db.ErrKillSwitch):
+		// Engaged during Place's own reads: nothing was sent.
+		return w.halted(ctx, a, notSent), outcomeHalted, nil
 	case errors.Is(err, exchange.ErrMismatch):
 		return w.mismatch(ctx, a, err), outcomeMismatch, nil
 	case err != nil:

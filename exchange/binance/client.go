@@ -30,7 +30,8 @@ type request struct {
 	// before sending.
 	weight int
 	// placement marks an order placement: an answer lost after the request
-	// was written means the order may exist.
+	// was written means the order may exist, and the caller's send guard
+	// is checked before it (venuekit.BeforeSend).
 	placement bool
 	// stamp, when set, is the signed timestamp (Binance's clock) instead of
 	// the time the request is built: an order is stamped when Place starts,
@@ -66,6 +67,9 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		encoded += "&signature=" + Sign(v.cfg.APISecret, encoded)
 	}
 
+	if err := venuekit.BeforeSend(ctx, "binance", req.path, req.placement); err != nil {
+		return err
+	}
 	ctx, wrote := venuekit.TraceWrites(ctx)
 	target := v.cfg.BaseURL + req.path
 	var body io.Reader

@@ -234,7 +234,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			}
 			if blocked && cancelled == nil {
 				// Cancel them and send the close again, under the same client
-				// order ID, once.
+				// order ID, once. Not when the caller's send guard forbids
+				// the close (the kill switch engaged since its intent): the
+				// resting orders keep protecting the position.
+				if err := exchange.CheckSendGuard(ctx); err != nil {
+					return exchange.Report{}, fmt.Errorf("binance: close %s: resting reduce-only orders not cancelled: %w", sent.clientID, err)
+				}
 				if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
 					return exchange.Report{}, err
 				}

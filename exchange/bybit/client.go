@@ -35,6 +35,10 @@ type request struct {
 	query   url.Values // GET
 	body    any        // POST, marshalled once and signed as sent
 	private bool
+	// placement marks a request that can create an order (an order, a
+	// trailing stop): the caller's send guard is checked before it
+	// (venuekit.BeforeSend).
+	placement bool
 	// stamp, when set, is X-BAPI-TIMESTAMP (Bybit's clock) instead of the
 	// time the request is built: an order is stamped when Place starts, so
 	// that the reads before it cannot stretch its recv_window past the
@@ -44,7 +48,9 @@ type request struct {
 
 // do sends r and decodes the answer's result into out. Its errors are
 // *APIError values classified by ErrorTable (or by the HTTP failure), so
-// they wrap the exchange errors the gateway branches on.
+// they wrap the exchange errors the gateway branches on — except a
+// placement the caller's send guard stopped, which wraps the guard's error
+// (exchange.ErrUnreachable: nothing sent).
 func (v *Venue) do(ctx context.Context, r request, out any) error {
 	if until, ok := v.blockedUntil(r.path); ok {
 		return newAPIError(ClassRateLimited, r.path, 0, 0,
@@ -75,6 +81,9 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 
 	// See venuekit.TraceWrites: only a request the transport never began
 	// writing is known not to have reached Bybit.
+	if err := venuekit.BeforeSend(ctx, "bybit", r.path, r.placement); err != nil {
+		return err
+	}
 	ctx, mayHaveWritten := venuekit.TraceWrites(ctx)
 	req, err := http.NewRequestWithContext(ctx, r.method, target, bodyReader)
 	if err != nil {

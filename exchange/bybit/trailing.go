@@ -92,7 +92,7 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 		return r, nil
 	}
 	body := tradingStopBody{Category: string(MarketLinear), Symbol: sym, TPSLMode: "Full", TrailingStop: d.String()}
-	err = v.do(ctx, request{method: http.MethodPost, path: "/v5/position/trading-stop", body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: "/v5/position/trading-stop", body: body, private: true, placement: true}, nil)
 	var e *APIError
 	switch {
 	case err == nil:

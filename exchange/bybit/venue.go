@@ -373,7 +373,7 @@ func (v *Venue) send(ctx context.Context, out outgoing, stamp time.Time) (exchan
 		OrderID     string `json:"orderId"`
 		OrderLinkID string `json:"orderLinkId"`
 	}
-	err := v.do(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, stamp: stamp}, &ack)
+	err := v.do(ctx, request{method: http.MethodPost, path: "/v5/order/create", body: body, private: true, placement: true, stamp: stamp}, &ack)
 	if err != nil {
 		var e *APIError
 		if errors.As(err, &e) && e.Refused() {

@@ -36,8 +36,9 @@ type request struct {
 	body   any
 	// private requests are signed.
 	private bool
-	// placement marks an order placement: it carries expTime, and an
-	// answer lost after it was written means the order may exist.
+	// placement marks an order placement: it carries expTime, an answer
+	// lost after it was written means the order may exist, and the
+	// caller's send guard is checked before it (venuekit.BeforeSend).
 	placement bool
 	// stamp is the placement's stamp on OKX's clock; expTime is stamp +
 	// Expiry. Zero: no expTime (the algo endpoint does not take it).
@@ -45,7 +46,9 @@ type request struct {
 }
 
 // do sends r and decodes the answer's data into out. Its errors are
-// *APIError values classified by ErrorTable (or by the HTTP failure).
+// *APIError values classified by ErrorTable (or by the HTTP failure),
+// except a placement the caller's send guard stopped, which wraps the
+// guard's error (exchange.ErrUnreachable: nothing sent).
 func (v *Venue) do(ctx context.Context, r request, out any) error {
 	if until, ok := v.pauses.Until(v.cfg.Now(), "", r.path); ok {
 		return &APIError{Venue: "okx", Path: r.path, Class: ClassRateLimited,
@@ -67,6 +70,9 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 			return venuekit.Lost("okx", r.path, r.placement, false, "encode body: "+err.Error())
 		}
 		body = b
+	}
+	if err := venuekit.BeforeSend(ctx, "okx", r.path, r.placement); err != nil {
+		return err
 	}
 	ctx, wrote := venuekit.TraceWrites(ctx)
 	req, err := http.NewRequestWithContext(ctx, r.method, v.cfg.BaseURL+requestPath, bytes.NewReader(body))

@@ -2,6 +2,7 @@ package venues_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -183,6 +184,29 @@ func TestScenariosOnEveryVenue(t *testing.T) {
 			require.True(t, r.Status.Final())
 			require.True(t, r.FilledQuantity.Equal(part), "filled %s of %s", r.FilledQuantity, o.Quantity)
 			require.True(t, r.AvgPrice.Valid && r.AvgPrice.Decimal.Equal(r.Price.Decimal), "average price %v at limit %v", r.AvgPrice, r.Price)
+		}},
+		{"SendGuardStopsTheOrderAfterPlacesOwnReads", func(t *testing.T, u venueUnderTest) {
+			// A cold adapter reads the venue (its clock, the symbol's
+			// rules) before the order: the caller's send guard (the kill
+			// switch, engaged meanwhile) runs right before the order's
+			// request and stops it, nothing booked, nothing sent.
+			halted := errors.New("halted")
+			calls := 0
+			guard := func(context.Context) error {
+				calls++
+				return fmt.Errorf("%w: %w", halted, exchange.ErrUnreachable)
+			}
+			o := u.order("hxguard000000000000000000000001", false)
+			_, err := u.venue.Place(exchange.WithSendGuard(ctx(t), guard), o)
+			require.ErrorIs(t, err, halted)
+			require.ErrorIs(t, err, exchange.ErrUnreachable, "nothing was sent")
+			require.NotErrorIs(t, err, exchange.ErrUnknownOutcome)
+			require.Equal(t, 1, calls)
+			require.Empty(t, u.fake.Orders())
+			r, err := u.venue.Place(exchange.WithSendGuard(ctx(t), func(context.Context) error { return nil }), o)
+			require.NoError(t, err, "a guard that allows it lets the same order through")
+			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+			require.Len(t, u.fake.Orders(), 1)
 		}},
 		{"UnknownSymbolIsRefusedBeforeSending", func(t *testing.T, u venueUnderTest) {
 			o := u.order("hxsym000000000000000000000000001", false)

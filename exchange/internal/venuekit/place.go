@@ -2,6 +2,7 @@ package venuekit
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hoox/hoox/exchange"
@@ -46,4 +47,20 @@ func Place[O any](ctx context.Context, s Steps[O]) (exchange.Report, error) {
 // Rejected is the Report of an order refused for good, with why.
 func Rejected(reason string) exchange.Report {
 	return exchange.Report{Status: exchange.StatusRejected, Reason: reason}
+}
+
+// BeforeSend is called by an adapter's request function right before it
+// sends a request: for a placement (a request that can create an order or
+// an exit) it first runs the caller's send guard when this Place already
+// sent something (exchange.CheckSendGuard), and sends nothing on its
+// error; then it notes the request. The error names the venue and path and
+// wraps the guard's (exchange.ErrUnreachable, and why).
+func BeforeSend(ctx context.Context, venue, path string, placement bool) error {
+	if placement {
+		if err := exchange.CheckSendGuard(ctx); err != nil {
+			return fmt.Errorf("%s %s: not sent: %w", venue, path, err)
+		}
+	}
+	exchange.NoteRequest(ctx)
+	return nil
 }
