@@ -2,7 +2,6 @@ package binance_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,24 +108,4 @@ func TestTriggeredFuturesExitIsNeverNotFoundWhileItsOrderQueryLags(t *testing.T)
 	r, err = v.Lookup(ctx, sl)
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusFilled, r.Status)
-}
-
-// leverageRefusal stands in front of the fake and answers every POST
-// /fapi/v1/leverage with HTTP 400 and Binance's error body code/msg, as
-// USDⓈ-M refuses a leverage change it will not make; every other request
-// reaches the fake unchanged.
-func leverageRefusal(t *testing.T, target string, code int, msg string) string {
-	t.Helper()
-	p := newLagProxy(t, target, func(url.Values) bool { return false })
-	inner := p.srv.Config.Handler
-	p.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/fapi/v1/leverage") {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, fmt.Sprintf(`{"code":%d,"msg":%q}`, code, msg))
-			return
-		}
-		inner.ServeHTTP(w, r)
-	})
-	return p.srv.URL
 }
