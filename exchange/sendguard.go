@@ -28,11 +28,23 @@ func WithSendGuard(ctx context.Context, guard func(context.Context) error) conte
 	return context.WithValue(ctx, sendGuardKey{}, &sendGuard{check: guard})
 }
 
+// WithoutSendGuard returns ctx with no send guard, whatever ctx carried:
+// for a request that completes a step the guard already allowed and that
+// must not be stopped halfway. An adapter that cancelled resting orders so
+// that a close could go through (Binance USDⓈ-M -2022) sends the close
+// again under it: the guard's check before the cancel was the decision for
+// the whole close, since stopping the close after the cancel would leave
+// the position without the orders that protected it, and without the
+// close they were cancelled for.
+func WithoutSendGuard(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sendGuardKey{}, (*sendGuard)(nil))
+}
+
 // NoteRequest records that a request is going to the venue under ctx: the
 // next [CheckSendGuard] runs the guard. Adapters call it for every request
 // they send; without a guard on ctx it does nothing.
 func NoteRequest(ctx context.Context) {
-	if g, ok := ctx.Value(sendGuardKey{}).(*sendGuard); ok {
+	if g, ok := ctx.Value(sendGuardKey{}).(*sendGuard); ok && g != nil {
 		g.requested.Store(true)
 	}
 }
@@ -44,7 +56,7 @@ func NoteRequest(ctx context.Context) {
 // still the one its caller took just before.
 func CheckSendGuard(ctx context.Context) error {
 	g, ok := ctx.Value(sendGuardKey{}).(*sendGuard)
-	if !ok || !g.requested.Load() {
+	if !ok || g == nil || !g.requested.Load() {
 		return nil
 	}
 	return g.check(ctx)

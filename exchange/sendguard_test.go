@@ -35,3 +35,18 @@ func TestSendGuardRunsOnlyAfterARequest(t *testing.T) {
 	require.NoError(t, exchange.CheckSendGuard(fresh))
 	require.Equal(t, 1, calls, "a guard installed again starts with no request")
 }
+
+// WithoutSendGuard drops the guard for what follows it (a close sent
+// again once its blockers were cancelled) and leaves the context it was
+// derived from guarded.
+func TestWithoutSendGuardDropsTheGuard(t *testing.T) {
+	t.Parallel()
+	stop := errors.New("stop")
+	gctx := exchange.WithSendGuard(context.Background(), func(context.Context) error { return stop })
+	exchange.NoteRequest(gctx)
+
+	free := exchange.WithoutSendGuard(gctx)
+	exchange.NoteRequest(free)
+	require.NoError(t, exchange.CheckSendGuard(free))
+	require.ErrorIs(t, exchange.CheckSendGuard(gctx), stop, "the guarded context keeps its guard")
+}

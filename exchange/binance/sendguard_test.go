@@ -118,3 +118,37 @@ func TestFuturesCloseBehindATakeProfitCancelsNothingWhenTheGuardForbidsIt(t *tes
 	require.Zero(t, b.fake.Cancels(), "the take-profit still protects the position")
 	require.Equal(t, "0.5", b.fake.Position("BTCUSDT").String())
 }
+
+// A whole-position close refused -2022 behind a resting take-profit: the
+// guard lets the close go (its first send) and lets the cancel go, then
+// the kill switch is engaged while the take-profit is being cancelled.
+// The guard's check before the cancel decides for the whole close: the
+// re-send goes out without the guard, or Place would answer "nothing
+// sent" (ErrUnreachable) with the take-profit gone — the position left
+// unprotected and the caller (PlaceOrAdopt drops the Report and its
+// CancelledFirst) recording no cancellation. Either the resting orders
+// still protect the position, or the close they were cancelled for is
+// sent.
+func TestFuturesCloseBehindATakeProfitIsSentWhenTheGuardTripsDuringTheCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, binance.MarketFutures)
+	b.fake.SetPosition("BTCUSDT", d("0.5"))
+	tp := limitOrder("sell", "0.5", "70000")
+	tp.ReduceOnly = true
+	r, err := b.venue.Place(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+	b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultRefuse, Count: 1, Code: -2022, Msg: "ReduceOnly Order is rejected."})
+
+	// 1: the close's first send; 2: before cancelling the take-profit;
+	// 3: the close's re-send, after the cancel (switch engaged meanwhile).
+	g := &guard{answers: []error{nil, nil, halted()}}
+	_, _, err = exchange.PlaceOrAdopt(exchange.WithSendGuard(ctx, g.check), b.venue, closeOrder("close"), false)
+	t.Logf("guard calls %d, cancels %d, position %s, err %v", g.calls, b.fake.Cancels(), b.fake.Position("BTCUSDT"), err)
+	if b.fake.Cancels() > 0 {
+		require.True(t, b.fake.Position("BTCUSDT").IsZero(),
+			"the take-profit was cancelled but the close it was cancelled for was not sent: position %s unprotected, err %v",
+			b.fake.Position("BTCUSDT"), err)
+	}
+}

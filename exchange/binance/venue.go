@@ -208,6 +208,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	// again after the cancel, or on a filter, still cancelled them.
 	var cancelled []exchange.CancelledOrder
 	r, err := func() (exchange.Report, error) {
+		ctx := ctx
 		for {
 			sent, reason, err := v.prepare(ctx, o, f, out)
 			if r, err, done := refusal(err); done {
@@ -243,6 +244,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 				if cancelled, err = v.cancelBlocking(ctx, sent); err != nil {
 					return exchange.Report{}, err
 				}
+				// That check was the decision for the whole close: once the
+				// orders protecting the position are gone, the close they
+				// were cancelled for is sent whatever the guard says now (a
+				// kill switch engaged during the cancel), or the position
+				// would be left unprotected and the cancels unrecorded.
+				ctx = exchange.WithoutSendGuard(ctx)
 				v.log.InfoContext(ctx, "binance refused a close behind resting reduce-only orders; cancelled them and sending the close again",
 					"client_order_id", sent.clientID, "cancelled", len(cancelled))
 				continue
