@@ -202,9 +202,11 @@ type Report struct {
 	// venue takes it otherwise (BNB); a fee in the base coin reduces what
 	// the strategy's spot ledger counts.
 	FeeAsset string
-	// CancelledFirst lists resting orders the adapter cancelled before
-	// the order could be placed: Binance USDⓈ-M reduce-only orders that
-	// blocked a close (-2022). Empty otherwise.
+	// CancelledFirst lists resting orders the adapter cancelled for this
+	// order: Binance USDⓈ-M reduce-only orders that blocked a close
+	// (-2022), cancelled before it, and hoox's exits (algo orders) of the
+	// side a close of the whole position closed, cancelled once it filled
+	// (they protected a position that is gone). Empty otherwise.
 	CancelledFirst []CancelledOrder `json:",omitempty"`
 	// TakeProfit and StopLoss are the trigger prices the venue holds on
 	// the order itself (Bybit's takeProfit and stopLoss), as it reports

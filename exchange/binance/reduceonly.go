@@ -65,3 +65,74 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 	}
 	return cancelled, nil
 }
+
+// cancelClosedExits cancels hoox's exits left resting on the side of
+// symbol that a filled close of the whole position just closed (side is
+// the close's: sell for a long's). On USDⓈ-M hoox places an entry's
+// take-profit, stop-loss and trailing stop after the fill as reduce-only
+// algo orders (algo.go): they are not in GET /fapi/v1/openOrders, so
+// cancelBlocking never sees them, and Binance does not refuse the close
+// for them (-2022 counts plain orders), nor cancel them when the position
+// is gone. Left resting, a long's SELL stop-loss would sell the symbol's
+// next long. The position is one-way (hedge mode is refused), so every
+// exit of that side — whichever strategy's — protected the position that
+// is gone.
+//
+// They are listed with GET /fapi/v1/openAlgoOrders?symbol= (trade/
+// rest-api/Current-All-Algo-Open-Orders.md, weight 1: the open algo
+// orders, TP/SL and trailing stops, with clientAlgoId, side and
+// reduceOnly) and cancelled one by one by clientAlgoId with DELETE
+// /fapi/v1/algoOrder (Cancel-Algo-Order.md). Only reduce-only orders of
+// side whose clientAlgoId carries hoox's prefix are cancelled: an algo
+// order the trader placed by hand is theirs to keep. -2011 (no longer
+// active: triggered, or cancelled meanwhile) is skipped.
+//
+// The close has filled: nothing here may fail it. What could not be
+// listed or cancelled is logged; the exit's follow job keeps looking at
+// it, and a sibling that fills cancels it.
+func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string) []exchange.CancelledOrder {
+	var open []struct {
+		AlgoID       int64           `json:"algoId"`
+		ClientAlgoID string          `json:"clientAlgoId"`
+		Side         string          `json:"side"`
+		ReduceOnly   bool            `json:"reduceOnly"`
+		Quantity     decimal.Decimal `json:"quantity"`
+		AlgoStatus   string          `json:"algoStatus"`
+	}
+	list := request{method: http.MethodGet, path: v.prefix + "/openAlgoOrders", params: params{}.add("symbol", symbol), signed: true, weight: 1}
+	if err := v.do(ctx, list, &open); err != nil {
+		v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but its side's resting exits could not be listed to cancel them",
+			"client_order_id", closeID, "symbol", symbol, "error", err)
+		return nil
+	}
+	var cancelled []exchange.CancelledOrder
+	for _, a := range open {
+		if !a.ReduceOnly || !strings.EqualFold(a.Side, side) || !strings.HasPrefix(a.ClientAlgoID, "hx") {
+			continue
+		}
+		var ans struct {
+			AlgoID       int64  `json:"algoId"`
+			ClientAlgoID string `json:"clientAlgoId"`
+		}
+		err := v.do(ctx, request{method: http.MethodDelete, path: v.prefix + "/algoOrder",
+			params: params{}.add("clientAlgoId", a.ClientAlgoID), signed: true, weight: 1}, &ans)
+		if apiErr, ok := errors.AsType[*APIError](err); ok && (apiErr.Code == -2011 || apiErr.Class == ClassNotFound) {
+			continue // no longer resting
+		}
+		if err == nil && ans.ClientAlgoID != a.ClientAlgoID {
+			err = fmt.Errorf("answered for algo %d %q", ans.AlgoID, ans.ClientAlgoID)
+		}
+		if err != nil {
+			v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but a resting exit of its side was not cancelled",
+				"client_order_id", closeID, "symbol", symbol, "exit_client_order_id", a.ClientAlgoID, "error", err)
+			continue
+		}
+		cancelled = append(cancelled, exchange.CancelledOrder{ClientOrderID: a.ClientAlgoID, ExchangeOrderID: strconv.FormatInt(a.AlgoID, 10),
+			Side: strings.ToLower(a.Side), Remaining: a.Quantity.String(), PlacedByHoox: true})
+	}
+	if len(cancelled) > 0 {
+		v.log.InfoContext(ctx, "binance: a close of the whole position filled; its side's resting exits cancelled",
+			"client_order_id", closeID, "symbol", symbol, "cancelled", len(cancelled))
+	}
+	return cancelled
+}
