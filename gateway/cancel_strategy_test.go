@@ -1,0 +1,118 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
+)
+
+// venueStatus is the status the Binance fake holds for the spot order
+// clientOrderID ("" when it holds none).
+func venueStatus(b *adaptersBundle, clientOrderID string) string {
+	for _, o := range b.binance.Orders() {
+		if o.ClientOrderID == clientOrderID {
+			return o.Status
+		}
+	}
+	return ""
+}
+
+// twoStrategiesOnETH has strategy b buy 1 ETHUSDT on Binance spot with a
+// stop-loss, then strategy a buy 1 with a take-profit and a stop-loss (an
+// OCO list), each under its own strategy name as the README's spot ledger
+// asks. It returns b's stop-loss and a's list.
+func twoStrategiesOnETH(t *testing.T, b *adaptersBundle) (bStop, aList string) {
+	t.Helper()
+	ctx := context.Background()
+	b.binance.SetSpotCommission(decimal.Zero)
+	bBuy, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2700","strategy":"b","trace_id":"e2e-b-buy"}`))
+	require.NoError(t, err)
+	require.Len(t, bBuy.Legs, 1, "B's stop-loss rests")
+	aBuy, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","strategy":"a","trace_id":"e2e-a-buy"}`))
+	require.NoError(t, err)
+	require.Len(t, aBuy.Legs, 1, "A's OCO list rests")
+	return bBuy.Legs[0].ClientOrderID, aBuy.Legs[0].ClientOrderID
+}
+
+// Two strategies trade ETHUSDT on one Binance spot account. Strategy A
+// exits early the way the README tells it to ("send cancel for the
+// symbol first, then close"), both under its strategy name. A's cancel
+// cancels A's OCO list only: B's stop-loss keeps resting (recorded open,
+// NEW at Binance) and protects B's 1 ETH; A's close sells A's coin.
+func TestOneStrategysCancelThenCloseLeavesAnotherStrategysStopLoss(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	bStop, aList := twoStrategiesOnETH(t, b)
+
+	cancel, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"a","trace_id":"e2e-a-cancel"}`))
+	require.NoError(t, err)
+	closed, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"100%","strategy":"a","trace_id":"e2e-a-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, "1", closed.Order.Quantity.String(), "A's close sold A's coin")
+
+	for _, c := range cancel.Cancelled {
+		require.NotEqualf(t, bStop, c.ClientOrderID,
+			"strategy A's cancel cancelled strategy B's stop-loss %s (%s %s %s): B holds %s ETH with no stop-loss",
+			c.ClientOrderID, c.Side, c.OrderType, c.Quantity, ledgerOf(t, b, "binance", "ETHUSDT", "b"))
+	}
+	require.Equal(t, []string{aList}, cancelIDs(cancel.Cancelled), "A's cancel cancels A's exits")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = '`+bStop+`' AND status = 'open'`))
+	require.Equal(t, "NEW", venueStatus(b, bStop), "B's stop-loss rests at Binance")
+	require.Equal(t, "1", ledgerOf(t, b, "binance", "ETHUSDT", "b"))
+}
+
+// A cancel without a strategy is for the whole symbol, as before: it
+// cancels every strategy's exits of the symbol.
+func TestCancelWithoutStrategyCancelsEveryStrategysOrdersOfTheSymbol(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	bStop, aList := twoStrategiesOnETH(t, b)
+
+	cancel, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"e2e-cancel-all"}`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{bStop, aList}, cancelIDs(cancel.Cancelled))
+	require.Equal(t, "CANCELED", venueStatus(b, bStop))
+}
+
+// Strategy B's market buy filled at Binance, its stop-loss planned but not
+// sent yet (its entry's fill recorded by the follow job, the sweeper not
+// come yet). Strategy A's cancel leaves that exit to be placed: only a
+// cancel naming B (or none) settles it not_placed.
+func TestOneStrategysCancelLeavesAnotherStrategysUnsentExits(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetSpotCommission(decimal.Zero)
+	entry, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"order_type":"limit","price":"2990","stop_loss":"2700","strategy":"b","trace_id":"un-b-buy"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", entry.Order.Status)
+	id := entry.Order.ClientOrderID
+	require.NoError(t, b.binance.FillOrder(id))
+	// The follow job records the fill, which plans the stop-loss.
+	ok, err := db.ApplyOrderUpdate(ctx, b.pool, id, db.OrderUpdate{Status: exchange.StatusFilled,
+		FilledQuantity: decimal.NewFromInt(1), AvgPrice: decimal.NewNullDecimal(decimal.NewFromInt(2990)),
+		FillPrice: decimal.NewNullDecimal(decimal.NewFromInt(2990))}, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	unsent := `SELECT count(*) FROM order_legs WHERE parent_client_order_id = '` + id + `' AND outcome IS NULL AND sent_at IS NULL`
+	require.Equal(t, 1, count(t, b.pool, unsent), "B's stop-loss is planned, not sent")
+
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"a","trace_id":"un-a-cancel"}`))
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, unsent), "A's cancel left B's stop-loss to be placed")
+
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"b","trace_id":"un-b-cancel"}`))
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = '`+id+`' AND outcome = 'not_placed'`),
+		"B's own cancel settles it not_placed")
+}
