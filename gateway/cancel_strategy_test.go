@@ -70,17 +70,31 @@ func TestOneStrategysCancelThenCloseLeavesAnotherStrategysStopLoss(t *testing.T)
 }
 
 // A cancel without a strategy is for the whole symbol, as before: it
-// cancels every strategy's exits of the symbol.
+// cancels every strategy's exits of the symbol. Sent right after a cancel
+// naming a strategy, both without a trace_id (the window's key), it is a
+// signal of its own (the strategy is part of the fingerprint), not a
+// repeat of the first.
 func TestCancelWithoutStrategyCancelsEveryStrategysOrdersOfTheSymbol(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
 	ctx := context.Background()
 	bStop, aList := twoStrategiesOnETH(t, b)
 
-	cancel, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"e2e-cancel-all"}`))
+	first, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"a"}`))
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{bStop, aList}, cancelIDs(cancel.Cancelled))
+	require.Equal(t, []string{aList}, cancelIDs(first.Cancelled))
+	all, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel"}`))
+	require.NoError(t, err, "not a repeat of the cancel naming a strategy")
+	require.NotEqual(t, first.TraceID, all.TraceID)
+	require.Equal(t, []string{bStop}, cancelIDs(all.Cancelled), "the rest of the symbol's orders: B's stop-loss")
 	require.Equal(t, "CANCELED", venueStatus(b, bStop))
+
+	// From the start, without a strategy: every strategy's.
+	c := setupAdapters(t)
+	cStop, cList := twoStrategiesOnETH(t, c)
+	out, err := c.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","trace_id":"e2e-cancel-all"}`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{cStop, cList}, cancelIDs(out.Cancelled))
 }
 
 // Strategy B's market buy filled at Binance, its stop-loss planned but not
