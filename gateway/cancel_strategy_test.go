@@ -99,8 +99,9 @@ func TestCancelWithoutStrategyCancelsEveryStrategysOrdersOfTheSymbol(t *testing.
 
 // Strategy B's market buy filled at Binance, its stop-loss planned but not
 // sent yet (its entry's fill recorded by the follow job, the sweeper not
-// come yet). Strategy A's cancel leaves that exit to be placed: only a
-// cancel naming B (or none) settles it not_placed.
+// come yet). Strategy A's cancel leaves that exit to be placed; once a
+// pass armed it, A's cancel leaves it to that pass too. Only a cancel
+// naming B (or none) stops it.
 func TestOneStrategysCancelLeavesAnotherStrategysUnsentExits(t *testing.T) {
 	t.Parallel()
 	b := setupAdapters(t)
@@ -125,8 +126,15 @@ func TestOneStrategysCancelLeavesAnotherStrategysUnsentExits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, count(t, b.pool, unsent), "A's cancel left B's stop-loss to be placed")
 
+	// A pass arms it (its send may reach Binance) and its answer is lost:
+	// A's next cancel does not mark it either; B's own cancel does.
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() WHERE parent_client_order_id = $1`, id)
+	require.NoError(t, err)
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"a","trace_id":"un-a-cancel-2"}`))
+	require.NoError(t, err)
+	marked := `SELECT count(*) FROM order_legs WHERE parent_client_order_id = '` + id + `' AND outcome IS NULL AND cancelled_by = `
+	require.Equal(t, 0, count(t, b.pool, marked+`'k:un-a-cancel-2'`), "A's cancel left B's armed stop-loss to its pass")
 	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"cancel","strategy":"b","trace_id":"un-b-cancel"}`))
 	require.NoError(t, err)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = '`+id+`' AND outcome = 'not_placed'`),
-		"B's own cancel settles it not_placed")
+	require.Equal(t, 1, count(t, b.pool, marked+`'k:un-b-cancel'`), "B's own cancel marks it: never sent again")
 }
