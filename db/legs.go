@@ -480,10 +480,23 @@ func FilledSiblingExit(ctx context.Context, q DBTX, clientOrderID string) (strin
 	return id, nil
 }
 
+// ExitParent is the entry an exit leg protects, as a cancel signal
+// chooses the exits it stops by it (DropUnsentExitLegs,
+// MarkCancelledExitLegs).
+type ExitParent struct {
+	// Symbol is the entry's symbol in the venue's spelling.
+	Symbol string
+	// ClientOrderID is the entry's client order ID.
+	ClientOrderID string
+	// Strategy is the entry's recorded strategy (orders.strategy): set on
+	// a spot order ("" for a signal without one), nil on every other.
+	Strategy *string
+}
+
 // unsentExitLegsSQL lists the exit legs of venue $1 and mode $2 that are
 // open and were never sent (or provably never reached the venue), with
-// the symbol of the entry they protect.
-const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol, l.parent_client_order_id FROM order_legs l
+// the symbol and strategy of the entry they protect.
+const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
@@ -504,26 +517,29 @@ WITH u AS (
            jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
                               'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
                               'reason', 'the cancel signal ' || $2::text || ' came before this exit was placed: '
-                                        || 'a cancel leaves no hoox order of the symbol resting, so it is not placed')
+                                        || 'a cancel leaves no hoox order it is for resting, so it is not placed')
     FROM u
 )
 SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 
 // DropUnsentExitLegs settles not_placed, in q (the cancel signal
 // cancelledBy's claim transaction), the open exit legs of venue
-// exchangeName and mode that no pass has sent yet and whose entry's symbol
-// and client order ID (parent) keep accepts, each with a leg_failed event naming the cancel, and
-// returns them. A cancel leaves no hoox order of its symbol resting
-// (migration 00018): an exit still planned — its entry filled, its first
+// exchangeName and mode that no pass has sent yet and whose entry keep
+// accepts (the cancel's symbol, and its strategy when it names one), each
+// with a leg_failed event naming the cancel, and returns them. A cancel
+// leaves none of the hoox orders it is for resting (migration 00018): an exit still planned — its entry filled, its first
 // send never reached the venue — would otherwise be placed by the sweeper
 // after it. An exit already armed (sent_at set) may rest at the venue
 // under its ID and is left to its pass.
-func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol, parent string) bool, cancelledBy string) ([]Leg, error) {
+func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(ExitParent) bool, cancelledBy string) ([]Leg, error) {
 	rows, _ := q.Query(ctx, unsentExitLegsSQL, exchangeName, mode)
-	type candidate struct{ id, symbol, parent string }
+	type candidate struct {
+		id     string
+		parent ExitParent
+	}
 	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		err := row.Scan(&c.id, &c.symbol, &c.parent)
+		err := row.Scan(&c.id, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
 		return c, err
 	})
 	if err != nil {
@@ -531,7 +547,7 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 	}
 	var ids []string
 	for _, c := range all {
-		if keep(c.symbol, c.parent) {
+		if keep(c.parent) {
 			ids = append(ids, c.id)
 		}
 	}
@@ -549,8 +565,8 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 // exitLegsToCancelSQL lists the exit legs of venue $1 and mode $2 that a
 // cancel may still have to stop — open (sent or not) or failed with their
 // order unknown, not marked by a cancel yet — with their trace's lock key
-// and the symbol of the entry they protect.
-const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id FROM order_legs l
+// and the symbol and strategy of the entry they protect.
+const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
@@ -584,11 +600,12 @@ WITH u AS (
 SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 
 // MarkCancelledExitLegs marks, in q (the cancel signal cancelledBy's claim
-// transaction), the exit legs of venue exchangeName and mode whose entry's
-// symbol and client order ID (parent) keep accepts and that may rest at
-// the venue or still be sent — armed and open, or failed with their order
-// unknown (given up while the venue could not be asked, missed) — and
-// returns them. A cancel leaves no hoox order of its symbol resting: such
+// transaction), the exit legs of venue exchangeName and mode whose entry
+// keep accepts (the cancel's symbol, and its strategy when it names one)
+// and that may rest at the venue or still be sent — armed and open, or
+// failed with their order unknown (given up while the venue could not be
+// asked, missed) — and returns them. A cancel leaves none of the hoox
+// orders it is for resting: such
 // a leg is never sent again (MarkLegSent arms no marked leg, Reopen opens
 // none); the leg runner looks it up and cancels it at the venue if found.
 //
@@ -598,12 +615,15 @@ SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 // LockOpenOrders, which must run after this), and none arms one (an
 // unsent exit: DropUnsentExitLegs) until the cancel has committed. A pass
 // holding one for longer than q's lock_timeout makes it ErrLockTimeout.
-func MarkCancelledExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(symbol, parent string) bool, cancelledBy string) ([]Leg, error) {
+func MarkCancelledExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(ExitParent) bool, cancelledBy string) ([]Leg, error) {
 	rows, _ := q.Query(ctx, exitLegsToCancelSQL, exchangeName, mode)
-	type candidate struct{ id, lockKey, symbol, parent string }
+	type candidate struct {
+		id, lockKey string
+		parent      ExitParent
+	}
 	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		err := row.Scan(&c.id, &c.lockKey, &c.symbol, &c.parent)
+		err := row.Scan(&c.id, &c.lockKey, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
 		return c, err
 	})
 	if err != nil {
@@ -611,7 +631,7 @@ func MarkCancelledExitLegs(ctx context.Context, q DBTX, exchangeName, mode strin
 	}
 	var ids, keys []string
 	for _, c := range all {
-		if keep(c.symbol, c.parent) {
+		if keep(c.parent) {
 			ids, keys = append(ids, c.id), append(keys, c.lockKey)
 		}
 	}

@@ -43,7 +43,7 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 	sent := func() int {
 		return apptest.Count(t, pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND sent_at IS NOT NULL`, leg.ClientOrderID)
 	}
-	btc := func(symbol, _ string) bool { return exchange.SameSymbol(symbol, "BINANCE:BTCUSDT.P") }
+	btc := func(p db.ExitParent) bool { return exchange.SameSymbol(p.Symbol, "BINANCE:BTCUSDT.P") }
 
 	// Pass B armed the leg (0 → 1); pass A read it at 0 before its lock
 	// was lost.
@@ -67,7 +67,7 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 
 	// Unsent again: a cancel of the symbol (any spelling) settles it, and
 	// no pass arms it after.
-	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", func(string, string) bool { return false }, "k:cancel")
+	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", func(db.ExitParent) bool { return false }, "k:cancel")
 	require.NoError(t, err)
 	require.Empty(t, dropped, "another symbol's cancel leaves it")
 	dropped, err = db.DropUnsentExitLegs(ctx, pool, "paper", "live", btc, "k:cancel")
@@ -105,7 +105,7 @@ func TestCancelMarksExitLegsThatMayHaveBeenSent(t *testing.T) {
 	require.NoError(t, err)
 	leg := db.Leg{ClientOrderID: tp.ClientOrderID, ParentClientOrderID: o.ClientOrderID, Seq: 1, Role: exchange.RoleTakeProfit,
 		TraceID: "k:marked", LockKey: "k:marked", Exchange: "paper", Mode: "live", Order: tp}
-	btc := func(symbol, _ string) bool { return exchange.SameSymbol(symbol, "BINANCE:BTCUSDT.P") }
+	btc := func(p db.ExitParent) bool { return exchange.SameSymbol(p.Symbol, "BINANCE:BTCUSDT.P") }
 	require.Equal(t, 2, apptest.Count(t, pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1 AND outcome IS NULL`, o.ClientOrderID))
 	require.NoError(t, db.MarkLegSent(ctx, pool, leg), "the take-profit is armed; the stop-loss is not sent yet")
 
@@ -123,7 +123,7 @@ func TestCancelMarksExitLegsThatMayHaveBeenSent(t *testing.T) {
 	require.NoError(t, cancel.Rollback(ctx))
 	require.NoError(t, pass.Rollback(ctx))
 
-	marked, err := db.MarkCancelledExitLegs(ctx, pool, "paper", "live", func(string, string) bool { return false }, "k:cancel")
+	marked, err := db.MarkCancelledExitLegs(ctx, pool, "paper", "live", func(db.ExitParent) bool { return false }, "k:cancel")
 	require.NoError(t, err)
 	require.Empty(t, marked, "another symbol's cancel leaves it")
 	marked, err = db.MarkCancelledExitLegs(ctx, pool, "paper", "live", btc, "k:cancel")

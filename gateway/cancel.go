@@ -28,17 +28,18 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 }
 
 // cancelOrders executes a claimed cancel signal: every open order hoox
-// recorded for the signal's symbol at its venue and mode is cancelled at the
-// venue by its client order ID, and recorded — its row cancelled (or filled,
+// recorded for the signal's symbol at its venue and mode — only its
+// strategy's when it names one (cancelTakes) — is cancelled at the venue
+// by its client order ID, and recorded — its row cancelled (or filled,
 // expired: whatever the venue says it became), an audit event on its own
 // trace — in the claim's commit, with the cancel's trace dispatched and an
 // event listing what it cancelled. The rows stay locked across the venue
 // calls, so a follow job never records one change twice. Exit legs of the
-// symbol's entries that no pass has sent yet are settled not_placed in the
-// same commit (db.DropUnsentExitLegs) and named in that event
-// (exits_not_placed), not in the answer's cancelled list: they are no
-// orders. A cancel leaves no hoox order of the symbol resting, and the
-// sweeper would place them after it. Exit legs that may have been sent
+// symbol's entries (the strategy's) that no pass has sent yet are settled
+// not_placed in the same commit (db.DropUnsentExitLegs) and named in that
+// event (exits_not_placed), not in the answer's cancelled list: they are
+// no orders. A cancel leaves none of the hoox orders it is for resting,
+// and the sweeper would place them after it. Exit legs that may have been sent
 // but are not recorded (armed, or failed with their order unknown) are
 // marked (db.MarkCancelledExitLegs, named as exits_to_cancel): never sent
 // again, and cancelled by the leg runner if the venue shows them. A marked
@@ -66,8 +67,8 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	// runner cancels one it finds. Before LockOpenOrders, so an exit a
 	// pass was placing meanwhile is recorded open by then and cancelled
 	// below.
-	marked, err := db.MarkCancelledExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol, _ string) bool {
-		return exchange.SameSymbol(symbol, sig.Symbol)
+	marked, err := db.MarkCancelledExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(p db.ExitParent) bool {
+		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy)
 	}, tr.ID)
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -90,7 +91,7 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
 		// Only orders hoox placed (its client order IDs), never a manual
 		// one, though hoox never records those anyway.
-		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID)
+		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID) && cancelTakes(sig, o.Strategy)
 	})
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -188,13 +189,14 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	if err != nil {
 		return nil, err
 	}
-	// Exits of the symbol's filled entries that no pass has sent yet
+	// Exits of the symbol's (the strategy's) filled entries that no pass
+	// has sent yet
 	// (their first send never reached the venue): the sweeper would place
 	// them after the cancel. Settled here, in the claim's commit, after
 	// the venue calls so their rows stay locked only briefly; a pass that
 	// arms one first keeps it (db.MarkLegSent).
-	dropped, err := db.DropUnsentExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(symbol, parent string) bool {
-		return exchange.SameSymbol(symbol, sig.Symbol) && !slices.Contains(filledFirst, parent)
+	dropped, err := db.DropUnsentExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(p db.ExitParent) bool {
+		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy) && !slices.Contains(filledFirst, p.ClientOrderID)
 	}, tr.ID)
 	if err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
@@ -215,6 +217,20 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	}
 	out.Status = db.TraceDispatched
 	return out, nil
+}
+
+// cancelTakes reports whether the cancel signal sig is for an order (or
+// the exits of an entry) recorded with strategy. A cancel that names a
+// strategy is for that strategy's orders only: on a spot symbol several
+// strategies trade side by side, each with its own ledger, and one's
+// cancel (its "cancel, then close") must not take another's stop-loss.
+// Without a strategy it is for every order of the symbol. hoox records a
+// strategy on spot orders only (orders.strategy, migration 00012; "" for
+// a signal that named none): an order recorded without one (every other
+// venue, or a spot order older than the column) cannot be told apart, so
+// every cancel of its symbol takes it, as before.
+func cancelTakes(sig signal.Signal, strategy *string) bool {
+	return sig.Strategy == "" || strategy == nil || *strategy == sig.Strategy
 }
 
 // orderOf is the order as hoox sent it, for the venue's cancel and
