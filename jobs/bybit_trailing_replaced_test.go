@@ -11,6 +11,7 @@ import (
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
+	"github.com/hoox/hoox/jobs"
 )
 
 // Bybit holds one trailing stop per position. A long with a 1 % trailing
@@ -55,4 +56,65 @@ func TestBybitTrailingStopReplacedByHooxsNextEntryIsNotLeftOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqualf(t, "open", row.Status,
 		"the first entry's trailing stop, replaced by hoox's own second entry, is left open for an operator (job %s) and followed for 80 days", res.EventKind)
+}
+
+// A Bybit long with a 1 % trailing stop (600 set on the position), then a
+// second long of the same strategy with a 2 % trailing stop. The second
+// leg's trading-stop request gets an HTTP 500 and was never applied (the
+// position still trails by 600): its outcome is unknown, the leg stays
+// sent. The next pass finds the position trailing by the FIRST entry's
+// 600. No later leg of the position replaced the second's — it was never
+// there — so it is not recorded expired as "replaced" (final, never sent
+// again, the 2 % the user asked for never set): inside the accept window
+// the pass waits, as for a setting not found, and after it sets the 2 %
+// again.
+func TestBybitTrailingStopNeverAppliedIsNotRecordedReplacedByTheOlderOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := bybitfake.New(t, bybitfake.Options{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: tr}})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
+	fb := followOn(t, b, venues, nil)
+
+	first, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+		"trailing_stop":{"percent":1},"trace_id":"r16-trail-a"}`))
+	require.NoError(t, err)
+	require.Len(t, first.Legs, 1)
+	require.Equal(t, "open", first.Legs[0].Status)
+	require.Equal(t, "600", f.TrailingStop("BTCUSDT").String())
+
+	// The second trailing stop's request fails with a 500, not applied.
+	f.Inject(bybitfake.PathTradingStop, 1, bybitfake.Fault{HTTPStatus: http.StatusInternalServerError})
+	second, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+		"trailing_stop":{"percent":2},"trace_id":"r16-trail-b"}`))
+	require.NoError(t, err)
+	t.Logf("second entry %s, legs %+v", second.Order.Status, second.Legs)
+	require.Equal(t, "600", f.TrailingStop("BTCUSDT").String(), "the second trailing stop was not applied")
+
+	var lockKey, parent, legID string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, parent_client_order_id, client_order_id FROM order_legs WHERE trace_id = 'k:r16-trail-b'`).
+		Scan(&lockKey, &parent, &legID))
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil)
+	legs, err := runner.Finish(ctx, lockKey, parent)
+	t.Logf("pass inside the accept window: legs %+v, err %v", legs, err)
+	for _, l := range legs {
+		require.NotEqualf(t, "expired", l.Status,
+			"the second entry's trailing stop, never applied (the position trails by the first entry's %s), is recorded expired as 'replaced': never set",
+			f.TrailingStop("BTCUSDT"))
+	}
+
+	// The clock moves on for both legs: the first entry's leg stays armed
+	// before the second's (db.LaterSettingLeg reads that order).
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = sent_at - interval '10 minutes' WHERE sent_at IS NOT NULL`)
+	require.NoError(t, err)
+	legs, err = runner.Finish(ctx, lockKey, parent)
+	t.Logf("pass after the accept window: legs %+v, err %v", legs, err)
+	require.Equal(t, "1200", f.TrailingStop("BTCUSDT").String(), "the 2 %% trailing stop the second entry asked for is set")
+	require.Len(t, legs, 1)
+	require.Equal(t, "open", legs[0].Status, "recorded as the position's trailing stop")
 }
