@@ -25,8 +25,8 @@ import (
 //     the cancel would have: recorded cancelled; one gone with its
 //     position: recorded expired;
 //   - nothing of it (no setting, or another one) past its accept
-//     window: settled not_placed, never
-//     asked about again (a later ask could only find a later setting).
+//     window: settled not_placed, never asked about again (a later ask
+//     could only find a later setting); inside it, left for a later pass.
 //
 // It never sends leg.
 func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue exchange.Venue, leg db.Leg) (db.IntentOutcome, error) {
@@ -72,15 +72,15 @@ func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue
 // one per position, recognised by its distance): the position holds
 // another setting. It proves leg's replaced only when a later setting leg
 // of the same position exists (later, db.LaterSettingLeg: armed after leg
-// was last sent) and leg's own send can no longer take effect (landed: past
-// its accept window, or recorded open): then leg ended, and the report
+// was last sent) and leg's own send can no longer take effect (sendOver:
+// past its accept window, or recorded open): then leg ended, and the report
 // records it expired. Otherwise leg's setting is simply not there — never
 // applied (a request that failed) or changed by hand — and the error
 // returned wraps ErrNotFound, for the caller's not-found rules: wait out
 // the accept window, then set it again (the leg runner, where a same-ID
 // send is safe) or record it gone (the follow job).
-func settingMismatch(leg db.Leg, later string, landed bool, err error) (exchange.Report, error) {
-	if later == "" || !landed {
+func settingMismatch(leg db.Leg, later string, sendOver bool, err error) (exchange.Report, error) {
+	if later == "" || !sendOver {
 		why := "no later leg of the position replaced it: never applied, or changed by hand"
 		if later != "" {
 			why = fmt.Sprintf("%s of the position was set since, and this one's send may still take effect", later)
