@@ -382,6 +382,23 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
+	if isExit(st.Order.Role) && exchange.ExitIsSetting(venue, a.Order) && errors.Is(err, exchange.ErrMismatch) {
+		// Another setting on the position (a Bybit trailing stop of
+		// another distance): replaced for good by a later leg of the
+		// position (hoox's next entry on the same long), recorded
+		// expired; with none, the position no longer holds this one (a
+		// hand changed it), and the not-found rule below records it gone.
+		// Never kept open as a mismatch: the setting carries no ID, and
+		// another distance is no order under this exit's.
+		leg := db.Leg{ClientOrderID: a.ClientOrderID, Role: st.Order.Role, Exchange: a.Exchange, Mode: a.Mode, Order: a.Order}
+		later, lerr := db.LaterSettingLeg(ctx, w.pool, leg)
+		if lerr != nil {
+			return db.FollowStep{}, true, fmt.Errorf("look up order %s: %w", a.ClientOrderID, lerr)
+		}
+		// Recorded open, its send took effect: it can only have been
+		// replaced since.
+		report, err = settingMismatch(leg, later, true, err)
+	}
 	if isExit(st.Order.Role) && errors.Is(err, exchange.ErrNotFound) && st.Age > venue.AcceptWindow() {
 		// An exit recorded open that the venue no longer holds under its
 		// ID (Binance stops finding an algo order cancelled or expired

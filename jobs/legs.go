@@ -211,6 +211,14 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 		held, err := venue.Lookup(vctx, leg.Order)
 		cancel()
+		if exchange.ExitIsSetting(venue, leg.Order) && errors.Is(err, exchange.ErrMismatch) {
+			// Another setting on the position: leg's replaced, or not there.
+			later, lerr := tx.LaterSettingLeg(ctx, leg)
+			if lerr != nil {
+				return fmt.Errorf("leg %s: %w", leg.ClientOrderID, lerr)
+			}
+			held, err = settingMismatch(leg, later, leg.SentAgo >= venue.AcceptWindow(), err)
+		}
 		switch {
 		case err == nil && leg.CancelledBy != "":
 			return r.cancelFound(ctx, tx, venue, leg, held)
@@ -424,9 +432,27 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		tx.Rollback(ctx)
 		return "", err
 	}
+	setting := exchange.ExitIsSetting(venue, leg.Order)
+	if setting {
+		// Read under the position's setting lock, as step reads it: a
+		// later leg being set is seen (db.LaterSettingLeg).
+		if err := tx.LockPositionSetting(ctx, leg); err != nil {
+			tx.Rollback(ctx)
+			return "", fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
+		}
+	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 	held, err := venue.Lookup(vctx, leg.Order)
 	cancel()
+	if setting && errors.Is(err, exchange.ErrMismatch) {
+		// Another setting on the position: leg's replaced, or not there.
+		later, lerr := tx.LaterSettingLeg(ctx, leg)
+		if lerr != nil {
+			tx.Rollback(ctx)
+			return "", fmt.Errorf("leg %s: %w", leg.ClientOrderID, lerr)
+		}
+		held, err = settingMismatch(leg, later, leg.SentAgo >= venue.AcceptWindow(), err)
+	}
 	switch {
 	case err == nil && leg.Order.Exit == "" && stillExecuting(leg.Order, held) && leg.SentAgo < followOpenMarket:
 	case err == nil:

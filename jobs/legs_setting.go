@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -23,8 +24,9 @@ import (
 //   - otherwise a setting found is leg's (set late) and is cleared, as
 //     the cancel would have: recorded cancelled; one gone with its
 //     position: recorded expired;
-//   - nothing of it past its accept window: settled not_placed, never
-//     asked about again (a later ask could only find a later setting).
+//   - nothing of it (no setting, or another one) past its accept
+//     window: settled not_placed, never asked about again (a later ask
+//     could only find a later setting); inside it, left for a later pass.
 //
 // It never sends leg.
 func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue exchange.Venue, leg db.Leg) (db.IntentOutcome, error) {
@@ -51,7 +53,10 @@ func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue
 		}
 		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
 		return outcome, r.record(ctx, tx, leg, held, true)
-	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
+	case (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && leg.SentAgo < venue.AcceptWindow():
+		// Another setting on the position, with no later leg (read
+		// above), is leg's not there yet, as for a setting not found:
+		// its send may still take effect, and be cleared then.
 		return "", fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
 	case errors.Is(err, exchange.ErrNotFound), errors.Is(err, exchange.ErrMismatch):
 		return db.IntentNotPlaced, r.settleCancelled(ctx, tx, leg, fmt.Sprintf(
@@ -60,4 +65,34 @@ func (r *LegRunner) settingAfterCancel(ctx context.Context, tx *db.LegsTx, venue
 				"a later setting of the position could not be told from it", leg.CancelledBy, leg.Role, err))
 	}
 	return "", fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrUnanswered, err)
+}
+
+// settingMismatch is what a lookup's ErrMismatch (err) means for leg, a
+// position setting (exchange.ExitIsSetting: a Bybit linear trailing stop,
+// one per position, recognised by its distance): the position holds
+// another setting. It proves leg's replaced only when a later setting leg
+// of the same position exists (later, db.LaterSettingLeg: armed after leg
+// was last sent) and leg's own send can no longer take effect (sendOver:
+// past its accept window, or recorded open): then leg ended, and the report
+// records it expired. Otherwise leg's setting is simply not there — never
+// applied (a request that failed) or changed by hand — and the error
+// returned wraps ErrNotFound, for the caller's not-found rules: wait out
+// the accept window, then set it again (the leg runner, where a same-ID
+// send is safe) or record it gone (the follow job).
+func settingMismatch(leg db.Leg, later string, sendOver bool, err error) (exchange.Report, error) {
+	if later == "" || !sendOver {
+		why := "no later leg of the position replaced it: never applied, or changed by hand"
+		if later != "" {
+			why = fmt.Sprintf("%s of the position was set since, and this one's send may still take effect", later)
+		}
+		return exchange.Report{}, fmt.Errorf("%s %s: %w: the position holds another setting (%v); %s",
+			leg.Role, leg.ClientOrderID, exchange.ErrNotFound, err, why)
+	}
+	r := exchange.Report{Symbol: exchange.VenueSymbol(leg.Order.Symbol), Side: leg.Order.Side, Quantity: leg.Order.Quantity,
+		Status: exchange.StatusExpired, Reason: fmt.Sprintf("replaced by the later %s %s: the position holds one, and no longer this one",
+			strings.ReplaceAll(leg.Role, "_", " "), later)}
+	if leg.Order.TrailingStop != nil {
+		r.TrailingDistance = leg.Order.TrailingStop.Distance
+	}
+	return r, nil
 }

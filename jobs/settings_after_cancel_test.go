@@ -319,3 +319,60 @@ WHERE parent_client_order_id = $1 AND role = 'trailing_stop' AND sent_at IS NOT 
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders o JOIN order_legs l USING (client_order_id)
 WHERE l.trace_id = 'k:race-trail-e2' AND l.role = 'trailing_stop' AND o.status = 'open'`), "E2's trailing stop is recorded open")
 }
+
+// A long's 2 % trailing stop (1200) gets an HTTP 500, never applied (its
+// request may still take effect until its accept window closes), and the
+// trader sets 900 on the position by hand. The trader's cancel marks the
+// leg: another distance on the position, with no later leg of hoox's, is
+// not this leg's setting ended ("replaced") but its setting not there yet,
+// as for a setting not found — left marked, and decided only once its
+// window closed: not placed, the hand's 900 left alone. Recorded expired
+// at once, a request landing late would leave a trailing stop the cancel
+// meant to clear resting unrecorded.
+func TestMarkedBybitTrailingStopWithAnotherDistanceIsDecidedAfterItsWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: tr}})
+	require.NoError(t, err)
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
+	fb := followOn(t, b, venues, nil)
+
+	f.Inject(bybitfake.PathTradingStop, 1, bybitfake.Fault{HTTPStatus: http.StatusInternalServerError})
+	e, err := fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"long","quantity":"0.01",
+		"trailing_stop":{"percent":2},"trace_id":"trail-hand-e"}`))
+	require.NoError(t, err)
+	require.True(t, f.TrailingStop("BTCUSDT").IsZero(), "the trailing stop was not applied")
+	var lockKey, leg string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND role = 'trailing_stop' AND sent_at IS NOT NULL AND outcome IS NULL`, e.Order.ClientOrderID).Scan(&lockKey, &leg))
+
+	// The trader sets 900 by hand (the same request, outside hoox).
+	hand := exchange.Order{ClientOrderID: "by-hand", Symbol: "BTCUSDT", Action: "close", Side: "sell", ReduceOnly: true,
+		OrderType: "market", Quantity: decimal.RequireFromString("0.01"), Exit: exchange.RoleTrailingStop,
+		TrailingStop: &exchange.Attached{Distance: decimal.NewNullDecimal(decimal.NewFromInt(900))}}
+	_, err = v.Place(ctx, hand)
+	require.NoError(t, err)
+	require.Equal(t, "900", f.TrailingStop("BTCUSDT").String())
+
+	_, err = fb.gw.Execute(ctx, input(t, `{"exchange":"bybit","symbol":"BTCUSDT","action":"cancel","trace_id":"trail-hand-c"}`))
+	require.NoError(t, err)
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil)
+	_, err = runner.Finish(ctx, lockKey, e.Order.ClientOrderID)
+	t.Logf("pass inside the accept window: %v", err)
+	var state string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT concat_ws(' ', coalesce(outcome, '-'), coalesce(cancelled_by, '-')) FROM order_legs WHERE client_order_id = $1`, leg).
+		Scan(&state))
+	require.Equal(t, "- k:trail-hand-c", state, "decided (%s) while its own request could still take effect", state)
+
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = sent_at - interval '10 minutes' WHERE sent_at IS NOT NULL`)
+	require.NoError(t, err)
+	_, err = runner.Finish(ctx, lockKey, e.Order.ClientOrderID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'not_placed'`, leg))
+	require.Equal(t, "900", f.TrailingStop("BTCUSDT").String(), "the hand's trailing stop is left alone")
+}

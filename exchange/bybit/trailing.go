@@ -149,8 +149,11 @@ const ReasonPositionClosed = "the position closed: Bybit drops a position's trai
 //   - an open position without a trailing stop: ErrNotFound (the leg
 //     runner waits out the accept window, then sends it again: setting the
 //     same distance twice is one setting);
-//   - another distance: ErrMismatch (another signal, or a hand, set it
-//     since; not adopted).
+//   - another distance: ErrMismatch, not adopted. It does not say o's
+//     setting ended: only a later leg of the same position, which the
+//     caller knows and the venue does not, makes it replaced
+//     (db.LaterSettingLeg); without one it was never applied, or a hand
+//     changed it.
 func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	sym := exchange.VenueSymbol(o.Symbol)
 	d, reason := trailingDistance(o)
@@ -173,13 +176,13 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 	case pos.trailing.IsZero():
 		return exchange.Report{}, fmt.Errorf("bybit lookup %s: the position holds no trailing stop: %w", o.ClientOrderID, exchange.ErrNotFound)
 	}
-	// Another distance on the same position: Bybit keeps one trailing
-	// stop per position, and a later one (hoox's next entry on the same
-	// long, or one set by hand) replaced this one for good — it ended,
-	// nothing filled, as a cancel would record it.
-	r := trailingReport(o, sym, exchange.StatusExpired, d)
-	r.Reason = fmt.Sprintf("the position's trailing stop was replaced: it trails by %s, not %s", pos.trailing, d)
-	return r, nil
+	// Another distance: Bybit keeps one trailing stop per position and
+	// it carries no ID, so the position cannot say whether o's was
+	// replaced (a later leg of hoox's set its own since), never applied
+	// (a request that failed), or changed by hand. The caller, which
+	// knows the position's later legs, decides (jobs: a mismatch of a
+	// setting).
+	return exchange.Report{}, fmt.Errorf("bybit lookup %s: %w: the position trails by %s, not %s", o.ClientOrderID, exchange.ErrMismatch, pos.trailing, d)
 }
 
 // cancelTrailing removes o's trailing stop (trailingStop 0: "0 means

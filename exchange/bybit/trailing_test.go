@@ -59,10 +59,10 @@ func TestTrailingStopIsThePositionsSetting(t *testing.T) {
 	r, err = b.venue.Lookup(ctx, o)
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusOpen, r.Status)
-	r, err = b.venue.Lookup(ctx, trailingExit("500"))
-	require.NoError(t, err)
-	require.Equal(t, exchange.StatusExpired, r.Status, "another distance replaced this leg's: it ended (Bybit keeps one per position)")
-	require.Contains(t, r.Reason, "trails by 600, not 500")
+	_, err = b.venue.Lookup(ctx, trailingExit("500"))
+	require.ErrorIs(t, err, exchange.ErrMismatch,
+		"another distance is not this leg's, and the position cannot say whether a later leg replaced it or it was never applied")
+	require.ErrorContains(t, err, "trails by 600, not 500")
 
 	r, err = b.venue.Cancel(ctx, trailingExit("500"))
 	require.NoError(t, err)
