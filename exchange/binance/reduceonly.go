@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -90,7 +91,18 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // The close has filled: nothing here may fail it. What could not be
 // listed or cancelled is logged; the exit's follow job keeps looking at
 // it, and a sibling that fills cancels it.
-func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string) []exchange.CancelledOrder {
+//
+// Signals of one symbol are not run one at a time: an entry may fill
+// beside the close (between its position read and its send, or after its
+// fill). So the exits are listed first and the position read after. Flat,
+// every listed exit protects nothing and is cancelled. Not flat (an entry
+// filled beside the close), only the exits created by the time the close
+// began (started, Binance's clock: before it read the position) are
+// cancelled — they protected the position it closed, and would cut the
+// new one — while an exit created since is the new entry's. An entry that
+// fills after the position read places its exits after the listing: they
+// are not in it.
+func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time) []exchange.CancelledOrder {
 	var open []struct {
 		AlgoID       int64           `json:"algoId"`
 		ClientAlgoID string          `json:"clientAlgoId"`
@@ -98,6 +110,7 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 		ReduceOnly   bool            `json:"reduceOnly"`
 		Quantity     decimal.Decimal `json:"quantity"`
 		AlgoStatus   string          `json:"algoStatus"`
+		CreateTime   int64           `json:"createTime"`
 	}
 	list := request{method: http.MethodGet, path: v.prefix + "/openAlgoOrders", params: params{}.add("symbol", symbol), signed: true, weight: 1}
 	if err := v.do(ctx, list, &open); err != nil {
@@ -105,9 +118,21 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 			"client_order_id", closeID, "symbol", symbol, "error", err)
 		return nil
 	}
+	pos, err := v.position(ctx, symbol)
+	switch {
+	case err != nil:
+		v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but the position could not be read again to cancel its side's resting exits",
+			"client_order_id", closeID, "symbol", symbol, "error", err)
+		return nil
+	case !pos.amount.IsZero():
+		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
+			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
+	}
+	flat := pos.amount.IsZero()
 	var cancelled []exchange.CancelledOrder
 	for _, a := range open {
-		if !a.ReduceOnly || !strings.EqualFold(a.Side, side) || !strings.HasPrefix(a.ClientAlgoID, "hx") {
+		if !a.ReduceOnly || !strings.EqualFold(a.Side, side) || !strings.HasPrefix(a.ClientAlgoID, "hx") ||
+			(!flat && a.CreateTime > started.UnixMilli()) {
 			continue
 		}
 		var ans struct {

@@ -276,7 +276,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	if err == nil && r.Status == exchange.StatusFilled && v.futures() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
 		// The position is gone: so is the point of the exits that
 		// protected it, which would otherwise cut the next one.
-		cancelled = append(cancelled, v.cancelClosedExits(ctx, symbol, out.side, o.ClientOrderID)...)
+		cancelled = append(cancelled, v.cancelClosedExits(ctx, symbol, out.side, o.ClientOrderID, stamp)...)
 	}
 	r.CancelledFirst = cancelled
 	return r, err
