@@ -185,10 +185,11 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	}
 	// Marked exits that are settings of the position: cleared now, while
 	// no later entry's can be taken for them.
-	cleared, err := s.clearMarkedSettings(ctx, tx, venue, marked)
+	cleared, clearedRows, err := s.clearMarkedSettings(ctx, tx, venue, marked)
 	if err != nil {
 		return nil, err
 	}
+	out.Cancelled = append(out.Cancelled, clearedRows...)
 	// Exits of the symbol's (the strategy's) filled entries that no pass
 	// has sent yet
 	// (their first send never reached the venue): the sweeper would place

@@ -30,9 +30,10 @@ import (
 // It returns the legs it settled. A failure of the venue's clear or of
 // the database is a 503: the claim rolls back, what was cleared stays
 // cleared (clearing is idempotent), and the sender's retry finishes.
-func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue exchange.Venue, marked []db.Leg) ([]string, error) {
+func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue exchange.Venue, marked []db.Leg) ([]string, []db.OrderRow, error) {
 	canceler := venue.(exchange.Canceler)
 	settled := []string{}
+	var cleared []db.OrderRow
 	for _, leg := range marked {
 		if !leg.Sent || !exchange.ExitIsSetting(venue, leg.Order) {
 			continue
@@ -44,7 +45,7 @@ func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue
 			if err != nil {
 				cancel()
 				s.venueError(ctx, leg.Exchange, leg.Mode == signal.ModeTest, err)
-				return nil, unavailable(fmt.Sprintf("venue %s failed while clearing the %s position's %s %s; orders cancelled so far stay cancelled there: retry to finish and record them",
+				return nil, nil, unavailable(fmt.Sprintf("venue %s failed while clearing the %s position's %s %s; orders cancelled so far stay cancelled there: retry to finish and record them",
 					leg.Exchange, leg.Order.Symbol, leg.Role, leg.ClientOrderID), 5*time.Second, err)
 			}
 		}
@@ -83,9 +84,14 @@ func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue
 			continue
 		}
 		if err := db.SettleLegIn(ctx, tx.Tx(), leg, row, outcome, []db.Event{ev}); err != nil {
-			return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
+			return nil, nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 		}
 		settled = append(settled, leg.ClientOrderID)
+		if row != nil && row.CancelledBy != nil {
+			// Cancelled by this signal: its answer lists it, as a repeat
+			// of it (db.OrdersCancelledBy) does.
+			cleared = append(cleared, *row)
+		}
 	}
-	return settled, nil
+	return settled, cleared, nil
 }
