@@ -10,7 +10,6 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/bybit"
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/jobs"
 )
@@ -26,12 +25,7 @@ func TestBybitTrailingStopReplacedByHooxsNextEntryIsNotLeftOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, v := bybitLinear(t) // BTCUSDT at 60000
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
 	fb := followOn(t, b, venues, nil)
 
@@ -73,12 +67,7 @@ func TestBybitTrailingStopNeverAppliedIsNotRecordedReplacedByTheOlderOne(t *test
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, v := bybitLinear(t) // BTCUSDT at 60000
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
 	fb := followOn(t, b, venues, nil)
 
@@ -130,12 +119,8 @@ func TestBybitTrailingStopGivenUpIsReopenedNotRecordedReplacedByTheOlderOne(t *t
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, v := bybitLinear(t) // BTCUSDT at 60000
+	var err error
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
 	fb := followOn(t, b, venues, nil)
 
@@ -196,12 +181,8 @@ func TestBybitTrailingStopUnknownThenReplacedByALaterEntryIsRecordedReplacedAfte
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, v := bybitLinear(t) // BTCUSDT at 60000
+	var err error
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
 	fb := followOn(t, b, venues, nil)
 

@@ -2,15 +2,12 @@ package jobs_test
 
 import (
 	"context"
-	"net/http"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/bybit"
-	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
 )
@@ -25,12 +22,7 @@ func TestCancelAnswerAndItsRepeatAgreeOnAClearedTrailingStop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, raw := bybitLinear(t) // BTCUSDT at 60000
 	lose := &atomic.Bool{}
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": loseTrailing{Venue: raw, lose: lose, applied: true}})
 	fb := followOn(t, b, venues, nil)

@@ -18,6 +18,19 @@ import (
 	"github.com/hoox/hoox/jobs"
 )
 
+// bybitLinear is a Bybit linear venue on a fake of its own (BTCUSDT at
+// 60000), on a transport closed at the test's end.
+func bybitLinear(t *testing.T) (*bybitfake.Server, *bybit.Venue) {
+	t.Helper()
+	f := bybitfake.New(t, bybitfake.Options{})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
+		HTTPClient: &http.Client{Transport: tr}})
+	require.NoError(t, err)
+	return f, v
+}
+
 // loseTrailing loses, while lose is set, every Bybit trailing stop's send
 // as an answer that never came (a read timeout): before it reaches Bybit,
 // or, with applied, after Bybit set it. The leg stays armed, its outcome
@@ -63,12 +76,7 @@ func TestMarkedBybitTrailingStopDoesNotCancelALaterEntrysTrailingStop(t *testing
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, raw := bybitLinear(t) // BTCUSDT at 60000
 	lose := &atomic.Bool{}
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": loseTrailing{Venue: raw, lose: lose}})
 	fb := followOn(t, b, venues, nil)
@@ -130,12 +138,7 @@ func TestUnknownMarkedBybitTrailingStopDoesNotCancelALaterEntrysTrailingStop(t *
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, raw := bybitLinear(t) // BTCUSDT at 60000
 	lose := &atomic.Bool{}
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": loseTrailing{Venue: raw, lose: lose}})
 	fb := followOn(t, b, venues, nil)
@@ -203,12 +206,7 @@ func TestCancelClearsAMarkedBybitTrailingStopItself(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, raw := bybitLinear(t) // BTCUSDT at 60000
 	lose := &atomic.Bool{}
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": loseTrailing{Venue: raw, lose: lose, applied: true}})
 	fb := followOn(t, b, venues, nil)
@@ -259,12 +257,7 @@ func TestMarkedBybitTrailingStopPassDoesNotRaceALaterEntrysTrailingStop(t *testi
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	raw, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, raw := bybitLinear(t) // BTCUSDT at 60000
 	lose := &atomic.Bool{}
 	var l1 string
 	var race atomic.Bool
@@ -333,12 +326,7 @@ func TestMarkedBybitTrailingStopWithAnotherDistanceIsDecidedAfterItsWindow(t *te
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	f := bybitfake.New(t, bybitfake.Options{}) // BTCUSDT at 60000
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	v, err := bybit.New(bybit.Config{Market: bybit.MarketLinear, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
+	f, v := bybitLinear(t) // BTCUSDT at 60000
 	venues := exchange.NewRegistry(map[string]exchange.Venue{"bybit": v})
 	fb := followOn(t, b, venues, nil)
 
