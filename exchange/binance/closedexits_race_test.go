@@ -56,19 +56,7 @@ func TestWholeCloseKeepsTheStopLossOfALongOpenedAfterItsPositionRead(t *testing.
 	var b *testBundle
 	b = setup(t, binance.MarketFutures, func(c *binance.Config) {
 		c.HTTPClient = &http.Client{Transport: beforeOrder{clientID: closing.ClientOrderID, once: &sync.Once{}, hook: func() {
-			// The entry comes a moment later (its own claim, intent and
-			// send take milliseconds): the fake's clock moves on.
-			b.fake.Advance(time.Second)
-			other, err := binance.New(b.cfg)
-			require.NoError(t, err)
-			entry := marketOrder("buy", "0.01")
-			entry.Action = "long"
-			r, err := other.Place(ctx, entry)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
-			r, err = other.Place(ctx, futuresExit(slNew, "sell", exchange.RoleStopLoss, "49000"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+			openLongWithStopLoss(t, b, slNew)
 		}}}
 	})
 	b.cfg.HTTPClient = nil
@@ -115,19 +103,7 @@ func TestWholeCloseKeepsTheStopLossOfTheNextLongPlacedBeforeItsListing(t *testin
 	var b *testBundle
 	b = setup(t, binance.MarketFutures, func(c *binance.Config) {
 		c.HTTPClient = &http.Client{Transport: beforeAlgoList{once: &sync.Once{}, hook: func() {
-			// The entry comes a moment later (its own claim, intent and
-			// send take milliseconds): the fake's clock moves on.
-			b.fake.Advance(time.Second)
-			other, err := binance.New(b.cfg)
-			require.NoError(t, err)
-			entry := marketOrder("buy", "0.01")
-			entry.Action = "long"
-			r, err := other.Place(ctx, entry)
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
-			r, err = other.Place(ctx, futuresExit(slNew, "sell", exchange.RoleStopLoss, "49000"))
-			require.NoError(t, err)
-			require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+			openLongWithStopLoss(t, b, slNew)
 		}}}
 	})
 	b.cfg.HTTPClient = nil
@@ -147,4 +123,24 @@ func TestWholeCloseKeepsTheStopLossOfTheNextLongPlacedBeforeItsListing(t *testin
 	}
 	require.Equal(t, "CANCELED", status[slOld], "the closed long's stop-loss is cancelled")
 	require.Equal(t, "NEW", status[slNew], "the next long's stop-loss, placed after the close filled, must not be cancelled by it")
+}
+
+// openLongWithStopLoss is the entry beside the close: a new long of 0.01
+// filled and its stop-loss slID placed (at 49000), through a venue of its
+// own on b's fake, a moment after (the fake's clock moves a second on: the
+// entry's own claim, intent and send take milliseconds).
+func openLongWithStopLoss(t *testing.T, b *testBundle, slID string) {
+	t.Helper()
+	ctx := context.Background()
+	b.fake.Advance(time.Second)
+	other, err := binance.New(b.cfg)
+	require.NoError(t, err)
+	entry := marketOrder("buy", "0.01")
+	entry.Action = "long"
+	r, err := other.Place(ctx, entry)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusFilled, r.Status, r.Reason)
+	r, err = other.Place(ctx, futuresExit(slID, "sell", exchange.RoleStopLoss, "49000"))
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
 }
