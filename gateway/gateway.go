@@ -95,6 +95,9 @@ type Service struct {
 	// an hour, not once a signal, and silences no other key.
 	credMu     sync.Mutex
 	credAlerts map[string]time.Time
+	// sendGuard reads the kill switch right before an order request that
+	// follows Place's own venue reads (exchange.WithSendGuard), built once.
+	sendGuard func(context.Context) error
 	// legs places a signal's follow-up orders after its primary is
 	// recorded (the sweeper runs the same code for what a crash left).
 	legs *jobs.LegRunner
@@ -133,7 +136,7 @@ func New(cfg Config, deps Deps) *Service {
 	}
 	cfg = cfg.WithDefaults()
 	s := &Service{cfg: cfg, deps: deps, credAlerts: map[string]time.Time{},
-		flights: flights{m: map[string]*flight{}},
+		flights: flights{m: map[string]*flight{}}, sendGuard: db.SendGuard(deps.MarkerPool),
 		legs: jobs.NewLegRunner(deps.Pool, deps.MarkerPool, jobs.Config{Timing: cfg.Timing}, deps.Venues, deps.Logger, deps.AfterLeg).
 			QueueFollowsWith(deps.Jobs)}
 	if deps.Jobs != nil {
@@ -547,8 +550,12 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 	// calls), but Place may read the venue again before it sends: the
 	// adapter reads the switch once more right before the order's
 	// request when it made one first, and sends nothing while it is
-	// engaged (db.ErrKillSwitch with exchange.ErrUnreachable).
-	vctx = exchange.WithSendGuard(vctx, db.SendGuard(s.deps.MarkerPool))
+	// engaged (db.ErrKillSwitch with exchange.ErrUnreachable). A venue
+	// that writes in hoox's own database (paper) sends at once and never
+	// runs the guard: its hot path carries none.
+	if durable {
+		vctx = exchange.WithSendGuard(vctx, s.sendGuard)
+	}
 	report, adopted, err := exchange.PlaceOrAdopt(vctx, venue, order, false)
 	cancel()
 	s.deps.Metrics.ObserveStage(StageVenue, time.Since(dispatchStart))
