@@ -156,42 +156,25 @@ const (
 // closes' intent writes, never by a fill's trigger (which a claim may
 // hold: a window-mode execution recovering the earlier one's sell);
 // WriteIntent bounds its wait for it by spotCloseLockWait.
-var writeSpotCloseIntentSQL = `
-WITH l AS (` + spotCloseVersionLockSQL + `
-), i AS (
-    INSERT INTO dispatch_intents ` + intentInsertColumns + `
-    SELECT ` + intentInsertValuesList + ` FROM l
-    ` + intentArmSQL + `
-), v AS (` + spotCloseVersionBumpSQL + `
-), ev AS (` + intentStartedSQL + `)
-SELECT sent_at, attempts, set_config('synchronous_commit', $16, true) FROM i`
-
-// writeSpotCloseIntentHaltedSQL is writeSpotCloseIntentSQL that reads the
-// kill switch as WriteIntentHaltedSQL does: while it is engaged neither the
-// intent nor the version's bump is written. A spot close always called
-// the venue since its claim (its symbol's rules, its balance).
-var writeSpotCloseIntentHaltedSQL = haltableIntentSQL(`
+// It reads the kill switch as WriteIntentHaltedSQL does (a spot close has
+// always called the venue since its claim: its symbol's rules, its
+// balance): while it is engaged neither the intent nor the version's bump
+// is written.
+var writeSpotCloseIntentSQL = haltableIntentSQL(`
 WITH ks AS (
     SELECT ` + killSwitchEngagedSQL + ` AS engaged
-), l AS (` + spotCloseVersionLockSQL + `
+), l AS (
+    SELECT 1 FROM spot_ledger_versions
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
+    FOR UPDATE
 ), i AS (
     INSERT INTO dispatch_intents ` + intentInsertColumns + `
     SELECT ` + intentInsertValuesList + ` FROM l, ks WHERE NOT ks.engaged
     ` + intentArmSQL + `
-), v AS (` + spotCloseVersionBumpSQL + `
-), ev AS (` + intentStartedSQL + `)`)
-
-// The spot close's version row: locked while still at the version the
-// close read, and bumped only when the intent was written.
-const (
-	spotCloseVersionLockSQL = `
-    SELECT 1 FROM spot_ledger_versions
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
-    FOR UPDATE`
-	spotCloseVersionBumpSQL = `
+), v AS (
     UPDATE spot_ledger_versions SET closes = closes + 1
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)`
-)
+    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
+), ev AS (` + intentStartedSQL + `)`)
 
 // ensureLedgerVersionSQL creates the version row of an existing ledger
 // entry ($1–$4) at version 0 when no close wrote one yet, in the intent's
@@ -212,10 +195,10 @@ const spotCloseLockWait = "5s"
 // venue answers), in one round trip. durable asks for a synchronous commit;
 // only a venue whose own write lands later in the same Postgres WAL (paper)
 // may pass false. A spot close that read the ledger (in.Ledger) writes
-// through writeSpotCloseIntentSQL instead; every other order through
-// WriteIntentSQL, unchanged. After a venue call since the claim
-// (in.AfterVenueCall) the statement also reads the kill switch, and
-// ErrKillSwitch says it was engaged: nothing was written.
+// through writeSpotCloseIntentSQL instead, which reads the kill switch;
+// every other order through WriteIntentSQL, unchanged, or after a venue
+// call since the claim (in.AfterVenueCall) WriteIntentHaltedSQL, which
+// reads it too. ErrKillSwitch says it was engaged: nothing was written.
 func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bool) error {
 	spec, err := json.Marshal(in.Order)
 	if err != nil {
@@ -236,26 +219,23 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution,
 		commit, in.Armed}
 	b := &pgx.Batch{}
-	query := WriteIntentSQL
+	query, haltable := WriteIntentSQL, in.AfterVenueCall
+	if in.AfterVenueCall {
+		query = WriteIntentHaltedSQL
+	}
 	if l := in.Ledger; l != nil {
 		// One implicit transaction: the lock_timeout holds for the write.
 		b.Queue("SELECT set_config('lock_timeout', $1, true)", spotCloseLockWait)
 		b.Queue(ensureLedgerVersionSQL, l.Exchange, l.Mode, l.Symbol, l.Strategy)
-		query = writeSpotCloseIntentSQL
+		query, haltable = writeSpotCloseIntentSQL, true
 		args = append(args, l.Exchange, l.Mode, l.Symbol, l.Strategy, l.Closes)
 	}
 	halted := false
-	if in.AfterVenueCall {
-		query = WriteIntentHaltedSQL
-		if in.Ledger != nil {
-			query = writeSpotCloseIntentHaltedSQL
-		}
-	}
 	b.Queue(query, args...).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var setting string
-				if !in.AfterVenueCall {
+				if !haltable {
 					found = true
 					if err := rows.Scan(&in.SentAt, &in.Attempts, &setting); err != nil {
 						return err
