@@ -8,6 +8,7 @@ import (
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
+	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/signal"
 )
 
@@ -55,17 +56,8 @@ func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue
 		var ev db.Event
 		switch {
 		case err == nil && held.Status != exchange.StatusOpen:
-			rec := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held)
-			rec.Detail["role"], rec.Detail["seq"], rec.Detail["parent_client_order_id"] = leg.Role, leg.Seq, leg.ParentClientOrderID
-			rec.Detail["adopted"] = true
-			if leg.Outcome == db.IntentFailed {
-				rec.Detail["was_unknown"] = true
-			}
+			rec := jobs.LegReport(leg, held, true)
 			rec.Detail["cancelled_by"] = leg.CancelledBy
-			if held.Status == exchange.StatusCancelled && rec.Order != nil {
-				cb := leg.CancelledBy
-				rec.Order.CancelledBy = &cb
-			}
 			row, outcome = rec.Order, rec.IntentOutcome
 			ev = db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
 		case (errors.Is(err, exchange.ErrNotFound) || errors.Is(err, exchange.ErrMismatch)) && leg.SentAgo >= venue.AcceptWindow():

@@ -359,8 +359,14 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	return r.record(ctx, tx, leg, report, false)
 }
 
-// record writes the order the venue holds (or refused) for leg.
-func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, report exchange.Report, adopted bool) error {
+// LegReport is how leg's order, as the venue reports it, is recorded: the
+// order row and outcome (db.RecordReport) with the leg's place in its
+// signal in the event's detail; adopted marks an order found rather than
+// placed by this pass, was_unknown one found after the leg failed as
+// unknown, and an order cancelled for the cancel signal that marked the
+// leg names it (cancelled_by). The leg runner and a cancel signal's own
+// clearing of a marked setting record legs alike.
+func LegReport(leg db.Leg, report exchange.Report, adopted bool) db.Recorded {
 	rec := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, report)
 	rec.Detail["role"], rec.Detail["seq"], rec.Detail["parent_client_order_id"] = leg.Role, leg.Seq, leg.ParentClientOrderID
 	if adopted {
@@ -376,6 +382,12 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 		rec.Order.CancelledBy = &cb
 		rec.Detail["cancelled_by"] = cb
 	}
+	return rec
+}
+
+// record writes the order the venue holds (or refused) for leg.
+func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, report exchange.Report, adopted bool) error {
+	rec := LegReport(leg, report, adopted)
 	ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegPlaced, Detail: rec.Detail}
 	var hook db.TxHook
 	if rec.IntentOutcome == db.IntentRejected {
