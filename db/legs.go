@@ -496,7 +496,7 @@ type ExitParent struct {
 // unsentExitLegsSQL lists the exit legs of venue $1 and mode $2 that are
 // open and were never sent (or provably never reached the venue), with
 // the symbol and strategy of the entry they protect.
-const unsentExitLegsSQL = `SELECT l.client_order_id, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
+const unsentExitLegsSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
@@ -522,6 +522,32 @@ WITH u AS (
 )
 SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 
+// exitLegsKept runs query (unsentExitLegsSQL, exitLegsToCancelSQL: a
+// leg's client order ID, its trace's lock key and its entry, of venue
+// exchangeName and mode) and returns the IDs and lock keys of the legs
+// whose entry keep accepts.
+func exitLegsKept(ctx context.Context, q DBTX, query, exchangeName, mode string, keep func(ExitParent) bool) (ids, keys []string, err error) {
+	rows, _ := q.Query(ctx, query, exchangeName, mode)
+	type candidate struct {
+		id, lockKey string
+		parent      ExitParent
+	}
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := row.Scan(&c.id, &c.lockKey, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
+		return c, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("exit legs: %w", translate(err))
+	}
+	for _, c := range all {
+		if keep(c.parent) {
+			ids, keys = append(ids, c.id), append(keys, c.lockKey)
+		}
+	}
+	return ids, keys, nil
+}
+
 // DropUnsentExitLegs settles not_placed, in q (the cancel signal
 // cancelledBy's claim transaction), the open exit legs of venue
 // exchangeName and mode that no pass has sent yet and whose entry keep
@@ -532,29 +558,11 @@ SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 // after it. An exit already armed (sent_at set) may rest at the venue
 // under its ID and is left to its pass.
 func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(ExitParent) bool, cancelledBy string) ([]Leg, error) {
-	rows, _ := q.Query(ctx, unsentExitLegsSQL, exchangeName, mode)
-	type candidate struct {
-		id     string
-		parent ExitParent
+	ids, _, err := exitLegsKept(ctx, q, unsentExitLegsSQL, exchangeName, mode, keep)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
-	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
-		var c candidate
-		err := row.Scan(&c.id, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("unsent exit legs: %w", translate(err))
-	}
-	var ids []string
-	for _, c := range all {
-		if keep(c.parent) {
-			ids = append(ids, c.id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, _ = q.Query(ctx, dropUnsentExitLegsSQL, ids, cancelledBy)
+	rows, _ := q.Query(ctx, dropUnsentExitLegsSQL, ids, cancelledBy)
 	legs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
 	if err != nil {
 		return nil, fmt.Errorf("drop unsent exit legs: %w", translate(err))
@@ -616,32 +624,14 @@ SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 // unsent exit: DropUnsentExitLegs) until the cancel has committed. A pass
 // holding one for longer than q's lock_timeout makes it ErrLockTimeout.
 func MarkCancelledExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, keep func(ExitParent) bool, cancelledBy string) ([]Leg, error) {
-	rows, _ := q.Query(ctx, exitLegsToCancelSQL, exchangeName, mode)
-	type candidate struct {
-		id, lockKey string
-		parent      ExitParent
-	}
-	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
-		var c candidate
-		err := row.Scan(&c.id, &c.lockKey, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("exit legs to cancel: %w", translate(err))
-	}
-	var ids, keys []string
-	for _, c := range all {
-		if keep(c.parent) {
-			ids, keys = append(ids, c.id), append(keys, c.lockKey)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
+	ids, keys, err := exitLegsKept(ctx, q, exitLegsToCancelSQL, exchangeName, mode, keep)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	if _, err := q.Exec(ctx, lockLegTracesSQL, keys); err != nil {
 		return nil, fmt.Errorf("lock exit legs' traces: %w", translate(err))
 	}
-	rows, _ = q.Query(ctx, markCancelledExitLegsSQL, ids, cancelledBy)
+	rows, _ := q.Query(ctx, markCancelledExitLegsSQL, ids, cancelledBy)
 	legs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) })
 	if err != nil {
 		return nil, fmt.Errorf("mark cancelled exit legs: %w", translate(err))
