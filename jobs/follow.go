@@ -177,6 +177,14 @@ func (w *FollowWorker) Timeout(*river.Job[FollowArgs]) time.Duration {
 	return w.cfg.reconcileTimeout()
 }
 
+// stepEnds reports what step records of the order: filled in full, and
+// ended with something executed (filled, or cancelled / expired after a
+// partial fill: either may have planned legs, migrations 00015, 00018).
+func stepEnds(step db.FollowStep) (filled, ended bool) {
+	u := step.Update
+	return u != nil && u.Status == exchange.StatusFilled, u != nil && u.Status.Final() && u.FilledQuantity.IsPositive()
+}
+
 // followBackoff is the wait before looking at an open order again: a
 // quarter of its age, between 1 s and FollowMaxInterval.
 func followBackoff(age time.Duration) time.Duration {
@@ -210,8 +218,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 				unfollowed = true
 				return w.unfollowStep(a, st, "the venue could not be asked: "+err.Error()), nil
 			case !open:
-				filled = step.Update != nil && step.Update.Status == exchange.StatusFilled
-				ended = step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
+				filled, ended = stepEnds(step)
 				return step, nil
 			case step.Update != nil:
 				// Still open, but changed (a partial fill): record it and
@@ -233,8 +240,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 				unfollowed = true
 				return w.unfollowStep(a, st, "its trace was purged or released (HOOX_TRACE_TTL); the venue could not be asked: "+err.Error()), nil
 			case !open:
-				filled = step.Update != nil && step.Update.Status == exchange.StatusFilled
-				ended = step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
+				filled, ended = stepEnds(step)
 				return step, nil
 			}
 			unfollowed = true
@@ -250,10 +256,9 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 			return gone, nil
 		}
 		step, open, err := w.lookOrCancel(ctx, a, st)
-		filled = err == nil && step.Update != nil && step.Update.Status == exchange.StatusFilled
-		// Filled, or cancelled / expired after a partial fill: either may
-		// have planned legs (migrations 00015, 00018).
-		ended = err == nil && step.Update != nil && step.Update.Status.Final() && step.Update.FilledQuantity.IsPositive()
+		if err == nil {
+			filled, ended = stepEnds(step)
+		}
 		if open || err != nil {
 			wait = followBackoff(st.Age)
 		}
