@@ -287,3 +287,22 @@ INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, 
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]string{"missed": "w:resend", "reconciling": "w:resend2", "own": "k:own", "released": "k:gone"}, got)
 }
+
+// A rollback of the binary one release back runs on a schema one or more
+// migrations ahead of it (docs/DEPLOY.md, "Rolling back a release"): its
+// readiness check must take that schema as current, or the rolled-back
+// replicas would never become ready.
+func TestASchemaAheadOfTheBinaryIsCurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, _ := freshDatabase(t)
+
+	latest, err := migrations.LatestVersion()
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, "INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)", latest+1)
+	require.NoError(t, err)
+
+	current, err := migrations.Current(ctx, db)
+	require.NoError(t, err)
+	require.True(t, current, "a schema one migration ahead of the binary reads as behind it")
+}
