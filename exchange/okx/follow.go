@@ -42,7 +42,7 @@ func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
 	}
 	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/cancel-order",
-		body: cancelBody{InstID: f.InstID, ClOrdID: o.ClientOrderID}, private: true}, nil)
+		body: cancelBody{InstID: f.InstID, ClOrdID: o.ClientOrderID}, private: true, instID: f.InstID}, nil)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Code == 51400 {
 		return v.Lookup(ctx, o)
 	}

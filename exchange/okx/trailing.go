@@ -208,7 +208,7 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	}
 	// A placement (a lost answer means the stop may exist) without
 	// expTime, which the algo endpoint does not take.
-	err = v.do(ctx, request{method: http.MethodPost, path: pathAlgo, body: body, private: true, placement: true}, &ack)
+	err = v.do(ctx, request{method: http.MethodPost, path: pathAlgo, body: body, private: true, placement: true, instID: f.InstID}, &ack)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		r := rejected(e.Msg)
 		r.Symbol, r.Side, r.Quantity = f.InstID, o.Side, qty
@@ -283,7 +283,7 @@ func (v *Venue) cancelTrailing(ctx context.Context, o exchange.Order) (exchange.
 		return held, err
 	}
 	body := []map[string]string{{"algoId": held.ExchangeOrderID, "instId": held.Symbol}}
-	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: held.Symbol}, nil)
 	if e, ok := errors.AsType[*APIError](err); err != nil && !(ok && (e.Code == 51400 || e.Refused())) {
 		return exchange.Report{}, fmt.Errorf("okx: cancel trailing stop %s: %w", o.ClientOrderID, err)
 	}

@@ -176,6 +176,11 @@ type Server struct {
 	// (reduceonlycap.go); 0 caps nothing.
 	maxReduceOnly  int
 	algoPlacements int
+	// orderRate is the place-order rate limit per instrument
+	// (ratelimit.go); orderTimes the placements counted against it.
+	orderRate  int
+	orderTimes map[string][]time.Time
+	placements int
 }
 
 // New starts a fake on a loopback port that closes at the end of the test

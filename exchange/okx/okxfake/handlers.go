@@ -440,6 +440,16 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 		expTime = time.UnixMilli(ms)
 	}
 	s.mu.Lock()
+	s.placements++
+	var inst struct {
+		InstID string `json:"instId"`
+	}
+	_ = json.Unmarshal(body, &inst)
+	if s.overOrderRate(inst.InstID, s.now()) {
+		s.mu.Unlock()
+		write(w, rateLimited())
+		return
+	}
 	var f Fault
 	faulted := len(s.faults) > 0
 	if faulted {
