@@ -651,6 +651,7 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 // runEngine hands due late orders to the engine: refused past their
 // expTime, booked otherwise; callers hold mu.
 func (s *Server) runEngine() {
+	s.finishCancels(s.now())
 	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
 		if !l.expTime.IsZero() && due.After(l.expTime) {
 			return false
