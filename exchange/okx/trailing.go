@@ -271,12 +271,22 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 	return r, nil
 }
 
+// algoTriggered reports whether code refuses an algo cancel because the
+// algo order triggered first: 51416 "Order has been triggered and can't
+// be canceled", or 51412, which OKX also answers "The order has been
+// triggered and can't be canceled." (and, for a plain cancel,
+// "Cancellation timed out, please try again later";
+// Error_Code/Rest_API/Public.md). Either way the stop is read again, and
+// reported as OKX then holds it.
+func algoTriggered(code int) bool { return code == 51416 || code == 51412 }
+
 // cancelTrailing cancels the trailing stop o: looked up by algoClOrdId for
 // its algoId (the cancel endpoint takes algoId and instId), cancelled if
 // OKX still holds it live, and asked about again until it is closed (at
 // most ConfirmWait). One that is no longer live — cancelled, triggered —
 // is reported as it is, so a retry is idempotent; OKX's refusal of the
-// cancel itself is answered by the same lookup.
+// cancel itself (51400, a stop that triggered as the cancel went out, a
+// refusal for good) is answered by the same lookup.
 func (v *Venue) cancelTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	held, err := v.lookupTrailing(ctx, o)
 	if err != nil || held.Status != exchange.StatusOpen {
@@ -284,7 +294,7 @@ func (v *Venue) cancelTrailing(ctx context.Context, o exchange.Order) (exchange.
 	}
 	body := []map[string]string{{"algoId": held.ExchangeOrderID, "instId": held.Symbol}}
 	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: held.Symbol}, nil)
-	if e, ok := errors.AsType[*APIError](err); err != nil && !(ok && (e.Code == 51400 || e.Refused())) {
+	if e, ok := errors.AsType[*APIError](err); err != nil && !(ok && (e.Code == 51400 || algoTriggered(e.Code) || e.Refused())) {
 		return exchange.Report{}, fmt.Errorf("okx: cancel trailing stop %s: %w", o.ClientOrderID, err)
 	}
 	var last exchange.Report
