@@ -273,12 +273,13 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 
 // algoTriggered reports whether code refuses an algo cancel because the
 // algo order triggered first: 51416 "Order has been triggered and can't
-// be canceled", or 51412, which OKX also answers "The order has been
-// triggered and can't be canceled." (and, for a plain cancel,
-// "Cancellation timed out, please try again later";
-// Error_Code/Rest_API/Public.md). Either way the stop is read again, and
-// reported as OKX then holds it.
-func algoTriggered(code int) bool { return code == 51416 || code == 51412 }
+// be canceled" (Error_Code/Rest_API/Public.md); the stop is then read
+// again and reported as OKX holds it. 51412 is not taken for it: OKX
+// words it both "The order has been triggered and can't be canceled."
+// and "Cancellation timed out, please try again later", and in the
+// second case the stop is still live and not cancelled, which only an
+// error (a retry) tells the trader.
+func algoTriggered(code int) bool { return code == 51416 }
 
 // cancelTrailing cancels the trailing stop o: looked up by algoClOrdId for
 // its algoId (the cancel endpoint takes algoId and instId), cancelled if
