@@ -43,6 +43,28 @@ type request struct {
 	// stamp is the placement's stamp on OKX's clock; expTime is stamp +
 	// Expiry. Zero: no expTime (the algo endpoint does not take it).
 	stamp time.Time
+	// instID is the instrument a request with a body acts on (a GET
+	// names it in its query); "" when none.
+	instID string
+}
+
+// pauseKeys are the keys a rate limit on r is held under, narrowest
+// first: the endpoint (method and path) on r's instrument, then the
+// endpoint on every instrument. OKX limits trading requests per
+// instrument and each kind apart ("Rate limit rule: User ID + Instrument
+// ID", Post_Place_Order.md; "Rate limits are defined on the Instrument ID
+// level" and "Rate limits for placing orders, amending orders, and
+// cancelling orders are independent from each other",
+// Introduction/Rate_Limits/Trading_Related_Apis.md), so a placement
+// answered 50011 holds back that instrument's placements only: not an
+// order query on the same path, and not another instrument's order.
+func (r request) pauseKeys() (instrument, endpoint string) {
+	inst := r.instID
+	if inst == "" {
+		inst = r.query.Get("instId")
+	}
+	endpoint = r.method + " " + r.path
+	return endpoint + " " + inst, endpoint
 }
 
 // do sends r and decodes the answer's data into out. Its errors are
@@ -50,7 +72,8 @@ type request struct {
 // except a placement the caller's send guard stopped, which wraps the
 // guard's error (exchange.ErrUnreachable: nothing sent).
 func (v *Venue) do(ctx context.Context, r request, out any) error {
-	if until, ok := v.pauses.Until(v.cfg.Now(), "", r.path); ok {
+	instrument, endpoint := r.pauseKeys()
+	if until, ok := v.pauses.Until(v.cfg.Now(), "", endpoint, instrument); ok {
 		return &APIError{Venue: "okx", Path: r.path, Class: ClassRateLimited,
 			Msg: "rate limited until " + until.UTC().Format(time.RFC3339) + "; not sent"}
 	}
@@ -172,8 +195,15 @@ func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env
 		v.clock.Forget()
 		v.log.WarnContext(ctx, "okx refused the request's timestamp; server time will be resynced", "path", r.path, "code", code, "msg", msg)
 	case ClassRateLimited:
-		v.pauses.Pause(r.path, v.cfg.Now().Add(venuekit.RetryAfter(resp.Header, DefaultRateLimitGap)))
-		v.log.WarnContext(ctx, "okx rate limit: requests paused", "path", r.path, "code", code)
+		// 50061 is the account's order rate limit over every instrument
+		// (Introduction/Rate_Limits/Sub_Account_Rate_Limit.md); any other
+		// holds the endpoint on this instrument only (pauseKeys).
+		key, _ := r.pauseKeys()
+		if code == 50061 {
+			_, key = r.pauseKeys()
+		}
+		v.pauses.Pause(key, v.cfg.Now().Add(venuekit.RetryAfter(resp.Header, DefaultRateLimitGap)))
+		v.log.WarnContext(ctx, "okx rate limit: requests paused", "path", r.path, "paused", key, "code", code)
 	case ClassCredentials:
 		v.log.ErrorContext(ctx, "okx refused the api credentials: check the key, secret and passphrase, the key's trade permission and ip whitelist, and that a demo key is used with HOOX_OKX*_TESTNET; signals fail with 503 until it is fixed",
 			slog.String("api_key", "set"), slog.Int("code", code), slog.String("msg", strings.ReplaceAll(msg, v.cfg.APIKey, "[api key]")))

@@ -168,7 +168,7 @@ func (v *Venue) ensureLeverage(ctx context.Context, instID string, lever int) (s
 		return "", nil
 	}
 	body := map[string]string{"instId": instID, "lever": strconv.Itoa(lever), "mgnMode": "cross"}
-	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true}, nil)
+	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/account/set-leverage", body: body, private: true, instID: instID}, nil)
 	if e, ok := errors.AsType[*APIError](err); ok && (e.Refused() || answeredUntabled(e)) {
 		return "set leverage " + strconv.Itoa(lever) + ": " + e.Msg, nil
 	}

@@ -12,6 +12,11 @@ import (
 
 var _ exchange.Canceler = (*Venue)(nil)
 
+// cancelUnderWay is OKX's refusal of a cancel because the order "is
+// already in canceling status or pending settlement" (51410,
+// Error_Code/Rest_API/Public.md).
+const cancelUnderWay = 51410
+
 // cancelBody is POST /api/v5/trade/cancel-order's body.
 type cancelBody struct {
 	InstID  string `json:"instId"`
@@ -26,7 +31,9 @@ type cancelBody struct {
 // accepted cancel "only means that your cancellation request has been
 // accepted", so the order is asked about until it is closed, for at most
 // ConfirmWait; still open then, it is reported open and its follow job
-// records the end. exchange.ErrNotFound when OKX holds no such order. A
+// records the end. A cancel refused because one is already under way
+// (51410) is followed the same way. exchange.ErrNotFound when OKX holds no
+// such order. A
 // trailing stop (an algo order) is cancelled through the algo endpoint
 // (cancelTrailing).
 func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
@@ -42,9 +49,16 @@ func (v *Venue) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, 
 		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: unknown symbol %s: %w", o.ClientOrderID, symbol, exchange.ErrNotFound)
 	}
 	err = v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/cancel-order",
-		body: cancelBody{InstID: f.InstID, ClOrdID: o.ClientOrderID}, private: true}, nil)
-	if e, ok := errors.AsType[*APIError](err); ok && e.Code == 51400 {
+		body: cancelBody{InstID: f.InstID, ClOrdID: o.ClientOrderID}, private: true, instID: f.InstID}, nil)
+	e, isAPI := errors.AsType[*APIError](err)
+	switch {
+	case isAPI && e.Code == 51400:
 		return v.Lookup(ctx, o)
+	case isAPI && e.Code == cancelUnderWay:
+		// An earlier cancel (this one's first try, another replica's) is
+		// under way: OKX holds the order until it ends, and the order is
+		// asked about as after an accepted cancel.
+		err = nil
 	}
 	if err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: cancel order %s: %w", o.ClientOrderID, err)

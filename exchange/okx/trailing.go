@@ -208,7 +208,7 @@ func (v *Venue) placeTrailing(ctx context.Context, o exchange.Order) (exchange.R
 	}
 	// A placement (a lost answer means the stop may exist) without
 	// expTime, which the algo endpoint does not take.
-	err = v.do(ctx, request{method: http.MethodPost, path: pathAlgo, body: body, private: true, placement: true}, &ack)
+	err = v.do(ctx, request{method: http.MethodPost, path: pathAlgo, body: body, private: true, placement: true, instID: f.InstID}, &ack)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		r := rejected(e.Msg)
 		r.Symbol, r.Side, r.Quantity = f.InstID, o.Side, qty
@@ -271,20 +271,31 @@ func (v *Venue) lookupTrailing(ctx context.Context, o exchange.Order) (exchange.
 	return r, nil
 }
 
+// algoTriggered reports whether code refuses an algo cancel because the
+// algo order triggered first: 51416 "Order has been triggered and can't
+// be canceled" (Error_Code/Rest_API/Public.md); the stop is then read
+// again and reported as OKX holds it. 51412 is not taken for it: OKX
+// words it both "The order has been triggered and can't be canceled."
+// and "Cancellation timed out, please try again later", and in the
+// second case the stop is still live and not cancelled, which only an
+// error (a retry) tells the trader.
+func algoTriggered(code int) bool { return code == 51416 }
+
 // cancelTrailing cancels the trailing stop o: looked up by algoClOrdId for
 // its algoId (the cancel endpoint takes algoId and instId), cancelled if
 // OKX still holds it live, and asked about again until it is closed (at
 // most ConfirmWait). One that is no longer live — cancelled, triggered —
 // is reported as it is, so a retry is idempotent; OKX's refusal of the
-// cancel itself is answered by the same lookup.
+// cancel itself (51400, a stop that triggered as the cancel went out, a
+// refusal for good) is answered by the same lookup.
 func (v *Venue) cancelTrailing(ctx context.Context, o exchange.Order) (exchange.Report, error) {
 	held, err := v.lookupTrailing(ctx, o)
 	if err != nil || held.Status != exchange.StatusOpen {
 		return held, err
 	}
 	body := []map[string]string{{"algoId": held.ExchangeOrderID, "instId": held.Symbol}}
-	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true}, nil)
-	if e, ok := errors.AsType[*APIError](err); err != nil && !(ok && (e.Code == 51400 || e.Refused())) {
+	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: held.Symbol}, nil)
+	if e, ok := errors.AsType[*APIError](err); err != nil && !(ok && (e.Code == 51400 || algoTriggered(e.Code) || e.Refused())) {
 		return exchange.Report{}, fmt.Errorf("okx: cancel trailing stop %s: %w", o.ClientOrderID, err)
 	}
 	var last exchange.Report

@@ -326,7 +326,7 @@ func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Ti
 		ClOrdID string `json:"clOrdId"`
 		SCode   string `json:"sCode"`
 	}
-	err := v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/order", body: body, private: true, placement: true, stamp: stamp}, &ack)
+	err := v.do(ctx, request{method: http.MethodPost, path: "/api/v5/trade/order", body: body, private: true, placement: true, stamp: stamp, instID: out.instID}, &ack)
 	if e, ok := errors.AsType[*APIError](err); ok && e.Refused() {
 		if e.Class == ClassFilter {
 			v.dropFilters(compact(out.instID))

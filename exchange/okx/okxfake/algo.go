@@ -274,8 +274,10 @@ func algoJSON(a *AlgoOrder) map[string]any {
 
 // serveAlgoCancel is POST /api/v5/trade/cancel-algos: an array of {algoId,
 // instId}; a live order becomes canceled. One that is not live is refused
-// in its sCode; the page gives no code for that, and the fake answers
-// 51400 as the plain cancel does (an assumption).
+// in its sCode: a triggered one (effective) with 51416 "Order has been
+// triggered and can't be canceled" (Error_Code/Rest_API/Public.md); any
+// other with 51400, as the plain cancel does (the page gives no code for
+// it: an assumption).
 func (s *Server) serveAlgoCancel(_ *http.Request, body []byte) reply {
 	var items []struct {
 		AlgoID string `json:"algoId"`
@@ -292,9 +294,15 @@ func (s *Server) serveAlgoCancel(_ *http.Request, body []byte) reply {
 		res := map[string]string{"algoId": it.AlgoID, "algoClOrdId": "", "clOrdId": "", "tag": "", "sCode": "51400",
 			"sMsg": "Order cancellation failed as the order has been filled, canceled or does not exist."}
 		for _, a := range s.algos {
-			if a.AlgoID == it.AlgoID && a.InstID == it.InstID && a.State == "live" {
+			if a.AlgoID != it.AlgoID || a.InstID != it.InstID {
+				continue
+			}
+			switch a.State {
+			case "live":
 				a.State = "canceled"
 				res["sCode"], res["sMsg"] = "0", ""
+			case "effective":
+				res["sCode"], res["sMsg"] = "51416", "Order has been triggered and can't be canceled"
 			}
 		}
 		failed = failed || res["sCode"] != "0"

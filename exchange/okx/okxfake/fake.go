@@ -96,6 +96,10 @@ type Order struct {
 	State            string // live, partially_filled, filled, canceled
 	ReduceOnly       bool
 	CTime, VisibleAt time.Time
+	// CancelAt is when a cancel OKX accepted takes effect (DelayCancels;
+	// zero: none under way). Until then the order stays pending, and
+	// another cancel of it is refused with 51410.
+	CancelAt time.Time
 	// TpTriggerPx and SlTriggerPx are the take-profit and stop-loss
 	// attached to the order (attachAlgoOrds; zero: none), TpOrdPx and
 	// SlOrdPx their order prices (-1: market).
@@ -176,6 +180,13 @@ type Server struct {
 	// (reduceonlycap.go); 0 caps nothing.
 	maxReduceOnly  int
 	algoPlacements int
+	// orderRate is the place-order rate limit per instrument
+	// (ratelimit.go); orderTimes the placements counted against it.
+	orderRate  int
+	orderTimes map[string][]time.Time
+	placements int
+	// cancelDelay is how long an accepted cancel takes (DelayCancels).
+	cancelDelay time.Duration
 }
 
 // New starts a fake on a loopback port that closes at the end of the test

@@ -3,6 +3,7 @@ package okxfake
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -78,12 +79,35 @@ type cancelBody struct {
 	ClOrdID string `json:"clOrdId"`
 }
 
+// DelayCancels makes every cancel the fake accepts take effect d later on
+// its clock: OKX's sCode 0 "only means that your cancellation request has
+// been accepted by the system server" (Post_Cancel_Order.md), and a cancel
+// of an order whose cancel is under way is refused with 51410
+// "Cancellation failed as the order is already in canceling status or
+// pending settlement." (Error_Code/Rest_API/Public.md). 0 (the default)
+// cancels at once.
+func (s *Server) DelayCancels(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelDelay = d
+}
+
+// finishCancels ends the cancels under way that are due; callers hold mu.
+func (s *Server) finishCancels(now time.Time) {
+	for _, o := range s.orders {
+		if o.Pending() && !o.CancelAt.IsZero() && !now.Before(o.CancelAt) {
+			o.State = "canceled"
+		}
+	}
+}
+
 // serveCancel is POST /api/v5/trade/cancel-order: instId, and ordId or
 // clOrdId (51000 / 51407 without them). Only an incomplete order (live,
 // partially_filled) is cancelled; any other answers sCode 51400 "Order
 // cancellation failed as the order has been filled, canceled or does not
-// exist." (Error_Code/Rest_API/Public.md). A success is the cancel's
-// acceptance (sCode 0).
+// exist." (Error_Code/Rest_API/Public.md), and one whose cancel is under
+// way (DelayCancels) 51410. A success is the cancel's acceptance (sCode
+// 0).
 func (s *Server) serveCancel(_ *http.Request, body []byte) reply {
 	var b cancelBody
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -108,7 +132,14 @@ func (s *Server) serveCancel(_ *http.Request, body []byte) reply {
 			if !o.Pending() {
 				break
 			}
-			o.State = "canceled"
+			if !o.CancelAt.IsZero() {
+				return orderFail(b.ClOrdID, 51410, "Cancellation failed as the order is already in canceling status or pending settlement.")
+			}
+			if s.cancelDelay > 0 {
+				o.CancelAt = now.Add(s.cancelDelay)
+			} else {
+				o.State = "canceled"
+			}
 			return ok([]map[string]string{{"ordId": o.OrdID, "clOrdId": o.ClOrdID, "sCode": "0", "sMsg": ""}})
 		}
 	}

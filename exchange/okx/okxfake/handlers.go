@@ -440,6 +440,16 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request) {
 		expTime = time.UnixMilli(ms)
 	}
 	s.mu.Lock()
+	s.placements++
+	var inst struct {
+		InstID string `json:"instId"`
+	}
+	_ = json.Unmarshal(body, &inst)
+	if s.overOrderRate(inst.InstID, s.now()) {
+		s.mu.Unlock()
+		write(w, rateLimited())
+		return
+	}
 	var f Fault
 	faulted := len(s.faults) > 0
 	if faulted {
@@ -641,6 +651,7 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 // runEngine hands due late orders to the engine: refused past their
 // expTime, booked otherwise; callers hold mu.
 func (s *Server) runEngine() {
+	s.finishCancels(s.now())
 	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
 		if !l.expTime.IsZero() && due.After(l.expTime) {
 			return false

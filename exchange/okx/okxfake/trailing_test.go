@@ -43,7 +43,8 @@ func algoCall(t *testing.T, f *okxfake.Server, method, path, body string) (strin
 // (50015), the ratio inside the callback range (51257), algoClOrdId's form
 // and its uniqueness among live algo orders (51065), a reduce-only order
 // only against a position it reduces (51169); it finds one by algoClOrdId
-// (51603 when none) and cancels it by algoId, refusing a second cancel.
+// (51603 when none) and cancels it by algoId, refusing a second cancel
+// (51400) and the cancel of one that triggered (51416).
 func TestFakeTakesTrailingStopsByTheAlgoOrderRules(t *testing.T) {
 	t.Parallel()
 	f := okxfake.New(t, okxfake.Options{})
@@ -81,4 +82,9 @@ func TestFakeTakesTrailingStopsByTheAlgoOrderRules(t *testing.T) {
 	code, _ = algoCall(t, f, http.MethodPost, okxfake.PathCancelAlgo, cancel)
 	require.Equal(t, "51400", code, "a cancelled algo order cannot be cancelled again")
 	require.Equal(t, "0", trail("hxa1", `,"callbackRatio":"0.01"`), "the ID is free once no live algo order holds it")
+
+	require.NoError(t, f.TriggerAlgo("hxa1"))
+	code, _ = algoCall(t, f, http.MethodPost, okxfake.PathCancelAlgo, `[{"algoId":"`+f.AlgoOrders()[1].AlgoID+`","instId":"BTC-USDT-SWAP"}]`)
+	require.Equal(t, "51416", code, "a triggered algo order cannot be cancelled")
+	require.Equal(t, "effective", f.AlgoOrders()[1].State)
 }
