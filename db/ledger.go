@@ -51,20 +51,36 @@ const EventLedgerSet = "ledger_set"
 // update only waits for the entry's row lock at the moment of a commit.
 const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
 
-const readLedgerSQL = `
-SELECT coalesce(greatest(e.quantity, 0), 0),
-       coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
+// intentSellsSQL is what a spot sell's intent (i) may sell: its own
+// quantity and the further parts it planned (a split close).
+const intentSellsSQL = `(i.order_spec->>'Quantity')::numeric
                             + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
                                           FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
-                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0))
+                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0)`
+
+// intentOfEntrySQL selects the spot sells' intents (i) of the entry $1–$4.
+const intentOfEntrySQL = `i.exchange = $1 AND i.mode = $2 AND i.order_spec->>'Side' = 'sell'
+                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4`
+
+// legOfEntrySQL selects the spot sells' legs of the entry $1–$4.
+const legOfEntrySQL = `exchange = $1 AND mode = $2 AND order_spec->>'Side' = 'sell'
+                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4`
+
+// readLedgerSQL reads the entry, the sells it reserves (LedgerHolding.
+// Unrecorded) and its version. Intents open or reconciling and those
+// failed with their order unknown are summed apart, so each sum reads its
+// own partial index (dispatch_intents_open_idx, dispatch_intents_unknown_idx).
+const readLedgerSQL = `
+SELECT coalesce(greatest(e.quantity, 0), 0),
+       coalesce((SELECT sum(` + intentSellsSQL + `)
                   FROM dispatch_intents i
-                  WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')
-                    AND i.order_spec->>'Side' = 'sell'
-                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4), 0)
+                  WHERE (i.outcome IS NULL OR i.outcome = 'reconciling') AND ` + intentOfEntrySQL + `), 0)
+     + coalesce((SELECT sum(` + intentSellsSQL + `)
+                  FROM dispatch_intents i
+                  WHERE i.outcome = 'failed' AND ` + intentOfEntrySQL + `), 0)
      + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
-                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR (outcome = 'failed' AND role = 'close_part'))
-                    AND order_spec->>'Side' = 'sell'
-                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)
+                  WHERE (outcome IS NULL OR (outcome = 'failed' AND role = 'close_part'))
+                    AND ` + legOfEntrySQL + `), 0)
      + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
                   WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND status = 'open'
                     AND base_asset IS NOT NULL AND side = 'sell' AND coalesce(strategy, '') = $4), 0),
@@ -83,11 +99,13 @@ type LedgerHolding struct {
 	// that died, or of a lost answer being reconciled, with the further
 	// parts it planned; the parts of a split spot close not settled yet):
 	// they may have sold part of Quantity already, or are about to, so a
-	// close counts them as sold. A close part failed with its order
-	// unknown counts too until the sweeper settles it (db.ListUnknownLegs):
-	// it may be found executed, or be opened again and sent (AskUnknown),
-	// and a close that sold its coins meanwhile would leave it another
-	// holder's to sell. A failed exit (a missed stop-loss, take-profit or
+	// close counts them as sold. A sell that ended failed with its order
+	// unknown — an intent (a missed trade, a reconcile given up: the
+	// sweeper asks about it, ListUnknown) or a close part (ListUnknownLegs)
+	// — counts too until it is decided: found (its fill then moves the
+	// entry) or proven absent. It may be found executed, or a part be
+	// opened again and sent (AskUnknown), and a close that sold its coins
+	// meanwhile would leave it another holder's to sell. A failed exit (a missed stop-loss, take-profit or
 	// OCO list) does not: at Binance spot it stays unknown for ever, and
 	// reserving it would refuse every later close ("cancel then close"
 	// sells what the entry bought); a cancel marks it, and hoox cancels it
