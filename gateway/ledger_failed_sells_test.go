@@ -220,3 +220,62 @@ func TestReleasedBybitClosePartIsNotSentAgainWhenBybitAnswers(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome = 'failed' AND cancelled_by = 'admin:ledger'`))
 	require.Equal(t, "100", ledgerOf(t, b, "bybit-spot", "ETHUSDT", "other"))
 }
+
+// A Binance spot close of 230 ETH (at most 100 a market order: 100 now,
+// parts of 100 and 30 after) is missed: its first order waits in the
+// matching engine and the sweeper ends it failed. The operator, finding
+// nothing at Binance, sets the entry to the 230 ETH the strategy holds,
+// which releases the missed close, and the strategy's next close sells
+// them. When Binance books the missed order after all, the sweeper records
+// it; the parts it had planned are not sent then: the close they belong
+// to was given up, and its 130 ETH more would come out of the trader's own
+// coins. (Before, a primary found late planned and sent its parts.)
+func TestReleasedMissedSplitCloseSendsNoPartsWhenItTurnsUp(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	bigETH(b.binance)
+	b.binance.SetSpotCommission(decimal.Zero)
+	b.binance.SetBalance("ETH", d("730")) // 230 the strategy's, 500 the trader's own
+	key := db.LedgerKey{Exchange: "binance", Mode: "live", Symbol: "ETHUSDT", Strategy: ""}
+	_, err := db.SetLedger(ctx, b.pool, key, d("230"), "the strategy's", "admin")
+	require.NoError(t, err)
+
+	b.binance.Inject(binancefake.Fault{Kind: binancefake.FaultLateInEngine, Delay: time.Hour})
+	_, err = b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"released-split"}`))
+	require.Error(t, err, "no reconciler runs here: the intent stays open")
+	_, err = b.pool.Exec(ctx, `UPDATE dispatch_intents SET sent_at = now() - interval '10 minutes' WHERE trace_id = 'k:released-split'`)
+	require.NoError(t, err)
+	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, nil)
+	_, err = sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM dispatch_intents WHERE trace_id = 'k:released-split' AND outcome = 'failed'`))
+
+	e, err := db.SetLedger(ctx, b.pool, key, d("230"), "the missed close is not at Binance", "admin")
+	require.NoError(t, err)
+	require.Len(t, e.Released, 1)
+	require.Equal(t, "230", e.Released[0].Quantity, "the missed close reserved its parts too")
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1","trace_id":"released-split-again"}`))
+	require.NoError(t, err)
+	require.Len(t, out.Legs, 2)
+	require.True(t, b.binance.Balance("ETH").Equal(d("500")), "the strategy's 230 ETH sold")
+
+	// Binance books the missed order; the sweeper finds and records it.
+	b.binance.Advance(time.Hour)
+	require.Equal(t, 0, b.binance.PendingInEngine())
+	require.True(t, b.binance.Balance("ETH").Equal(d("400")), "the missed order sold 100 ETH after all")
+	for range 3 {
+		_, err = b.pool.Exec(ctx, `UPDATE dispatch_intents SET settled_at = now() - interval '1 hour' WHERE trace_id = 'k:released-split'`)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `UPDATE order_legs SET created_at = now() - interval '1 hour'`)
+		require.NoError(t, err)
+		_, err = sweeper.Sweep(ctx)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM dispatch_intents WHERE trace_id = 'k:released-split' AND outcome = 'dispatched'`))
+	left := b.binance.Balance("ETH")
+	require.Truef(t, left.Equal(d("400")), "the released close's parts were sent when it turned up: %s more ETH of the trader's sold", d("400").Sub(left))
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:released-split' AND outcome = 'not_placed'`))
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:released-split' AND event = 'leg_failed'`))
+}
