@@ -26,11 +26,28 @@ type ledgerEntry struct {
 	Quantity  string    `json:"quantity"`
 	UpdatedAt time.Time `json:"updated_at"`
 	UpdatedBy string    `json:"updated_by"`
+	// ReleasedSells, in PUT's answer only, are the entry's sells that had
+	// ended failed with their order unknown and no longer count as sold
+	// (db.SetLedger).
+	ReleasedSells []releasedSell `json:"released_sells,omitempty"`
+}
+
+// releasedSell is one sell whose reservation a PUT /admin/ledger ended.
+type releasedSell struct {
+	TraceID       string `json:"trace_id"`
+	ClientOrderID string `json:"client_order_id"`
+	Role          string `json:"role"`
+	Quantity      string `json:"quantity"`
 }
 
 func newLedgerEntry(e db.LedgerEntry) ledgerEntry {
-	return ledgerEntry{Exchange: e.Exchange, Mode: e.Mode, Symbol: e.Symbol, Strategy: e.Strategy,
+	out := ledgerEntry{Exchange: e.Exchange, Mode: e.Mode, Symbol: e.Symbol, Strategy: e.Strategy,
 		Quantity: e.Quantity.String(), UpdatedAt: e.UpdatedAt.UTC(), UpdatedBy: e.UpdatedBy}
+	for _, r := range e.Released {
+		out.ReleasedSells = append(out.ReleasedSells, releasedSell{TraceID: r.TraceID, ClientOrderID: r.ClientOrderID,
+			Role: r.Role, Quantity: r.Quantity})
+	}
+	return out
 }
 
 // ledgerPage is GET /admin/ledger.

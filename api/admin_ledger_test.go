@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -116,4 +117,27 @@ func TestLedgerStrategyFollowsTheSignalRule(t *testing.T) {
 			`{"exchange":"paper","mode":"live","symbol":"BTCUSDT","strategy":"`+strategy+`","quantity":"1"}`)
 		assert.Equal(t, http.StatusBadRequest, r.Status, "a strategy no signal may carry: %s", r.Body)
 	}
+}
+
+// PUT /admin/ledger answers which reservations it ended: the entry's
+// spot sells that had ended failed with their order unknown, which no
+// longer count as sold in the strategy's closes.
+func TestLedgerSetAnswersTheSellsItReleased(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode,
+		key_source, exchange, symbol, action, order_spec, signal, received_at, execution, outcome)
+		VALUES ('hxmissed', 'k:missed', 'k:missed', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'close',
+		        '{"Side":"sell","Quantity":"0.5","Ledger":{"strategy":"trend","symbol":"BTCUSDT","base_asset":"BTC"}}', '{}', now(), 1, 'failed')`)
+	require.NoError(t, err)
+
+	res := b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "trend", "quantity": "0.5", "reason": "the missed close is not at binance"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.Equal(t, []any{map[string]any{"trace_id": "k:missed", "client_order_id": "hxmissed", "role": "primary", "quantity": "0.5"}},
+		res.json(t)["released_sells"])
+	res = b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "trend", "quantity": "0.5"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	require.NotContains(t, res.json(t), "released_sells", "nothing left to release")
 }

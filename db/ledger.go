@@ -33,6 +33,21 @@ type LedgerEntry struct {
 	// UpdatedBy is "fill" when an order's fill last moved the entry, else
 	// the operator who set it.
 	UpdatedBy string `db:"updated_by"`
+	// Released lists, for SetLedger's answer only, the reservations the
+	// set ended: the entry's sells that had ended failed with their
+	// order unknown.
+	Released []ReleasedSell `db:"-"`
+}
+
+// ReleasedSell is a sell of an entry whose reservation an operator's
+// SetLedger ended: an intent (Role "primary") or a close part that ended
+// failed with its order unknown.
+type ReleasedSell struct {
+	TraceID       string `json:"trace_id"`
+	ClientOrderID string `json:"client_order_id"`
+	Role          string `json:"role"`
+	// Quantity is what it reserved: an intent's with the parts it planned.
+	Quantity string `json:"quantity"`
 }
 
 // LedgerTraceID is the audit trail's trace ID for operators' changes to
@@ -43,6 +58,11 @@ const LedgerTraceID = "admin:ledger"
 // entry.
 const EventLedgerSet = "ledger_set"
 
+// EventLedgerReleased is the audit event, on a sell's own trace, of an
+// operator's change to its ledger entry that ended the sell's reservation
+// (SetLedger).
+const EventLedgerReleased = "ledger_released"
+
 // LockLedgerSQL serialises spot closes of one ledger entry for the rest
 // of the claim's transaction: a second close of the same strategy's
 // holding reads the ledger only after the first close's fill is recorded
@@ -51,20 +71,36 @@ const EventLedgerSet = "ledger_set"
 // update only waits for the entry's row lock at the moment of a commit.
 const LockLedgerSQL = `SELECT pg_advisory_xact_lock(hashtextextended('spot_ledger:' || $1 || ':' || $2 || ':' || $3 || ':' || $4, 0))`
 
-const readLedgerSQL = `
-SELECT coalesce(greatest(e.quantity, 0), 0),
-       coalesce((SELECT sum((i.order_spec->>'Quantity')::numeric
+// intentSellsSQL is what a spot sell's intent (i) may sell: its own
+// quantity and the further parts it planned (a split close).
+const intentSellsSQL = `(i.order_spec->>'Quantity')::numeric
                             + coalesce((SELECT sum((l.leg->'Order'->>'Quantity')::numeric)
                                           FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array'
-                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0))
+                                                                         THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) AS l(leg)), 0)`
+
+// intentOfEntrySQL selects the spot sells' intents (i) of the entry $1–$4.
+const intentOfEntrySQL = `i.exchange = $1 AND i.mode = $2 AND i.order_spec->>'Side' = 'sell'
+                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4`
+
+// legOfEntrySQL selects the spot sells' legs of the entry $1–$4.
+const legOfEntrySQL = `exchange = $1 AND mode = $2 AND order_spec->>'Side' = 'sell'
+                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4`
+
+// readLedgerSQL reads the entry, the sells it reserves (LedgerHolding.
+// Unrecorded) and its version. Intents open or reconciling and those
+// failed with their order unknown are summed apart, so each sum reads its
+// own partial index (dispatch_intents_open_idx, dispatch_intents_unknown_idx).
+const readLedgerSQL = `
+SELECT coalesce(greatest(e.quantity, 0), 0),
+       coalesce((SELECT sum(` + intentSellsSQL + `)
                   FROM dispatch_intents i
-                  WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')
-                    AND i.order_spec->>'Side' = 'sell'
-                    AND i.order_spec->'Ledger'->>'symbol' = $3 AND i.order_spec->'Ledger'->>'strategy' = $4), 0)
+                  WHERE (i.outcome IS NULL OR i.outcome = 'reconciling') AND ` + intentOfEntrySQL + `), 0)
+     + coalesce((SELECT sum(` + intentSellsSQL + `)
+                  FROM dispatch_intents i
+                  WHERE i.outcome = 'failed' AND i.ledger_released_by IS NULL AND ` + intentOfEntrySQL + `), 0)
      + coalesce((SELECT sum((order_spec->>'Quantity')::numeric) FROM order_legs
-                  WHERE exchange = $1 AND mode = $2 AND (outcome IS NULL OR (outcome = 'failed' AND role = 'close_part'))
-                    AND order_spec->>'Side' = 'sell'
-                    AND order_spec->'Ledger'->>'symbol' = $3 AND order_spec->'Ledger'->>'strategy' = $4), 0)
+                  WHERE (outcome IS NULL OR (outcome = 'failed' AND role = 'close_part' AND cancelled_by IS NULL))
+                    AND ` + legOfEntrySQL + `), 0)
      + coalesce((SELECT sum(quantity - coalesce(filled_quantity, 0)) FROM orders
                   WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND status = 'open'
                     AND base_asset IS NOT NULL AND side = 'sell' AND coalesce(strategy, '') = $4), 0),
@@ -83,11 +119,15 @@ type LedgerHolding struct {
 	// that died, or of a lost answer being reconciled, with the further
 	// parts it planned; the parts of a split spot close not settled yet):
 	// they may have sold part of Quantity already, or are about to, so a
-	// close counts them as sold. A close part failed with its order
-	// unknown counts too until the sweeper settles it (db.ListUnknownLegs):
-	// it may be found executed, or be opened again and sent (AskUnknown),
-	// and a close that sold its coins meanwhile would leave it another
-	// holder's to sell. A failed exit (a missed stop-loss, take-profit or
+	// close counts them as sold. A sell that ended failed with its order
+	// unknown — an intent (a missed trade, a reconcile given up: the
+	// sweeper asks about it, ListUnknown) or a close part (ListUnknownLegs)
+	// — counts too until it is decided: found (its fill then moves the
+	// entry), proven absent, or released by an operator's SetLedger of the
+	// entry, which says what the strategy holds having checked the venue.
+	// It may be found executed, or a part be opened again and sent
+	// (AskUnknown), and a close that sold its coins meanwhile would leave
+	// it another holder's to sell. A failed exit (a missed stop-loss, take-profit or
 	// OCO list) does not: at Binance spot it stays unknown for ever, and
 	// reserving it would refuse every later close ("cancel then close"
 	// sells what the entry bought); a cancel marks it, and hoox cancels it
@@ -180,11 +220,48 @@ INSERT INTO spot_ledger_versions AS v (exchange, mode, symbol, strategy, closes)
 VALUES ($1, $2, $3, $4, 1)
 ON CONFLICT (exchange, mode, symbol, strategy) DO UPDATE SET closes = v.closes + 1`
 
+// releaseLedgerSellsSQL ends the reservations of the entry's ($1–$4)
+// sells that ended failed with their order unknown: intents (marked
+// ledger_released_by $5) and close parts (marked cancelled_by $6, so the
+// leg runner never sends one again — AskUnknown opens none — and cancels
+// it at the venue if it turns up resting; a fill found is recorded, and
+// moves the entry from the value set). Each gets an event on its own
+// trace ($7: the reason); the released sells come back.
+const releaseLedgerSellsSQL = `
+WITH ri AS (
+    UPDATE dispatch_intents i SET ledger_released_by = $5
+    WHERE i.outcome = 'failed' AND i.ledger_released_by IS NULL AND ` + intentOfEntrySQL + `
+    RETURNING i.trace_id, i.client_order_id, 'primary'::text AS role, ` + intentSellsSQL + ` AS quantity
+), rl AS (
+    UPDATE order_legs SET cancelled_by = $6
+    WHERE outcome = 'failed' AND role = 'close_part' AND cancelled_by IS NULL AND ` + legOfEntrySQL + `
+    RETURNING trace_id, client_order_id, role, (order_spec->>'Quantity')::numeric AS quantity
+), r AS (
+    SELECT * FROM ri UNION ALL SELECT * FROM rl
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, '` + EventLedgerReleased + `',
+           jsonb_build_object('client_order_id', client_order_id, 'role', role, 'quantity', trim_scale(quantity)::text,
+                              'by', $5::text, 'reason', 'an operator set what the strategy holds (' || $7::text
+                                                         || '): this sell, its order unknown, no longer counts as sold')
+    FROM r
+)
+SELECT trace_id, client_order_id, role, trim_scale(quantity)::text FROM r ORDER BY trace_id, client_order_id`
+
 // SetLedger sets one entry to qty (zero resets it) on an operator's word
 // — after a manual trade, a withdrawal, or to adopt holdings bought before
 // hoox — and audits the change (old and new quantity, who, why) in the
 // same transaction. Fills recorded later move the entry from the new
 // value.
+//
+// The value is what the strategy holds now, as the operator checked it at
+// the venue, so the sells of the entry that ended failed with their order
+// unknown (a missed trade, a part given up) stop counting as sold: they are
+// released (releaseLedgerSellsSQL; Released, the audit's released_sells).
+// Nothing else ends such a reservation at a venue that never proves an
+// order absent (Binance spot), and without it every later close of the
+// strategy would stay short by it. Sells still in flight (open,
+// reconciling) keep theirs: they are decided shortly.
 func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
 	e := LedgerEntry{LedgerKey: k, Quantity: qty, UpdatedBy: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -208,8 +285,21 @@ func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal
 		if _, err := tx.Exec(ctx, bumpLedgerVersionSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy); err != nil {
 			return err
 		}
+		rows, _ := tx.Query(ctx, releaseLedgerSellsSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, by, LedgerTraceID, reason)
+		released, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReleasedSell, error) {
+			var r ReleasedSell
+			err := row.Scan(&r.TraceID, &r.ClientOrderID, &r.Role, &r.Quantity)
+			return r, err
+		})
+		if err != nil {
+			return err
+		}
+		e.Released = released
 		detail := map[string]any{"exchange": k.Exchange, "mode": k.Mode, "symbol": k.Symbol, "strategy": k.Strategy,
 			"quantity": qty.String(), "by": by, "reason": reason}
+		if len(released) > 0 {
+			detail["released_sells"] = released
+		}
 		if was.Valid {
 			detail["was"] = was.Decimal.String()
 		} else {

@@ -7,7 +7,8 @@
 -- each purged trace (a row in trace_purges) as its `purged` event.
 -- Events: received, duplicate, key_reused, dispatch_started,
 -- dispatched, rejected, reconciling, reconciled, failed, released, purged,
--- kill_switch_engaged, kill_switch_released, ledger_set; for an order
+-- kill_switch_engaged, kill_switch_released, ledger_set, ledger_released
+-- (on a sell's trace, when a ledger_set released it); for an order
 -- followed to its end, order_partially_filled, order_filled,
 -- order_cancelled, order_expired, order_rejected; for a cancel signal,
 -- cancelled. Admin actions use trace IDs starting with 'admin:', which no
@@ -209,7 +210,7 @@ ORDER BY o.created_at, o.id;
 -- name: Operator changes to the spot ledger
 SELECT at, detail->>'exchange' AS exchange, detail->>'mode' AS mode, detail->>'symbol' AS symbol,
        detail->>'strategy' AS strategy, detail->>'was' AS was, detail->>'quantity' AS set_to,
-       detail->>'by' AS by, detail->>'reason' AS reason
+       detail->>'by' AS by, detail->>'reason' AS reason, detail->'released_sells' AS released_sells
 FROM trace_history
 WHERE trace_id = 'admin:ledger' AND event = 'ledger_set'
 ORDER BY at DESC, id DESC;

@@ -306,3 +306,41 @@ func TestASchemaAheadOfTheBinaryIsCurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, current, "a schema one migration ahead of the binary reads as behind it")
 }
+
+// The failed spot sells settled before 00043 keep the rule they were
+// settled under (not counted as sold in their strategy's spot ledger, which
+// operators corrected by hand): marked released by the migration, so a
+// strategy's closes are not short by them from the upgrade on. Other
+// failed intents are left unmarked.
+func TestFailedSpotSellsBeforeTheUpgradeStayReleased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := p.DownTo(ctx, 42)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
+                              order_spec, signal, received_at, execution, outcome, settled_at) VALUES
+  ('spot-sell', 'k:a', 'k:a', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'close',
+   '{"Side":"sell","Quantity":"1","Ledger":{"strategy":"s","symbol":"BTCUSDT","base_asset":"BTC"}}', '{}', now(), 0, 'failed', now()),
+  ('spot-buy', 'k:b', 'k:b', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'buy',
+   '{"Side":"buy","Quantity":"1","Ledger":{"strategy":"s","symbol":"BTCUSDT","base_asset":"BTC"}}', '{}', now(), 0, 'failed', now()),
+  ('futures-sell', 'k:c', 'k:c', 'f', 'live', 'client', 'binance-futures', 'BTCUSDT', 'sell',
+   '{"Side":"sell","Quantity":"1","Ledger":null}', '{}', now(), 0, 'failed', now()),
+  ('open-sell', 'k:d', 'k:d', 'f', 'live', 'client', 'binance', 'BTCUSDT', 'close',
+   '{"Side":"sell","Quantity":"1","Ledger":{"strategy":"s","symbol":"BTCUSDT","base_asset":"BTC"}}', '{}', now(), 0, NULL, NULL)`)
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.Up(ctx, db))
+	rows, err := db.QueryContext(ctx, `SELECT client_order_id FROM dispatch_intents WHERE ledger_released_by IS NOT NULL`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		got = append(got, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"spot-sell"}, got)
+}
