@@ -143,6 +143,15 @@ type Signal struct {
 	// askedQuantity, when askedAction is set, is the quantity as sent
 	// (a flat limit close resolves it to 100 % of the position).
 	askedQuantity decimal.Decimal
+	// sentiment is the strategy's position once the order filled, long or
+	// short; "" when not sent, for flat (the canonical action is close
+	// already) and for a cancel, which does not read it. Canonical keeps
+	// it: askedAction keeps a sell leaving the
+	// strategy long and one leaving it short the same "sell", and without
+	// their positions two such orders fired with one order ID and size in
+	// one second (or one dedup window) would be one signal, the second
+	// answered as a duplicate and never placed.
+	sentiment string
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -206,6 +215,10 @@ func (r *Raw) Signal() (Signal, error) {
 		// not refused for it).
 		if err := r.orderFields(&s, sentiment); err != nil {
 			return Signal{}, err
+		}
+		if sentiment != "flat" {
+			// flat is in the canonical action already (close).
+			s.sentiment = sentiment
 		}
 	}
 	s.Side, s.ReduceOnly = sideOf(s.Action)
@@ -759,7 +772,10 @@ type canonicalSignal struct {
 	Exchange string `json:"exchange"`
 	Symbol   string `json:"symbol"`
 	Action   string `json:"action"`
-	Quantity string `json:"quantity"`
+	// Sentiment is left out when not sent, so the fingerprint of every
+	// signal without it stays what it was.
+	Sentiment string `json:"sentiment,omitempty"`
+	Quantity  string `json:"quantity"`
 	// QuantityType is left out for base, so the fingerprint of every
 	// signal that existed before it stays what it was.
 	QuantityType string  `json:"quantity_type,omitempty"`
@@ -802,6 +818,7 @@ func (s Signal) Canonical() []byte {
 		Exchange:     s.Exchange,
 		Symbol:       s.Symbol,
 		Action:       action,
+		Sentiment:    s.sentiment,
 		Quantity:     qty,
 		OrderType:    s.OrderType,
 		QuantityType: qtype,
