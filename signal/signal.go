@@ -237,6 +237,12 @@ func (r *Raw) Signal() (Signal, error) {
 	if s.Comment, _, err = fieldValue(r, FieldComment, parseText, equalComparable[string]); err != nil {
 		return Signal{}, err
 	}
+	if s.Action == ActionCancel {
+		// Nor its exits: a cancel sent from an entry's template is not
+		// refused for a take_profit it never reads (nor for one the venue
+		// could not take), which would leave the entry resting.
+		return s, nil
+	}
 	if err := attachments(r, &s); err != nil {
 		return Signal{}, err
 	}
