@@ -189,15 +189,16 @@ func (r *Raw) Signal() (Signal, error) {
 	if s.Symbol, err = required(r, FieldSymbol, parseSymbol); err != nil {
 		return Signal{}, err
 	}
-	sentiment, _, err := fieldValue(r, FieldSentiment, parseSentiment, equalComparable[string])
-	if err != nil {
-		return Signal{}, err
-	}
+	sentiment, _, sentimentErr := fieldValue(r, FieldSentiment, parseSentiment, equalComparable[string])
 	action, found, err := fieldValue(r, FieldAction, parseAction, equalComparable[string])
+	cancel := err == nil && found && action == ActionCancel
 	switch {
+	case sentimentErr != nil && !cancel:
+		// A cancel does not read the position: not refused for it.
+		return Signal{}, sentimentErr
 	case err != nil:
 		return Signal{}, err
-	case sentiment == "flat" && !(found && action == ActionCancel):
+	case sentiment == "flat" && !cancel:
 		// TradersPost's sentiment "flat" and TradingView's
 		// {{strategy.market_position}} "flat" say the strategy ends flat,
 		// whatever the order's action (a sell that closes a long): close
