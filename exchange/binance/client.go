@@ -155,7 +155,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) (err error) {
 		v.resyncAfterTimestampError(ctx, apiErr)
 	case ClassCredentials:
 		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key and the account may trade this market (msg says which), and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
-			"market", string(v.cfg.Market), "base_url", v.cfg.BaseURL, "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
+			"market", string(v.cfg.Market), "base_url", exchange.RedactURL(v.cfg.BaseURL), "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
 	case ClassRateLimited:
 		v.pause(ctx, time.Second, apiErr.Msg)
 	}
@@ -165,7 +165,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) (err error) {
 // secrets are what no error text may carry: the credentials and the
 // request's signature.
 func (v *Venue) secrets(sig string) []string {
-	return []string{v.cfg.APIKey, v.cfg.APISecret, sig}
+	return []string{v.cfg.APIKey, v.cfg.APISecret, sig, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // lost classifies a request whose answer never arrived: a placement that

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -53,7 +54,8 @@ func TestBinanceErrorTextNeverCarriesACredential(t *testing.T) {
 					_, _ = fmt.Fprintf(w, `{"code":%d,"msg":%q}`, c.code, echo)
 				}))
 				t.Cleanup(front.Close)
-				cfg.BaseURL = front.URL
+				// Reached through a proxy that takes basic auth in the URL.
+				cfg.BaseURL = strings.Replace(front.URL, "://", "://proxyuser:pr0xy-pass@", 1)
 			})
 
 			rep, err := b.venue.Place(context.Background(), marketOrder("buy", "0.01"))
@@ -62,9 +64,9 @@ func TestBinanceErrorTextNeverCarriesACredential(t *testing.T) {
 				text += " " + err.Error()
 			}
 			require.Contains(t, text, "Signature for this request", "the venue's message is still there, redacted")
-			secrets := []string{b.cfg.APIKey, b.cfg.APISecret}
+			secrets := []string{b.cfg.APIKey, b.cfg.APISecret, "pr0xy-pass"}
 			signs.Range(func(k, _ any) bool { secrets = append(secrets, k.(string)); return true })
-			require.Len(t, secrets, 3, "the order was sent once")
+			require.Len(t, secrets, 4, "the order was sent once")
 			for _, s := range secrets {
 				require.NotEmpty(t, s)
 				require.NotContains(t, text, s, "the answer carries a credential")
@@ -72,4 +74,14 @@ func TestBinanceErrorTextNeverCarriesACredential(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A base URL's password (a proxy's basic auth) is not in the adapter's
+// logged configuration.
+func TestBinanceLoggedConfigHidesTheBaseURLsPassword(t *testing.T) {
+	t.Parallel()
+	cfg := binance.Config{Market: binance.MarketSpot, APIKey: "k", APISecret: "s", BaseURL: "https://proxyuser:pr0xy-pass@proxy.example/binance"}
+	logged := cfg.LogValue().String()
+	require.NotContains(t, logged, "pr0xy-pass")
+	require.Contains(t, logged, "proxy.example/binance")
 }

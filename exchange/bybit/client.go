@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -194,7 +195,7 @@ func (v *Venue) do(ctx context.Context, r request, out any) (err error) {
 // secrets are what no error text may carry: the credentials and the
 // request's signature.
 func (v *Venue) secrets(sign string) []string {
-	return []string{v.cfg.APIKey, v.cfg.APISecret, sign}
+	return []string{v.cfg.APIKey, v.cfg.APISecret, sign, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // credentialsError logs what the operator has to fix; the order was not

@@ -67,3 +67,13 @@ func TestBybitErrorTextNeverCarriesACredential(t *testing.T) {
 		})
 	}
 }
+
+// A base URL's password (a proxy's basic auth) is not in the adapter's
+// logged configuration.
+func TestBybitLoggedConfigHidesTheBaseURLsPassword(t *testing.T) {
+	t.Parallel()
+	cfg := bybit.Config{Market: bybit.MarketLinear, APIKey: "k", APISecret: "s", BaseURL: "https://proxyuser:pr0xy-pass@proxy.example/bybit"}
+	logged := cfg.LogValue().String()
+	require.NotContains(t, logged, "pr0xy-pass")
+	require.Contains(t, logged, "proxy.example/bybit")
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -189,7 +190,7 @@ func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env
 // secrets are what no error text may carry: the credentials and the
 // request's signature.
 func (v *Venue) secrets(sign string) []string {
-	return []string{v.cfg.APIKey, v.cfg.APISecret, v.cfg.Passphrase, sign}
+	return []string{v.cfg.APIKey, v.cfg.APISecret, v.cfg.Passphrase, sign, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // syncTime measures the offset to OKX's clock (GET /api/v5/public/time)

@@ -88,3 +88,13 @@ func TestOKXErrorTextNeverCarriesACredential(t *testing.T) {
 		})
 	}
 }
+
+// A base URL's password (a proxy's basic auth) is not in the adapter's
+// logged configuration.
+func TestOKXLoggedConfigHidesTheBaseURLsPassword(t *testing.T) {
+	t.Parallel()
+	cfg := okx.Config{Market: okx.MarketSpot, APIKey: "k", APISecret: "s", Passphrase: "p", BaseURL: "https://proxyuser:pr0xy-pass@proxy.example/okx"}
+	logged := cfg.LogValue().String()
+	require.NotContains(t, logged, "pr0xy-pass")
+	require.Contains(t, logged, "proxy.example/okx")
+}
