@@ -329,7 +329,7 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 // firstValue returns the first non-null value of a field, for locating an
 // error that involves the field as a whole.
 func (r *Raw) firstValue(field string) value {
-	for _, key := range aliasesOf(field) {
+	for _, key := range r.keysOf(field) {
 		if v, ok := r.fields[key]; ok && v.kind != kindNull {
 			return v
 		}
