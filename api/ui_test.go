@@ -950,3 +950,24 @@ func TestUIAndAdminShowAFollowedOrdersFillsAndFees(t *testing.T) {
 	require.Contains(t, body, `"cancelled_by":"k:cancel-1"`)
 	require.Contains(t, get("/admin/traces/k:followed"), `"filled_quantity":"0.75"`)
 }
+
+// A venue reached through a proxy that takes basic auth in its URL
+// (HOOX_<VENUE>_BASE_URL=https://user:password@proxy) shows where it sends
+// its requests, never the password: the venues page showed the URL as set.
+func TestUIVenuesPageHidesABaseURLsPassword(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	deps := b.deps
+	deps.Venues = exchange.NewRegistryOf(
+		exchange.Entry{Name: "binance", BaseURL: "https://trader:pr0xy-Passw0rd@proxy.example:8443/binance"},
+		exchange.Entry{Name: "bybit", BaseURL: "https://t0ken-only-user@proxy.example"},
+	)
+	deps.Registry = prometheus.NewRegistry()
+	br := newBrowser(t, api.New(b.cfg, deps).Handler())
+	br.login(adminToken)
+
+	page := string(br.get("/ui/venues").Body)
+	require.NotContains(t, page, "pr0xy-Passw0rd")
+	require.NotContains(t, page, "t0ken-only-user", "a user without a password may be the token")
+	require.Contains(t, page, "proxy.example:8443/binance", "where the requests go is still shown")
+}

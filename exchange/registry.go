@@ -180,7 +180,7 @@ func (r *Registry) Describe() []VenueStatus {
 	for _, name := range r.Names() {
 		e := r.entries[name]
 		venue, _ := r.VenueOf(name)
-		s := VenueStatus{Name: name, Venue: venue, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: e.BaseURL}
+		s := VenueStatus{Name: name, Venue: venue, Testnet: e.Testnet, HasTestnet: e.Test != nil, BaseURL: RedactURL(e.BaseURL)}
 		if ve, ok := r.errs[name]; ok {
 			s.LastError = &ve
 		}

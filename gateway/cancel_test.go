@@ -290,3 +290,21 @@ func TestCancelWithAFlatPositionCancelsAndSellsNothing(t *testing.T) {
 	require.Equal(t, 0, count(t, b.pool, "SELECT count(*) FROM orders WHERE side = 'sell'"), "nothing is sold: the long stays open")
 	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:entry' AND status = 'cancelled'"), "the resting entry is cancelled")
 }
+
+// A cancel sent from a strategy's entry template carries the entry's exits;
+// a cancel reads none, so it is not refused for exits the venue would not
+// take (paper takes no trailing stop): it cancels the resting entry
+// (it was a 422 unsupported, and the entry kept resting).
+func TestCancelCarryingExitsTheVenueRefusesStillCancels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	entry, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"buy","quantity":"1","price":"80","trace_id":"entry"}`))
+	require.NoError(t, err)
+	require.Equal(t, "open", entry.Order.Status)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"paper","symbol":"BTCUSDT","action":"cancel","trailing_stop":"1%","stop_loss":"2%","trace_id":"cancel"}`))
+	require.NoError(t, err, "a cancel is not refused for exits it never reads")
+	require.Len(t, out.Cancelled, 1)
+	require.Equal(t, 1, count(t, b.pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:entry' AND status = 'cancelled'"), "the resting entry is cancelled")
+}

@@ -1,6 +1,10 @@
 package signal
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // Canonical field names. The stored copy and the error messages use these,
 // whatever alias the sender used.
@@ -87,9 +91,42 @@ var knownKeys = func() map[string]bool {
 	return out
 }()
 
-// isKnownField reports whether key is a canonical name or an alias; only
-// those are kept by Decode.
-func isKnownField(key string) bool { return knownKeys[key] }
+// foldedKeys maps every key of fieldAliases, lower-cased, to its field.
+var foldedKeys = func() map[string]string {
+	out := map[string]string{}
+	for field, keys := range fieldAliases {
+		for _, k := range keys {
+			out[strings.ToLower(k)] = field
+		}
+	}
+	return out
+}()
+
+// isKnownField reports whether key is a canonical name or an alias, in any
+// letter case; only those are kept by Decode. A template's "Price" or
+// "Test" is the trader's price or test flag: ignored as unknown, the
+// order would have been sent at market or live, and an ignored "Comment"
+// would have merged two orders that only it told apart.
+func isKnownField(key string) bool {
+	return knownKeys[key] || foldedKeys[strings.ToLower(key)] != ""
+}
+
+// keysOf lists the keys of r that carry field: its aliases as spelt in
+// fieldAliases, then, sorted, any other letter case of them that r holds.
+func (r *Raw) keysOf(field string) []string {
+	keys := aliasesOf(field)
+	var other []string
+	for k := range r.fields {
+		if !knownKeys[k] && foldedKeys[strings.ToLower(k)] == field {
+			other = append(other, k)
+		}
+	}
+	if other == nil {
+		return keys
+	}
+	slices.Sort(other)
+	return append(slices.Clip(keys), other...)
+}
 
 // fieldValue returns the value of a field given under any of its aliases.
 // Aliases given with the same meaning (after normalisation by parse) are
@@ -102,7 +139,7 @@ func fieldValue[T any](r *Raw, field string, parse func(value) (T, string), equa
 		found   bool
 		foundAs string
 	)
-	for _, key := range aliasesOf(field) {
+	for _, key := range r.keysOf(field) {
 		v, ok := r.fields[key]
 		if !ok || v.kind == kindNull {
 			continue

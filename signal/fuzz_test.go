@@ -32,6 +32,7 @@ func FuzzDecode(f *testing.F) {
 		``,
 		"{\"comment\":\"\xff\"}",
 		`{"secret":"s","apiKey":"t"}`,
+		`{"Exchange":"paper","SYMBOL":"X","Action":"buy","Qty":1,"Price":"2","price":"2","Test":"true","COMMENT":"L1","MARKET_POSITION":"short"}`,
 		`{"exchange":"bybit","symbol":"X","action":"buy","quantity":1,"price":"100","take_profit":{"percent":"2.5"},"stopLoss":"1%","trailing_stop":{"distance":5}}`,
 		`{"exchange":"bybit","symbol":"X","action":"short","quantity":1,"takeProfit":{"limitPrice":90,"percent":null},"stop_loss":{"type":"stop","stopPrice":"1e2"}}`,
 		`{"exchange":"bybit","symbol":"X","action":"buy","quantity":1,"take_profit":{"percent":{"x":[1]}},"stop_loss":[{"price":1}]}`,

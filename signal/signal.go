@@ -143,6 +143,15 @@ type Signal struct {
 	// askedQuantity, when askedAction is set, is the quantity as sent
 	// (a flat limit close resolves it to 100 % of the position).
 	askedQuantity decimal.Decimal
+	// sentiment is the strategy's position once the order filled, long or
+	// short; "" when not sent, for flat (the canonical action is close
+	// already) and for a cancel, which does not read it. Canonical keeps
+	// it: askedAction keeps a sell leaving the
+	// strategy long and one leaving it short the same "sell", and without
+	// their positions two such orders fired with one order ID and size in
+	// one second (or one dedup window) would be one signal, the second
+	// answered as a duplicate and never placed.
+	sentiment string
 }
 
 // Secret returns the webhook secret given as "secret", "apiKey" or
@@ -180,15 +189,16 @@ func (r *Raw) Signal() (Signal, error) {
 	if s.Symbol, err = required(r, FieldSymbol, parseSymbol); err != nil {
 		return Signal{}, err
 	}
-	sentiment, _, err := fieldValue(r, FieldSentiment, parseSentiment, equalComparable[string])
-	if err != nil {
-		return Signal{}, err
-	}
+	sentiment, _, sentimentErr := fieldValue(r, FieldSentiment, parseSentiment, equalComparable[string])
 	action, found, err := fieldValue(r, FieldAction, parseAction, equalComparable[string])
+	cancel := err == nil && found && action == ActionCancel
 	switch {
+	case sentimentErr != nil && !cancel:
+		// A cancel does not read the position: not refused for it.
+		return Signal{}, sentimentErr
 	case err != nil:
 		return Signal{}, err
-	case sentiment == "flat" && !(found && action == ActionCancel):
+	case sentiment == "flat" && !cancel:
 		// TradersPost's sentiment "flat" and TradingView's
 		// {{strategy.market_position}} "flat" say the strategy ends flat,
 		// whatever the order's action (a sell that closes a long): close
@@ -207,6 +217,10 @@ func (r *Raw) Signal() (Signal, error) {
 		if err := r.orderFields(&s, sentiment); err != nil {
 			return Signal{}, err
 		}
+		if sentiment != "flat" {
+			// flat is in the canonical action already (close).
+			s.sentiment = sentiment
+		}
 	}
 	s.Side, s.ReduceOnly = sideOf(s.Action)
 	if s.Timestamp, _, err = fieldValue(r, FieldTimestamp, parseTimestamp, time.Time.Equal); err != nil {
@@ -223,6 +237,12 @@ func (r *Raw) Signal() (Signal, error) {
 	}
 	if s.Comment, _, err = fieldValue(r, FieldComment, parseText, equalComparable[string]); err != nil {
 		return Signal{}, err
+	}
+	if s.Action == ActionCancel {
+		// Nor its exits: a cancel sent from an entry's template is not
+		// refused for a take_profit it never reads (nor for one the venue
+		// could not take), which would leave the entry resting.
+		return s, nil
 	}
 	if err := attachments(r, &s); err != nil {
 		return Signal{}, err
@@ -309,7 +329,7 @@ func (r *Raw) orderFields(s *Signal, sentiment string) error {
 // firstValue returns the first non-null value of a field, for locating an
 // error that involves the field as a whole.
 func (r *Raw) firstValue(field string) value {
-	for _, key := range aliasesOf(field) {
+	for _, key := range r.keysOf(field) {
 		if v, ok := r.fields[key]; ok && v.kind != kindNull {
 			return v
 		}
@@ -759,7 +779,10 @@ type canonicalSignal struct {
 	Exchange string `json:"exchange"`
 	Symbol   string `json:"symbol"`
 	Action   string `json:"action"`
-	Quantity string `json:"quantity"`
+	// Sentiment is left out when not sent, so the fingerprint of every
+	// signal without it stays what it was.
+	Sentiment string `json:"sentiment,omitempty"`
+	Quantity  string `json:"quantity"`
 	// QuantityType is left out for base, so the fingerprint of every
 	// signal that existed before it stays what it was.
 	QuantityType string  `json:"quantity_type,omitempty"`
@@ -802,6 +825,7 @@ func (s Signal) Canonical() []byte {
 		Exchange:     s.Exchange,
 		Symbol:       s.Symbol,
 		Action:       action,
+		Sentiment:    s.sentiment,
 		Quantity:     qty,
 		OrderType:    s.OrderType,
 		QuantityType: qtype,

@@ -117,7 +117,7 @@ func TestSignalValid(t *testing.T) {
 				require.True(t, s.Timestamp.IsZero())
 				require.Empty(t, s.ClientKey)
 			}},
-		{"unknown fields ignored", `{` + base + `,"extra":{"deep":[1,2,3]},"Symbol":5}`,
+		{"unknown fields ignored", `{` + base + `,"extra":{"deep":[1,2,3]},"symbols":5}`,
 			func(t *testing.T, s Signal) { require.Equal(t, "BTCUSDT", s.Symbol) }},
 		{"close has no side", `{"exchange":"paper","symbol":"X","action":"close","quantity":1}`,
 			func(t *testing.T, s Signal) {

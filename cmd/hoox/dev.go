@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/venues"
 	"github.com/hoox/hoox/internal/app"
 	"github.com/hoox/hoox/internal/localpg"
@@ -172,7 +173,7 @@ func (f *devFakes) printBanner(w io.Writer, addr string, cfg Config) {
 	fmt.Fprintf(w, "Fake venues on loopback, traded through the real adapters (signing, filters, lookups):\n\n")
 	for _, k := range venues.All() {
 		if slices.Contains(f.names, k.Name) {
-			fmt.Fprintf(w, "  %-16s %s\n", k.Name, cfg.Venue(k.Name).BaseURL)
+			fmt.Fprintf(w, "  %-16s %s\n", k.Name, exchange.RedactURL(cfg.Venue(k.Name).BaseURL))
 		}
 	}
 	fmt.Fprintf(w, `

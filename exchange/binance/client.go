@@ -42,8 +42,11 @@ type request struct {
 
 // do sends req and decodes a 2xx answer into out. Every error it returns
 // wraps one of the exchange errors (or is an *APIError whose class says
-// the order was refused for good).
-func (v *Venue) do(ctx context.Context, req request, out any) error {
+// the order was refused for good). No credential and no signature is in
+// their text, whatever Binance or a proxy echoed.
+func (v *Venue) do(ctx context.Context, req request, out any) (err error) {
+	var sig string
+	defer func() { err = venuekit.RedactError(err, v.secrets(sig)...) }()
 	if err := v.gate(ctx, req.weight); err != nil {
 		return err
 	}
@@ -64,7 +67,8 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 	encoded := payload.encode()
 	if req.signed {
 		// The signature goes last and is not part of what it signs.
-		encoded += "&signature=" + Sign(v.cfg.APISecret, encoded)
+		sig = Sign(v.cfg.APISecret, encoded)
+		encoded += "&signature=" + sig
 	}
 
 	if err := venuekit.BeforeSend(ctx, "binance", req.path, req.placement); err != nil {
@@ -109,7 +113,7 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusTeapot:
-		return v.rateLimited(ctx, req, resp, raw)
+		return v.rateLimited(ctx, req, resp, raw, v.secrets(sig))
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if out == nil {
 			return nil
@@ -138,7 +142,8 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		apiErr.Msg = http.StatusText(resp.StatusCode)
 		apiErr.Class = venuekit.Bare(resp.StatusCode, http.StatusForbidden)
 	} else {
-		apiErr.Code, apiErr.Msg = *body2.Code, body2.Msg
+		// Redacted before it is logged below.
+		apiErr.Code, apiErr.Msg = *body2.Code, venuekit.Redact(body2.Msg, v.secrets(sig)...)
 		apiErr.Class = classify(resp.StatusCode, apiErr.Code, apiErr.Msg)
 		if resp.StatusCode >= 500 && apiErr.Class != ClassUnknown {
 			// Whatever the code, a 5xx leaves the execution status unknown.
@@ -150,11 +155,17 @@ func (v *Venue) do(ctx context.Context, req request, out any) error {
 		v.resyncAfterTimestampError(ctx, apiErr)
 	case ClassCredentials:
 		v.log.ErrorContext(ctx, "binance refused the api credentials: check the api key and secret, that the key and the account may trade this market (msg says which), and that this host's ip is on the key's whitelist; signals fail with 503 until it is fixed",
-			"market", string(v.cfg.Market), "base_url", v.cfg.BaseURL, "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
+			"market", string(v.cfg.Market), "base_url", exchange.RedactURL(v.cfg.BaseURL), "api_key", "set", "code", apiErr.Code, "msg", apiErr.Msg)
 	case ClassRateLimited:
 		v.pause(ctx, time.Second, apiErr.Msg)
 	}
 	return fmt.Errorf("binance: %s %s: %w", req.method, req.path, apiErr)
+}
+
+// secrets are what no error text may carry: the credentials and the
+// request's signature.
+func (v *Venue) secrets(sig string) []string {
+	return []string{v.cfg.APIKey, v.cfg.APISecret, sig, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // lost classifies a request whose answer never arrived: a placement that
@@ -165,7 +176,7 @@ func (v *Venue) lost(req request, wrote bool, err error) error {
 
 // rateLimited handles 429 and 418: Binance refused the request before
 // acting on it, and asks for Retry-After seconds of silence.
-func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Response, raw []byte) error {
+func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Response, raw []byte, secrets []string) error {
 	wait := venuekit.RetryAfter(resp.Header, time.Second)
 	apiErr := &APIError{Venue: "binance", Path: req.path, HTTPStatus: resp.StatusCode, Class: ClassRateLimited, Msg: http.StatusText(resp.StatusCode), MayExist: req.placement}
 	var b struct {
@@ -173,7 +184,7 @@ func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Respons
 		Msg  string `json:"msg"`
 	}
 	if json.Unmarshal(raw, &b) == nil && b.Code != 0 {
-		apiErr.Code, apiErr.Msg = b.Code, b.Msg
+		apiErr.Code, apiErr.Msg = b.Code, venuekit.Redact(b.Msg, secrets...)
 	}
 	v.pause(ctx, wait, apiErr.Msg)
 	return fmt.Errorf("binance: %s %s: retry after %s: %w", req.method, req.path, wait, apiErr)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -176,7 +177,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("market", string(c.Market)),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", exchange.RedactURL(c.BaseURL)),
 		slog.String("api_key", key),
 		slog.Duration("recv_window", c.RecvWindow),
 	)

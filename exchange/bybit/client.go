@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -50,8 +50,11 @@ type request struct {
 // *APIError values classified by ErrorTable (or by the HTTP failure), so
 // they wrap the exchange errors the gateway branches on — except a
 // placement the caller's send guard stopped, which wraps the guard's error
-// (exchange.ErrUnreachable: nothing sent).
-func (v *Venue) do(ctx context.Context, r request, out any) error {
+// (exchange.ErrUnreachable: nothing sent). No credential and no
+// signature is in their text, whatever Bybit or a proxy echoed.
+func (v *Venue) do(ctx context.Context, r request, out any) (err error) {
+	var sign string
+	defer func() { err = venuekit.RedactError(err, v.secrets(sign)...) }()
 	if until, ok := v.blockedUntil(r.path); ok {
 		return newAPIError(ClassRateLimited, r.path, 0, 0,
 			fmt.Sprintf("rate limited until %s; not sent", until.UTC().Format(time.RFC3339)))
@@ -103,7 +106,8 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		req.Header.Set("X-BAPI-TIMESTAMP", ts)
 		req.Header.Set("X-BAPI-RECV-WINDOW", recv)
 		req.Header.Set("X-BAPI-SIGN-TYPE", "2")
-		req.Header.Set("X-BAPI-SIGN", Sign(v.cfg.APISecret, ts, v.cfg.APIKey, recv, payload))
+		sign = Sign(v.cfg.APISecret, ts, v.cfg.APIKey, recv, payload)
+		req.Header.Set("X-BAPI-SIGN", sign)
 	}
 
 	resp, err := v.cfg.HTTPClient.Do(req)
@@ -125,8 +129,8 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 	var env envelope
 	jsonErr := json.Unmarshal(raw, &env)
 	// Bybit's 10004 message echoes the signed string, API key included;
-	// the key stays out of errors and logs.
-	env.RetMsg = strings.ReplaceAll(env.RetMsg, v.cfg.APIKey, "[api key]")
+	// no credential goes into errors and logs.
+	env.RetMsg = venuekit.Redact(env.RetMsg, v.secrets(sign)...)
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden:
@@ -186,6 +190,12 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		}
 	}
 	return nil
+}
+
+// secrets are what no error text may carry: the credentials and the
+// request's signature.
+func (v *Venue) secrets(sign string) []string {
+	return []string{v.cfg.APIKey, v.cfg.APISecret, sign, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // credentialsError logs what the operator has to fix; the order was not

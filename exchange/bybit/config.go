@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -146,7 +147,7 @@ func (c *Config) settings() venuekit.Settings {
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("category", string(c.Market)),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", exchange.RedactURL(c.BaseURL)),
 		slog.Bool("api_key_set", c.APIKey != ""),
 		slog.Bool("api_secret_set", c.APISecret != ""),
 		slog.Duration("recv_window", c.RecvWindow),

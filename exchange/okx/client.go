@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -70,8 +70,11 @@ func (r request) pauseKeys() (instrument, endpoint string) {
 // do sends r and decodes the answer's data into out. Its errors are
 // *APIError values classified by ErrorTable (or by the HTTP failure),
 // except a placement the caller's send guard stopped, which wraps the
-// guard's error (exchange.ErrUnreachable: nothing sent).
-func (v *Venue) do(ctx context.Context, r request, out any) error {
+// guard's error (exchange.ErrUnreachable: nothing sent). No credential
+// and no signature is in their text, whatever OKX or a proxy echoed.
+func (v *Venue) do(ctx context.Context, r request, out any) (err error) {
+	var sign string
+	defer func() { err = venuekit.RedactError(err, v.secrets(sign)...) }()
 	instrument, endpoint := r.pauseKeys()
 	if until, ok := v.pauses.Until(v.cfg.Now(), "", endpoint, instrument); ok {
 		return &APIError{Venue: "okx", Path: r.path, Class: ClassRateLimited,
@@ -111,7 +114,8 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		req.Header.Set("OK-ACCESS-KEY", v.cfg.APIKey)
 		req.Header.Set("OK-ACCESS-TIMESTAMP", ts)
 		req.Header.Set("OK-ACCESS-PASSPHRASE", v.cfg.Passphrase)
-		req.Header.Set("OK-ACCESS-SIGN", Sign(v.cfg.APISecret, ts, r.method, requestPath, string(body)))
+		sign = Sign(v.cfg.APISecret, ts, r.method, requestPath, string(body))
+		req.Header.Set("OK-ACCESS-SIGN", sign)
 	}
 	if r.placement && !r.stamp.IsZero() {
 		req.Header.Set("expTime", strconv.FormatInt(r.stamp.Add(v.cfg.Expiry).UnixMilli(), 10))
@@ -156,7 +160,7 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 		return &APIError{Venue: "okx", Path: r.path, HTTPStatus: resp.StatusCode, Class: class, Msg: msg, MayExist: r.placement}
 	}
 	if env.Code != "0" {
-		return v.failure(ctx, r, resp, env)
+		return v.failure(ctx, r, resp, env, v.secrets(sign))
 	}
 	if out != nil {
 		if err := json.Unmarshal(env.Data, out); err != nil {
@@ -169,7 +173,7 @@ func (v *Venue) do(ctx context.Context, r request, out any) error {
 
 // failure classifies an answer whose code is not 0. A failed order answers
 // code 1 with the order's own sCode in data, which decides.
-func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env envelope) error {
+func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env envelope, secrets []string) error {
 	code, _ := strconv.Atoi(env.Code)
 	msg := env.Msg
 	var items []struct {
@@ -185,6 +189,8 @@ func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env
 			}
 		}
 	}
+	// Redacted before it is logged below.
+	msg = venuekit.Redact(msg, secrets...)
 	e := &APIError{Venue: "okx", Path: r.path, HTTPStatus: resp.StatusCode, Code: code, Msg: msg, Class: classify(code), MayExist: r.placement}
 	if resp.StatusCode >= 500 {
 		// Whatever the code, a 5xx leaves the outcome unknown.
@@ -206,9 +212,15 @@ func (v *Venue) failure(ctx context.Context, r request, resp *http.Response, env
 		v.log.WarnContext(ctx, "okx rate limit: requests paused", "path", r.path, "paused", key, "code", code)
 	case ClassCredentials:
 		v.log.ErrorContext(ctx, "okx refused the api credentials: check the key, secret and passphrase, the key's trade permission and ip whitelist, and that a demo key is used with HOOX_OKX*_TESTNET; signals fail with 503 until it is fixed",
-			slog.String("api_key", "set"), slog.Int("code", code), slog.String("msg", strings.ReplaceAll(msg, v.cfg.APIKey, "[api key]")))
+			slog.String("api_key", "set"), slog.Int("code", code), slog.String("msg", msg))
 	}
 	return e
+}
+
+// secrets are what no error text may carry: the credentials and the
+// request's signature.
+func (v *Venue) secrets(sign string) []string {
+	return []string{v.cfg.APIKey, v.cfg.APISecret, v.cfg.Passphrase, sign, exchange.URLPassword(v.cfg.BaseURL)}
 }
 
 // syncTime measures the offset to OKX's clock (GET /api/v5/public/time)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
 
@@ -124,7 +125,7 @@ func (c *Config) settings() venuekit.Settings {
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("market", string(c.Market)),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", exchange.RedactURL(c.BaseURL)),
 		slog.Bool("testnet", c.Testnet),
 		slog.Bool("api_key_set", c.APIKey != ""),
 		slog.Duration("expiry", c.Expiry),

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hoox/hoox/exchange"
 )
 
 // Settings points at the fields every adapter's Config has. Each Config
@@ -96,7 +98,7 @@ func (s Settings) Check(extra ...time.Duration) []error {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if !strings.HasPrefix(*s.BaseURL, "http://") && !strings.HasPrefix(*s.BaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("base url %q is not http(s)", *s.BaseURL))
+		errs = append(errs, fmt.Errorf("base url %q is not http(s)", exchange.RedactURL(*s.BaseURL)))
 	}
 	return errs
 }
