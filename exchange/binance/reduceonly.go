@@ -67,6 +67,25 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 	return cancelled, nil
 }
 
+// closedExits cancels hoox's exits that filled close o (r, Binance's
+// answer or lookup of it; side its executed side) left resting with
+// nothing to protect, wherever hoox first learns the close filled: Place's
+// own answer (started: Binance's clock before its position read) or
+// Lookup's (the sweeper, the reconcile, a retry's adoption, the follow
+// job of a close Binance answered NEW; started: the order's creation
+// time). Only USDⓈ-M closes that executed something: an entry's exits and
+// an exit itself are not closes of a position. See cancelClosedExits for
+// which exits go; whole says o was a close of the whole position in one
+// order (not a part of a split close, nor a percent_of_position share)
+// that executed all it was sent for.
+func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Report, symbol, side string, started time.Time) []exchange.CancelledOrder {
+	if !v.futures() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
+		return nil
+	}
+	whole := flattens(o) && o.Split == nil && r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
+	return v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, started, whole)
+}
+
 // cancelClosedExits cancels hoox's exits left resting on the side of
 // symbol that a filled close of the whole position just closed (side is
 // the close's: sell for a long's). On USDⓈ-M hoox places an entry's
@@ -102,7 +121,14 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // new one — while an exit created since is the new entry's. An entry that
 // fills after the position read places its exits after the listing: they
 // are not in it.
-func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time) []exchange.CancelledOrder {
+//
+// A close that was not whole (a share, a part of a split close, a close
+// of the whole position that met too little liquidity and expired after
+// a partial fill) cancels exits only when the position is flat after it:
+// while some of the position is open, the exits protect it — the trader
+// is not out, and the next close that flattens it cancels them. So a
+// split close's exits go with the part that flattens the position.
+func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time, whole bool) []exchange.CancelledOrder {
 	var open []struct {
 		AlgoID       int64           `json:"algoId"`
 		ClientAlgoID string          `json:"clientAlgoId"`
@@ -124,6 +150,8 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 		v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but the position could not be read again to cancel its side's resting exits",
 			"client_order_id", closeID, "symbol", symbol, "error", err)
 		return nil
+	case !pos.amount.IsZero() && !whole:
+		return nil // what is left of the position keeps its exits
 	case !pos.amount.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
