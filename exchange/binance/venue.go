@@ -273,12 +273,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			}
 		}
 	}()
+	r.CancelledFirst = cancelled
 	if err == nil {
 		// The position is gone: so is the point of the exits that
 		// protected it, which would otherwise cut the next one.
-		cancelled = append(cancelled, v.closedExits(ctx, o, r, symbol, out.side, stamp)...)
+		r = v.closedExits(ctx, o, r, symbol, out.side, stamp)
 	}
-	r.CancelledFirst = cancelled
 	return r, err
 }
 
@@ -648,7 +648,7 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	// A close hoox finds filled here (its answer was lost, or it was
 	// answered NEW and filled since) closed the position as Place's own
 	// answer would have said: its exits go as they would have there.
-	r.CancelledFirst = v.closedExits(ctx, o, r, symbol, r.Side, time.UnixMilli(a.Time))
+	r = v.closedExits(ctx, o, r, symbol, r.Side, time.UnixMilli(a.Time))
 	return v.withTradesFee(ctx, o, r), nil
 }
 
