@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -36,6 +37,10 @@ func (s *Service) exitsAfterClose(ctx context.Context, in Input, order exchange.
 		return
 	}
 	tr := in.Trace
+	// Detached from the request: the close is recorded, and a sender that
+	// hung up must not leave its exits resting.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.cfg.Timing.VenueTimeout+5*time.Second)
+	defer cancel()
 	// The exits of a long are sells, as its close is.
 	found, err := db.MarkClosedExitLegs(ctx, s.deps.Pool, s.cfg.Timing.VenueTimeout, in.Signal.Exchange, tr.Mode,
 		row.Symbol, report.Side, order.ClientOrderID, tr.ID)

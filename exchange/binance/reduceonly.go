@@ -104,8 +104,8 @@ func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r e
 }
 
 // cancelClosedExits cancels hoox's exits left resting on the side of
-// symbol that a filled close of the whole position just closed (side is
-// the close's: sell for a long's). On USDⓈ-M hoox places an entry's
+// symbol that a filled close just closed (side is the close's: sell for a
+// long's). On USDⓈ-M hoox places an entry's
 // take-profit, stop-loss and trailing stop after the fill as reduce-only
 // algo orders (algo.go): they are not in GET /fapi/v1/openOrders, so
 // cancelBlocking never sees them, and Binance does not refuse the close
