@@ -45,8 +45,10 @@ type Leg struct {
 	Outcome IntentOutcome
 	// CancelledBy is the trace of the cancel signal that came while the
 	// leg (an exit) may have been sent or was failed with its order
-	// unknown (MarkCancelledExitLegs): it is never sent again, only looked
-	// up and cancelled at the venue if found. Empty otherwise.
+	// unknown (MarkCancelledExitLegs), or of the close that left the
+	// position it protected gone meanwhile (MarkClosedExitLegs): it is
+	// never sent again, only looked up and cancelled at the venue if
+	// found. Empty otherwise.
 	CancelledBy string
 }
 

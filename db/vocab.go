@@ -82,9 +82,11 @@ const (
 	// EventLegReopened: a leg given up while its venue could not be asked
 	// is open again, to be sent under its ID (LegsTx.Reopen).
 	EventLegReopened = "leg_reopened"
-	// EventLegCancelled: a cancel signal came while an exit leg may have
-	// been sent or was failed with its order unknown; it is never sent
-	// again, and cancelled at the venue if found (MarkCancelledExitLegs).
+	// EventLegCancelled: a cancel signal (MarkCancelledExitLegs), or a
+	// close that left the position gone (MarkClosedExitLegs), came while
+	// an exit leg may have been sent or was failed with its order
+	// unknown; it is never sent again, and cancelled at the venue if
+	// found.
 	EventLegCancelled = "leg_cancelled"
 )
 

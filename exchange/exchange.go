@@ -208,6 +208,13 @@ type Report struct {
 	// side a close of the whole position closed, cancelled once it filled
 	// (they protected a position that is gone). Empty otherwise.
 	CancelledFirst []CancelledOrder `json:",omitempty"`
+	// ClosedPosition says, of a close that filled, that the venue's
+	// adapter judged the position it closed gone — the position flat
+	// after it, or all of a close of the whole position executed — and
+	// cancelled the exits of that position it found resting
+	// (CancelledFirst); see ExitsAfterCloseCanceler. False otherwise, and
+	// on a venue whose exits end with the position.
+	ClosedPosition bool `json:",omitempty"`
 	// TakeProfit and StopLoss are the trigger prices the venue holds on
 	// the order itself (Bybit's takeProfit and stopLoss), as it reports
 	// them; invalid when it holds none or does not say.
@@ -273,6 +280,19 @@ type Venue interface {
 // the work. ErrNotFound when the venue holds no order under the ID.
 type Canceler interface {
 	Cancel(ctx context.Context, o Order) (Report, error)
+}
+
+// ExitsAfterCloseCanceler is implemented by a venue whose exits rest as
+// orders of their own that do not end with the position (Binance USDⓈ-M
+// algo orders), and whose close cancels the exits it finds resting once
+// it filled (Report.ClosedPosition). An exit whose send was still on its
+// way then is not among them: once every such send has ended, the
+// gateway asks again with CancelExitsAfterClose, for the close o the
+// venue reported r. It cancels hoox's exits of the side r closed only
+// when the position is flat (an entry beside the close may own the rest),
+// and returns them; it never fails: what it could not do is logged.
+type ExitsAfterCloseCanceler interface {
+	CancelExitsAfterClose(ctx context.Context, o Order, r Report) []CancelledOrder
 }
 
 // FeeReader is implemented by a venue whose order query does not carry

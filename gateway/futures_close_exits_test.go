@@ -66,3 +66,49 @@ func TestFuturesWholeCloseCancelsTheEntrysExitsBeforeTheNextLong(t *testing.T) {
 	require.Truef(t, decimal.NewFromInt(1).Equal(b.binance.Position("ETHUSDT")),
 		"the new long (no exits asked) was sold by the closed long's stop-loss: position now %s", b.binance.Position("ETHUSDT"))
 }
+
+// A Binance USDⓈ-M long of 150 ETH (two entries of 75, each with its
+// take-profit and stop-loss) closed with one `close`: above the maximum
+// market quantity (100), the close is sent as a part of 100 and a part
+// of 50. The part that leaves the position flat is where the long is
+// gone: the four exits are cancelled then, so the next long (no exits
+// asked) is not sold by the old stop-losses.
+func TestFuturesSplitCloseCancelsTheEntrysExitsBeforeTheNextLong(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	bigETH(b.binance)
+
+	var exits []string
+	for _, trace := range []string{"split-exits-long-1", "split-exits-long-2"} {
+		out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"75",
+			"take_profit":"3300","stop_loss":"2900","trace_id":"`+trace+`"}`))
+		require.NoError(t, err)
+		require.Equal(t, db.TraceDispatched, out.Status)
+		require.Len(t, out.Legs, 2)
+		for _, l := range out.Legs {
+			exits = append(exits, l.ClientOrderID)
+		}
+	}
+	require.Equal(t, "150", b.binance.Position("ETHUSDT").String())
+
+	cl, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"100%","trace_id":"split-exits-close"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, cl.Status)
+	require.Len(t, cl.Legs, 1, "split in two parts")
+	require.True(t, b.binance.Position("ETHUSDT").IsZero(), "the split close flattened the long")
+	status := map[string]string{}
+	for _, a := range b.binance.AlgoOrders() {
+		status[a.ClientAlgoID] = a.Status
+	}
+	for _, id := range exits {
+		require.Equalf(t, "CANCELED", status[id], "after the split close flattened the long, its exit %s still rests at Binance", id)
+	}
+
+	next, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1","trace_id":"split-exits-next"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, next.Status)
+	b.binance.MovePrice("ETHUSDT", decimal.NewFromInt(2890))
+	require.Truef(t, decimal.NewFromInt(1).Equal(b.binance.Position("ETHUSDT")),
+		"the new long (no exits asked) was sold by the closed long's stop-loss: position now %s", b.binance.Position("ETHUSDT"))
+}

@@ -929,6 +929,7 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		}
 		out.Legs = legs
 	}
+	s.exitsAfterClose(ctx, in, order, row, report)
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -124,7 +125,7 @@ func (v losePlacing) Place(ctx context.Context, o exchange.Order) (exchange.Repo
 func TestResentExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "exits-resent-after-close")
+	b, f, _, venues, out := filledFuturesEntryWithExits(t, "exits-resent-after-close")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -138,11 +139,12 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.Empty(t, f.AlgoOrders(), "nothing reached Binance")
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND sent_at IS NOT NULL AND outcome IS NULL`, tp))
 
-	// The strategy exits: the long is closed.
-	cl, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"100%","trace_id":"exits-resent-after-close-close"}`))
-	require.NoError(t, err)
-	require.Equal(t, "filled", cl.Order.Status)
-	require.True(t, f.Position("ETHUSDT").IsZero(), "the close flattened the long")
+	// The trader closes the long by hand (Binance's app). (hoox's own
+	// close would mark the unknown take-profit ended by it, which stops
+	// the resend before any read:
+	// gateway TestFuturesWholeCloseStopsAnUnknownExitFromBeingSentAgain.
+	// By hand, only the position read at the send stops it.)
+	f.SetPosition("ETHUSDT", decimal.Zero)
 
 	// The sweeper's pass, past Binance's accept window and the exits' lag.
 	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '10 minutes' WHERE sent_at IS NOT NULL`)
@@ -180,7 +182,7 @@ func (v lookupDown) Lookup(context.Context, exchange.Order) (exchange.Report, er
 func TestReopenedExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "exits-reopened-after-close")
+	b, f, _, venues, out := filledFuturesEntryWithExits(t, "exits-reopened-after-close")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -201,11 +203,10 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'failed'`, tp),
 		"given up while Binance could not be asked")
 
-	// The strategy exits meanwhile: the long is closed.
-	cl, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"close","quantity":"100%","trace_id":"exits-reopened-after-close-close"}`))
-	require.NoError(t, err)
-	require.Equal(t, "filled", cl.Order.Status)
-	require.True(t, f.Position("ETHUSDT").IsZero(), "the close flattened the long")
+	// The trader closes the long by hand meanwhile (as in
+	// TestResentExitIsNotPlacedAfterThePositionWasClosed: hoox's own close
+	// would mark the leg, and it would not be reopened).
+	f.SetPosition("ETHUSDT", decimal.Zero)
 	for _, a := range f.AlgoOrders() {
 		require.False(t, a.ClientAlgoID == tp, "the take-profit never reached Binance before the reopen")
 	}

@@ -229,14 +229,14 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo < venue.AcceptWindow():
 			return fmt.Errorf("leg %s: %w: not visible yet and its accept window is open", leg.ClientOrderID, ErrNotYet)
 		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "" && exchange.RefusesLateOrder(venue, leg.Order):
-			return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came after this exit may have been sent; "+
+			return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the signal %s (a cancel, or a close that left the position gone) came after this exit may have been sent; "+
 				"it is not at the venue and its accept window has closed: it was never placed, and is not sent again", leg.CancelledBy))
 		case errors.Is(err, exchange.ErrNotFound) && leg.CancelledBy != "":
 			// The cancel came first: never sent again, even where a
 			// same-ID send is safe; the venue may still book it, so it
 			// stays unknown and the sweeper asks (AskUnknown).
 			return r.fail(ctx, tx, leg, db.IntentFailed, fmt.Sprintf(
-				"the cancel signal %s came after exit %s may have been sent: not sent again; whether it exists is unknown, check the venue",
+				"the signal %s (a cancel, or a close that left the position gone) came after exit %s may have been sent: not sent again; whether it exists is unknown, check the venue",
 				leg.CancelledBy, leg.ClientOrderID))
 		case errors.Is(err, exchange.ErrNotFound) && !exchange.ResendsSameID(venue, leg.Order):
 			return r.fail(ctx, tx, leg, db.IntentFailed, missedReason(leg.ClientOrderID, leg.Exchange))
@@ -263,10 +263,12 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		}
 	}
 	if leg.CancelledBy != "" {
-		// Marked by a cancel signal after an arming proven unsent: a
-		// cancel leaves no hoox order of its symbol resting.
-		return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the cancel signal %s came before this exit was placed: "+
-			"a cancel leaves no hoox order of the symbol resting, so it is not placed", leg.CancelledBy))
+		// Marked by a cancel signal (or a close that left the position
+		// gone: db.MarkClosedExitLegs) after an arming proven unsent: a
+		// cancel leaves no hoox order of its symbol resting, and a gone
+		// position needs no exit.
+		return r.settleCancelled(ctx, tx, leg, fmt.Sprintf("the signal %s (a cancel, or a close that left the position gone) came before this exit was placed: "+
+			"it is not placed", leg.CancelledBy))
 	}
 	if leg.Order.Exit != "" && leg.Order.Exit != exchange.RoleOCO {
 		// An exit whose sibling filled protects a position that is gone:
@@ -532,7 +534,7 @@ func (r *LegRunner) cancelAtVenue(ctx context.Context, venue exchange.Venue, leg
 	}
 	canceler, ok := venue.(exchange.Canceler)
 	if !ok {
-		return held, fmt.Errorf("leg %s: venue %s cannot cancel the exit the cancel signal %s came for", leg.ClientOrderID, leg.Exchange, leg.CancelledBy)
+		return held, fmt.Errorf("leg %s: venue %s cannot cancel the exit the signal %s (a cancel, or a close) came for", leg.ClientOrderID, leg.Exchange, leg.CancelledBy)
 	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
 	report, err := canceler.Cancel(vctx, leg.Order)

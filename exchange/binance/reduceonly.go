@@ -67,9 +67,45 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 	return cancelled, nil
 }
 
+// closedExits cancels hoox's exits that filled close o (r, Binance's
+// answer or lookup of it; side its executed side) left resting with
+// nothing to protect, wherever hoox first learns the close filled: Place's
+// own answer (started: Binance's clock before its position read) or
+// Lookup's (the sweeper, the reconcile, a retry's adoption, the follow
+// job of a close Binance answered NEW; started: the order's creation
+// time). Only USDⓈ-M closes that executed something: an entry's exits and
+// an exit itself are not closes of a position. See cancelClosedExits for
+// which exits go; whole says o was a close of the whole position in one
+// order (not a part of a split close, nor a percent_of_position share)
+// that executed all it was sent for.
+func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Report, symbol, side string, started time.Time) exchange.Report {
+	if !v.futures() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
+		return r
+	}
+	whole := flattens(o) && o.Split == nil && r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
+	cancelled, closed := v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, started, whole)
+	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
+	r.ClosedPosition = closed
+	return r
+}
+
+// CancelExitsAfterClose implements exchange.ExitsAfterCloseCanceler: the
+// second look, once the exits' sends that were on their way during the
+// close r have ended, for one Binance booked after the close's listing.
+// Only a flat position's exits go: the close's start no longer tells an
+// exit of the closed position from one of an entry beside it, whose
+// exits may have been placed since.
+func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r exchange.Report) []exchange.CancelledOrder {
+	if !v.futures() || !r.ClosedPosition {
+		return nil
+	}
+	cancelled, _ := v.cancelClosedExits(ctx, exchange.VenueSymbol(o.Symbol), r.Side, o.ClientOrderID, time.Time{}, false)
+	return cancelled
+}
+
 // cancelClosedExits cancels hoox's exits left resting on the side of
-// symbol that a filled close of the whole position just closed (side is
-// the close's: sell for a long's). On USDⓈ-M hoox places an entry's
+// symbol that a filled close just closed (side is the close's: sell for a
+// long's). On USDⓈ-M hoox places an entry's
 // take-profit, stop-loss and trailing stop after the fill as reduce-only
 // algo orders (algo.go): they are not in GET /fapi/v1/openOrders, so
 // cancelBlocking never sees them, and Binance does not refuse the close
@@ -102,7 +138,17 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // new one — while an exit created since is the new entry's. An entry that
 // fills after the position read places its exits after the listing: they
 // are not in it.
-func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time) []exchange.CancelledOrder {
+//
+// A close that was not whole (a share, a part of a split close, a close
+// of the whole position that met too little liquidity and expired after
+// a partial fill) cancels exits only when the position is flat after it:
+// while some of the position is open, the exits protect it — the trader
+// is not out, and the next close that flattens it cancels them. So a
+// split close's exits go with the part that flattens the position.
+//
+// closed says the position the close closed is gone: flat, or whole (when
+// the position could not be read, whole alone).
+func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time, whole bool) (cancelled []exchange.CancelledOrder, closed bool) {
 	var open []struct {
 		AlgoID       int64           `json:"algoId"`
 		ClientAlgoID string          `json:"clientAlgoId"`
@@ -114,22 +160,23 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 	}
 	list := request{method: http.MethodGet, path: v.prefix + "/openAlgoOrders", params: params{}.add("symbol", symbol), signed: true, weight: 1}
 	if err := v.do(ctx, list, &open); err != nil {
-		v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but its side's resting exits could not be listed to cancel them",
+		v.log.ErrorContext(ctx, "binance: a close filled, but its side's resting exits could not be listed to cancel them",
 			"client_order_id", closeID, "symbol", symbol, "error", err)
-		return nil
+		return nil, whole
 	}
 	pos, err := v.position(ctx, symbol)
 	switch {
 	case err != nil:
-		v.log.ErrorContext(ctx, "binance: a close of the whole position filled, but the position could not be read again to cancel its side's resting exits",
+		v.log.ErrorContext(ctx, "binance: a close filled, but the position could not be read again to cancel its side's resting exits",
 			"client_order_id", closeID, "symbol", symbol, "error", err)
-		return nil
+		return nil, whole
+	case !pos.amount.IsZero() && !whole:
+		return nil, false // what is left of the position keeps its exits
 	case !pos.amount.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
 	}
 	flat := pos.amount.IsZero()
-	var cancelled []exchange.CancelledOrder
 	for _, a := range open {
 		if !a.ReduceOnly || !strings.EqualFold(a.Side, side) || !strings.HasPrefix(a.ClientAlgoID, "hx") ||
 			(!flat && a.CreateTime > started.UnixMilli()) {
@@ -156,8 +203,8 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 			Side: strings.ToLower(a.Side), Remaining: a.Quantity.String(), PlacedByHoox: true})
 	}
 	if len(cancelled) > 0 {
-		v.log.InfoContext(ctx, "binance: a close of the whole position filled; its side's resting exits cancelled",
+		v.log.InfoContext(ctx, "binance: a close filled and left its position gone; its side's resting exits cancelled",
 			"client_order_id", closeID, "symbol", symbol, "cancelled", len(cancelled))
 	}
-	return cancelled
+	return cancelled, true
 }

@@ -273,12 +273,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			}
 		}
 	}()
-	if err == nil && r.Status == exchange.StatusFilled && v.futures() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
+	r.CancelledFirst = cancelled
+	if err == nil {
 		// The position is gone: so is the point of the exits that
 		// protected it, which would otherwise cut the next one.
-		cancelled = append(cancelled, v.cancelClosedExits(ctx, symbol, out.side, o.ClientOrderID, stamp)...)
+		r = v.closedExits(ctx, o, r, symbol, out.side, stamp)
 	}
-	r.CancelledFirst = cancelled
 	return r, err
 }
 
@@ -387,6 +387,9 @@ type orderAnswer struct {
 	Status              string          `json:"status"`
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
+	// Time is when Binance created the order (ms), in the order query's
+	// answer (Query-Order.md "time").
+	Time int64 `json:"time"`
 	// StopPrice and TrailingDelta are a spot conditional order's trigger
 	// (rest-api.md, "Conditional fields in Order Responses").
 	StopPrice     decimal.Decimal `json:"stopPrice"`
@@ -642,6 +645,10 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if err := exchange.Matches(o, symbol, sent, r); err != nil {
 		return exchange.Report{}, fmt.Errorf("binance: %w", err)
 	}
+	// A close hoox finds filled here (its answer was lost, or it was
+	// answered NEW and filled since) closed the position as Place's own
+	// answer would have said: its exits go as they would have there.
+	r = v.closedExits(ctx, o, r, symbol, r.Side, time.UnixMilli(a.Time))
 	return v.withTradesFee(ctx, o, r), nil
 }
 

@@ -1,0 +1,130 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// closedExitLegsSQL lists the exit legs of venue $1 and mode $2 on symbol
+// $3 (the entry's, in the venue's spelling) and side $4 (the exit's:
+// sell for a long's) that were planned before the close $5's intent was
+// armed (sent_at, Postgres's clock, before the close read the position),
+// so they protected the position it closed, and whose order is not
+// settled: open (sent or not) or failed with it unknown, not marked
+// yet. With their trace's lock key.
+const closedExitLegsSQL = `SELECT l.client_order_id, l.lock_key FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
+  AND o.symbol = $3 AND l.order_spec->>'Side' = $4
+  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5)
+ORDER BY l.created_at, l.client_order_id`
+
+// markClosedExitLegsSQL marks the legs $1 as ended by the close $2 (the
+// close's trace), each only while it may still rest at the venue: armed
+// and open, or failed with its order unknown. A leg that was never sent
+// is left to its pass, which reads the position at the send (a flat one
+// gets no exit). A leg_cancelled event on the entry's trace names the
+// close.
+const markClosedExitLegsSQL = `
+WITH u AS (
+    UPDATE order_legs SET cancelled_by = $2
+    WHERE client_order_id = ANY($1) AND cancelled_by IS NULL
+      AND ((outcome IS NULL AND sent_at IS NOT NULL) OR outcome = 'failed')
+    RETURNING *
+), ev AS (
+    INSERT INTO trace_events (trace_id, event, detail)
+    SELECT trace_id, '` + EventLegCancelled + `',
+           jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
+                              'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
+                              'reason', 'the close ' || $2::text || ' left the position this exit protected gone while the exit '
+                                        || 'may have been sent: it is not sent again, and cancelled at the venue if it is found there')
+    FROM u
+)
+SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
+
+// restingClosedExitsSQL reports whether an exit order that closedExitLegsSQL's
+// legs placed ($1..$5 as there, without its outcome filter) is recorded
+// open: its send ended, maybe after the close's own look at the venue.
+const restingClosedExitsSQL = `SELECT EXISTS (SELECT 1 FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+JOIN orders x ON x.client_order_id = l.client_order_id
+WHERE x.status = 'open' AND l.exchange = $1 AND l.mode = $2
+  AND o.symbol = $3 AND l.order_spec->>'Side' = $4
+  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5))`
+
+// ClosedExits is what MarkClosedExitLegs found of the exits of a position
+// a close left gone.
+type ClosedExits struct {
+	// Marked are the exit legs whose order was not known (a send on its
+	// way, an answer lost), now marked ended by the close: never sent
+	// again, and cancelled at the venue by the leg runner if found.
+	Marked []Leg
+	// Resting says that an exit order of that position is recorded open
+	// once every send of one has ended (the marking waited for them): the
+	// venue may hold it still, if it arrived after the close looked.
+	Resting bool
+}
+
+// MarkClosedExitLegs runs, in a transaction of its own once the close
+// closeClientOrderID (trace closedBy) is recorded filled and its venue
+// said the position is gone, what a cancel signal does for the exits of
+// the entries it is for (MarkCancelledExitLegs): it takes the trace lock
+// of every exit leg of venue exchangeName and mode on symbol and side
+// (the exit's) planned before the close's intent was armed and not
+// settled, waiting up to lockWait for a pass that is sending one (its
+// send ends and is recorded first), and marks those whose order is still
+// not known (cancelled_by: not sent again, cancelled at the venue if
+// found). It then reports whether an exit order of those entries is
+// recorded open: the caller asks the venue again for the exits the close
+// did not see.
+//
+// Exits planned after the close's intent belong to an entry that filled
+// beside the close (its position read came after): they are left.
+func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration, exchangeName, mode, symbol, side, closeClientOrderID, closedBy string) (ClosedExits, error) {
+	var out ClosedExits
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return out, translate(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	lw, _ := txTimeouts(lockWait, 0)
+	if _, err := tx.Exec(ctx, TxTimeoutsSQL, lw, ""); err != nil {
+		return out, fmt.Errorf("closed exit legs: %w", translate(err))
+	}
+	rows, _ := tx.Query(ctx, closedExitLegsSQL, exchangeName, mode, symbol, side, closeClientOrderID)
+	type candidate struct{ id, lockKey string }
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := row.Scan(&c.id, &c.lockKey)
+		return c, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("closed exit legs: %w", translate(err))
+	}
+	if len(all) > 0 {
+		ids, keys := make([]string, 0, len(all)), make([]string, 0, len(all))
+		for _, c := range all {
+			ids, keys = append(ids, c.id), append(keys, c.lockKey)
+		}
+		if _, err := tx.Exec(ctx, lockLegTracesSQL, keys); err != nil {
+			return out, fmt.Errorf("lock closed exit legs' traces: %w", translate(err))
+		}
+		rows, _ := tx.Query(ctx, markClosedExitLegsSQL, ids, closedBy)
+		if out.Marked, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Leg, error) { return scanLeg(row) }); err != nil {
+			return out, fmt.Errorf("mark closed exit legs: %w", translate(err))
+		}
+	}
+	if err := tx.QueryRow(ctx, restingClosedExitsSQL, exchangeName, mode, symbol, side, closeClientOrderID).Scan(&out.Resting); err != nil {
+		return out, fmt.Errorf("resting closed exits: %w", translate(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return out, translate(err)
+	}
+	return out, nil
+}
