@@ -191,7 +191,7 @@ SELECT count(*), coalesce(max(at), $3) FROM d`
 // unknown (order_legs_unknown_idx: a missed exit, asked about for ever,
 // whose leg_failed event is the only place the admin API and the web page
 // show which order to look for), and the attempts whose intent is still
-// open (dispatch_intents_unsettled_idx): a dead Bybit attempt's intent the
+// open (dispatch_intents_open_idx): a dead Bybit attempt's intent the
 // sweeper left open for the signal's resend has no trace and may stay open
 // for ever, its order still looked for. The purge keeps the traces
 // (OrderUnknownSQL) and the audit retention their events.
