@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -95,6 +96,10 @@ func TestAnOutageCostsOneLookupPerSweepAndTheFirstSweepAfterItAsksEveryUnknown(t
 	// The outage ends: the next sweep asks every unknown order and records
 	// what Bybit holds.
 	f.ClearFaults()
+	// The next sweep comes a sweep interval later (at least a grace): the
+	// order asked last is due again too.
+	_, err = b.pool.Exec(ctx, `UPDATE dispatch_intents SET settled_at = settled_at - interval '1 second'`)
+	require.NoError(t, err)
 	_, err = sw.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, unknowns, count(t, b.pool, "SELECT count(*) FROM orders"), "all recorded by the first sweep after the outage")
@@ -133,4 +138,56 @@ func TestAMissedTradeAtBybitIsAskedAboutAboutHourlyOnceHoursOld(t *testing.T) {
 	require.Positive(t, asks, "still asked about")
 	require.LessOrEqual(t, asks, 30, "about hourly once it is hours old (at most UnknownAskMax apart)")
 	require.Equal(t, db.IntentFailed, intentOutcomeOf(t, b, orders[0].ClientOrderID), "still unknown")
+}
+
+// The same for legs: close parts given up while Bybit's order queries
+// failed (failed, unknown) are asked once per sweep while the queries
+// still fail, and the first sweep after the outage asks each and opens
+// every one Bybit does not hold again (a same-ID send is safe there), for
+// the next pass to send — not one per sweep, nor an hour later.
+func TestAnOutageCostsOneLegLookupPerSweepAndTheFirstSweepAfterItReopensEveryGivenUpLeg(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	const legs, sweeps = 10, 20
+	f, v, _ := bybitUnknowns(t, b, 0, 0)
+	for i := range legs {
+		o := exchange.Order{ClientOrderID: fmt.Sprintf("hxbybitgivenupleg%015d", i), Symbol: "BTCUSDT", Action: "close", Side: "sell",
+			ReduceOnly: true, OrderType: "market", Quantity: decimal.RequireFromString("0.01")}
+		spec, err := json.Marshal(o)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key,
+			exchange, mode, order_spec, sent_at, attempts, outcome, settled_at)
+			VALUES ($1, $1 || '-parent', 1, 'close_part', 'k:' || $1, 'k:' || $1, 'bybit', 'live', $2,
+			        now() - interval '3 hours', 1, 'failed', now() - interval '1 hour')`, o.ClientOrderID, spec)
+		require.NoError(t, err)
+	}
+	f.Inject(bybitfake.PathRealtime, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
+	f.Inject(bybitfake.PathHistory, 1_000_000, bybitfake.Fault{HTTPStatus: http.StatusServiceUnavailable})
+	before := lookups(f)
+	_, err := v.Lookup(ctx, exchange.Order{ClientOrderID: "hxprobe", Symbol: "BTCUSDT", Side: "sell", OrderType: "market",
+		Quantity: decimal.RequireFromString("0.01")})
+	require.Error(t, err)
+	perLookup := lookups(f) - before
+
+	sw := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, b.venues, nil, jobs.NewMetrics(nil))
+	before = lookups(f)
+	for range sweeps {
+		_, err := sw.Sweep(ctx)
+		require.NoError(t, err)
+	}
+	queried := lookups(f) - before
+	t.Logf("%d sweeps over %d given-up legs during the outage: %d queries (one failed lookup is %d)", sweeps, legs, queried, perLookup)
+	require.LessOrEqual(t, queried, sweeps*perLookup, "at most one lookup per sweep while Bybit does not answer")
+
+	f.ClearFaults()
+	// The next sweep comes a sweep interval later (at least a grace): the
+	// leg asked last is due again too.
+	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET settled_at = settled_at - interval '1 second'`)
+	require.NoError(t, err)
+	_, err = sw.Sweep(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, legs, count(t, b.pool, `SELECT count(*) FROM trace_events WHERE event = 'leg_reopened'`),
+		"every given-up leg opened again by the first sweep after the outage")
+	require.EqualValues(t, legs, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE outcome IS NULL`))
 }
