@@ -137,7 +137,8 @@ const (
         key_source = excluded.key_source, exchange = excluded.exchange, symbol = excluded.symbol,
         action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
-        sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL
+        sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL,
+        asked_at = NULL
     WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
       AND dispatch_intents.attempts = $17
     RETURNING trace_id, sent_at, attempts`
@@ -382,7 +383,7 @@ const touchIntentSQL = `
 WITH ks AS (
     SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), u AS (
-    UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL
+    UPDATE dispatch_intents SET sent_at = now(), attempts = attempts + 1, outcome = 'reconciling', settled_at = NULL, asked_at = NULL
     WHERE client_order_id = $1 AND outcome = 'reconciling' AND attempts = $2 AND NOT (SELECT engaged FROM ks)
     RETURNING sent_at
 )
@@ -394,21 +395,29 @@ const intentColumns = `client_order_id, lock_key, trace_id, fingerprint, mode, k
        (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint`
 
 func scanIntent(row pgx.Row) (Intent, error) {
+	var in Intent
+	err := scanIntentWith(row, &in)
+	return in, err
+}
+
+// scanIntentWith scans intentColumns into in, then extra columns into
+// extra.
+func scanIntentWith(row pgx.Row, in *Intent, extra ...any) error {
 	var (
-		in         Intent
 		spec       []byte
 		sourceIP   *netip.Addr
 		signalTime *time.Time
 		sentAgo    int64
 	)
-	err := row.Scan(&in.ClientOrderID, &in.LockKey, &in.TraceID, &in.Fingerprint, &in.Mode, &in.KeySource,
-		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts, &sentAgo)
-	if err != nil {
-		return Intent{}, err
+	dest := append([]any{&in.ClientOrderID, &in.LockKey, &in.TraceID, &in.Fingerprint, &in.Mode, &in.KeySource,
+		&in.Exchange, &spec, &in.Signal, &sourceIP, &signalTime, &in.ReceivedAt, &in.SentAt, &in.Attempts, &sentAgo}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		*in = Intent{}
+		return err
 	}
 	in.SentAgo = time.Duration(sentAgo) * time.Microsecond
 	if err := json.Unmarshal(spec, &in.Order); err != nil {
-		return Intent{}, fmt.Errorf("intent %s: decode order: %w", in.ClientOrderID, err)
+		return fmt.Errorf("intent %s: decode order: %w", in.ClientOrderID, err)
 	}
 	if sourceIP != nil {
 		in.SourceIP = *sourceIP
@@ -416,7 +425,7 @@ func scanIntent(row pgx.Row) (Intent, error) {
 	if signalTime != nil {
 		in.SignalTime = *signalTime
 	}
-	return in, nil
+	return nil
 }
 
 // GetIntent reads one intent by client order ID, or ErrNotFound.

@@ -177,6 +177,17 @@ func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
 	return t.end(ctx, b, nil)
 }
 
+// MarkAnswered is MarkAsked for an ask the venue answered without
+// deciding anything (not found where that proves nothing): its asked_at
+// is set too, which spaces the leg's next asks (legUnknownDue). An ask
+// the venue did not answer is MarkAsked: an outage never delays the ask
+// after it.
+func (t *LegsTx) MarkAnswered(ctx context.Context, leg Leg) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE order_legs SET settled_at = now(), asked_at = now() WHERE client_order_id = $1 AND outcome = 'failed'`, leg.ClientOrderID)
+	return t.end(ctx, b, nil)
+}
+
 // Reopen makes a leg settled failed (unknown) open again, with ev, and
 // ends the pass: its venue could not be asked for a while (the leg runner
 // gave it up) and now shows no order under its ID at a venue where sending
@@ -184,7 +195,7 @@ func (t *LegsTx) MarkAsked(ctx context.Context, leg Leg) error {
 // cancel signal marked (CancelledBy) stays failed.
 func (t *LegsTx) Reopen(ctx context.Context, leg Leg, ev Event) error {
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL
+	b.Queue(`UPDATE order_legs SET outcome = NULL, settled_at = NULL, asked_at = NULL
 WHERE client_order_id = $1 AND outcome = 'failed' AND cancelled_by IS NULL`, leg.ClientOrderID)
 	queueEvents(b, []Event{ev})
 	return t.end(ctx, b, nil)
@@ -332,13 +343,19 @@ LIMIT $2`, grace.Milliseconds(), limit)
 // unknownLegsSQL lists legs failed with their order unknown, least
 // recently asked first (settled_at is refreshed on each ask that settles
 // nothing: LegsTx.MarkAsked), from order_legs_unknown_idx (migration
-// 00039).
+// 00039), each only when due (legUnknownDue).
 const unknownLegsSQL = `
 SELECT ` + legColumns + `
 FROM order_legs
 WHERE outcome = 'failed' AND settled_at < now() - $1::bigint * interval '1 millisecond'
+  AND ` + legUnknownDue + `
 ORDER BY settled_at
 LIMIT $2`
+
+// legUnknownDue is intentUnknownDue for a leg (asked_at set by
+// LegsTx.MarkAnswered; a failed leg was sent, else its creation counts).
+const legUnknownDue = `(asked_at IS NULL OR asked_at < now() - least(greatest((asked_at - coalesce(sent_at, created_at)) / 4,
+         $1::bigint * interval '1 millisecond'), interval '1 hour'))`
 
 // ListUnknownLegs returns at most limit legs that ended failed with their
 // order unknown (sent, never seen at a venue that may still book a late

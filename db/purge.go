@@ -190,9 +190,13 @@ SELECT count(*), coalesce(max(at), $3) FROM d`
 // failed (dispatch_intents_unknown_idx) and those with a leg failed as
 // unknown (order_legs_unknown_idx: a missed exit, asked about for ever,
 // whose leg_failed event is the only place the admin API and the web page
-// show which order to look for). The purge keeps the traces
+// show which order to look for), and the attempts whose intent is still
+// open (dispatch_intents_open_idx): a dead Bybit attempt's intent the
+// sweeper left open for the signal's resend has no trace and may stay open
+// for ever, its order still looked for. The purge keeps the traces
 // (OrderUnknownSQL) and the audit retention their events.
 const keptTracesSQL = `SELECT i.trace_id FROM dispatch_intents i WHERE i.outcome = 'failed'
+    UNION ALL SELECT i.trace_id FROM dispatch_intents i WHERE i.outcome IS NULL
     UNION ALL SELECT r.trace_id FROM trace_ids r WHERE r.reconciling_since IS NOT NULL
     UNION ALL SELECT l.trace_id FROM order_legs l WHERE l.outcome = 'failed'`
 

@@ -34,7 +34,9 @@ type State struct {
 // Every age is measured on the database's clock. Each part reads an index:
 // the reconciling traces trace_ids_reconciling_idx (reconciling_since is
 // updated_at while a trace is reconciling, null otherwise: migration
-// 00030), the unsettled intents dispatch_intents_open_idx, the purge
+// 00030), the unsettled intents dispatch_intents_open_idx (but an intent
+// the sweeper left open for the signal's resend, asked_at set: its venue
+// answered, and it may stay open for ever; jobs.leftForTheResend), the purge
 // trace_ids_expires_at_idx. A scrape never scans trace_ids.
 const stateSQL = `
 SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = $1), false),
@@ -43,7 +45,7 @@ SELECT coalesce((SELECT (value->>'engaged')::boolean FROM settings WHERE key = $
        coalesce((SELECT extract(epoch FROM now() - min(t.expires_at)) FROM trace_ids t
                  WHERE t.expires_at < now() AND NOT ` + OrderUnknownSQL + `), 0)::float8
 FROM (SELECT count(*) AS n, min(reconciling_since) AS oldest FROM trace_ids WHERE reconciling_since IS NOT NULL) r,
-     (SELECT count(*) AS n, min(sent_at) AS oldest FROM dispatch_intents WHERE outcome IS NULL) i`
+     (SELECT count(*) AS n, min(sent_at) AS oldest FROM dispatch_intents WHERE outcome IS NULL AND asked_at IS NULL) i`
 
 // ReadState reads State in one round trip.
 func ReadState(ctx context.Context, q DBTX) (State, error) {

@@ -32,15 +32,47 @@ type Stranded struct {
 	// recorded under a trace created again from the intent, as for a bare
 	// intent.
 	Released bool
+	// LeftOpen is true for a bare intent the venue has answered about
+	// before without deciding it (asked_at set): a dead Bybit attempt's,
+	// not found past its window and left open so that the signal's resend
+	// sends it again under its ID, while the sweeper keeps looking for a
+	// late booking of the original.
+	LeftOpen bool
 }
 
+// UnknownAskMax is the longest the sweeper waits between two asks about
+// an order whose existence stays unknown while the venue keeps answering
+// that it holds none (unknownDue's interval '1 hour').
+const UnknownAskMax = time.Hour
+
+// intentUnknownDue (and strandedUnknownDue, unaliased; legs'
+// legUnknownDue) is when an order whose existence stays unknown is asked about
+// again, given its row's last answered ask (asked_at) and its last send
+// (sent): at once while the venue has never answered about it (asked_at
+// null: a fresh unknown, or one given up during an outage, whose first
+// answer may reopen or resolve it), else once a quarter of the time the
+// venue had then been answering "not there" has passed, at least the
+// sweep's grace ($1 ms) and at most UnknownAskMax. An ask the venue did
+// not answer leaves asked_at as it was, so an outage never lengthens the
+// wait; a missed trade asked about for days costs about one ask an hour,
+// not one per grace (a Bybit miss is up to 14 queries: history and
+// realtime, bybit.Venue.Lookup).
+const (
+	intentUnknownDue = `(i.asked_at IS NULL OR i.asked_at < now() - least(greatest((i.asked_at - i.sent_at) / 4,
+         $1::bigint * interval '1 millisecond'), interval '1 hour'))`
+	strandedUnknownDue = `(asked_at IS NULL OR asked_at < now() - least(greatest((asked_at - sent_at) / 4,
+         $1::bigint * interval '1 millisecond'), interval '1 hour'))`
+)
+
 // unknownIntentsSQL lists failed intents that still name their failed
-// trace's order, least recently asked first (settled_at is refreshed on
-// each unanswered ask).
+// trace's order and are due to be asked about again (unknownDue), least
+// recently asked first (settled_at is refreshed on each ask that decides
+// nothing).
 const unknownIntentsSQL = `
 SELECT ` + intentColumns + `
 FROM dispatch_intents i
 WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 millisecond'
+  AND ` + intentUnknownDue + `
   AND EXISTS (SELECT 1 FROM trace_ids t
               WHERE t.trace_id = i.trace_id AND t.client_order_id = i.client_order_id AND t.status = 'failed')
 ORDER BY i.settled_at
@@ -55,6 +87,7 @@ const releasedUnknownIntentsSQL = `
 SELECT ` + intentColumns + `
 FROM dispatch_intents i
 WHERE i.outcome = 'failed' AND i.settled_at < now() - $1::bigint * interval '1 millisecond'
+  AND ` + intentUnknownDue + `
   AND NOT EXISTS (SELECT 1 FROM trace_ids t WHERE t.trace_id = i.trace_id)
 ORDER BY i.settled_at
 LIMIT $2`
@@ -109,10 +142,15 @@ const resolveUnknownTraceSQL = `
 UPDATE trace_ids SET status = $2, order_id = coalesce($3, order_id), updated_at = now()
 WHERE trace_id = $1 AND status = 'failed'`
 
+// strandedIntentsSQL lists open intents older than the grace ($1 ms): a
+// dead attempt's, and a dead Bybit attempt's left open after its venue
+// answered that it holds none (asked_at set: Stranded.LeftOpen), which is
+// asked about again only when due (unknownDue).
 const strandedIntentsSQL = `
-SELECT ` + intentColumns + `
+SELECT ` + intentColumns + `, asked_at IS NOT NULL
 FROM dispatch_intents
 WHERE outcome IS NULL AND sent_at < now() - $1::bigint * interval '1 millisecond'
+  AND ` + strandedUnknownDue + `
 ORDER BY sent_at
 LIMIT $2`
 
@@ -149,8 +187,9 @@ func ListStranded(ctx context.Context, q DBTX, grace, dead time.Duration, limit 
 		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
-		in, err := scanIntent(row)
-		return Stranded{Intent: in}, err
+		var s Stranded
+		err := scanIntentWith(row, &s.Intent, &s.LeftOpen)
+		return s, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
@@ -205,7 +244,10 @@ type Recovery struct {
 	Order *OrderRow
 	// IntentOutcome settles the intent; empty when there is no intent.
 	IntentOutcome IntentOutcome
-	Events        []Event
+	// Answered records that the venue answered the ask without deciding
+	// it (the intent's asked_at, which spaces the next asks: unknownDue).
+	Answered bool
+	Events   []Event
 	// BeforeCommit, when set, runs in the transaction after the writes.
 	BeforeCommit TxHook
 }
@@ -328,6 +370,9 @@ func queueRecovery(b *pgx.Batch, s Stranded, r Recovery, ttl time.Duration) {
 	}
 	if r.IntentOutcome != "" && !s.NoIntent {
 		b.Queue(SettleIntentSQL, s.Intent.ClientOrderID, r.IntentOutcome)
+	}
+	if r.Answered && !s.NoIntent {
+		b.Queue(`UPDATE dispatch_intents SET asked_at = now() WHERE client_order_id = $1`, s.Intent.ClientOrderID)
 	}
 	queueEvents(b, r.Events)
 }

@@ -118,9 +118,12 @@ ORDER BY orders DESC, last_seen DESC;
 
 -- name: Orders sent but not yet recorded (an attempt died mid-order)
 -- The sweeper settles these within about a minute. One that stays here
--- means its venue cannot be asked (see the venue's last error on /ui/venues).
+-- means its venue cannot be asked (see the venue's last error on /ui/venues),
+-- or, with asked_at set, that the venue (Bybit) holds no order under the ID
+-- and the sweeper left it open for the signal's resend ("A missed trade"):
+-- not counted in hoox_unsettled_intents, still asked about.
 SELECT client_order_id, trace_id, exchange, symbol, action,
-       order_spec->>'Quantity' AS quantity, sent_at, attempts,
+       order_spec->>'Quantity' AS quantity, sent_at, attempts, asked_at,
        now() - sent_at AS open_for
 FROM dispatch_intents
 WHERE outcome IS NULL

@@ -413,9 +413,17 @@ func (r *LegRunner) record(ctx context.Context, tx *db.LegsTx, leg db.Leg, repor
 // unknown (or was settled by another party since it was listed). It never
 // sends anything.
 func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOutcome, error) {
+	outcome, _, err := r.askUnknown(ctx, unknown)
+	return outcome, err
+}
+
+// askUnknown is AskUnknown; unanswered is true when the venue gave no
+// answer (the sweep then leaves the venue's other unknowns for its next
+// pass: SweepWorker.Sweep).
+func (r *LegRunner) askUnknown(ctx context.Context, unknown db.Leg) (_ db.IntentOutcome, unanswered bool, err error) {
 	tx, legs, err := db.LockLegs(ctx, r.pool, unknown.LockKey, unknown.ParentClientOrderID, r.cfg.LockWait, r.cfg.Timing.VenueTimeout+45*time.Second)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	var leg db.Leg
 	for _, l := range legs {
@@ -425,26 +433,26 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 	}
 	if leg.Outcome != db.IntentFailed {
 		tx.Rollback(ctx)
-		return "", nil
+		return "", false, nil
 	}
 	venue, ok := r.venues.For(leg.Exchange, leg.Mode == signal.ModeTest)
 	if !ok {
-		return "", tx.MarkAsked(ctx, leg)
+		return "", false, tx.MarkAsked(ctx, leg)
 	}
 	if leg.CancelledBy != "" && exchange.ExitIsSetting(venue, leg.Order) {
 		// Never cleared once a later setting of the position may be the
 		// one found, and settled rather than asked about for ever.
 		outcome, err := r.settingAfterCancel(ctx, tx, venue, leg)
 		if err == nil {
-			return outcome, nil
+			return outcome, false, nil
 		}
 		r.log.WarnContext(ctx, "leg: ask about a setting after a cancel", "client_order_id", leg.ClientOrderID, "error", err)
 		if errors.Is(err, ErrUnanswered) {
 			r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
-			return "", tx.MarkAsked(ctx, leg)
+			return "", true, tx.MarkAsked(ctx, leg)
 		}
 		tx.Rollback(ctx)
-		return "", err
+		return "", false, err
 	}
 	setting := exchange.ExitIsSetting(venue, leg.Order)
 	if setting {
@@ -452,7 +460,7 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		// later leg being set is seen (db.LaterSettingLeg).
 		if err := tx.LockPositionSetting(ctx, leg); err != nil {
 			tx.Rollback(ctx)
-			return "", fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
+			return "", false, fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
 		}
 	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
@@ -463,7 +471,7 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		later, lerr := tx.LaterSettingLeg(ctx, leg)
 		if lerr != nil {
 			tx.Rollback(ctx)
-			return "", fmt.Errorf("leg %s: %w", leg.ClientOrderID, lerr)
+			return "", false, fmt.Errorf("leg %s: %w", leg.ClientOrderID, lerr)
 		}
 		held, err = settingMismatch(leg, later, leg.SentAgo >= venue.AcceptWindow(), err)
 	}
@@ -474,7 +482,7 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 			// Never record an open order that nothing will follow.
 			if _, cerr := river.ClientFromContextSafely[pgx.Tx](ctx); cerr != nil {
 				tx.Rollback(ctx)
-				return "", fmt.Errorf("leg %s: no job client to follow its order: %w", leg.ClientOrderID, cerr)
+				return "", false, fmt.Errorf("leg %s: no job client to follow its order: %w", leg.ClientOrderID, cerr)
 			}
 		}
 		if leg.CancelledBy != "" {
@@ -483,11 +491,11 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 			var cerr error
 			if held, cerr = r.cancelAtVenue(ctx, venue, leg, held); cerr != nil {
 				tx.Rollback(ctx)
-				return "", cerr
+				return "", false, cerr
 			}
 		}
 		outcome := db.RecordReport(leg.TraceID, leg.Exchange, leg.Mode, leg.Order, held).IntentOutcome
-		return outcome, r.record(ctx, tx, leg, held, true)
+		return outcome, false, r.record(ctx, tx, leg, held, true)
 	case errors.Is(err, exchange.ErrNotFound) && leg.SentAgo >= venue.AcceptWindow() &&
 		exchange.ResendsSameID(venue, leg.Order) && leg.Sends < maxLegSends && leg.CancelledBy == "":
 		// Given up while its venue could not be asked (giveUp): the venue
@@ -497,7 +505,7 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegReopened, Detail: map[string]any{
 			"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq,
 			"reason": fmt.Sprintf("order %s is not at the venue, which answers again: sent again under its ID", leg.ClientOrderID)}}
-		return "", tx.Reopen(ctx, leg, ev)
+		return "", false, tx.Reopen(ctx, leg, ev)
 	case errors.Is(err, exchange.ErrNotFound) && exchange.RefusesLateOrder(venue, leg.Order) && leg.SentAgo >= venue.AcceptWindow():
 		// Only where the venue refuses a late request of this kind: at
 		// one that may book it late (Binance spot, an OKX algo order)
@@ -505,14 +513,19 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 		ev := db.Event{TraceID: leg.TraceID, Event: db.EventLegFailed, Detail: map[string]any{
 			"client_order_id": leg.ClientOrderID, "role": leg.Role, "seq": leg.Seq, "was_unknown": true, "found": false,
 			"reason": fmt.Sprintf("order %s is not at the venue and its accept window has closed: it was never placed", leg.ClientOrderID)}}
-		return db.IntentNotPlaced, tx.SettleWith(ctx, leg, nil, db.IntentNotPlaced, []db.Event{ev}, nil)
+		return db.IntentNotPlaced, false, tx.SettleWith(ctx, leg, nil, db.IntentNotPlaced, []db.Event{ev}, nil)
 	case errors.Is(err, exchange.ErrMismatch):
-		return db.IntentKeyReused, r.fail(ctx, tx, leg, db.IntentKeyReused,
+		return db.IntentKeyReused, false, r.fail(ctx, tx, leg, db.IntentKeyReused,
 			fmt.Sprintf("the venue holds a different order under %s (%v): not adopted", leg.ClientOrderID, err))
-	case err != nil && !errors.Is(err, exchange.ErrNotFound):
+	case errors.Is(err, exchange.ErrNotFound):
+		// Answered, deciding nothing (a venue that may book it late, or
+		// no sends left): the next asks are spaced (db.legUnknownDue).
+		return "", false, tx.MarkAnswered(ctx, leg)
+	case err != nil:
 		r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
+		return "", true, tx.MarkAsked(ctx, leg)
 	}
-	return "", tx.MarkAsked(ctx, leg)
+	return "", false, tx.MarkAsked(ctx, leg)
 }
 
 // cancelFound records leg, an exit a cancel signal marked (Leg.CancelledBy)

@@ -29,7 +29,9 @@ type Metrics struct {
 	// attempt's order recorded), not_placed (a bare intent closed, no
 	// trace), mismatch, failed (a trace ended failed — an orphaned
 	// reconcile, or a venue that could not be asked: an operator must
-	// check the venue).
+	// check the venue), resolved (an unknown order proven absent),
+	// left_open (a dead Bybit attempt's order not found, left for the
+	// signal's resend: counted once, not settled).
 	Sweeps *prometheus.CounterVec
 }
 
@@ -61,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, outcome := range []string{outcomeAdopted, outcomePlaced, outcomeStale, outcomeHalted, outcomeMismatch, outcomeExhausted} {
 		m.Reconciles.WithLabelValues(outcome)
 	}
-	for _, outcome := range []string{sweepAdopted, sweepNotPlaced, sweepMismatch, sweepFailed} {
+	for _, outcome := range []string{sweepAdopted, sweepNotPlaced, sweepMismatch, sweepFailed, sweepLeftOpen} {
 		m.Sweeps.WithLabelValues(outcome)
 	}
 	if reg != nil {

@@ -41,3 +41,31 @@ func TestAnUnknownTraceKeptPastItsExpiryKeepsItsAuditTrail(t *testing.T) {
 	t.Logf("trace kept (unknown) after the purge; its failed events left: %d", events)
 	require.EqualValues(t, 1, events, "the kept trace's failed event (why, and which order to look for) was deleted by the audit retention")
 }
+
+// A dead Bybit attempt's intent the sweeper left open for the signal's
+// resend (asked_at set: its order may still be booked, and it is asked
+// about for as long) has no trace; the audit retention deleted its events
+// — the dispatch_started and the swept event that say which order to look
+// for — as those of any trace-less attempt, while the intent stays open
+// for ever.
+func TestAnIntentLeftOpenForTheResendKeepsItsAuditTrail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	long := time.Now().Add(-100 * 24 * time.Hour)
+	o := reconcileOrder
+	o.ClientOrderID = "hxleftopenkept0000000000000000"
+	testfactory.Intent(t, b.pool, testfactory.IntentOpts{TraceID: "k:left-open", Exchange: "bybit", Order: o, SentAt: long})
+	_, err := b.pool.Exec(ctx, `UPDATE dispatch_intents SET asked_at = $1 WHERE client_order_id = $2`, long.Add(time.Minute), o.ClientOrderID)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `INSERT INTO trace_events (trace_id, event, at, detail) VALUES
+		('k:left-open', 'dispatch_started', $1, jsonb_build_object('client_order_id', $2::text)),
+		('k:left-open', 'swept', $1, jsonb_build_object('client_order_id', $2::text, 'found', false, 'left_open', true))`, long, o.ClientOrderID)
+	require.NoError(t, err)
+
+	_, err = db.Purge(ctx, b.pool, db.PurgeParams{AuditRetention: 90 * 24 * time.Hour})
+	require.NoError(t, err)
+	events := count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:left-open'`)
+	t.Logf("events of the left-open intent after the purge: %d", events)
+	require.EqualValues(t, 2, events, "the open intent's events (which order to look for) are kept while it is open")
+}

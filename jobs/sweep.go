@@ -21,6 +21,7 @@ const (
 	sweepNotPlaced = "not_placed" // a bare intent, nothing at the venue once its window closed: no trace
 	sweepMismatch  = "mismatch"   // another order under the ID: not adopted
 	sweepFailed    = "failed"     // a trace ended failed (orphaned reconcile, or given up): an operator must look
+	sweepLeftOpen  = "left_open"  // a bare intent not found where only a same-ID resend is safe (Bybit): left for the resend
 )
 
 // sweepBatch bounds the items one sweep handles; the next sweep takes the
@@ -103,10 +104,20 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 	}
 	items = append(items, unknown...)
 	settled := 0
+	// down holds the venues (and modes) that gave no answer in this sweep:
+	// their other unknown orders are left for the next sweep, so an
+	// outage costs one ask per venue per sweep, not one per unknown order
+	// (each a burst of queries: up to 14 for a Bybit miss), and the first
+	// sweep after it asks them all.
+	down := map[string]bool{}
 	for _, s := range items {
+		if (s.Unknown || s.LeftOpen) && down[venueKey(s.Intent.Exchange, s.Intent.Mode)] {
+			continue
+		}
 		var outcome string
+		var unanswered bool
 		done, err := db.Recover(ctx, w.pool, s, sweepLockWait, w.cfg.Timing.TraceTTL, func(ctx context.Context, s db.Stranded) (db.Recovery, error) {
-			r, o, err := w.decide(ctx, s)
+			r, o, err := w.decide(ctx, s, &unanswered)
 			outcome = o
 			for _, ev := range r.Events {
 				if ev.Event == db.EventFailed {
@@ -118,6 +129,9 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 			r.BeforeCommit = chainHooks(r.BeforeCommit, followHook(r.Order, s.Intent.Mode, s.Intent.Order))
 			return r, err
 		})
+		if unanswered {
+			down[venueKey(s.Intent.Exchange, s.Intent.Mode)] = true
+		}
 		switch {
 		case errors.Is(err, ErrNotYet), errors.Is(err, db.ErrLockTimeout):
 			continue
@@ -128,6 +142,12 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 		case !done, outcome == "":
 			// Not settled now, or an unknown order asked about again that
 			// stays unknown (only its settled_at was refreshed).
+			continue
+		case outcome == sweepLeftOpen:
+			// Not settled: left for the resend, and asked about again.
+			w.metrics.Sweeps.WithLabelValues(outcome).Inc()
+			w.log.WarnContext(ctx, "swept: not at the venue, left open for the signal's resend (same client order ID)",
+				"trace_id", traceOf(s), "client_order_id", s.Intent.ClientOrderID, "exchange", s.Intent.Exchange)
 			continue
 		}
 		settled++
@@ -173,7 +193,14 @@ func (w *SweepWorker) Sweep(ctx context.Context) (int, error) {
 		return settled, err
 	}
 	for _, l := range unknownLegs {
-		outcome, err := w.legs.AskUnknown(ctx, l)
+		key := venueKey(l.Exchange, l.Mode)
+		if down[key] {
+			continue
+		}
+		outcome, unanswered, err := w.legs.askUnknown(ctx, l)
+		if unanswered {
+			down[key] = true
+		}
 		switch {
 		case errors.Is(err, db.ErrLockTimeout):
 			continue
@@ -206,12 +233,17 @@ func traceOf(s db.Stranded) string {
 	return s.Intent.TraceID
 }
 
-// decide asks the venue about one stranded item.
-func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, string, error) {
+// venueKey names a venue in one mode, for the sweep's record of venues
+// that gave no answer.
+func venueKey(exchange, mode string) string { return exchange + "|" + mode }
+
+// decide asks the venue about one stranded item; it sets *unanswered when
+// the venue gave no answer.
+func (w *SweepWorker) decide(ctx context.Context, s db.Stranded, unanswered *bool) (db.Recovery, string, error) {
 	in := s.Intent
 	traceID := traceOf(s)
 	if s.Unknown {
-		return w.decideUnknown(ctx, s)
+		return w.decideUnknown(ctx, s, unanswered)
 	}
 	if s.NoIntent {
 		return giveUp(s.Intent, traceOf(s), "its reconcile job ended without settling it and no intent says which order to look for: check the venue"), sweepFailed, nil
@@ -223,12 +255,49 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded) (db.Recovery, s
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, in.Order)
+	if s.TraceID == "" && errors.Is(err, exchange.ErrNotFound) && in.SentAgo >= venue.AcceptWindow() && leftForTheResend(venue, in.Order) {
+		return leaveOpen(s)
+	}
 	r, outcome, err := DecideLookup(in, traceID, s.TraceID == "", venue, report, err)
 	if errors.Is(err, ErrUnanswered) {
+		*unanswered = true
 		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 		return w.unanswered(s, err)
 	}
 	return r, outcome, err
+}
+
+// leftForTheResend reports whether a dead attempt's order o, not found at
+// v past its accept window, is left open for the signal's resend rather
+// than ended as a missed trade: v may still book the original late (it
+// proves nothing absent), but never takes one client order ID twice
+// (exchange.IDKeeper: Bybit, whose orderLinkId is "always unique",
+// create-order.mdx:74, a second create under it refused with 110072,
+// error.mdx:133). The resend then sends it again under that ID — one
+// order whichever of the two Bybit books (the gateway's pending branch,
+// as for a resend before the sweep) — and the sweeper keeps looking for
+// the original, recording it if Bybit books it. The sweeper itself never
+// places: the sender was answered nothing, and decides whether to trade
+// (as where a venue proves the order absent and the key is freed).
+func leftForTheResend(v exchange.Venue, o exchange.Order) bool {
+	return exchange.ResendsSameID(v, o) && !exchange.RefusesLateOrder(v, o)
+}
+
+// leaveOpen leaves bare intent s open after its venue answered that it
+// holds no order under its ID (leftForTheResend): it marks the ask
+// answered, which spaces the next asks (db.Stranded.LeftOpen), and the
+// first time writes the swept event and counts it.
+func leaveOpen(s db.Stranded) (db.Recovery, string, error) {
+	r := db.Recovery{Answered: true}
+	if s.LeftOpen {
+		return r, "", nil
+	}
+	r.Events = []db.Event{{TraceID: s.Intent.TraceID, Event: db.EventSwept, Detail: map[string]any{
+		"found": false, "client_order_id": s.Intent.ClientOrderID, "left_open": true,
+		"reason": fmt.Sprintf("order %s is not at %s past its window, which may still book the dead attempt's request: "+
+			"left open, a resend of the signal sends it under the same ID (one order whichever arrives), and it is asked about again",
+			s.Intent.ClientOrderID, s.Intent.Exchange)}}}
+	return r, sweepLeftOpen, nil
 }
 
 // ErrUnanswered wraps a lookup's error when the venue gave no answer
@@ -298,9 +367,9 @@ const sweepResolved = "resolved"
 // dispatched or rejected); proven absent (a venue that refuses late
 // requests, past its window) settles the intent not_placed; another order
 // under the ID settles it key_reused. Otherwise the intent is only marked
-// asked (its settled_at refreshed; outcome "", not counted) and stays
-// unknown.
-func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Recovery, string, error) {
+// asked (its settled_at refreshed, and its asked_at when the venue
+// answered; outcome "", not counted) and stays unknown.
+func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded, unanswered *bool) (db.Recovery, string, error) {
 	in := s.Intent
 	stillUnknown := db.Recovery{IntentOutcome: db.IntentFailed}
 	venue, ok := w.venues.For(in.Exchange, in.Mode == signal.ModeTest)
@@ -325,7 +394,12 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Reco
 		return db.Recovery{IntentOutcome: db.IntentKeyReused, Events: []db.Event{{TraceID: s.TraceID, Event: db.EventSwept,
 			Detail: map[string]any{"found": false, "client_order_id": in.ClientOrderID, "was_unknown": true,
 				"reason": fmt.Sprintf("the venue holds a different order under %s (%v)", in.ClientOrderID, err)}}}}, sweepResolved, nil
-	case err != nil && !errors.Is(err, exchange.ErrNotFound):
+	case errors.Is(err, exchange.ErrNotFound):
+		// Answered, deciding nothing: the next asks are spaced
+		// (db.Recovery.Answered).
+		stillUnknown.Answered = true
+	case err != nil:
+		*unanswered = true
 		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 	}
 	return stillUnknown, "", nil
@@ -333,8 +407,12 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded) (db.Reco
 
 // unanswered leaves an item whose venue could not answer for a later sweep,
 // until SweepGiveUp has passed since its send.
+//
+// An intent left open for the resend (db.Stranded.LeftOpen) is never
+// given up: the venue answered about it before, the resend asks before
+// it sends, and it stays as unknown as it was.
 func (w *SweepWorker) unanswered(s db.Stranded, err error) (db.Recovery, string, error) {
-	if s.Intent.SentAgo < w.cfg.SweepGiveUp {
+	if s.Intent.SentAgo < w.cfg.SweepGiveUp || s.LeftOpen {
 		return db.Recovery{}, "", fmt.Errorf("%w: %w", ErrNotYet, err)
 	}
 	return giveUp(s.Intent, traceOf(s), fmt.Sprintf("venue %s could not be asked for %s (%v); whether order %s exists is unknown: check the venue",

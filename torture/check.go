@@ -370,13 +370,17 @@ type unsettledRow struct {
 }
 
 // unsettledSQL lists the traces still reconciling and the dispatch intents
-// still open.
+// still open — but an intent the sweeper left open after the venue
+// answered that it holds no order under its ID (asked_at set: a dead
+// Bybit attempt's, left for the signal's resend to send under the same
+// ID, jobs.leftForTheResend): that is its settled state, and its order,
+// should the venue book it late, is judged as any order at the venue.
 const unsettledSQL = `
 SELECT 'trace reconciling', trace_id, coalesce(client_order_id, ''), exchange, coalesce(signal->>'quantity', ''), updated_at
 FROM trace_ids WHERE status = 'reconciling'
 UNION ALL
 SELECT 'dispatch intent open', trace_id, client_order_id, exchange, coalesce(order_spec->>'quantity', ''), sent_at
-FROM dispatch_intents WHERE outcome IS NULL`
+FROM dispatch_intents WHERE outcome IS NULL AND asked_at IS NULL`
 
 // unsettled reads the attempts hoox has not settled yet.
 func (s *sim) unsettled(ctx context.Context) ([]unsettledRow, error) {
