@@ -284,7 +284,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	err = client.Send(context.Background(), notify.ChannelSlack, rejected())
 	var nerr *notify.Error
 	require.ErrorAs(t, err, &nerr)
-	require.True(t, nerr.Permanent)
+	require.True(t, nerr.Permanent, "a redirect is a permanent error, got: %v", err)
 	require.Equal(t, http.StatusTemporaryRedirect, nerr.StatusCode)
 	require.Empty(t, b.fake.Requests(""), "the message went nowhere else")
 }
