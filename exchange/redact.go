@@ -31,10 +31,29 @@ func RedactURL(raw string) string {
 
 // URLPassword is the password (or, without one, the user) in raw's user
 // information, "" when there is none: a secret an error text must not
-// carry either.
+// carry either. An unparsable URL (a password with a character user
+// information may not carry unencoded) gives the text RedactURL hides:
+// from the authority's start to its last @, after the first colon when
+// there is one.
 func URLPassword(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		i := strings.Index(raw, "://")
+		if i < 0 {
+			return ""
+		}
+		rest := raw[i+3:]
+		at := strings.LastIndex(rest, "@")
+		if at < 0 {
+			return ""
+		}
+		info := rest[:at]
+		if c := strings.Index(info, ":"); c >= 0 && c+1 < len(info) {
+			return info[c+1:]
+		}
+		return info
+	}
+	if u.User == nil {
 		return ""
 	}
 	if p, ok := u.User.Password(); ok {

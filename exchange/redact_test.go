@@ -22,4 +22,8 @@ func TestRedactURLHidesUserInformationOnly(t *testing.T) {
 	require.Equal(t, "secret", exchange.URLPassword("https://user:secret@proxy.example"))
 	require.Equal(t, "token", exchange.URLPassword("https://token@proxy.example"))
 	require.Empty(t, exchange.URLPassword("https://proxy.example"))
+	// Unparsable user information: the password is still found, so an
+	// error text quoting the URL cannot carry it.
+	require.Equal(t, "S3cret^Pass", exchange.URLPassword("https://proxyuser:S3cret^Pass@127.0.0.1:9/okx"))
+	require.Equal(t, "tok en", exchange.URLPassword("https://tok en@proxy.example"))
 }

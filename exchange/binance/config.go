@@ -157,7 +157,7 @@ func (c Config) validate() error {
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("binance: base url %q: want http(s)://host", c.BaseURL)
+		return fmt.Errorf("binance: base url %q: want http(s)://host", exchange.RedactURL(c.BaseURL))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -97,8 +98,11 @@ func (s Settings) Check(extra ...time.Duration) []error {
 	if s.Negative(extra...) {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
-	if !strings.HasPrefix(*s.BaseURL, "http://") && !strings.HasPrefix(*s.BaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("base url %q is not http(s)", exchange.RedactURL(*s.BaseURL)))
+	if u, err := url.Parse(*s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Unparsable (a proxy password with a character user information
+		// may not carry unencoded) would fail every request later, with
+		// the URL in the error: refused here, shown redacted.
+		errs = append(errs, fmt.Errorf("base url %q is not http(s)://host (percent-encode a proxy password's special characters)", exchange.RedactURL(*s.BaseURL)))
 	}
 	return errs
 }
