@@ -134,7 +134,9 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	var f Filters
-	return venuekit.Place(ctx, venuekit.Steps[outgoing]{
+	var sent outgoing
+	var stamped time.Time
+	r, err := venuekit.Place(ctx, venuekit.Steps[outgoing]{
 		Validate: func() string { return v.validate(o, symbol) },
 		Stamp: func(ctx context.Context) (time.Time, error) {
 			if err := v.syncTime(ctx); err != nil {
@@ -155,9 +157,16 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return exchange.Report{}, err
 		},
 		Send: func(ctx context.Context, out outgoing, stamp time.Time) (exchange.Report, error) {
+			sent, stamped = out, stamp
 			return v.send(ctx, f, out, stamp)
 		},
 	})
+	if err == nil && r.Status == exchange.StatusFilled && v.swap() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
+		// The position is gone: so is the point of the trailing stops
+		// that protected it, which OKX leaves live to cut the next one.
+		r.CancelledFirst = append(r.CancelledFirst, v.cancelClosedTrailing(ctx, f, sent.side, o.ClientOrderID, stamped)...)
+	}
+	return r, err
 }
 
 // validate returns why o cannot be sent at all, or "".

@@ -68,6 +68,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST "+PathAlgo, s.serveAlgoPlace)
 	mux.HandleFunc("GET "+PathAlgo, s.private(s.serveAlgoDetails))
 	mux.HandleFunc("POST "+PathCancelAlgo, s.private(s.serveAlgoCancel))
+	mux.HandleFunc("GET "+PathAlgoPending, s.private(s.serveAlgoPending))
 	return mux
 }
 
