@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,11 +13,35 @@ import (
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
+	"github.com/hoox/hoox/signal"
 )
+
+// AttachedAlgoID is the algoClOrdId hoox gives the TP/SL algo order OKX
+// generates from the attachAlgoOrds of its order clOrdID (sent as
+// attachAlgoClOrdId): hoox's shape ("hx" and 30 base32 characters),
+// derived like a leg's ID under a number no leg takes, so it is the
+// same on every send of the order and unlike any other ID hoox makes.
+func AttachedAlgoID(clOrdID string) string {
+	return signal.LegClientOrderID(clOrdID, math.MaxInt32)
+}
 
 // pathAlgoPending lists the account's untriggered algo orders of one
 // ordType (Get_Algo_Order_List.md).
 const pathAlgoPending = "/api/v5/trade/orders-algo-pending"
+
+// algoPending is an untriggered algo order as Get_Algo_Order_List.md
+// lists it.
+type algoPending struct {
+	AlgoID      string `json:"algoId"`
+	AlgoClOrdID string `json:"algoClOrdId"`
+	InstID      string `json:"instId"`
+	OrdType     string `json:"ordType"`
+	Side        string `json:"side"`
+	Sz          string `json:"sz"`
+	State       string `json:"state"`
+	ReduceOnly  string `json:"reduceOnly"`
+	CTime       string `json:"cTime"`
+}
 
 // flattens reports whether close o is meant to leave no position: a close
 // of all of it, a percent_of_position close of 100 % (or more) of it, or
@@ -28,11 +53,16 @@ func flattens(o exchange.Order) bool {
 	return !o.Partial || (o.Split != nil && o.Sizing == nil) || exchange.WholePosition(o.Sizing)
 }
 
-// cancelClosedTrailing cancels hoox's trailing stops left live on the side
-// of instID that a filled swap close of the whole position just closed
-// (side is the close's: sell for a long's). hoox places an entry's
-// trailing stop after the fill as its own reduce-only move_order_stop
-// (trailing.go). OKX cancels a TP/SL algo order "when the position is
+// cancelClosedExits cancels hoox's exits left live on the side of instID
+// that a filled swap close of the whole position just closed (side is the
+// close's: sell for a long's): its trailing stops, and the TP/SL algo
+// orders OKX generated from its entries' attachAlgoOrds. hoox places an
+// entry's trailing stop after the fill as its own reduce-only
+// move_order_stop (trailing.go); OKX generates the take-profit/stop-loss
+// "only when this order is filled" (Post_Place_Order.md) under the
+// attachAlgoClOrdId hoox sent (AttachedAlgoID), and says nothing of what
+// becomes of it when the position closes: attachAlgoOrds takes no
+// cxlOnClosePos. OKX cancels a TP/SL algo order "when the position is
 // fully closed" only if it was placed with cxlOnClosePos, a parameter of
 // the TP/SL order types (conditional, oco), not of the trailing stop
 // (Post_Place_Algo_Order.md); a reduce-only order is not refused or
@@ -43,59 +73,61 @@ func flattens(o exchange.Order) bool {
 // strategy's — protected the position that is gone.
 //
 // They are listed with GET /api/v5/trade/orders-algo-pending
-// (Get_Algo_Order_List.md, ordType move_order_stop, instType SWAP and
-// instId: the untriggered ones, with algoClOrdId, side, reduceOnly and
-// cTime) and cancelled one by one by algoId with POST
-// /api/v5/trade/cancel-algos (Post_Cancel_Algo_Order.md). Only reduce-only
-// stops of side whose algoClOrdId carries hoox's prefix are cancelled: an
-// algo order the trader placed by hand is theirs to keep. 51400 (no longer
+// (Get_Algo_Order_List.md, ordType move_order_stop, conditional, oco —
+// one request each —, instType SWAP and instId: the untriggered ones,
+// with algoClOrdId, side, reduceOnly and cTime) and cancelled one by one
+// by algoId with POST /api/v5/trade/cancel-algos
+// (Post_Cancel_Algo_Order.md). Only orders of side whose algoClOrdId
+// carries hoox's prefix are cancelled (trailing stops: reduce-only ones):
+// an algo order the trader placed by hand is theirs to keep. 51400 (no longer
 // live: cancelled meanwhile) and 51416 (triggered first) are skipped.
 //
 // The close has filled: nothing here may fail it. What could not be listed
-// or cancelled is logged; the stop's follow job keeps looking at it.
+// or cancelled is logged at ERROR; a trailing stop's follow job keeps
+// looking at it (a generated TP/SL has none: it stays live at OKX).
 //
 // Signals of one instrument are not run one at a time: an entry may fill
-// beside the close. So the stops are listed first and the position read
-// after. Flat, every listed stop protects nothing and is cancelled. Not
-// flat, only the stops created by the time the close began (started, on
+// beside the close. So the exits are listed first and the position read
+// after. Flat, every listed exit protects nothing and is cancelled. Not
+// flat, only the exits created by the time the close began (started, on
 // OKX's clock, before the close read the position) are cancelled: they
-// protected the position it closed; a stop created since is the new
-// entry's. An entry filling after the position read places its stop after
-// the listing: it is not in it.
-func (v *Venue) cancelClosedTrailing(ctx context.Context, f Filters, side, closeID string, started time.Time) []exchange.CancelledOrder {
+// protected the position it closed; an exit created since (a stop placed,
+// a TP/SL generated by a fill) is the new entry's. An entry filling after
+// the position read gets its exits after the listing: they are not in it.
+func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID string, started time.Time) []exchange.CancelledOrder {
 	instID := f.InstID
-	var open []struct {
-		AlgoID      string `json:"algoId"`
-		AlgoClOrdID string `json:"algoClOrdId"`
-		InstID      string `json:"instId"`
-		OrdType     string `json:"ordType"`
-		Side        string `json:"side"`
-		Sz          string `json:"sz"`
-		State       string `json:"state"`
-		ReduceOnly  string `json:"reduceOnly"`
-		CTime       string `json:"cTime"`
-	}
-	q := url.Values{"ordType": {"move_order_stop"}, "instType": {"SWAP"}, "instId": {instID}}
-	if err := v.do(ctx, request{method: http.MethodGet, path: pathAlgoPending, query: q, private: true}, &open); err != nil {
-		v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but its side's live trailing stops could not be listed to cancel them",
-			"client_order_id", closeID, "inst_id", instID, "error", err)
-		return nil
+	var open []algoPending
+	// ordType takes one type a request (Get_Algo_Order_List.md): the
+	// trailing stops, then the TP/SL OKX generated from the entries'
+	// attachAlgoOrds (conditional with one trigger, oco with both).
+	for _, ordType := range []string{"move_order_stop", "conditional", "oco"} {
+		var page []algoPending
+		q := url.Values{"ordType": {ordType}, "instType": {"SWAP"}, "instId": {instID}}
+		if err := v.do(ctx, request{method: http.MethodGet, path: pathAlgoPending, query: q, private: true}, &page); err != nil {
+			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but its side's live exits could not be listed to cancel them",
+				"client_order_id", closeID, "inst_id", instID, "ord_type", ordType, "error", err)
+			return nil
+		}
+		open = append(open, page...)
 	}
 	pos, err := v.netPosition(ctx, instID)
 	switch {
 	case err != nil:
-		v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but the position could not be read again to cancel its side's trailing stops",
+		v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but the position could not be read again to cancel its side's exits",
 			"client_order_id", closeID, "inst_id", instID, "error", err)
 		return nil
 	case !pos.IsZero():
-		v.log.WarnContext(ctx, "okx: a close of the whole position filled, but a position is open again (an entry beside it): only the trailing stops created before the close are cancelled",
+		v.log.WarnContext(ctx, "okx: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "inst_id", instID, "position", pos.String())
 	}
 	flat := pos.IsZero()
 	var cancelled []exchange.CancelledOrder
 	for _, a := range open {
 		created, _ := strconv.ParseInt(a.CTime, 10, 64)
-		if a.InstID != instID || a.OrdType != "move_order_stop" || a.ReduceOnly != "true" || !strings.EqualFold(a.Side, side) ||
+		// hoox's trailing stops are reduce-only; whether OKX makes the
+		// TP/SL it generates reduce-only is not documented, and its ID
+		// (AttachedAlgoID) says it is hoox's.
+		if a.InstID != instID || (a.OrdType == "move_order_stop" && a.ReduceOnly != "true") || !strings.EqualFold(a.Side, side) ||
 			!strings.HasPrefix(a.AlgoClOrdID, "hx") || (!flat && created > started.UnixMilli()) {
 			continue
 		}
@@ -105,7 +137,7 @@ func (v *Venue) cancelClosedTrailing(ctx context.Context, f Filters, side, close
 			continue // no longer live
 		}
 		if err != nil {
-			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but a live trailing stop of its side was not cancelled",
+			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but a live exit of its side was not cancelled",
 				"client_order_id", closeID, "inst_id", instID, "exit_client_order_id", a.AlgoClOrdID, "error", fmt.Errorf("cancel algo %s: %w", a.AlgoID, err))
 			continue
 		}
@@ -113,7 +145,7 @@ func (v *Venue) cancelClosedTrailing(ctx context.Context, f Filters, side, close
 			Side: strings.ToLower(a.Side), Remaining: f.fromWire(venuekit.Dec(a.Sz)).String(), PlacedByHoox: true})
 	}
 	if len(cancelled) > 0 {
-		v.log.InfoContext(ctx, "okx: a close of the whole position filled; its side's live trailing stops cancelled",
+		v.log.InfoContext(ctx, "okx: a close of the whole position filled; its side's live exits cancelled",
 			"client_order_id", closeID, "inst_id", instID, "cancelled", len(cancelled))
 	}
 	return cancelled

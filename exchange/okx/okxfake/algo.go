@@ -20,8 +20,10 @@ const (
 	PathAlgoPending = "/api/v5/trade/orders-algo-pending"
 )
 
-// AlgoOrder is one algo order in the fake's book: only trailing stops
-// (ordType move_order_stop) are taken.
+// AlgoOrder is one algo order in the fake's book: trailing stops (ordType
+// move_order_stop) placed through the algo endpoint, and the TP/SL algo
+// order OKX generates from a swap order's attachAlgoOrds once it filled
+// completely (conditional with one trigger, oco with both).
 type AlgoOrder struct {
 	InstType, InstID, AlgoID, AlgoClOrdID string
 	Side, OrdType, TdMode                 string
@@ -30,12 +32,42 @@ type AlgoOrder struct {
 	// CallbackRatio (0.01 is 1 %) or CallbackSpread (a price distance):
 	// exactly one is set.
 	CallbackRatio, CallbackSpread decimal.Decimal
-	ReduceOnly                    bool
+	// TpTriggerPx and SlTriggerPx are a generated TP/SL's triggers (zero:
+	// none).
+	TpTriggerPx, SlTriggerPx decimal.Decimal
+	ReduceOnly               bool
 	// State is live until cancelled (canceled) or triggered (by
 	// TriggerAlgo: effective, or order_failed when its reduce-only order
 	// could not trade; FailCode then says why).
 	State, FailCode string
 	CTime           time.Time
+}
+
+// generateAttached books the TP/SL algo order OKX generates from o's
+// attachAlgoOrds: "TP/SL algo order will be generated only when this order
+// is filled" (Post_Place_Order.md), under algoClOrdId attachAlgoClOrdId,
+// on the other side, for o's size; conditional with one trigger, oco
+// with both. What OKX does with it when the position later closes is not
+// documented (attachAlgoOrds takes no cxlOnClosePos, which Post_Place_
+// Algo_Order.md gives the TP/SL types alone): the fake keeps it live, and
+// TriggerAlgo trades it against the position held then. Whether OKX makes
+// it reduce-only is not documented either: the fake books it reduce-only,
+// the milder reading. Callers hold mu.
+func (s *Server) generateAttached(o *Order) {
+	if o.TpTriggerPx.IsZero() && o.SlTriggerPx.IsZero() {
+		return
+	}
+	side, ordType := "sell", "conditional"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	if !o.TpTriggerPx.IsZero() && !o.SlTriggerPx.IsZero() {
+		ordType = "oco"
+	}
+	s.nextID++
+	s.algos = append(s.algos, &AlgoOrder{InstType: InstSwap, InstID: o.InstID, AlgoID: strconv.FormatInt(900000000000000000+s.nextID, 10),
+		AlgoClOrdID: o.AttachAlgoClOrdID, Side: side, OrdType: ordType, TdMode: "cross", Sz: o.Sz,
+		TpTriggerPx: o.TpTriggerPx, SlTriggerPx: o.SlTriggerPx, ReduceOnly: true, State: "live", CTime: s.now()})
 }
 
 // CallbackRange bounds a trailing stop's callbackRatio as min < x <= max.
@@ -60,6 +92,18 @@ func (s *Server) AlgoOrders() []AlgoOrder {
 	out := make([]AlgoOrder, len(s.algos))
 	for i, a := range s.algos {
 		out[i] = *a
+	}
+	return out
+}
+
+// TrailingStops are the trailing stops (move_order_stop) booked, oldest
+// first: AlgoOrders without the TP/SL OKX generated from attachAlgoOrds.
+func (s *Server) TrailingStops() []AlgoOrder {
+	var out []AlgoOrder
+	for _, a := range s.AlgoOrders() {
+		if a.OrdType == "move_order_stop" {
+			out = append(out, a)
+		}
 	}
 	return out
 }
@@ -294,9 +338,18 @@ func algoJSON(a *AlgoOrder) map[string]any {
 		"ordType": a.OrdType, "side": a.Side, "sz": str(a.Sz), "state": a.State, "tdMode": a.TdMode,
 		"reduceOnly": strconv.FormatBool(a.ReduceOnly), "callbackRatio": "", "callbackSpread": "", "activePx": "",
 		"cTime": strconv.FormatInt(a.CTime.UnixMilli(), 10), "failCode": a.FailCode}
-	if a.CallbackRatio.IsPositive() {
+	switch {
+	case a.OrdType != "move_order_stop":
+		m["tpTriggerPx"], m["slTriggerPx"] = "", ""
+		if a.TpTriggerPx.IsPositive() {
+			m["tpTriggerPx"] = str(a.TpTriggerPx)
+		}
+		if a.SlTriggerPx.IsPositive() {
+			m["slTriggerPx"] = str(a.SlTriggerPx)
+		}
+	case a.CallbackRatio.IsPositive():
 		m["callbackRatio"] = str(a.CallbackRatio)
-	} else {
+	default:
 		m["callbackSpread"] = str(a.CallbackSpread)
 	}
 	return m
