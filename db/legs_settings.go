@@ -88,3 +88,42 @@ func SettleLegIn(ctx context.Context, q DBTX, leg Leg, row *OrderRow, outcome In
 	}
 	return nil
 }
+
+// positionClosedSinceSQL lists the closes (client order ID, symbol) at venue $1 and
+// mode $2 that filled and left the position flat (their dispatched event
+// says position_closed: exchange.Report.PositionClosed) and whose dispatch
+// started after the leg $3 was last sent: their position read came after
+// that send.
+const positionClosedSinceSQL = `SELECT o.client_order_id, o.symbol FROM orders o
+JOIN trace_events s ON s.trace_id = o.trace_id AND s.event = '` + EventDispatchStarted + `' AND s.detail->>'client_order_id' = o.client_order_id
+JOIN trace_events d ON d.trace_id = o.trace_id AND d.event = '` + EventDispatched + `' AND d.detail->>'client_order_id' = o.client_order_id
+WHERE o.exchange = $1 AND o.mode = $2 AND o.action IN ('close', 'close_long', 'close_short') AND o.status = 'filled'
+  AND d.detail->>'position_closed' = 'true'
+  AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
+  AND o.created_at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
+ORDER BY o.created_at LIMIT 100`
+
+// PositionClosedSince returns the client order ID of a close of leg's
+// symbol, at its venue and mode, that began after leg (a position setting:
+// exchange.SettingExiter) was last sent and left the position flat, or ""
+// when there is none. A setting the venue drops with its position (a Bybit
+// trailing stop) then ended with it, whatever the position holds now: a
+// later entry's leg may have set the same value on the next position.
+func PositionClosedSince(ctx context.Context, q DBTX, leg Leg) (string, error) {
+	rows, _ := q.Query(ctx, positionClosedSinceSQL, leg.Exchange, leg.Mode, leg.ClientOrderID)
+	type closeRow struct{ id, symbol string }
+	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (closeRow, error) {
+		var c closeRow
+		err := row.Scan(&c.id, &c.symbol)
+		return c, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("closes of the position since %s: %w", leg.ClientOrderID, translate(err))
+	}
+	for _, c := range all {
+		if exchange.SameSymbol(c.symbol, leg.Order.Symbol) {
+			return c.id, nil
+		}
+	}
+	return "", nil
+}

@@ -149,6 +149,12 @@ func RecordReport(traceID, exchangeName, mode string, o exchange.Order, r exchan
 		// (Binance -2022).
 		rec.Detail["cancelled_first"] = r.CancelledFirst
 	}
+	if r.PositionClosed {
+		// The venue read flat after the close: the settings held on the
+		// position (a Bybit trailing stop) ended with it
+		// (PositionClosedSince).
+		rec.Detail["position_closed"] = true
+	}
 	return rec
 }
 

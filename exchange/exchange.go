@@ -206,7 +206,8 @@ type Report struct {
 	// order: Binance USDⓈ-M reduce-only orders that blocked a close
 	// (-2022), cancelled before it, and hoox's exits (algo orders) of the
 	// side a close of the whole position closed, cancelled once it filled
-	// (they protected a position that is gone). Empty otherwise.
+	// (they protected a position that is gone), and OKX swap trailing
+	// stops likewise. Empty otherwise.
 	CancelledFirst []CancelledOrder `json:",omitempty"`
 	// ClosedPosition says, of a close that filled, that the venue's
 	// adapter judged the position it closed gone — the position flat
@@ -215,6 +216,14 @@ type Report struct {
 	// (CancelledFirst); see ExitsAfterCloseCanceler. False otherwise, and
 	// on a venue whose exits end with the position.
 	ClosedPosition bool `json:",omitempty"`
+	// PositionClosed is set on a filled close of the whole position when
+	// the adapter read the position flat after it, on a venue that drops
+	// the settings it holds on a position with it (Bybit's trailing stop:
+	// "The system will cancel these orders if the position is closed",
+	// docs/v5/position/trading-stop.mdx). Such a setting made before the
+	// close ended with it, even when a later entry's leg sets the same
+	// value on the next position.
+	PositionClosed bool `json:",omitempty"`
 	// TakeProfit and StopLoss are the trigger prices the venue holds on
 	// the order itself (Bybit's takeProfit and stopLoss), as it reports
 	// them; invalid when it holds none or does not say.

@@ -156,7 +156,7 @@ func TestOKXTrailingStopRefusedAtTheReduceOnlyCapIsRejected(t *testing.T) {
 	require.Equal(t, "rejected", out.Legs[0].Status)
 	require.Contains(t, *out.Legs[0].RejectReason, "reduce-only orders reached the upper limit of 1")
 	require.Equal(t, db.AttachedNotPlaced, out.Legs[0].Attached()[0].Status)
-	require.Len(t, b.okx.AlgoOrders(), 1)
+	require.Len(t, b.okx.TrailingStops(), 1)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-cap-2' AND outcome = 'rejected'`))
 }
 

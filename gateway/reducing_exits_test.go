@@ -68,7 +68,7 @@ func TestOKXSwapEntryThatOnlyReducesGetsNoTrailingStop(t *testing.T) {
 		"trailing_stop":{"percent":1.5},"trace_id":"okx-reduce-1"}`))
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, out.Status)
-	require.Empty(t, b.okx.AlgoOrders(), "no trailing stop on the flat position")
+	require.Empty(t, b.okx.TrailingStops(), "no trailing stop on the flat position")
 	require.Len(t, out.Legs, 1)
 	require.Equal(t, string(exchange.StatusRejected), out.Legs[0].Status)
 	require.Contains(t, *out.Legs[0].RejectReason, "only reduced it and opened no short position for the trailing_stop to protect")
@@ -77,7 +77,7 @@ func TestOKXSwapEntryThatOnlyReducesGetsNoTrailingStop(t *testing.T) {
 	out, err = b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"sell","quantity":"0.05",
 		"trailing_stop":{"percent":1.5},"trace_id":"okx-reduce-2"}`))
 	require.NoError(t, err)
-	algos := b.okx.AlgoOrders()
+	algos := b.okx.TrailingStops()
 	require.Len(t, algos, 1)
 	require.Equal(t, "buy", algos[0].Side)
 	require.Equal(t, "2", algos[0].Sz.String(), "the 0.02 BTC short the sell opened: 2 contracts")

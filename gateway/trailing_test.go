@@ -103,7 +103,7 @@ func TestOKXSwapEntryWithTrailingStopPlacesOneAlgoOrderBesideTheAttachedExits(t 
 	require.Len(t, entries, 1, "the entry is the only plain order")
 	require.Equal(t, "62000", entries[0].TpTriggerPx.String(), "the take-profit stays on the entry")
 	require.Equal(t, "58800", entries[0].SlTriggerPx.String(), "the stop-loss stays on the entry, 2 % below the last price")
-	algos := b.okx.AlgoOrders()
+	algos := b.okx.TrailingStops()
 	require.Len(t, algos, 1, "one trailing stop")
 	ts := algos[0]
 	require.Equal(t, "move_order_stop", ts.OrdType)
@@ -127,7 +127,7 @@ func TestOKXSwapEntryWithTrailingStopPlacesOneAlgoOrderBesideTheAttachedExits(t 
 	cancel, err := b.svc.Execute(ctx, input(t, `{"exchange":"okx-swap","symbol":"BTCUSDT","action":"cancel","trace_id":"okx-trail-cancel"}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{ts.AlgoClOrdID}, cancelIDs(cancel.Cancelled))
-	require.Equal(t, "canceled", b.okx.AlgoOrders()[0].State, "no longer rests at OKX")
+	require.Equal(t, "canceled", b.okx.TrailingStops()[0].State, "no longer rests at OKX")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE role = 'trailing_stop' AND status = 'cancelled'
 		AND callback_rate = 1.5`))
 }
@@ -152,7 +152,7 @@ func TestOKXTrailingStopHooxDoesNotPlaceIsRefused(t *testing.T) {
 	}
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM trace_ids`), "nothing claimed")
 	require.Empty(t, b.okx.Orders(), "nothing sent")
-	require.Empty(t, b.okx.AlgoOrders())
+	require.Empty(t, b.okx.TrailingStops())
 }
 
 // An OKX trailing stop whose request timed out (50004: "does not mean that
@@ -171,7 +171,7 @@ func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testi
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
 	require.Empty(t, out.Legs, "the trailing stop's fate is unknown")
-	require.Empty(t, b.okx.AlgoOrders())
+	require.Empty(t, b.okx.TrailingStops())
 
 	var lockKey, parent string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, parent_client_order_id FROM order_legs WHERE trace_id = 'k:okx-trail-lost'`).Scan(&lockKey, &parent))
@@ -185,7 +185,7 @@ func TestOKXTrailingStopLostAndMissingAfterItsWindowEndsFailedNotResent(t *testi
 	require.NoError(t, err)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE trace_id = 'k:okx-trail-lost' AND outcome = 'failed'`))
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:okx-trail-lost' AND event = 'leg_failed'`))
-	require.Empty(t, b.okx.AlgoOrders(), "never sent again")
+	require.Empty(t, b.okx.TrailingStops(), "never sent again")
 	require.Equal(t, 1, b.okx.AlgoPlacements())
 }
 
@@ -200,7 +200,7 @@ func TestOKXSwapTrailingStopByDistanceTrailsByCallbackSpread(t *testing.T) {
 		"trailing_stop":{"distance":"250.37"},"trace_id":"okx-trail-dist"}`))
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, out.Status)
-	algos := b.okx.AlgoOrders()
+	algos := b.okx.TrailingStops()
 	require.Len(t, algos, 1)
 	require.Equal(t, "250.3", algos[0].CallbackSpread.String(), "down to the 0.1 tick")
 	require.True(t, algos[0].CallbackRatio.IsZero())
@@ -228,7 +228,7 @@ func TestOKXTrailingStopOutsideOKXsRangeIsShownNotPlaced(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, out.Status, "the entry executed")
 	require.Equal(t, "filled", out.Order.Status)
-	require.Empty(t, b.okx.AlgoOrders())
+	require.Empty(t, b.okx.TrailingStops())
 	require.Len(t, out.Legs, 1)
 	require.Equal(t, "rejected", out.Legs[0].Status)
 	require.Contains(t, *out.Legs[0].RejectReason, "callback rate")

@@ -387,6 +387,23 @@ func (w *FollowWorker) look(ctx context.Context, a FollowArgs, st db.FollowState
 	vctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.VenueTimeout)
 	defer cancel()
 	report, err := venue.Lookup(vctx, a.Order)
+	if isExit(st.Order.Role) && exchange.ExitIsSetting(venue, a.Order) && (err == nil && !report.Status.Final() ||
+		errors.Is(err, exchange.ErrMismatch) || errors.Is(err, exchange.ErrNotFound)) {
+		// A setting the venue drops with its position (a Bybit trailing
+		// stop, trading-stop.mdx: "The system will cancel these orders if
+		// the position is closed") ended when a close after its send left
+		// the position flat — even if the next position holds the same
+		// value now, set by a later entry's leg: that one is the later
+		// leg's, and this one's cancel must not clear it.
+		leg := db.Leg{ClientOrderID: a.ClientOrderID, Role: st.Order.Role, Exchange: a.Exchange, Mode: a.Mode, Order: a.Order}
+		closedBy, cerr := db.PositionClosedSince(ctx, w.pool, leg)
+		if cerr != nil {
+			return db.FollowStep{}, true, fmt.Errorf("look up order %s: %w", a.ClientOrderID, cerr)
+		}
+		if closedBy != "" {
+			report, err = closedSetting(st.Order, closedBy), nil
+		}
+	}
 	if isExit(st.Order.Role) && exchange.ExitIsSetting(venue, a.Order) && errors.Is(err, exchange.ErrMismatch) {
 		// Another setting on the position (a Bybit trailing stop of
 		// another distance): replaced for good by a later leg of the
@@ -508,6 +525,13 @@ func (w *FollowWorker) unfollowStep(a FollowArgs, st db.FollowState, why string)
 	ev := db.Event{TraceID: st.Order.TraceID, Event: db.EventOrderUnfollowed, Detail: detail}
 	return db.FollowStep{Unfollow: true, Events: []db.Event{ev},
 		BeforeCommit: w.notifier.notifyHook(ev, a.Exchange, a.Mode, a.Order)}
+}
+
+// closedSetting is the report of a position setting (row) that ended
+// with its position, closed flat by the close closedBy.
+func closedSetting(row db.OrderRow, closedBy string) exchange.Report {
+	return exchange.Report{Symbol: row.Symbol, Side: row.Side, Quantity: row.Quantity, FilledQuantity: row.FilledQuantity.Decimal,
+		Status: exchange.StatusExpired, Reason: "the position closed (close " + closedBy + " left it flat): the venue drops its settings with it"}
 }
 
 // goneExit is the report of the exit row that the venue no longer holds

@@ -373,7 +373,7 @@ func TestOKXLimitEntryTrailingStopIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *
 	res, err := fb.work(t, fb.queuedFollow(t, "k:okx-lim"))
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobSnoozed, res.EventKind, "resting: looked at, nothing placed")
-	require.Empty(t, f.AlgoOrders())
+	require.Empty(t, f.TrailingStops())
 
 	require.NoError(t, f.FillOrder(entry.Order.ClientOrderID))
 	for range 2 { // a second delivery changes nothing
@@ -381,7 +381,7 @@ func TestOKXLimitEntryTrailingStopIsPlacedOnceWhenTheFollowJobRecordsTheFill(t *
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 	}
-	algos := f.AlgoOrders()
+	algos := f.TrailingStops()
 	require.Len(t, algos, 1, "one trailing stop, placed by the follow job")
 	require.Equal(t, "move_order_stop", algos[0].OrdType)
 	require.Equal(t, "0.015", algos[0].CallbackRatio.String())

@@ -95,5 +95,5 @@ func TestOKXEntryWhoseStopLossWasMovedAtOKXIsStillRecordedFilled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the entry filled at OKX: its follow job must record it")
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:okx-amended' AND role = 'primary' AND status = 'filled'`))
-	require.Len(t, f.AlgoOrders(), 1, "the trailing stop planned for the fill is placed")
+	require.Len(t, f.TrailingStops(), 1, "the trailing stop planned for the fill is placed")
 }

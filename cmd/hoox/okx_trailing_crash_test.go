@@ -26,7 +26,7 @@ func okxTrailingRig(t *testing.T, traceID string) (fake *okxfake.Server, env []s
 		t.Helper()
 		require.Len(t, fake.Orders(), 1, "one entry")
 		require.Equal(t, "59000", fake.Orders()[0].SlTriggerPx.String(), "its stop-loss on the entry")
-		algos := fake.AlgoOrders()
+		algos := fake.TrailingStops()
 		require.Len(t, algos, 1, "one trailing stop")
 		require.Equal(t, "move_order_stop", algos[0].OrdType)
 		require.Equal(t, "0.015", algos[0].CallbackRatio.String())
@@ -49,7 +49,7 @@ func TestOKXEntryWithTrailingStopCrashAfterTheLegIsAdoptedByTheSweeper(t *testin
 	pool := pgtest.OpenPool(t, dbURL)
 
 	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_LEG", body)
-	require.Len(t, fake.AlgoOrders(), 1, "the trailing stop is booked")
+	require.Len(t, fake.TrailingStops(), 1, "the trailing stop is booked")
 	require.Equal(t, 1, apptest.Count(t, pool, "SELECT count(*) FROM orders WHERE trace_id = 'k:okx-trail-crash'"), "only the entry is recorded")
 
 	survivor := sweeperFinishesLegs(t, dbURL, env, "k:okx-trail-crash", 1, "the sweeper finished the trailing stop")
@@ -75,7 +75,7 @@ func TestOKXEntryWithTrailingStopCrashAfterTheEntryThenResendPlacesItOnce(t *tes
 
 	killedMidSignal(t, dbURL, env, "HOOX_DRILL_CRASH_AFTER_VENUE", body)
 	require.Len(t, fake.Orders(), 1)
-	require.Empty(t, fake.AlgoOrders(), "no trailing stop before the entry is recorded")
+	require.Empty(t, fake.TrailingStops(), "no trailing stop before the entry is recorded")
 
 	survivor, _ := startVenueServe(t, dbURL, env...)
 	r := apptest.Post(t, survivor.url, body)
@@ -90,8 +90,8 @@ func TestOKXEntryWithTrailingStopCrashAfterTheEntryThenResendPlacesItOnce(t *tes
 	require.Equal(t, "placed", trail["status"], r.Raw)
 	require.Equal(t, "1.5", trail["callback_rate"], r.Raw)
 	require.NotContains(t, trail, "trigger_price", r.Raw)
-	require.Equal(t, fake.AlgoOrders()[0].AlgoID, trail["exchange_order_id"], r.Raw)
-	require.Equal(t, fake.AlgoOrders()[0].AlgoClOrdID, trail["client_order_id"], r.Raw)
+	require.Equal(t, fake.TrailingStops()[0].AlgoID, trail["exchange_order_id"], r.Raw)
+	require.Equal(t, fake.TrailingStops()[0].AlgoClOrdID, trail["client_order_id"], r.Raw)
 	requireOne()
 	again := apptest.Post(t, survivor.url, body)
 	require.Equal(t, http.StatusConflict, again.Status, again.Raw)

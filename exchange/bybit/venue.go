@@ -200,7 +200,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	// Every failure before the send is an error (a refused read too: the
 	// order was never judged by Bybit), named with the order.
 	failed := func(err error) error { return fmt.Errorf("bybit place %s: %w", o.ClientOrderID, err) }
-	return venuekit.Place(ctx, venuekit.Steps[outgoing]{
+	r, err := venuekit.Place(ctx, venuekit.Steps[outgoing]{
 		Validate: func() string { return v.validate(o) },
 		Stamp: func(ctx context.Context) (time.Time, error) {
 			if err := v.ensureTime(ctx); err != nil {
@@ -212,6 +212,23 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 		Failed:  func(err error) (exchange.Report, error) { return exchange.Report{}, failed(err) },
 		Send:    v.send,
 	})
+	if err == nil && r.Status == exchange.StatusFilled && v.cfg.Market == MarketLinear && exchange.IsClose(o.Action) &&
+		(!o.Partial || exchange.WholePosition(o.Sizing)) && o.Split == nil {
+		// A close of the whole position: read flat after it, the
+		// position's trailing stop went with it (trading-stop.mdx: "The
+		// system will cancel these orders if the position is closed").
+		// Not flat (an entry filled beside the close), it stays on the
+		// position. A failed read only leaves the fact unsaid.
+		pos, perr := v.readPosition(ctx, exchange.VenueSymbol(o.Symbol))
+		switch {
+		case perr != nil:
+			v.log.WarnContext(ctx, "bybit: a close of the whole position filled, but the position could not be read again",
+				"client_order_id", o.ClientOrderID, "error", perr)
+		case !pos.size.IsPositive():
+			r.PositionClosed = true
+		}
+	}
+	return r, err
 }
 
 // validate returns why o cannot be sent at all, or "". Refused here,

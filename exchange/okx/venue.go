@@ -134,7 +134,9 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	start := v.cfg.Now()
 	symbol := exchange.VenueSymbol(o.Symbol)
 	var f Filters
-	return venuekit.Place(ctx, venuekit.Steps[outgoing]{
+	var sent outgoing
+	var stamped time.Time
+	r, err := venuekit.Place(ctx, venuekit.Steps[outgoing]{
 		Validate: func() string { return v.validate(o, symbol) },
 		Stamp: func(ctx context.Context) (time.Time, error) {
 			if err := v.syncTime(ctx); err != nil {
@@ -155,9 +157,16 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return exchange.Report{}, err
 		},
 		Send: func(ctx context.Context, out outgoing, stamp time.Time) (exchange.Report, error) {
+			sent, stamped = out, stamp
 			return v.send(ctx, f, out, stamp)
 		},
 	})
+	if err == nil && r.Status == exchange.StatusFilled && v.swap() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
+		// The position is gone: so is the point of the exits that
+		// protected it, which OKX may leave live to cut the next one.
+		r.CancelledFirst = append(r.CancelledFirst, v.cancelClosedExits(ctx, f, sent.side, o.ClientOrderID, stamped)...)
+	}
+	return r, err
 }
 
 // validate returns why o cannot be sent at all, or "".
@@ -278,13 +287,18 @@ type orderBody struct {
 // attachAlgoOrd is one TP/SL attached to an order, as OKX takes it and
 // lists it back (Get_Order_Details.md).
 type attachAlgoOrd struct {
-	TpTriggerPx     string `json:"tpTriggerPx,omitempty"`
-	TpOrdPx         string `json:"tpOrdPx,omitempty"`
-	TpTriggerPxType string `json:"tpTriggerPxType,omitempty"`
-	SlTriggerPx     string `json:"slTriggerPx,omitempty"`
-	SlOrdPx         string `json:"slOrdPx,omitempty"`
-	SlTriggerPxType string `json:"slTriggerPxType,omitempty"`
-	FailCode        string `json:"failCode,omitempty"`
+	// AttachAlgoClOrdID names the TP/SL algo order OKX generates once the
+	// order filled ("It will be posted to algoClOrdId",
+	// Post_Place_Order.md): hoox sends AttachedAlgoID of the entry, so a
+	// close can tell hoox's generated exits from the trader's.
+	AttachAlgoClOrdID string `json:"attachAlgoClOrdId,omitempty"`
+	TpTriggerPx       string `json:"tpTriggerPx,omitempty"`
+	TpOrdPx           string `json:"tpOrdPx,omitempty"`
+	TpTriggerPxType   string `json:"tpTriggerPxType,omitempty"`
+	SlTriggerPx       string `json:"slTriggerPx,omitempty"`
+	SlOrdPx           string `json:"slOrdPx,omitempty"`
+	SlTriggerPxType   string `json:"slTriggerPxType,omitempty"`
+	FailCode          string `json:"failCode,omitempty"`
 }
 
 // send places out, stamped stamp, and maps the answer. OKX's answer holds
@@ -312,7 +326,7 @@ func (v *Venue) send(ctx context.Context, f Filters, out outgoing, stamp time.Ti
 		body.Px = out.price.String()
 	}
 	if out.tp.Valid || out.sl.Valid {
-		var a attachAlgoOrd
+		a := attachAlgoOrd{AttachAlgoClOrdID: AttachedAlgoID(out.clientID)}
 		if out.tp.Valid {
 			a.TpTriggerPx, a.TpOrdPx, a.TpTriggerPxType = out.tp.Decimal.String(), "-1", "last"
 		}

@@ -12,15 +12,18 @@ import (
 // The algo order endpoints the fake serves (OKX/Order_Book_Trading/
 // Algo_Trading/ in the stored mirror of OKX's v5 pages): place
 // (Post_Place_Algo_Order.md), details by algoId or algoClOrdId
-// (Get_Algo_Order_Details.md) and cancel by algoId
-// (Post_Cancel_Algo_Order.md).
+// (Get_Algo_Order_Details.md), the list of untriggered ones
+// (Get_Algo_Order_List.md) and cancel by algoId (Post_Cancel_Algo_Order.md).
 const (
-	PathAlgo       = "/api/v5/trade/order-algo"
-	PathCancelAlgo = "/api/v5/trade/cancel-algos"
+	PathAlgo        = "/api/v5/trade/order-algo"
+	PathCancelAlgo  = "/api/v5/trade/cancel-algos"
+	PathAlgoPending = "/api/v5/trade/orders-algo-pending"
 )
 
-// AlgoOrder is one algo order in the fake's book: only trailing stops
-// (ordType move_order_stop) are taken.
+// AlgoOrder is one algo order in the fake's book: trailing stops (ordType
+// move_order_stop) placed through the algo endpoint, and the TP/SL algo
+// order OKX generates from a swap order's attachAlgoOrds once it filled
+// completely (conditional with one trigger, oco with both).
 type AlgoOrder struct {
 	InstType, InstID, AlgoID, AlgoClOrdID string
 	Side, OrdType, TdMode                 string
@@ -29,11 +32,42 @@ type AlgoOrder struct {
 	// CallbackRatio (0.01 is 1 %) or CallbackSpread (a price distance):
 	// exactly one is set.
 	CallbackRatio, CallbackSpread decimal.Decimal
-	ReduceOnly                    bool
-	// State is live until cancelled (canceled) or triggered (effective,
-	// by Trigger).
-	State string
-	CTime time.Time
+	// TpTriggerPx and SlTriggerPx are a generated TP/SL's triggers (zero:
+	// none).
+	TpTriggerPx, SlTriggerPx decimal.Decimal
+	ReduceOnly               bool
+	// State is live until cancelled (canceled) or triggered (by
+	// TriggerAlgo: effective, or order_failed when its reduce-only order
+	// could not trade; FailCode then says why).
+	State, FailCode string
+	CTime           time.Time
+}
+
+// generateAttached books the TP/SL algo order OKX generates from o's
+// attachAlgoOrds: "TP/SL algo order will be generated only when this order
+// is filled" (Post_Place_Order.md), under algoClOrdId attachAlgoClOrdId,
+// on the other side, for o's size; conditional with one trigger, oco
+// with both. What OKX does with it when the position later closes is not
+// documented (attachAlgoOrds takes no cxlOnClosePos, which Post_Place_
+// Algo_Order.md gives the TP/SL types alone): the fake keeps it live, and
+// TriggerAlgo trades it against the position held then. Whether OKX makes
+// it reduce-only is not documented either: the fake books it reduce-only,
+// the milder reading. Callers hold mu.
+func (s *Server) generateAttached(o *Order) {
+	if o.TpTriggerPx.IsZero() && o.SlTriggerPx.IsZero() {
+		return
+	}
+	side, ordType := "sell", "conditional"
+	if o.Side == "sell" {
+		side = "buy"
+	}
+	if !o.TpTriggerPx.IsZero() && !o.SlTriggerPx.IsZero() {
+		ordType = "oco"
+	}
+	s.nextID++
+	s.algos = append(s.algos, &AlgoOrder{InstType: InstSwap, InstID: o.InstID, AlgoID: strconv.FormatInt(900000000000000000+s.nextID, 10),
+		AlgoClOrdID: o.AttachAlgoClOrdID, Side: side, OrdType: ordType, TdMode: "cross", Sz: o.Sz,
+		TpTriggerPx: o.TpTriggerPx, SlTriggerPx: o.SlTriggerPx, ReduceOnly: true, State: "live", CTime: s.now()})
 }
 
 // CallbackRange bounds a trailing stop's callbackRatio as min < x <= max.
@@ -62,16 +96,56 @@ func (s *Server) AlgoOrders() []AlgoOrder {
 	return out
 }
 
-// TriggerAlgo marks a live algo order effective (its order sent), as OKX
-// does once the price has come back by the callback.
+// TrailingStops are the trailing stops (move_order_stop) booked, oldest
+// first: AlgoOrders without the TP/SL OKX generated from attachAlgoOrds.
+func (s *Server) TrailingStops() []AlgoOrder {
+	var out []AlgoOrder
+	for _, a := range s.AlgoOrders() {
+		if a.OrdType == "move_order_stop" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TriggerAlgo triggers a live algo order, as OKX does once the price has
+// come back by the callback: "Once the trigger price is reached, a market
+// order is placed" (Post_Place_Algo_Order.md, Trailing Stop Order). On a
+// swap that order trades against the net position as it is then, not as
+// it was when the stop was placed: OKX cancels a trailing stop neither
+// when the position it protected is closed (cxlOnClosePos is a parameter
+// of TP/SL orders only, conditional and oco) nor when another position is
+// opened after it. So a reduce-only stop sells (a sell) or buys back (a
+// buy) its size of whatever position it reduces — the next long of the
+// instrument too — and the order becomes effective; a reduce-only stop
+// that would reduce nothing, or less than its size ("If sz exceeds the
+// current position size, the entire order is rejected", Post_Place_Order.md
+// reduceOnly), ends order_failed with failCode 51169. A stop that is not
+// reduce-only trades its size whatever the position.
 func (s *Server) TriggerAlgo(algoClOrdID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.algos) - 1; i >= 0; i-- {
-		if a := s.algos[i]; a.AlgoClOrdID == algoClOrdID && a.State == "live" {
-			a.State = "effective"
+		a := s.algos[i]
+		if a.AlgoClOrdID != algoClOrdID || a.State != "live" {
+			continue
+		}
+		a.State = "effective"
+		if a.InstType != InstSwap {
 			return nil
 		}
+		pos := s.positions[a.InstID]
+		signed := a.Sz
+		if a.Side == "sell" {
+			signed = signed.Neg()
+		}
+		reduces := (a.Side == "sell" && pos.IsPositive()) || (a.Side == "buy" && pos.IsNegative())
+		if a.ReduceOnly && (!reduces || a.Sz.GreaterThan(pos.Abs())) {
+			a.State, a.FailCode = "order_failed", "51169"
+			return nil
+		}
+		s.positions[a.InstID] = pos.Add(signed)
+		return nil
 	}
 	return ErrNoOrder
 }
@@ -263,10 +337,19 @@ func algoJSON(a *AlgoOrder) map[string]any {
 	m := map[string]any{"instType": a.InstType, "instId": a.InstID, "algoId": a.AlgoID, "algoClOrdId": a.AlgoClOrdID,
 		"ordType": a.OrdType, "side": a.Side, "sz": str(a.Sz), "state": a.State, "tdMode": a.TdMode,
 		"reduceOnly": strconv.FormatBool(a.ReduceOnly), "callbackRatio": "", "callbackSpread": "", "activePx": "",
-		"cTime": strconv.FormatInt(a.CTime.UnixMilli(), 10), "failCode": ""}
-	if a.CallbackRatio.IsPositive() {
+		"cTime": strconv.FormatInt(a.CTime.UnixMilli(), 10), "failCode": a.FailCode}
+	switch {
+	case a.OrdType != "move_order_stop":
+		m["tpTriggerPx"], m["slTriggerPx"] = "", ""
+		if a.TpTriggerPx.IsPositive() {
+			m["tpTriggerPx"] = str(a.TpTriggerPx)
+		}
+		if a.SlTriggerPx.IsPositive() {
+			m["slTriggerPx"] = str(a.SlTriggerPx)
+		}
+	case a.CallbackRatio.IsPositive():
 		m["callbackRatio"] = str(a.CallbackRatio)
-	} else {
+	default:
 		m["callbackSpread"] = str(a.CallbackSpread)
 	}
 	return m
@@ -310,6 +393,43 @@ func (s *Server) serveAlgoCancel(_ *http.Request, body []byte) reply {
 	}
 	if failed {
 		return reply{status: http.StatusOK, code: "1", msg: "", data: out}
+	}
+	return ok(out)
+}
+
+// serveAlgoPending is GET /api/v5/trade/orders-algo-pending
+// (Get_Algo_Order_List.md): "a list of untriggered Algo orders under the
+// current account" of one ordType (required), narrowed by instType and
+// instId, newest first (after/before page by algoId: "earlier than" /
+// "newer than"), at most limit (default and maximum 100). The fake books
+// move_order_stop only, so any other ordType lists nothing; after and
+// before are refused (hoox never pages: one instrument's trailing stops).
+func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
+	q := r.URL.Query()
+	if q.Get("ordType") == "" {
+		return fail(http.StatusBadRequest, 50014, "Parameter ordType can not be empty.")
+	}
+	if q.Get("after") != "" || q.Get("before") != "" {
+		return fail(http.StatusOK, 51000, "Parameter after error: the fake does not page the algo order list")
+	}
+	limit := 100
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			return fail(http.StatusOK, 51000, "Parameter limit error")
+		}
+		limit = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for i := len(s.algos) - 1; i >= 0 && len(out) < limit; i-- {
+		a := s.algos[i]
+		if a.State != "live" || a.OrdType != q.Get("ordType") ||
+			(q.Get("instType") != "" && a.InstType != q.Get("instType")) || (q.Get("instId") != "" && a.InstID != q.Get("instId")) {
+			continue
+		}
+		out = append(out, algoJSON(a))
 	}
 	return ok(out)
 }

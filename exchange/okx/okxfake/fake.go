@@ -104,6 +104,10 @@ type Order struct {
 	// attached to the order (attachAlgoOrds; zero: none), TpOrdPx and
 	// SlOrdPx their order prices (-1: market).
 	TpTriggerPx, TpOrdPx, SlTriggerPx, SlOrdPx decimal.Decimal
+	// AttachAlgoClOrdID is the attached TP/SL's attachAlgoClOrdId: "It
+	// will be posted to algoClOrdId when placing the attached algo order
+	// once the general order is filled completely" (Post_Place_Order.md).
+	AttachAlgoClOrdID string
 }
 
 // Pending reports whether the order still holds its clOrdId.

@@ -69,6 +69,9 @@ func (s *Server) PartialFill(clOrdID string, sz decimal.Decimal) error {
 	o.AccFillSz, o.AvgPx, o.State = o.AccFillSz.Add(sz), o.Px, "partially_filled"
 	if o.AccFillSz.Equal(o.Sz) {
 		o.State = "filled"
+		if in.InstType == InstSwap {
+			s.generateAttached(o)
+		}
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST "+PathAlgo, s.serveAlgoPlace)
 	mux.HandleFunc("GET "+PathAlgo, s.private(s.serveAlgoDetails))
 	mux.HandleFunc("POST "+PathCancelAlgo, s.private(s.serveAlgoCancel))
+	mux.HandleFunc("GET "+PathAlgoPending, s.private(s.serveAlgoPending))
 	return mux
 }
 
@@ -612,6 +613,9 @@ func (s *Server) place(body []byte, now time.Time) reply {
 	o := &Order{InstType: in.InstType, InstID: b.InstID, OrdID: strconv.FormatInt(700000000000000000+s.nextID, 10), ClOrdID: b.ClOrdID,
 		Side: b.Side, OrdType: b.OrdType, Sz: sz, Px: px, State: "live", ReduceOnly: b.ReduceOnly, CTime: now, VisibleAt: now.Add(lag),
 		TpTriggerPx: tp, TpOrdPx: tpOrd, SlTriggerPx: sl, SlOrdPx: slOrd}
+	if len(b.AttachAlgoOrds) == 1 {
+		o.AttachAlgoClOrdID = b.AttachAlgoOrds[0].AttachAlgoClOrdID
+	}
 	s.orders = append(s.orders, o)
 	if b.OrdType == "market" || (b.Side == "buy" && px.GreaterThanOrEqual(price)) || (b.Side == "sell" && px.LessThanOrEqual(price)) {
 		s.fill(o, price)
@@ -633,6 +637,7 @@ func (s *Server) fill(o *Order, price decimal.Decimal) {
 	}
 	if in.InstType == InstSwap {
 		s.positions[o.InstID] = s.positions[o.InstID].Add(signed)
+		s.generateAttached(o)
 		return
 	}
 	s.balances[in.BaseCcy] = s.balances[in.BaseCcy].Add(signed)

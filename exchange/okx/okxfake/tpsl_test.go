@@ -2,9 +2,11 @@ package okxfake_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/okx/okxfake"
@@ -58,4 +60,42 @@ func TestFakeEnforcesAttachedTPSLRules(t *testing.T) {
 	require.Len(t, held, 1, "only the accepted order holds its TP/SL")
 	require.Equal(t, "61000", held[0].TpTriggerPx.String())
 	require.Equal(t, "-1", held[0].SlOrdPx.String())
+}
+
+// OKX generates the attached TP/SL as an algo order once the order filled
+// ("TP/SL algo order will be generated only when this order is filled",
+// Post_Place_Order.md), under the attachAlgoClOrdId sent: oco with both
+// triggers, conditional with one, on the other side, for the order's
+// size. A resting limit order generates nothing until it fills. Nothing
+// documented cancels it when the position closes: it stays live and
+// listed.
+func TestFakeGeneratesTheAttachedTPSLOnceTheOrderFilled(t *testing.T) {
+	t.Parallel()
+	f := okxfake.New(t, okxfake.Options{})
+	now := f.Now()
+	code := send(t, f, f.APISecret(), now, time.Time{}, `{"instId":"BTC-USDT-SWAP","tdMode":"cross","clOrdId":"hxgen1","side":"buy","ordType":"market","sz":"3",
+		"attachAlgoOrds":[{"attachAlgoClOrdId":"hxgen1tpsl","tpTriggerPx":"61000","tpOrdPx":"-1","slTriggerPx":"59000","slOrdPx":"-1"}]}`)
+	require.Equal(t, "0", code)
+	code = send(t, f, f.APISecret(), now, time.Time{}, `{"instId":"BTC-USDT-SWAP","tdMode":"cross","clOrdId":"hxgen2","side":"buy","ordType":"limit","px":"59000","sz":"2",
+		"attachAlgoOrds":[{"attachAlgoClOrdId":"hxgen2tpsl","slTriggerPx":"58000","slOrdPx":"-1"}]}`)
+	require.Equal(t, "0", code)
+	algos := f.AlgoOrders()
+	require.Len(t, algos, 1, "the resting limit order generated nothing yet")
+	require.Equal(t, "hxgen1tpsl", algos[0].AlgoClOrdID)
+	require.Equal(t, "oco", algos[0].OrdType)
+	require.Equal(t, "sell", algos[0].Side)
+	require.Equal(t, "3", algos[0].Sz.String())
+	require.Empty(t, f.TrailingStops())
+
+	require.NoError(t, f.FillOrder("hxgen2"))
+	algos = f.AlgoOrders()
+	require.Len(t, algos, 2)
+	require.Equal(t, "conditional", algos[1].OrdType)
+	require.Equal(t, "hxgen2tpsl", algos[1].AlgoClOrdID)
+
+	f.SetPosition("BTC-USDT-SWAP", decimal.Zero) // closed
+	c, data := algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?ordType=oco&instId=BTC-USDT-SWAP", "")
+	require.Equal(t, "0", c)
+	require.Len(t, data, 1, "still live on the flat position")
+	require.Equal(t, "61000", data[0]["tpTriggerPx"])
 }

@@ -88,3 +88,37 @@ func TestFakeTakesTrailingStopsByTheAlgoOrderRules(t *testing.T) {
 	require.Equal(t, "51416", code, "a triggered algo order cannot be cancelled")
 	require.Equal(t, "effective", f.AlgoOrders()[1].State)
 }
+
+// OKX leaves a trailing stop live when the position it protected closes
+// (cxlOnClosePos is a TP/SL parameter, Post_Place_Algo_Order.md): the
+// untriggered stops are listed (Get_Algo_Order_List.md, ordType required),
+// and a triggered reduce-only stop trades against the position as it is
+// then — the next long too — or fails (51169) when there is nothing for
+// it to reduce.
+func TestFakeKeepsTrailingStopsAfterACloseAndTriggersThemOnTheNextPosition(t *testing.T) {
+	t.Parallel()
+	f := okxfake.New(t, okxfake.Options{})
+	f.SetPosition("BTC-USDT-SWAP", decimal.NewFromInt(3))
+	for _, id := range []string{"hxold", "hxflat"} {
+		code, _ := algoCall(t, f, http.MethodPost, okxfake.PathAlgo, `{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"sell","ordType":"move_order_stop",
+			"sz":"3","algoClOrdId":"`+id+`","reduceOnly":true,"callbackRatio":"0.01"}`)
+		require.Equal(t, "0", code)
+	}
+	code, _ := algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?instId=BTC-USDT-SWAP", "")
+	require.Equal(t, "50014", code, "ordType is required")
+	f.SetPosition("BTC-USDT-SWAP", decimal.Zero) // closed
+	code, data := algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?ordType=move_order_stop&instType=SWAP&instId=BTC-USDT-SWAP", "")
+	require.Equal(t, "0", code)
+	require.Len(t, data, 2, "both stops still live on the flat position")
+	require.Equal(t, "hxflat", data[0]["algoClOrdId"], "newest first")
+	require.Equal(t, "true", data[0]["reduceOnly"])
+
+	require.NoError(t, f.TriggerAlgo("hxflat"))
+	require.Equal(t, "order_failed", f.AlgoOrders()[1].State, "nothing to reduce")
+	f.SetPosition("BTC-USDT-SWAP", decimal.NewFromInt(3)) // the next long
+	require.NoError(t, f.TriggerAlgo("hxold"))
+	require.Equal(t, "effective", f.AlgoOrders()[0].State)
+	require.True(t, f.Position("BTC-USDT-SWAP").IsZero(), "the old stop sold the next long")
+	_, data = algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?ordType=move_order_stop", "")
+	require.Empty(t, data, "only untriggered stops are listed")
+}
