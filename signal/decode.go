@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -57,6 +58,28 @@ type Raw struct {
 	// fields holds only the known top-level names (canonical and aliases);
 	// unknown fields are dropped during decoding.
 	fields map[string]value
+	// otherCase is, by field, the keys of fields that spell one of the
+	// field's keys in another letter case ("Price"), sorted; nil when
+	// there are none, as nearly always (noteOtherCase).
+	otherCase map[string][]string
+}
+
+// noteOtherCase fills otherCase once the body is decoded: keysOf then
+// reads it instead of scanning every key for each field it is asked.
+func (r *Raw) noteOtherCase() {
+	for k := range r.fields {
+		if knownKeys[k] {
+			continue
+		}
+		field := foldedKeys[foldKey(k)]
+		if r.otherCase == nil {
+			r.otherCase = map[string][]string{}
+		}
+		r.otherCase[field] = append(r.otherCase[field], k)
+	}
+	for _, keys := range r.otherCase {
+		slices.Sort(keys)
+	}
 }
 
 // String redacts the body so a Raw printed with %v or %+v never shows the
@@ -94,10 +117,15 @@ func Decode(body []byte) (*Raw, error) {
 	if len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
 		return nil, syntaxError(body, len(body), bomLen, "body is empty; expected a JSON object")
 	}
-	if raw, ok := decodeFast(body, bomLen); ok {
-		return raw, nil
+	raw, ok := decodeFast(body, bomLen)
+	if !ok {
+		var err error
+		if raw, err = decodeTokens(body, bomLen); err != nil {
+			return nil, err
+		}
 	}
-	return decodeTokens(body, bomLen)
+	raw.noteOtherCase()
+	return raw, nil
 }
 
 // decodeTokens is Decode read token by token with encoding/json: the path

@@ -3,7 +3,6 @@ package signal
 import (
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Canonical field names. The stored copy and the error messages use these,
@@ -96,7 +95,7 @@ var foldedKeys = func() map[string]string {
 	out := map[string]string{}
 	for field, keys := range fieldAliases {
 		for _, k := range keys {
-			out[strings.ToLower(k)] = field
+			out[foldKey(k)] = field
 		}
 	}
 	return out
@@ -108,23 +107,35 @@ var foldedKeys = func() map[string]string {
 // order would have been sent at market or live, and an ignored "Comment"
 // would have merged two orders that only it told apart.
 func isKnownField(key string) bool {
-	return knownKeys[key] || foldedKeys[strings.ToLower(key)] != ""
+	return knownKeys[key] || foldedKeys[foldKey(key)] != ""
+}
+
+// foldKey lower-cases key's ASCII letters only: a field's keys are ASCII,
+// and Unicode folding would read the Kelvin sign in "tic\u212Aer" as a k.
+func foldKey(key string) string {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(key)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return key
 }
 
 // keysOf lists the keys of r that carry field: its aliases as spelt in
-// fieldAliases, then, sorted, any other letter case of them that r holds.
+// fieldAliases, then, sorted, any other letter case of them that r holds
+// (noteOtherCase).
 func (r *Raw) keysOf(field string) []string {
 	keys := aliasesOf(field)
-	var other []string
-	for k := range r.fields {
-		if !knownKeys[k] && foldedKeys[strings.ToLower(k)] == field {
-			other = append(other, k)
-		}
-	}
+	other := r.otherCase[field]
 	if other == nil {
 		return keys
 	}
-	slices.Sort(other)
 	return append(slices.Clip(keys), other...)
 }
 

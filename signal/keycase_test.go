@@ -55,3 +55,13 @@ func TestNoTwoFieldsShareAKeyInAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// Only ASCII letters fold: Unicode folding would read the Kelvin sign
+// (U+212A) in "tic\u212Aer" as the k of "ticker", a field no sender wrote.
+func TestOnlyASCIILettersFoldInAKey(t *testing.T) {
+	t.Parallel()
+	e := signalError(t, "{\"exchange\":\"paper\",\"tic\u212Aer\":\"BTCUSDT\",\"action\":\"buy\",\"quantity\":\"1\"}")
+	require.Equal(t, FieldSymbol, e.Field, "the symbol is missing: the Kelvin-sign key is no field")
+	s := mustSignal(t, `{"exchange":"paper","TICKER":"BTCUSDT","action":"buy","quantity":"1"}`)
+	require.Equal(t, "BTCUSDT", s.Symbol)
+}
