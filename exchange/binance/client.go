@@ -142,9 +142,11 @@ func (v *Venue) do(ctx context.Context, req request, out any) (err error) {
 		apiErr.Msg = http.StatusText(resp.StatusCode)
 		apiErr.Class = venuekit.Bare(resp.StatusCode, http.StatusForbidden)
 	} else {
-		// Redacted before it is logged below.
-		apiErr.Code, apiErr.Msg = *body2.Code, venuekit.Redact(body2.Msg, v.secrets(sig)...)
-		apiErr.Class = classify(resp.StatusCode, apiErr.Code, apiErr.Msg)
+		// Classified on Binance's own text (a redacted word could be
+		// one classify matches), then redacted before it is logged below.
+		apiErr.Code = *body2.Code
+		apiErr.Class = classify(resp.StatusCode, apiErr.Code, body2.Msg)
+		apiErr.Msg = venuekit.Redact(body2.Msg, v.secrets(sig)...)
 		if resp.StatusCode >= 500 && apiErr.Class != ClassUnknown {
 			// Whatever the code, a 5xx leaves the execution status unknown.
 			apiErr.Class = ClassUnknown
