@@ -30,7 +30,9 @@ type answer struct {
 	TraceID  string
 	Order    *answerOrder
 	Original *answerOriginal
-	Body     string
+	// Cancelled is what a cancel signal's 200 says it cancelled.
+	Cancelled []answerOrder
+	Body      string
 }
 
 type answerOrder struct {
@@ -51,6 +53,10 @@ type answerOriginal struct {
 func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 	m := map[string]any{"secret": webhookSecret, "exchange": sp.Venue.name, "symbol": sp.Symbol, "action": sp.Side,
 		"quantity": sp.Quantity, "strategy": "torture", "comment": fmt.Sprintf("signal %d", sp.ID)}
+	if sp.isCancel() {
+		// A cancel carries no order fields.
+		delete(m, "quantity")
+	}
 	percent := map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
 	for _, e := range sp.Exits {
 		m[e] = map[string]any{"percent": percent[e]}
@@ -184,10 +190,11 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 		TraceID  string          `json:"trace_id"`
 		Code     string          `json:"code"`
 		Order    *answerOrder    `json:"order"`
-		Original *answerOriginal `json:"original"`
+		Original  *answerOriginal `json:"original"`
+		Cancelled []answerOrder   `json:"cancelled"`
 	}
 	_ = json.Unmarshal(raw, &b)
-	a.Code, a.TraceID, a.Order, a.Original = b.Code, b.TraceID, b.Order, b.Original
+	a.Code, a.TraceID, a.Order, a.Original, a.Cancelled = b.Code, b.TraceID, b.Order, b.Original, b.Cancelled
 	kind := strconv.Itoa(a.Status)
 	if a.Code != "" {
 		kind += " " + a.Code
@@ -305,6 +312,8 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 			s.faults.inc(FaultLockLost)
 			s.h.add(-1, "lock_lost", -1, "terminated backend %d holding an advisory lock (%s)", pid, query)
 		}
+	case opPriceMove:
+		s.movePrice(op.Price)
 	case opSlowCommit:
 		s.faults.inc(FaultSlowCommit)
 		delay := min(op.For/3, 1500*time.Millisecond)

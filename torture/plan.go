@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -80,6 +81,14 @@ type signalPlan struct {
 	ExitFault string
 }
 
+// actionCancel is the Side of a cancel signal: {"action": "cancel"} for
+// the venue and symbol, no quantity (DECISIONS.md, "the cancel action").
+const actionCancel = "cancel"
+
+// isCancel reports whether sp is a cancel signal: it places nothing and
+// cancels the orders hoox recorded open for its venue and symbol.
+func (sp *signalPlan) isCancel() bool { return sp.Side == actionCancel }
+
 // exitLegs are the roles of the legs that carry sp's exits, leg n at
 // n-1 (signal.LegClientOrderID(entry, n)); none where the venue refuses
 // them (a spot sell).
@@ -109,6 +118,9 @@ type opPlan struct {
 	For time.Duration
 	// Pick chooses among the signals answered so far (release).
 	Pick uint64
+	// Price is the symbol's new last price (price_move), as the Binance
+	// fake takes it.
+	Price string
 }
 
 // Operator actions and nemesis events that are not tied to one signal.
@@ -120,6 +132,10 @@ const (
 	opPGRestart  = FaultPostgresRestart
 	opSlowCommit = FaultSlowCommit
 	opLockLost   = FaultLockLost
+	// opPriceMove moves HXUSDT's last price at the Binance fake, spot and
+	// USDⓈ-M alike: market entries fill at it and the exits it reaches
+	// trigger (binancefake.MovePrice).
+	opPriceMove = "price_move"
 )
 
 // plan is the whole run, drawn from the seed before anything starts.
@@ -189,6 +205,14 @@ func makePlan(cfg Config) plan {
 		if s.Venue.fake != "paper" && s.Fault == "" && on[FaultUnsent5xx] && rand.New(rand.NewPCG(s.Seed, 2)).IntN(12) == 0 {
 			s.Fault = FaultUnsent5xx
 		}
+		// One USDⓈ-M signal in eight is a cancel of the symbol's resting
+		// orders (its exits), from the signal's own stream: a cancel
+		// places nothing, so it carries no quantity, fault or exits.
+		if s.Venue.name == "binance-futures" && rand.New(rand.NewPCG(s.Seed, 4)).IntN(8) == 0 {
+			s.Side, s.Quantity, s.Fault, s.FaultDelay = actionCancel, "", "", 0
+			p.signals = append(p.signals, s)
+			continue
+		}
 		// Exits, from the signal's own stream too: half the USDⓈ-M
 		// signals carry a take-profit and a stop-loss, a third of those a
 		// trailing stop as well; a third of the spot signals carry a
@@ -255,6 +279,24 @@ func makePlan(cfg Config) plan {
 		// For is how long the nemesis waits for a lock holder to appear.
 		stream(opLockLost, 6, func(o *opPlan) { o.For = cfg.scaled(2 * time.Second) })
 	}
+	// The price: a walk of moves of 0.3 % to 2.5 % each, kept within
+	// 6 % of 1, so the exits (take-profit 2 %, stop-loss 1 %, trailing
+	// 1.5 %) trigger during the run. Real-time rate: the market moves on
+	// its own clock, not the clients'.
+	price := 10000 // in ticks of 0.0001
+	stream(opPriceMove, 20, nil)
+	pr := rand.New(rand.NewPCG(cfg.Seed, streamID("price")))
+	for i := range p.ops {
+		if p.ops[i].Kind != opPriceMove {
+			continue
+		}
+		step := 30 + pr.IntN(221)
+		if pr.IntN(2) == 0 {
+			step = -step
+		}
+		price = min(10600, max(9400, price+step))
+		p.ops[i].Price = decimalTicks(price)
+	}
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
 	p.skews = make([][]time.Duration, cfg.Replicas)
 	r = rand.New(rand.NewPCG(cfg.Seed, streamID("skew")))
@@ -269,6 +311,9 @@ func makePlan(cfg Config) plan {
 	}
 	return p
 }
+
+// decimalTicks writes n ticks of 0.0001 as a decimal.
+func decimalTicks(n int) string { return fmt.Sprintf("%d.%04d", n/10000, n%10000) }
 
 // streamID names a PCG stream after what it draws.
 func streamID(kind string) uint64 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +83,19 @@ type sim struct {
 	skewUsed   map[int]int
 	// waited is how long the checker waited for recovery.
 	waited time.Duration
+	// prices is HXUSDT's last price at the Binance fake as the run moved
+	// it, oldest first; 1 before the first move.
+	prices []pricePoint
+	// triggered is when each exit (by client order ID: the algo order's,
+	// the OCO list's, the lone spot exit's) executed at the venue: the
+	// start of the price move that reached it.
+	triggered map[string]time.Duration
+}
+
+// pricePoint is a price the run moved HXUSDT to, and when the move began.
+type pricePoint struct {
+	At    time.Duration
+	Price decimal.Decimal
 }
 
 // signalState is what the clients learnt about one signal.
@@ -143,14 +158,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, exitOwner: map[string]int{}, sigState: map[int]*signalState{},
-		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
+		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
 	// client never makes.
 	s.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	s.venueClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	for _, sp := range s.plan.signals {
-		s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
+		if !sp.isCancel() {
+			s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
+		}
 		s.sigState[sp.ID] = &signalState{}
 	}
 	fmt.Fprintf(cfg.Out, "torture: seed %d, %s at %.3g signals/s (%d planned), %d replicas, time scale %g, faults %v\n",
@@ -664,6 +681,52 @@ func (s *sim) accepted(sig, replica int, arrived time.Duration) {
 	st := s.sigState[sig]
 	st.accepted = append(st.accepted, acceptance{At: at, Arrived: arrived, Replica: replica})
 	s.mu.Unlock()
+}
+
+// movePrice moves HXUSDT's price at the Binance fake (spot and USDⓈ-M)
+// and records the exits the move executed, each with the move's start:
+// the fake triggers them inside MovePrice, under its lock.
+func (s *sim) movePrice(price string) {
+	p, err := decimal.NewFromString(price)
+	if err != nil {
+		s.h.add(-1, "price_move", -1, "bad price %q: %v", price, err)
+		return
+	}
+	before := s.exitsExecuted()
+	at := time.Since(s.h.start)
+	s.binance.MovePrice(symbol, p)
+	s.ops.inc(opPriceMove)
+	s.mu.Lock()
+	s.prices = append(s.prices, pricePoint{At: at, Price: p})
+	s.mu.Unlock()
+	s.h.add(-1, "price_move", -1, "%s %s", symbol, p)
+	after := s.exitsExecuted()
+	for _, id := range slices.Sorted(maps.Keys(after)) {
+		if _, was := before[id]; was {
+			continue
+		}
+		sig := s.exitSignal(id)
+		s.mu.Lock()
+		if _, seen := s.triggered[id]; !seen {
+			s.triggered[id] = at
+		}
+		s.mu.Unlock()
+		s.h.add(sig, "exit_executed", -1, "%s executed %s at price %s", id, after[id], p)
+	}
+}
+
+// exitsExecuted are the exits the Binance fake executed so far, by client
+// order ID, with what they executed: a USDⓈ-M algo order triggered into
+// a market order, an OCO list one of whose orders filled, a lone spot
+// exit order.
+func (s *sim) exitsExecuted() map[string]decimal.Decimal {
+	out := map[string]decimal.Decimal{}
+	for _, x := range s.bookedExits() {
+		if q := executed(x); q.IsPositive() {
+			out[x.ClientOrderID] = q
+		}
+	}
+	return out
 }
 
 // placementArrived records a placement request as it reached a front.

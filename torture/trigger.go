@@ -1,0 +1,164 @@
+package torture
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The run moves HXUSDT's price (opPriceMove), so the exits it reaches
+// execute at the Binance fake: a USDⓈ-M take-profit or stop-loss becomes a
+// reduce-only market order, an OCO list sells through one of its orders,
+// a lone spot exit executes. The checks below hold hoox to what that
+// asks of it, and the cancel signals mixed into the stream to theirs.
+
+// cancelRecordLag is how long before a cancel's send an exit must have
+// been recorded for the cancel to be bound to see it: orders.created_at is
+// its recording transaction's start, and a slow commit (at most 1.5 s a
+// write) or a Postgres restart holds the commit back after it.
+const cancelRecordLag = 5 * time.Second
+
+// judgeExitFills checks that every exit the venue executed is recorded
+// filled by hoox (checkExitFill): a triggered take-profit or stop-loss, an
+// OCO list that sold, a lone spot exit. The follow job records it
+// (DECISIONS.md, "exits followed to their end"); an exit hoox holds no row
+// of is every_venue_order_recorded's.
+func (s *sim) judgeExitFills(res *Result, exits []venueOrder, hos map[string]hooxOrder) {
+	for _, x := range exits {
+		if !executed(x).IsPositive() {
+			continue
+		}
+		h, ok := hos[x.ClientOrderID]
+		if !ok || !h.records(x) {
+			continue
+		}
+		if h.Status != "filled" {
+			res.Failures = append(res.Failures, Failure{Check: checkExitFill, Signal: s.exitSignal(x.ClientOrderID), ClientOrderID: x.ClientOrderID,
+				Detail: fmt.Sprintf("the venue executed exit %s (%s of it), yet hoox records it %s %s after the faults stopped (bound %s): %s",
+					x.ClientOrderID, executed(x), h.Status, s.waited.Round(time.Millisecond), s.cfg.RecoveryBound, x)})
+			continue
+		}
+		res.Checks[checkExitFill]++
+	}
+}
+
+// judgeCancels checks the cancel signals' 200s (checkCancelHolds): a
+// cancel "leaves no hoox order of its symbol resting" (jobs.
+// TestReopenedExitIsNotPlacedAfterACancel; DECISIONS.md, "the cancel
+// action"), so no exit hoox recorded open well before the cancel was sent
+// (cancelRecordLag) executes after its 200, and no exit the 200 lists as
+// cancelled ever executes.
+func (s *sim) judgeCancels(res *Result, exits []venueOrder, hos map[string]hooxOrder) {
+	byID := map[string]venueOrder{}
+	for _, x := range exits {
+		byID[x.Exchange+"|"+x.ClientOrderID] = x
+	}
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		if !sp.isCancel() {
+			continue
+		}
+		for _, a := range s.sigState[sp.ID].answers {
+			if a.Status != 200 {
+				continue
+			}
+			failed := false
+			fail := func(cid, format string, args ...any) {
+				failed = true
+				res.Failures = append(res.Failures, Failure{Check: checkCancelHolds, Signal: sp.ID, ClientOrderID: cid,
+					Detail: fmt.Sprintf("cancel sent at %.3fs, answered 200 at %.3fs: ", a.At.Seconds(), a.Done.Seconds()) + fmt.Sprintf(format, args...)})
+			}
+			for _, c := range a.Cancelled {
+				if x, ok := byID[sp.Venue.name+"|"+c.ClientOrderID]; ok && executed(x).IsPositive() {
+					fail(c.ClientOrderID, "it lists %s as cancelled, yet the venue executed it: %s", c.ClientOrderID, x)
+				}
+			}
+			for _, x := range exits {
+				h, ok := hos[x.ClientOrderID]
+				at, fired := s.triggered[x.ClientOrderID]
+				if x.Exchange != sp.Venue.name || x.Symbol != sp.Symbol || !ok || !h.records(x) || h.Created <= 0 ||
+					h.Created+cancelRecordLag > a.At || !fired || at <= a.Done {
+					continue
+				}
+				fail(x.ClientOrderID, "exit %s, recorded by hoox at %.3fs, executed at %.3fs after it: %s",
+					x.ClientOrderID, h.Created.Seconds(), at.Seconds(), x)
+			}
+			if !failed {
+				res.Checks[checkCancelHolds]++
+			}
+		}
+	}
+}
+
+// droppedByACancel reports whether leg l of entry e was settled unplaced
+// by a cancel signal (db.DropUnsentExitLegs, MarkCancelledExitLegs: its
+// reason names the cancel) that could have come after the entry: a send
+// of a cancel on the entry's venue and symbol still unanswered, or
+// answered, after the venue booked the entry.
+func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
+	if l.Outcome != "not_placed" || !strings.HasPrefix(l.Reason, "the cancel signal ") {
+		return false
+	}
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		if !sp.isCancel() || sp.Venue.name != e.Exchange || sp.Symbol != e.Symbol {
+			continue
+		}
+		if slices.ContainsFunc(s.sigState[sp.ID].spans, func(sn span) bool { return sn.End == 0 || sn.End >= e.Booked }) {
+			return true
+		}
+	}
+	return false
+}
+
+// exitPercent is how far from the entry's price each exit the simulator
+// asks for lies (signalPlan.body).
+var exitPercent = map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
+
+// refusedAsReached reports whether leg l, exit role of entry e, was
+// refused because the price had already reached it (USDⓈ-M -2021 "Order
+// would immediately trigger.", trade/rest-api/New-Algo-Order.md; the
+// fake enforces it, binancefake/algo.go) and the run's price did reach its
+// trigger (e's price moved by the exit's percent, to within a tick) at
+// some moment after the venue booked e: then the refusal is the venue's
+// rule, not a lost exit.
+func (s *sim) refusedAsReached(e venueOrder, role string, l hooxLeg) bool {
+	if l.Outcome != "rejected" || !strings.Contains(l.Reason, "would immediately trigger") || !e.Price.IsPositive() {
+		return false
+	}
+	pct, ok := exitPercent[role]
+	if !ok || role == "trailing_stop" {
+		return false
+	}
+	// A long's take-profit sells above, its stop-loss below; a short's
+	// the other way round.
+	up := (role == "take_profit") == (e.Side == "buy")
+	move := decimal.NewFromFloat(pct / 100)
+	tick := decimal.RequireFromString("0.0001")
+	trigger := e.Price.Mul(decimal.NewFromInt(1).Add(move))
+	if !up {
+		trigger = e.Price.Mul(decimal.NewFromInt(1).Sub(move))
+	}
+	for _, p := range s.pricesSince(e.Booked) {
+		if (up && p.GreaterThanOrEqual(trigger.Sub(tick))) || (!up && p.LessThanOrEqual(trigger.Add(tick))) {
+			return true
+		}
+	}
+	return false
+}
+
+// pricesSince are the prices HXUSDT had at any moment from at on: the one
+// in force at at (1 before the first move) and every later one.
+func (s *sim) pricesSince(at time.Duration) []decimal.Decimal {
+	out := []decimal.Decimal{decimal.NewFromInt(1)}
+	for _, p := range s.prices {
+		if p.At <= at {
+			out = out[:0]
+		}
+		out = append(out, p.Price)
+	}
+	return out
+}
