@@ -187,9 +187,9 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	}
 	a.Status, a.Body = resp.StatusCode, clip(raw, 400)
 	var b struct {
-		TraceID  string          `json:"trace_id"`
-		Code     string          `json:"code"`
-		Order    *answerOrder    `json:"order"`
+		TraceID   string          `json:"trace_id"`
+		Code      string          `json:"code"`
+		Order     *answerOrder    `json:"order"`
 		Original  *answerOriginal `json:"original"`
 		Cancelled []answerOrder   `json:"cancelled"`
 	}
