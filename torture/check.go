@@ -413,10 +413,15 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	bySig := s.judge(res, vos, hos, unrecorded)
 	s.judgeUnsettled(res, unsettled)
 	stuck := s.stuckReconciles(ctx)
+	stuckFollows := s.stuckFollows(ctx)
 	for i, f := range res.Failures {
 		if (f.Check == checkRecorded && stuck[f.ClientOrderID]) || (f.Check == checkSettled && stuck[f.TraceID]) {
 			res.Failures[i].Known = KnownStuckReconcile
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
+		}
+		if (f.Check == checkExitFill || f.Check == checkFilled) && stuckFollows[f.ClientOrderID] {
+			res.Failures[i].Known = KnownStuckFollow
+			res.Failures[i].Tolerated = s.tolerates(KnownStuckFollow)
 		}
 	}
 	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, checkCancelHolds: 0, checkExitFill: 4, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
@@ -1257,6 +1262,25 @@ WHERE t.status = 'reconciling' AND j.state = 'running'`)
 			if r[1] != "" {
 				out[r[1]] = true
 			}
+		}
+	}
+	return out
+}
+
+// stuckFollows are the client order IDs whose follow job is 'running' on
+// a River client that is no longer alive (its replica was killed):
+// KnownStuckFollow.
+func (s *sim) stuckFollows(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)]
+FROM river_job WHERE kind = 'follow' AND state = 'running'`)
+	if err != nil {
+		return out
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if !live[r[1]] {
+			out[r[0]] = true
 		}
 	}
 	return out
