@@ -45,6 +45,14 @@ type venueOrder struct {
 	// Price is what a Binance order executed at on average (zero when
 	// unknown or nothing executed).
 	Price decimal.Decimal
+	// Limit: a Binance LIMIT order (an entry that may rest, and fill
+	// when the price reaches it).
+	Limit bool
+	// FillSeq is the Binance fake's number of the order's first
+	// execution (its trade ID; 0: none or unknown): the fills in the
+	// order the venue made them, a resting limit order's when the price
+	// reached it.
+	FillSeq int64
 }
 
 func (o venueOrder) String() string {
@@ -184,6 +192,12 @@ func (s *sim) binanceOrders() []venueOrder {
 		}
 	}
 	futuresExecuted := map[int64]decimal.Decimal{}
+	firstTrade := map[int64]binancefake.Trade{}
+	for _, t := range s.binance.AllTrades() {
+		if _, ok := firstTrade[t.OrderID]; !ok {
+			firstTrade[t.OrderID] = t
+		}
+	}
 	for _, o := range orders {
 		if o.Status == "REJECTED" {
 			continue
@@ -205,6 +219,15 @@ func (s *sim) binanceOrders() []venueOrder {
 		if o.ExecutedQty.IsPositive() {
 			vo.Price = o.CumQuote.Div(o.ExecutedQty)
 		}
+		if t, ok := firstTrade[o.OrderID]; ok {
+			vo.FillSeq = t.ID
+			if o.Type == "LIMIT" {
+				// A limit order fills when the price reaches it, not
+				// when it is booked (a market order does both at once).
+				vo.Booked = time.UnixMilli(t.Time).Sub(s.h.start)
+			}
+		}
+		vo.Limit = o.Type == "LIMIT"
 		out = append(out, vo)
 	}
 	for _, l := range s.binance.OrderLists() {
@@ -223,17 +246,6 @@ func (s *sim) binanceOrders() []venueOrder {
 		done := futuresExecuted[a.ActualOrderID]
 		out = append(out, venueOrder{Exchange: "binance-futures", ClientOrderID: a.ClientAlgoID, ExchangeOrderID: fmt.Sprint(a.AlgoID), Symbol: a.Symbol,
 			Side: strings.ToLower(a.Side), Quantity: a.Quantity.String(), Status: a.Status, Exit: algoExit[a.Type], Executed: done.String()})
-	}
-	return out
-}
-
-// bookedExits are the exits in the Binance fake's book.
-func (s *sim) bookedExits() []venueOrder {
-	var out []venueOrder
-	for _, o := range s.binanceOrders() {
-		if o.Exit != "" {
-			out = append(out, o)
-		}
 	}
 	return out
 }
@@ -580,8 +592,8 @@ func (s *sim) minimalHistory(ctx context.Context, sig int, events []event, bySig
 	}
 	sp := s.plan.signals[sig]
 	var out []string
-	out = append(out, fmt.Sprintf("signal %d: %s %s %s qty=%s mode=%s client=%s lb_retry=%v text_plain=%v planned_fault=%s at %.3fs",
-		sp.ID, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, sp.Mode, sp.Client, sp.LBRetry, sp.TextPlain, orNone(sp.Fault), sp.At.Seconds()))
+	out = append(out, fmt.Sprintf("signal %d: %s %s %s qty=%s limit=%s exits=%v mode=%s client=%s lb_retry=%v text_plain=%v planned_fault=%s at %.3fs",
+		sp.ID, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, orNone(sp.Limit), sp.Exits, sp.Mode, sp.Client, sp.LBRetry, sp.TextPlain, orNone(sp.Fault), sp.At.Seconds()))
 	var lo, hi time.Duration = -1, 0
 	for _, e := range events {
 		if e.Signal == sig {
@@ -842,7 +854,13 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	s.judgeHalted(res, s.h.events())
 	s.judgeExits(res, vos, exits, hos)
 	s.judgeExitFills(res, exits, hos)
-	s.judgeCancels(res, exits, hos)
+	resting := slices.Clone(exits)
+	for _, o := range vos {
+		if o.Limit && o.Exit == "" && o.Triggered == "" {
+			resting = append(resting, o)
+		}
+	}
+	s.judgeCancels(res, resting, hos)
 	return bySig
 }
 

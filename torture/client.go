@@ -57,6 +57,9 @@ func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 		// A cancel carries no order fields.
 		delete(m, "quantity")
 	}
+	if sp.Limit != "" {
+		m["price"], m["order_type"] = sp.Limit, "limit"
+	}
 	percent := map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
 	for _, e := range sp.Exits {
 		m[e] = map[string]any{"percent": percent[e]}
@@ -146,7 +149,7 @@ func (s *sim) lbSend(ctx context.Context, sp *signalPlan, body []byte, ctype str
 func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype string, rep int, timeout time.Duration) answer {
 	s.ops.inc("send")
 	at := time.Since(s.h.start)
-	s.h.add(sp.ID, "send", rep, "%s %s %s qty=%s mode=%s via %s", sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, sp.Mode, sp.Client)
+	s.h.add(sp.ID, "send", rep, "%s %s %s qty=%s limit=%s mode=%s via %s", sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, orNone(sp.Limit), sp.Mode, sp.Client)
 	s.mu.Lock()
 	s.sigState[sp.ID].sends = append(s.sigState[sp.ID].sends, at)
 	s.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // Identity modes: how a signal's trace ID is chosen (DESIGN.md, "Trace ID").
@@ -79,6 +81,10 @@ type signalPlan struct {
 	// the signal's exits ("" = none): an answer fault or
 	// kill_after_accept.
 	ExitFault string
+	// Limit is a limit entry's price ("" = a market entry): below the
+	// price planned for its moment for a buy, above it for a sell, so it
+	// rests until the price reaches it. A limit entry carries no exits.
+	Limit string
 }
 
 // actionCancel is the Side of a cancel signal: {"action": "cancel"} for
@@ -164,6 +170,8 @@ func makePlan(cfg Config) plan {
 		}
 	}
 	var p plan
+	// The price walk first: a limit entry's price is drawn against it.
+	prices := pricePath(cfg)
 	// Signals: a Poisson stream at Rate.
 	var t time.Duration
 	for i := 0; ; i++ {
@@ -212,6 +220,21 @@ func makePlan(cfg Config) plan {
 			s.Side, s.Quantity, s.Fault, s.FaultDelay = actionCancel, "", "", 0
 			p.signals = append(p.signals, s)
 			continue
+		}
+		// One Binance entry in five is a limit order a little off the
+		// price planned for its moment, from the signal's own stream; it
+		// asks for no exits.
+		if s.Venue.fake == "binance" {
+			if lr := rand.New(rand.NewPCG(s.Seed, 5)); lr.IntN(5) == 0 {
+				off := 30 + lr.IntN(91) // 0.3 % to 1.2 %
+				at := priceAt(prices, s.At)
+				if s.Side == "buy" {
+					off = -off
+				}
+				s.Limit = decimalTicks(at + at*off/10000)
+				p.signals = append(p.signals, s)
+				continue
+			}
 		}
 		// Exits, from the signal's own stream too: half the USDⓈ-M
 		// signals carry a take-profit and a stop-loss, a third of those a
@@ -279,24 +302,7 @@ func makePlan(cfg Config) plan {
 		// For is how long the nemesis waits for a lock holder to appear.
 		stream(opLockLost, 6, func(o *opPlan) { o.For = cfg.scaled(2 * time.Second) })
 	}
-	// The price: a walk of moves of 0.3 % to 2.5 % each, kept within
-	// 6 % of 1, so the exits (take-profit 2 %, stop-loss 1 %, trailing
-	// 1.5 %) trigger during the run. Real-time rate: the market moves on
-	// its own clock, not the clients'.
-	price := 10000 // in ticks of 0.0001
-	stream(opPriceMove, 20, nil)
-	pr := rand.New(rand.NewPCG(cfg.Seed, streamID("price")))
-	for i := range p.ops {
-		if p.ops[i].Kind != opPriceMove {
-			continue
-		}
-		step := 30 + pr.IntN(221)
-		if pr.IntN(2) == 0 {
-			step = -step
-		}
-		price = min(10600, max(9400, price+step))
-		p.ops[i].Price = decimalTicks(price)
-	}
+	p.ops = append(p.ops, prices...)
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
 	p.skews = make([][]time.Duration, cfg.Replicas)
 	r = rand.New(rand.NewPCG(cfg.Seed, streamID("skew")))
@@ -310,6 +316,47 @@ func makePlan(cfg Config) plan {
 		}
 	}
 	return p
+}
+
+// pricePath is the run's price walk (opPriceMove), a Poisson stream of
+// its own at 20 moves a minute (scaled like the others): moves of 0.3 % to
+// 2.5 % each, kept within 6 % of 1, so the exits (take-profit 2 %,
+// stop-loss 1 %, trailing 1.5 %) and the limit entries (0.3 % to 1.2 %
+// off) are reached during the run.
+func pricePath(cfg Config) []opPlan {
+	r := rand.New(rand.NewPCG(cfg.Seed, streamID(opPriceMove)))
+	pr := rand.New(rand.NewPCG(cfg.Seed, streamID("price")))
+	rate := 20.0 / 60 / cfg.TimeScale
+	price := 10000 // in ticks of 0.0001
+	var out []opPlan
+	var t time.Duration
+	for {
+		t += time.Duration(r.ExpFloat64() / rate * float64(time.Second))
+		if t >= cfg.Duration {
+			return out
+		}
+		step := 30 + pr.IntN(221)
+		if pr.IntN(2) == 0 {
+			step = -step
+		}
+		price = min(10600, max(9400, price+step))
+		out = append(out, opPlan{At: t, Kind: opPriceMove, Replica: -1, Price: decimalTicks(price)})
+	}
+}
+
+// priceAt is the planned price at t, in ticks of 0.0001.
+func priceAt(path []opPlan, t time.Duration) int {
+	at := 10000
+	for _, op := range path {
+		if op.At > t {
+			break
+		}
+		d, err := decimal.NewFromString(op.Price)
+		if err == nil {
+			at = int(d.Shift(4).IntPart())
+		}
+	}
+	return at
 }
 
 // decimalTicks writes n ticks of 0.0001 as a decimal.

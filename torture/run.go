@@ -86,9 +86,9 @@ type sim struct {
 	// prices is HXUSDT's last price at the Binance fake as the run moved
 	// it, oldest first; 1 before the first move.
 	prices []pricePoint
-	// triggered is when each exit (by client order ID: the algo order's,
-	// the OCO list's, the lone spot exit's) executed at the venue: the
-	// start of the price move that reached it.
+	// triggered is when each resting order (by client order ID: an exit's
+	// algo order, OCO list or lone spot exit, a limit entry) executed at
+	// the venue: the start of the price move that reached it.
 	triggered map[string]time.Duration
 }
 
@@ -684,15 +684,16 @@ func (s *sim) accepted(sig, replica int, arrived time.Duration) {
 }
 
 // movePrice moves HXUSDT's price at the Binance fake (spot and USDⓈ-M)
-// and records the exits the move executed, each with the move's start:
-// the fake triggers them inside MovePrice, under its lock.
+// and records the resting orders the move executed (exits, limit
+// entries), each with the move's start: the fake executes them inside
+// MovePrice, under its lock.
 func (s *sim) movePrice(price string) {
 	p, err := decimal.NewFromString(price)
 	if err != nil {
 		s.h.add(-1, "price_move", -1, "bad price %q: %v", price, err)
 		return
 	}
-	before := s.exitsExecuted()
+	before := s.restingExecuted()
 	at := time.Since(s.h.start)
 	s.binance.MovePrice(symbol, p)
 	s.ops.inc(opPriceMove)
@@ -700,30 +701,48 @@ func (s *sim) movePrice(price string) {
 	s.prices = append(s.prices, pricePoint{At: at, Price: p})
 	s.mu.Unlock()
 	s.h.add(-1, "price_move", -1, "%s %s", symbol, p)
-	after := s.exitsExecuted()
+	after := s.restingExecuted()
 	for _, id := range slices.Sorted(maps.Keys(after)) {
 		if _, was := before[id]; was {
 			continue
 		}
 		sig := s.exitSignal(id)
+		if sig < 0 {
+			sig = s.signalByQuantity(after[id].qty)
+		}
 		s.mu.Lock()
 		if _, seen := s.triggered[id]; !seen {
 			s.triggered[id] = at
 		}
 		s.mu.Unlock()
-		s.h.add(sig, "exit_executed", -1, "%s executed %s at price %s", id, after[id], p)
+		s.h.add(sig, "resting_executed", -1, "%s %s executed %s at price %s", after[id].what, id, after[id].executed, p)
 	}
 }
 
-// exitsExecuted are the exits the Binance fake executed so far, by client
-// order ID, with what they executed: a USDⓈ-M algo order triggered into
-// a market order, an OCO list one of whose orders filled, a lone spot
-// exit order.
-func (s *sim) exitsExecuted() map[string]decimal.Decimal {
-	out := map[string]decimal.Decimal{}
-	for _, x := range s.bookedExits() {
-		if q := executed(x); q.IsPositive() {
-			out[x.ClientOrderID] = q
+// restingExec is what a resting order executed, what it is and its
+// quantity.
+type restingExec struct {
+	what     string // "exit" or "limit entry"
+	qty      string
+	executed decimal.Decimal
+}
+
+// restingExecuted are the resting orders the Binance fake executed so
+// far, by client order ID: a USDⓈ-M algo order triggered into a market
+// order, an OCO list one of whose orders filled, a lone spot exit order,
+// a limit entry.
+func (s *sim) restingExecuted() map[string]restingExec {
+	out := map[string]restingExec{}
+	for _, o := range s.binanceOrders() {
+		if o.Exit == "" && !o.Limit {
+			continue
+		}
+		if q := executed(o); q.IsPositive() {
+			what := "exit"
+			if o.Exit == "" {
+				what = "limit entry"
+			}
+			out[o.ClientOrderID] = restingExec{what: what, qty: o.Quantity, executed: q}
 		}
 	}
 	return out

@@ -48,10 +48,11 @@ func (s *sim) judgeExitFills(res *Result, exits []venueOrder, hos map[string]hoo
 // judgeCancels checks the cancel signals' 200s (checkCancelHolds): a
 // cancel "leaves no hoox order of its symbol resting" (jobs.
 // TestReopenedExitIsNotPlacedAfterACancel; DECISIONS.md, "the cancel
-// action"), so no exit hoox recorded open well before the cancel was sent
-// (cancelRecordLag) executes after its 200, and no exit the 200 lists as
-// cancelled ever executes.
-func (s *sim) judgeCancels(res *Result, exits []venueOrder, hos map[string]hooxOrder) {
+// action"), so no resting order (an exit, a limit entry) hoox recorded
+// open well before the cancel was sent (cancelRecordLag) executes after
+// its 200, and no order the 200 lists as cancelled ever executes.
+func (s *sim) judgeCancels(res *Result, resting []venueOrder, hos map[string]hooxOrder) {
+	exits := resting
 	byID := map[string]venueOrder{}
 	for _, x := range exits {
 		byID[x.Exchange+"|"+x.ClientOrderID] = x
@@ -83,7 +84,7 @@ func (s *sim) judgeCancels(res *Result, exits []venueOrder, hos map[string]hooxO
 					h.Created+cancelRecordLag > a.At || !fired || at <= a.Done {
 					continue
 				}
-				fail(x.ClientOrderID, "exit %s, recorded by hoox at %.3fs, executed at %.3fs after it: %s",
+				fail(x.ClientOrderID, "resting order %s, recorded by hoox at %.3fs, executed at %.3fs after it: %s",
 					x.ClientOrderID, h.Created.Seconds(), at.Seconds(), x)
 			}
 			if !failed {
