@@ -48,6 +48,9 @@ type venueOrder struct {
 	// Limit: a Binance LIMIT order (an entry that may rest, and fill
 	// when the price reaches it).
 	Limit bool
+	// Close: a reduce-only USDⓈ-M order that is no exit's, a close
+	// signal's (its quantity is the position's, not the signal's).
+	Close bool
 	// FillSeq is the Binance fake's number of the order's first
 	// execution (its trade ID; 0: none or unknown): the fills in the
 	// order the venue made them, a resting limit order's when the price
@@ -150,6 +153,9 @@ const (
 	// checkCancelHolds: no exit executes after a cancel's 200 that it
 	// was recorded open before, and none the 200 lists as cancelled.
 	checkCancelHolds = "no_exit_fill_after_a_cancel"
+	// checkCloseHolds: no exit of the position a close's 200 says it
+	// closed executes after it.
+	checkCloseHolds = "no_exit_fill_after_a_close"
 )
 
 // venueOrders reads every venue's book.
@@ -228,6 +234,7 @@ func (s *sim) binanceOrders() []venueOrder {
 			}
 		}
 		vo.Limit = o.Type == "LIMIT"
+		vo.Close = ex == "binance-futures" && o.ReduceOnly && triggered == ""
 		out = append(out, vo)
 	}
 	for _, l := range s.binance.OrderLists() {
@@ -436,7 +443,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckFollow)
 		}
 	}
-	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, checkCancelHolds: 0, checkExitFill: 4, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
+	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, checkCancelHolds: 0, checkCloseHolds: 0, checkExitFill: 4, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
 		checkTruthful: 4, checkFilled: 4, checkRecorded: 5, checkSettled: 5, checkAttributed: 6, checkExitAttributed: 6, checkPositionBefore: 6,
 		checkExitPlaced: 7}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
@@ -765,8 +772,20 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			continue
 		}
 		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
+		if o.Close {
+			// A close's quantity is the position's: it is its signal's
+			// by the trace hoox recorded it under.
+			id := s.closeSignalOf(o, hos)
+			if id < 0 {
+				fail(checkAttributed, -1, "reduce-only order matches no close signal (hoox's trace: %s): %s", hos[o.ClientOrderID].TraceID, o)
+				continue
+			}
+			res.Checks[checkAttributed]++
+			bySig[id] = append(bySig[id], o)
+			continue
+		}
 		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
-		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
+		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side || s.plan.signals[id].isClose() {
 			fail(checkAttributed, -1, "venue order matches no signal: %s", o)
 			continue
 		}
@@ -861,6 +880,7 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		}
 	}
 	s.judgeCancels(res, resting, hos)
+	s.judgeCloses(res, bySig, exits, hos)
 	return bySig
 }
 
@@ -874,6 +894,10 @@ func (s *sim) judgeAnswer(res *Result, sp *signalPlan, a answer, byClientID map[
 	}
 	fail := func(format string, args ...any) {
 		res.Failures = append(res.Failures, Failure{Check: checkAnswer, Signal: sp.ID, Detail: fmt.Sprintf(format, args...)})
+	}
+	if sp.isClose() {
+		s.judgeCloseAnswer(res, sp, a, byClientID)
+		return
 	}
 	if o := a.Order; a.Status == 200 && o != nil &&
 		(o.Exchange != sp.Venue.name || o.Symbol != sp.Symbol || o.Side != sp.Side || normQty(o.Quantity) != normQty(sp.Quantity)) {
@@ -1115,7 +1139,7 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 	want := map[string]planned{}
 	fills := positionFills(vos)
 	for _, e := range vos {
-		if e.Exit != "" || e.Triggered != "" || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
+		if e.Exit != "" || e.Triggered != "" || e.Close || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
 			continue
 		}
 		sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
@@ -1254,6 +1278,9 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 // signalOf is the signal a venue order belongs to by its venue and
 // quantity, -1 when none.
 func (s *sim) signalOf(o venueOrder) int {
+	if o.Close {
+		return -1
+	}
 	if id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]; ok {
 		return id
 	}

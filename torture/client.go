@@ -66,13 +66,16 @@ func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 	}
 	switch sp.Mode {
 	case ModeKey:
-		m["trace_id"] = fmt.Sprintf("torture-%d-%d", seed, sp.ID)
+		m["trace_id"] = sp.key(seed)
 	case ModeDerived:
 		m["timestamp"] = epoch.Add(sp.At).UnixMilli()
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// key is the signal's client key (ModeKey).
+func (sp *signalPlan) key(seed uint64) string { return fmt.Sprintf("torture-%d-%d", seed, sp.ID) }
 
 // runClient plays one signal's client: TradingView or an impatient script.
 func (s *sim) runClient(ctx context.Context, sp *signalPlan) {
@@ -152,10 +155,12 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	s.h.add(sp.ID, "send", rep, "%s %s %s qty=%s limit=%s mode=%s via %s", sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, orNone(sp.Limit), sp.Mode, sp.Client)
 	s.mu.Lock()
 	s.sigState[sp.ID].sends = append(s.sigState[sp.ID].sends, at)
+	s.inFlight[[2]int{rep, sp.ID}]++
 	s.mu.Unlock()
 	a := answer{At: at, Replica: rep}
 	defer func() {
 		s.mu.Lock()
+		s.inFlight[[2]int{rep, sp.ID}]--
 		st := s.sigState[sp.ID]
 		end := time.Duration(0)
 		if a.Status != 0 {

@@ -95,6 +95,14 @@ const actionCancel = "cancel"
 // cancels the orders hoox recorded open for its venue and symbol.
 func (sp *signalPlan) isCancel() bool { return sp.Side == actionCancel }
 
+// actionClose is the Side of a close signal: {"action": "close"}, a
+// reduce-only market order for the whole USDⓈ-M position, whatever its
+// quantity says (README, "close").
+const actionClose = "close"
+
+// isClose reports whether sp is a close of the whole position.
+func (sp *signalPlan) isClose() bool { return sp.Side == actionClose }
+
 // exitLegs are the roles of the legs that carry sp's exits, leg n at
 // n-1 (signal.LegClientOrderID(entry, n)); none where the venue refuses
 // them (a spot sell).
@@ -218,6 +226,16 @@ func makePlan(cfg Config) plan {
 		// places nothing, so it carries no quantity, fault or exits.
 		if s.Venue.name == "binance-futures" && rand.New(rand.NewPCG(s.Seed, 4)).IntN(8) == 0 {
 			s.Side, s.Quantity, s.Fault, s.FaultDelay = actionCancel, "", "", 0
+			p.signals = append(p.signals, s)
+			continue
+		}
+		// One USDⓈ-M signal in ten (of the rest) closes the whole
+		// position, from the signal's own stream. Its order's quantity is
+		// the position's, not the signal's, so the checker knows it by its
+		// trace, which a client key fixes (k:<key>): a close always
+		// carries one. It meets no planned fault and asks for no exits.
+		if s.Venue.name == "binance-futures" && rand.New(rand.NewPCG(s.Seed, 6)).IntN(10) == 0 {
+			s.Side, s.Mode, s.Fault, s.FaultDelay = actionClose, ModeKey, "", 0
 			p.signals = append(p.signals, s)
 			continue
 		}

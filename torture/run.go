@@ -86,6 +86,8 @@ type sim struct {
 	// prices is HXUSDT's last price at the Binance fake as the run moved
 	// it, oldest first; 1 before the first move.
 	prices []pricePoint
+	// inFlight counts the sends under way, by replica and signal.
+	inFlight map[[2]int]int
 	// triggered is when each resting order (by client order ID: an exit's
 	// algo order, OCO list or lone spot exit, a limit entry) executed at
 	// the venue: the start of the price move that reached it.
@@ -158,14 +160,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, exitOwner: map[string]int{}, sigState: map[int]*signalState{},
-		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}}
+		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}, inFlight: map[[2]int]int{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
 	// client never makes.
 	s.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	s.venueClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	for _, sp := range s.plan.signals {
-		if !sp.isCancel() {
+		if !sp.isCancel() && !sp.isClose() {
 			s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
 		}
 		s.sigState[sp.ID] = &signalState{}
@@ -747,6 +749,30 @@ func (s *sim) restingExecuted() map[string]restingExec {
 	}
 	return out
 }
+
+// closeInFlight is the close signal a reduce-only USDⓈ-M placement from
+// replica belongs to: the one close with a send under way to it; -1 when
+// none or several are (a reconcile's placement, or one the checker
+// cannot tell).
+func (s *sim) closeInFlight(replica int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := -1
+	for k, n := range s.inFlight {
+		if k[0] != replica || n <= 0 || !s.plan.signals[k[1]].isClose() {
+			continue
+		}
+		if found >= 0 {
+			return -1
+		}
+		found = k[1]
+	}
+	return found
+}
+
+// closeTrace is the trace ID hoox gives a close signal: a client key's
+// (signal.DeriveTrace: "k:" and the key).
+func (s *sim) closeTrace(sp *signalPlan) string { return "k:" + sp.key(s.cfg.Seed) }
 
 // placementArrived records a placement request as it reached a front.
 func (s *sim) placementArrived(p placementRequest) {

@@ -163,3 +163,96 @@ func (s *sim) pricesSince(at time.Duration) []decimal.Decimal {
 	}
 	return out
 }
+
+// closeSignalOf is the close signal a close order (Close) belongs to, by
+// the trace hoox recorded it under; -1 when hoox holds no record of it or
+// its trace is no close signal's.
+func (s *sim) closeSignalOf(o venueOrder, hos map[string]hooxOrder) int {
+	h, ok := hos[o.ClientOrderID]
+	if !ok || !h.records(o) {
+		return -1
+	}
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		if sp.isClose() && sp.Venue.name == o.Exchange && s.closeTrace(sp) == h.TraceID {
+			return sp.ID
+		}
+	}
+	return -1
+}
+
+// judgeCloseAnswer checks a close's 200 or 409 duplicate: the order it
+// names is on the signal's venue and symbol, and the venue holds it as a
+// close (reduce-only).
+func (s *sim) judgeCloseAnswer(res *Result, sp *signalPlan, a answer, byClientID map[string]venueOrder) {
+	fail := func(format string, args ...any) {
+		res.Failures = append(res.Failures, Failure{Check: checkAnswer, Signal: sp.ID, Detail: fmt.Sprintf(format, args...)})
+	}
+	cid := ""
+	switch {
+	case a.Order != nil && a.Order.Status != "rejected":
+		if a.Order.Exchange != sp.Venue.name || a.Order.Symbol != sp.Symbol {
+			fail("%d at %.3fs says it placed %s %s, not on the close's %s %s", a.Status, a.At.Seconds(), a.Order.Exchange, a.Order.Symbol, sp.Venue.name, sp.Symbol)
+			return
+		}
+		cid = a.Order.ClientOrderID
+	case a.Original != nil && a.Original.ClientOrderID != nil && a.Original.Status == "dispatched":
+		cid = *a.Original.ClientOrderID
+	default:
+		return
+	}
+	switch o, ok := byClientID[sp.Venue.name+"|"+cid]; {
+	case !ok:
+		fail("%d at %.3fs names close %s, which %s does not hold", a.Status, a.At.Seconds(), cid, sp.Venue.name)
+	case !o.Close || o.Symbol != sp.Symbol:
+		fail("%d at %.3fs names %s, which is %s, not a reduce-only close of %s", a.Status, a.At.Seconds(), cid, o, sp.Symbol)
+	default:
+		res.Checks[checkAnswer]++
+	}
+}
+
+// judgeCloses checks the closes' 200s (checkCloseHolds): a USDⓈ-M close
+// of the whole position that filled cancels the exits of the position it
+// closed (DECISIONS.md, "A whole futures close cancels only the exits of
+// the position it closed": every hoox exit on the close's side created by
+// the time the close began), so no exit on its side that hoox recorded
+// open well before the close was first sent (cancelRecordLag) executes
+// after the 200. Only a 200 whose own order filled is judged: a close
+// adopted by a lookup or a reconcile cancels nothing (DECISIONS.md,
+// fix-bnclose, "Left").
+func (s *sim) judgeCloses(res *Result, bySig map[int][]venueOrder, exits []venueOrder, hos map[string]hooxOrder) {
+	for i := range s.plan.signals {
+		sp := &s.plan.signals[i]
+		st := s.sigState[sp.ID]
+		if !sp.isClose() || st == nil || len(st.sends) == 0 {
+			continue
+		}
+		first := slices.Min(st.sends)
+		for _, a := range st.answers {
+			if a.Status != 200 || a.Order == nil || a.Order.Status != "filled" {
+				continue
+			}
+			i := slices.IndexFunc(bySig[sp.ID], func(o venueOrder) bool { return o.ClientOrderID == a.Order.ClientOrderID })
+			if i < 0 {
+				continue // named no order the venue holds: judgeCloseAnswer's
+			}
+			c := bySig[sp.ID][i]
+			failed := false
+			for _, x := range exits {
+				h, ok := hos[x.ClientOrderID]
+				at, fired := s.triggered[x.ClientOrderID]
+				if x.Exchange != sp.Venue.name || x.Symbol != sp.Symbol || x.Side != c.Side || !ok || !h.records(x) || h.Created <= 0 ||
+					h.Created+cancelRecordLag > first || !fired || at <= a.Done {
+					continue
+				}
+				failed = true
+				res.Failures = append(res.Failures, Failure{Check: checkCloseHolds, Signal: sp.ID, ClientOrderID: x.ClientOrderID, Detail: fmt.Sprintf(
+					"close %s (%s, first sent at %.3fs) answered 200 filled at %.3fs, yet exit %s of its side, recorded by hoox at %.3fs, executed at %.3fs: %s",
+					c.ClientOrderID, c, first.Seconds(), a.Done.Seconds(), x.ClientOrderID, h.Created.Seconds(), at.Seconds(), x)})
+			}
+			if !failed {
+				res.Checks[checkCloseHolds]++
+			}
+		}
+	}
+}

@@ -153,3 +153,58 @@ func TestCheckerPassesAnExitDroppedByACancelOnlyAfterOne(t *testing.T) {
 	b.s.sigState[1].spans = append(b.s.sigState[1].spans, span{Replica: 1, Start: 1500 * time.Millisecond})
 	require.Empty(t, b.judge())
 }
+
+func closeSignal() signalPlan {
+	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: actionClose, Quantity: "11", Mode: ModeKey}
+}
+
+// closeOrder books close signal sig's reduce-only order cid (side, qty)
+// at the venue, filled, recorded filled by hoox under trace.
+func (b *checkBundle) closeOrder(cid, eid, side, qty, trace string) {
+	o := venueOrder{Exchange: "binance-futures", ClientOrderID: cid, ExchangeOrderID: eid, Symbol: symbol, Side: side, Quantity: qty,
+		Status: "FILLED", Close: true}
+	b.vos = append(b.vos, o)
+	b.hos[cid] = hooxOrder{TraceID: trace, ClientOrderID: cid, Exchange: o.Exchange, Symbol: symbol, Side: side, Quantity: qty, Status: "filled", ExchangeOrderID: eid}
+}
+
+// closed is a close's 200 naming its filled order cid.
+func closed(cid, side, qty string) answer {
+	return answer{Status: 200, Order: &answerOrder{ClientOrderID: cid, Exchange: "binance-futures", Symbol: symbol, Side: side, Quantity: qty, Status: "filled"}}
+}
+
+// A close's order carries the position's quantity, not the signal's: it
+// is the close's by the trace hoox recorded it under, and one is allowed.
+func TestCheckerAttributesACloseByItsTrace(t *testing.T) {
+	t.Parallel()
+	b := triggeredLong(t, closeSignal())
+	trace := b.s.closeTrace(&b.s.plan.signals[1])
+	b.send(1, 10*time.Second, closed("hxc", "sell", "10"))
+	b.closeOrder("hxc", "9", "sell", "10", trace)
+	require.Empty(t, b.judge())
+
+	b.closeOrder("hxd", "10", "sell", "10", trace)
+	require.Equal(t, map[string]int{checkAtMostOnce: 1}, b.judge(), "a second close order for one close signal")
+
+	b.vos = b.vos[:len(b.vos)-1]
+	b.closeOrder("hxd", "10", "sell", "10", "k:someone-else")
+	require.Equal(t, map[string]int{checkAttributed: 1}, b.judge(), "a reduce-only order no close signal sent")
+}
+
+// After a close's 200 (filled), no exit of its side hoox had recorded
+// open before the close was sent may execute: the close cancels them.
+func TestCheckerCatchesAnExitExecutedAfterAClose(t *testing.T) {
+	t.Parallel()
+	b := triggeredLong(t, closeSignal())
+	trace := b.s.closeTrace(&b.s.plan.signals[1])
+	a := closed("hxc", "sell", "10")
+	a.Done = 11 * time.Second
+	b.send(1, 10*time.Second, a)
+	b.closeOrder("hxc", "9", "sell", "10", trace)
+	b.fire("hxa", 2, "4", 20*time.Second)
+	b.recordFilled("hxa", 2)
+	require.Equal(t, map[string]int{checkCloseHolds: 1}, b.judge())
+
+	// Executed before the close answered.
+	b.s.triggered[signal.LegClientOrderID("hxa", 2)] = 10500 * time.Millisecond
+	require.Empty(t, b.judge())
+}
