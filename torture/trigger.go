@@ -119,33 +119,52 @@ func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 // asks for lies (signalPlan.body).
 var exitPercent = map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
 
+// reachedRefusals are the refusals Binance gives an exit whose price the
+// market has already reached, as the fake enforces them: USDⓈ-M -2021
+// "Order would immediately trigger." (trade/rest-api/New-Algo-Order.md;
+// binancefake/algo.go), spot -2010 "Order would trigger immediately." for
+// a STOP_LOSS or TAKE_PROFIT on the trigger's side, "Order would
+// immediately match and take." for a LIMIT_MAKER (rest-api.md, "New
+// order"; binancefake/spotexit.go) and, for an OCO list, "The
+// relationship of the prices for the orders is not correct." (rest-api.md,
+// "New Order list - OCO", price restrictions; binancefake/oco.go).
+var reachedRefusals = []string{"would immediately trigger", "would trigger immediately", "would immediately match and take",
+	"relationship of the prices for the orders is not correct"}
+
 // refusedAsReached reports whether leg l, exit role of entry e, was
-// refused because the price had already reached it (USDⓈ-M -2021 "Order
-// would immediately trigger.", trade/rest-api/New-Algo-Order.md; the
-// fake enforces it, binancefake/algo.go) and the run's price did reach its
-// trigger (e's price moved by the exit's percent, to within a tick) at
-// some moment after the venue booked e: then the refusal is the venue's
-// rule, not a lost exit.
+// refused because the price had already reached it (reachedRefusals) and
+// the run's price did reach its trigger (e's price moved by the exit's
+// percent, to within a tick; either of an OCO list's) at some moment
+// from the venue's booking of e on: then the refusal is the venue's rule,
+// not a lost exit.
 func (s *sim) refusedAsReached(e venueOrder, role string, l hooxLeg) bool {
-	if l.Outcome != "rejected" || !strings.Contains(l.Reason, "would immediately trigger") || !e.Price.IsPositive() {
+	if l.Outcome != "rejected" || !e.Price.IsPositive() ||
+		!slices.ContainsFunc(reachedRefusals, func(r string) bool { return strings.Contains(l.Reason, r) }) {
 		return false
 	}
-	pct, ok := exitPercent[role]
-	if !ok || role == "trailing_stop" {
-		return false
+	roles := []string{role}
+	if role == "oco" {
+		roles = []string{"take_profit", "stop_loss"}
 	}
-	// A long's take-profit sells above, its stop-loss below; a short's
-	// the other way round.
-	up := (role == "take_profit") == (e.Side == "buy")
-	move := decimal.NewFromFloat(pct / 100)
 	tick := decimal.RequireFromString("0.0001")
-	trigger := e.Price.Mul(decimal.NewFromInt(1).Add(move))
-	if !up {
-		trigger = e.Price.Mul(decimal.NewFromInt(1).Sub(move))
-	}
-	for _, p := range s.pricesSince(e.Booked) {
-		if (up && p.GreaterThanOrEqual(trigger.Sub(tick))) || (!up && p.LessThanOrEqual(trigger.Add(tick))) {
-			return true
+	prices := s.pricesSince(e.Booked)
+	for _, r := range roles {
+		pct, ok := exitPercent[r]
+		if !ok || r == "trailing_stop" {
+			continue
+		}
+		// A long's take-profit sells above, its stop-loss below; a
+		// short's the other way round.
+		up := (r == "take_profit") == (e.Side == "buy")
+		move := decimal.NewFromFloat(pct / 100)
+		trigger := e.Price.Mul(decimal.NewFromInt(1).Add(move))
+		if !up {
+			trigger = e.Price.Mul(decimal.NewFromInt(1).Sub(move))
+		}
+		for _, p := range prices {
+			if (up && p.GreaterThanOrEqual(trigger.Sub(tick))) || (!up && p.LessThanOrEqual(trigger.Add(tick))) {
+				return true
+			}
 		}
 	}
 	return false

@@ -208,3 +208,31 @@ func TestCheckerCatchesAnExitExecutedAfterAClose(t *testing.T) {
 	b.s.triggered[signal.LegClientOrderID("hxa", 2)] = 10500 * time.Millisecond
 	require.Empty(t, b.judge())
 }
+
+// The spot refusals of an exit the market already reached: a lone
+// stop-loss (seed 12) and an OCO list, each passes only once the run's
+// price reached it after the entry.
+func TestCheckerPassesASpotExitRefusedAsReachedOnlyWhenThePriceReachedIt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		exits  []string
+		reason string
+		reach  string
+	}{
+		{[]string{"stop_loss"}, "Order would trigger immediately.", "0.9900"},
+		{[]string{"take_profit", "stop_loss"}, "The relationship of the prices for the orders is not correct.", "1.0200"},
+	} {
+		sp := binanceSignal(ModeKey)
+		sp.Exits = c.exits
+		b := setupCheck(t, sp)
+		b.send(0, 500*time.Millisecond, placed("hxa"))
+		b.order(0, "hxa", "1", true)
+		b.vos[0].Booked, b.vos[0].Price = time.Second, decimal.NewFromInt(1)
+		b.leg("hxa", 1, hooxLeg{Outcome: "rejected", Attempts: 1, Reason: c.reason})
+		b.s.prices = []pricePoint{{At: 3 * time.Second, Price: decimal.RequireFromString("1.0100")}}
+		require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), c.reason)
+
+		b.s.prices = append(b.s.prices, pricePoint{At: 4 * time.Second, Price: decimal.RequireFromString(c.reach)})
+		require.Empty(t, b.judge(), c.reason)
+	}
+}
