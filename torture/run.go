@@ -86,6 +86,9 @@ type sim struct {
 	// prices is HXUSDT's last price at the Binance fake as the run moved
 	// it, oldest first; 1 before the first move.
 	prices []pricePoint
+	// priceMu keeps one price move at a time, so each move's before and
+	// after readings of the book see only what that move executed.
+	priceMu sync.Mutex
 	// inFlight counts the sends under way, by replica and signal.
 	inFlight map[[2]int]int
 	// triggered is when each resting order (by client order ID: an exit's
@@ -695,6 +698,8 @@ func (s *sim) movePrice(price string) {
 		s.h.add(-1, "price_move", -1, "bad price %q: %v", price, err)
 		return
 	}
+	s.priceMu.Lock()
+	defer s.priceMu.Unlock()
 	before := s.restingExecuted()
 	at := time.Since(s.h.start)
 	s.binance.MovePrice(symbol, p)
