@@ -275,3 +275,19 @@ func (s *sim) judgeCloses(res *Result, bySig map[int][]venueOrder, exits []venue
 		}
 	}
 }
+
+// traceFreed reports whether signal sig's trace may have been removed
+// after an order of it was booked at booked: a release of it answered 200
+// after, or a purge at least one TTL after. An entry is followed only as
+// long as its trace exists (README, "Orders followed to their end"): then
+// hoox looks once more and stops following it, with an event and a
+// notification, and a later fill stays unrecorded.
+func (s *sim) traceFreed(sig int, booked time.Duration) bool {
+	if sig < 0 {
+		return false
+	}
+	if slices.ContainsFunc(s.releases[sig], func(at time.Duration) bool { return at >= booked }) {
+		return true
+	}
+	return slices.ContainsFunc(s.purges, func(at time.Duration) bool { return at >= booked+s.cfg.window()-time.Second })
+}

@@ -236,3 +236,26 @@ func TestCheckerPassesASpotExitRefusedAsReachedOnlyWhenThePriceReachedIt(t *test
 		require.Empty(t, b.judge(), c.reason)
 	}
 }
+
+// A limit entry's follow ends with its trace (seed 15: released while the
+// order rested, filled after): hoox records it open and unfollowed, and
+// says so. Only a freed trace excuses the unrecorded fill.
+func TestCheckerExcusesAnUnrecordedLimitFillOnlyAfterItsTraceWasFreed(t *testing.T) {
+	t.Parallel()
+	sp := binanceSignal(ModeKey)
+	sp.Limit = "0.9900"
+	b := setupCheck(t, sp)
+	b.send(0, 500*time.Millisecond, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.vos[0].Booked, b.vos[0].Limit = time.Second, true
+	h := b.hos["hxa"]
+	h.Status, h.Unfollowed = "open", true
+	b.hos["hxa"] = h
+	require.Equal(t, map[string]int{checkFilled: 1}, b.judge())
+
+	b.s.releases[0] = []time.Duration{800 * time.Millisecond}
+	require.Equal(t, map[string]int{checkFilled: 1}, b.judge(), "released before the order was booked")
+
+	b.s.releases[0] = append(b.s.releases[0], 7*time.Second)
+	require.Empty(t, b.judge())
+}
