@@ -97,6 +97,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		hangUp(w)
 		return
 	}
+	if isExit {
+		f.sim.exitAnswered(param(req, body, "clientAlgoId", "listClientOrderId", "newClientOrderId"), resp.StatusCode, answer)
+	}
 	if sig >= 0 && isExit {
 		f.sim.h.add(sig, "venue_exit_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))
 	} else if sig >= 0 {

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -86,6 +87,11 @@ type sim struct {
 	// prices is HXUSDT's last price at the Binance fake as the run moved
 	// it, oldest first; 1 before the first move.
 	prices []pricePoint
+	// exitRefusals are the venue's refusals (its msg) of each exit's
+	// placements, by client order ID, as the fronts saw them;
+	// exitAccepted the exits a venue accepted a placement of.
+	exitRefusals map[string][]string
+	exitAccepted map[string]bool
 	// priceMu keeps one price move at a time, so each move's before and
 	// after readings of the book see only what that move executed.
 	priceMu sync.Mutex
@@ -163,7 +169,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, exitOwner: map[string]int{}, sigState: map[int]*signalState{},
-		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}, inFlight: map[[2]int]int{}}
+		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}, inFlight: map[[2]int]int{},
+		exitRefusals: map[string][]string{}, exitAccepted: map[string]bool{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
 	// client never makes.
@@ -778,6 +785,27 @@ func (s *sim) closeInFlight(replica int) int {
 // closeTrace is the trace ID hoox gives a close signal: a client key's
 // (signal.DeriveTrace: "k:" and the key).
 func (s *sim) closeTrace(sp *signalPlan) string { return "k:" + sp.key(s.cfg.Seed) }
+
+// exitAnswered records the venue's answer to a placement of exit id: a
+// refusal's message, or that it accepted it.
+func (s *sim) exitAnswered(id string, status int, answer []byte) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if status == http.StatusOK {
+		s.exitAccepted[id] = true
+		return
+	}
+	var b struct {
+		Msg string `json:"msg"`
+	}
+	if json.Unmarshal(answer, &b) != nil || b.Msg == "" {
+		b.Msg = fmt.Sprintf("http %d", status)
+	}
+	s.exitRefusals[id] = append(s.exitRefusals[id], b.Msg)
+}
 
 // placementArrived records a placement request as it reached a front.
 func (s *sim) placementArrived(p placementRequest) {

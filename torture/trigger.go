@@ -138,8 +138,32 @@ var reachedRefusals = []string{"would immediately trigger", "would trigger immed
 // from the venue's booking of e on: then the refusal is the venue's rule,
 // not a lost exit.
 func (s *sim) refusedAsReached(e venueOrder, role string, l hooxLeg) bool {
-	if l.Outcome != "rejected" || !e.Price.IsPositive() ||
-		!slices.ContainsFunc(reachedRefusals, func(r string) bool { return strings.Contains(l.Reason, r) }) {
+	return l.Outcome == "rejected" && s.reachedRefusal(e, role, l.Reason)
+}
+
+// refusedUnheard reports whether leg l (client order ID id), exit role of
+// entry e, failed with its order unknown (outcome failed: hoox never
+// heard the venue's answer, and a lookup never found it) while the venue
+// refused every placement of it that reached a front, each as already
+// reached, with the run's price reaching it (seed 16: an OCO list refused
+// as "The relationship of the prices…", its answer lost on the way back).
+func (s *sim) refusedUnheard(e venueOrder, role, id string, l hooxLeg) bool {
+	refusals, ok := s.exitRefusals[id]
+	if l.Outcome != "failed" || !ok || len(refusals) == 0 || s.exitAccepted[id] {
+		return false
+	}
+	for _, r := range refusals {
+		if !s.reachedRefusal(e, role, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// reachedRefusal reports whether reason is one of reachedRefusals and the
+// run's price reached exit role of entry e after its booking.
+func (s *sim) reachedRefusal(e venueOrder, role, reason string) bool {
+	if !e.Price.IsPositive() || !slices.ContainsFunc(reachedRefusals, func(r string) bool { return strings.Contains(reason, r) }) {
 		return false
 	}
 	roles := []string{role}

@@ -259,3 +259,29 @@ func TestCheckerExcusesAnUnrecordedLimitFillOnlyAfterItsTraceWasFreed(t *testing
 	b.s.releases[0] = append(b.s.releases[0], 7*time.Second)
 	require.Empty(t, b.judge())
 }
+
+// An exit whose refusal hoox never heard (the answer lost: seed 16) is
+// recorded failed, its order unknown. That is no lost exit only if the
+// venue refused every placement of it as already reached, and the price
+// had reached it.
+func TestCheckerPassesAnExitRefusedUnheardOnlyWhenTheVenueRefusedItAsReached(t *testing.T) {
+	t.Parallel()
+	sp := binanceSignal(ModeKey)
+	sp.Exits = []string{"take_profit", "stop_loss"}
+	b := setupCheck(t, sp)
+	b.send(0, 500*time.Millisecond, placed("hxa"))
+	b.order(0, "hxa", "1", true)
+	b.vos[0].Booked, b.vos[0].Price = time.Second, decimal.NewFromInt(1)
+	id := signal.LegClientOrderID("hxa", 1)
+	b.leg("hxa", 1, hooxLeg{Outcome: "failed", Attempts: 1, Reason: "order " + id + " was never seen at the venue; not re-sent because binance may still fill a late request: check the venue"})
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "no refusal seen")
+
+	b.s.exitRefusals = map[string][]string{id: {"The relationship of the prices for the orders is not correct."}}
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the price never reached it")
+
+	b.s.prices = []pricePoint{{At: 3 * time.Second, Price: decimal.RequireFromString("1.0250")}}
+	require.Empty(t, b.judge())
+
+	b.s.exitAccepted = map[string]bool{id: true}
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "a placement the venue accepted")
+}
