@@ -38,6 +38,24 @@ type venueOrder struct {
 	// Booked is when the venue booked a Binance order, on the history's
 	// clock (0: unknown). A market order fills as it is booked.
 	Booked time.Duration
+	// Triggered is, for the USDⓈ-M market order a conditional exit
+	// became once the price reached it, the exit's client order ID: hoox
+	// records it under the exit, and it belongs to no signal of its own.
+	Triggered string
+	// Price is what a Binance order executed at on average (zero when
+	// unknown or nothing executed).
+	Price decimal.Decimal
+	// Limit: a Binance LIMIT order (an entry that may rest, and fill
+	// when the price reaches it).
+	Limit bool
+	// Close: a reduce-only USDⓈ-M order that is no exit's, a close
+	// signal's (its quantity is the position's, not the signal's).
+	Close bool
+	// FillSeq is the Binance fake's number of the order's first
+	// execution (its trade ID; 0: none or unknown): the fills in the
+	// order the venue made them, a resting limit order's when the price
+	// reached it.
+	FillSeq int64
 }
 
 func (o venueOrder) String() string {
@@ -59,6 +77,12 @@ var spotExit = map[string]string{"LIMIT_MAKER": "take_profit", "TAKE_PROFIT": "t
 // hooxOrder is a row of hoox's orders table.
 type hooxOrder struct {
 	TraceID, ClientOrderID, Exchange, Symbol, Side, Quantity, Status, ExchangeOrderID string
+	// Created is when hoox's transaction that recorded it began, on the
+	// history's clock (orders.created_at; 0 when unknown).
+	Created time.Duration
+	// Unfollowed: hoox stopped following it while open (orders.
+	// unfollowed_at), with an event and a notification.
+	Unfollowed bool
 }
 
 // records reports whether h is hoox's record of venue order o: same venue,
@@ -126,34 +150,20 @@ const (
 	// checkHalted: no placement request reaches a venue while the kill
 	// switch is engaged.
 	checkHalted = "kill_switch_halts_placements"
+	// checkExitFill: an exit the venue executed (the price reached it)
+	// is recorded filled.
+	checkExitFill = "every_triggered_exit_fill_recorded"
+	// checkCancelHolds: no exit executes after a cancel's 200 that it
+	// was recorded open before, and none the 200 lists as cancelled.
+	checkCancelHolds = "no_exit_fill_after_a_cancel"
+	// checkCloseHolds: no exit of the position a close's 200 says it
+	// closed executes after it.
+	checkCloseHolds = "no_exit_fill_after_a_close"
 )
 
 // venueOrders reads every venue's book.
 func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
-	var out []venueOrder
-	for _, o := range s.binance.Orders() {
-		if o.Status == "REJECTED" {
-			continue
-		}
-		ex := "binance"
-		if o.Market == binancefake.MarketFutures {
-			ex = "binance-futures"
-		}
-		exit := ""
-		if ex == "binance" {
-			exit = spotExit[o.Type]
-		}
-		out = append(out, venueOrder{ex, o.ClientOrderID, fmt.Sprint(o.OrderID), o.Symbol, strings.ToLower(o.Side), o.Quantity.String(), o.Status, exit,
-			o.ExecutedQty.String(), o.Time.Sub(s.h.start)})
-	}
-	for _, l := range s.binance.OrderLists() {
-		out = append(out, venueOrder{"binance", l.ListClientOrderID, fmt.Sprint(l.OrderListID), l.Symbol, strings.ToLower(l.Side),
-			l.Quantity.String(), l.Status, "oco", "", 0})
-	}
-	for _, a := range s.binance.AlgoOrders() {
-		out = append(out, venueOrder{"binance-futures", a.ClientAlgoID, fmt.Sprint(a.AlgoID), a.Symbol, strings.ToLower(a.Side),
-			a.Quantity.String(), a.Status, algoExit[a.Type], "", 0})
-	}
+	out := s.binanceOrders()
 	for _, o := range s.bybit.Orders() {
 		if o.Status == "Rejected" {
 			continue
@@ -162,16 +172,92 @@ func (s *sim) venueOrders(ctx context.Context) ([]venueOrder, error) {
 		if o.Category == "spot" {
 			ex = "bybit-spot"
 		}
-		out = append(out, venueOrder{ex, o.OrderLinkID, o.OrderID, o.Symbol, strings.ToLower(o.Side), o.Qty.String(), o.Status, "", "", 0})
+		out = append(out, venueOrder{Exchange: ex, ClientOrderID: o.OrderLinkID, ExchangeOrderID: o.OrderID, Symbol: o.Symbol,
+			Side: strings.ToLower(o.Side), Quantity: o.Qty.String(), Status: o.Status})
 	}
 	rows, err := s.query(ctx, `SELECT client_order_id, exchange_order_id, symbol, side, quantity::text, status FROM paper_orders`)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		out = append(out, venueOrder{"paper", r[0], r[1], r[2], strings.ToLower(r[3]), normQty(r[4]), r[5], "", "", 0})
+		out = append(out, venueOrder{Exchange: "paper", ClientOrderID: r[0], ExchangeOrderID: r[1], Symbol: r[2], Side: strings.ToLower(r[3]),
+			Quantity: normQty(r[4]), Status: r[5]})
 	}
 	return out, nil
+}
+
+// binanceOrders reads the Binance fake's book: spot and USDⓈ-M orders
+// (a market order an exit became once triggered among them, Triggered
+// set), OCO lists and USDⓈ-M conditional orders, each exit with what it
+// executed.
+func (s *sim) binanceOrders() []venueOrder {
+	var out []venueOrder
+	orders := s.binance.Orders()
+	algos := s.binance.AlgoOrders()
+	became := map[int64]string{}
+	for _, a := range algos {
+		if a.ActualOrderID != 0 {
+			became[a.ActualOrderID] = a.ClientAlgoID
+		}
+	}
+	futuresExecuted := map[int64]decimal.Decimal{}
+	firstTrade := map[int64]binancefake.Trade{}
+	for _, t := range s.binance.AllTrades() {
+		if _, ok := firstTrade[t.OrderID]; !ok {
+			firstTrade[t.OrderID] = t
+		}
+	}
+	for _, o := range orders {
+		if o.Status == "REJECTED" {
+			continue
+		}
+		ex := "binance"
+		if o.Market == binancefake.MarketFutures {
+			ex = "binance-futures"
+			futuresExecuted[o.OrderID] = o.ExecutedQty
+		}
+		exit, triggered := "", ""
+		if ex == "binance" {
+			exit = spotExit[o.Type]
+		} else {
+			triggered = became[o.OrderID]
+		}
+		vo := venueOrder{Exchange: ex, ClientOrderID: o.ClientOrderID, ExchangeOrderID: fmt.Sprint(o.OrderID), Symbol: o.Symbol,
+			Side: strings.ToLower(o.Side), Quantity: o.Quantity.String(), Status: o.Status, Exit: exit, Executed: o.ExecutedQty.String(),
+			Booked: o.Time.Sub(s.h.start), Triggered: triggered}
+		if o.ExecutedQty.IsPositive() {
+			vo.Price = o.CumQuote.Div(o.ExecutedQty)
+		}
+		if t, ok := firstTrade[o.OrderID]; ok {
+			vo.FillSeq = t.ID
+			if o.Type == "LIMIT" {
+				// A limit order fills when the price reaches it, not
+				// when it is booked (a market order does both at once).
+				vo.Booked = time.UnixMilli(t.Time).Sub(s.h.start)
+			}
+		}
+		vo.Limit = o.Type == "LIMIT"
+		vo.Close = ex == "binance-futures" && o.ReduceOnly && triggered == ""
+		out = append(out, vo)
+	}
+	for _, l := range s.binance.OrderLists() {
+		vo := venueOrder{Exchange: "binance", ClientOrderID: l.ListClientOrderID, ExchangeOrderID: fmt.Sprint(l.OrderListID), Symbol: l.Symbol,
+			Side: strings.ToLower(l.Side), Quantity: l.Quantity.String(), Status: l.Status, Exit: "oco", Executed: "0"}
+		for _, o := range []binancefake.ListOrder{l.Above, l.Below} {
+			if o.ExecutedQty.IsPositive() {
+				vo.Executed = o.ExecutedQty.String()
+			}
+		}
+		out = append(out, vo)
+	}
+	for _, a := range algos {
+		// What the order a triggered algo order became executed; nothing
+		// before it triggered.
+		done := futuresExecuted[a.ActualOrderID]
+		out = append(out, venueOrder{Exchange: "binance-futures", ClientOrderID: a.ClientAlgoID, ExchangeOrderID: fmt.Sprint(a.AlgoID), Symbol: a.Symbol,
+			Side: strings.ToLower(a.Side), Quantity: a.Quantity.String(), Status: a.Status, Exit: algoExit[a.Type], Executed: done.String()})
+	}
+	return out
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
@@ -235,13 +321,15 @@ func (s *sim) positionsBefore(ctx context.Context) (map[string]string, error) {
 
 // hooxOrders reads hoox's orders table, by client order ID.
 func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
-	rows, err := s.query(ctx, `SELECT trace_id, client_order_id, exchange, symbol, coalesce(side, ''), quantity::text, status, coalesce(exchange_order_id, '') FROM orders`)
+	rows, err := s.query(ctx, `SELECT trace_id, client_order_id, exchange, symbol, coalesce(side, ''), quantity::text, status, coalesce(exchange_order_id, ''),
+       extract(epoch FROM created_at - $1::timestamptz)::float8, unfollowed_at IS NOT NULL FROM orders`, s.h.start)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]hooxOrder{}
 	for _, r := range rows {
-		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6], r[7]}
+		created, _ := strconv.ParseFloat(r[8], 64)
+		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6], r[7], time.Duration(created * float64(time.Second)), r[9] == "true"}
 	}
 	return out, nil
 }
@@ -347,13 +435,18 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	bySig := s.judge(res, vos, hos, unrecorded)
 	s.judgeUnsettled(res, unsettled)
 	stuck := s.stuckReconciles(ctx)
+	stuckFollows := s.stuckFollows(ctx)
 	for i, f := range res.Failures {
 		if (f.Check == checkRecorded && stuck[f.ClientOrderID]) || (f.Check == checkSettled && stuck[f.TraceID]) {
 			res.Failures[i].Known = KnownStuckReconcile
 			res.Failures[i].Tolerated = s.tolerates(KnownStuckReconcile)
 		}
+		if (f.Check == checkExitFill || f.Check == checkFilled) && stuckFollows[f.ClientOrderID] {
+			res.Failures[i].Known = KnownStuckFollow
+			res.Failures[i].Tolerated = s.tolerates(KnownStuckFollow)
+		}
 	}
-	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
+	rank := map[string]int{checkAtMostOnce: 0, checkExitOnce: 0, checkHalted: 0, checkCancelHolds: 0, checkCloseHolds: 0, checkExitFill: 4, check422: 1, checkAnswer: 2, checkAgree: 2, check503: 3,
 		checkTruthful: 4, checkFilled: 4, checkRecorded: 5, checkSettled: 5, checkAttributed: 6, checkExitAttributed: 6, checkPositionBefore: 6,
 		checkExitPlaced: 7}
 	slices.SortStableFunc(res.Failures, func(a, b Failure) int { return rank[a.Check] - rank[b.Check] })
@@ -429,11 +522,21 @@ func (s *sim) signalOfTrace(r unsettledRow) int {
 func fillsNotRecorded(vos []venueOrder, hos map[string]hooxOrder) []venueOrder {
 	var out []venueOrder
 	for _, o := range vos {
-		if h, ok := hos[o.ClientOrderID]; ok && h.records(o) && strings.EqualFold(o.Status, "filled") && h.Status != "filled" {
+		if h, ok := hos[o.ClientOrderID]; ok && h.records(o) && filledAtVenue(o) && h.Status != "filled" && !h.Unfollowed {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// filledAtVenue reports whether the venue filled o: an entry it says
+// filled, an exit that executed (triggered, or one of its list's orders
+// filled).
+func filledAtVenue(o venueOrder) bool {
+	if o.Exit != "" {
+		return executed(o).IsPositive()
+	}
+	return strings.EqualFold(o.Status, "filled")
 }
 
 // reopenings are the moments a signal's trace was legitimately opened
@@ -503,8 +606,8 @@ func (s *sim) minimalHistory(ctx context.Context, sig int, events []event, bySig
 	}
 	sp := s.plan.signals[sig]
 	var out []string
-	out = append(out, fmt.Sprintf("signal %d: %s %s %s qty=%s mode=%s client=%s lb_retry=%v text_plain=%v planned_fault=%s at %.3fs",
-		sp.ID, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, sp.Mode, sp.Client, sp.LBRetry, sp.TextPlain, orNone(sp.Fault), sp.At.Seconds()))
+	out = append(out, fmt.Sprintf("signal %d: %s %s %s qty=%s limit=%s exits=%v mode=%s client=%s lb_retry=%v text_plain=%v planned_fault=%s at %.3fs",
+		sp.ID, sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, orNone(sp.Limit), sp.Exits, sp.Mode, sp.Client, sp.LBRetry, sp.TextPlain, orNone(sp.Fault), sp.At.Seconds()))
 	var lo, hi time.Duration = -1, 0
 	for _, e := range events {
 		if e.Signal == sig {
@@ -638,6 +741,10 @@ func (r *Result) print(w io.Writer, histories int) {
 func unrecordedOrders(vos []venueOrder, hos map[string]hooxOrder) []venueOrder {
 	var out []venueOrder
 	for _, o := range vos {
+		if o.Triggered != "" {
+			// Recorded under its exit's ID (checkExitFill).
+			continue
+		}
 		if h, ok := hos[o.ClientOrderID]; !ok || !h.records(o) {
 			out = append(out, o)
 		}
@@ -667,9 +774,25 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			exits = append(exits, o)
 			continue
 		}
+		if o.Triggered != "" {
+			// The market order an exit became: judged with its exit.
+			continue
+		}
 		byClientID[o.Exchange+"|"+o.ClientOrderID] = o
+		if o.Close {
+			// A close's quantity is the position's: it is its signal's
+			// by the trace hoox recorded it under.
+			id := s.closeSignalOf(o, hos)
+			if id < 0 {
+				fail(checkAttributed, -1, "reduce-only order matches no close signal (hoox's trace: %s): %s", hos[o.ClientOrderID].TraceID, o)
+				continue
+			}
+			res.Checks[checkAttributed]++
+			bySig[id] = append(bySig[id], o)
+			continue
+		}
 		id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]
-		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side {
+		if !ok || o.Symbol != s.plan.signals[id].Symbol || o.Side != s.plan.signals[id].Side || s.plan.signals[id].isClose() {
 			fail(checkAttributed, -1, "venue order matches no signal: %s", o)
 			continue
 		}
@@ -697,7 +820,17 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 		default:
 			res.Checks[checkTruthful]++
 		}
+		if o.Exit != "" {
+			// An exit's fill is checkExitFill's.
+			continue
+		}
 		if strings.EqualFold(o.Status, "filled") {
+			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Booked) {
+				// Its follow horizon, the trace, was released or purged
+				// while it rested: hoox said it stopped following it.
+				res.Checks[checkFilled]++
+				continue
+			}
 			if h.Status != "filled" {
 				failOrder(checkFilled, sig, o.ClientOrderID, "the venue filled order %s, yet hoox records it %s %s after the faults stopped (bound %s): %s",
 					o.ClientOrderID, h.Status, s.waited.Round(time.Millisecond), s.cfg.RecoveryBound, o)
@@ -752,6 +885,15 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 	}
 	s.judgeHalted(res, s.h.events())
 	s.judgeExits(res, vos, exits, hos)
+	s.judgeExitFills(res, exits, hos)
+	resting := slices.Clone(exits)
+	for _, o := range vos {
+		if o.Limit && o.Exit == "" && o.Triggered == "" {
+			resting = append(resting, o)
+		}
+	}
+	s.judgeCancels(res, resting, hos)
+	s.judgeCloses(res, bySig, exits, hos)
 	return bySig
 }
 
@@ -759,8 +901,16 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 // itself says it placed is the signal's order, and the venue holds that
 // order with the signal's symbol, side and quantity.
 func (s *sim) judgeAnswer(res *Result, sp *signalPlan, a answer, byClientID map[string]venueOrder) {
+	if sp.isCancel() {
+		// A cancel names no order of its own (judgeCancels).
+		return
+	}
 	fail := func(format string, args ...any) {
 		res.Failures = append(res.Failures, Failure{Check: checkAnswer, Signal: sp.ID, Detail: fmt.Sprintf(format, args...)})
+	}
+	if sp.isClose() {
+		s.judgeCloseAnswer(res, sp, a, byClientID)
+		return
 	}
 	if o := a.Order; a.Status == 200 && o != nil &&
 		(o.Exchange != sp.Venue.name || o.Symbol != sp.Symbol || o.Side != sp.Side || normQty(o.Quantity) != normQty(sp.Quantity)) {
@@ -1002,7 +1152,7 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 	want := map[string]planned{}
 	fills := positionFills(vos)
 	for _, e := range vos {
-		if e.Exit != "" || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
+		if e.Exit != "" || e.Triggered != "" || e.Close || (e.Exchange != "binance-futures" && e.Exchange != "binance") {
 			continue
 		}
 		sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
@@ -1108,9 +1258,15 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
 				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet no fill after the entry's closed the position on its side: held %s; hoox's leg: %s",
 					w.entry.ClientOrderID, recorded, w.cover, w.role, w.cover.heldString(), leg)})
+		case planned && (s.droppedByACancel(w.entry, leg) || s.refusedAsReached(w.entry, w.role, leg) || s.refusedUnheard(w.entry, w.role, id, leg)):
+			// A cancel that came after the entry stopped it before its
+			// first send, or the venue refused it because the price had
+			// already reached it (and the run's price did).
+			res.Checks[checkExitPlaced]++
 		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):
-			// nothing lost silently, but nothing here should refuse one.
+			// nothing lost silently, but nothing else here should refuse
+			// one.
 			opened := ""
 			if w.cover != nil {
 				opened = "; " + w.cover.String()
@@ -1135,6 +1291,9 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 // signalOf is the signal a venue order belongs to by its venue and
 // quantity, -1 when none.
 func (s *sim) signalOf(o venueOrder) int {
+	if o.Close {
+		return -1
+	}
 	if id, ok := s.byQuantity[o.Exchange+"|"+o.Quantity]; ok {
 		return id
 	}
@@ -1161,6 +1320,25 @@ WHERE t.status = 'reconciling' AND j.state = 'running'`)
 			if r[1] != "" {
 				out[r[1]] = true
 			}
+		}
+	}
+	return out
+}
+
+// stuckFollows are the client order IDs whose follow job is 'running' on
+// a River client that is no longer alive (its replica was killed):
+// KnownStuckFollow.
+func (s *sim) stuckFollows(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)]
+FROM river_job WHERE kind = 'follow' AND state = 'running'`)
+	if err != nil {
+		return out
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if !live[r[1]] {
+			out[r[0]] = true
 		}
 	}
 	return out

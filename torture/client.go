@@ -30,7 +30,9 @@ type answer struct {
 	TraceID  string
 	Order    *answerOrder
 	Original *answerOriginal
-	Body     string
+	// Cancelled is what a cancel signal's 200 says it cancelled.
+	Cancelled []answerOrder
+	Body      string
 }
 
 type answerOrder struct {
@@ -51,19 +53,29 @@ type answerOriginal struct {
 func (sp *signalPlan) body(seed uint64, epoch time.Time) []byte {
 	m := map[string]any{"secret": webhookSecret, "exchange": sp.Venue.name, "symbol": sp.Symbol, "action": sp.Side,
 		"quantity": sp.Quantity, "strategy": "torture", "comment": fmt.Sprintf("signal %d", sp.ID)}
+	if sp.isCancel() {
+		// A cancel carries no order fields.
+		delete(m, "quantity")
+	}
+	if sp.Limit != "" {
+		m["price"], m["order_type"] = sp.Limit, "limit"
+	}
 	percent := map[string]float64{"take_profit": 2, "stop_loss": 1, "trailing_stop": 1.5}
 	for _, e := range sp.Exits {
 		m[e] = map[string]any{"percent": percent[e]}
 	}
 	switch sp.Mode {
 	case ModeKey:
-		m["trace_id"] = fmt.Sprintf("torture-%d-%d", seed, sp.ID)
+		m["trace_id"] = sp.key(seed)
 	case ModeDerived:
 		m["timestamp"] = epoch.Add(sp.At).UnixMilli()
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// key is the signal's client key (ModeKey).
+func (sp *signalPlan) key(seed uint64) string { return fmt.Sprintf("torture-%d-%d", seed, sp.ID) }
 
 // runClient plays one signal's client: TradingView or an impatient script.
 func (s *sim) runClient(ctx context.Context, sp *signalPlan) {
@@ -140,13 +152,15 @@ func (s *sim) lbSend(ctx context.Context, sp *signalPlan, body []byte, ctype str
 func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype string, rep int, timeout time.Duration) answer {
 	s.ops.inc("send")
 	at := time.Since(s.h.start)
-	s.h.add(sp.ID, "send", rep, "%s %s %s qty=%s mode=%s via %s", sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, sp.Mode, sp.Client)
+	s.h.add(sp.ID, "send", rep, "%s %s %s qty=%s limit=%s mode=%s via %s", sp.Venue.name, sp.Symbol, sp.Side, sp.Quantity, orNone(sp.Limit), sp.Mode, sp.Client)
 	s.mu.Lock()
 	s.sigState[sp.ID].sends = append(s.sigState[sp.ID].sends, at)
+	s.inFlight[[2]int{rep, sp.ID}]++
 	s.mu.Unlock()
 	a := answer{At: at, Replica: rep}
 	defer func() {
 		s.mu.Lock()
+		s.inFlight[[2]int{rep, sp.ID}]--
 		st := s.sigState[sp.ID]
 		end := time.Duration(0)
 		if a.Status != 0 {
@@ -181,13 +195,14 @@ func (s *sim) send(ctx context.Context, sp *signalPlan, body []byte, ctype strin
 	}
 	a.Status, a.Body = resp.StatusCode, clip(raw, 400)
 	var b struct {
-		TraceID  string          `json:"trace_id"`
-		Code     string          `json:"code"`
-		Order    *answerOrder    `json:"order"`
-		Original *answerOriginal `json:"original"`
+		TraceID   string          `json:"trace_id"`
+		Code      string          `json:"code"`
+		Order     *answerOrder    `json:"order"`
+		Original  *answerOriginal `json:"original"`
+		Cancelled []answerOrder   `json:"cancelled"`
 	}
 	_ = json.Unmarshal(raw, &b)
-	a.Code, a.TraceID, a.Order, a.Original = b.Code, b.TraceID, b.Order, b.Original
+	a.Code, a.TraceID, a.Order, a.Original, a.Cancelled = b.Code, b.TraceID, b.Order, b.Original, b.Cancelled
 	kind := strconv.Itoa(a.Status)
 	if a.Code != "" {
 		kind += " " + a.Code
@@ -305,6 +320,8 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 			s.faults.inc(FaultLockLost)
 			s.h.add(-1, "lock_lost", -1, "terminated backend %d holding an advisory lock (%s)", pid, query)
 		}
+	case opPriceMove:
+		s.movePrice(op.Price)
 	case opSlowCommit:
 		s.faults.inc(FaultSlowCommit)
 		delay := min(op.For/3, 1500*time.Millisecond)

@@ -62,6 +62,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	} else if placement(req) {
 		qty := placementQuantity(req, body)
 		sig = f.sim.signalByQuantity(qty)
+		if req.URL.Path == "/fapi/v1/order" && param(req, body, "reduceOnly") == "true" {
+			// A close: its quantity is the position's, not a signal's.
+			sig = f.sim.closeInFlight(f.replica)
+		}
 		f.sim.entryPlaced(sig, param(req, body, "newClientOrderId"))
 		fault, delay = f.sim.takeFault(sig)
 		f.sim.h.add(sig, "venue_placement", f.replica, "%s %s qty=%s fault=%s", f.fake, req.URL.Path, qty, orNone(fault))
@@ -92,6 +96,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		hangUp(w)
 		return
+	}
+	if isExit {
+		f.sim.exitAnswered(param(req, body, "clientAlgoId", "listClientOrderId", "newClientOrderId"), resp.StatusCode, answer)
 	}
 	if sig >= 0 && isExit {
 		f.sim.h.add(sig, "venue_exit_answer", f.replica, "%d %s fault=%s", resp.StatusCode, clip(answer, 160), orNone(fault))

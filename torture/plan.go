@@ -1,10 +1,13 @@
 package torture
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // Identity modes: how a signal's trace ID is chosen (DESIGN.md, "Trace ID").
@@ -78,7 +81,27 @@ type signalPlan struct {
 	// the signal's exits ("" = none): an answer fault or
 	// kill_after_accept.
 	ExitFault string
+	// Limit is a limit entry's price ("" = a market entry): below the
+	// price planned for its moment for a buy, above it for a sell, so it
+	// rests until the price reaches it. A limit entry carries no exits.
+	Limit string
 }
+
+// actionCancel is the Side of a cancel signal: {"action": "cancel"} for
+// the venue and symbol, no quantity (DECISIONS.md, "the cancel action").
+const actionCancel = "cancel"
+
+// isCancel reports whether sp is a cancel signal: it places nothing and
+// cancels the orders hoox recorded open for its venue and symbol.
+func (sp *signalPlan) isCancel() bool { return sp.Side == actionCancel }
+
+// actionClose is the Side of a close signal: {"action": "close"}, a
+// reduce-only market order for the whole USDⓈ-M position, whatever its
+// quantity says (README, "close").
+const actionClose = "close"
+
+// isClose reports whether sp is a close of the whole position.
+func (sp *signalPlan) isClose() bool { return sp.Side == actionClose }
 
 // exitLegs are the roles of the legs that carry sp's exits, leg n at
 // n-1 (signal.LegClientOrderID(entry, n)); none where the venue refuses
@@ -109,6 +132,9 @@ type opPlan struct {
 	For time.Duration
 	// Pick chooses among the signals answered so far (release).
 	Pick uint64
+	// Price is the symbol's new last price (price_move), as the Binance
+	// fake takes it.
+	Price string
 }
 
 // Operator actions and nemesis events that are not tied to one signal.
@@ -120,6 +146,10 @@ const (
 	opPGRestart  = FaultPostgresRestart
 	opSlowCommit = FaultSlowCommit
 	opLockLost   = FaultLockLost
+	// opPriceMove moves HXUSDT's last price at the Binance fake, spot and
+	// USDⓈ-M alike: market entries fill at it and the exits it reaches
+	// trigger (binancefake.MovePrice).
+	opPriceMove = "price_move"
 )
 
 // plan is the whole run, drawn from the seed before anything starts.
@@ -148,6 +178,8 @@ func makePlan(cfg Config) plan {
 		}
 	}
 	var p plan
+	// The price walk first: a limit entry's price is drawn against it.
+	prices := pricePath(cfg)
 	// Signals: a Poisson stream at Rate.
 	var t time.Duration
 	for i := 0; ; i++ {
@@ -188,6 +220,39 @@ func makePlan(cfg Config) plan {
 		// Like the fan-out client, from the signal's own stream.
 		if s.Venue.fake != "paper" && s.Fault == "" && on[FaultUnsent5xx] && rand.New(rand.NewPCG(s.Seed, 2)).IntN(12) == 0 {
 			s.Fault = FaultUnsent5xx
+		}
+		// One USDⓈ-M signal in eight is a cancel of the symbol's resting
+		// orders (its exits), from the signal's own stream: a cancel
+		// places nothing, so it carries no quantity, fault or exits.
+		if s.Venue.name == "binance-futures" && rand.New(rand.NewPCG(s.Seed, 4)).IntN(8) == 0 {
+			s.Side, s.Quantity, s.Fault, s.FaultDelay = actionCancel, "", "", 0
+			p.signals = append(p.signals, s)
+			continue
+		}
+		// One USDⓈ-M signal in ten (of the rest) closes the whole
+		// position, from the signal's own stream. Its order's quantity is
+		// the position's, not the signal's, so the checker knows it by its
+		// trace, which a client key fixes (k:<key>): a close always
+		// carries one. It meets no planned fault and asks for no exits.
+		if s.Venue.name == "binance-futures" && rand.New(rand.NewPCG(s.Seed, 6)).IntN(10) == 0 {
+			s.Side, s.Mode, s.Fault, s.FaultDelay = actionClose, ModeKey, "", 0
+			p.signals = append(p.signals, s)
+			continue
+		}
+		// One Binance entry in five is a limit order a little off the
+		// price planned for its moment, from the signal's own stream; it
+		// asks for no exits.
+		if s.Venue.fake == "binance" {
+			if lr := rand.New(rand.NewPCG(s.Seed, 5)); lr.IntN(5) == 0 {
+				off := 30 + lr.IntN(91) // 0.3 % to 1.2 %
+				at := priceAt(prices, s.At)
+				if s.Side == "buy" {
+					off = -off
+				}
+				s.Limit = decimalTicks(at + at*off/10000)
+				p.signals = append(p.signals, s)
+				continue
+			}
 		}
 		// Exits, from the signal's own stream too: half the USDⓈ-M
 		// signals carry a take-profit and a stop-loss, a third of those a
@@ -255,6 +320,7 @@ func makePlan(cfg Config) plan {
 		// For is how long the nemesis waits for a lock holder to appear.
 		stream(opLockLost, 6, func(o *opPlan) { o.For = cfg.scaled(2 * time.Second) })
 	}
+	p.ops = append(p.ops, prices...)
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })
 	p.skews = make([][]time.Duration, cfg.Replicas)
 	r = rand.New(rand.NewPCG(cfg.Seed, streamID("skew")))
@@ -269,6 +335,50 @@ func makePlan(cfg Config) plan {
 	}
 	return p
 }
+
+// pricePath is the run's price walk (opPriceMove), a Poisson stream of
+// its own at 20 moves a minute (scaled like the others): moves of 0.3 % to
+// 2.5 % each, kept within 6 % of 1, so the exits (take-profit 2 %,
+// stop-loss 1 %, trailing 1.5 %) and the limit entries (0.3 % to 1.2 %
+// off) are reached during the run.
+func pricePath(cfg Config) []opPlan {
+	r := rand.New(rand.NewPCG(cfg.Seed, streamID(opPriceMove)))
+	pr := rand.New(rand.NewPCG(cfg.Seed, streamID("price")))
+	rate := 20.0 / 60 / cfg.TimeScale
+	price := 10000 // in ticks of 0.0001
+	var out []opPlan
+	var t time.Duration
+	for {
+		t += time.Duration(r.ExpFloat64() / rate * float64(time.Second))
+		if t >= cfg.Duration {
+			return out
+		}
+		step := 30 + pr.IntN(221)
+		if pr.IntN(2) == 0 {
+			step = -step
+		}
+		price = min(10600, max(9400, price+step))
+		out = append(out, opPlan{At: t, Kind: opPriceMove, Replica: -1, Price: decimalTicks(price)})
+	}
+}
+
+// priceAt is the planned price at t, in ticks of 0.0001.
+func priceAt(path []opPlan, t time.Duration) int {
+	at := 10000
+	for _, op := range path {
+		if op.At > t {
+			break
+		}
+		d, err := decimal.NewFromString(op.Price)
+		if err == nil {
+			at = int(d.Shift(4).IntPart())
+		}
+	}
+	return at
+}
+
+// decimalTicks writes n ticks of 0.0001 as a decimal.
+func decimalTicks(n int) string { return fmt.Sprintf("%d.%04d", n/10000, n%10000) }
 
 // streamID names a PCG stream after what it draws.
 func streamID(kind string) uint64 {

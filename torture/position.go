@@ -62,9 +62,20 @@ func positionFills(vos []venueOrder) map[string][]venueOrder {
 		}
 	}
 	for _, fills := range out {
-		slices.SortFunc(fills, func(a, b venueOrder) int { return cmp.Compare(orderNumber(a), orderNumber(b)) })
+		slices.SortFunc(fills, func(a, b venueOrder) int { return cmp.Compare(fillNumber(a), fillNumber(b)) })
 	}
 	return out
+}
+
+// fillNumber orders fills as the venue made them: by the fake's number of
+// an order's first execution when known (a resting limit order fills
+// after orders booked later), else by its exchange order ID (a market
+// order fills as it is booked).
+func fillNumber(o venueOrder) int64 {
+	if o.FillSeq > 0 {
+		return o.FillSeq
+	}
+	return orderNumber(o)
 }
 
 // orderNumber is a venue order's exchange order ID as a number: the

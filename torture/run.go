@@ -2,12 +2,15 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +84,29 @@ type sim struct {
 	skewUsed   map[int]int
 	// waited is how long the checker waited for recovery.
 	waited time.Duration
+	// prices is HXUSDT's last price at the Binance fake as the run moved
+	// it, oldest first; 1 before the first move.
+	prices []pricePoint
+	// exitRefusals are the venue's refusals (its msg) of each exit's
+	// placements, by client order ID, as the fronts saw them;
+	// exitAccepted the exits a venue accepted a placement of.
+	exitRefusals map[string][]string
+	exitAccepted map[string]bool
+	// priceMu keeps one price move at a time, so each move's before and
+	// after readings of the book see only what that move executed.
+	priceMu sync.Mutex
+	// inFlight counts the sends under way, by replica and signal.
+	inFlight map[[2]int]int
+	// triggered is when each resting order (by client order ID: an exit's
+	// algo order, OCO list or lone spot exit, a limit entry) executed at
+	// the venue: the start of the price move that reached it.
+	triggered map[string]time.Duration
+}
+
+// pricePoint is a price the run moved HXUSDT to, and when the move began.
+type pricePoint struct {
+	At    time.Duration
+	Price decimal.Decimal
 }
 
 // signalState is what the clients learnt about one signal.
@@ -143,14 +169,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s := &sim{cfg: cfg, plan: makePlan(cfg), h: &history{start: time.Now()},
 		byQuantity: map[string]int{}, faultTaken: map[int]bool{}, exitFaultTaken: map[int]bool{}, exitOwner: map[string]int{}, sigState: map[int]*signalState{},
-		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}}
+		releases: map[int][]time.Duration{}, skewUsed: map[int]int{}, triggered: map[string]time.Duration{}, inFlight: map[[2]int]int{},
+		exitRefusals: map[string][]string{}, exitAccepted: map[string]bool{}}
 	// A new connection per request, as TradingView opens one per alert: a
 	// pooled connection to a killed replica would fail sends that a real
 	// client never makes.
 	s.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	s.venueClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	for _, sp := range s.plan.signals {
-		s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
+		if !sp.isCancel() && !sp.isClose() {
+			s.byQuantity[sp.Venue.name+"|"+normQty(sp.Quantity)] = sp.ID
+		}
 		s.sigState[sp.ID] = &signalState{}
 	}
 	fmt.Fprintf(cfg.Out, "torture: seed %d, %s at %.3g signals/s (%d planned), %d replicas, time scale %g, faults %v\n",
@@ -664,6 +693,118 @@ func (s *sim) accepted(sig, replica int, arrived time.Duration) {
 	st := s.sigState[sig]
 	st.accepted = append(st.accepted, acceptance{At: at, Arrived: arrived, Replica: replica})
 	s.mu.Unlock()
+}
+
+// movePrice moves HXUSDT's price at the Binance fake (spot and USDⓈ-M)
+// and records the resting orders the move executed (exits, limit
+// entries), each with the move's start: the fake executes them inside
+// MovePrice, under its lock.
+func (s *sim) movePrice(price string) {
+	p, err := decimal.NewFromString(price)
+	if err != nil {
+		s.h.add(-1, "price_move", -1, "bad price %q: %v", price, err)
+		return
+	}
+	s.priceMu.Lock()
+	defer s.priceMu.Unlock()
+	before := s.restingExecuted()
+	at := time.Since(s.h.start)
+	s.binance.MovePrice(symbol, p)
+	s.ops.inc(opPriceMove)
+	s.mu.Lock()
+	s.prices = append(s.prices, pricePoint{At: at, Price: p})
+	s.mu.Unlock()
+	s.h.add(-1, "price_move", -1, "%s %s", symbol, p)
+	after := s.restingExecuted()
+	for _, id := range slices.Sorted(maps.Keys(after)) {
+		if _, was := before[id]; was {
+			continue
+		}
+		sig := s.exitSignal(id)
+		if sig < 0 {
+			sig = s.signalByQuantity(after[id].qty)
+		}
+		s.mu.Lock()
+		if _, seen := s.triggered[id]; !seen {
+			s.triggered[id] = at
+		}
+		s.mu.Unlock()
+		s.h.add(sig, "resting_executed", -1, "%s %s executed %s at price %s", after[id].what, id, after[id].executed, p)
+	}
+}
+
+// restingExec is what a resting order executed, what it is and its
+// quantity.
+type restingExec struct {
+	what     string // "exit" or "limit entry"
+	qty      string
+	executed decimal.Decimal
+}
+
+// restingExecuted are the resting orders the Binance fake executed so
+// far, by client order ID: a USDⓈ-M algo order triggered into a market
+// order, an OCO list one of whose orders filled, a lone spot exit order,
+// a limit entry.
+func (s *sim) restingExecuted() map[string]restingExec {
+	out := map[string]restingExec{}
+	for _, o := range s.binanceOrders() {
+		if o.Exit == "" && !o.Limit {
+			continue
+		}
+		if q := executed(o); q.IsPositive() {
+			what := "exit"
+			if o.Exit == "" {
+				what = "limit entry"
+			}
+			out[o.ClientOrderID] = restingExec{what: what, qty: o.Quantity, executed: q}
+		}
+	}
+	return out
+}
+
+// closeInFlight is the close signal a reduce-only USDⓈ-M placement from
+// replica belongs to: the one close with a send under way to it; -1 when
+// none or several are (a reconcile's placement, or one the checker
+// cannot tell).
+func (s *sim) closeInFlight(replica int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := -1
+	for k, n := range s.inFlight {
+		if k[0] != replica || n <= 0 || !s.plan.signals[k[1]].isClose() {
+			continue
+		}
+		if found >= 0 {
+			return -1
+		}
+		found = k[1]
+	}
+	return found
+}
+
+// closeTrace is the trace ID hoox gives a close signal: a client key's
+// (signal.DeriveTrace: "k:" and the key).
+func (s *sim) closeTrace(sp *signalPlan) string { return "k:" + sp.key(s.cfg.Seed) }
+
+// exitAnswered records the venue's answer to a placement of exit id: a
+// refusal's message, or that it accepted it.
+func (s *sim) exitAnswered(id string, status int, answer []byte) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if status == http.StatusOK {
+		s.exitAccepted[id] = true
+		return
+	}
+	var b struct {
+		Msg string `json:"msg"`
+	}
+	if json.Unmarshal(answer, &b) != nil || b.Msg == "" {
+		b.Msg = fmt.Sprintf("http %d", status)
+	}
+	s.exitRefusals[id] = append(s.exitRefusals[id], b.Msg)
 }
 
 // placementArrived records a placement request as it reached a front.

@@ -37,6 +37,11 @@ import (
 //     SELL TAKE_PROFIT as it rises, BUY the other way round), a
 //     LIMIT_MAKER fills at its price once price reaches it. Trailing
 //     orders (trailingDelta without a stopPrice) are not trailed.
+//   - resting GTC LIMIT orders, spot and USDⓈ-M: "on the book unless the
+//     order is canceled" (enums.md, "Time in force", GTC), a BUY fills
+//     at its price once the last price falls to it, a SELL once it rises
+//     to it, in full. A reduce-only one is left resting (what it may
+//     still reduce is not modelled).
 //
 // SetPrice moves the price without triggering anything.
 func (s *Server) MovePrice(symbol string, price decimal.Decimal) {
@@ -55,7 +60,12 @@ func (s *Server) MovePrice(symbol string, price decimal.Decimal) {
 			if at, ok := spotExitReached(o, price); ok {
 				s.execute(o, o.Quantity.Sub(o.ExecutedQty), at)
 				o.Status = "FILLED"
+				continue
 			}
+		}
+		if o.Symbol == symbol && o.Open() && limitReached(o, price) {
+			s.execute(o, o.Quantity.Sub(o.ExecutedQty), o.Price)
+			o.Status = "FILLED"
 		}
 	}
 	for _, l := range s.lists {
@@ -168,6 +178,18 @@ func (s *Server) executeListOrder(l *OrderList, o *ListOrder, price decimal.Deci
 		}
 	}
 	l.Status = "ALL_DONE"
+}
+
+// limitReached reports whether the last price p reaches o, a resting
+// LIMIT order that is not reduce-only.
+func limitReached(o *Order, p decimal.Decimal) bool {
+	if o.Type != "LIMIT" || o.ReduceOnly || !o.Price.IsPositive() {
+		return false
+	}
+	if o.Side == "BUY" {
+		return !p.GreaterThan(o.Price)
+	}
+	return !p.LessThan(o.Price)
 }
 
 // spotExitReached reports whether the last price p executes o, a resting

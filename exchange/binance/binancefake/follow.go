@@ -85,6 +85,14 @@ func (s *Server) Trades(clientOrderID string) []Trade {
 	return s.tradesOf(o)
 }
 
+// AllTrades lists every execution the fake made, spot and USDⓈ-M, in the
+// order it made them (Trade.ID).
+func (s *Server) AllTrades() []Trade {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.trades)
+}
+
 // ExpireOrder ends the latest open order under clientOrderID EXPIRED, as
 // Binance does with an order its time in force or self-trade prevention
 // ends (enums.md, Order status).
