@@ -154,7 +154,10 @@ func NewClient(pool *pgxpool.Pool, cfg Config, deps Deps) (*river.Client[pgx.Tx]
 		Workers:         workers,
 		PeriodicJobs:    []*river.PeriodicJob{schedule, sweep},
 		SoftStopTimeout: cfg.StopTimeout,
-		PollOnly:        cfg.PollOnly,
+		// Set both: River refuses a rescue horizon below JobTimeout.
+		JobTimeout:           riverJobTimeout,
+		RescueStuckJobsAfter: cfg.rescueStuckAfter(),
+		PollOnly:             cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			QueuePurge:         {MaxWorkers: 1},

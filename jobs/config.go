@@ -159,6 +159,22 @@ func (c Config) Validate() error {
 // database work around them.
 func (c Config) reconcileTimeout() time.Duration { return 2*c.Timing.VenueTimeout + 30*time.Second }
 
+// rescueStuckAfter is how long a job may stay `running` before River's
+// rescuer takes its worker for dead and runs it again (River's
+// RescueStuckJobsAfter, an hour by default): the longest any worker's
+// timeout lets a live one run (the purge's), plus a minute for River to
+// record its end. A follow job left `running` by a replica killed with -9
+// blocks its order's follow (the job is unique while live): for an hour,
+// a fill went unrecorded, its sibling exit uncancelled and a spot sale
+// counted in the ledger (the simulator's stuck_follow).
+func (c Config) rescueStuckAfter() time.Duration {
+	return max(purgeTimeout, c.reconcileTimeout(), NotifyTimeout, riverJobTimeout) + time.Minute
+}
+
+// riverJobTimeout is River's JobTimeout for the workers without a Timeout
+// of their own (the sweep, the legs), River's default.
+const riverJobTimeout = time.Minute
+
 // reconcileDeadAfter is how long a reconcile job may stay `running` before
 // the sweeper takes its worker for dead: its timeout, plus a margin for
 // River to record the end of a job that timed out.
