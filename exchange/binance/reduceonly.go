@@ -72,8 +72,8 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // nothing to protect, wherever hoox first learns the close filled: Place's
 // own answer (started: Binance's clock before its position read) or
 // Lookup's (the sweeper, the reconcile, a retry's adoption, the follow
-// job of a close Binance answered NEW; started: the order's creation
-// time). Only USDⓈ-M closes that executed something: an entry's exits and
+// job of a close Binance answered NEW; started zero: Lookup does not know
+// when the close read the position). Only USDⓈ-M closes that executed something: an entry's exits and
 // an exit itself are not closes of a position. See cancelClosedExits for
 // which exits go; whole says o was a close of the whole position in one
 // order (not a part of a split close, nor a percent_of_position share)
@@ -137,7 +137,10 @@ func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r e
 // cancelled — they protected the position it closed, and would cut the
 // new one — while an exit created since is the new entry's. An entry that
 // fills after the position read places its exits after the listing: they
-// are not in it.
+// are not in it. started zero (Lookup: the close's position read is not
+// known there; the order's creation time is after it, and an entry that
+// filled and placed its stop-loss between the two is still open) cancels
+// nothing unless the position is flat.
 //
 // A close that was not whole (a share, a part of a split close, a close
 // of the whole position that met too little liquidity and expired after
@@ -172,6 +175,10 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 		return nil, whole
 	case !pos.amount.IsZero() && !whole:
 		return nil, false // what is left of the position keeps its exits
+	case !pos.amount.IsZero() && started.IsZero():
+		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it) and when the close read the position is not known here: no exit is cancelled",
+			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
+		return nil, whole
 	case !pos.amount.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
