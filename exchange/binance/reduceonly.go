@@ -91,15 +91,42 @@ func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Re
 
 // CancelExitsAfterClose implements exchange.ExitsAfterCloseCanceler: the
 // second look, once the exits' sends that were on their way during the
-// close r have ended, for one Binance booked after the close's listing.
-// Only a flat position's exits go: the close's start no longer tells an
-// exit of the closed position from one of an entry beside it, whose
-// exits may have been placed since.
-func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r exchange.Report) []exchange.CancelledOrder {
+// close r have ended, for those Binance booked after the close's listing.
+// exits are the gateway's: recorded open, planned before the close's
+// intent (their entries filled before the close read the position, so
+// they protected what it closed) and not cancelled by the close's own
+// look. Each is cancelled by clientAlgoId (DELETE /fapi/v1/algoOrder,
+// Cancel-Algo-Order.md), whatever the position is now — an entry beside
+// the close, or the sender's next signal, places exits of its own, which
+// are not named. No listing and no position read: a close whose exits
+// were all seen by its own look costs nothing more. -2011 (no longer
+// active: triggered, or cancelled meanwhile) is skipped.
+func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r exchange.Report, exits []string) []exchange.CancelledOrder {
 	if !v.futures() || !r.ClosedPosition {
 		return nil
 	}
-	cancelled, _ := v.cancelClosedExits(ctx, exchange.VenueSymbol(o.Symbol), r.Side, o.ClientOrderID, time.Time{}, false)
+	var cancelled []exchange.CancelledOrder
+	for _, id := range exits {
+		var ans struct {
+			AlgoID       int64  `json:"algoId"`
+			ClientAlgoID string `json:"clientAlgoId"`
+		}
+		err := v.do(ctx, request{method: http.MethodDelete, path: v.prefix + "/algoOrder",
+			params: params{}.add("clientAlgoId", id), signed: true, weight: 1}, &ans)
+		if apiErr, ok := errors.AsType[*APIError](err); ok && (apiErr.Code == -2011 || apiErr.Class == ClassNotFound) {
+			continue // no longer resting
+		}
+		if err == nil && ans.ClientAlgoID != id {
+			err = fmt.Errorf("answered for algo %d %q", ans.AlgoID, ans.ClientAlgoID)
+		}
+		if err != nil {
+			v.log.ErrorContext(ctx, "binance: a close left its position gone, but an exit of it that reached Binance after the close was not cancelled",
+				"client_order_id", o.ClientOrderID, "exit_client_order_id", id, "error", err)
+			continue
+		}
+		cancelled = append(cancelled, exchange.CancelledOrder{ClientOrderID: id, ExchangeOrderID: strconv.FormatInt(ans.AlgoID, 10),
+			Side: r.Side, PlacedByHoox: true})
+	}
 	return cancelled
 }
 
