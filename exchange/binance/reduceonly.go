@@ -73,8 +73,9 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // own answer (started: Binance's clock before its position read) or
 // Lookup's (the sweeper, the reconcile, a retry's adoption, the follow
 // job of a close Binance answered NEW; started zero: Lookup does not know
-// when the close read the position). Only USDⓈ-M closes that executed something: an entry's exits and
-// an exit itself are not closes of a position. See cancelClosedExits for
+// when the close read the position). Only USDⓈ-M closes that executed
+// something: an entry's exits and an exit itself are not closes of a
+// position. See cancelClosedExits for
 // which exits go; whole says o was a close of the whole position in one
 // order (not a part of a split close, nor a percent_of_position share)
 // that executed all it was sent for.
