@@ -47,16 +47,20 @@ WITH u AS (
 )
 SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
 
-// restingClosedExitsSQL reports whether an exit order that closedExitLegsSQL's
-// legs placed ($1..$5 as there, without its outcome filter) is recorded
-// open: its send ended, maybe after the close's own look at the venue.
-const restingClosedExitsSQL = `SELECT EXISTS (SELECT 1 FROM order_legs l
+// restingClosedExitsSQL lists the exit orders that closedExitLegsSQL's
+// legs placed ($1..$5 as there, without its outcome filter) and that are
+// recorded open, leaving out $6 (the exits the close's own look at the
+// venue cancelled: recorded open until their follow job records the
+// cancel): their send ended, maybe after the close's own look.
+const restingClosedExitsSQL = `SELECT l.client_order_id FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 JOIN orders x ON x.client_order_id = l.client_order_id
 WHERE x.status = 'open' AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
-  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5))`
+  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5)
+  AND l.client_order_id <> ALL($6)
+ORDER BY l.created_at, l.client_order_id`
 
 // ClosedExits is what MarkClosedExitLegs found of the exits of a position
 // a close left gone.
@@ -65,10 +69,11 @@ type ClosedExits struct {
 	// way, an answer lost), now marked ended by the close: never sent
 	// again, and cancelled at the venue by the leg runner if found.
 	Marked []Leg
-	// Resting says that an exit order of that position is recorded open
-	// once every send of one has ended (the marking waited for them): the
-	// venue may hold it still, if it arrived after the close looked.
-	Resting bool
+	// Resting are the client order IDs of that position's exit orders
+	// recorded open once every send of one has ended (the marking waited
+	// for them), but for those the close's own look cancelled: the venue
+	// may hold them still, if they arrived after the close looked.
+	Resting []string
 }
 
 // MarkClosedExitLegs runs, in a transaction of its own once the close
@@ -80,13 +85,14 @@ type ClosedExits struct {
 // settled, waiting up to lockWait for a pass that is sending one (its
 // send ends and is recorded first), and marks those whose order is still
 // not known (cancelled_by: not sent again, cancelled at the venue if
-// found). It then reports whether an exit order of those entries is
-// recorded open: the caller asks the venue again for the exits the close
-// did not see.
+// found). It then lists the exit orders of those entries recorded open,
+// but for cancelledFirst (the client order IDs the close's own look
+// cancelled): the caller cancels them at the venue, as the close did not
+// see them.
 //
 // Exits planned after the close's intent belong to an entry that filled
 // beside the close (its position read came after): they are left.
-func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration, exchangeName, mode, symbol, side, closeClientOrderID, closedBy string) (ClosedExits, error) {
+func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration, exchangeName, mode, symbol, side, closeClientOrderID, closedBy string, cancelledFirst []string) (ClosedExits, error) {
 	var out ClosedExits
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -120,7 +126,11 @@ func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.D
 			return out, fmt.Errorf("mark closed exit legs: %w", translate(err))
 		}
 	}
-	if err := tx.QueryRow(ctx, restingClosedExitsSQL, exchangeName, mode, symbol, side, closeClientOrderID).Scan(&out.Resting); err != nil {
+	if cancelledFirst == nil {
+		cancelledFirst = []string{}
+	}
+	rows, _ = tx.Query(ctx, restingClosedExitsSQL, exchangeName, mode, symbol, side, closeClientOrderID, cancelledFirst)
+	if out.Resting, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		return out, fmt.Errorf("resting closed exits: %w", translate(err))
 	}
 	if err := tx.Commit(ctx); err != nil {

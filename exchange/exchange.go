@@ -297,11 +297,13 @@ type Canceler interface {
 // it filled (Report.ClosedPosition). An exit whose send was still on its
 // way then is not among them: once every such send has ended, the
 // gateway asks again with CancelExitsAfterClose, for the close o the
-// venue reported r. It cancels hoox's exits of the side r closed only
-// when the position is flat (an entry beside the close may own the rest),
-// and returns them; it never fails: what it could not do is logged.
+// venue reported r, naming the exits (client order IDs) of the closed
+// position it has recorded open since — planned before the close's
+// intent, so they protected what the close closed, whatever is open now.
+// It cancels those still resting and returns them; it never fails: what
+// it could not do is logged.
 type ExitsAfterCloseCanceler interface {
-	CancelExitsAfterClose(ctx context.Context, o Order, r Report) []CancelledOrder
+	CancelExitsAfterClose(ctx context.Context, o Order, r Report, exits []string) []CancelledOrder
 }
 
 // FeeReader is implemented by a venue whose order query does not carry

@@ -79,7 +79,8 @@ func TestCopyArrivingAfterAReleaseIsNotAnsweredFromTheFlight(t *testing.T) {
 		released <- err
 	}()
 	require.Eventually(t, func() bool {
-		return count(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
+		return count(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
 	}, 5*time.Second, time.Millisecond)
 	close(proceed[0])
 	require.NoError(t, <-released, "released between the two parts")

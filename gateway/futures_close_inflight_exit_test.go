@@ -96,6 +96,7 @@ func TestFuturesWholeCloseCancelsAnExitWhoseSendWasOnItsWay(t *testing.T) {
 	require.Equal(t, db.TraceDispatched, entry.Status)
 	require.NoError(t, <-closed)
 	require.Equal(t, db.TraceDispatched, closeOut.Status)
+	svc.WaitBackground() // the close's exitsAfterClose, after its answer
 	require.True(t, fake.Position("ETHUSDT").IsZero(), "the close flattened the long")
 
 	for _, a := range fake.AlgoOrders() {
@@ -169,6 +170,7 @@ func TestFuturesWholeCloseStopsAnUnknownExitFromBeingSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, cl.Status)
 	require.True(t, fake.Position("ETHUSDT").IsZero())
+	svc.WaitBackground() // the close's exitsAfterClose, after its answer
 	next, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1","trace_id":"unknown-sl-next"}`))
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, next.Status)
@@ -262,6 +264,7 @@ func TestFuturesWholeCloseLeavesTheUnknownStopLossOfALongBesideItToBeSent(t *tes
 	require.NoError(t, err)
 	require.Equal(t, db.TraceDispatched, cl.Status)
 	require.NotNil(t, beside)
+	svc.WaitBackground() // the close's exitsAfterClose, after its answer
 	require.Equal(t, "1", fake.Position("ETHUSDT").String(), "the close sold the old long; the new one is open")
 	var lockKey, slID, markedBy string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT lock_key, client_order_id, coalesce(cancelled_by, '') FROM order_legs

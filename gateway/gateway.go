@@ -79,8 +79,9 @@ type Service struct {
 	life     sync.Mutex
 	closing  bool
 	inflight sync.WaitGroup
-	// background tracks audit writes that finish after their answer; they
-	// are started only by calls counted in inflight.
+	// background tracks work that finishes after its answer (audit
+	// writes, a close's exitsAfterClose); it is started only by calls
+	// counted in inflight.
 	background sync.WaitGroup
 	// flights are the signals in flight on this replica, by lock key.
 	flights flights
@@ -105,7 +106,8 @@ type Service struct {
 
 // Close refuses new signals, waits for the ones in flight to be recorded
 // (each is bounded by HOOX_VENUE_TIMEOUT + 30 s) and then for audit writes
-// still running; call it after the HTTP server has stopped and before the
+// and closes' exits (exitsAfterClose, bounded by twice the venue timeout
+// + 5 s) still running; call it after the HTTP server has stopped and before the
 // pools close. Calling it again returns at once.
 func (s *Service) Close() {
 	s.life.Lock()
@@ -929,7 +931,7 @@ func (s *Service) record(ctx context.Context, tx *db.ClaimTx, in Input, order ex
 		}
 		out.Legs = legs
 	}
-	s.exitsAfterClose(ctx, in, order, row, report)
+	s.exitsAfterClose(ctx, in, order, *row, report)
 	return out, nil
 }
 

@@ -72,9 +72,10 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // nothing to protect, wherever hoox first learns the close filled: Place's
 // own answer (started: Binance's clock before its position read) or
 // Lookup's (the sweeper, the reconcile, a retry's adoption, the follow
-// job of a close Binance answered NEW; started: the order's creation
-// time). Only USDⓈ-M closes that executed something: an entry's exits and
-// an exit itself are not closes of a position. See cancelClosedExits for
+// job of a close Binance answered NEW; started zero: Lookup does not know
+// when the close read the position). Only USDⓈ-M closes that executed
+// something: an entry's exits and an exit itself are not closes of a
+// position. See cancelClosedExits for
 // which exits go; whole says o was a close of the whole position in one
 // order (not a part of a split close, nor a percent_of_position share)
 // that executed all it was sent for.
@@ -91,15 +92,42 @@ func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Re
 
 // CancelExitsAfterClose implements exchange.ExitsAfterCloseCanceler: the
 // second look, once the exits' sends that were on their way during the
-// close r have ended, for one Binance booked after the close's listing.
-// Only a flat position's exits go: the close's start no longer tells an
-// exit of the closed position from one of an entry beside it, whose
-// exits may have been placed since.
-func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r exchange.Report) []exchange.CancelledOrder {
+// close r have ended, for those Binance booked after the close's listing.
+// exits are the gateway's: recorded open, planned before the close's
+// intent (their entries filled before the close read the position, so
+// they protected what it closed) and not cancelled by the close's own
+// look. Each is cancelled by clientAlgoId (DELETE /fapi/v1/algoOrder,
+// Cancel-Algo-Order.md), whatever the position is now — an entry beside
+// the close, or the sender's next signal, places exits of its own, which
+// are not named. No listing and no position read: a close whose exits
+// were all seen by its own look costs nothing more. -2011 (no longer
+// active: triggered, or cancelled meanwhile) is skipped.
+func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r exchange.Report, exits []string) []exchange.CancelledOrder {
 	if !v.futures() || !r.ClosedPosition {
 		return nil
 	}
-	cancelled, _ := v.cancelClosedExits(ctx, exchange.VenueSymbol(o.Symbol), r.Side, o.ClientOrderID, time.Time{}, false)
+	var cancelled []exchange.CancelledOrder
+	for _, id := range exits {
+		var ans struct {
+			AlgoID       int64  `json:"algoId"`
+			ClientAlgoID string `json:"clientAlgoId"`
+		}
+		err := v.do(ctx, request{method: http.MethodDelete, path: v.prefix + "/algoOrder",
+			params: params{}.add("clientAlgoId", id), signed: true, weight: 1}, &ans)
+		if apiErr, ok := errors.AsType[*APIError](err); ok && (apiErr.Code == -2011 || apiErr.Class == ClassNotFound) {
+			continue // no longer resting
+		}
+		if err == nil && ans.ClientAlgoID != id {
+			err = fmt.Errorf("answered for algo %d %q", ans.AlgoID, ans.ClientAlgoID)
+		}
+		if err != nil {
+			v.log.ErrorContext(ctx, "binance: a close left its position gone, but an exit of it that reached Binance after the close was not cancelled",
+				"client_order_id", o.ClientOrderID, "exit_client_order_id", id, "error", err)
+			continue
+		}
+		cancelled = append(cancelled, exchange.CancelledOrder{ClientOrderID: id, ExchangeOrderID: strconv.FormatInt(ans.AlgoID, 10),
+			Side: r.Side, PlacedByHoox: true})
+	}
 	return cancelled
 }
 
@@ -137,7 +165,10 @@ func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r e
 // cancelled — they protected the position it closed, and would cut the
 // new one — while an exit created since is the new entry's. An entry that
 // fills after the position read places its exits after the listing: they
-// are not in it.
+// are not in it. started zero (Lookup: the close's position read is not
+// known there; the order's creation time is after it, and an entry that
+// filled and placed its stop-loss between the two is still open) cancels
+// nothing unless the position is flat.
 //
 // A close that was not whole (a share, a part of a split close, a close
 // of the whole position that met too little liquidity and expired after
@@ -172,6 +203,10 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 		return nil, whole
 	case !pos.amount.IsZero() && !whole:
 		return nil, false // what is left of the position keeps its exits
+	case !pos.amount.IsZero() && started.IsZero():
+		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it) and when the close read the position is not known here: no exit is cancelled",
+			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
+		return nil, whole
 	case !pos.amount.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())

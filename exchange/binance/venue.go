@@ -387,9 +387,6 @@ type orderAnswer struct {
 	Status              string          `json:"status"`
 	Type                string          `json:"type"`
 	Side                string          `json:"side"`
-	// Time is when Binance created the order (ms), in the order query's
-	// answer (Query-Order.md "time").
-	Time int64 `json:"time"`
 	// StopPrice and TrailingDelta are a spot conditional order's trigger
 	// (rest-api.md, "Conditional fields in Order Responses").
 	StopPrice     decimal.Decimal `json:"stopPrice"`
@@ -647,8 +644,13 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	}
 	// A close hoox finds filled here (its answer was lost, or it was
 	// answered NEW and filled since) closed the position as Place's own
-	// answer would have said: its exits go as they would have there.
-	r = v.closedExits(ctx, o, r, symbol, r.Side, time.UnixMilli(a.Time))
+	// answer would have said: its exits go as they would have there when
+	// the position is flat. Not flat, Place kept the exits created after
+	// its stamp (before its position read); the order's creation time
+	// ("time", Query-Order.md) is after that read, so an exit of an entry
+	// that filled in between would be taken for the closed position's:
+	// with no bound known here, nothing is cancelled.
+	r = v.closedExits(ctx, o, r, symbol, r.Side, time.Time{})
 	return v.withTradesFee(ctx, o, r), nil
 }
 
