@@ -275,8 +275,12 @@ type Recovery struct {
 	BeforeCommit TxHook
 }
 
+// strandedIntentLockSQL reads a bare intent under the lock: still open, its
+// last send, and whether the venue has answered about it (LeftOpen) — an
+// overlapping sweep (another replica's) may have left it open since this
+// one listed it, and an intent left open is never given up.
 const strandedIntentLockSQL = `
-SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint, asked_at IS NOT NULL
 FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
 
 // strandedSentAtSQL reads an orphaned reconcile's intent's last send under
@@ -312,7 +316,8 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // stranded; decide (which asks the venue, never places) runs only then,
 // with the item as it stands under the lock (its intent's SentAt re-read:
 // an attempt may have sent the order again since the item was listed, and
-// a "not found" counts only after that send's accept window).
+// a "not found" counts only after that send's accept window; a bare
+// intent's LeftOpen re-read: another sweep may have left it open since).
 // ttl is the trace TTL for a trace created from the intent. It reports
 // whether decide ran and its recovery committed.
 func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl time.Duration,
@@ -338,7 +343,7 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 		})
 	case s.TraceID == "":
 		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo, &s.LeftOpen)
 		})
 	default:
 		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })
