@@ -589,6 +589,7 @@ func TestOpenIntentScansUseTheOpenIndex(t *testing.T) {
 		args []any
 	}{
 		{db.StrandedIntentsSQL, []any{int64(60000), 100}},
+		{db.LeftOpenIntentsSQL, []any{int64(60000), 100}},
 		{`SELECT count(*) FROM dispatch_intents i WHERE i.exchange = $1 AND i.mode = $2 AND (i.outcome IS NULL OR i.outcome = 'reconciling')`,
 			[]any{"binance", "live"}},
 	} {

@@ -1,7 +1,11 @@
 package db
 
-// StrandedIntentsSQL exposes the sweeper's scan for its plan test.
-const StrandedIntentsSQL = strandedIntentsSQL
+// StrandedIntentsSQL and LeftOpenIntentsSQL expose the sweeper's scans for
+// their plan test.
+const (
+	StrandedIntentsSQL = strandedIntentsSQL
+	LeftOpenIntentsSQL = leftOpenIntentsSQL
+)
 
 // The audit trail's readers, for their plan test.
 const (

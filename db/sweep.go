@@ -142,16 +142,34 @@ const resolveUnknownTraceSQL = `
 UPDATE trace_ids SET status = $2, order_id = coalesce($3, order_id), updated_at = now()
 WHERE trace_id = $1 AND status = 'failed'`
 
-// strandedIntentsSQL lists open intents older than the grace ($1 ms): a
-// dead attempt's, and a dead Bybit attempt's left open after its venue
-// answered that it holds none (asked_at set: Stranded.LeftOpen), which is
-// asked about again only when due (unknownDue).
+// strandedIntentsSQL lists open intents older than the grace ($1 ms) that
+// the venue never answered about: a dead attempt's, oldest send first.
+// Intents left open for the resend are listed apart (leftOpenIntentsSQL),
+// so that however many there are, and however long their venue does not
+// answer, they never take this batch from a dead attempt at another venue.
 const strandedIntentsSQL = `
-SELECT ` + intentColumns + `, asked_at IS NOT NULL
+SELECT ` + intentColumns + `, false
 FROM dispatch_intents
-WHERE outcome IS NULL AND sent_at < now() - $1::bigint * interval '1 millisecond'
-  AND ` + strandedUnknownDue + `
+WHERE outcome IS NULL AND asked_at IS NULL AND sent_at < now() - $1::bigint * interval '1 millisecond'
 ORDER BY sent_at
+LIMIT $2`
+
+// leftOpenIntentsSQL lists the dead Bybit attempts left open after their
+// venue answered that it holds none (asked_at set: Stranded.LeftOpen) that
+// are due to be asked about again (unknownDue), in turns across venues
+// (exchange and mode, the sweep's unit of "gave no answer"): each venue's
+// oldest first, then each one's second, and so on. A venue that does not
+// answer (an outage, a key that can no longer read, a venue removed from
+// the config) keeps all of its left-open intents due, and the sweep asks it
+// once; the turns keep them from filling the batch ahead of another
+// venue's, whose original may have been booked late and must be recorded.
+const leftOpenIntentsSQL = `
+SELECT ` + intentColumns + `, true
+FROM (SELECT *, row_number() OVER (PARTITION BY exchange, mode ORDER BY sent_at) AS turn
+      FROM dispatch_intents
+      WHERE outcome IS NULL AND asked_at IS NOT NULL AND sent_at < now() - $1::bigint * interval '1 millisecond'
+        AND ` + strandedUnknownDue + `) i
+ORDER BY turn, sent_at
 LIMIT $2`
 
 // River's live job states: a reconcile in any of them will still run — but
@@ -178,23 +196,28 @@ ORDER BY t.reconciling_since
 LIMIT $2`
 
 // ListStranded returns at most limit intents older than grace with no
-// outcome, and reconciling traces untouched for grace whose reconcile job is
+// outcome that the venue never answered about, at most limit such intents
+// left open for the resend that are due to be asked again, and reconciling traces untouched for grace whose reconcile job is
 // gone (completed, cancelled or discarded without settling them, or
 // `running` for longer than dead: its worker died with its replica).
 func ListStranded(ctx context.Context, q DBTX, grace, dead time.Duration, limit int) ([]Stranded, error) {
-	rows, err := q.Query(ctx, strandedIntentsSQL, grace.Milliseconds(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
+	var out []Stranded
+	for _, query := range []string{strandedIntentsSQL, leftOpenIntentsSQL} {
+		rows, err := q.Query(ctx, query, grace.Milliseconds(), limit)
+		if err != nil {
+			return nil, fmt.Errorf("list stranded intents: %w", translate(err))
+		}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
+			var s Stranded
+			err := scanIntentWith(row, &s.Intent, &s.LeftOpen)
+			return s, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list stranded intents: %w", translate(err))
+		}
+		out = append(out, found...)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Stranded, error) {
-		var s Stranded
-		err := scanIntentWith(row, &s.Intent, &s.LeftOpen)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list stranded intents: %w", translate(err))
-	}
-	rows, err = q.Query(ctx, orphanReconcilingSQL, grace.Milliseconds(), limit, dead.Milliseconds())
+	rows, err := q.Query(ctx, orphanReconcilingSQL, grace.Milliseconds(), limit, dead.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("list orphaned reconciles: %w", translate(err))
 	}
@@ -252,8 +275,12 @@ type Recovery struct {
 	BeforeCommit TxHook
 }
 
+// strandedIntentLockSQL reads a bare intent under the lock: still open, its
+// last send, and whether the venue has answered about it (LeftOpen) — an
+// overlapping sweep (another replica's) may have left it open since this
+// one listed it, and an intent left open is never given up.
 const strandedIntentLockSQL = `
-SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint
+SELECT outcome IS NULL, sent_at, (extract(epoch FROM clock_timestamp() - sent_at) * 1000000)::bigint, asked_at IS NOT NULL
 FROM dispatch_intents WHERE client_order_id = $1 FOR UPDATE`
 
 // strandedSentAtSQL reads an orphaned reconcile's intent's last send under
@@ -289,7 +316,8 @@ WHERE trace_id = $1 AND status = 'reconciling'`
 // stranded; decide (which asks the venue, never places) runs only then,
 // with the item as it stands under the lock (its intent's SentAt re-read:
 // an attempt may have sent the order again since the item was listed, and
-// a "not found" counts only after that send's accept window).
+// a "not found" counts only after that send's accept window; a bare
+// intent's LeftOpen re-read: another sweep may have left it open since).
 // ttl is the trace TTL for a trace created from the intent. It reports
 // whether decide ran and its recovery committed.
 func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl time.Duration,
@@ -315,7 +343,7 @@ func Recover(ctx context.Context, pool *pgxpool.Pool, s Stranded, lockWait, ttl 
 		})
 	case s.TraceID == "":
 		b.Queue(strandedIntentLockSQL, s.Intent.ClientOrderID).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&open, &s.Intent.SentAt, &sentAgo)
+			return row.Scan(&open, &s.Intent.SentAt, &sentAgo, &s.LeftOpen)
 		})
 	default:
 		b.Queue(strandedTraceLockSQL, s.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&open) })

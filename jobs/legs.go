@@ -418,7 +418,7 @@ func (r *LegRunner) AskUnknown(ctx context.Context, unknown db.Leg) (db.IntentOu
 }
 
 // askUnknown is AskUnknown; unanswered is true when the venue gave no
-// answer (the sweep then leaves the venue's other unknowns for its next
+// answer (noAnswer; the sweep then leaves the venue's other unknowns for its next
 // pass: SweepWorker.Sweep).
 func (r *LegRunner) askUnknown(ctx context.Context, unknown db.Leg) (_ db.IntentOutcome, unanswered bool, err error) {
 	tx, legs, err := db.LockLegs(ctx, r.pool, unknown.LockKey, unknown.ParentClientOrderID, r.cfg.LockWait, r.cfg.Timing.VenueTimeout+45*time.Second)
@@ -449,7 +449,7 @@ func (r *LegRunner) askUnknown(ctx context.Context, unknown db.Leg) (_ db.Intent
 		r.log.WarnContext(ctx, "leg: ask about a setting after a cancel", "client_order_id", leg.ClientOrderID, "error", err)
 		if errors.Is(err, ErrUnanswered) {
 			r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
-			return "", true, tx.MarkAsked(ctx, leg)
+			return "", noAnswer(err), tx.MarkAsked(ctx, leg)
 		}
 		tx.Rollback(ctx)
 		return "", false, err
@@ -523,7 +523,7 @@ func (r *LegRunner) askUnknown(ctx context.Context, unknown db.Leg) (_ db.Intent
 		return "", false, tx.MarkAnswered(ctx, leg)
 	case err != nil:
 		r.venues.NoteError(leg.Exchange, err, r.cfg.Timing.Clock())
-		return "", true, tx.MarkAsked(ctx, leg)
+		return "", noAnswer(err), tx.MarkAsked(ctx, leg)
 	}
 	return "", false, tx.MarkAsked(ctx, leg)
 }

@@ -237,8 +237,21 @@ func traceOf(s db.Stranded) string {
 // that gave no answer.
 func venueKey(exchange, mode string) string { return exchange + "|" + mode }
 
+// noAnswer reports whether a lookup's error err means that the venue gave
+// no answer — unreachable, rate limited, the key refused, an outcome
+// unknown — which the sweep takes for the venue being down for the rest
+// of its pass. A refusal of this one request (the venue's own answer that
+// it does not take the request's parameters: an adapter's rejected or
+// filter class) is an answer: the venue is up, and a lookup that fails
+// for one order's own reason at every sweep must not keep the sweep from
+// asking about the venue's other unknown orders.
+func noAnswer(err error) bool {
+	var refusal interface{ Refused() bool }
+	return !(errors.As(err, &refusal) && refusal.Refused())
+}
+
 // decide asks the venue about one stranded item; it sets *unanswered when
-// the venue gave no answer.
+// the venue gave no answer (noAnswer).
 func (w *SweepWorker) decide(ctx context.Context, s db.Stranded, unanswered *bool) (db.Recovery, string, error) {
 	in := s.Intent
 	traceID := traceOf(s)
@@ -260,7 +273,7 @@ func (w *SweepWorker) decide(ctx context.Context, s db.Stranded, unanswered *boo
 	}
 	r, outcome, err := DecideLookup(in, traceID, s.TraceID == "", venue, report, err)
 	if errors.Is(err, ErrUnanswered) {
-		*unanswered = true
+		*unanswered = noAnswer(err)
 		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 		return w.unanswered(s, err)
 	}
@@ -399,7 +412,7 @@ func (w *SweepWorker) decideUnknown(ctx context.Context, s db.Stranded, unanswer
 		// (db.Recovery.Answered).
 		stillUnknown.Answered = true
 	case err != nil:
-		*unanswered = true
+		*unanswered = noAnswer(err)
 		w.venues.NoteError(in.Exchange, err, w.cfg.Timing.Clock())
 	}
 	return stillUnknown, "", nil

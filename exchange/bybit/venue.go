@@ -103,9 +103,9 @@ func (v *Venue) AcceptWindow() time.Duration {
 // (KeepsClientOrderIDs), and its key is never freed.
 func (v *Venue) RefusesLateRequests() bool { return false }
 
-// KeepsClientOrderIDs (exchange.IDKeeper) is true: Bybit refuses an
-// orderLinkId it has seen once, for ever ("always unique",
-// create-order.mdx), so a missing order may be sent again under its own
+// KeepsClientOrderIDs (exchange.IDKeeper) is true, on linear and spot:
+// Bybit refuses an orderLinkId it has seen once, for ever ("Futures, Perps
+// & Spot: orderLinkId rules: … always unique", create-order.mdx:74), so a missing order may be sent again under its own
 // ID (a trailing stop, the position's setting, is one setting however
 // often it is set).
 func (v *Venue) KeepsClientOrderIDs() bool { return true }
