@@ -73,14 +73,21 @@ func flattens(o exchange.Order) bool {
 // strategy's — protected the position that is gone.
 //
 // They are listed with GET /api/v5/trade/orders-algo-pending
-// (Get_Algo_Order_List.md, ordType move_order_stop, conditional, oco —
-// one request each —, instType SWAP and instId: the untriggered ones,
-// with algoClOrdId, side, reduceOnly and cTime) and cancelled one by one
-// by algoId with POST /api/v5/trade/cancel-algos
-// (Post_Cancel_Algo_Order.md). Only orders of side whose algoClOrdId
-// carries hoox's prefix are cancelled (trailing stops: reduce-only ones):
-// an algo order the trader placed by hand is theirs to keep. 51400 (no longer
-// live: cancelled meanwhile) and 51416 (triggered first) are skipped.
+// (Get_Algo_Order_List.md; instType SWAP and instId: the untriggered ones,
+// with algoClOrdId, side, reduceOnly and cTime) in two requests: the
+// trailing stops (ordType move_order_stop), then the TP/SL in one
+// (conditional,oco: "unlike other ordType which only can use one type,
+// conditional and oco both can be used and separated with comma",
+// qiuham/crypto-api-docs docs/okx/order/book/trading-algo-trading-get-algo-order-list.md:53-62).
+// A listing OKX rate limits ("20 requests per 2 seconds", User ID, :13-15)
+// is sent once more after the pause, if that is within maxAlgoListWait and
+// ctx (listPendingAlgos). What one listing found is cancelled even when
+// the other failed. They are cancelled one by one by algoId with POST
+// /api/v5/trade/cancel-algos (Post_Cancel_Algo_Order.md). Only orders of
+// side whose algoClOrdId carries hoox's prefix are cancelled (trailing
+// stops: reduce-only ones): an algo order the trader placed by hand is
+// theirs to keep. 51400 (no longer live: cancelled meanwhile) and 51416
+// (triggered first) are skipped.
 //
 // The close has filled: nothing here may fail it. What could not be listed
 // or cancelled is logged at ERROR; a trailing stop's follow job keeps
@@ -104,18 +111,19 @@ func flattens(o exchange.Order) bool {
 func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID string, started time.Time, whole bool) []exchange.CancelledOrder {
 	instID := f.InstID
 	var open []algoPending
-	// ordType takes one type a request (Get_Algo_Order_List.md): the
-	// trailing stops, then the TP/SL OKX generated from the entries'
+	// The trailing stops, then the TP/SL OKX generated from the entries'
 	// attachAlgoOrds (conditional with one trigger, oco with both).
-	for _, ordType := range []string{"move_order_stop", "conditional", "oco"} {
-		var page []algoPending
-		q := url.Values{"ordType": {ordType}, "instType": {"SWAP"}, "instId": {instID}}
-		if err := v.do(ctx, request{method: http.MethodGet, path: pathAlgoPending, query: q, private: true}, &page); err != nil {
-			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but its side's live exits could not be listed to cancel them",
+	for _, ordType := range []string{"move_order_stop", "conditional,oco"} {
+		page, err := v.listPendingAlgos(ctx, instID, ordType)
+		if err != nil {
+			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but some of its side's live exits could not be listed to cancel them",
 				"client_order_id", closeID, "inst_id", instID, "ord_type", ordType, "error", err)
-			return nil
+			continue
 		}
 		open = append(open, page...)
+	}
+	if len(open) == 0 {
+		return nil
 	}
 	pos, err := v.netPosition(ctx, instID)
 	switch {
@@ -158,4 +166,50 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 			"client_order_id", closeID, "inst_id", instID, "cancelled", len(cancelled))
 	}
 	return cancelled
+}
+
+// maxAlgoListWait bounds the wait before a rate-limited algo order
+// listing is sent again: OKX's window for it is 2 seconds
+// (Get_Algo_Order_List.md: "20 requests per 2 seconds").
+const maxAlgoListWait = 2 * time.Second
+
+// listPendingAlgos lists instID's untriggered swap algo orders of ordType
+// (one type, or conditional,oco). A listing OKX answered with its rate
+// limit (or one held back by that pause) is sent once more when the pause
+// ends within maxAlgoListWait and before ctx's deadline: a close's exits
+// left live for want of a listing can sell the next position.
+func (v *Venue) listPendingAlgos(ctx context.Context, instID, ordType string) ([]algoPending, error) {
+	r := request{method: http.MethodGet, path: pathAlgoPending, private: true,
+		query: url.Values{"ordType": {ordType}, "instType": {"SWAP"}, "instId": {instID}}}
+	for retried := false; ; retried = true {
+		var page []algoPending
+		err := v.do(ctx, r, &page)
+		e, ok := errors.AsType[*APIError](err)
+		if err == nil || retried || !ok || e.Class != ClassRateLimited || !v.awaitPause(ctx, r) {
+			return page, err
+		}
+	}
+}
+
+// awaitPause waits until the rate-limit pause r is held under ends, and
+// reports whether it did within maxAlgoListWait and ctx.
+func (v *Venue) awaitPause(ctx context.Context, r request) bool {
+	instrument, endpoint := r.pauseKeys()
+	now := v.cfg.Now()
+	until, paused := v.pauses.Until(now, "", endpoint, instrument)
+	if !paused {
+		return true
+	}
+	wait := until.Sub(now)
+	if deadline, ok := ctx.Deadline(); wait > maxAlgoListWait || ok && time.Until(deadline) <= wait {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
