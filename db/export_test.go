@@ -32,3 +32,6 @@ const (
 	OrphanReconcilingSQL = orphanReconcilingSQL
 	StateSQL             = stateSQL
 )
+
+// SymbolKeySQL is exchange.SymbolKey in SQL, for its test.
+func SymbolKeySQL(col string) string { return symbolKeySQL(col) }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -89,19 +90,34 @@ func SettleLegIn(ctx context.Context, q DBTX, leg Leg, row *OrderRow, outcome In
 	return nil
 }
 
-// positionClosedSinceSQL lists the closes (client order ID, symbol) at venue $1 and
-// mode $2 that filled and left the position flat (their dispatched event
-// says position_closed: exchange.Report.PositionClosed) and whose dispatch
-// started after the leg $3 was last sent: their position read came after
-// that send.
-const positionClosedSinceSQL = `SELECT o.client_order_id, o.symbol FROM orders o
-JOIN trace_events s ON s.trace_id = o.trace_id AND s.event = '` + EventDispatchStarted + `' AND s.detail->>'client_order_id' = o.client_order_id
-JOIN trace_events d ON d.trace_id = o.trace_id AND d.event = '` + EventDispatched + `' AND d.detail->>'client_order_id' = o.client_order_id
+// symbolKeySQL is exchange.SymbolKey of the text column col, in SQL: the
+// instrument with an exchange prefix ("BYBIT:"), a ".P" suffix, the
+// separators "/", "-", "_" and then a "SWAP" suffix dropped, upper-cased.
+// It is exact for the symbols hoox records (a signal's: 1-32 of
+// A-Za-z0-9._:/-, signal.NormalizeSymbol; a venue's: the same charset),
+// where Postgres's upper and Go's strings.ToUpper agree.
+func symbolKeySQL(col string) string {
+	return `regexp_replace(regexp_replace(regexp_replace(regexp_replace(upper(btrim(` + col + `, E' \t\n\r\v\f')),
+  '^.*:', ''), '\.P$', ''), '[/_-]', '', 'g'), 'SWAP$', '')`
+}
+
+// positionClosedSinceSQL finds a close at venue $1 and mode $2 of the
+// instrument whose key (exchange.SymbolKey) is $4 that filled and left the
+// position flat (its dispatched event says position_closed:
+// exchange.Report.PositionClosed) and whose dispatch started after the leg
+// $3 was last sent: its position read came after that send. The symbol is
+// compared here, not after a page of every symbol's closes: on an account
+// trading many symbols, the leg's own close may come after any number of
+// others.
+var positionClosedSinceSQL = `SELECT o.client_order_id FROM orders o
 WHERE o.exchange = $1 AND o.mode = $2 AND o.action IN ('close', 'close_long', 'close_short') AND o.status = 'filled'
-  AND d.detail->>'position_closed' = 'true'
-  AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
+  AND ` + symbolKeySQL("o.symbol") + ` = $4
   AND o.created_at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
-ORDER BY o.created_at LIMIT 100`
+  AND EXISTS (SELECT FROM trace_events d WHERE d.trace_id = o.trace_id AND d.event = '` + EventDispatched + `'
+    AND d.detail->>'client_order_id' = o.client_order_id AND d.detail->>'position_closed' = 'true')
+  AND EXISTS (SELECT FROM trace_events s WHERE s.trace_id = o.trace_id AND s.event = '` + EventDispatchStarted + `'
+    AND s.detail->>'client_order_id' = o.client_order_id AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3))
+ORDER BY o.created_at, o.client_order_id LIMIT 1`
 
 // PositionClosedSince returns the client order ID of a close of leg's
 // symbol, at its venue and mode, that began after leg (a position setting:
@@ -110,20 +126,13 @@ ORDER BY o.created_at LIMIT 100`
 // trailing stop) then ended with it, whatever the position holds now: a
 // later entry's leg may have set the same value on the next position.
 func PositionClosedSince(ctx context.Context, q DBTX, leg Leg) (string, error) {
-	rows, _ := q.Query(ctx, positionClosedSinceSQL, leg.Exchange, leg.Mode, leg.ClientOrderID)
-	type closeRow struct{ id, symbol string }
-	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (closeRow, error) {
-		var c closeRow
-		err := row.Scan(&c.id, &c.symbol)
-		return c, err
-	})
+	var id string
+	err := q.QueryRow(ctx, positionClosedSinceSQL, leg.Exchange, leg.Mode, leg.ClientOrderID, exchange.SymbolKey(leg.Order.Symbol)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("closes of the position since %s: %w", leg.ClientOrderID, translate(err))
 	}
-	for _, c := range all {
-		if exchange.SameSymbol(c.symbol, leg.Order.Symbol) {
-			return c.id, nil
-		}
-	}
-	return "", nil
+	return id, nil
 }

@@ -100,6 +100,10 @@ func TestSwapWholeCloseKeepsTheTrailingStopOfALongOpenedBesideIt(t *testing.T) {
 	r, err := v.Place(ctx(t), trailingExit("hxokxoldstop", "0.03", "1.5"))
 	require.NoError(t, err)
 	require.Equal(t, exchange.StatusOpen, r.Status, r.Reason)
+	// The close begins a second after the old stop (placed in the same
+	// millisecond, hoox's estimate of OKX's clock may put the close's
+	// start before the stop's cTime).
+	fake.Advance(time.Second)
 
 	r, err = v.Place(ctx(t), exchange.Order{ClientOrderID: "hxokxwhole2", Symbol: "BTCUSDT", Action: "close", OrderType: "market", Quantity: d("0.03")})
 	require.NoError(t, err)

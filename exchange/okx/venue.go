@@ -163,8 +163,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	})
 	if err == nil && r.Status == exchange.StatusFilled && v.swap() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
 		// The position is gone: so is the point of the exits that
-		// protected it, which OKX may leave live to cut the next one.
-		r.CancelledFirst = append(r.CancelledFirst, v.cancelClosedExits(ctx, f, sent.side, o.ClientOrderID, stamped)...)
+		// protected it, which OKX may leave live to cut the next one. A
+		// close OKX cut short (canceled at its price limit with part
+		// executed: report) is whole only if it executed all it was sent
+		// for; otherwise its exits go only if the position is flat.
+		whole := r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
+		r.CancelledFirst = append(r.CancelledFirst, v.cancelClosedExits(ctx, f, sent.side, o.ClientOrderID, stamped, whole)...)
 	}
 	return r, err
 }

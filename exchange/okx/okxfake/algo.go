@@ -3,7 +3,9 @@ package okxfake
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -399,15 +401,21 @@ func (s *Server) serveAlgoCancel(_ *http.Request, body []byte) reply {
 
 // serveAlgoPending is GET /api/v5/trade/orders-algo-pending
 // (Get_Algo_Order_List.md): "a list of untriggered Algo orders under the
-// current account" of one ordType (required), narrowed by instType and
-// instId, newest first (after/before page by algoId: "earlier than" /
-// "newer than"), at most limit (default and maximum 100). The fake books
-// move_order_stop only, so any other ordType lists nothing; after and
-// before are refused (hoox never pages: one instrument's trailing stops).
+// current account" of one ordType (required; "unlike other ordType which
+// only can use one type, conditional and oco both can be used and
+// separated with comma": any other list is refused, 51000), narrowed by
+// instType and instId, newest first (after/before page by algoId:
+// "earlier than" / "newer than"), at most limit (default and maximum
+// 100). after and before are refused (hoox never pages: one instrument's
+// exits).
 func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
 	q := r.URL.Query()
 	if q.Get("ordType") == "" {
 		return fail(http.StatusBadRequest, 50014, "Parameter ordType can not be empty.")
+	}
+	types := strings.Split(q.Get("ordType"), ",")
+	if len(types) > 1 && (len(types) != 2 || !slices.Contains(types, "conditional") || !slices.Contains(types, "oco")) {
+		return fail(http.StatusOK, 51000, "Parameter ordType error")
 	}
 	if q.Get("after") != "" || q.Get("before") != "" {
 		return fail(http.StatusOK, 51000, "Parameter after error: the fake does not page the algo order list")
@@ -425,7 +433,7 @@ func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
 	out := []map[string]any{}
 	for i := len(s.algos) - 1; i >= 0 && len(out) < limit; i-- {
 		a := s.algos[i]
-		if a.State != "live" || a.OrdType != q.Get("ordType") ||
+		if a.State != "live" || !slices.Contains(types, a.OrdType) ||
 			(q.Get("instType") != "" && a.InstType != q.Get("instType")) || (q.Get("instId") != "" && a.InstID != q.Get("instId")) {
 			continue
 		}

@@ -99,3 +99,27 @@ func TestFakeGeneratesTheAttachedTPSLOnceTheOrderFilled(t *testing.T) {
 	require.Len(t, data, 1, "still live on the flat position")
 	require.Equal(t, "61000", data[0]["tpTriggerPx"])
 }
+
+// OKX lists conditional and oco algo orders in one request
+// ("unlike other ordType which only can use one type, conditional and oco
+// both can be used and separated with comma", Get_Algo_Order_List.md,
+// stored as qiuham/crypto-api-docs
+// docs/okx/order/book/trading-algo-trading-get-algo-order-list.md:53-62);
+// any other list of types is refused.
+func TestFakeListsConditionalAndOcoInOneRequestOnly(t *testing.T) {
+	t.Parallel()
+	f := okxfake.New(t, okxfake.Options{})
+	now := f.Now()
+	for i, algo := range []string{`"tpTriggerPx":"61000","tpOrdPx":"-1","slTriggerPx":"59000","slOrdPx":"-1"`, `"slTriggerPx":"58000","slOrdPx":"-1"`} {
+		code := send(t, f, f.APISecret(), now, time.Time{}, fmt.Sprintf(`{"instId":"BTC-USDT-SWAP","tdMode":"cross","clOrdId":"hxlist%d","side":"buy","ordType":"market","sz":"1",
+			"attachAlgoOrds":[{"attachAlgoClOrdId":"hxlist%dtpsl",%s}]}`, i, i, algo))
+		require.Equal(t, "0", code)
+	}
+	c, data := algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?ordType=conditional,oco&instId=BTC-USDT-SWAP", "")
+	require.Equal(t, "0", c)
+	require.Len(t, data, 2)
+	for _, types := range []string{"move_order_stop,oco", "conditional,trigger", "oco,oco"} {
+		c, _ = algoCall(t, f, http.MethodGet, okxfake.PathAlgoPending+"?ordType="+types+"&instId=BTC-USDT-SWAP", "")
+		require.Equal(t, "51000", c, types)
+	}
+}
