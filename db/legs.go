@@ -507,8 +507,8 @@ type ExitParent struct {
 	Symbol string
 	// ClientOrderID is the entry's client order ID.
 	ClientOrderID string
-	// Strategy is the entry's recorded strategy (orders.strategy): set on
-	// a spot order ("" for a signal without one), nil on every other.
+	// Strategy is the entry's recorded strategy (orders.strategy, "" for
+	// a signal without one); nil on an entry recorded without one.
 	Strategy *string
 }
 

@@ -222,14 +222,16 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 
 // cancelTakes reports whether the cancel signal sig is for an order (or
 // the exits of an entry) recorded with strategy. A cancel that names a
-// strategy is for that strategy's orders only: on a spot symbol several
-// strategies trade side by side, each with its own ledger, and one's
-// cancel (its "cancel, then close") must not take another's stop-loss.
-// Without a strategy it is for every order of the symbol. hoox records a
-// strategy on spot orders only (orders.strategy, migration 00012; "" for
-// a signal that named none): an order recorded without one (every other
-// venue, or a spot order older than the column) cannot be told apart, so
-// every cancel of its symbol takes it, as before.
+// strategy is for that strategy's orders only: several strategies trade
+// one symbol side by side on one account, and one's cancel (its "cancel,
+// then close", or the cancel of its resting limit entry) must not take
+// another's entries or its stop-loss. Without a strategy it is for every
+// order of the symbol. hoox records the signal's strategy on every order
+// and exit it places (exchange.Order.Strategy; "" for a signal that named
+// none), on every venue; migration 00045 filled it in for what was placed
+// before, from the intent's signal. An order recorded without one (its
+// signal holds none) cannot be told apart, so every cancel of its symbol
+// takes it, as before.
 func cancelTakes(sig signal.Signal, strategy *string) bool {
 	return sig.Strategy == "" || strategy == nil || *strategy == sig.Strategy
 }
