@@ -47,7 +47,9 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 // carries no ID) is cleared by the cancel itself and settled in its commit
 // (clearMarkedSettings, named as exits_cleared), under the position's
 // setting lock: later, a leg runner could take a later entry's setting for
-// it.
+// it. A cancel naming a strategy keeps such a setting when another
+// strategy's exit shares it (sharedSettings, named as
+// exits_kept_position).
 //
 // A venue failure (or a crash) part-way rolls everything back: the orders
 // already cancelled at the venue stay cancelled there, and the sender's
@@ -67,8 +69,14 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	// runner cancels one it finds. Before LockOpenOrders, so an exit a
 	// pass was placing meanwhile is recorded open by then and cancelled
 	// below.
+	// A setting of the position another strategy's exit shares is kept
+	// (sharedSettings): neither marked nor cleared.
+	shared, err := s.sharedSettings(ctx, tx, in, venue)
+	if err != nil {
+		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+	}
 	marked, err := db.MarkCancelledExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(p db.ExitParent) bool {
-		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy)
+		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy) && !shared.keeps(p.Symbol, p.ExitRole)
 	}, tr.ID)
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -91,7 +99,8 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
 		// Only orders hoox placed (its client order IDs), never a manual
 		// one, though hoox never records those anyway.
-		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID) && cancelTakes(sig, o.Strategy)
+		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID) && cancelTakes(sig, o.Strategy) &&
+			!shared.keeps(o.Symbol, o.Role)
 	})
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -206,13 +215,14 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	for _, leg := range dropped {
 		notPlaced = append(notPlaced, leg.ClientOrderID)
 	}
+	kept := shared.kept(notPlaced)
 	unknown := make([]string, 0, len(marked))
 	for _, leg := range marked {
 		unknown = append(unknown, leg.ClientOrderID)
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
 		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced,
-			"exits_to_cancel": unknown, "exits_cleared": cleared, "filled_first": filledFirst}}
+			"exits_to_cancel": unknown, "exits_cleared": cleared, "exits_kept_position": kept, "filled_first": filledFirst}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}
