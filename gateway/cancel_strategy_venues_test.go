@@ -150,3 +150,24 @@ func TestOneStrategysCancelLeavesAnotherStrategysExitsOnDerivatives(t *testing.T
 		})
 	}
 }
+
+// An order recorded without a strategy (placed before hoox recorded one
+// off spot, its signal holding none for the upgrade to fill in) cannot be
+// told apart: every cancel of its symbol takes it, a cancel naming any
+// strategy too, as before.
+func TestCancelNamingAStrategyTakesAnOrderRecordedWithoutOne(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	old, err := b.svc.Execute(ctx, input(t, restingEntries["binance-futures"]+`,"trace_id":"old-entry"}`))
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE orders SET strategy = NULL WHERE client_order_id = $1`, old.Order.ClientOrderID)
+	require.NoError(t, err)
+	other, err := b.svc.Execute(ctx, input(t, restingEntries["binance-futures"]+`,"strategy":"b","trace_id":"b-entry"}`))
+	require.NoError(t, err)
+
+	cancel, err := b.svc.Execute(ctx, input(t, cancelOf("binance-futures", "a", "old-a-cancel")))
+	require.NoError(t, err)
+	require.Equal(t, []string{old.Order.ClientOrderID}, cancelIDs(cancel.Cancelled))
+	require.True(t, restingAt(t, b, "binance-futures", other.Order.ClientOrderID), "B's entry, recorded with B's strategy, rests")
+}
