@@ -565,7 +565,10 @@ type OrderRow struct {
 	FinalAt   *time.Time `db:"final_at"`
 	// CancelledBy is the trace of the cancel signal that cancelled it.
 	CancelledBy *string `db:"cancelled_by"`
-	// Strategy and BaseAsset are set on a spot order, whose fills count in
+	// Strategy is the signal's strategy ("" for a signal that named none),
+	// on every order and exit hoox places (a cancel naming a strategy
+	// takes only its own); nil on one recorded before 00045 whose signal
+	// held none. BaseAsset is set on a spot order, whose fills count in
 	// the strategy's spot ledger (migration 00012's trigger); nil
 	// elsewhere.
 	Strategy  *string `db:"strategy"`

@@ -507,15 +507,19 @@ type ExitParent struct {
 	Symbol string
 	// ClientOrderID is the entry's client order ID.
 	ClientOrderID string
-	// Strategy is the entry's recorded strategy (orders.strategy): set on
-	// a spot order ("" for a signal without one), nil on every other.
+	// Strategy is the entry's recorded strategy (orders.strategy, "" for
+	// a signal without one); nil on an entry recorded without one.
 	Strategy *string
+	// ExitRole is the role of the exit leg itself (exchange.RoleStopLoss,
+	// …): a cancel naming a strategy keeps a setting of the position that
+	// another strategy shares.
+	ExitRole string
 }
 
 // unsentExitLegsSQL lists the exit legs of venue $1 and mode $2 that are
 // open and were never sent (or provably never reached the venue), with
-// the symbol and strategy of the entry they protect.
-const unsentExitLegsSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
+// the symbol and strategy of the entry they protect and their role.
+const unsentExitLegsSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy, l.role FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
@@ -553,7 +557,7 @@ func exitLegsKept(ctx context.Context, q DBTX, query, exchangeName, mode string,
 	}
 	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		err := row.Scan(&c.id, &c.lockKey, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy)
+		err := row.Scan(&c.id, &c.lockKey, &c.parent.Symbol, &c.parent.ClientOrderID, &c.parent.Strategy, &c.parent.ExitRole)
 		return c, err
 	})
 	if err != nil {
@@ -592,8 +596,8 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 // exitLegsToCancelSQL lists the exit legs of venue $1 and mode $2 that a
 // cancel may still have to stop — open (sent or not) or failed with their
 // order unknown, not marked by a cancel yet — with their trace's lock key
-// and the symbol and strategy of the entry they protect.
-const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy FROM order_legs l
+// and the symbol and strategy of the entry they protect, and their role.
+const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy, l.role FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')

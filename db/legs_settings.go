@@ -136,3 +136,46 @@ func PositionClosedSince(ctx context.Context, q DBTX, leg Leg) (string, error) {
 	}
 	return id, nil
 }
+
+// LiveExit is an exit of an entry that may rest at the venue or still be
+// placed: an exit order recorded open, or an exit leg not settled (or
+// failed with its order unknown) that no cancel marked. A cancel naming a
+// strategy reads them to tell whether a setting of the position
+// (exchange.SettingExiter) is another strategy's too (LiveExits).
+type LiveExit struct {
+	// ClientOrderID is the exit's own client order ID.
+	ClientOrderID string
+	// Symbol is the entry's symbol in the venue's spelling.
+	Symbol string
+	// Role is the exit's role (exchange.RoleTrailingStop, …).
+	Role string
+	// Strategy is the recorded strategy of the exit (its entry's, for a
+	// leg not recorded yet); nil when recorded without one.
+	Strategy *string
+}
+
+// liveExitsSQL lists LiveExits: venue $1, mode $2.
+const liveExitsSQL = `
+SELECT l.client_order_id, o.symbol, l.role, o.strategy FROM order_legs l
+JOIN orders o ON o.client_order_id = l.parent_client_order_id
+WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
+  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+UNION
+SELECT o.client_order_id, o.symbol, o.role, o.strategy FROM orders o
+WHERE o.status = 'open' AND o.exchange = $1 AND o.mode = $2 AND o.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+ORDER BY 1`
+
+// LiveExits returns the live exits (LiveExit) of venue exchangeName and
+// mode, in q.
+func LiveExits(ctx context.Context, q DBTX, exchangeName, mode string) ([]LiveExit, error) {
+	rows, _ := q.Query(ctx, liveExitsSQL, exchangeName, mode)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LiveExit, error) {
+		var e LiveExit
+		err := row.Scan(&e.ClientOrderID, &e.Symbol, &e.Role, &e.Strategy)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("live exits: %w", translate(err))
+	}
+	return out, nil
+}

@@ -220,6 +220,12 @@ func NewOrderRow(traceID, exchangeName, mode string, o exchange.Order, r exchang
 		executed := r.ExecutedExit
 		row.ExecutedExit = &executed
 	}
+	if o.Strategy != nil {
+		// The signal's strategy, on every venue: a cancel naming one
+		// takes only its orders (gateway.cancelTakes).
+		strategy := *o.Strategy
+		row.Strategy = &strategy
+	}
 	if o.Ledger != nil {
 		// A spot order: its fills count in the strategy's ledger, under
 		// the venue's symbol the ledger was read with.

@@ -88,6 +88,14 @@ type Order struct {
 	// derivatives and paper. It travels in the intent, so every path that
 	// records the order counts it the same way. Venues ignore it.
 	Ledger *Ledger `json:",omitempty"`
+	// Strategy is the signal's strategy field ("" when it named none), set
+	// by the gateway on every order it places and copied onto the exits
+	// planned from it: the order row records it (orders.strategy), and a
+	// cancel that names a strategy takes only that strategy's orders and
+	// exits. It travels in the intent and the leg, so every path that
+	// records the order records it alike. nil on an intent or leg written
+	// before it existed. Venues ignore it.
+	Strategy *string `json:",omitempty"`
 	// PositionBefore, on a derivatives entry whose exits are placed as
 	// their own reduce-only orders once it filled (and on those exits),
 	// is the position the venue held on the symbol when the gateway

@@ -163,6 +163,8 @@ func PlanExitLegs(o Order, partID func(i int) string) Order {
 			// A spot exit sells what the entry bought: its fill counts in
 			// the strategy's spot ledger (nil elsewhere).
 			Ledger: o.Ledger,
+			// It is the entry's strategy's, for a cancel naming one.
+			Strategy: o.Strategy,
 			// It covers what the entry opened on its side (OpenedBy).
 			PositionBefore: o.PositionBefore}
 		a := *r.Attached

@@ -56,7 +56,7 @@ func PlanOCOLeg(o Order, partID func(i int) string) Order {
 		OrderType: "market", Quantity: o.Quantity, Test: o.Test, Exit: RoleOCO,
 		// The list sells what the entry bought: its fills count in the
 		// same strategy's spot ledger.
-		Ledger: o.Ledger}
+		Ledger: o.Ledger, Strategy: o.Strategy}
 	if o.TakeProfit != nil {
 		tp := *o.TakeProfit
 		exit.TakeProfit = &tp

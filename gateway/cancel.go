@@ -47,7 +47,9 @@ func canCancel(sig signal.Signal, venue exchange.Venue) error {
 // carries no ID) is cleared by the cancel itself and settled in its commit
 // (clearMarkedSettings, named as exits_cleared), under the position's
 // setting lock: later, a leg runner could take a later entry's setting for
-// it.
+// it. A cancel naming a strategy keeps such a setting when another
+// strategy's exit shares it (sharedSettings, named as
+// exits_kept_position).
 //
 // A venue failure (or a crash) part-way rolls everything back: the orders
 // already cancelled at the venue stay cancelled there, and the sender's
@@ -67,8 +69,14 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	// runner cancels one it finds. Before LockOpenOrders, so an exit a
 	// pass was placing meanwhile is recorded open by then and cancelled
 	// below.
+	// A setting of the position another strategy's exit shares is kept
+	// (sharedSettings): neither marked nor cleared.
+	shared, err := s.sharedSettings(ctx, tx, in, venue)
+	if err != nil {
+		return nil, unavailable("the database is unavailable; nothing was cancelled", 5*time.Second, err)
+	}
 	marked, err := db.MarkCancelledExitLegs(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(p db.ExitParent) bool {
-		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy)
+		return exchange.SameSymbol(p.Symbol, sig.Symbol) && cancelTakes(sig, p.Strategy) && !shared.keeps(p.Symbol, p.ExitRole)
 	}, tr.ID)
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -91,7 +99,8 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	rows, err := db.LockOpenOrders(ctx, tx.Tx(), sig.Exchange, tr.Mode, func(o db.OrderRow) bool {
 		// Only orders hoox placed (its client order IDs), never a manual
 		// one, though hoox never records those anyway.
-		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID) && cancelTakes(sig, o.Strategy)
+		return exchange.SameSymbol(o.Symbol, sig.Symbol) && signal.IsClientOrderID(o.ClientOrderID) && cancelTakes(sig, o.Strategy) &&
+			!shared.keeps(o.Symbol, o.Role)
 	})
 	switch {
 	case errors.Is(err, db.ErrLockTimeout):
@@ -206,13 +215,14 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 	for _, leg := range dropped {
 		notPlaced = append(notPlaced, leg.ClientOrderID)
 	}
+	kept := shared.kept(notPlaced)
 	unknown := make([]string, 0, len(marked))
 	for _, leg := range marked {
 		unknown = append(unknown, leg.ClientOrderID)
 	}
 	ev := db.Event{TraceID: tr.ID, Event: db.EventCancelled, SourceIP: in.SourceIP,
 		Detail: map[string]any{"symbol": sig.Symbol, "cancelled": ids, "open_orders": len(rows), "exits_not_placed": notPlaced,
-			"exits_to_cancel": unknown, "exits_cleared": cleared, "filled_first": filledFirst}}
+			"exits_to_cancel": unknown, "exits_cleared": cleared, "exits_kept_position": kept, "filled_first": filledFirst}}
 	if err := tx.Record(ctx, db.Settlement{TraceID: tr.ID, Status: db.TraceDispatched, Events: []db.Event{ev}}); err != nil {
 		return nil, unavailable("the database is unavailable; retry to finish the cancel", 5*time.Second, err)
 	}
@@ -222,14 +232,16 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 
 // cancelTakes reports whether the cancel signal sig is for an order (or
 // the exits of an entry) recorded with strategy. A cancel that names a
-// strategy is for that strategy's orders only: on a spot symbol several
-// strategies trade side by side, each with its own ledger, and one's
-// cancel (its "cancel, then close") must not take another's stop-loss.
-// Without a strategy it is for every order of the symbol. hoox records a
-// strategy on spot orders only (orders.strategy, migration 00012; "" for
-// a signal that named none): an order recorded without one (every other
-// venue, or a spot order older than the column) cannot be told apart, so
-// every cancel of its symbol takes it, as before.
+// strategy is for that strategy's orders only: several strategies trade
+// one symbol side by side on one account, and one's cancel (its "cancel,
+// then close", or the cancel of its resting limit entry) must not take
+// another's entries or its stop-loss. Without a strategy it is for every
+// order of the symbol. hoox records the signal's strategy on every order
+// and exit it places (exchange.Order.Strategy; "" for a signal that named
+// none), on every venue; migration 00045 filled it in for what was placed
+// before, from the intent's signal. An order recorded without one (its
+// signal holds none) cannot be told apart, so every cancel of its symbol
+// takes it, as before.
 func cancelTakes(sig signal.Signal, strategy *string) bool {
 	return sig.Strategy == "" || strategy == nil || *strategy == sig.Strategy
 }

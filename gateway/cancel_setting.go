@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hoox/hoox/db"
@@ -86,4 +87,78 @@ func (s *Service) clearMarkedSettings(ctx context.Context, tx *db.ClaimTx, venue
 		}
 	}
 	return settled, cleared, nil
+}
+
+// sharedSetting is what a cancel signal naming a strategy keeps of its
+// symbol's position settings (exchange.SettingExiter: a Bybit linear
+// trailing stop, trading-stop's trailingStop). The position holds one
+// such setting for every entry on it, whichever strategy sent each: the
+// last one set is what trails, and clearing it clears it for all. When
+// an exit the cancel does not take (another strategy's, or one recorded
+// without a strategy) is a setting of the same position, the cancel
+// keeps every setting of it — neither cancels one recorded open nor marks
+// one that may have been set — so the other strategy's position stays
+// protected; its own are named in its event (exits_kept_position). A
+// cancel without strategy, or one whose strategy alone holds the
+// settings, clears them as before; closing the position ends them at the
+// venue too. Its own settings still unsent are dropped as any exit is:
+// they change nothing at the venue.
+type sharedSetting struct {
+	venue exchange.Venue
+	// shared is true when another strategy's exit is a setting of the
+	// position.
+	shared bool
+	// own are the cancel's strategy's live setting exits of the symbol.
+	own []string
+}
+
+// sharedSettings reads, in the cancel's claim, the live exits of its
+// venue and mode (db.LiveExits) when in's cancel names a strategy on a
+// venue with position settings.
+func (s *Service) sharedSettings(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue) (sharedSetting, error) {
+	sig := in.Signal
+	out := sharedSetting{venue: venue}
+	if _, ok := venue.(exchange.SettingExiter); !ok || sig.Strategy == "" {
+		return out, nil
+	}
+	exits, err := db.LiveExits(ctx, tx.Tx(), sig.Exchange, in.Trace.Mode)
+	if err != nil {
+		return out, err
+	}
+	for _, e := range exits {
+		if !exchange.SameSymbol(e.Symbol, sig.Symbol) || !out.isSetting(e.Symbol, e.Role) {
+			continue
+		}
+		if cancelTakes(sig, e.Strategy) {
+			out.own = append(out.own, e.ClientOrderID)
+		} else {
+			out.shared = true
+		}
+	}
+	return out, nil
+}
+
+func (ss sharedSetting) isSetting(symbol, role string) bool {
+	return exchange.ExitIsSetting(ss.venue, exchange.Order{Symbol: symbol, Exit: role})
+}
+
+// keeps reports whether the cancel keeps an exit of symbol in role: a
+// setting of a position another strategy shares.
+func (ss sharedSetting) keeps(symbol, role string) bool {
+	return ss.shared && ss.isSetting(symbol, role)
+}
+
+// kept lists the cancel's own settings it kept, but those it dropped
+// unsent (dropped).
+func (ss sharedSetting) kept(dropped []string) []string {
+	out := []string{}
+	if !ss.shared {
+		return out
+	}
+	for _, id := range ss.own {
+		if !slices.Contains(dropped, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

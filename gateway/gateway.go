@@ -401,6 +401,9 @@ func (s *Service) dispatch(ctx context.Context, tx *db.ClaimTx, in Input, venue 
 		ClientOrderID: clientOrderID,
 		Symbol:        sig.Symbol, Action: sig.Action, Side: sig.Side, ReduceOnly: sig.ReduceOnly,
 		OrderType: sig.OrderType, Quantity: sig.Quantity, Price: sig.Price, Leverage: sig.Leverage, Test: sig.Test,
+		// Recorded on the order and its exits: a cancel naming a
+		// strategy takes only that strategy's (cancelTakes).
+		Strategy: &sig.Strategy,
 	}
 	order = withAttachments(order, sig)
 	out := &Outcome{TraceID: tr.ID, ReceivedAt: res.Trace.ReceivedAt}

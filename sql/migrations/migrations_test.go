@@ -344,3 +344,59 @@ INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, 
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"spot-sell"}, got)
 }
+
+// Orders placed before 00045 carry no strategy off spot. The migration
+// fills in their signal's strategy where a cancel may still take them
+// (an open order, the entry of an exit still to settle, an intent or leg
+// not settled yet — its planned exits too), so a cancel naming a
+// strategy leaves another strategy's; a row whose signal holds no
+// strategy stays NULL (every cancel of its symbol takes it, as before).
+func TestOrdersBeforeTheUpgradeGetTheirSignalsStrategy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	_, err := p.DownTo(ctx, 44)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `
+INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol, action,
+                              order_spec, signal, received_at, execution, outcome, settled_at) VALUES
+  ('open-b', 'k:a', 'k:a', 'f', 'live', 'client', 'bybit', 'ETHUSDT', 'long', '{"Side":"buy"}', '{"strategy":"b"}', now(), 0, 'dispatched', now()),
+  ('filled-b', 'k:b', 'k:b', 'f', 'live', 'client', 'bybit', 'ETHUSDT', 'long', '{"Side":"buy"}', '{"strategy":"b"}', now(), 0, 'dispatched', now()),
+  ('done-b', 'k:c', 'k:c', 'f', 'live', 'client', 'bybit', 'ETHUSDT', 'long', '{"Side":"buy"}', '{"strategy":"b"}', now(), 0, 'dispatched', now()),
+  ('open-none', 'k:d', 'k:d', 'f', 'live', 'client', 'bybit', 'ETHUSDT', 'long', '{"Side":"buy"}', '{"strategy":""}', now(), 0, 'dispatched', now()),
+  ('open-unknown', 'k:e', 'k:e', 'f', 'live', 'client', 'bybit', 'ETHUSDT', 'long', '{"Side":"buy"}', '{}', now(), 0, 'dispatched', now()),
+  ('unsent-a', 'k:f', 'k:f', 'f', 'live', 'client', 'binance-futures', 'ETHUSDT', 'long',
+   '{"Side":"buy","Legs":[{"Role":"stop_loss","Order":{"ClientOrderID":"unsent-a-1","Exit":"stop_loss"}}]}', '{"strategy":"a"}', now(), 0, NULL, NULL);
+INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, role) VALUES
+  (gen_random_uuid(), 'k:a', 'open-b', 'bybit', 'ETHUSDT', 'long', 'buy', 'limit', 1, 'live', 'open', 'primary'),
+  (gen_random_uuid(), 'k:b', 'filled-b', 'bybit', 'ETHUSDT', 'long', 'buy', 'market', 1, 'live', 'filled', 'primary'),
+  (gen_random_uuid(), 'k:b', 'filled-b-1', 'bybit', 'ETHUSDT', 'close', 'sell', 'market', 1, 'live', 'open', 'stop_loss'),
+  (gen_random_uuid(), 'k:c', 'done-b', 'bybit', 'ETHUSDT', 'long', 'buy', 'market', 1, 'live', 'filled', 'primary'),
+  (gen_random_uuid(), 'k:d', 'open-none', 'bybit', 'ETHUSDT', 'long', 'buy', 'limit', 1, 'live', 'open', 'primary'),
+  (gen_random_uuid(), 'k:e', 'open-unknown', 'bybit', 'ETHUSDT', 'long', 'buy', 'limit', 1, 'live', 'open', 'primary');
+INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec, sent_at, outcome) VALUES
+  ('filled-b-1', 'filled-b', 1, 'stop_loss', 'k:b', 'k:b', 'bybit', 'live', '{"ClientOrderID":"filled-b-1"}', now(), 'dispatched'),
+  ('filled-b-2', 'filled-b', 2, 'take_profit', 'k:b', 'k:b', 'bybit', 'live', '{"ClientOrderID":"filled-b-2"}', now(), NULL)`)
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.Up(ctx, db))
+	strategies := map[string]string{}
+	rows, err := db.QueryContext(ctx, `SELECT client_order_id, coalesce(strategy, 'NULL') FROM orders`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id, s string
+		require.NoError(t, rows.Scan(&id, &s))
+		strategies[id] = s
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]string{"open-b": "b", "filled-b": "b", "filled-b-1": "b", "done-b": "NULL",
+		"open-none": "", "open-unknown": "NULL"}, strategies)
+
+	var spec, leg string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT order_spec->>'Strategy' || ' ' || (order_spec->'Legs'->0->'Order'->>'Strategy')
+		FROM dispatch_intents WHERE client_order_id = 'unsent-a'`).Scan(&spec))
+	require.Equal(t, "a a", spec, "an unsettled intent and its planned exits record the strategy when they are recorded")
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT coalesce(order_spec->>'Strategy', 'NULL') FROM order_legs WHERE client_order_id = 'filled-b-2'`).Scan(&leg))
+	require.Equal(t, "b", leg)
+}
