@@ -567,7 +567,7 @@ type OrderRow struct {
 	CancelledBy *string `db:"cancelled_by"`
 	// Strategy is the signal's strategy ("" for a signal that named none),
 	// on every order and exit hoox places (a cancel naming a strategy
-	// takes only its own); nil on one recorded before 00045 whose signal
+	// takes only its own); nil on one recorded before 00046 whose signal
 	// held none. BaseAsset is set on a spot order, whose fills count in
 	// the strategy's spot ledger (migration 00012's trigger); nil
 	// elsewhere.

@@ -238,7 +238,7 @@ func (s *Service) cancelOrders(ctx context.Context, tx *db.ClaimTx, in Input, ve
 // another's entries or its stop-loss. Without a strategy it is for every
 // order of the symbol. hoox records the signal's strategy on every order
 // and exit it places (exchange.Order.Strategy; "" for a signal that named
-// none), on every venue; migration 00045 filled it in for what was placed
+// none), on every venue; migration 00046 filled it in for what was placed
 // before, from the intent's signal. An order recorded without one (its
 // signal holds none) cannot be told apart, so every cancel of its symbol
 // takes it, as before.

@@ -345,7 +345,7 @@ INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, 
 	require.Equal(t, []string{"spot-sell"}, got)
 }
 
-// Orders placed before 00045 carry no strategy off spot. The migration
+// Orders placed before 00046 carry no strategy off spot. The migration
 // fills in their signal's strategy where a cancel may still take them
 // (an open order, the entry of an exit still to settle, an intent or leg
 // not settled yet — its planned exits too), so a cancel naming a
