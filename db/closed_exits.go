@@ -30,22 +30,8 @@ ORDER BY l.created_at, l.client_order_id`
 // is left to its pass, which reads the position at the send (a flat one
 // gets no exit). A leg_cancelled event on the entry's trace names the
 // close.
-const markClosedExitLegsSQL = `
-WITH u AS (
-    UPDATE order_legs SET cancelled_by = $2
-    WHERE client_order_id = ANY($1) AND cancelled_by IS NULL
-      AND ((outcome IS NULL AND sent_at IS NOT NULL) OR outcome = 'failed')
-    RETURNING *
-), ev AS (
-    INSERT INTO trace_events (trace_id, event, detail)
-    SELECT trace_id, '` + EventLegCancelled + `',
-           jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
-                              'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
-                              'reason', 'the close ' || $2::text || ' left the position this exit protected gone while the exit '
-                                        || 'may have been sent: it is not sent again, and cancelled at the venue if it is found there')
-    FROM u
-)
-SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
+var markClosedExitLegsSQL = markExitLegsSQL(`'the close ' || $2::text || ' left the position this exit protected gone while the exit '
+                                        || 'may have been sent: it is not sent again, and cancelled at the venue if it is found there'`)
 
 // restingClosedExitsSQL lists the exit orders that closedExitLegsSQL's
 // legs placed ($1..$5 as there, without its outcome filter) and that are

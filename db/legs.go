@@ -613,7 +613,15 @@ FROM (SELECT DISTINCT k FROM unnest($1::text[]) AS k ORDER BY k) keys`
 // $2, each only while it may still rest at the venue or be sent: armed and
 // open, or failed with its order unknown. A leg_cancelled event on the
 // entry's trace names the cancel.
-const markCancelledExitLegsSQL = `
+var markCancelledExitLegsSQL = markExitLegsSQL(`'the cancel signal ' || $2::text || ' came after this exit may have been sent: '
+                                        || 'it is not sent again, and cancelled at the venue if it is found there'`)
+
+// markExitLegsSQL marks the legs $1 as ended by the signal $2 (its trace),
+// each only while it may still rest at the venue or be sent: armed and
+// open, or failed with its order unknown; a leg_cancelled event on the
+// entry's trace gives reason (an SQL text expression).
+func markExitLegsSQL(reason string) string {
+	return `
 WITH u AS (
     UPDATE order_legs SET cancelled_by = $2
     WHERE client_order_id = ANY($1) AND cancelled_by IS NULL
@@ -624,11 +632,11 @@ WITH u AS (
     SELECT trace_id, '` + EventLegCancelled + `',
            jsonb_build_object('client_order_id', client_order_id, 'role', role, 'seq', seq,
                               'parent_client_order_id', parent_client_order_id, 'cancelled_by', $2::text,
-                              'reason', 'the cancel signal ' || $2::text || ' came after this exit may have been sent: '
-                                        || 'it is not sent again, and cancelled at the venue if it is found there')
+                              'reason', ` + reason + `)
     FROM u
 )
 SELECT ` + legColumns + ` FROM u ORDER BY parent_client_order_id, seq`
+}
 
 // MarkCancelledExitLegs marks, in q (the cancel signal cancelledBy's claim
 // transaction), the exit legs of venue exchangeName and mode whose entry
