@@ -86,7 +86,7 @@ SELECT l.trace_id, l.parent_client_order_id, l.seq, l.role, l.client_order_id,
 FROM order_legs l
 LEFT JOIN orders o ON o.client_order_id = l.client_order_id
 WHERE l.created_at > now() - interval '7 days'
-ORDER BY l.created_at DESC, l.parent_client_order_id, l.seq;
+ORDER BY min(l.created_at) OVER (PARTITION BY l.parent_client_order_id) DESC, l.parent_client_order_id, l.seq;
 
 -- name: Kill switch history
 SELECT at, event, detail->>'by' AS by, detail->>'reason' AS reason

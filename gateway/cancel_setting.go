@@ -129,7 +129,9 @@ func (s *Service) sharedSettings(ctx context.Context, tx *db.ClaimTx, in Input, 
 		if !exchange.SameSymbol(e.Symbol, sig.Symbol) || !out.isSetting(e.Symbol, e.Role) {
 			continue
 		}
-		if cancelTakes(sig, e.Strategy) {
+		// One recorded without a strategy (placed before 00046) may be
+		// another strategy's: the setting is kept for it, as the type says.
+		if e.Strategy != nil && cancelTakes(sig, e.Strategy) {
 			out.own = append(out.own, e.ClientOrderID)
 		} else {
 			out.shared = true
