@@ -95,9 +95,11 @@ func SettleLegIn(ctx context.Context, q DBTX, leg Leg, row *OrderRow, outcome In
 // separators "/", "-", "_" and then a "SWAP" suffix dropped, upper-cased.
 // It is exact for the symbols hoox records (a signal's: 1-32 of
 // A-Za-z0-9._:/-, signal.NormalizeSymbol; a venue's: the same charset),
-// where Postgres's upper and Go's strings.ToUpper agree.
+// where Postgres's upper and Go's strings.ToUpper agree. The vertical tab
+// is written \x0B: Postgres's escape strings know no \v, which would be a
+// literal 'v' trimmed off "vetusdt".
 func symbolKeySQL(col string) string {
-	return `regexp_replace(regexp_replace(regexp_replace(regexp_replace(upper(btrim(` + col + `, E' \t\n\r\v\f')),
+	return `regexp_replace(regexp_replace(regexp_replace(regexp_replace(upper(btrim(` + col + `, E' \t\n\r\x0B\f')),
   '^.*:', ''), '\.P$', ''), '[/_-]', '', 'g'), 'SWAP$', '')`
 }
 
