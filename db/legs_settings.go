@@ -107,19 +107,22 @@ func symbolKeySQL(col string) string {
 // instrument whose key (exchange.SymbolKey) is $4 that filled and left the
 // position flat (its dispatched event says position_closed:
 // exchange.Report.PositionClosed) and whose dispatch started after the leg
-// $3 was last sent: its position read came after that send. The symbol is
-// compared here, not after a page of every symbol's closes: on an account
-// trading many symbols, the leg's own close may come after any number of
-// others.
-var positionClosedSinceSQL = `SELECT o.client_order_id FROM orders o
-WHERE o.exchange = $1 AND o.mode = $2 AND o.action IN ('close', 'close_long', 'close_short') AND o.status = 'filled'
+// $3 was last sent: its fill, which flattened the position, came after
+// that send. The search starts from the dispatch_started events since the
+// send (trace_events_at_idx), not from the order row's created_at: that is
+// its claim transaction's start, which on a venue that splits closes
+// precedes the claim's position read, so a setting sent while the close's
+// claim was open would be missed. The symbol is compared here, not after a
+// page of every symbol's closes: on an account trading many symbols, the
+// leg's own close may come after any number of others.
+var positionClosedSinceSQL = `SELECT o.client_order_id FROM trace_events s
+JOIN orders o ON o.client_order_id = s.detail->>'client_order_id' AND o.trace_id = s.trace_id
+WHERE s.event = '` + EventDispatchStarted + `' AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
+  AND o.exchange = $1 AND o.mode = $2 AND o.action IN ('close', 'close_long', 'close_short') AND o.status = 'filled'
   AND ` + symbolKeySQL("o.symbol") + ` = $4
-  AND o.created_at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
   AND EXISTS (SELECT FROM trace_events d WHERE d.trace_id = o.trace_id AND d.event = '` + EventDispatched + `'
     AND d.detail->>'client_order_id' = o.client_order_id AND d.detail->>'position_closed' = 'true')
-  AND EXISTS (SELECT FROM trace_events s WHERE s.trace_id = o.trace_id AND s.event = '` + EventDispatchStarted + `'
-    AND s.detail->>'client_order_id' = o.client_order_id AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3))
-ORDER BY o.created_at, o.client_order_id LIMIT 1`
+ORDER BY s.at, o.client_order_id LIMIT 1`
 
 // PositionClosedSince returns the client order ID of a close of leg's
 // symbol, at its venue and mode, that began after leg (a position setting:
