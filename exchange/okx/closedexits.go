@@ -74,7 +74,8 @@ func flattens(o exchange.Order) bool {
 //
 // They are listed with GET /api/v5/trade/orders-algo-pending
 // (Get_Algo_Order_List.md; instType SWAP and instId: the untriggered ones,
-// with algoClOrdId, side, reduceOnly and cTime) in two requests: the
+// with algoClOrdId, side, reduceOnly and cTime, every page of them:
+// listPendingAlgos) in two listings: the
 // trailing stops (ordType move_order_stop), then the TP/SL in one
 // (conditional,oco: "unlike other ordType which only can use one type,
 // conditional and oco both can be used and separated with comma",
@@ -122,12 +123,12 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 	// attachAlgoOrds (conditional with one trigger, oco with both).
 	for _, ordType := range []string{"move_order_stop", "conditional,oco"} {
 		page, err := v.listPendingAlgos(ctx, instID, ordType)
+		open = append(open, page...) // what was listed before a failure is still cancelled
 		if err != nil {
 			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but some of its side's live exits could not be listed to cancel them",
 				"client_order_id", closeID, "inst_id", instID, "ord_type", ordType, "error", err)
 			continue
 		}
-		open = append(open, page...)
 	}
 	if len(open) == 0 && whole {
 		// Nothing to cancel, and a whole close closed its position: the
@@ -187,14 +188,46 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 // (Get_Algo_Order_List.md: "20 requests per 2 seconds").
 const maxAlgoListWait = 2 * time.Second
 
+// algoListLimit is the most algo orders OKX lists per request ("The
+// maximum is 100. The default is 100", Get_Algo_Order_List.md);
+// maxAlgoListPages bounds how far back a close pages.
+const (
+	algoListLimit    = 100
+	maxAlgoListPages = 20
+)
+
 // listPendingAlgos lists instID's untriggered swap algo orders of ordType
-// (one type, or conditional,oco). A listing OKX answered with its rate
-// limit (or one held back by that pause) is sent once more when the pause
-// ends within maxAlgoListWait and before ctx's deadline: a close's exits
-// left live for want of a listing can sell the next position.
+// (one type, or conditional,oco), every page of them: OKX answers at most
+// algoListLimit per request, newest first, and pages back with after =
+// the last algoId listed ("records earlier than the requested algoId",
+// Get_Algo_Order_List.md). A trader's own algo orders placed after
+// hoox's would otherwise push hoox's off the first page. On an error,
+// what the pages before it listed is returned with it.
 func (v *Venue) listPendingAlgos(ctx context.Context, instID, ordType string) ([]algoPending, error) {
-	r := request{method: http.MethodGet, path: pathAlgoPending, private: true,
-		query: url.Values{"ordType": {ordType}, "instType": {"SWAP"}, "instId": {instID}}}
+	var all []algoPending
+	after := ""
+	for range maxAlgoListPages {
+		page, err := v.listAlgoPage(ctx, instID, ordType, after)
+		all = append(all, page...)
+		if err != nil || len(page) < algoListLimit {
+			return all, err
+		}
+		after = page[len(page)-1].AlgoID
+	}
+	return all, fmt.Errorf("okx: more than %d live %s algo orders on %s: the oldest were not listed", maxAlgoListPages*algoListLimit, ordType, instID)
+}
+
+// listAlgoPage lists one page of listPendingAlgos (after: "" for the
+// newest). A listing OKX answered with its rate limit (or one held back
+// by that pause) is sent once more when the pause ends within
+// maxAlgoListWait and before ctx's deadline: a close's exits left live
+// for want of a listing can sell the next position.
+func (v *Venue) listAlgoPage(ctx context.Context, instID, ordType, after string) ([]algoPending, error) {
+	q := url.Values{"ordType": {ordType}, "instType": {"SWAP"}, "instId": {instID}, "limit": {strconv.Itoa(algoListLimit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	r := request{method: http.MethodGet, path: pathAlgoPending, private: true, query: q}
 	for retried := false; ; retried = true {
 		var page []algoPending
 		err := v.do(ctx, r, &page)
