@@ -221,8 +221,12 @@ type Report struct {
 	// adapter judged the position it closed gone — the position flat
 	// after it, or all of a close of the whole position executed — and
 	// cancelled the exits of that position it found resting
-	// (CancelledFirst); see ExitsAfterCloseCanceler. False otherwise, and
-	// on a venue whose exits end with the position.
+	// (CancelledFirst); see ExitsAfterCloseCanceler (Binance USDⓈ-M, OKX
+	// swap). False otherwise, and on a venue whose exits end with the
+	// position. PositionClosed (Bybit) is not the same judgement: it is
+	// set only on a flat read, never for a whole close with an entry
+	// beside it, and a Bybit setting sent after the close began would be
+	// taken for ended with it (PositionClosedSince) if the two were one.
 	ClosedPosition bool `json:",omitempty"`
 	// PositionClosed is set on a filled close of the whole position when
 	// the adapter read the position flat after it, on a venue that drops
@@ -301,7 +305,7 @@ type Canceler interface {
 
 // ExitsAfterCloseCanceler is implemented by a venue whose exits rest as
 // orders of their own that do not end with the position (Binance USDⓈ-M
-// algo orders), and whose close cancels the exits it finds resting once
+// algo orders, OKX swap trailing stops), and whose close cancels the exits it finds resting once
 // it filled (Report.ClosedPosition). An exit whose send was still on its
 // way then is not among them: once every such send has ended, the
 // gateway asks again with CancelExitsAfterClose, for the close o the

@@ -11,10 +11,12 @@ import (
 
 // exitsAfterClose finishes, once close order is recorded filled, what its
 // venue began when it reported the position gone (report.ClosedPosition:
-// it cancelled the exits it found resting, Binance USDⓈ-M). An exit of
-// that position whose send was on its way then — armed by its entry's
-// pass, not at the venue yet when the close looked — would land after and
-// rest on the flat position, to cut the symbol's next one. So, as a
+// it cancelled the exits it found resting, Binance USDⓈ-M and OKX swap).
+// An exit of that position whose send was on its way then — armed by its
+// entry's pass, not at the venue yet when the close looked — would land
+// after and rest on the flat position (or, on OKX, which refuses a
+// reduce-only stop with nothing to reduce, on the sender's next long), to
+// cut the symbol's next one. So, as a
 // cancel signal does (MarkCancelledExitLegs), the exits' legs planned
 // before the close are locked (a pass sending one finishes first) and
 // those whose order is still unknown are marked (never sent again,

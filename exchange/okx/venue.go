@@ -161,16 +161,39 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 			return v.send(ctx, f, out, stamp)
 		},
 	})
-	if err == nil && r.Status == exchange.StatusFilled && v.swap() && exchange.IsClose(o.Action) && flattens(o) && o.Split == nil {
+	if err == nil {
 		// The position is gone: so is the point of the exits that
-		// protected it, which OKX may leave live to cut the next one. A
-		// close OKX cut short (canceled at its price limit with part
-		// executed: report) is whole only if it executed all it was sent
-		// for; otherwise its exits go only if the position is flat.
-		whole := r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
-		r.CancelledFirst = append(r.CancelledFirst, v.cancelClosedExits(ctx, f, sent.side, o.ClientOrderID, stamped, whole)...)
+		// protected it, which OKX may leave live to cut the next one.
+		r = v.closedExits(ctx, o, r, f, sent.side, stamped)
 	}
 	return r, err
+}
+
+// closedExits cancels hoox's exits that filled swap close o (r, OKX's
+// answer or lookup of it; side its executed side) left live with nothing
+// to protect, wherever hoox first learns the close filled: Place's own
+// answer (started: OKX's clock before its position read) or Lookup's (a
+// retry's adoption after a lost answer, the reconcile, the sweeper, the
+// follow job; started zero: Lookup does not know when the close read the
+// position), and for every close — a part of a split close, a
+// percent_of_position share — not only a close of the whole position in
+// one order. See cancelClosedExits for which exits go; whole says o was a
+// close of the whole position in one order (flattens, no Split: not a
+// part, nor a share of less) that executed all it was sent for (a close
+// OKX cut short at its price limit, report, is not). Only swap closes
+// that executed something: an exit (a trailing stop) is not a close of a
+// position. r.ClosedPosition says the position the close closed is gone,
+// for the gateway's catch of an exit whose send was on its way
+// (CancelExitsAfterClose).
+func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Report, f Filters, side string, started time.Time) exchange.Report {
+	if !v.swap() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
+		return r
+	}
+	whole := flattens(o) && o.Split == nil && r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
+	cancelled, closed := v.cancelClosedExits(ctx, f, side, o.ClientOrderID, started, whole)
+	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
+	r.ClosedPosition = closed
+	return r
 }
 
 // validate returns why o cannot be sent at all, or "".
@@ -527,6 +550,15 @@ func (v *Venue) Lookup(ctx context.Context, o exchange.Order) (exchange.Report, 
 	if err := exchange.Matches(o, f.InstID, venuekit.FloorTo(o.Quantity, f.Step), r); err != nil {
 		return exchange.Report{}, fmt.Errorf("okx: %w", err)
 	}
+	// A close hoox finds filled here (its answer was lost, or it is the
+	// reconcile's, the sweeper's or a split close's part) closed the
+	// position as Place's own answer would have said: its exits go as
+	// they would have there when the position is flat. Not flat, Place
+	// kept the exits created after its stamp (before its position read);
+	// the order's cTime is after that read, so an exit of an entry that
+	// filled in between would be taken for the closed position's: with no
+	// bound known here, nothing is cancelled.
+	r = v.closedExits(ctx, o, r, f, r.Side, time.Time{})
 	// The attached take-profit and stop-loss are not compared with o's:
 	// OKX lets the trader move or delete them on a pending order (amend-
 	// order's newTpTriggerPx/newSlTriggerPx, or the app), and the order is

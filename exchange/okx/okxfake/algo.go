@@ -404,10 +404,12 @@ func (s *Server) serveAlgoCancel(_ *http.Request, body []byte) reply {
 // current account" of one ordType (required; "unlike other ordType which
 // only can use one type, conditional and oco both can be used and
 // separated with comma": any other list is refused, 51000), narrowed by
-// instType and instId, newest first (after/before page by algoId:
-// "earlier than" / "newer than"), at most limit (default and maximum
-// 100). after and before are refused (hoox never pages: one instrument's
-// exits).
+// instType and instId, newest first, at most limit ("The maximum is 100.
+// The default is 100"). after pages back: "records earlier than the
+// requested algoId" (qiuham/crypto-api-docs docs/okx/order/book/
+// trading-algo-trading-get-algo-order-list.md, request parameters); the
+// fake's algoIds grow with time, as OKX's do, so earlier is a smaller ID.
+// before (newer than) is refused: hoox pages back only.
 func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
 	q := r.URL.Query()
 	if q.Get("ordType") == "" {
@@ -417,8 +419,16 @@ func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
 	if len(types) > 1 && (len(types) != 2 || !slices.Contains(types, "conditional") || !slices.Contains(types, "oco")) {
 		return fail(http.StatusOK, 51000, "Parameter ordType error")
 	}
-	if q.Get("after") != "" || q.Get("before") != "" {
-		return fail(http.StatusOK, 51000, "Parameter after error: the fake does not page the algo order list")
+	if q.Get("before") != "" {
+		return fail(http.StatusOK, 51000, "Parameter before error: the fake pages back (after) only")
+	}
+	var after int64
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			return fail(http.StatusOK, 51000, "Parameter after error")
+		}
+		after = n
 	}
 	limit := 100
 	if l := q.Get("limit"); l != "" {
@@ -433,6 +443,9 @@ func (s *Server) serveAlgoPending(r *http.Request, _ []byte) reply {
 	out := []map[string]any{}
 	for i := len(s.algos) - 1; i >= 0 && len(out) < limit; i-- {
 		a := s.algos[i]
+		if id, _ := strconv.ParseInt(a.AlgoID, 10, 64); after != 0 && id >= after {
+			continue
+		}
 		if a.State != "live" || !slices.Contains(types, a.OrdType) ||
 			(q.Get("instType") != "" && a.InstType != q.Get("instType")) || (q.Get("instId") != "" && a.InstID != q.Get("instId")) {
 			continue
