@@ -134,8 +134,10 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		if auth == "" {
 			return refused(problem(codes.Unauthorized, "missing bearer token"))
 		}
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok {
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is
+		// the same scheme.
+		scheme, token, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			// Any other scheme, or a bare token, is a wrong token and
 			// counted like one; "" never matches a configured token.
 			token = ""

@@ -124,6 +124,9 @@ type ledgerRequest struct {
 // operator's word (a manual trade, a withdrawal, holdings bought before
 // hoox); the change is audited under trace admin:ledger.
 func (a *Admin) putLedger(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	var req ledgerRequest
 	if err := decodeAdminBody(c, &req, true); err != nil {
 		return err

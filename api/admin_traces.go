@@ -119,6 +119,9 @@ func (a *Admin) getTrace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	d, err := db.GetTrace(c.Request().Context(), a.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
@@ -161,6 +164,20 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// ?force=true releases a trace whose order may exist at the venue,
+		// once the operator has checked it there; audited as forced. Any
+		// other spelling is refused, never read as "not forced".
+		if err := checkQuery(c, "force"); err != nil {
+			return err
+		}
+		var force bool
+		switch v := c.QueryParam("force"); v {
+		case "", "false":
+		case "true":
+			force = true
+		default:
+			return invalidParam("force", "must be true or false")
+		}
 		var req releaseRequest
 		if err := decodeAdminBody(c, &req, false); err != nil {
 			return err
@@ -168,9 +185,6 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if err := checkText("reason", req.Reason); err != nil {
 			return err
 		}
-		// ?force=true releases a trace whose order may exist at the venue,
-		// once the operator has checked it there; audited as forced.
-		force := c.QueryParam("force") == "true"
 		status, err := release(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason,
 			LockWait: lockWait, Force: force})
 		if err != nil {
