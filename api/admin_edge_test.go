@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +122,70 @@ func TestAdminUntilTheZeroTimeIsRefusedNotIgnored(t *testing.T) {
 			require.Equal(t, "invalid_request", res.problem(t)["code"])
 		}
 	}
+}
+
+// A release names the claim the operator looked at (its received_at). If
+// the trace was released and claimed again since — another operator's
+// release, then the sender's resend placing a new order — the stale
+// release is refused (409 trace_changed) and the new claim stays held:
+// freeing it would let the same signal place a third order. The claim
+// named still releases.
+func TestAdminReleaseOfAClaimSinceReplacedIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupAdmin(t)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "again").Status)
+	seen := b.do(t, http.MethodGet, "/admin/traces/k:again", "").json(t)["trace"].(map[string]any)["received_at"].(string)
+
+	// Meanwhile: released by someone else, and the resend executes again.
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/admin/traces/k:again", "").Status)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "again").Status)
+	now := b.do(t, http.MethodGet, "/admin/traces/k:again", "").json(t)["trace"].(map[string]any)["received_at"].(string)
+	require.NotEqual(t, seen, now)
+
+	res := b.do(t, http.MethodDelete, "/admin/traces/k:again", `{"reason": "resend after fix", "received_at": "`+seen+`"}`)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	p := res.problem(t)
+	require.Equal(t, "trace_changed", p["code"])
+	require.Contains(t, p["detail"], now, "the answer names the claim that holds it now")
+	d, err := db.GetTrace(ctx, b.pool, "k:again")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the new claim is still held")
+	require.Equal(t, http.StatusConflict, sendSignal(t, b.handler, "again").Status, "a resend is a duplicate")
+
+	res = b.do(t, http.MethodDelete, "/admin/traces/k:again", `{"received_at": "`+now+`"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+}
+
+var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// The web page's release form names the claim it shows, so a release
+// posted from a page shown before the trace was released and claimed
+// again (an old tab, a second operator) releases nothing.
+func TestUIReleaseFromAStalePageIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "stale").Status)
+	page := string(br.get("/ui/trace/k:stale").Body)
+	form := page[strings.Index(page, `action="/ui/release"`):]
+	form = form[:strings.Index(form, "</form>")]
+	fields := url.Values{"confirm": {"yes"}}
+	for _, m := range hiddenRE.FindAllStringSubmatch(form, -1) {
+		fields.Set(m[1], html.UnescapeString(m[2]))
+	}
+
+	// Meanwhile: released through the API, and the resend executes again.
+	_, err := db.ReleaseTrace(ctx, b.pool, db.ReleaseParams{TraceID: "k:stale", By: "admin", LockWait: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "stale").Status)
+
+	res := br.post("/ui/release", fields, nil)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	require.Contains(t, string(res.Body), "claimed again")
+	d, err := db.GetTrace(ctx, b.pool, "k:stale")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the new claim is still held")
 }

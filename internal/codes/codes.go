@@ -37,4 +37,7 @@ const (
 	// Reconciling refuses to release a trace whose order may exist at the
 	// venue: the reconcile settles it first.
 	Reconciling = "reconciling"
+	// TraceChanged refuses a release that named a claim (its received_at)
+	// the trace no longer holds: it was released and claimed again since.
+	TraceChanged = "trace_changed"
 )
