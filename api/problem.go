@@ -26,6 +26,7 @@ var statusOf = map[string]int{
 	codes.InProgress:       http.StatusConflict,
 	codes.Reconciling:      http.StatusConflict,
 	codes.TraceChanged:     http.StatusConflict,
+	codes.LedgerChanged:    http.StatusConflict,
 	codes.TooLarge:         http.StatusRequestEntityTooLarge,
 	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	codes.KeyReused:        http.StatusUnprocessableEntity,
