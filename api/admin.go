@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -45,20 +48,61 @@ const maxAdminBody = 16 << 10
 // routes declares the admin routes; cfg is the server's, with its
 // defaults.
 func (a *Admin) routes(g *echo.Group, cfg Config) {
-	g.GET("/traces", a.listTraces)
+	declared := map[string][]string{}
+	add := func(method, path string, h echo.HandlerFunc) {
+		g.Add(method, path, h)
+		declared[path] = append(declared[path], method)
+	}
+	add(http.MethodGet, "/traces", a.listTraces)
 	// A wildcard, not a :param, so a client key holding '/' (sent escaped
 	// as %2F) still names one trace.
-	g.GET("/traces/*", a.getTrace)
-	g.DELETE("/traces/*", a.releaseTrace(cfg.Timing.LockWait))
-	g.GET("/orders", a.listOrders)
-	g.POST("/purge", a.purge)
-	g.GET("/purge/:job_id", a.purgeStatus)
-	g.GET("/stats", a.stats)
-	g.GET("/kill-switch", a.getKillSwitch)
-	g.PUT("/kill-switch", a.putKillSwitch)
-	g.GET("/ledger", a.listLedger)
-	g.PUT("/ledger", a.putLedger)
+	add(http.MethodGet, "/traces/*", a.getTrace)
+	add(http.MethodDelete, "/traces/*", a.releaseTrace(cfg.Timing.LockWait))
+	add(http.MethodGet, "/orders", a.listOrders)
+	add(http.MethodPost, "/purge", a.purge)
+	add(http.MethodGet, "/purge/:job_id", a.purgeStatus)
+	add(http.MethodGet, "/stats", a.stats)
+	add(http.MethodGet, "/kill-switch", a.getKillSwitch)
+	add(http.MethodPut, "/kill-switch", a.putKillSwitch)
+	add(http.MethodGet, "/ledger", a.listLedger)
+	add(http.MethodPut, "/ledger", a.putLedger)
+	for path, methods := range declared {
+		refuseOtherMethods(g, path, methods)
+	}
 	a.mountRiverUI(g)
+}
+
+// RefusedMethodRoute is the name of the routes refuseOtherMethods adds:
+// they only answer 405, and are not operations of the API.
+const RefusedMethodRoute = "hoox_method_not_allowed"
+
+// otherMethods are the methods a route that does not take them answers
+// 405 (OPTIONS: 204 with Allow).
+var otherMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
+
+// refuseOtherMethods answers every other method on path 405
+// method_not_allowed with Allow, behind the group's token check. Without
+// it, the catch-all 404 route Echo adds for the group's middleware wins
+// over Echo's own 405, and an operator who POSTs the kill switch would be
+// told the route does not exist.
+func refuseOtherMethods(g *echo.Group, path string, methods []string) {
+	allowed := append(slices.Clone(methods), http.MethodOptions)
+	slices.Sort(allowed)
+	allow := strings.Join(allowed, ", ")
+	for _, m := range otherMethods {
+		if slices.Contains(methods, m) {
+			continue
+		}
+		h := func(c echo.Context) error {
+			c.Response().Header().Set(echo.HeaderAllow, allow)
+			if c.Request().Method == http.MethodOptions {
+				return c.NoContent(http.StatusNoContent)
+			}
+			return problem(codes.MethodNotAllowed, fmt.Sprintf("%s is not allowed here; this route takes %s", c.Request().Method, allow))
+		}
+		g.Add(m, path, h).Name = RefusedMethodRoute
+	}
 }
 
 // Start starts the River UI's background query cache, stopped when ctx ends.
@@ -90,8 +134,10 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		if auth == "" {
 			return refused(problem(codes.Unauthorized, "missing bearer token"))
 		}
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok {
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is
+		// the same scheme.
+		scheme, token, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			// Any other scheme, or a bare token, is a wrong token and
 			// counted like one; "" never matches a configured token.
 			token = ""

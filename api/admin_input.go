@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -140,6 +142,25 @@ func storable(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkQuery refuses a query parameter the route does not read (names
+// are the ones it does) and one given twice, so a misspelt or misplaced
+// option — ?force=yes, ?dry_run=true on a purge, ?reason=… on a release —
+// is a 400 that changes nothing rather than an action done without it.
+func checkQuery(c echo.Context, names ...string) error {
+	for name, vals := range c.QueryParams() {
+		if !slices.Contains(names, name) {
+			if len(names) == 0 {
+				return invalidParam(name, "is not read by this route, which takes no query parameters")
+			}
+			return invalidParam(name, "is not read by this route; it takes "+strings.Join(names, ", "))
+		}
+		if len(vals) != 1 {
+			return invalidParam(name, "must be given once")
+		}
+	}
+	return nil
 }
 
 // checkText applies the signal's rule for audit text (signal.CheckText) to

@@ -36,6 +36,9 @@ func newKillSwitchResponse(k db.KillSwitch) killSwitchResponse {
 
 // getKillSwitch shows whether trading is halted.
 func (a *Admin) getKillSwitch(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	k, err := db.GetKillSwitch(c.Request().Context(), a.Pool)
 	if err != nil {
 		return err
@@ -46,6 +49,9 @@ func (a *Admin) getKillSwitch(c echo.Context) error {
 // putKillSwitch halts or resumes trading. It is stored in Postgres and the
 // claim reads it on every signal, so every replica obeys at once.
 func (a *Admin) putKillSwitch(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	var req killSwitchRequest
 	if err := decodeAdminBody(c, &req, true); err != nil {
 		return err

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -117,13 +118,20 @@ type ledgerRequest struct {
 	Symbol   string          `json:"symbol"`
 	Strategy *string         `json:"strategy"`
 	Quantity json.RawMessage `json:"quantity"`
-	Reason   string          `json:"reason"`
+	// Was, when given, is the value the set replaces, as GET showed it:
+	// if a fill moved the entry since, the set is refused (409
+	// ledger_changed) rather than overwriting the fill.
+	Was    json.RawMessage `json:"was"`
+	Reason string          `json:"reason"`
 }
 
 // putLedger sets what a strategy holds of a symbol through hoox, on an
 // operator's word (a manual trade, a withdrawal, holdings bought before
 // hoox); the change is audited under trace admin:ledger.
 func (a *Admin) putLedger(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	var req ledgerRequest
 	if err := decodeAdminBody(c, &req, true); err != nil {
 		return err
@@ -132,7 +140,20 @@ func (a *Admin) putLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := db.SetLedger(c.Request().Context(), a.Pool, k, qty, req.Reason, "admin")
+	var was *decimal.Decimal
+	if len(req.Was) > 0 {
+		w, msg := ledgerQuantity(req.Was)
+		if msg != "" {
+			return problem(codes.InvalidRequest, "was "+msg)
+		}
+		was = &w
+	}
+	e, err := db.SetLedgerIf(c.Request().Context(), a.Pool, k, was, qty, req.Reason, "admin")
+	var changed *db.LedgerChangedError
+	if errors.As(err, &changed) {
+		return problem(codes.LedgerChanged, fmt.Sprintf("the entry holds %s now, not the %s named as was: a fill or another set moved it since; "+
+			"nothing was set (check the venue, then set it naming %s)", changed.Quantity, was.String(), changed.Quantity))
+	}
 	if err != nil {
 		return err
 	}
@@ -170,22 +191,33 @@ func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
 	case len(r.Quantity) == 0:
 		return bad(`quantity is required: a decimal string such as "0.5"; "0" resets the entry`)
 	}
-	text := string(r.Quantity)
+	qty, msg := ledgerQuantity(r.Quantity)
+	if msg != "" {
+		return bad("quantity " + msg)
+	}
+	return db.LedgerKey{Exchange: exchange, Mode: r.Mode, Symbol: symbol, Strategy: *r.Strategy}, qty, nil
+}
+
+// ledgerQuantity reads a ledger quantity, a decimal string or a JSON
+// number, exactly; the message says what is wrong with it ("" when
+// nothing is).
+func ledgerQuantity(raw json.RawMessage) (decimal.Decimal, string) {
+	text := string(raw)
 	if strings.HasPrefix(text, `"`) {
-		if err := json.Unmarshal(r.Quantity, &text); err != nil {
-			return bad("quantity must be a decimal string or number")
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return decimal.Zero, "must be a decimal string or number"
 		}
 	}
 	qty, err := decimal.NewFromString(text)
 	switch {
 	case err != nil || strings.ContainsAny(text, "eE"):
-		return bad("quantity must be a plain decimal, such as \"0.5\"")
+		return decimal.Zero, "must be a plain decimal, such as \"0.5\""
 	case qty.IsNegative():
-		return bad("quantity must not be negative")
+		return decimal.Zero, "must not be negative"
 	case qty.Exponent() < -18 && !qty.Equal(qty.Truncate(18)):
-		return bad("quantity has more than 18 decimals")
+		return decimal.Zero, "has more than 18 decimals"
 	case len(qty.Truncate(0).Abs().String()) > 20:
-		return bad("quantity has more than 20 integer digits")
+		return decimal.Zero, "has more than 20 integer digits"
 	}
-	return db.LedgerKey{Exchange: exchange, Mode: r.Mode, Symbol: symbol, Strategy: *r.Strategy}, qty, nil
+	return qty, ""
 }

@@ -141,3 +141,33 @@ func TestLedgerSetAnswersTheSellsItReleased(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
 	require.NotContains(t, res.json(t), "released_sells", "nothing left to release")
 }
+
+// A ledger set may name the value it replaces ("was", as GET showed it).
+// If a fill moved the entry since — the operator's PUT retried after a
+// lost answer, or sent from an old listing — the set is refused (409
+// ledger_changed) and the fill's move stands: set anyway, the close
+// would sell what the strategy no longer holds, or leave what it bought.
+func TestLedgerSetNamingAValueSinceMovedIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	const key = `"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "ema"`
+	res := b.do(t, http.MethodPut, "/admin/ledger", `{`+key+`, "quantity": "1", "was": "0"}`)
+	require.Equal(t, http.StatusOK, res.Status, "an absent entry holds 0: %s", res.Body)
+
+	// A buy fills meanwhile.
+	_, err := b.pool.Exec(context.Background(), `UPDATE spot_ledger SET quantity = 1.5 WHERE strategy = 'ema'`)
+	require.NoError(t, err)
+
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{`+key+`, "quantity": "0.8", "was": "1", "reason": "sold by hand"}`)
+	require.Equal(t, http.StatusConflict, res.Status, string(res.Body))
+	p := res.problem(t)
+	require.Equal(t, "ledger_changed", p["code"])
+	require.Contains(t, p["detail"], "1.5")
+	entries := b.do(t, http.MethodGet, "/admin/ledger?strategy=ema", "").json(t)["entries"].([]any)
+	require.Equal(t, "1.5", entries[0].(map[string]any)["quantity"], "the fill's move stands")
+
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{`+key+`, "quantity": "0.8", "was": "1.50"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{`+key+`, "quantity": "0.8", "was": "-1"}`)
+	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+}

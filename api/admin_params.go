@@ -111,7 +111,9 @@ func parseListQuery(q url.Values, statuses []string) (db.ListFilter, string, err
 			continue
 		}
 		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
+		// The zero time is the filter's "not given" (db.ListFilter): as
+		// a value it would silently match everything.
+		if err != nil || t.IsZero() {
 			return f, "", invalidParam(name, "must be an RFC 3339 time such as 2025-01-02T15:04:05Z")
 		}
 		if name == "since" {

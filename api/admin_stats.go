@@ -50,6 +50,9 @@ type statsResponse struct {
 // stats summarises recent traffic and the dedup table for a dashboard or an
 // on-call glance.
 func (a *Admin) stats(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	s, err := db.GetStats(ctx, a.Pool)
 	if err != nil {
@@ -143,6 +146,9 @@ type purgeRequest struct{}
 // It takes no options: the body must be empty or {}, so a request such as
 // {"dry_run": true} is refused rather than answered with a real purge.
 func (a *Admin) purge(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	if err := decodeAdminBody(c, &purgeRequest{}, false); err != nil {
 		return err
 	}
@@ -167,6 +173,9 @@ func (a *Admin) purgeStatus(c echo.Context) error {
 	id, err := strconv.ParseInt(c.Param("job_id"), 10, 64)
 	if err != nil || id <= 0 {
 		return problem(codes.InvalidRequest, "job_id must be a positive integer")
+	}
+	if err := checkQuery(c); err != nil {
+		return err
 	}
 	job, err := a.River.JobGet(c.Request().Context(), id)
 	if errors.Is(err, river.ErrNotFound) || (err == nil && job.Kind != (jobs.PurgeArgs{}).Kind()) {

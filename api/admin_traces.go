@@ -119,6 +119,9 @@ func (a *Admin) getTrace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkQuery(c); err != nil {
+		return err
+	}
 	d, err := db.GetTrace(c.Request().Context(), a.Pool, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
@@ -143,6 +146,10 @@ func (a *Admin) getTrace(c echo.Context) error {
 // releaseRequest is DELETE /admin/traces/{trace_id}'s optional body.
 type releaseRequest struct {
 	Reason string `json:"reason"`
+	// ReceivedAt, when given, names the claim to release: the trace's
+	// received_at as GET showed it. A trace released and claimed again
+	// since is then refused (409 trace_changed), not released.
+	ReceivedAt *time.Time `json:"received_at"`
 }
 
 // releaseResponse confirms a release.
@@ -161,6 +168,20 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// ?force=true releases a trace whose order may exist at the venue,
+		// once the operator has checked it there; audited as forced. Any
+		// other spelling is refused, never read as "not forced".
+		if err := checkQuery(c, "force"); err != nil {
+			return err
+		}
+		var force bool
+		switch v := c.QueryParam("force"); v {
+		case "", "false":
+		case "true":
+			force = true
+		default:
+			return invalidParam("force", "must be true or false")
+		}
 		var req releaseRequest
 		if err := decodeAdminBody(c, &req, false); err != nil {
 			return err
@@ -168,11 +189,14 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 		if err := checkText("reason", req.Reason); err != nil {
 			return err
 		}
-		// ?force=true releases a trace whose order may exist at the venue,
-		// once the operator has checked it there; audited as forced.
-		force := c.QueryParam("force") == "true"
-		status, err := release(c.Request().Context(), a.Pool, db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason,
-			LockWait: lockWait, Force: force})
+		p := db.ReleaseParams{TraceID: id, By: "admin", Reason: req.Reason, LockWait: lockWait, Force: force}
+		if req.ReceivedAt != nil {
+			if req.ReceivedAt.IsZero() {
+				return problem(codes.InvalidRequest, "received_at must be the trace's received_at, as GET shows it")
+			}
+			p.ReceivedAt = *req.ReceivedAt
+		}
+		status, err := release(c.Request().Context(), a.Pool, p)
 		if err != nil {
 			return err
 		}
@@ -182,11 +206,20 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 
 // release is the one release of a trace ID, for the admin API and the web
 // page alike, and the one mapping of its refusals to problems: not held
-// (404), reconciling (409: its order may exist at the venue) and an attempt
-// still holding the trace past the lock wait (409 in_progress, retry).
+// (404), reconciling (409: its order may exist at the venue), another
+// claim than the one named (409 trace_changed) and an attempt still holding
+// the trace past the lock wait (409 in_progress, retry).
 func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.TraceStatus, error) {
 	status, err := db.ReleaseTrace(ctx, pool, p)
 	switch {
+	case errors.Is(err, db.ErrClaimChanged):
+		now := "another claim"
+		if d, gerr := db.GetTrace(ctx, pool, p.TraceID); gerr == nil && d.Trace != nil {
+			now = "the claim received at " + d.Trace.ReceivedAt.UTC().Format(time.RFC3339Nano)
+		}
+		return "", problem(codes.TraceChanged, fmt.Sprintf("trace %s was released and claimed again since the claim received at %s: "+
+			"it is now held by %s, which may have placed its own order; nothing was released (look at it, then release it by its received_at if you mean to)",
+			p.TraceID, p.ReceivedAt.UTC().Format(time.RFC3339Nano), now))
 	case errors.Is(err, db.ErrNotFound):
 		return "", problem(codes.NotFound, fmt.Sprintf("trace %s is not held (never claimed, already purged or released)", p.TraceID))
 	case errors.Is(err, db.ErrReconciling):

@@ -25,6 +25,8 @@ var statusOf = map[string]int{
 	codes.Duplicate:        http.StatusConflict,
 	codes.InProgress:       http.StatusConflict,
 	codes.Reconciling:      http.StatusConflict,
+	codes.TraceChanged:     http.StatusConflict,
+	codes.LedgerChanged:    http.StatusConflict,
 	codes.TooLarge:         http.StatusRequestEntityTooLarge,
 	codes.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	codes.KeyReused:        http.StatusUnprocessableEntity,

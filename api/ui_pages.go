@@ -181,6 +181,10 @@ type traceView struct {
 	// FanOut is the trace ID that finds every account's trace of the same
 	// signal (the traces filter fanout=).
 	Account, Venue, FanOut string
+	// ReceivedAt names the claim shown (RFC 3339, exact): the release
+	// form sends it, so a page shown before the trace was released and
+	// claimed again releases nothing.
+	ReceivedAt string
 }
 
 // tracePage shows one trace: the signal as stored (which never holds the
@@ -212,6 +216,7 @@ func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
 	switch {
 	case d.Trace != nil:
 		tv.Account = d.Trace.Exchange
+		tv.ReceivedAt = d.Trace.ReceivedAt.UTC().Format(time.RFC3339Nano)
 	case len(d.Orders) > 0:
 		tv.Account = d.Orders[0].Exchange
 	}
@@ -240,8 +245,17 @@ func (u *webUI) release(c echo.Context) error {
 	if err := checkText("reason", reason); err != nil {
 		return err
 	}
-	_, err := release(c.Request().Context(), u.s.deps.Pool,
-		db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.Timing.LockWait})
+	p := db.ReleaseParams{TraceID: id, By: u.who(c), Reason: reason, LockWait: u.s.cfg.Timing.LockWait}
+	// The claim the page showed; a form without it (a page an older
+	// release rendered) releases whatever claim holds the trace.
+	if v := r.PostFormValue("received_at"); v != "" {
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil || at.IsZero() {
+			return problem(codes.InvalidRequest, "received_at is not a time this page wrote")
+		}
+		p.ReceivedAt = at
+	}
+	_, err := release(c.Request().Context(), u.s.deps.Pool, p)
 	if err != nil {
 		var p *Problem
 		if !errors.As(err, &p) || p.Status != http.StatusConflict {

@@ -246,6 +246,13 @@ type ReleaseParams struct {
 	// still looks up that order before placing. A reconciling trace is
 	// never released.
 	Force bool
+	// ReceivedAt, when set, names the claim to release: the trace's
+	// received_at as the operator saw it. If the trace was released and
+	// claimed again since (a resend placed a new order under it), the
+	// release is refused with ErrClaimChanged rather than freeing the new
+	// claim, which would let the signal execute a third time. Compared
+	// under the lock, so no claim can slip in between.
+	ReceivedAt time.Time
 }
 
 // LockKeyOf returns the advisory lock key the claim takes for traceID: the
@@ -278,6 +285,11 @@ var ErrReconciling = errors.New("trace is reconciling")
 // failed and whether its order exists at the venue is unknown.
 var ErrOrderUnknown = errors.New("whether the trace's order exists at the venue is unknown")
 
+// ErrClaimChanged means the trace is held by another claim than the one a
+// release named (ReleaseParams.ReceivedAt): it was released and claimed
+// again since the operator looked.
+var ErrClaimChanged = errors.New("the trace was claimed again since")
+
 // OrderUnknownSQL is true for the trace row t when its order may exist at
 // the venue: it is reconciling, or it ended failed without its intent
 // proving the outcome (the reconcile or the sweeper gave up, a venue that
@@ -288,7 +300,7 @@ const OrderUnknownSQL = `(t.status = 'reconciling' OR (t.status = 'failed' AND N
     SELECT 1 FROM dispatch_intents ui WHERE ui.client_order_id = t.client_order_id
       AND ui.outcome IN ('dispatched', 'rejected', 'unsent', 'not_placed', 'key_reused'))))`
 
-const releaseStatusSQL = `SELECT t.status, ` + OrderUnknownSQL + ` FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE`
+const releaseStatusSQL = `SELECT t.status, ` + OrderUnknownSQL + `, t.received_at FROM trace_ids t WHERE t.trace_id = $1 FOR UPDATE`
 
 const releaseSQL = `
 WITH del AS (
@@ -313,12 +325,16 @@ RETURNING detail->>'status'`
 func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (TraceStatus, error) {
 	var status TraceStatus
 	var unknown bool
+	var receivedAt time.Time
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueTraceLock(b, LockKeyOf(p.TraceID), p.LockWait)
-		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status, &unknown) })
+		b.Queue(releaseStatusSQL, p.TraceID).QueryRow(func(row pgx.Row) error { return row.Scan(&status, &unknown, &receivedAt) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
+		}
+		if !p.ReceivedAt.IsZero() && !receivedAt.Equal(p.ReceivedAt) {
+			return ErrClaimChanged
 		}
 		if !status.Releasable() {
 			return ErrReconciling
@@ -332,7 +348,7 @@ func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (Tra
 		})
 		return tx.SendBatch(ctx, b).Close()
 	})
-	if errors.Is(err, ErrReconciling) || errors.Is(err, ErrOrderUnknown) {
+	if errors.Is(err, ErrReconciling) || errors.Is(err, ErrOrderUnknown) || errors.Is(err, ErrClaimChanged) {
 		return status, fmt.Errorf("release trace %s: %w", p.TraceID, err)
 	}
 	if err != nil {

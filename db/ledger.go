@@ -263,6 +263,26 @@ SELECT trace_id, client_order_id, role, trim_scale(quantity)::text FROM r ORDER 
 // strategy would stay short by it. Sells still in flight (open,
 // reconciling) keep theirs: they are decided shortly.
 func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
+	return SetLedgerIf(ctx, pool, k, nil, qty, reason, by)
+}
+
+// LedgerChangedError refuses a SetLedgerIf whose entry no longer holds the
+// value the operator named: a fill (or another set) moved it since.
+type LedgerChangedError struct {
+	// Quantity is what the entry holds now (0 when it has no row).
+	Quantity decimal.Decimal
+}
+
+func (e *LedgerChangedError) Error() string {
+	return "the spot ledger entry holds " + e.Quantity.String() + " now"
+}
+
+// SetLedgerIf is SetLedger, refused with *LedgerChangedError unless the
+// entry holds was (an absent entry holds 0) when its lock is taken; nil
+// was sets whatever it holds. An operator's set names the value it saw,
+// so a set retried or sent from an old listing never overwrites a fill
+// recorded since.
+func SetLedgerIf(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, was *decimal.Decimal, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
 	e := LedgerEntry{LedgerKey: k, Quantity: qty, UpdatedBy: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
@@ -270,10 +290,13 @@ func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal
 		}
 		// Lock first, so the audit's "was" is the value this change
 		// replaced, whatever fills commit meanwhile.
-		var was decimal.NullDecimal
-		err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&was)
+		var held decimal.NullDecimal
+		err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&held)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
+		}
+		if was != nil && !held.Decimal.Equal(*was) {
+			return &LedgerChangedError{Quantity: held.Decimal}
 		}
 		if err := tx.QueryRow(ctx, setLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, pgconv.Numeric(qty), by).Scan(&e.UpdatedAt); err != nil {
 			return err
@@ -300,14 +323,18 @@ func SetLedger(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, qty decimal
 		if len(released) > 0 {
 			detail["released_sells"] = released
 		}
-		if was.Valid {
-			detail["was"] = was.Decimal.String()
+		if held.Valid {
+			detail["was"] = held.Decimal.String()
 		} else {
 			detail["was"] = "0"
 		}
 		_, err = tx.Exec(ctx, InsertEventSQL, LedgerTraceID, EventLedgerSet, nil, detail)
 		return err
 	})
+	var changed *LedgerChangedError
+	if errors.As(err, &changed) {
+		return LedgerEntry{}, fmt.Errorf("set spot ledger: %w", err)
+	}
 	if err != nil {
 		return LedgerEntry{}, fmt.Errorf("set spot ledger: %w", translate(err))
 	}

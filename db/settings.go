@@ -102,7 +102,9 @@ VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_r
 // recorded in the order they took effect.
 //
 // Each hook runs in the transaction before it commits (to queue a
-// notification with the change: both commit or neither does).
+// notification with the change: both commit or neither does), and only
+// when the switch flips: a request that repeats its state is audited
+// (was_engaged says so) but not announced again.
 func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -121,6 +123,11 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 		}
 		if _, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was); err != nil {
 			return err
+		}
+		if was == engaged {
+			// A repeat (a retried request, a second click) changed
+			// nothing trading sees: audited, not announced again.
+			return nil
 		}
 		return runHooks(ctx, tx, hooks)
 	})

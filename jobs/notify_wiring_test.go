@@ -99,6 +99,42 @@ func TestKillSwitchChangeIsNotifiedWithTheChange(t *testing.T) {
 	require.True(t, k.Engaged, "a change whose notification could not be queued did not happen")
 }
 
+// A repeat of the kill switch's current state — an operator's retried
+// PUT, a second click — changes nothing and notifies nobody again: the
+// channels hear "engaged" once per halt and "disengaged" only when
+// trading resumes, never when it was already running. The repeat is
+// still audited, with was_engaged.
+func TestKillSwitchRepeatIsNotNotifiedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	fake := notifyfake.New(t)
+	notifier, err := jobs.NewNotifier(fake.Config())
+	require.NoError(t, err)
+	client, err := jobs.NewClient(b.pool, jobs.Config{}, jobs.Deps{Venues: b.venues, Notifier: notifier})
+	require.NoError(t, err)
+	admin := &api.Admin{Pool: b.pool, River: client, Notifier: notifier}
+	set := func(engaged bool) {
+		t.Helper()
+		_, err := db.SetKillSwitch(ctx, b.pool, engaged, "venue incident", "ops", admin.KillSwitchHook(engaged, "venue incident", "ops"))
+		require.NoError(t, err)
+	}
+	notified := func() int64 {
+		return count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = 'notify' AND args->'message'->>'event' = 'kill_switch'")
+	}
+
+	set(false) // never engaged: nothing resumes
+	require.Zero(t, notified())
+	set(true)
+	set(true)
+	require.EqualValues(t, 3, notified(), "one engage, one job per channel")
+	set(false)
+	set(false)
+	require.EqualValues(t, 6, notified(), "one release, one job per channel")
+	require.EqualValues(t, 5, count(t, b.pool, "SELECT count(*) FROM trace_events WHERE trace_id = $1", db.KillSwitchTraceID),
+		"every request is audited")
+}
+
 // writer is the one transaction that wrote every row query returns (its
 // xmin); it fails when the rows came from several, or there are none. A
 // row River has since worked carries its worker's xmin, so these tests

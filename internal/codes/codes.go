@@ -37,4 +37,10 @@ const (
 	// Reconciling refuses to release a trace whose order may exist at the
 	// venue: the reconcile settles it first.
 	Reconciling = "reconciling"
+	// TraceChanged refuses a release that named a claim (its received_at)
+	// the trace no longer holds: it was released and claimed again since.
+	TraceChanged = "trace_changed"
+	// LedgerChanged refuses a ledger set that named the value it replaces
+	// ("was") when the entry no longer holds it: a fill moved it since.
+	LedgerChanged = "ledger_changed"
 )

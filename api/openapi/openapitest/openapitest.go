@@ -81,7 +81,10 @@ func Check(t testing.TB, r *http.Request, reqBody []byte, status int, header htt
 		t.Fatalf("openapi document: %v", err)
 	}
 	route, params, err := router.FindRoute(r)
-	if err != nil {
+	// A 405 answers a method no operation of its path takes; the document
+	// describes operations, and its router may still match the request to
+	// a longer path (GET /admin/purge to /admin/purge/{job_id}).
+	if err != nil || status == http.StatusMethodNotAllowed {
 		return
 	}
 	check := r.Clone(context.Background())
