@@ -1235,8 +1235,9 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			// At the venue though the entry opened nothing: failed above.
 		case w.cover != nil && w.cover.Opened.IsZero():
 			// The entry only reduced the position on the other side:
-			// hoox records the exit rejected, with why, and sends nothing.
-			if planned && leg.Outcome == "rejected" && leg.Attempts == 0 && leg.Reason != "" {
+			// hoox records the exit rejected, with why, and sends nothing
+			// (or a cancel after the entry dropped it first, seed 191202).
+			if planned && (leg.Outcome == "rejected" && leg.Attempts == 0 && leg.Reason != "" || s.droppedByACancel(w.entry, leg)) {
 				res.Checks[checkExitPlaced]++
 				continue
 			}

@@ -73,6 +73,26 @@ func TestCheckerPassesAReducingEntryWithItsExitsRejected(t *testing.T) {
 	require.Equal(t, map[string]int{checkExitAttributed: 1}, b.judge())
 }
 
+// A reducing entry's exits dropped by a cancel of the symbol under way
+// after the entry (settled not_placed before their first send) pass as a
+// refusal does (seed 191202, signal 957); without such a cancel, not.
+func TestCheckerPassesAReducingEntrysExitsDroppedByACancel(t *testing.T) {
+	t.Parallel()
+	b := setupCheck(t, futuresSignal("sell", "30"), futuresSignal("buy", "12", "take_profit", "stop_loss"),
+		signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: actionCancel, Mode: ModeKey})
+	b.fill(0, "hxs", "1001", 0)
+	b.fill(1, "hxa", "1002", time.Second)
+	b.s.positionBefore["hxa"] = "-30"
+	dropped := hooxLeg{Outcome: "not_placed", Reason: "the cancel signal k:c came before this exit was placed: it stays unplaced"}
+	b.leg("hxa", 1, dropped)
+	b.leg("hxa", 2, dropped)
+	b.s.sigState[2].spans = []span{{Replica: 0, Start: 200 * time.Millisecond, End: 800 * time.Millisecond}}
+	require.Equal(t, map[string]int{checkExitPlaced: 2}, b.judge(), "the only cancel ended before the entry was booked")
+
+	b.s.sigState[2].spans = append(b.s.sigState[2].spans, span{Replica: 1, Start: 1500 * time.Millisecond, End: 2 * time.Second})
+	require.Empty(t, b.judge())
+}
+
 // A buy of 25 against a short of 10 reverses it: its exits cover the long
 // of 15 it opened.
 func TestCheckerPassesAReversalWithExitsForTheOpenedPart(t *testing.T) {

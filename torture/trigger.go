@@ -96,16 +96,21 @@ func (s *sim) judgeCancels(res *Result, resting []venueOrder, hos map[string]hoo
 
 // droppedByACancel reports whether leg l of entry e was settled unplaced
 // by a cancel signal (db.DropUnsentExitLegs, MarkCancelledExitLegs: its
-// reason names the cancel) that could have come after the entry: a send
-// of a cancel on the entry's venue and symbol still unanswered, or
-// answered, after the venue booked the entry.
+// reason names the cancel) or by the leg runner after a cancel or a close
+// that left the position gone marked it (jobs' settleCancelled: "the
+// signal … (a cancel, or a close …)"), where that signal could have come
+// after the entry: a send of a cancel (or, for the leg runner's reason, a
+// close) on the entry's venue and symbol still unanswered, or answered,
+// after the venue booked the entry.
 func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
-	if l.Outcome != "not_placed" || !strings.HasPrefix(l.Reason, "the cancel signal ") {
+	byCancel := strings.HasPrefix(l.Reason, "the cancel signal ")
+	byRunner := strings.HasPrefix(l.Reason, "the signal ") && strings.Contains(l.Reason, "(a cancel, or a close that left the position gone)")
+	if l.Outcome != "not_placed" || !byCancel && !byRunner {
 		return false
 	}
 	for i := range s.plan.signals {
 		sp := &s.plan.signals[i]
-		if !sp.isCancel() || sp.Venue.name != e.Exchange || sp.Symbol != e.Symbol {
+		if !(sp.isCancel() || byRunner && sp.isClose()) || sp.Venue.name != e.Exchange || sp.Symbol != e.Symbol {
 			continue
 		}
 		if slices.ContainsFunc(s.sigState[sp.ID].spans, func(sn span) bool { return sn.End == 0 || sn.End >= e.Booked }) {

@@ -154,6 +154,30 @@ func TestCheckerPassesAnExitDroppedByACancelOnlyAfterOne(t *testing.T) {
 	require.Empty(t, b.judge())
 }
 
+// The leg runner's reason for an exit whose send a cancel or a close
+// marked (it may have been sent, and was not at the venue when its accept
+// window closed) names the signal as "the signal …": it passes after a
+// cancel or a close of the symbol under way after the entry, and only
+// then (seed 191202, signal 174).
+func TestCheckerPassesAnExitTheLegRunnerSettledAfterACancelOrAClose(t *testing.T) {
+	t.Parallel()
+	reason := "the signal k:c (a cancel, or a close that left the position gone) came after this exit may have been sent; " +
+		"it is not at the venue and its accept window has closed: it was never placed, and is not sent again"
+	for name, sig := range map[string]signalPlan{"cancel": cancelSignal(), "close": closeSignal()} {
+		t.Run(name, func(t *testing.T) {
+			b := triggeredLong(t, sig)
+			b.vos = b.vos[:len(b.vos)-1]
+			delete(b.hos, signal.LegClientOrderID("hxa", 2))
+			b.leg("hxa", 2, hooxLeg{Outcome: "not_placed", Attempts: 1, Reason: reason})
+			b.s.sigState[1].spans = []span{{Replica: 0, Start: 200 * time.Millisecond, End: 800 * time.Millisecond}}
+			require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the only %s ended before the entry was booked", name)
+
+			b.s.sigState[1].spans = append(b.s.sigState[1].spans, span{Replica: 1, Start: 1500 * time.Millisecond})
+			require.Empty(t, b.judge())
+		})
+	}
+}
+
 func closeSignal() signalPlan {
 	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: actionClose, Quantity: "11", Mode: ModeKey}
 }
