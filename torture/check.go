@@ -416,9 +416,8 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if done || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
 			break
 		}
-		// A reconcile stuck 'running' on a dead replica will not move
-		// before River's rescuer (an hour): waiting out the bound for it
-		// shows nothing more.
+		// A reconcile stuck 'running' on a dead replica: tolerated, waiting
+		// out the bound for it shows nothing more.
 		if s.tolerates(KnownStuckReconcile) && s.onlyStuck(ctx, unrecorded, unsettled) {
 			break
 		}
