@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -412,8 +413,15 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 				openLegs++
 			}
 		}
-		done := len(unrecorded) == 0 && openLegs == 0 && len(unsettled) == 0 && len(fillsNotRecorded(vos, hos)) == 0
-		if done || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
+		unfilled := fillsNotRecorded(vos, hos)
+		done := len(unrecorded) == 0 && openLegs == 0 && len(unsettled) == 0 && len(unfilled) == 0
+		if done || ctx.Err() != nil {
+			break
+		}
+		// A fill whose follow job a replica killed in the run's last
+		// seconds left running is judged by hoox's own bound for it, which
+		// may end past the recovery bound.
+		if time.Since(quiet) > s.cfg.RecoveryBound && !s.deadFollowsDue(ctx, unfilled) {
 			break
 		}
 		// A reconcile stuck 'running' on a dead replica: tolerated, waiting
@@ -1341,6 +1349,42 @@ FROM river_job WHERE kind = 'follow' AND state = 'running'`)
 		}
 	}
 	return out
+}
+
+// followRescueBound is how long after its attempt began hoox runs again a
+// follow job left 'running' by a replica killed with -9: River's rescuer
+// takes it for dead 75 s after (jobs.Config.rescueStuckAfter at the
+// default HOOX_VENUE_TIMEOUT, which the run keeps), at its next pass
+// (every 30 s), then the job waits about a second for its retry and up to
+// 5 s for River's scheduler; the rest is the look's own time.
+const followRescueBound = 2 * time.Minute
+
+// deadFollowsDue reports whether an order among fills (filled at the
+// venue, not yet recorded filled) has its follow job 'running' on a River
+// client no replica runs, attempted less than followRescueBound ago (by
+// Postgres's clock): hoox's rescue of it is still due.
+func (s *sim) deadFollowsDue(ctx context.Context, fills []venueOrder) bool {
+	if len(fills) == 0 {
+		return false
+	}
+	bound := cmp.Or(s.rescueBound, followRescueBound)
+	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)]
+FROM river_job WHERE kind = 'follow' AND state = 'running' AND attempted_at > now() - $1::bigint * interval '1 millisecond'`,
+		bound.Milliseconds())
+	if err != nil {
+		return false
+	}
+	unfilled := map[string]bool{}
+	for _, o := range fills {
+		unfilled[o.ClientOrderID] = true
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if unfilled[r[0]] && !live[r[1]] {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyStuck reports whether every unrecorded order and every unsettled
