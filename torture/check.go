@@ -37,8 +37,14 @@ type venueOrder struct {
 	// book does not say: other venues, order lists, conditional orders).
 	Executed string
 	// Booked is when the venue booked a Binance order, on the history's
-	// clock (0: unknown). A market order fills as it is booked.
+	// clock (0: unknown). A market order fills as it is booked; for a
+	// limit order that filled it is when it filled (the position replay's
+	// order), and Placed when it was booked.
 	Booked time.Duration
+	// Placed is when the venue took a Binance order, on the history's
+	// clock (0: unknown): a resting order's follow horizon, its trace,
+	// runs from then.
+	Placed time.Duration
 	// Triggered is, for the USDⓈ-M market order a conditional exit
 	// became once the price reached it, the exit's client order ID: hoox
 	// records it under the exit, and it belongs to no signal of its own.
@@ -225,7 +231,7 @@ func (s *sim) binanceOrders() []venueOrder {
 		}
 		vo := venueOrder{Exchange: ex, ClientOrderID: o.ClientOrderID, ExchangeOrderID: fmt.Sprint(o.OrderID), Symbol: o.Symbol,
 			Side: strings.ToLower(o.Side), Quantity: o.Quantity.String(), Status: o.Status, Exit: exit, Executed: o.ExecutedQty.String(),
-			Booked: o.Time.Sub(s.h.start), Triggered: triggered}
+			Booked: o.Time.Sub(s.h.start), Placed: o.Time.Sub(s.h.start), Triggered: triggered}
 		if o.ExecutedQty.IsPositive() {
 			vo.Price = o.CumQuote.Div(o.ExecutedQty)
 		}
@@ -832,9 +838,10 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			continue
 		}
 		if strings.EqualFold(o.Status, "filled") {
-			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Booked) {
+			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Placed) {
 				// Its follow horizon, the trace, was released or purged
-				// while it rested: hoox said it stopped following it.
+				// while it rested (since it was placed, not since it
+				// filled): hoox said it stopped following it.
 				res.Checks[checkFilled]++
 				continue
 			}
