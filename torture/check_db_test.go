@@ -100,13 +100,20 @@ VALUES ('follow', jsonb_build_object('client_order_id', $1::text), 25, 'follow',
 		b.send(i, time.Second, answer{Status: 200, TraceID: trace,
 			Order: &answerOrder{ClientOrderID: cid, Exchange: "paper", Symbol: symbol, Side: "buy", Quantity: sp.Quantity, Status: "open"}})
 	}
+	rescued := make(chan error, 1)
 	rescue := time.AfterFunc(2*time.Second, func() {
-		_, _ = conn.Exec(context.Background(), `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
+		c, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
+		}
+		rescued <- err
 	})
 	defer rescue.Stop()
 
 	res, err := s.check(ctx)
 	require.NoError(t, err)
+	require.NoError(t, <-rescued)
 	require.Len(t, res.Failures, 1, "hxb only: %v", res.Failures)
 	f := res.Failures[0]
 	require.Equal(t, checkFilled, f.Check)
