@@ -175,8 +175,8 @@ LIMIT $2`
 // River's live job states: a reconcile in any of them will still run — but
 // for a `running` one whose attempt began longer ago than $3 ms: its worker
 // is gone (a replica killed with -9 leaves its job `running` until River's
-// rescuer, an hour later, retries it), and the trace must not wait that
-// long. A worker still alive holds the trace's lock, which the sweeper
+// rescuer retries it, at its next pass after jobs' RescueStuckJobsAfter),
+// and the sweeper settles the trace from the venue meanwhile. A worker still alive holds the trace's lock, which the sweeper
 // takes before it decides anything. The traces come from
 // trace_ids_reconciling_idx (reconciling_since is updated_at while a
 // trace is reconciling, null otherwise: migration 00030), not from a scan

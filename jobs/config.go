@@ -159,23 +159,37 @@ func (c Config) Validate() error {
 // database work around them.
 func (c Config) reconcileTimeout() time.Duration { return 2*c.Timing.VenueTimeout + 30*time.Second }
 
+// deadMargin is how long past its Timeout a job may stay `running` before
+// it is taken for dead: River cancels the worker's context at the Timeout,
+// and the margin lets a live worker that was merely slow return and River
+// record its end. A job taken for dead is run again; every kind is safe to
+// run twice at once (a follow and a reconcile work under their row's or
+// trace's lock and record only what changed, a notification is at least
+// once, a sweep overlaps by design), the margin only keeps it rare.
+const deadMargin = 15 * time.Second
+
 // rescueStuckAfter is how long a job may stay `running` before River's
 // rescuer takes its worker for dead and runs it again (River's
-// RescueStuckJobsAfter, an hour by default): the longest any worker's
-// timeout lets a live one run (the purge's), plus a minute for River to
-// record its end. A follow job left `running` by a replica killed with -9
-// blocks its order's follow (the job is unique while live): for an hour,
-// a fill went unrecorded, its sibling exit uncancelled and a spot sale
-// counted in the ledger (the simulator's stuck_follow).
+// RescueStuckJobsAfter, an hour by default): the longest Timeout of the
+// workers that run minutes at most (the follow, the reconcile, the
+// notify, and River's JobTimeout for the sweep), plus deadMargin — 75 s at
+// the defaults. River's rescuer never takes a job before its own worker's
+// Timeout has passed (makeRetryDecision in river's
+// internal/maintenance/job_rescuer.go ignores it until then), so the
+// purge, which may run ten minutes, is taken at its own Timeout, which
+// carries its margin (PurgeWorker.Timeout). A follow job left `running` by
+// a replica killed with -9 blocks its order's follow (the job is unique
+// while live): for an hour, then 11 minutes, a fill went unrecorded, its
+// sibling exit uncancelled and a spot sale counted in the ledger (the
+// simulator's stuck_follow).
 func (c Config) rescueStuckAfter() time.Duration {
-	return max(purgeTimeout, c.reconcileTimeout(), NotifyTimeout, riverJobTimeout) + time.Minute
+	return max(c.reconcileTimeout(), NotifyTimeout, riverJobTimeout) + deadMargin
 }
 
 // riverJobTimeout is River's JobTimeout for the workers without a Timeout
-// of their own (the sweep, the legs), River's default.
+// of their own (the sweep), River's default.
 const riverJobTimeout = time.Minute
 
 // reconcileDeadAfter is how long a reconcile job may stay `running` before
-// the sweeper takes its worker for dead: its timeout, plus a margin for
-// River to record the end of a job that timed out.
-func (c Config) reconcileDeadAfter() time.Duration { return c.reconcileTimeout() + 15*time.Second }
+// the sweeper takes its worker for dead: its timeout, plus deadMargin.
+func (c Config) reconcileDeadAfter() time.Duration { return c.reconcileTimeout() + deadMargin }

@@ -176,13 +176,14 @@ func TestLegsAreNotPlacedUnderTheKillSwitch(t *testing.T) {
 // strategy resends, and execution 1's answer is lost too: k:rescued is
 // reconciling again, its order (under a new client order ID) at the venue,
 // its own reconcile job queued. Then River's rescuer (RescueStuckJobsAfter,
-// an hour) runs execution 0's job again. db.Reconcile locks the trace by
-// its ID only: it sees "reconciling", looks up execution 0's ID (not
-// found, past its window), judges the signal stale by execution 1's age,
-// and commits `failed` onto execution 1's trace, overwriting its
-// client_order_id. Execution 1's own reconcile then finds the trace
-// settled and records nothing: its order at the venue is never recorded,
-// and nothing sweeps an intent left `reconciling` under a failed trace.
+// ten seconds after the sweeper at the defaults) runs execution 0's job
+// again. db.Reconcile locks the trace by its ID only: it sees
+// "reconciling", looks up execution 0's ID (not found, past its window),
+// judges the signal stale by execution 1's age, and commits `failed` onto
+// execution 1's trace, overwriting its client_order_id. Execution 1's own
+// reconcile then finds the trace settled and records nothing: its order at
+// the venue is never recorded, and nothing sweeps an intent left
+// `reconciling` under a failed trace.
 func TestRescuedReconcileDoesNotSettleTheNextExecution(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -65,12 +65,17 @@ func NewPurgeWorker(pool *pgxpool.Pool, params db.PurgeParams, logger *slog.Logg
 }
 
 // Timeout lets a purge run longer than River's default minute: a backlog of
-// millions of rows takes many batches.
-func (w *PurgeWorker) Timeout(*river.Job[PurgeArgs]) time.Duration { return purgeTimeout }
+// millions of rows takes many batches. Work bounds itself to purgeTimeout;
+// River's rescuer, which takes a job for dead only past its worker's
+// Timeout, then gives a purge that was merely slow deadMargin to return
+// before the purge is discarded and the next one may start.
+func (w *PurgeWorker) Timeout(*river.Job[PurgeArgs]) time.Duration { return purgeTimeout + deadMargin }
 
 // Work purges, counts what was removed and records the counts as the job's
 // output.
 func (w *PurgeWorker) Work(ctx context.Context, job *river.Job[PurgeArgs]) error {
+	ctx, cancel := context.WithTimeout(ctx, purgeTimeout)
+	defer cancel()
 	start := time.Now()
 	params := w.params
 	if job.Args.RequestedBy != "" {

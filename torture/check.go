@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,8 +37,14 @@ type venueOrder struct {
 	// book does not say: other venues, order lists, conditional orders).
 	Executed string
 	// Booked is when the venue booked a Binance order, on the history's
-	// clock (0: unknown). A market order fills as it is booked.
+	// clock (0: unknown). A market order fills as it is booked; for a
+	// limit order that filled it is when it filled (the position replay's
+	// order), and Placed when it was booked.
 	Booked time.Duration
+	// Placed is when the venue took a Binance order, on the history's
+	// clock (0: unknown): a resting order's follow horizon, its trace,
+	// runs from then.
+	Placed time.Duration
 	// Triggered is, for the USDⓈ-M market order a conditional exit
 	// became once the price reached it, the exit's client order ID: hoox
 	// records it under the exit, and it belongs to no signal of its own.
@@ -224,7 +231,7 @@ func (s *sim) binanceOrders() []venueOrder {
 		}
 		vo := venueOrder{Exchange: ex, ClientOrderID: o.ClientOrderID, ExchangeOrderID: fmt.Sprint(o.OrderID), Symbol: o.Symbol,
 			Side: strings.ToLower(o.Side), Quantity: o.Quantity.String(), Status: o.Status, Exit: exit, Executed: o.ExecutedQty.String(),
-			Booked: o.Time.Sub(s.h.start), Triggered: triggered}
+			Booked: o.Time.Sub(s.h.start), Placed: o.Time.Sub(s.h.start), Triggered: triggered}
 		if o.ExecutedQty.IsPositive() {
 			vo.Price = o.CumQuote.Div(o.ExecutedQty)
 		}
@@ -412,13 +419,19 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 				openLegs++
 			}
 		}
-		done := len(unrecorded) == 0 && openLegs == 0 && len(unsettled) == 0 && len(fillsNotRecorded(vos, hos)) == 0
-		if done || time.Since(quiet) > s.cfg.RecoveryBound || ctx.Err() != nil {
+		unfilled := fillsNotRecorded(vos, hos)
+		done := len(unrecorded) == 0 && openLegs == 0 && len(unsettled) == 0 && len(unfilled) == 0
+		if done || ctx.Err() != nil {
 			break
 		}
-		// A reconcile stuck 'running' on a dead replica will not move
-		// before River's rescuer (an hour): waiting out the bound for it
-		// shows nothing more.
+		// A fill whose follow job a replica killed in the run's last
+		// seconds left running is judged by hoox's own bound for it, which
+		// may end past the recovery bound.
+		if time.Since(quiet) > s.cfg.RecoveryBound && !s.deadFollowsDue(ctx, unfilled) {
+			break
+		}
+		// A reconcile stuck 'running' on a dead replica: tolerated, waiting
+		// out the bound for it shows nothing more.
 		if s.tolerates(KnownStuckReconcile) && s.onlyStuck(ctx, unrecorded, unsettled) {
 			break
 		}
@@ -825,9 +838,10 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			continue
 		}
 		if strings.EqualFold(o.Status, "filled") {
-			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Booked) {
+			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Placed) {
 				// Its follow horizon, the trace, was released or purged
-				// while it rested: hoox said it stopped following it.
+				// while it rested (since it was placed, not since it
+				// filled): hoox said it stopped following it.
 				res.Checks[checkFilled]++
 				continue
 			}
@@ -1343,6 +1357,42 @@ FROM river_job WHERE kind = 'follow' AND state = 'running'`)
 		}
 	}
 	return out
+}
+
+// followRescueBound is how long after its attempt began hoox runs again a
+// follow job left 'running' by a replica killed with -9: River's rescuer
+// takes it for dead 75 s after (jobs.Config.rescueStuckAfter at the
+// default HOOX_VENUE_TIMEOUT, which the run keeps), at its next pass
+// (every 30 s), then the job waits about a second for its retry and up to
+// 5 s for River's scheduler; the rest is the look's own time.
+const followRescueBound = 2 * time.Minute
+
+// deadFollowsDue reports whether an order among fills (filled at the
+// venue, not yet recorded filled) has its follow job 'running' on a River
+// client no replica runs, attempted less than followRescueBound ago (by
+// Postgres's clock): hoox's rescue of it is still due.
+func (s *sim) deadFollowsDue(ctx context.Context, fills []venueOrder) bool {
+	if len(fills) == 0 {
+		return false
+	}
+	bound := cmp.Or(s.rescueBound, followRescueBound)
+	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)]
+FROM river_job WHERE kind = 'follow' AND state = 'running' AND attempted_at > now() - $1::bigint * interval '1 millisecond'`,
+		bound.Milliseconds())
+	if err != nil {
+		return false
+	}
+	unfilled := map[string]bool{}
+	for _, o := range fills {
+		unfilled[o.ClientOrderID] = true
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if unfilled[r[0]] && !live[r[1]] {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyStuck reports whether every unrecorded order and every unsettled

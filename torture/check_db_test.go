@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,4 +54,71 @@ VALUES ('k:torture-1-0', 'fp', 'live', 'client', 'reconciling', 'binance', 'HXUS
 	require.Equal(t, checkSettled, f.Check)
 	require.Equal(t, 0, f.Signal, "the answer named the trace to signal 0")
 	require.GreaterOrEqual(t, res.Recovery, s.cfg.RecoveryBound, "the checker waited out the bound for the trace to settle")
+}
+
+// A replica killed in the run's last seconds may leave a follow job
+// 'running' whose rescue hoox promises only past the recovery bound (River
+// runs it again 75 s after its attempt began, at its next pass): the
+// checker waits for such a fill up to hoox's own bound, and fails it —
+// labelled stuck_follow, not tolerated — once that bound has passed too.
+// Here order hxa's job is rescued 2 s in (its fill recorded), hxb's never.
+func TestCheckWaitsForAFillWhoseFollowJobADeadReplicaLeftRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(bn.Close)
+	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(by.Close)
+
+	paperBuy := func(qty string) signalPlan {
+		return signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: qty, Mode: ModeKey}
+	}
+	b := setupCheck(t, paperBuy("10"), paperBuy("20"))
+	s := b.s
+	s.dbURL, s.binance, s.bybit = dbURL, bn, by
+	s.cfg.RecoveryBound = time.Second
+	s.rescueBound = 5 * time.Second
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for i, cid := range []string{"hxa", "hxb"} {
+		sp := s.plan.signals[i]
+		trace := "k:torture-1-" + strconv.Itoa(i)
+		_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
+VALUES ($1, $2, $3, 'BUY', 'limit', $4, 'filled', false)`, cid, "p-"+cid, symbol, sp.Quantity)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
+VALUES (gen_random_uuid(), $1, $2, 'paper', $3, 'buy', 'buy', 'limit', $4, 'live', 'open', $5)`, trace, cid, symbol, sp.Quantity, "p-"+cid)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, queue, state, attempt, attempted_at, attempted_by)
+VALUES ('follow', jsonb_build_object('client_order_id', $1::text), 25, 'follow', 'running', 1, now(), ARRAY['dead-replica'])`, cid)
+		require.NoError(t, err)
+		b.send(i, time.Second, answer{Status: 200, TraceID: trace,
+			Order: &answerOrder{ClientOrderID: cid, Exchange: "paper", Symbol: symbol, Side: "buy", Quantity: sp.Quantity, Status: "open"}})
+	}
+	rescued := make(chan error, 1)
+	rescue := time.AfterFunc(2*time.Second, func() {
+		c, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
+		}
+		rescued <- err
+	})
+	defer rescue.Stop()
+
+	res, err := s.check(ctx)
+	require.NoError(t, err)
+	require.NoError(t, <-rescued)
+	require.Len(t, res.Failures, 1, "hxb only: %v", res.Failures)
+	f := res.Failures[0]
+	require.Equal(t, checkFilled, f.Check)
+	require.Equal(t, "hxb", f.ClientOrderID)
+	require.Equal(t, KnownStuckFollow, f.Known)
+	require.False(t, f.Tolerated)
+	require.GreaterOrEqual(t, res.Recovery, s.rescueBound-time.Second, "the checker waited out hoox's bound for hxb")
 }

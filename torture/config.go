@@ -77,15 +77,18 @@ const KnownStuckReconcile = "stuck_reconcile"
 // spell with it; an entry's is never labelled.
 const KnownLegUnderKillSwitch = "leg_under_kill_switch"
 
-// KnownStuckFollow is an open hoox bug the moving price showed: a follow
-// job (jobs.FollowWorker) that was running on a replica killed with -9
-// stays 'running' in River until River's rescuer moves it (an hour by
-// default), and nothing else follows the order meanwhile (the job is
+// KnownStuckFollow was a hoox bug the moving price showed, fixed in the
+// nineteenth round (docs/DECISIONS.md, fix-stuckfollow): a follow job
+// (jobs.FollowWorker) that was running on a replica killed with -9 stayed
+// 'running' in River until River's rescuer moved it (an hour, then 11
+// minutes), and nothing else follows the order meanwhile (the job is
 // unique by client order ID in every live state, so no path queues
 // another): an exit the price triggered, or any open order that filled,
-// stays recorded open that long. The checker labels a fill hoox has not
-// recorded with it when the order's follow job is 'running' on a River
-// client no replica runs any more.
+// stayed recorded open that long. River's rescuer now takes such a job 75 s
+// after its attempt began, at its next pass (every 30 s). The checker
+// still labels a fill hoox has not recorded with it when the order's follow
+// job is 'running' on a River client no replica runs any more: a kill in
+// the run's last seconds may leave it so past a tight recovery bound.
 const KnownStuckFollow = "stuck_follow"
 
 // KnownIssues lists the names Config.Tolerate accepts.

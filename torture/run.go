@@ -84,6 +84,9 @@ type sim struct {
 	skewUsed   map[int]int
 	// waited is how long the checker waited for recovery.
 	waited time.Duration
+	// rescueBound replaces followRescueBound when set (the checker's
+	// tests).
+	rescueBound time.Duration
 	// prices is HXUSDT's last price at the Binance fake as the run moved
 	// it, oldest first; 1 before the first move.
 	prices []pricePoint

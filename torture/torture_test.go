@@ -39,9 +39,6 @@ func TestTorture(t *testing.T) {
 	cfg.Seed, cfg.Duration, cfg.Binary = *seed, *duration, bin
 	cfg.Rate, cfg.TimeScale, cfg.RecoveryBound = 2, 0.5, 45*time.Second
 	cfg.Faults = torture.AllFaults()
-	// An open hoox bug any kill can strike (docs/TORTURE.md, "Known
-	// bugs"): reported as known, not failing the CI seed, until fixed.
-	cfg.Tolerate = []string{torture.KnownStuckFollow}
 	cfg.Out = testWriter{t}
 	cfg.Replay = "go test ./torture -run TestTorture -count=1 -v -args -torture.seed=" + uintText(*seed) + " -torture.duration=" + duration.String()
 	res, err := torture.Run(context.Background(), cfg)

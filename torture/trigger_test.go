@@ -271,7 +271,7 @@ func TestCheckerExcusesAnUnrecordedLimitFillOnlyAfterItsTraceWasFreed(t *testing
 	b := setupCheck(t, sp)
 	b.send(0, 500*time.Millisecond, placed("hxa"))
 	b.order(0, "hxa", "1", true)
-	b.vos[0].Booked, b.vos[0].Limit = time.Second, true
+	b.vos[0].Placed, b.vos[0].Booked, b.vos[0].Limit = time.Second, 9*time.Second, true // filled at 9 s
 	h := b.hos["hxa"]
 	h.Status, h.Unfollowed = "open", true
 	b.hos["hxa"] = h
@@ -280,6 +280,7 @@ func TestCheckerExcusesAnUnrecordedLimitFillOnlyAfterItsTraceWasFreed(t *testing
 	b.s.releases[0] = []time.Duration{800 * time.Millisecond}
 	require.Equal(t, map[string]int{checkFilled: 1}, b.judge(), "released before the order was booked")
 
+	// Released after it was placed, before it filled (seed 12: a purge).
 	b.s.releases[0] = append(b.s.releases[0], 7*time.Second)
 	require.Empty(t, b.judge())
 }
