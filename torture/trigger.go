@@ -2,6 +2,7 @@ package torture
 
 import (
 	"fmt"
+	"github.com/hoox/hoox/signal"
 	"slices"
 	"strings"
 	"time"
@@ -115,6 +116,30 @@ func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 		}
 		if slices.ContainsFunc(s.sigState[sp.ID].spans, func(sn span) bool { return sn.End == 0 || sn.End >= e.Booked }) {
 			return true
+		}
+	}
+	return false
+}
+
+// droppedAfterASibling reports whether leg l of entry e was settled
+// unplaced because another exit of e executed first (jobs' leg runner:
+// "exit X filled first: the position it protected is closed"), and the
+// venue did execute that sibling X (a price move triggered it): the
+// position the exit was to protect is gone, so it must not be placed.
+func (s *sim) droppedAfterASibling(e venueOrder, l hooxLeg) bool {
+	const prefix, suffix = "exit ", " filled first: the position it protected is closed"
+	if l.Outcome != "not_placed" || !strings.HasPrefix(l.Reason, prefix) || !strings.HasSuffix(l.Reason, suffix) {
+		return false
+	}
+	sibling := strings.TrimSuffix(strings.TrimPrefix(l.Reason, prefix), suffix)
+	sig, ok := s.byQuantity[e.Exchange+"|"+e.Quantity]
+	if !ok {
+		return false
+	}
+	for n := range s.plan.signals[sig].exitLegs() {
+		if signal.LegClientOrderID(e.ClientOrderID, n+1) == sibling {
+			_, fired := s.triggered[sibling]
+			return fired
 		}
 	}
 	return false

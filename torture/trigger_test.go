@@ -178,6 +178,22 @@ func TestCheckerPassesAnExitTheLegRunnerSettledAfterACancelOrAClose(t *testing.T
 	}
 }
 
+// An exit settled not_placed because its sibling filled first passes
+// only when the venue did execute that sibling (seed 12, signal 234).
+func TestCheckerPassesAnExitDroppedAfterItsSiblingExecuted(t *testing.T) {
+	t.Parallel()
+	b := triggeredLong(t)
+	b.vos = b.vos[:len(b.vos)-1]
+	delete(b.hos, signal.LegClientOrderID("hxa", 2))
+	b.leg("hxa", 2, hooxLeg{Outcome: "not_placed", Attempts: 1,
+		Reason: "exit " + signal.LegClientOrderID("hxa", 1) + " filled first: the position it protected is closed"})
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the take-profit never executed")
+
+	b.fire("hxa", 1, "4", 3*time.Second)
+	b.recordFilled("hxa", 1)
+	require.Empty(t, b.judge())
+}
+
 func closeSignal() signalPlan {
 	return signalPlan{Venue: venue{"binance-futures", "binance"}, Symbol: symbol, Side: actionClose, Quantity: "11", Mode: ModeKey}
 }
