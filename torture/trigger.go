@@ -2,12 +2,13 @@ package torture
 
 import (
 	"fmt"
-	"github.com/hoox/hoox/signal"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/hoox/hoox/signal"
 )
 
 // The run moves HXUSDT's price (opPriceMove), so the exits it reaches
