@@ -223,6 +223,7 @@ type Server struct {
 	lookupLag    time.Duration
 	nextLag      *time.Duration
 	faults       []Fault
+	algoFaults   []Fault
 	requests     map[string]int
 	log          []Request
 	weightMinute int64
