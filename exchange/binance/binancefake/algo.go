@@ -166,7 +166,7 @@ func (s *Server) bookAlgo(w http.ResponseWriter, p url.Values, sym Symbol, a *Al
 			return
 		}
 	}
-	if s.algoCapRefused(w, MarketFutures, sym, 1) {
+	if s.algoCapRefused(w, MarketFutures, sym, 1) || s.accountAlgoCapRefused(w) {
 		return
 	}
 	s.nextID++
