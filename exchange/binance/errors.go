@@ -63,7 +63,8 @@ var errorClasses = map[int]Class{
 	-4005: ClassFilter,      // futures: quantity greater than max quantity
 	-4013: ClassFilter,      // futures: price less than min price
 	-4014: ClassFilter,      // futures: price not increased by tick size
-	-4016: ClassFilter,      // futures: limit price too high
+	-4016: ClassFilter,      // futures PRICE_HIGHTER_THAN_MULTIPLIER_UP: a BUY above PERCENT_PRICE's cap
+	-4024: ClassFilter,      // futures PRICE_LOWER_THAN_MULTIPLIER_DOWN: a SELL below PERCENT_PRICE's floor
 	-4023: ClassFilter,      // futures: quantity not increased by step size
 	-4164: ClassFilter,      // futures: notional below MIN_NOTIONAL
 	-1014: ClassRejected,    // UNKNOWN_ORDER_COMPOSITION: unsupported order combination
