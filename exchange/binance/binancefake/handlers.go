@@ -609,6 +609,13 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 				if f.Kind == FaultBan {
 					status = http.StatusTeapot
 				}
+				if f.Kind == FaultBan && f.BanMessage {
+					s.mu.Lock()
+					until := s.now().Add(f.RetryAfter).UnixMilli()
+					s.mu.Unlock()
+					writeErr(w, status, -1003, fmt.Sprintf("Way too many requests; IP banned until %d. Please use the websocket for live updates to avoid bans.", until))
+					return
+				}
 				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
 				writeErr(w, status, -1003, "Too much request weight used; current limit is 6000 request weight per 1 MINUTE. Please use WebSocket Streams for live updates to avoid polling the API.")
 				return
