@@ -199,3 +199,27 @@ func TestResendAfterACrashDoesNotCountTheCapAgain(t *testing.T) {
 	require.Equal(t, 2, count(t, pool, `SELECT count(*) FROM orders WHERE trace_id = 'k:cap-crash' AND role <> 'primary' AND status = 'rejected'`),
 		"the exits met the full cap")
 }
+
+// Binance USDⓈ-M no longer publishes MAX_NUM_ALGO_ORDERS per symbol: its
+// conditional orders are capped at 200 across all symbols (derivatives
+// change log, 2025-12-29), refused past it with -4045. An entry whose
+// stop-loss would not fit under that account-wide cap is refused before
+// anything is sent (422), rather than opening a long whose stop-loss
+// Binance then refuses.
+func TestBinanceFuturesEntryIsRefusedWhenTheAccountsConditionalOrderLimitIsReached(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	// A trader's stops on another symbol take every place the account has.
+	b.binance.FillAccountAlgoCap("BTCUSDT")
+	require.Len(t, b.binance.AlgoOrders(), binancefake.AccountAlgoOrderLimit)
+
+	_, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2700","trace_id":"acct-cap-2"}`))
+	var ge *gateway.Error
+	require.ErrorAs(t, err, &ge, "the ETHUSDT long must not be opened when Binance will refuse its stop-loss")
+	require.Equal(t, codes.OrderRejected, ge.Code)
+	require.Contains(t, ge.Detail, "allows 200 open stop/take-profit orders on all symbols and 200 are open")
+	require.True(t, b.binance.Position("ETHUSDT").IsZero(), "no ETHUSDT position opened without its stop-loss")
+	require.Len(t, b.binance.AlgoOrders(), binancefake.AccountAlgoOrderLimit)
+}

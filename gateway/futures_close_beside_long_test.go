@@ -26,8 +26,10 @@ import (
 // holdEntryAcrossClose orders a race of two signals of one symbol: once
 // armed, the next BUY market order (a long's entry, its claim already
 // begun) is held until a SELL order (the close) has been answered; the
-// close's own look at the exits (GET /fapi/v1/openAlgoOrders) is held
-// until entryDone is closed (the long answered, its exits placed).
+// close's own look at the exits (GET /fapi/v1/openAlgoOrders?symbol=) is
+// held until entryDone is closed (the long answered, its exits placed);
+// the long's count of the account's algo orders before its intent (the
+// same path without a symbol) is not.
 type holdEntryAcrossClose struct {
 	armed       *atomic.Bool
 	entrySent   chan struct{}
@@ -57,7 +59,7 @@ func (h holdEntryAcrossClose) RoundTrip(r *http.Request) (*http.Response, error)
 		h.filledOnce.Do(func() { close(h.closeFilled) })
 		return resp, err
 	}
-	if h.armed.Load() && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/openAlgoOrders") {
+	if h.armed.Load() && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/openAlgoOrders") && r.URL.Query().Get("symbol") != "" {
 		select {
 		case <-h.entryDone:
 		case <-time.After(8 * time.Second):

@@ -231,8 +231,8 @@ func (e entryBesideClose) RoundTrip(r *http.Request) (*http.Response, error) {
 // its order unknown). The close sells the old 1 and leaves the new long
 // open. The new long's stop-loss is not the closed position's: it is not
 // marked ended by the close, and the leg runner sends it again once its
-// accept window has passed — the new long keeps the protection it asked
-// for.
+// accept window has passed, on a venue that proves a missing exit absent
+// — the new long keeps the protection it asked for.
 func TestFuturesWholeCloseLeavesTheUnknownStopLossOfALongBesideItToBeSent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -275,7 +275,12 @@ func TestFuturesWholeCloseLeavesTheUnknownStopLossOfALongBesideItToBeSent(t *tes
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE orders SET updated_at = updated_at - interval '1 minute' WHERE client_order_id = $1`, beside.Order.ClientOrderID)
 	require.NoError(t, err)
-	_, err = jobs.NewLegRunner(pool, nil, jobs.Config{}, reg, nil, nil).Finish(ctx, lockKey, beside.Order.ClientOrderID)
+	// Binance proves no algo order absent (Venue.RefusesLateRequest), so
+	// the runner would fail the lost stop-loss for an operator rather than
+	// send it again; a venue that would resend it (refusesLateExits) shows
+	// what this test is about: nothing stops the resend.
+	resending := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: refusesLateExits{venue}})
+	_, err = jobs.NewLegRunner(pool, nil, jobs.Config{}, resending, nil, nil).Finish(ctx, lockKey, beside.Order.ClientOrderID)
 	require.NoError(t, err)
 	status := map[string]string{}
 	for _, a := range fake.AlgoOrders() {
@@ -284,3 +289,12 @@ func TestFuturesWholeCloseLeavesTheUnknownStopLossOfALongBesideItToBeSent(t *tes
 	require.Equal(t, "NEW", status[slID], "the new long's stop-loss, sent again, protects it")
 	require.Equal(t, "CANCELED", status[old.Legs[0].ClientOrderID], "the closed long's take-profit is cancelled")
 }
+
+// refusesLateExits is a Binance USDⓈ-M venue taken to refuse a late algo
+// order as its matching engine refuses a late plain order (-5028), so an
+// exit missing past its accept window is sent again under its ID. Binance
+// documents no such refusal for its Algo Order API
+// (binance.Venue.RefusesLateRequest).
+type refusesLateExits struct{ *binance.Venue }
+
+func (refusesLateExits) RefusesLateRequest(exchange.Order) bool { return true }

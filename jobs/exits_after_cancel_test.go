@@ -22,11 +22,12 @@ import (
 // reduce-only take-profit resting after the trader's cancel, on a position
 // the trader now manages without it. The cancel now marks such a leg
 // (db.MarkCancelledExitLegs): the sweeper never opens it again, and
-// settles it not_placed once Binance USDⓈ-M proves it absent.
+// settles it not_placed once the venue proves it absent (refusesLateExits:
+// Binance USDⓈ-M proves no algo order absent).
 func TestReopenedExitIsNotPlacedAfterACancel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "exits-reopened-after-cancel")
+	b, f, fb, _, out := filledFuturesEntryWithExits(t, "exits-reopened-after-cancel")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -59,7 +60,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.NoError(t, err)
 	unknown, err := db.ListUnknownLegs(ctx, b.pool, time.Minute, 10)
 	require.NoError(t, err)
-	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, venues, nil, nil)
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, resendingExitVenues(t, f), nil, nil)
 	for _, l := range unknown {
 		_, err := runner.AskUnknown(ctx, l)
 		require.NoError(t, err)

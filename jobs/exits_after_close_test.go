@@ -115,8 +115,9 @@ func (v losePlacing) Place(ctx context.Context, o exchange.Order) (exchange.Repo
 // A limit long of 1 ETHUSDT with a take-profit and a stop-loss fills at
 // Binance USDⓈ-M. The take-profit's send gets no answer (it never reached
 // Binance), so the leg is armed, Sends = 1. Before the sweeper's pass the
-// strategy closes the long. Past the accept window Binance USDⓈ-M proves
-// the take-profit absent (RefusesLateRequests): the pass would send it
+// strategy closes the long. Past the accept window a venue that proves
+// the take-profit absent (refusesLateExits; Binance USDⓈ-M does not for
+// its algo orders) would send it
 // again — a fresh placement, nothing can match it any more. The resend
 // reads the position as a first send does (resolveExit, heldExit) and
 // records the exit rejected: a reduce-only SELL TAKE_PROFIT_MARKET for 1
@@ -125,7 +126,7 @@ func (v losePlacing) Place(ctx context.Context, o exchange.Order) (exchange.Repo
 func TestResentExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, _, venues, out := filledFuturesEntryWithExits(t, "exits-resent-after-close")
+	b, f, _, _, out := filledFuturesEntryWithExits(t, "exits-resent-after-close")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -151,7 +152,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE orders SET updated_at = now() - interval '10 minutes' WHERE client_order_id = $1`, entry)
 	require.NoError(t, err)
-	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil).Finish(ctx, lockKey, entry)
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, resendingExitVenues(t, f), nil, nil).Finish(ctx, lockKey, entry)
 	require.NoError(t, err)
 	for _, a := range f.AlgoOrders() {
 		require.Falsef(t, a.Status == "NEW", "a reduce-only %s %s of %s (%s) rests at Binance on the flat ETHUSDT position: the resent exit skipped the position read",
@@ -182,7 +183,7 @@ func (v lookupDown) Lookup(context.Context, exchange.Order) (exchange.Report, er
 func TestReopenedExitIsNotPlacedAfterThePositionWasClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, _, venues, out := filledFuturesEntryWithExits(t, "exits-reopened-after-close")
+	b, f, _, _, out := filledFuturesEntryWithExits(t, "exits-reopened-after-close")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -219,7 +220,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.NoError(t, err)
 	unknown, err := db.ListUnknownLegs(ctx, b.pool, time.Minute, 10)
 	require.NoError(t, err)
-	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, venues, nil, nil)
+	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{SweepGiveUp: time.Hour}, resendingExitVenues(t, f), nil, nil)
 	for _, l := range unknown {
 		_, err := runner.AskUnknown(ctx, l)
 		require.NoError(t, err)

@@ -41,7 +41,7 @@ func (v ambiguousPlacing) Place(ctx context.Context, o exchange.Order) (exchange
 func TestCappedExitIsResentUncapped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, f, fb, venues, out := filledFuturesEntryWithExits(t, "rr3-capped-resend")
+	b, f, fb, _, out := filledFuturesEntryWithExits(t, "rr3-capped-resend")
 	entry := out.Order.ClientOrderID
 	var lockKey, tp string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
@@ -71,7 +71,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	// again under the same ID.
 	_, err = b.pool.Exec(ctx, `UPDATE order_legs SET sent_at = now() - interval '1 hour' WHERE client_order_id = $1`, tp)
 	require.NoError(t, err)
-	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil).Finish(ctx, lockKey, entry)
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, resendingExitVenues(t, f), nil, nil).Finish(ctx, lockKey, entry)
 	t.Logf("second pass: %v", err)
 	found := false
 	for _, a := range f.AlgoOrders() {

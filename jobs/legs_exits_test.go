@@ -131,6 +131,26 @@ func (v failPlacing) Place(ctx context.Context, o exchange.Order) (exchange.Repo
 	return v.Venue.Place(ctx, o)
 }
 
+// refusesLateExits is a Binance USDⓈ-M venue taken to refuse a late algo
+// order as its matching engine refuses a late plain order (-5028), so
+// that an exit missing past its accept window is proven absent and sent
+// again under its ID. Binance documents no such refusal for the Algo
+// Order API (binance.Venue.RefusesLateRequest), so the real adapter's
+// missing exits are never sent again; the tests of the leg runner's
+// resend guards (the position read, the cap) run on this venue, which
+// would resend them.
+type refusesLateExits struct{ *binance.Venue }
+
+func (refusesLateExits) RefusesLateRequest(exchange.Order) bool { return true }
+
+// resendingExitVenues is fake f's USDⓈ-M market as refusesLateExits.
+func resendingExitVenues(t *testing.T, f *binancefake.Server) *exchange.Registry {
+	t.Helper()
+	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: f.APIKey(), APISecret: f.APISecret(), BaseURL: f.URL})
+	require.NoError(t, err)
+	return exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": refusesLateExits{v}})
+}
+
 // filledFuturesEntryWithExits places a limit long of 1 ETHUSDT with a
 // take-profit and a stop-loss on the Binance USDⓈ-M fake under traceID,
 // fills it at the venue and records the fill, which plans its exits

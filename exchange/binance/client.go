@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -188,8 +189,34 @@ func (v *Venue) rateLimited(ctx context.Context, req request, resp *http.Respons
 	if json.Unmarshal(raw, &b) == nil && b.Code != 0 {
 		apiErr.Code, apiErr.Msg = b.Code, venuekit.Redact(b.Msg, secrets...)
 	}
+	if until, ok := v.bannedUntil(b.Msg); ok && resp.Header.Get("Retry-After") == "" && until > wait {
+		wait = until
+	}
 	v.pause(ctx, wait, apiErr.Msg)
 	return fmt.Errorf("binance: %s %s: retry after %s: %w", req.method, req.path, wait, apiErr)
+}
+
+// banRE finds the end of an IP ban in -1003's message, "Way too many
+// requests; IP banned until %s." (USDⓈ-M error-code.md, -1003
+// TOO_MANY_REQUESTS): Binance's time in milliseconds.
+var banRE = regexp.MustCompile(`banned until ([0-9]{10,})`)
+
+// bannedUntil is how long from now the ban msg names lasts, read on
+// Binance's clock (its measured offset); ok is false when msg names none
+// or it has ended. USDⓈ-M's general-info ("LIMITS") documents no
+// Retry-After for a 418, and a client that does not back off has its ban
+// extended, "from 2 minutes to 3 days".
+func (v *Venue) bannedUntil(msg string) (time.Duration, bool) {
+	m := banRE.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	left := time.UnixMilli(ms).Sub(v.clock.At(v.cfg.Now()))
+	return left, left > 0
 }
 
 // pause stops every request until wait from now.

@@ -63,7 +63,8 @@ var errorClasses = map[int]Class{
 	-4005: ClassFilter,      // futures: quantity greater than max quantity
 	-4013: ClassFilter,      // futures: price less than min price
 	-4014: ClassFilter,      // futures: price not increased by tick size
-	-4016: ClassFilter,      // futures: limit price too high
+	-4016: ClassFilter,      // futures PRICE_HIGHTER_THAN_MULTIPLIER_UP: a BUY above PERCENT_PRICE's cap
+	-4024: ClassFilter,      // futures PRICE_LOWER_THAN_MULTIPLIER_DOWN: a SELL below PERCENT_PRICE's floor
 	-4023: ClassFilter,      // futures: quantity not increased by step size
 	-4164: ClassFilter,      // futures: notional below MIN_NOTIONAL
 	-1014: ClassRejected,    // UNKNOWN_ORDER_COMPOSITION: unsupported order combination
@@ -102,6 +103,14 @@ var errorClasses = map[int]Class{
 	-4062: ClassRejected,    // futures REDUCE_ONLY_CONFLICT
 	-4087: ClassCredentials, // futures REDUCE_ONLY_ORDER_PERMISSION: the account may only reduce
 	-4088: ClassCredentials, // futures NO_PLACE_ORDER_PERMISSION: the account may not place orders now
+	-4118: ClassRejected,    // futures REDUCE_ONLY_MARGIN_CHECK_FAILED: a same-side open order would flip the position
+	-4131: ClassRejected,    // futures MARKET_ORDER_REJECT: best price outside PERCENT_PRICE
+	-4140: ClassRejected,    // futures INVALID_OPENING_POSITION_STATUS: the symbol takes no opening order now
+	-4189: ClassRejected,    // futures ACCOUNT_REDUCE_ONLY: reduce-only orders only on the symbol
+	-4192: ClassCredentials, // futures COOLING_OFF_PERIOD: the account may not trade now
+	-4400: ClassRejected,    // futures TRADING_QUANTITATIVE_RULE: reduce-only orders only, for now
+	-4401: ClassRejected,    // futures LARGE_POSITION_SYM_RULE: reduce-only orders only
+	-4402: ClassRejected,    // futures COMPLIANCE_BLACK_SYMBOL_RESTRICTION: not available in the region
 	-4105: ClassRejected,    // futures: symbol under risk control, reduce-only orders only
 	-4106: ClassRejected,    // futures: symbol under risk control, buys reduce-only only
 	-4107: ClassRejected,    // futures: symbol under risk control, sells reduce-only only

@@ -19,6 +19,18 @@ const filterMaxAlgoOrders = "MAX_NUM_ALGO_ORDERS"
 // of the account on a symbol (filters.md, "MAX_NUM_ORDERS").
 const filterMaxOrders = "MAX_NUM_ORDERS"
 
+// AccountAlgoOrderLimit is how many conditional (algo) orders a USDⓈ-M
+// account may hold open across all symbols, since Binance stopped
+// publishing MAX_NUM_ALGO_ORDERS per symbol: "The parameter "filterType":
+// "MAX_NUM_ALGO_ORDERS" has been removed from the endpoint GET
+// /fapi/v1/exchangeInfo. The condtional order limits is 200 across all
+// symbols." (derivatives change-log.md, 2025-12-29). Past it an exit is
+// refused -4045, after its entry filled.
+const AccountAlgoOrderLimit = 200
+
+// accountAlgoLimit names AccountAlgoOrderLimit in a refusal.
+const accountAlgoLimit = "Binance USDⓈ-M's conditional order limit"
+
 // countedAlgo is what MAX_NUM_ALGO_ORDERS counts, in the refusal's words.
 const countedAlgo = "stop/take-profit orders"
 
@@ -36,7 +48,10 @@ var spotAlgoTypes = map[string]bool{"STOP_LOSS": true, "STOP_LOSS_LIMIT": true, 
 //     trade/rest-api/Current-All-Algo-Open-Orders.md); every algo order
 //     counts (common-definition.md, "MAX_NUM_ALGO_ORDERS": STOP,
 //     STOP_MARKET, TAKE_PROFIT, TAKE_PROFIT_MARKET, TRAILING_STOP_MARKET),
-//     hoox's or not. Each exit is one algo order.
+//     hoox's or not. Each exit is one algo order. Binance no longer
+//     publishes the filter (change-log.md 2025-12-29): without it, every
+//     symbol's open algo orders are counted against the account's limit,
+//     AccountAlgoOrderLimit (weight 40 without a symbol).
 //   - Spot: GET /api/v3/openOrders?symbol= (weight 6, rest-api.md
 //     "Current open orders", which lists the orders of open lists too),
 //     counting the types filters.md names for the algo cap and every
@@ -67,21 +82,27 @@ func (v *Venue) ExitCaps(ctx context.Context, o exchange.Order) ([]exchange.Exit
 	return v.spotExitCaps(ctx, o, symbol, f)
 }
 
-// futuresExitCaps counts the symbol's open algo orders against
-// MAX_NUM_ALGO_ORDERS: each exit is one algo order.
+// futuresExitCaps counts the open algo orders against the cap: the
+// symbol's MAX_NUM_ALGO_ORDERS where exchangeInfo still publishes one,
+// else the account's limit across all symbols (AccountAlgoOrderLimit),
+// counted with GET /fapi/v1/openAlgoOrders without a symbol (weight 40,
+// Current-All-Algo-Open-Orders.md). Each exit is one algo order.
 func (v *Venue) futuresExitCaps(ctx context.Context, o exchange.Order, symbol string, f Filters) ([]exchange.ExitCap, error) {
-	if f.MaxNumAlgoOrders <= 0 {
-		return nil, nil
+	c := exchange.ExitCap{Filter: filterMaxAlgoOrders, Counted: countedAlgo, Symbol: symbol, Limit: f.MaxNumAlgoOrders, Adds: len(o.Attachments())}
+	p, weight := params{}.add("symbol", symbol), 1
+	if c.Limit <= 0 {
+		c.Filter, c.Symbol, c.Limit = accountAlgoLimit, "all symbols", AccountAlgoOrderLimit
+		p, weight = params{}, 40
 	}
 	var open []struct {
 		AlgoID int64 `json:"algoId"`
 	}
-	req := request{method: http.MethodGet, path: v.prefix + "/openAlgoOrders", params: params{}.add("symbol", symbol), signed: true, weight: 1}
+	req := request{method: http.MethodGet, path: v.prefix + "/openAlgoOrders", params: p, signed: true, weight: weight}
 	if err := v.do(ctx, req, &open); err != nil {
-		return nil, fmt.Errorf("binance: open algo orders on %s: %w", symbol, err)
+		return nil, fmt.Errorf("binance: open algo orders on %s: %w", c.Symbol, err)
 	}
-	return []exchange.ExitCap{{Filter: filterMaxAlgoOrders, Counted: countedAlgo, Symbol: symbol, Limit: f.MaxNumAlgoOrders,
-		Open: len(open), Adds: len(o.Attachments())}}, nil
+	c.Open = len(open)
+	return []exchange.ExitCap{c}, nil
 }
 
 // spotExitCaps reads the symbol's open orders once and counts them

@@ -24,8 +24,10 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 	uncapped := setup(t, binance.MarketFutures)
 	caps, err := uncapped.venue.ExitCaps(ctx, entry)
 	require.NoError(t, err)
-	require.Empty(t, caps, "no MAX_NUM_ALGO_ORDERS published: no cap, nothing read")
-	require.Zero(t, uncapped.fake.Requests("/fapi/v1/openAlgoOrders"))
+	require.Equal(t, []exchange.ExitCap{{Filter: "Binance USDⓈ-M's conditional order limit", Counted: "stop/take-profit orders", Symbol: "all symbols",
+		Limit: binance.AccountAlgoOrderLimit, Open: 0, Adds: 2}}, caps,
+		"no MAX_NUM_ALGO_ORDERS published (Binance removed it, change-log.md 2025-12-29): the account's limit across all symbols")
+	require.Equal(t, 1, uncapped.fake.Requests("/fapi/v1/openAlgoOrders"))
 	bad := entry
 	bad.Symbol = "NOPEUSDT"
 	caps, err = uncapped.venue.ExitCaps(ctx, bad)

@@ -431,3 +431,30 @@ func TestServerErrorCarryingBadSymbolIsNotNotFound(t *testing.T) {
 		require.ErrorContains(t, err, "-1121")
 	})
 }
+
+// TestBanWithoutRetryAfterPausesUntilTheBanEnds: USDⓈ-M documents a ban
+// by its message, -1003 "Way too many requests; IP banned until %s."
+// (error-code.md), not by a Retry-After header (general-info.md "LIMITS"
+// promises none), and bans "scale in duration for repeat offenders, from
+// 2 minutes to 3 days" for "failing to back off". The venue sends
+// nothing until the time the message names, not for one second only.
+func TestBanWithoutRetryAfterPausesUntilTheBanEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, binance.MarketFutures)
+	ctx := context.Background()
+	b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultBan, BanMessage: true, RetryAfter: 2 * time.Minute})
+	o := marketOrder("buy", "0.01")
+	_, err := b.venue.Place(ctx, o)
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	sent := b.fake.Requests(b.path)
+
+	b.clock.Advance(time.Minute)
+	_, err = b.venue.Place(ctx, o)
+	require.ErrorIs(t, err, exchange.ErrUnreachable)
+	require.Equal(t, sent, b.fake.Requests(b.path), "nothing sent to Binance while the IP is banned")
+
+	b.clock.Advance(61 * time.Second)
+	r, err := b.venue.Place(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, exchange.StatusFilled, r.Status)
+}

@@ -2,6 +2,7 @@ package binance_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -158,6 +159,47 @@ func TestRefusedByVenue(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, exchange.StatusRejected, r.Status)
 			require.Equal(t, binance.ReasonClientOrderID, r.Reason)
+		})
+	}
+}
+
+// TestFuturesDocumentedRefusalsAreNotReconciled: USDⓈ-M refusals its
+// error-code.md documents, each answered in a 400 before anything is
+// booked, are refused for good (a rejected Report with Binance's words,
+// 422) or, for the account's own state, nothing sent (503): never an
+// unknown outcome, which answered 202, reconciled an order that does not
+// exist and ended the trace failed as a missed trade.
+func TestFuturesDocumentedRefusalsAreNotReconciled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		code    int
+		msg     string
+		refused bool
+	}{
+		{-4131, "The counterparty's best price does not meet the PERCENT_PRICE filter limit", true},
+		{-4118, "ReduceOnly Order Failed. Please check your existing position and open orders", true},
+		{-4140, "Invalid symbol status for opening position", true},
+		{-4189, "Restricted account permission: can only place reduceOnly order on the symbol.", true},
+		{-4400, "Futures Trading Quantitative Rules violated, only reduceOnly order is allowed, please try again later.", true},
+		{-4401, "Futures Trading Risk Control Rules of large position holding violated, only reduceOnly order is allowed, please reduce the position. .", true},
+		{-4402, "Dear user, as per our Terms of Use and compliance with local regulations, this feature is currently not available in your region.", true},
+		{-4192, "Trade forbidden due to Cooling-off Period.", false},
+	} {
+		t.Run(strconv.Itoa(c.code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, binance.MarketFutures)
+			b.fake.Inject(binancefake.Fault{Kind: binancefake.FaultRefuse, Code: c.code, Msg: c.msg})
+			r, err := b.venue.Place(ctx, marketOrder("buy", "0.01"))
+			require.NotErrorIs(t, err, exchange.ErrUnknownOutcome, "Binance documents %d as a refusal", c.code)
+			if c.refused {
+				require.NoError(t, err)
+				require.Equal(t, exchange.StatusRejected, r.Status)
+				require.Equal(t, c.msg, r.Reason)
+			} else {
+				require.ErrorIs(t, err, exchange.ErrUnreachable)
+			}
+			require.Empty(t, b.fake.Orders())
 		})
 	}
 }

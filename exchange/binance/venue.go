@@ -118,6 +118,20 @@ func (v *Venue) AcceptWindow() time.Duration {
 // again (see exchange.LateRefuser).
 func (v *Venue) RefusesLateRequests() bool { return v.futures() }
 
+var _ exchange.OrderLateRefuser = (*Venue)(nil)
+
+// RefusesLateRequest narrows RefusesLateRequests per order: on USDⓈ-M only
+// an order sent to the plain order endpoint is refused late. The matching
+// engine's recvWindow check (-5028) covers the endpoints the derivatives
+// change log lists for it (change-log.md, 2023-04-17, USDⓈ-M: POST/PUT
+// /fapi/v1/order, POST/PUT /fapi/v1/batchOrders); an exit goes to POST
+// /fapi/v1/algoOrder (placeAlgo), which is not among them, and rests in
+// the Algo Service, off the matching engine, until it triggers (change
+// log 2025-11-06). Nothing in the docs refuses a late algo order, so one
+// that went missing may still be booked: "not found" proves nothing, as
+// on spot and for OKX's algo orders.
+func (v *Venue) RefusesLateRequest(o exchange.Order) bool { return v.futures() && o.Exit == "" }
+
 // outgoing is an order as it goes on the wire, after rounding.
 type outgoing struct {
 	symbol     string

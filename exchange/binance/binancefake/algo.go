@@ -44,6 +44,7 @@ var conditionalTypes = map[string]bool{"STOP": true, "STOP_MARKET": true, "TAKE_
 func (s *Server) AlgoOrders() []AlgoOrder {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runEngine()
 	out := make([]AlgoOrder, 0, len(s.algos))
 	for _, a := range s.algos {
 		out = append(out, *a)
@@ -90,6 +91,16 @@ func (s *Server) handleNewAlgo(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f, faulted := s.takeAlgoFault(); faulted {
+		s.newAlgoFaulted(w, p, f)
+		return
+	}
+	s.newAlgo(w, p)
+}
+
+// newAlgo checks and books the algo order p asks for. Called with s.mu
+// held.
+func (s *Server) newAlgo(w http.ResponseWriter, p url.Values) {
 	if p.Get("algoType") != "CONDITIONAL" {
 		writeErr(w, http.StatusBadRequest, -1102, "Mandatory parameter 'algoType' was not sent, was empty/null, or malformed.")
 		return
@@ -155,7 +166,7 @@ func (s *Server) bookAlgo(w http.ResponseWriter, p url.Values, sym Symbol, a *Al
 			return
 		}
 	}
-	if s.algoCapRefused(w, MarketFutures, sym, 1) {
+	if s.algoCapRefused(w, MarketFutures, sym, 1) || s.accountAlgoCapRefused(w) {
 		return
 	}
 	s.nextID++

@@ -88,6 +88,70 @@ func (s *Server) algoCapRefused(w http.ResponseWriter, market string, sym Symbol
 	return true
 }
 
+// AccountAlgoOrderLimit is how many conditional (algo) orders a USDⓈ-M
+// account may hold open across all symbols: "The parameter "filterType":
+// "MAX_NUM_ALGO_ORDERS" has been removed from the endpoint GET
+// /fapi/v1/exchangeInfo. The condtional order limits is 200 across all
+// symbols." (derivatives change-log.md, 2025-12-29). The fake refuses the
+// algo order past it with the code the per-symbol cap had, -4045 "Reach
+// max stop order limit." (error-code.md, MAX_STOP_ORDER_EXCEEDED): the
+// docs name no other.
+const AccountAlgoOrderLimit = 200
+
+// SetAccountAlgoCap sets the account's USDⓈ-M limit on open algo orders
+// across all symbols (AccountAlgoOrderLimit by default); zero removes it.
+// A symbol's MAX_NUM_ALGO_ORDERS (SetMaxNumAlgoOrders), which Binance no
+// longer publishes, is checked as well when set.
+func (s *Server) SetAccountAlgoCap(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.accountAlgoCap = n
+}
+
+// FillAccountAlgoCap places stop orders hoox did not place on symbol (as a
+// trader's manual stops would) until the account holds as many open algo
+// orders as its limit across all symbols allows (SetAccountAlgoCap).
+func (s *Server) FillAccountAlgoCap(symbol string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sym, ok := s.symbols[symbol]
+	if !ok {
+		return
+	}
+	for {
+		open := 0
+		for _, a := range s.algos {
+			if a.Status == "NEW" {
+				open++
+			}
+		}
+		if open >= s.accountAlgoCap {
+			return
+		}
+		s.nextID++
+		s.algos = append(s.algos, &AlgoOrder{AlgoID: s.nextID, ClientAlgoID: "manual" + strconv.FormatInt(s.nextID, 10),
+			Symbol: sym.Symbol, Side: "SELL", Type: "STOP_MARKET", Quantity: sym.MinQty, TriggerPrice: sym.Price.Div(decimal.NewFromInt(2)).Round(0),
+			ReduceOnly: true, Status: "NEW", Time: s.now()})
+	}
+}
+
+// accountAlgoCapRefused answers -4045 and reports true when one more algo
+// order would pass the account's limit across all symbols. Called with
+// s.mu held.
+func (s *Server) accountAlgoCapRefused(w http.ResponseWriter) bool {
+	open := 0
+	for _, a := range s.algos {
+		if a.Status == "NEW" {
+			open++
+		}
+	}
+	if s.accountAlgoCap <= 0 || open+1 <= s.accountAlgoCap {
+		return false
+	}
+	writeErr(w, http.StatusBadRequest, -4045, "Reach max stop order limit.")
+	return true
+}
+
 // handleOpenAlgoOrders is GET /fapi/v1/openAlgoOrders
 // (trade/rest-api/Current-All-Algo-Open-Orders.md): the open algo orders
 // of one symbol, or of every symbol without one.

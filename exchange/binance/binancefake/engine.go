@@ -21,6 +21,10 @@ type lateOrder struct {
 // the checks (filters, balance, the client-order-ID rule) of that moment.
 func (s *Server) runEngine() {
 	s.late.Run(s.now(), func(l lateOrder, due time.Time) bool {
+		if l.market == marketAlgo {
+			// The Algo Service books it however late (InjectAlgo).
+			return s.bookAlgoNow(l.params)
+		}
 		if l.market == MarketFutures && !withinRecvWindow(l.params, due) {
 			return false
 		}

@@ -215,25 +215,29 @@ type Server struct {
 	// Binance refuses one that the open position's notional does not fit.
 	refuseLeverage bool
 	// hedge is the account's position mode: dualSidePosition.
-	hedge        bool
-	liquidity    map[string]decimal.Decimal
-	orders       []*Order
-	trades       []Trade
-	nextID       int64
-	lookupLag    time.Duration
-	nextLag      *time.Duration
-	faults       []Fault
-	requests     map[string]int
-	log          []Request
-	weightMinute int64
-	usedWeight   int
-	sleep        func(time.Duration)
-	latency      map[string]time.Duration
-	engineDelay  time.Duration
-	tradingOff   string
-	late         venuefake.Late[lateOrder]
-	holdLeft     int
-	holdQueries  int
+	hedge      bool
+	liquidity  map[string]decimal.Decimal
+	orders     []*Order
+	trades     []Trade
+	nextID     int64
+	lookupLag  time.Duration
+	nextLag    *time.Duration
+	faults     []Fault
+	algoFaults []Fault
+	// accountAlgoCap is USDⓈ-M's limit on open algo orders across every
+	// symbol (SetAccountAlgoCap).
+	accountAlgoCap int
+	requests       map[string]int
+	log            []Request
+	weightMinute   int64
+	usedWeight     int
+	sleep          func(time.Duration)
+	latency        map[string]time.Duration
+	engineDelay    time.Duration
+	tradingOff     string
+	late           venuefake.Late[lateOrder]
+	holdLeft       int
+	holdQueries    int
 	// cancels counts DELETE order cancellations (Cancels).
 	cancels int
 	// algos are the conditional orders of the Algo Order API.
@@ -286,19 +290,20 @@ func Start(addr string, opts Options) (*Server, error) {
 
 func newServer(opts Options) *Server {
 	s := &Server{
-		keys:          venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
-		clock:         venuefake.NewClock(opts.Now),
-		symbols:       map[string]Symbol{},
-		balances:      map[string]decimal.Decimal{},
-		futuresWallet: opts.FuturesWallet,
-		positions:     map[string]decimal.Decimal{},
-		leverage:      map[string]int{},
-		leverageCalls: map[string]int{},
-		liquidity:     map[string]decimal.Decimal{},
-		requests:      map[string]int{},
-		latency:       map[string]time.Duration{},
-		sleep:         opts.Sleep,
-		nextID:        1000,
+		keys:           venuefake.NewKeys(opts.APIKey, opts.APISecret, DefaultAPIKey, DefaultAPISecret),
+		accountAlgoCap: AccountAlgoOrderLimit,
+		clock:          venuefake.NewClock(opts.Now),
+		symbols:        map[string]Symbol{},
+		balances:       map[string]decimal.Decimal{},
+		futuresWallet:  opts.FuturesWallet,
+		positions:      map[string]decimal.Decimal{},
+		leverage:       map[string]int{},
+		leverageCalls:  map[string]int{},
+		liquidity:      map[string]decimal.Decimal{},
+		requests:       map[string]int{},
+		latency:        map[string]time.Duration{},
+		sleep:          opts.Sleep,
+		nextID:         1000,
 	}
 	if s.sleep == nil {
 		s.sleep = time.Sleep

@@ -78,6 +78,12 @@ type Fault struct {
 	// Delay is how long after the API took it a FaultLateInEngine order
 	// reaches the matching engine, on the fake's clock.
 	Delay time.Duration
+	// BanMessage makes FaultBan answer as the USDⓈ-M docs describe a ban:
+	// code -1003 "Way too many requests; IP banned until %s." with the
+	// ban's end (now + RetryAfter, in milliseconds on the fake's clock)
+	// and no Retry-After header, which general-info.md ("LIMITS") does not
+	// promise.
+	BanMessage bool
 }
 
 // Inject queues f behind any faults already queued: each placement takes

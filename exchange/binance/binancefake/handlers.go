@@ -307,7 +307,9 @@ func symbolInfo(market string, sym Symbol) map[string]any {
 		info["allowTrailingStop"] = sym.AllowTrailingStop
 		info["ocoAllowed"] = true
 	} else {
-		filters = append(filters, map[string]any{"filterType": "MIN_NOTIONAL", "notional": sym.MinNotional.String()})
+		filters = append(filters, map[string]any{"filterType": "MIN_NOTIONAL", "notional": sym.MinNotional.String()},
+			map[string]any{"filterType": "PERCENT_PRICE", "multiplierUp": percentPriceUp.StringFixed(4),
+				"multiplierDown": percentPriceDown.StringFixed(4), "multiplierDecimal": "4"})
 		info["contractType"] = "PERPETUAL"
 		info["marginAsset"] = sym.Quote
 	}
@@ -316,6 +318,29 @@ func symbolInfo(market string, sym Symbol) map[string]any {
 }
 
 func str(d decimal.Decimal) string { return d.StringFixed(8) }
+
+// USDⓈ-M's PERCENT_PRICE multipliers, as the doc's exchangeInfo example
+// has them (market-data/rest-api/Exchange-Information.md).
+var (
+	percentPriceUp   = decimal.RequireFromString("1.15")
+	percentPriceDown = decimal.RequireFromString("0.85")
+)
+
+// percentPriceRefusal is USDⓈ-M's PERCENT_PRICE check of a limit price
+// against the mark price (the fake's one price), or code 0:
+// "BUY: price <= markPrice * multiplierUp; SELL: price >= markPrice *
+// multiplierDown" (common-definition.md, "PERCENT_PRICE"), refused -4016
+// PRICE_HIGHTER_THAN_MULTIPLIER_UP / -4024 PRICE_LOWER_THAN_MULTIPLIER_DOWN
+// (error-code.md).
+func percentPriceRefusal(side string, price, mark decimal.Decimal) (int, string) {
+	switch {
+	case side == "BUY" && price.GreaterThan(mark.Mul(percentPriceUp)):
+		return -4016, "Price is higher than mark price multiplier cap."
+	case side == "SELL" && price.LessThan(mark.Mul(percentPriceDown)):
+		return -4024, "Price is lower than mark price multiplier floor."
+	}
+	return 0, ""
+}
 
 func (s *Server) handleTicker(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("symbol")
@@ -584,6 +609,13 @@ func (s *Server) handlePlace(market string) http.HandlerFunc {
 				if f.Kind == FaultBan {
 					status = http.StatusTeapot
 				}
+				if f.Kind == FaultBan && f.BanMessage {
+					s.mu.Lock()
+					until := s.now().Add(f.RetryAfter).UnixMilli()
+					s.mu.Unlock()
+					writeErr(w, status, -1003, fmt.Sprintf("Way too many requests; IP banned until %d. Please use the websocket for live updates to avoid bans.", until))
+					return
+				}
 				w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
 				writeErr(w, status, -1003, "Too much request weight used; current limit is 6000 request weight per 1 MINUTE. Please use WebSocket Streams for live updates to avoid polling the API.")
 				return
@@ -783,6 +815,11 @@ func (s *Server) place(market string, p url.Values) (*Order, int, *apiError) {
 		}
 		if failed {
 			return bad(-1013, "Filter failure: PRICE_FILTER")
+		}
+		if futures {
+			if code, msg := percentPriceRefusal(side, price, sym.Price); code != 0 {
+				return bad(code, msg)
+			}
 		}
 	}
 	if typ == "LIMIT_MAKER" || spotContingent[typ] {
