@@ -11,18 +11,28 @@ import (
 
 // closedExitLegsSQL lists the exit legs of venue $1 and mode $2 on symbol
 // $3 (the entry's, in the venue's spelling) and side $4 (the exit's:
-// sell for a long's) that were planned before the close $5's intent was
-// armed (sent_at, Postgres's clock, before the close read the position),
-// so they protected the position it closed, and whose order is not
+// sell for a long's) that were planned before the close $5 read the
+// position (closeCutOffSQL, Postgres's clock), so they protected the
+// position it closed, and whose order is not
 // settled: open (sent or not) or failed with it unknown, not marked
 // yet. With their trace's lock key.
-const closedExitLegsSQL = `SELECT l.client_order_id, l.lock_key FROM order_legs l
+var closedExitLegsSQL = `SELECT l.client_order_id, l.lock_key FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
-  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5)
+  AND l.created_at < (` + closeCutOffSQL + `)
 ORDER BY l.created_at, l.client_order_id`
+
+// closeCutOffSQL is when the close $5 read the position it closed, at the
+// latest, on Postgres's clock: its intent's arming (sent_at) for a close
+// the venue sizes inside Place, after the intent; for a close sized
+// before its intent (Partial: a percent_of_position share, a split
+// close's part), its claim's start (the order row's created_at, its claim
+// transaction's now()), which comes before the sizing read. An exit leg
+// planned after it belongs to an entry that filled beside the close.
+const closeCutOffSQL = `SELECT CASE WHEN i.order_spec->>'Partial' = 'true' AND c.created_at IS NOT NULL THEN least(c.created_at, i.sent_at) ELSE i.sent_at END
+  FROM dispatch_intents i LEFT JOIN orders c ON c.client_order_id = i.client_order_id WHERE i.client_order_id = $5`
 
 // markClosedExitLegsSQL marks the legs $1 as ended by the close $2 (the
 // close's trace), each only while it may still rest at the venue: armed
@@ -38,13 +48,13 @@ var markClosedExitLegsSQL = markExitLegsSQL(`'the close ' || $2::text || ' left 
 // recorded open, leaving out $6 (the exits the close's own look at the
 // venue cancelled: recorded open until their follow job records the
 // cancel): their send ended, maybe after the close's own look.
-const restingClosedExitsSQL = `SELECT l.client_order_id FROM order_legs l
+var restingClosedExitsSQL = `SELECT l.client_order_id FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 JOIN orders x ON x.client_order_id = l.client_order_id
 WHERE x.status = 'open' AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
-  AND l.created_at < (SELECT sent_at FROM dispatch_intents WHERE client_order_id = $5)
+  AND l.created_at < (` + closeCutOffSQL + `)
   AND l.client_order_id <> ALL($6)
 ORDER BY l.created_at, l.client_order_id`
 

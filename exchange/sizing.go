@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -55,6 +56,12 @@ type SizingFacts struct {
 	// Refused, when set, is why the venue will not take an order for the
 	// symbol at all (unknown, not trading): refused for good, nothing sent.
 	Refused string
+	// PositionReadAt is the venue's time (as the adapter reckons it) just
+	// before it read Position, where it knows it (Binance USDⓈ-M, OKX
+	// swap); zero otherwise. A close sized from that read closes what was
+	// held then: an exit the venue created after it belongs to an entry
+	// that filled beside the close (see Sizing.PositionReadAt).
+	PositionReadAt time.Time
 	// Ledger, valid on a spot venue, is what the strategy holds through
 	// hoox (the spot ledger): a spot exit takes its share of the smaller
 	// of Ledger and Position (the free BaseAsset balance), never of coins
@@ -112,6 +119,12 @@ type Sizing struct {
 	// Quantity the size sent.
 	Unrounded string `json:"unrounded"`
 	Quantity  string `json:"quantity"`
+	// PositionReadAt is SizingFacts.PositionReadAt of a percent_of_position
+	// close: when the venue's position it was sized from was read. A close
+	// of 100 % of it that executes in full has closed what was held then;
+	// the venue's close of exits after it takes only those created before
+	// this time, not those of an entry that filled since.
+	PositionReadAt time.Time `json:"position_read_at,omitzero"`
 }
 
 // Need is what quantityType needs read for o.
@@ -200,7 +213,7 @@ func Resolve(quantityType string, o Order, f SizingFacts) (Order, Sizing, string
 				return o, s, reason
 			}
 		}
-		s.Position = pos.String()
+		s.Position, s.PositionReadAt = pos.String(), f.PositionReadAt
 		switch {
 		case pos.IsPositive() && o.Action != "close_short":
 			o.Side = "sell"

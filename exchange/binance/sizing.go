@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -73,6 +74,11 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 	}
 	if need.Position {
 		if v.futures() {
+			// Binance's time before the read: a close of all of it
+			// cancels only the exits created before (closedExits).
+			if out.PositionReadAt, err = v.serverTimeAt(ctx, time.Time{}); err != nil {
+				return out, asNothingSent(err)
+			}
 			pos, err := v.position(ctx, symbol)
 			if err != nil {
 				return out, asNothingSent(err)

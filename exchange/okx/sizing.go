@@ -70,6 +70,12 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 			out.Refused = ReasonHedgeMode
 			return out, nil
 		}
+		// OKX's time before the read: a close of all of it cancels only
+		// the exits created before (closedExits).
+		if err := v.syncTime(ctx); err != nil {
+			return out, err
+		}
+		out.PositionReadAt = v.clock.At(v.cfg.Now())
 		pos, err := v.netPosition(ctx, f.InstID)
 		if err != nil {
 			return out, err
