@@ -203,6 +203,16 @@ func ListLedger(ctx context.Context, q DBTX, f LedgerFilter) ([]LedgerEntry, err
 	return out, nil
 }
 
+// seedLedgerEntrySQL creates an absent entry at 0 inside an operator's
+// set (overwritten by setLedgerSQL before it commits), so that
+// lockLedgerEntrySQL always has a row to lock: a set naming "was": "0" for
+// an absent entry would otherwise find nothing to wait on while a first
+// fill's insert was in flight, take 0 for the value it replaces and
+// overwrite the fill once it committed.
+const seedLedgerEntrySQL = `
+INSERT INTO spot_ledger (exchange, mode, symbol, strategy, quantity, updated_at, updated_by)
+VALUES ($1, $2, $3, $4, 0, now(), $5) ON CONFLICT (exchange, mode, symbol, strategy) DO NOTHING`
+
 const lockLedgerEntrySQL = `
 SELECT quantity FROM spot_ledger WHERE exchange = $1 AND mode = $2 AND symbol = $3 AND strategy = $4 FOR UPDATE`
 
@@ -290,13 +300,18 @@ func SetLedgerIf(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, was *deci
 		}
 		// Lock first, so the audit's "was" is the value this change
 		// replaced, whatever fills commit meanwhile.
+		if _, err := tx.Exec(ctx, seedLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, by); err != nil {
+			return err
+		}
 		var held decimal.NullDecimal
 		err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&held)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if was != nil && !held.Decimal.Equal(*was) {
-			return &LedgerChangedError{Quantity: held.Decimal}
+		// Compared as the listing shows it (ListLedger: never below 0;
+		// an entry below 0 holds a sale recorded before its buy's fill).
+		if shown := decimal.Max(held.Decimal, decimal.Zero); was != nil && !shown.Equal(*was) {
+			return &LedgerChangedError{Quantity: shown}
 		}
 		if err := tx.QueryRow(ctx, setLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, pgconv.Numeric(qty), by).Scan(&e.UpdatedAt); err != nil {
 			return err

@@ -82,6 +82,16 @@ func SendGuard(q DBTX) func(context.Context) error {
 
 // The value's shape is the contract with the claim, which reads exactly
 // (value->>'engaged')::boolean.
+// seedKillSwitchSQL creates the kill switch's row, released, where it was
+// never set, in the setting's own transaction (overwritten by
+// setKillSwitchSQL before it commits): the lock below then always has a
+// row to wait on. Without it, a release racing the first engage found no
+// row, read "released", overwrote the engage once it committed and was
+// taken for a repeat: trading resumed unannounced.
+const seedKillSwitchSQL = `
+INSERT INTO settings (key, value, updated_at, updated_by)
+VALUES ($1, jsonb_build_object('engaged', false), now(), 'hoox') ON CONFLICT (key) DO NOTHING`
+
 const lockKillSwitchSQL = `
 SELECT coalesce((value->>'engaged')::boolean, false) FROM settings WHERE key = $1 FOR UPDATE`
 
@@ -113,15 +123,17 @@ func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason
 		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, seedKillSwitchSQL, SettingKillSwitch); err != nil {
+			return err
+		}
 		var was bool
-		err := tx.QueryRow(ctx, lockKillSwitchSQL, SettingKillSwitch).Scan(&was)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := tx.QueryRow(ctx, lockKillSwitchSQL, SettingKillSwitch).Scan(&was); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, setKillSwitchSQL, engaged, reason, by, SettingKillSwitch).Scan(&k.At); err != nil {
 			return err
 		}
-		if _, err = tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was); err != nil {
+		if _, err := tx.Exec(ctx, killSwitchEventSQL, KillSwitchTraceID, engaged, by, reason, was); err != nil {
 			return err
 		}
 		if was == engaged {
