@@ -216,8 +216,14 @@ func (v *Venue) bannedUntil(msg string) (time.Duration, bool) {
 		return 0, false
 	}
 	left := time.UnixMilli(ms).Sub(v.clock.At(v.cfg.Now()))
-	return left, left > 0
+	// No longer than the longest ban documented: a malformed time (or
+	// another unit) would silence the venue until a restart.
+	return min(left, maxBan), left > 0
 }
+
+// maxBan is the longest IP ban Binance documents ("from 2 minutes to 3
+// days", general-info.md, LIMITS): bannedUntil's bound.
+const maxBan = 3 * 24 * time.Hour
 
 // pause stops every request until wait from now.
 func (v *Venue) pause(ctx context.Context, wait time.Duration, why string) {
