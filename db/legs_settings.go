@@ -184,3 +184,38 @@ func LiveExits(ctx context.Context, q DBTX, exchangeName, mode string) ([]LiveEx
 	}
 	return out, nil
 }
+
+// plannedExitsSQL counts the exits hoox has planned at venue $1 and mode
+// $2 (on the instrument whose key is $3, or every one when $3 is empty) that
+// are not at the venue yet: exit legs not sent (nor settled, nor marked by
+// a cancel or a close), and the planned exits of entries resting open
+// whose legs are not written yet (a limit entry's, written when it
+// fills: plan_order_legs_of).
+var plannedExitsSQL = `SELECT
+  (SELECT count(*) FROM order_legs l JOIN orders p ON p.client_order_id = l.parent_client_order_id
+   WHERE l.exchange = $1 AND l.mode = $2 AND l.outcome IS NULL AND l.sent_at IS NULL AND l.cancelled_by IS NULL
+     AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+     AND ($3 = '' OR ` + symbolKeySQL("p.symbol") + ` = $3))
++ (SELECT count(*) FROM orders o
+   JOIN dispatch_intents i ON i.client_order_id = o.client_order_id
+   CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array' THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) g(leg)
+   WHERE o.status = 'open' AND o.exchange = $1 AND o.mode = $2
+     AND g.leg->>'Role' IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+     AND NOT EXISTS (SELECT FROM order_legs l WHERE l.parent_client_order_id = o.client_order_id)
+     AND ($3 = '' OR ` + symbolKeySQL("o.symbol") + ` = $3))`
+
+// PlannedExits counts the exits hoox has planned at venue exchangeName
+// and mode on symbol's instrument (every instrument when symbol is "")
+// that are not at the venue yet (plannedExitsSQL): a cap the venue counts
+// from what rests there now (exchange.ExitCap.Planned) must count them too.
+func PlannedExits(ctx context.Context, q DBTX, exchangeName, mode, symbol string) (int, error) {
+	key := ""
+	if symbol != "" {
+		key = exchange.SymbolKey(symbol)
+	}
+	var n int
+	if err := q.QueryRow(ctx, plannedExitsSQL, exchangeName, mode, key).Scan(&n); err != nil {
+		return 0, fmt.Errorf("planned exits at %s: %w", exchangeName, translate(err))
+	}
+	return n, nil
+}

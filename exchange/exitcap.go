@@ -23,16 +23,31 @@ type ExitCap struct {
 	Open int `json:"open"`
 	// Adds is how many the signal's exits would add.
 	Adds int `json:"adds"`
+	// EachExit says every exit hoox places counts against the cap as one
+	// (Binance USDⓈ-M: each is one algo order), and AllSymbols that the
+	// cap is the account's, across every symbol: the gateway then adds
+	// Planned, hoox's own exits not at the venue yet.
+	EachExit   bool `json:"-"`
+	AllSymbols bool `json:"-"`
+	// Planned is how many exits hoox has planned but not sent on the
+	// cap's scope — legs not sent yet, and the exits of entries still
+	// resting (a limit entry's are placed once it fills) — which Open, the
+	// venue's count, cannot see yet.
+	Planned int `json:"planned,omitempty"`
 }
 
 // Fits reports whether the signal's exits fit under the cap.
-func (c ExitCap) Fits() bool { return c.Open+c.Adds <= c.Limit }
+func (c ExitCap) Fits() bool { return c.Open+c.Planned+c.Adds <= c.Limit }
 
 // Refusal says why an entry with exits that do not fit is not sent.
 func (c ExitCap) Refusal() string {
-	return fmt.Sprintf("%s allows %d open %s on %s and %d are open, so the entry's exits (%d more) would be refused "+
+	planned := ""
+	if c.Planned > 0 {
+		planned = fmt.Sprintf(" (and hoox has %d more planned for entries not filled yet)", c.Planned)
+	}
+	return fmt.Sprintf("%s allows %d open %s on %s and %d are open%s, so the entry's exits (%d more) would be refused "+
 		"once it filled, leaving the position without them; cancel orders you no longer need, or send the entry without take_profit/stop_loss",
-		c.Filter, c.Limit, c.Counted, c.Symbol, c.Open, c.Adds)
+		c.Filter, c.Limit, c.Counted, c.Symbol, c.Open, planned, c.Adds)
 }
 
 // ExitCapper is implemented by a venue that caps the conditional (exit)

@@ -347,6 +347,21 @@ func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, v
 	if len(caps) == 0 {
 		return order, false, nil
 	}
+	for i, c := range caps {
+		if !c.EachExit {
+			continue
+		}
+		// The venue counts what rests there now; hoox's own exits not
+		// sent yet (legs to send, a resting limit entry's exits) will
+		// rest there too.
+		symbol := ""
+		if !c.AllSymbols {
+			symbol = order.Symbol
+		}
+		if caps[i].Planned, err = db.PlannedExits(ctx, tx.Tx(), sig.Exchange, in.Trace.Mode, symbol); err != nil {
+			return order, true, err
+		}
+	}
 	order.ExitCaps = caps
 	for _, c := range caps {
 		if !c.Fits() {

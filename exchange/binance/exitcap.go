@@ -88,10 +88,11 @@ func (v *Venue) ExitCaps(ctx context.Context, o exchange.Order) ([]exchange.Exit
 // counted with GET /fapi/v1/openAlgoOrders without a symbol (weight 40,
 // Current-All-Algo-Open-Orders.md). Each exit is one algo order.
 func (v *Venue) futuresExitCaps(ctx context.Context, o exchange.Order, symbol string, f Filters) ([]exchange.ExitCap, error) {
-	c := exchange.ExitCap{Filter: filterMaxAlgoOrders, Counted: countedAlgo, Symbol: symbol, Limit: f.MaxNumAlgoOrders, Adds: len(o.Attachments())}
+	c := exchange.ExitCap{Filter: filterMaxAlgoOrders, Counted: countedAlgo, Symbol: symbol, Limit: f.MaxNumAlgoOrders, Adds: len(o.Attachments()),
+		EachExit: true}
 	p, weight := params{}.add("symbol", symbol), 1
 	if c.Limit <= 0 {
-		c.Filter, c.Symbol, c.Limit = accountAlgoLimit, "all symbols", AccountAlgoOrderLimit
+		c.Filter, c.Symbol, c.Limit, c.AllSymbols = accountAlgoLimit, "all symbols", AccountAlgoOrderLimit, true
 		p, weight = params{}, 40
 	}
 	var open []struct {

@@ -25,7 +25,7 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 	caps, err := uncapped.venue.ExitCaps(ctx, entry)
 	require.NoError(t, err)
 	require.Equal(t, []exchange.ExitCap{{Filter: "Binance USDⓈ-M's conditional order limit", Counted: "stop/take-profit orders", Symbol: "all symbols",
-		Limit: binance.AccountAlgoOrderLimit, Open: 0, Adds: 2}}, caps,
+		Limit: binance.AccountAlgoOrderLimit, Open: 0, Adds: 2, EachExit: true, AllSymbols: true}}, caps,
 		"no MAX_NUM_ALGO_ORDERS published (Binance removed it, change-log.md 2025-12-29): the account's limit across all symbols")
 	require.Equal(t, 1, uncapped.fake.Requests("/fapi/v1/openAlgoOrders"))
 	bad := entry
@@ -46,7 +46,7 @@ func TestFuturesExitOverTheAlgoCapIsRefusedForGood(t *testing.T) {
 
 	caps, err = venue.ExitCaps(ctx, entry)
 	require.NoError(t, err)
-	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Counted: "stop/take-profit orders", Symbol: "BTCUSDT", Limit: 1, Open: 1, Adds: 2}}, caps)
+	require.Equal(t, []exchange.ExitCap{{Filter: "MAX_NUM_ALGO_ORDERS", Counted: "stop/take-profit orders", Symbol: "BTCUSDT", Limit: 1, Open: 1, Adds: 2, EachExit: true}}, caps)
 	require.False(t, caps[0].Fits())
 	require.Equal(t, 1, b.fake.Requests("/fapi/v1/openAlgoOrders"))
 
