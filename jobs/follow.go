@@ -19,9 +19,12 @@ import (
 )
 
 // FollowMaxAttempts bounds the retries of a follow job that fails on the
-// database (a venue that cannot be asked snoozes instead, without counting
-// an attempt): with River's backoff, weeks.
-const FollowMaxAttempts = 25
+// database or whose replica died under it (a venue that cannot be asked
+// snoozes instead, without counting an attempt). Each retry waits at most
+// FollowMaxInterval (FollowWorker.NextRetry): 1, 16, 81, 256 s, then 5
+// minutes, so 6000 attempts span about three weeks, as 25 did with
+// River's uncapped backoff ((errors+1)^4 s).
+const FollowMaxAttempts = 6000
 
 // QueueFollow is the follow jobs' own queue, so a thousand resting orders
 // being looked at never delay a reconcile (whose trace a sender is waiting
@@ -163,6 +166,10 @@ type FollowWorker struct {
 	// legs places the legs (an entry's exits, a close's further parts)
 	// planned when this job records its order filled.
 	legs *LegRunner
+	// afterRecord, when set (tests only), runs once a look's commit is
+	// done and before the follow-on work: a test stands for a replica
+	// killed there.
+	afterRecord func()
 }
 
 // NewFollowWorker returns a worker recording through pool.
@@ -175,6 +182,29 @@ func NewFollowWorker(pool *pgxpool.Pool, cfg Config, venues *exchange.Registry, 
 // Timeout bounds one look: a lookup and the writes around it.
 func (w *FollowWorker) Timeout(*river.Job[FollowArgs]) time.Duration {
 	return w.cfg.reconcileTimeout()
+}
+
+// NextRetry is when a follow job that failed, or that River's rescuer
+// took from a dead replica, runs again: River's backoff ((errors+1)^4 s,
+// so a job rescued a third time waited 81 s and a fifth 10 minutes),
+// capped at FollowMaxInterval, the longest an open order ever waits
+// between two looks. A rescued job's order may have filled meanwhile, or
+// may have been recorded filled by the run that died before its sibling
+// exits were cancelled.
+func (w *FollowWorker) NextRetry(job *river.Job[FollowArgs]) time.Time {
+	next, latest := (&river.DefaultClientRetryPolicy{}).NextRetry(job.JobRow), time.Now().UTC().Add(FollowMaxInterval)
+	if next.After(latest) {
+		return latest
+	}
+	return next
+}
+
+// finalEnds reports what the order row, recorded final before this run,
+// calls for, as stepEnds does for the run that records it: filled in
+// full, and ended with something executed.
+func finalEnds(row db.OrderRow) (filled, ended bool) {
+	st := exchange.Status(row.Status)
+	return st == exchange.StatusFilled, st.Final() && row.FilledQuantity.Decimal.IsPositive()
 }
 
 // stepEnds reports what step records of the order: filled in full, and
@@ -271,6 +301,20 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		}
 		return step, nil
 	})
+	if err == nil && w.afterRecord != nil {
+		w.afterRecord()
+	}
+	if err == nil && st.Order.Status != string(exchange.StatusOpen) {
+		// Recorded final before this run: by a run whose replica died
+		// after its commit and before the follow-on work below (this is
+		// its rescue), or by another path (a cancel, the sweeper). The
+		// follow-on work only acts on what is still undone — siblings
+		// still recorded open, legs with no outcome, each under its own
+		// lock — so it is done again here rather than left to the
+		// sibling's own next look (up to FollowMaxInterval) or the
+		// sweeper.
+		filled, ended = finalEnds(st.Order)
+	}
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		w.log.WarnContext(ctx, "follow: order not recorded; nothing to follow", "client_order_id", a.ClientOrderID)
@@ -279,10 +323,10 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return fmt.Errorf("follow order %s: %w", a.ClientOrderID, err)
 	case filled && isExit(st.Order.Role):
 		w.cancelSiblings(ctx, a)
-		return nil
+		return followOnCut(ctx, a)
 	case ended:
 		w.finishLegs(ctx, a)
-		return nil
+		return followOnCut(ctx, a)
 	case st.Order.Status != string(exchange.StatusOpen):
 		return nil
 	case unfollowed || st.Order.UnfollowedAt != nil:
@@ -292,6 +336,17 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		return nil
 	case wait > 0:
 		return river.JobSnooze(wait)
+	}
+	return nil
+}
+
+// followOnCut is an error when the run's own context ended (River's
+// timeout, a shutdown) during the follow-on work: the job then runs again
+// (NextRetry) and, seeing its order final, does what is left, instead of
+// completing with a sibling exit still resting.
+func followOnCut(ctx context.Context, a FollowArgs) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("follow-on work of order %s cut short: %w", a.ClientOrderID, err)
 	}
 	return nil
 }
