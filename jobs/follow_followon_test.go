@@ -167,3 +167,55 @@ func TestFollowRetriesKeepRiversBackoffBelowTheFollowInterval(t *testing.T) {
 		require.LessOrEqual(t, got, jobs.FollowMaxInterval+time.Second)
 	}
 }
+
+// cutAtCancel is a Binance venue whose Cancel ends the run's context
+// first, as River's timeout or a shutdown would while the follow-on
+// work's cancel is on its way.
+type cutAtCancel struct {
+	*binance.Venue
+	cut context.CancelFunc
+}
+
+func (v cutAtCancel) Cancel(ctx context.Context, o exchange.Order) (exchange.Report, error) {
+	v.cut()
+	return v.Venue.Cancel(ctx, o)
+}
+
+// A take-profit's follow job whose context ends (River's timeout, a
+// shutdown) while it cancels the stop-loss beside it used to complete as
+// if the work were done, leaving the stop-loss resting; it now fails, so
+// River runs it again, and the next run cancels the stop-loss.
+func TestFollowCutDuringTheSiblingsCancelRunsAgainAndCancelsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExits(t)
+	out, err := b.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
+		"take_profit":"3300","stop_loss":"2700","trace_id":"cut-tp"}`))
+	require.NoError(t, err)
+	tp, sl := out.Legs[0].ClientOrderID, out.Legs[1].ClientOrderID
+	tpJob := b.queuedFollowOf(t, tp)
+	b.fake.MovePrice("ETHUSDT", decimal.NewFromInt(3310))
+
+	v, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: b.fake.APIKey(), APISecret: b.fake.APISecret(), BaseURL: b.fake.URL})
+	require.NoError(t, err)
+	rctx, cut := context.WithCancel(ctx)
+	defer cut()
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"binance-futures": cutAtCancel{Venue: v, cut: cut}})
+	client := newClient(t, &testBundle{pool: b.pool, url: b.url, venues: venues}, jobs.Config{})
+	w := jobs.NewFollowWorker(b.pool, jobs.Config{}, venues, nil, nil)
+	job := &river.Job[jobs.FollowArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, Kind: tpJob.Kind()}, Args: tpJob}
+	err = w.Work(rivertest.WorkContext(rctx, client), job)
+	require.ErrorIs(t, err, context.Canceled, "the job is not completed with its follow-on work undone")
+	require.Equal(t, "filled", b.row(t, tp).Status)
+	require.Equal(t, "open", b.row(t, sl).Status)
+
+	res, err := b.work(t, tpJob)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	require.Equal(t, "cancelled", b.row(t, sl).Status)
+	for _, a := range b.fake.AlgoOrders() {
+		if a.ClientAlgoID == sl {
+			require.Equal(t, "CANCELED", a.Status)
+		}
+	}
+}
