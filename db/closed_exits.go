@@ -21,18 +21,23 @@ JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
-  AND l.created_at < (` + closeCutOffSQL + `)
+  AND l.created_at < (` + closeCutOffSQL("$6") + `)
 ORDER BY l.created_at, l.client_order_id`
 
 // closeCutOffSQL is when the close $5 read the position it closed, at the
-// latest, on Postgres's clock: its intent's arming (sent_at) for a close
-// the venue sizes inside Place, after the intent; for a close sized
-// before its intent (Partial: a percent_of_position share, a split
-// close's part), its claim's start (the order row's created_at, its claim
-// transaction's now()), which comes before the sizing read. An exit leg
-// planned after it belongs to an entry that filled beside the close.
-const closeCutOffSQL = `SELECT CASE WHEN i.order_spec->>'Partial' = 'true' AND c.created_at IS NOT NULL THEN least(c.created_at, i.sent_at) ELSE i.sent_at END
+// latest, on Postgres's clock: its intent's arming (sent_at), except for a
+// close sized before its intent (Partial: a percent_of_position share)
+// after which the venue read a position open beside it (param, true:
+// exchange.Report.EntryBeside): then its claim's start (the order row's
+// created_at, its claim transaction's now()), which comes before the
+// sizing read, so an entry that filled beside the close keeps its exits.
+// Without an entry beside, the position was flat after the close: every
+// exit of its side planned before the intent protected what it closed,
+// even one whose entry's fill was recorded during the close's claim.
+func closeCutOffSQL(param string) string {
+	return `SELECT CASE WHEN ` + param + ` AND c.created_at IS NOT NULL THEN least(c.created_at, i.sent_at) ELSE i.sent_at END
   FROM dispatch_intents i LEFT JOIN orders c ON c.client_order_id = i.client_order_id WHERE i.client_order_id = $5`
+}
 
 // markClosedExitLegsSQL marks the legs $1 as ended by the close $2 (the
 // close's trace), each only while it may still rest at the venue: armed
@@ -54,7 +59,7 @@ JOIN orders x ON x.client_order_id = l.client_order_id
 WHERE x.status = 'open' AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
   AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
-  AND l.created_at < (` + closeCutOffSQL + `)
+  AND l.created_at < (` + closeCutOffSQL("$7") + `)
   AND l.client_order_id <> ALL($6)
 ORDER BY l.created_at, l.client_order_id`
 
@@ -86,9 +91,10 @@ type ClosedExits struct {
 // cancelled): the caller cancels them at the venue, as the close did not
 // see them.
 //
-// Exits planned after the close's intent belong to an entry that filled
-// beside the close (its position read came after): they are left.
-func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration, exchangeName, mode, symbol, side, closeClientOrderID, closedBy string, cancelledFirst []string) (ClosedExits, error) {
+// Exits planned after the close read the position (closeCutOffSQL;
+// besideSized: a close sized before its intent with a position open after
+// it) belong to an entry that filled beside the close: they are left.
+func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration, exchangeName, mode, symbol, side, closeClientOrderID, closedBy string, cancelledFirst []string, besideSized bool) (ClosedExits, error) {
 	var out ClosedExits
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -99,7 +105,7 @@ func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.D
 	if _, err := tx.Exec(ctx, TxTimeoutsSQL, lw, ""); err != nil {
 		return out, fmt.Errorf("closed exit legs: %w", translate(err))
 	}
-	rows, _ := tx.Query(ctx, closedExitLegsSQL, exchangeName, mode, symbol, side, closeClientOrderID)
+	rows, _ := tx.Query(ctx, closedExitLegsSQL, exchangeName, mode, symbol, side, closeClientOrderID, besideSized)
 	type candidate struct{ id, lockKey string }
 	all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
@@ -125,7 +131,7 @@ func MarkClosedExitLegs(ctx context.Context, pool *pgxpool.Pool, lockWait time.D
 	if cancelledFirst == nil {
 		cancelledFirst = []string{}
 	}
-	rows, _ = tx.Query(ctx, restingClosedExitsSQL, exchangeName, mode, symbol, side, closeClientOrderID, cancelledFirst)
+	rows, _ = tx.Query(ctx, restingClosedExitsSQL, exchangeName, mode, symbol, side, closeClientOrderID, cancelledFirst, besideSized)
 	if out.Resting, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		return out, fmt.Errorf("resting closed exits: %w", translate(err))
 	}

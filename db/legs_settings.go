@@ -112,7 +112,9 @@ func symbolKeySQL(col string) string {
 // send (trace_events_at_idx), not from the order row's created_at: that is
 // its claim transaction's start, which on a venue that splits closes
 // precedes the claim's position read, so a setting sent while the close's
-// claim was open would be missed. The symbol is compared here, not after a
+// claim was open would be missed. The order row's created_at only bounds
+// the search (a claim lasts seconds, not an hour), so that the plan need
+// not read every close ever recorded. The symbol is compared here, not after a
 // page of every symbol's closes: on an account trading many symbols, the
 // leg's own close may come after any number of others.
 var positionClosedSinceSQL = `SELECT o.client_order_id FROM trace_events s
@@ -120,6 +122,7 @@ JOIN orders o ON o.client_order_id = s.detail->>'client_order_id' AND o.trace_id
 WHERE s.event = '` + EventDispatchStarted + `' AND s.at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3)
   AND o.exchange = $1 AND o.mode = $2 AND o.action IN ('close', 'close_long', 'close_short') AND o.status = 'filled'
   AND ` + symbolKeySQL("o.symbol") + ` = $4
+  AND o.created_at > (SELECT sent_at FROM order_legs WHERE client_order_id = $3) - interval '1 hour'
   AND EXISTS (SELECT FROM trace_events d WHERE d.trace_id = o.trace_id AND d.event = '` + EventDispatched + `'
     AND d.detail->>'client_order_id' = o.client_order_id AND d.detail->>'position_closed' = 'true')
 ORDER BY s.at, o.client_order_id LIMIT 1`
@@ -189,8 +192,9 @@ func LiveExits(ctx context.Context, q DBTX, exchangeName, mode string) ([]LiveEx
 // $2 (on the instrument whose key is $3, or every one when $3 is empty) that
 // are not at the venue yet: exit legs not sent (nor settled, nor marked by
 // a cancel or a close), and the planned exits of entries resting open
-// whose legs are not written yet (a limit entry's, written when it
-// fills: plan_order_legs_of).
+// and still followed whose legs are not written yet (a limit entry's,
+// written when it fills: plan_order_legs_of). An entry no longer followed
+// (unfollowed_at: its trace purged or released) gets no exits from hoox.
 var plannedExitsSQL = `SELECT
   (SELECT count(*) FROM order_legs l JOIN orders p ON p.client_order_id = l.parent_client_order_id
    WHERE l.exchange = $1 AND l.mode = $2 AND l.outcome IS NULL AND l.sent_at IS NULL AND l.cancelled_by IS NULL
@@ -199,7 +203,7 @@ var plannedExitsSQL = `SELECT
 + (SELECT count(*) FROM orders o
    JOIN dispatch_intents i ON i.client_order_id = o.client_order_id
    CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array' THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) g(leg)
-   WHERE o.status = 'open' AND o.exchange = $1 AND o.mode = $2
+   WHERE o.status = 'open' AND o.role = 'primary' AND o.unfollowed_at IS NULL AND o.exchange = $1 AND o.mode = $2
      AND g.leg->>'Role' IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
      AND NOT EXISTS (SELECT FROM order_legs l WHERE l.parent_client_order_id = o.client_order_id)
      AND ($3 = '' OR ` + symbolKeySQL("o.symbol") + ` = $3))`

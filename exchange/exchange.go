@@ -228,6 +228,11 @@ type Report struct {
 	// beside it, and a Bybit setting sent after the close began would be
 	// taken for ended with it (PositionClosedSince) if the two were one.
 	ClosedPosition bool `json:",omitempty"`
+	// EntryBeside, with ClosedPosition, says the adapter read a position
+	// open after the close: an entry filled beside it. For a close sized
+	// before its intent (Partial) the gateway's catch then takes only the
+	// exits planned before the close's claim began (db.MarkClosedExitLegs).
+	EntryBeside bool `json:",omitempty"`
 	// PositionClosed is set on a filled close of the whole position when
 	// the adapter read the position flat after it, on a venue that drops
 	// the settings it holds on a position with it (Bybit's trailing stop:

@@ -62,7 +62,7 @@ func (s *Service) closedPositionExits(ctx context.Context, tr signal.Trace, exch
 	}
 	// The exits of a long are sells, as its close is.
 	found, err := db.MarkClosedExitLegs(ctx, s.deps.Pool, s.cfg.Timing.VenueTimeout, exchangeName, tr.Mode,
-		row.Symbol, report.Side, order.ClientOrderID, tr.ID, first)
+		row.Symbol, report.Side, order.ClientOrderID, tr.ID, first, order.Partial && report.EntryBeside)
 	if err != nil {
 		s.deps.Logger.ErrorContext(ctx, "a close left its position gone, but the exits being placed for it could not be marked; one may be left resting",
 			"trace_id", tr.ID, "client_order_id", order.ClientOrderID, "symbol", row.Symbol, "error", err)

@@ -100,10 +100,11 @@ func (s *sim) judgeCancels(res *Result, resting []venueOrder, hos map[string]hoo
 // by a cancel signal (db.DropUnsentExitLegs, MarkCancelledExitLegs: its
 // reason names the cancel) or by the leg runner after a cancel or a close
 // that left the position gone marked it (jobs' settleCancelled: "the
-// signal … (a cancel, or a close …)"), where that signal could have come
-// after the entry: a send of a cancel (or, for the leg runner's reason, a
-// close) on the entry's venue and symbol still unanswered, or answered,
-// after the venue booked the entry.
+// signal … (a cancel, or a close …)"), where a cancel could have come
+// after the entry: a send of a cancel on the entry's venue and symbol
+// still unanswered, or answered, after the venue booked the entry. A
+// close is no excuse here: whether it left the position gone is not
+// judged, and a close's wrong marking must fail.
 func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 	byCancel := strings.HasPrefix(l.Reason, "the cancel signal ")
 	byRunner := strings.HasPrefix(l.Reason, "the signal ") && strings.Contains(l.Reason, "(a cancel, or a close that left the position gone)")
@@ -112,7 +113,7 @@ func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 	}
 	for i := range s.plan.signals {
 		sp := &s.plan.signals[i]
-		if !(sp.isCancel() || byRunner && sp.isClose()) || sp.Venue.name != e.Exchange || sp.Symbol != e.Symbol {
+		if !sp.isCancel() || sp.Venue.name != e.Exchange || sp.Symbol != e.Symbol {
 			continue
 		}
 		if slices.ContainsFunc(s.sigState[sp.ID].spans, func(sn span) bool { return sn.End == 0 || sn.End >= e.Booked }) {

@@ -97,9 +97,9 @@ func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Re
 			started = o.Sizing.PositionReadAt
 		}
 	}
-	cancelled, closed := v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, started, whole)
+	cancelled, closed, beside := v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, started, whole)
 	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
-	r.ClosedPosition = closed
+	r.ClosedPosition, r.EntryBeside = closed, closed && beside
 	return r
 }
 
@@ -192,7 +192,7 @@ func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r e
 //
 // closed says the position the close closed is gone: flat, or whole (when
 // the position could not be read, whole alone).
-func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time, whole bool) (cancelled []exchange.CancelledOrder, closed bool) {
+func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID string, started time.Time, whole bool) (cancelled []exchange.CancelledOrder, closed, beside bool) {
 	var open []struct {
 		AlgoID       int64           `json:"algoId"`
 		ClientAlgoID string          `json:"clientAlgoId"`
@@ -206,20 +206,20 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 	if err := v.do(ctx, list, &open); err != nil {
 		v.log.ErrorContext(ctx, "binance: a close filled, but its side's resting exits could not be listed to cancel them",
 			"client_order_id", closeID, "symbol", symbol, "error", err)
-		return nil, whole
+		return nil, whole, false
 	}
 	pos, err := v.position(ctx, symbol)
 	switch {
 	case err != nil:
 		v.log.ErrorContext(ctx, "binance: a close filled, but the position could not be read again to cancel its side's resting exits",
 			"client_order_id", closeID, "symbol", symbol, "error", err)
-		return nil, whole
+		return nil, whole, false
 	case !pos.amount.IsZero() && !whole:
-		return nil, false // what is left of the position keeps its exits
+		return nil, false, false // what is left of the position keeps its exits
 	case !pos.amount.IsZero() && started.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it) and when the close read the position is not known here: no exit is cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
-		return nil, whole
+		return nil, whole, whole
 	case !pos.amount.IsZero():
 		v.log.WarnContext(ctx, "binance: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "symbol", symbol, "position", pos.amount.String())
@@ -254,5 +254,5 @@ func (v *Venue) cancelClosedExits(ctx context.Context, symbol, side, closeID str
 		v.log.InfoContext(ctx, "binance: a close filled and left its position gone; its side's resting exits cancelled",
 			"client_order_id", closeID, "symbol", symbol, "cancelled", len(cancelled))
 	}
-	return cancelled, true
+	return cancelled, true, !flat
 }

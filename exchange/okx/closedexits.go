@@ -115,8 +115,9 @@ func flattens(o exchange.Order) bool {
 // a split close's exits go with the part that leaves the position flat).
 //
 // closed says the position the close closed is gone: flat, or whole (when
-// the position could not be read, whole alone).
-func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID string, started time.Time, whole bool) (cancelled []exchange.CancelledOrder, closed bool) {
+// the position could not be read, whole alone); beside, with closed, that
+// the position was read open after it (an entry filled beside the close).
+func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID string, started time.Time, whole bool) (cancelled []exchange.CancelledOrder, closed, beside bool) {
 	instID := f.InstID
 	var open []algoPending
 	// The trailing stops, then the TP/SL OKX generated from the entries'
@@ -133,22 +134,22 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 	if len(open) == 0 && whole {
 		// Nothing to cancel, and a whole close closed its position: the
 		// position is not read again.
-		return nil, true
+		return nil, true, false
 	}
 	pos, err := v.netPosition(ctx, instID)
 	switch {
 	case err != nil:
 		v.log.ErrorContext(ctx, "okx: a close filled, but the position could not be read again to cancel its side's exits",
 			"client_order_id", closeID, "inst_id", instID, "error", err)
-		return nil, whole
+		return nil, whole, false
 	case !pos.IsZero() && !whole:
-		return nil, false // what is left of the position keeps its exits
+		return nil, false, false // what is left of the position keeps its exits
 	case len(open) == 0:
-		return nil, true // flat (or whole), nothing listed to cancel
+		return nil, true, !pos.IsZero() // flat (or whole), nothing listed to cancel
 	case started.IsZero() && !pos.IsZero():
 		v.log.WarnContext(ctx, "okx: a close of the whole position filled, but a position is open again (an entry beside it) and when the close read the position is not known here: no exit is cancelled",
 			"client_order_id", closeID, "inst_id", instID, "position", pos.String())
-		return nil, true
+		return nil, true, true
 	case !pos.IsZero():
 		v.log.WarnContext(ctx, "okx: a close of the whole position filled, but a position is open again (an entry beside it): only the exits created before the close are cancelled",
 			"client_order_id", closeID, "inst_id", instID, "position", pos.String())
@@ -180,7 +181,7 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 		v.log.InfoContext(ctx, "okx: a close filled and left its position gone; its side's live exits cancelled",
 			"client_order_id", closeID, "inst_id", instID, "cancelled", len(cancelled))
 	}
-	return cancelled, true
+	return cancelled, true, !flat
 }
 
 // maxAlgoListWait bounds the wait before a rate-limited algo order

@@ -203,9 +203,9 @@ func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Re
 			started = o.Sizing.PositionReadAt
 		}
 	}
-	cancelled, closed := v.cancelClosedExits(ctx, f, side, o.ClientOrderID, started, whole)
+	cancelled, closed, beside := v.cancelClosedExits(ctx, f, side, o.ClientOrderID, started, whole)
 	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
-	r.ClosedPosition = closed
+	r.ClosedPosition, r.EntryBeside = closed, closed && beside
 	return r
 }
 
