@@ -43,16 +43,6 @@ type algoPending struct {
 	CTime       string `json:"cTime"`
 }
 
-// flattens reports whether close o is meant to leave no position: a close
-// of all of it, a percent_of_position close of 100 % (or more) of it, or
-// the first part of either split over maxMktSz (Split set: the other
-// parts follow it). A percent_of_position exit of less and a later part of
-// a split close (Partial, no Split, no Sizing) leave some of the position
-// open, or may.
-func flattens(o exchange.Order) bool {
-	return !o.Partial || (o.Split != nil && o.Sizing == nil) || exchange.WholePosition(o.Sizing)
-}
-
 // cancelClosedExits cancels hoox's exits left live on the side of instID
 // that a filled swap close of the whole position just closed (side is the
 // close's: sell for a long's): its trailing stops, and the TP/SL algo
