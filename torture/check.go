@@ -1370,15 +1370,21 @@ const followRescueBound = 2 * time.Minute
 
 // deadFollowsDue reports whether an order among fills (filled at the
 // venue, not yet recorded filled) has its follow job 'running' on a River
-// client no replica runs, attempted less than followRescueBound ago (by
-// Postgres's clock): hoox's rescue of it is still due.
+// client no replica runs, or just rescued from one and waiting for its
+// retry, attempted less than followRescueBound ago (by Postgres's clock):
+// hoox's rescue of it is still due.
 func (s *sim) deadFollowsDue(ctx context.Context, fills []venueOrder) bool {
 	if len(fills) == 0 {
 		return false
 	}
 	bound := cmp.Or(s.rescueBound, followRescueBound)
-	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)]
-FROM river_job WHERE kind = 'follow' AND state = 'running' AND attempted_at > now() - $1::bigint * interval '1 millisecond'`,
+	// Running on a dead client, or just rescued (River's rescuer makes it
+	// retryable, its error "Stuck job rescued by JobRescuer", and it runs
+	// again about a second later: seed 191204).
+	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)], state::text
+FROM river_job WHERE kind = 'follow' AND attempted_at > now() - $1::bigint * interval '1 millisecond'
+  AND (state = 'running' OR (state IN ('retryable', 'available')
+    AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
 		bound.Milliseconds())
 	if err != nil {
 		return false
@@ -1389,7 +1395,7 @@ FROM river_job WHERE kind = 'follow' AND state = 'running' AND attempted_at > no
 	}
 	live := s.liveRiverClients()
 	for _, r := range rows {
-		if unfilled[r[0]] && !live[r[1]] {
+		if unfilled[r[0]] && (r[2] != "running" || !live[r[1]]) {
 			return true
 		}
 	}

@@ -122,3 +122,58 @@ VALUES ('follow', jsonb_build_object('client_order_id', $1::text), 25, 'follow',
 	require.False(t, f.Tolerated)
 	require.GreaterOrEqual(t, res.Recovery, s.rescueBound-time.Second, "the checker waited out hoox's bound for hxb")
 }
+
+// A follow job River's rescuer has just taken from a dead replica waits
+// (retryable) for its next run: the checker still waits for it within
+// hoox's bound rather than failing the fill the run is about to record
+// (seed 191204: the job's retry was due a second after the check).
+func TestCheckWaitsForAFillWhoseFollowJobWasJustRescued(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(bn.Close)
+	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(by.Close)
+
+	b := setupCheck(t, signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey})
+	s := b.s
+	s.dbURL, s.binance, s.bybit = dbURL, bn, by
+	s.cfg.RecoveryBound = time.Second
+	s.rescueBound = 5 * time.Second
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	trace := "k:torture-1-0"
+	_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
+VALUES ('hxa', 'p-hxa', $1, 'BUY', 'limit', '10', 'filled', false)`, symbol)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
+VALUES (gen_random_uuid(), $1, 'hxa', 'paper', $2, 'buy', 'buy', 'limit', '10', 'live', 'open', 'p-hxa')`, trace, symbol)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, queue, state, attempt, attempted_at, attempted_by, scheduled_at, errors)
+VALUES ('follow', jsonb_build_object('client_order_id', 'hxa'), 25, 'follow', 'retryable', 1, now(), ARRAY['dead-replica'], now() + interval '1 second',
+        ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', 'Stuck job rescued by JobRescuer', 'trace', '')])`)
+	require.NoError(t, err)
+	b.send(0, time.Second, answer{Status: 200, TraceID: trace,
+		Order: &answerOrder{ClientOrderID: "hxa", Exchange: "paper", Symbol: symbol, Side: "buy", Quantity: "10", Status: "open"}})
+
+	recorded := make(chan error, 1)
+	run := time.AfterFunc(2*time.Second, func() {
+		c, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
+		}
+		recorded <- err
+	})
+	defer run.Stop()
+
+	res, err := s.check(ctx)
+	require.NoError(t, err)
+	require.NoError(t, <-recorded)
+	require.Empty(t, res.Failures, "the rescued job's run recorded the fill within hoox's bound")
+}
