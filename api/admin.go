@@ -116,8 +116,10 @@ func (a *Admin) Start(ctx context.Context) error {
 
 // requireAdmin checks the bearer token in constant time, under the same
 // guessing throttle as the web page's login (attemptAdminToken): a wrong
-// token counts as a wrong login, and a client that must wait gets 429
-// rate_limited with Retry-After, its token not even compared. A request
+// token counts as a wrong login, and a wrong token from a client that must
+// wait gets 429 rate_limited with Retry-After. The right token always
+// gets through, so whoever shares the operator's address cannot lock the
+// operator (and the kill switch) out. A request
 // with no Authorization header guesses nothing and is not counted. A token
 // in the query string is never looked at; with no token configured every
 // admin route answers 401.

@@ -237,7 +237,8 @@ func (u *webUI) loginPage(c echo.Context) error {
 
 // login checks the admin token and starts a session. Every address gets a
 // few tries; after them each wrong token makes it wait longer, and during a
-// wait the token is not even compared, so waiting answers carry no hint.
+// wait a wrong token is refused as too many. The right token always logs
+// in (attemptAdminToken).
 func (u *webUI) login(c echo.Context) error {
 	r := c.Request()
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxUIForm)
@@ -294,8 +295,8 @@ func (u *webUI) login(c echo.Context) error {
 // attemptAdminToken compares given with the admin token under the guessing
 // throttle: the web page's login and every bearer token sent to /admin
 // spend one budget per client (see throttleKey), so neither door is a way
-// around the other. While the client must wait, the token is not compared
-// at all. Without a pool (tests of the HTTP layer alone) there is no
+// around the other. The right token is compared first and always gets
+// through (db.AttemptLogin). Without a pool (tests of the HTTP layer alone) there is no
 // shared store to count in, and the token is only compared.
 func (s *Server) attemptAdminToken(c echo.Context, given string) (db.LoginResult, error) {
 	want := sha256.Sum256([]byte(s.cfg.AdminToken))
