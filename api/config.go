@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"math"
 	"strconv"
@@ -110,7 +109,7 @@ func (c Config) Validate() error {
 		ck.Refuse("AdminToken", "", fmt.Sprintf("must be at least %d characters (it has %d); wrong tokens are throttled, but a short one is still guessed in few tries; generate one, e.g. with openssl rand -hex 24", MinSecretLen, n))
 	} else if c.AdminToken != strings.TrimSpace(c.AdminToken) {
 		ck.Refuse("AdminToken", "", "must not begin or end with spaces: a token given at login or as a bearer token is trimmed, so it could never match")
-	} else if c.AdminToken != "" && subtle.ConstantTimeCompare([]byte(c.AdminToken), []byte(c.WebhookSecret)) == 1 {
+	} else if c.AdminToken != "" && equalSecret(c.AdminToken, c.WebhookSecret) {
 		ck.Refuse("AdminToken", "", "must differ from HOOX_WEBHOOK_SECRET: the webhook secret is pasted into every TradingView alert, and whoever reads one would hold the admin API")
 	}
 	if c.MaxBody < 1 {
