@@ -22,6 +22,7 @@ var statusOf = map[string]int{
 	codes.Forbidden:        http.StatusForbidden,
 	codes.NotFound:         http.StatusNotFound,
 	codes.MethodNotAllowed: http.StatusMethodNotAllowed,
+	codes.RequestTimeout:   http.StatusRequestTimeout,
 	codes.Duplicate:        http.StatusConflict,
 	codes.InProgress:       http.StatusConflict,
 	codes.Reconciling:      http.StatusConflict,
