@@ -15,6 +15,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
@@ -46,8 +47,8 @@ type Admin struct {
 const maxAdminBody = 16 << 10
 
 // routes declares the admin routes; cfg is the server's, with its
-// defaults.
-func (a *Admin) routes(g *echo.Group, cfg Config) {
+// defaults, and venues the configured accounts (Deps.Venues).
+func (a *Admin) routes(g *echo.Group, cfg Config, venues *exchange.Registry) {
 	declared := map[string][]string{}
 	add := func(method, path string, h echo.HandlerFunc) {
 		g.Add(method, path, h)
@@ -65,7 +66,7 @@ func (a *Admin) routes(g *echo.Group, cfg Config) {
 	add(http.MethodGet, "/kill-switch", a.getKillSwitch)
 	add(http.MethodPut, "/kill-switch", a.putKillSwitch)
 	add(http.MethodGet, "/ledger", a.listLedger)
-	add(http.MethodPut, "/ledger", a.putLedger)
+	add(http.MethodPut, "/ledger", a.putLedger(venues))
 	for path, methods := range declared {
 		refuseOtherMethods(g, path, methods)
 	}
