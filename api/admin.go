@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,6 +42,18 @@ type Admin struct {
 	// riverUI is built by routes, once, while New runs and before the server
 	// serves, and only read afterwards.
 	riverUI *riverui.Handler
+	// statementTimeout bounds the routes' statements (Config's
+	// AdminStatementTimeout), set by routes as riverUI is.
+	statementTimeout time.Duration
+}
+
+// db is what the admin routes run their statements on: Pool, with each
+// statement bounded by the admin statement timeout, so a slow listing or
+// one stuck behind a lock is cancelled by Postgres instead of holding a
+// connection for ever. POST /admin/purge only queues its job through
+// River; the purge bounds its own work.
+func (a *Admin) db() db.Bounded {
+	return db.Bounded{Pool: a.Pool, Timeout: a.statementTimeout}
 }
 
 // maxAdminBody bounds admin request bodies; they are a few fields.
@@ -49,6 +62,7 @@ const maxAdminBody = 16 << 10
 // routes declares the admin routes; cfg is the server's, with its
 // defaults, and venues the configured accounts (Deps.Venues).
 func (a *Admin) routes(g *echo.Group, cfg Config, venues *exchange.Registry) {
+	a.statementTimeout = cfg.AdminStatementTimeout
 	declared := map[string][]string{}
 	add := func(method, path string, h echo.HandlerFunc) {
 		g.Add(method, path, h)

@@ -103,7 +103,7 @@ func (a *Admin) listLedger(c echo.Context) error {
 			return problem(codes.InvalidRequest, fmt.Sprintf("unknown query parameter %q (accepted: exchange, mode, symbol, strategy)", name))
 		}
 	}
-	rows, err := db.ListLedger(c.Request().Context(), a.Pool, f)
+	rows, err := db.ListLedger(c.Request().Context(), a.db(), f)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (a *Admin) setLedger(c echo.Context, venues *exchange.Registry) error {
 		}
 		was = &w
 	}
-	e, err := db.SetLedgerIf(c.Request().Context(), a.Pool, k, was, qty, req.Reason, "admin")
+	e, err := db.SetLedgerIf(c.Request().Context(), a.db(), k, was, qty, req.Reason, "admin")
 	var changed *db.LedgerChangedError
 	if errors.As(err, &changed) {
 		return problem(codes.LedgerChanged, fmt.Sprintf("the entry holds %s now, not the %s named as was: a fill or another set moved it since; "+
@@ -186,7 +186,7 @@ func (a *Admin) checkLedgerExchange(c echo.Context, venues *exchange.Registry, n
 		}
 		names = venues.Names()
 	}
-	held, err := db.LedgerHasExchange(c.Request().Context(), a.Pool, name)
+	held, err := db.LedgerHasExchange(c.Request().Context(), a.db(), name)
 	if err != nil {
 		return err
 	}

@@ -304,7 +304,7 @@ func (e *LedgerChangedError) Error() string {
 // was sets whatever it holds. An operator's set names the value it saw,
 // so a set retried or sent from an old listing never overwrites a fill
 // recorded since.
-func SetLedgerIf(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, was *decimal.Decimal, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
+func SetLedgerIf(ctx context.Context, pool Beginner, k LedgerKey, was *decimal.Decimal, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
 	e := LedgerEntry{LedgerKey: k, Quantity: qty, UpdatedBy: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {
