@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +16,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/jobs"
 	"github.com/hoox/hoox/notify"
@@ -40,14 +42,27 @@ type Admin struct {
 	// riverUI is built by routes, once, while New runs and before the server
 	// serves, and only read afterwards.
 	riverUI *riverui.Handler
+	// statementTimeout bounds the routes' statements (Config's
+	// AdminStatementTimeout), set by routes as riverUI is.
+	statementTimeout time.Duration
+}
+
+// db is what the admin routes run their statements on: Pool, with each
+// statement bounded by the admin statement timeout, so a slow listing or
+// one stuck behind a lock is cancelled by Postgres instead of holding a
+// connection for ever. POST /admin/purge only queues its job through
+// River; the purge bounds its own work.
+func (a *Admin) db() db.Bounded {
+	return db.Bounded{Pool: a.Pool, Timeout: a.statementTimeout}
 }
 
 // maxAdminBody bounds admin request bodies; they are a few fields.
 const maxAdminBody = 16 << 10
 
 // routes declares the admin routes; cfg is the server's, with its
-// defaults.
-func (a *Admin) routes(g *echo.Group, cfg Config) {
+// defaults, and venues the configured accounts (Deps.Venues).
+func (a *Admin) routes(g *echo.Group, cfg Config, venues *exchange.Registry) {
+	a.statementTimeout = cfg.AdminStatementTimeout
 	declared := map[string][]string{}
 	add := func(method, path string, h echo.HandlerFunc) {
 		g.Add(method, path, h)
@@ -65,7 +80,7 @@ func (a *Admin) routes(g *echo.Group, cfg Config) {
 	add(http.MethodGet, "/kill-switch", a.getKillSwitch)
 	add(http.MethodPut, "/kill-switch", a.putKillSwitch)
 	add(http.MethodGet, "/ledger", a.listLedger)
-	add(http.MethodPut, "/ledger", a.putLedger)
+	add(http.MethodPut, "/ledger", a.putLedger(venues))
 	for path, methods := range declared {
 		refuseOtherMethods(g, path, methods)
 	}
@@ -116,8 +131,10 @@ func (a *Admin) Start(ctx context.Context) error {
 
 // requireAdmin checks the bearer token in constant time, under the same
 // guessing throttle as the web page's login (attemptAdminToken): a wrong
-// token counts as a wrong login, and a client that must wait gets 429
-// rate_limited with Retry-After, its token not even compared. A request
+// token counts as a wrong login, and a wrong token from a client that must
+// wait gets 429 rate_limited with Retry-After. The right token always
+// gets through, so whoever shares the operator's address cannot lock the
+// operator (and the kill switch) out. A request
 // with no Authorization header guesses nothing and is not counted. A token
 // in the query string is never looked at; with no token configured every
 // admin route answers 401.

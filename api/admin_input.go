@@ -29,9 +29,9 @@ import (
 // implementation-defined, and {"engaged":true,"Engaged":false} must not
 // release the kill switch), and anything after the object.
 func decodeAdminBody(c echo.Context, v any, required bool) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxAdminBody+1))
+	body, err := readBody(c, maxAdminBody)
 	if err != nil {
-		return problem(codes.InvalidRequest, "could not read the body")
+		return err
 	}
 	if len(body) > maxAdminBody {
 		return problem(codes.TooLarge, fmt.Sprintf("body exceeds %d bytes", maxAdminBody))

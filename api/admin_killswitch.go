@@ -39,7 +39,7 @@ func (a *Admin) getKillSwitch(c echo.Context) error {
 	if err := checkQuery(c); err != nil {
 		return err
 	}
-	k, err := db.GetKillSwitch(c.Request().Context(), a.Pool)
+	k, err := db.GetKillSwitch(c.Request().Context(), a.db())
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (a *Admin) putKillSwitch(c echo.Context) error {
 	if err := checkText("reason", req.Reason); err != nil {
 		return err
 	}
-	k, err := db.SetKillSwitch(c.Request().Context(), a.Pool, *req.Engaged, req.Reason, "admin",
+	k, err := db.SetKillSwitch(c.Request().Context(), a.db(), *req.Engaged, req.Reason, "admin",
 		a.KillSwitchHook(*req.Engaged, req.Reason, "admin"))
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
+	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/internal/codes"
 	"github.com/hoox/hoox/signal"
 )
@@ -102,7 +103,7 @@ func (a *Admin) listLedger(c echo.Context) error {
 			return problem(codes.InvalidRequest, fmt.Sprintf("unknown query parameter %q (accepted: exchange, mode, symbol, strategy)", name))
 		}
 	}
-	rows, err := db.ListLedger(c.Request().Context(), a.Pool, f)
+	rows, err := db.ListLedger(c.Request().Context(), a.db(), f)
 	if err != nil {
 		return err
 	}
@@ -127,8 +128,15 @@ type ledgerRequest struct {
 
 // putLedger sets what a strategy holds of a symbol through hoox, on an
 // operator's word (a manual trade, a withdrawal, holdings bought before
-// hoox); the change is audited under trace admin:ledger.
-func (a *Admin) putLedger(c echo.Context) error {
+// hoox); the change is audited under trace admin:ledger. The exchange must
+// name a configured account (venues) or one the ledger already holds.
+func (a *Admin) putLedger(venues *exchange.Registry) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return a.setLedger(c, venues)
+	}
+}
+
+func (a *Admin) setLedger(c echo.Context, venues *exchange.Registry) error {
 	if err := checkQuery(c); err != nil {
 		return err
 	}
@@ -140,6 +148,9 @@ func (a *Admin) putLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.checkLedgerExchange(c, venues, k.Exchange); err != nil {
+		return err
+	}
 	var was *decimal.Decimal
 	if len(req.Was) > 0 {
 		w, msg := ledgerQuantity(req.Was)
@@ -148,7 +159,7 @@ func (a *Admin) putLedger(c echo.Context) error {
 		}
 		was = &w
 	}
-	e, err := db.SetLedgerIf(c.Request().Context(), a.Pool, k, was, qty, req.Reason, "admin")
+	e, err := db.SetLedgerIf(c.Request().Context(), a.db(), k, was, qty, req.Reason, "admin")
 	var changed *db.LedgerChangedError
 	if errors.As(err, &changed) {
 		return problem(codes.LedgerChanged, fmt.Sprintf("the entry holds %s now, not the %s named as was: a fill or another set moved it since; "+
@@ -160,6 +171,32 @@ func (a *Admin) putLedger(c echo.Context) error {
 	return adminJSON(c, http.StatusOK, newLedgerEntry(e))
 }
 
+// checkLedgerExchange refuses an entry under an exchange that no venue or
+// account is configured for: no signal reads it, so a typo ("binanse")
+// would leave the operator believing a strategy's holdings were set while
+// its spot close still sells what the real entry says. An exchange the
+// ledger already holds stays settable, though no longer configured: an
+// account removed from the configuration keeps its entries, and the
+// operator must be able to correct or reset them.
+func (a *Admin) checkLedgerExchange(c echo.Context, venues *exchange.Registry, name string) error {
+	var names []string
+	if venues != nil {
+		if _, ok := venues.Get(name); ok {
+			return nil
+		}
+		names = venues.Names()
+	}
+	held, err := db.LedgerHasExchange(c.Request().Context(), a.db(), name)
+	if err != nil {
+		return err
+	}
+	if held {
+		return nil
+	}
+	return problem(codes.InvalidRequest, fmt.Sprintf("exchange %q is not a configured venue or account (configured: %s), "+
+		"and the ledger holds no entry under it; nothing was set", name, strings.Join(names, ", ")))
+}
+
 // validate checks every field, so a bad body changes nothing. Exchange,
 // symbol and strategy follow a signal's rules and are normalised as a
 // signal's are (exchange lower-case, symbol upper-case): the spot close
@@ -169,7 +206,7 @@ func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
 	bad := func(msg string) (db.LedgerKey, decimal.Decimal, error) {
 		return db.LedgerKey{}, decimal.Zero, problem(codes.InvalidRequest, msg)
 	}
-	exchange, exMsg := signal.NormalizeExchange(r.Exchange)
+	ex, exMsg := signal.NormalizeExchange(r.Exchange)
 	symbol, symMsg := signal.NormalizeSymbol(r.Symbol)
 	switch {
 	case r.Exchange == "":
@@ -195,7 +232,7 @@ func (r ledgerRequest) validate() (db.LedgerKey, decimal.Decimal, error) {
 	if msg != "" {
 		return bad("quantity " + msg)
 	}
-	return db.LedgerKey{Exchange: exchange, Mode: r.Mode, Symbol: symbol, Strategy: *r.Strategy}, qty, nil
+	return db.LedgerKey{Exchange: ex, Mode: r.Mode, Symbol: symbol, Strategy: *r.Strategy}, qty, nil
 }
 
 // ledgerQuantity reads a ledger quantity, a decimal string or a JSON

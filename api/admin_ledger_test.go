@@ -171,3 +171,37 @@ func TestLedgerSetNamingAValueSinceMovedIsRefused(t *testing.T) {
 	res = b.do(t, http.MethodPut, "/admin/ledger", `{`+key+`, "quantity": "0.8", "was": "-1"}`)
 	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
 }
+
+// review-admin, noticed and left: PUT /admin/ledger took an exchange no
+// venue or account is configured for ("binanse": 200), an entry nothing
+// reads while the operator believes the strategy's holdings are set. It
+// is refused with 400 naming the configured names, and nothing is set;
+// an exchange that already has entries (an account since removed from
+// the configuration) stays settable, so its entries can be corrected or
+// reset.
+func TestLedgerSetOfAnExchangeNothingIsConfiguredForIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+
+	res := b.do(t, http.MethodPut, "/admin/ledger",
+		`{"exchange": "binanse", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1"}`)
+	require.Equal(t, http.StatusBadRequest, res.Status, string(res.Body))
+	p := res.problem(t)
+	require.Equal(t, "invalid_request", p["code"])
+	require.Contains(t, p["detail"], "binanse")
+	require.Contains(t, p["detail"], "binance, paper", "the configured names")
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM spot_ledger`).Scan(&n))
+	require.Zero(t, n, "nothing set")
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM trace_events WHERE trace_id = $1`, db.LedgerTraceID).Scan(&n))
+	require.Zero(t, n, "nothing audited as set")
+
+	// A configured name is set, as is one that already has entries.
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{"exchange": "paper", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1"}`)
+	require.Equal(t, http.StatusOK, res.Status, string(res.Body))
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO spot_ledger (exchange, mode, symbol, strategy, quantity, updated_by)
+		VALUES ('old-sub', 'live', 'ETHUSDT', 'dca', 2, 'fill')`)
+	require.NoError(t, err)
+	res = b.do(t, http.MethodPut, "/admin/ledger", `{"exchange": "old-sub", "mode": "live", "symbol": "ETHUSDT", "strategy": "dca", "quantity": "0", "reason": "account removed"}`)
+	require.Equal(t, http.StatusOK, res.Status, "a removed account's entry stays settable: %s", res.Body)
+}

@@ -69,7 +69,7 @@ type ordersPage struct {
 
 // listOrders pages through orders newest first; status is the order status.
 func (a *Admin) listOrders(c echo.Context) error {
-	rows, next, err := listOrderRows(c.Request().Context(), a.Pool, c.QueryParams())
+	rows, next, err := listOrderRows(c.Request().Context(), a.db(), c.QueryParams())
 	if err != nil {
 		return err
 	}

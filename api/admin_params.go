@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -235,7 +234,7 @@ func listPage[R any](q url.Values, statuses []string, fetch func(f db.ListFilter
 }
 
 // listTraceRows is one page of traces for q (see listPage).
-func listTraceRows(ctx context.Context, pool *pgxpool.Pool, q url.Values) ([]db.TraceRow, *string, error) {
+func listTraceRows(ctx context.Context, pool db.DBTX, q url.Values) ([]db.TraceRow, *string, error) {
 	return listPage(q, traceStatuses(), func(f db.ListFilter, cursor string) ([]db.TraceRow, error) {
 		after, err := traceCursor(cursor)
 		if err != nil {
@@ -247,7 +246,7 @@ func listTraceRows(ctx context.Context, pool *pgxpool.Pool, q url.Values) ([]db.
 
 // listOrderRows is one page of orders for q (see listPage); status is the
 // order's.
-func listOrderRows(ctx context.Context, pool *pgxpool.Pool, q url.Values) ([]db.OrderRow, *string, error) {
+func listOrderRows(ctx context.Context, pool db.DBTX, q url.Values) ([]db.OrderRow, *string, error) {
 	return listPage(q, orderStatuses(), func(f db.ListFilter, cursor string) ([]db.OrderRow, error) {
 		after, err := orderCursor(cursor)
 		if err != nil {

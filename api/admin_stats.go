@@ -54,15 +54,15 @@ func (a *Admin) stats(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	s, err := db.GetStats(ctx, a.Pool)
+	s, err := db.GetStats(ctx, a.db())
 	if err != nil {
 		return err
 	}
-	lp, err := db.LastPurge(ctx, a.Pool)
+	lp, err := db.LastPurge(ctx, a.db())
 	if err != nil {
 		return err
 	}
-	ks, err := db.GetKillSwitch(ctx, a.Pool)
+	ks, err := db.GetKillSwitch(ctx, a.db())
 	if err != nil {
 		return err
 	}

@@ -82,8 +82,12 @@ func setupAdminWorking(t *testing.T, purge func(pool *pgxpool.Pool) river.Worker
 		})
 	}
 	admin := &api.Admin{Pool: pool, River: rc}
+	// The names an operator may set ledger entries for: paper, and a
+	// "binance" account (a paper venue under that name) for the spot
+	// ledger's tests.
+	venues := exchange.NewRegistry(map[string]exchange.Venue{"paper": venue, "binance": venue})
 	srv := api.New(api.Config{AdminToken: adminToken, WebhookSecret: webhookSecret},
-		api.Deps{Gateway: gw, Pool: pool, Registry: reg, Admin: admin})
+		api.Deps{Gateway: gw, Pool: pool, Registry: reg, Admin: admin, Venues: venues})
 	return &adminBundle{pool: pool, handler: srv.Handler()}
 }
 

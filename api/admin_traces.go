@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/hoox/hoox/db"
@@ -69,7 +68,7 @@ type tracesPage struct {
 
 // listTraces pages through trace_ids newest first.
 func (a *Admin) listTraces(c echo.Context) error {
-	rows, next, err := listTraceRows(c.Request().Context(), a.Pool, c.QueryParams())
+	rows, next, err := listTraceRows(c.Request().Context(), a.db(), c.QueryParams())
 	if err != nil {
 		return err
 	}
@@ -122,7 +121,7 @@ func (a *Admin) getTrace(c echo.Context) error {
 	if err := checkQuery(c); err != nil {
 		return err
 	}
-	d, err := db.GetTrace(c.Request().Context(), a.Pool, id)
+	d, err := db.GetTrace(c.Request().Context(), a.db(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
 	}
@@ -196,7 +195,7 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 			}
 			p.ReceivedAt = *req.ReceivedAt
 		}
-		status, err := release(c.Request().Context(), a.Pool, p)
+		status, err := release(c.Request().Context(), a.db(), p)
 		if err != nil {
 			return err
 		}
@@ -209,7 +208,7 @@ func (a *Admin) releaseTrace(lockWait time.Duration) echo.HandlerFunc {
 // (404), reconciling (409: its order may exist at the venue), another
 // claim than the one named (409 trace_changed) and an attempt still holding
 // the trace past the lock wait (409 in_progress, retry).
-func release(ctx context.Context, pool *pgxpool.Pool, p db.ReleaseParams) (db.TraceStatus, error) {
+func release(ctx context.Context, pool db.Handle, p db.ReleaseParams) (db.TraceStatus, error) {
 	status, err := db.ReleaseTrace(ctx, pool, p)
 	switch {
 	case errors.Is(err, db.ErrClaimChanged):

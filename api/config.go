@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"math"
 	"strconv"
@@ -52,6 +51,13 @@ type Config struct {
 	// LoginThrottle slows guessing at the web page's login. Default
 	// db.DefaultLoginThrottle; zero fields take its values.
 	LoginThrottle db.LoginThrottle
+	// AdminStatementTimeout bounds each database statement an /admin
+	// route runs (SET LOCAL statement_timeout): a listing stuck behind a
+	// lock or slow on a huge table is cancelled by Postgres, and its
+	// connection freed, instead of running on after the operator gave up.
+	// POST /admin/purge only queues the purge (its job bounds itself).
+	// Default 30s.
+	AdminStatementTimeout time.Duration
 	// Timing holds the settings the HTTP layer shares with other packages:
 	// how far a signed X-Hoox-Timestamp may lie in the past or the future
 	// before the request is refused as a replay (MaxSignalAge), and how
@@ -74,11 +80,12 @@ const MinSecretLen = 16
 
 // DefaultConfig holds the defaults the README's configuration table lists.
 func DefaultConfig() Config {
-	return Config{MaxBody: 64 << 10, RateBurst: 20, SessionIdle: 8 * time.Hour,
+	return Config{MaxBody: 64 << 10, RateBurst: 20, SessionIdle: 8 * time.Hour, AdminStatementTimeout: 30 * time.Second,
 		LoginThrottle: db.DefaultLoginThrottle(), Timing: timing.DefaultConfig()}
 }
 
-// WithDefaults returns c with a zero MaxBody, RateBurst and SessionIdle,
+// WithDefaults returns c with a zero MaxBody, RateBurst, SessionIdle and
+// AdminStatementTimeout (or a negative one),
 // and LoginThrottle's and Timing's zero fields, set to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
@@ -87,6 +94,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SessionIdle == 0 {
 		c.SessionIdle = d.SessionIdle
+	}
+	if c.AdminStatementTimeout <= 0 {
+		c.AdminStatementTimeout = d.AdminStatementTimeout
 	}
 	if c.RateBurst == 0 {
 		c.RateBurst = d.RateBurst
@@ -110,7 +120,7 @@ func (c Config) Validate() error {
 		ck.Refuse("AdminToken", "", fmt.Sprintf("must be at least %d characters (it has %d); wrong tokens are throttled, but a short one is still guessed in few tries; generate one, e.g. with openssl rand -hex 24", MinSecretLen, n))
 	} else if c.AdminToken != strings.TrimSpace(c.AdminToken) {
 		ck.Refuse("AdminToken", "", "must not begin or end with spaces: a token given at login or as a bearer token is trimmed, so it could never match")
-	} else if c.AdminToken != "" && subtle.ConstantTimeCompare([]byte(c.AdminToken), []byte(c.WebhookSecret)) == 1 {
+	} else if c.AdminToken != "" && equalSecret(c.AdminToken, c.WebhookSecret) {
 		ck.Refuse("AdminToken", "", "must differ from HOOX_WEBHOOK_SECRET: the webhook secret is pasted into every TradingView alert, and whoever reads one would hold the admin API")
 	}
 	if c.MaxBody < 1 {

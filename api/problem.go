@@ -22,6 +22,7 @@ var statusOf = map[string]int{
 	codes.Forbidden:        http.StatusForbidden,
 	codes.NotFound:         http.StatusNotFound,
 	codes.MethodNotAllowed: http.StatusMethodNotAllowed,
+	codes.RequestTimeout:   http.StatusRequestTimeout,
 	codes.Duplicate:        http.StatusConflict,
 	codes.InProgress:       http.StatusConflict,
 	codes.Reconciling:      http.StatusConflict,
@@ -120,6 +121,12 @@ func classify(err error) (p *Problem, known bool) {
 		return fromGateway(ge), true
 	case errors.As(err, &he):
 		return fromHTTPError(he), true
+	case errors.Is(err, db.ErrStatementTimeout):
+		// The transaction was rolled back: nothing changed. A listing
+		// that is merely slow may pass with a narrower filter; one stuck
+		// behind a lock, a moment later.
+		return problem(codes.Unavailable, "a database statement ran past the admin statement timeout and was cancelled; nothing was changed: "+
+			"narrow the request (filters, a smaller limit) or try again shortly").withRetryAfter(5 * time.Second), true
 	case errors.Is(err, db.ErrUnavailable):
 		// Nothing was committed, and trying again shortly is what helps:
 		// the same answer, and wait, as the gateway's.

@@ -26,7 +26,7 @@ func (s *Server) routes() {
 	ui.routes(e)
 	admin := e.Group("/admin", ui.riverSessionOr(s.requireAdmin))
 	if a := s.deps.Admin; a != nil {
-		a.routes(admin, s.cfg)
+		a.routes(admin, s.cfg, s.deps.Venues)
 	} else {
 		admin.Any("/*", func(echo.Context) error { return problem(codes.Unauthorized, "admin is not available") })
 	}

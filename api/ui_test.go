@@ -217,25 +217,22 @@ func TestUIWrongTokensAreThrottledPerAddress(t *testing.T) {
 		require.Empty(t, br.cookie, "no cookie for a wrong token")
 		require.Nil(t, br.sessionCookie())
 	}
-	// The third wrong try started a wait: now even the right token is
-	// refused, with the same answer a wrong one would get.
-	res := br.post("/ui/login", url.Values{"token": {adminToken}}, nil)
+	// The third wrong try started a wait: a wrong token is now refused as
+	// too many.
+	res := br.post("/ui/login", url.Values{"token": {"guess"}}, nil)
 	require.Equal(t, http.StatusTooManyRequests, res.Status)
 	require.Contains(t, string(res.Body), "Too many wrong tokens")
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
 	require.Empty(t, br.cookie)
-	wrong := br.post("/ui/login", url.Values{"token": {"guess"}}, nil)
-	require.Equal(t, res.Status, wrong.Status)
-	require.Equal(t, string(res.Body), string(wrong.Body), "no oracle while waiting")
 
-	// Another address logs in.
+	// Another address is not held up.
 	other := newBrowser(t, b.handler)
 	other.remote = "198.51.100.4:5555"
+	require.Equal(t, http.StatusUnauthorized, other.post("/ui/login", url.Values{"token": {"wrong"}}, nil).Status)
 	other.login(adminToken)
 
-	// After the wait, the right token works.
-	_, err := b.pool.Exec(context.Background(), "UPDATE ui_login_failures SET blocked_until = now() - interval '1 second'")
-	require.NoError(t, err)
+	// The right token works during the wait: whoever shares the address
+	// cannot keep the operator out (fix-adminedge).
 	res = br.post("/ui/login", url.Values{"token": {adminToken}}, nil)
 	require.Equal(t, http.StatusSeeOther, res.Status, string(res.Body))
 	require.NotEmpty(t, br.cookie)

@@ -3,11 +3,9 @@ package api
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/netip"
@@ -179,6 +177,9 @@ func (s *Server) webhook(c echo.Context) error {
 	if err := checkContentType(req.Header.Get(echo.HeaderContentType)); err != nil {
 		return err
 	}
+	if err := checkContentEncoding(c); err != nil {
+		return err
+	}
 	if req.ContentLength > s.cfg.MaxBody {
 		return problem(codes.TooLarge, fmt.Sprintf("body is %d bytes; the limit is %d", req.ContentLength, s.cfg.MaxBody))
 	}
@@ -190,9 +191,9 @@ func (s *Server) webhook(c echo.Context) error {
 	if !s.cfg.AllowedIPs.Allows(ip) {
 		return problem(codes.Forbidden, fmt.Sprintf("source address %s is not allowed", ip))
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, s.cfg.MaxBody+1))
+	body, err := readBody(c, s.cfg.MaxBody)
 	if err != nil {
-		return problem(codes.InvalidRequest, "could not read the body")
+		return err
 	}
 	if int64(len(body)) > s.cfg.MaxBody {
 		return problem(codes.TooLarge, fmt.Sprintf("body exceeds the limit of %d bytes", s.cfg.MaxBody))
@@ -342,7 +343,7 @@ func (s *Server) authenticate(secret string, h http.Header, body []byte, now tim
 	if len(want) == 0 {
 		return 0, refused()
 	}
-	if secret != "" && subtle.ConstantTimeCompare([]byte(secret), want) == 1 {
+	if secret != "" && equalSecret(secret, s.cfg.WebhookSecret) {
 		// A body secret is a credential in itself; a timestamp header
 		// beside it is not signed, so it proves nothing and is ignored.
 		return credSecret, nil

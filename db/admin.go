@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TraceRow is a trace_ids row as operators see it through the admin API.
@@ -193,7 +192,7 @@ ORDER BY at, id`
 // GetTrace reads a trace, its orders and its audit events in time order, in
 // one round trip and one snapshot. It returns ErrNotFound when nothing at all
 // is recorded under traceID.
-func GetTrace(ctx context.Context, pool *pgxpool.Pool, traceID string) (TraceDetail, error) {
+func GetTrace(ctx context.Context, pool TxBeginner, traceID string) (TraceDetail, error) {
 	var d TraceDetail
 	// REPEATABLE READ: the three reads see one moment, so an event never
 	// shows without the order it announces.
@@ -322,7 +321,7 @@ RETURNING detail->>'status'`
 // that is still dispatching. Orders stay: the next execution counts them and
 // so gets a new client order ID. It returns the released trace's status, or
 // ErrNotFound when no such trace exists.
-func ReleaseTrace(ctx context.Context, pool *pgxpool.Pool, p ReleaseParams) (TraceStatus, error) {
+func ReleaseTrace(ctx context.Context, pool Beginner, p ReleaseParams) (TraceStatus, error) {
 	var status TraceStatus
 	var unknown bool
 	var receivedAt time.Time

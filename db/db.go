@@ -134,6 +134,8 @@ func translate(err error) error {
 		switch pgErr.Code {
 		case "55P03": // lock_not_available: lock_timeout expired
 			return fmt.Errorf("%w: %w", ErrLockTimeout, err)
+		case "57014": // query_canceled: statement_timeout, or pg_cancel_backend
+			return fmt.Errorf("%w: %w", ErrStatementTimeout, err)
 		case "57P01", "57P02", "57P03", "53300": // admin/crash shutdown, cannot connect now, too many connections
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}

@@ -203,6 +203,18 @@ func ListLedger(ctx context.Context, q DBTX, f LedgerFilter) ([]LedgerEntry, err
 	return out, nil
 }
 
+const ledgerHasExchangeSQL = `SELECT EXISTS (SELECT 1 FROM spot_ledger WHERE exchange = $1)`
+
+// LedgerHasExchange reports whether the ledger holds any entry under
+// exchange (on the primary key's leading column).
+func LedgerHasExchange(ctx context.Context, q DBTX, exchange string) (bool, error) {
+	var ok bool
+	if err := q.QueryRow(ctx, ledgerHasExchangeSQL, exchange).Scan(&ok); err != nil {
+		return false, fmt.Errorf("ledger has exchange: %w", translate(err))
+	}
+	return ok, nil
+}
+
 // seedLedgerEntrySQL creates an absent entry at 0 inside an operator's
 // set (overwritten by setLedgerSQL before it commits), so that
 // lockLedgerEntrySQL always has a row to lock: a set naming "was": "0" for
@@ -292,7 +304,7 @@ func (e *LedgerChangedError) Error() string {
 // was sets whatever it holds. An operator's set names the value it saw,
 // so a set retried or sent from an old listing never overwrites a fill
 // recorded since.
-func SetLedgerIf(ctx context.Context, pool *pgxpool.Pool, k LedgerKey, was *decimal.Decimal, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
+func SetLedgerIf(ctx context.Context, pool Beginner, k LedgerKey, was *decimal.Decimal, qty decimal.Decimal, reason, by string) (LedgerEntry, error) {
 	e := LedgerEntry{LedgerKey: k, Quantity: qty, UpdatedBy: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, SyncCommitSQL); err != nil {

@@ -158,13 +158,14 @@ func (t LoginThrottle) delayAfter(n int) time.Duration {
 
 // LoginResult is what one login attempt came to.
 type LoginResult struct {
-	// OK is true when the token was right and the address was not
-	// waiting.
+	// OK is true when the token was right. A right token always gets
+	// through, whatever the address's wait.
 	OK bool
-	// RetryAfter is set when the attempt was refused unchecked because the
-	// address must still wait, or when this wrong token started a wait.
+	// RetryAfter is how long the address must wait before its next wrong
+	// token is looked at: set when this wrong token started or met a wait.
 	RetryAfter time.Duration
-	// Blocked is true when the token was not even checked.
+	// Blocked is true when this wrong token came while the address was
+	// waiting: it is counted and refused as "too many", not as "wrong".
 	Blocked bool
 	// Failures counts wrong tokens in a row from this address.
 	Failures int
@@ -181,21 +182,34 @@ SELECT CASE WHEN last_failure_at < now() - $2 * interval '1 millisecond' THEN 0 
        coalesce(ceil(extract(epoch FROM greatest(blocked_until - now(), interval '0')) * 1000), 0)::bigint
 FROM ui_login_failures WHERE client_ip = $1 FOR UPDATE`
 
+// failLoginSQL never shortens a wait: a wrong token during one may only
+// lengthen it.
 const failLoginSQL = `
 UPDATE ui_login_failures
 SET failures = $2, last_failure_at = now(),
-    blocked_until = CASE WHEN $3::bigint > 0 THEN now() + $3 * interval '1 millisecond' END
+    blocked_until = CASE WHEN $3::bigint > 0 THEN greatest(blocked_until, now() + $3 * interval '1 millisecond')
+                         ELSE blocked_until END
 WHERE client_ip = $1`
 
-const forgetLoginSQL = `DELETE FROM ui_login_failures WHERE client_ip = $1`
-
 // AttemptLogin runs check, the caller's constant-time comparison of the
-// token, for clientIP under the throttle. While the address must wait the
-// token is not checked at all, so the answer during a wait says nothing
-// about the guess. The address's row is locked while check runs, so
-// parallel guesses from one address (or through several replicas) are
-// counted one after another. A right token clears the address's record.
+// token, and counts a wrong token for clientIP under the throttle.
+//
+// The right token always gets through, before the throttle is looked at
+// and without touching the database: the throttle is per address, and
+// whoever shares the operator's address (a NAT, a proxy, an IPv6 /64)
+// could otherwise keep the operator — and the kill switch — out with one
+// wrong guess per wait. Nor does it clear the address's record, which
+// would hand a guesser on that address fresh free tries each time the
+// operator calls.
+//
+// A wrong token is counted under the address's row lock, so parallel
+// guesses (or guesses through several replicas) are counted one after
+// another; after the free tries each starts or lengthens a wait, and one
+// that comes during a wait is counted and refused as Blocked.
 func AttemptLogin(ctx context.Context, pool *pgxpool.Pool, clientIP string, t LoginThrottle, check func() bool) (LoginResult, error) {
+	if check() {
+		return LoginResult{OK: true}, nil
+	}
 	t = t.WithDefaults()
 	var res LoginResult
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -207,18 +221,11 @@ func AttemptLogin(ctx context.Context, pool *pgxpool.Pool, clientIP string, t Lo
 		if err := tx.QueryRow(ctx, readLoginSQL, clientIP, t.Forget.Milliseconds()).Scan(&res.Failures, &waitMS); err != nil {
 			return err
 		}
-		if waitMS > 0 {
-			res.Blocked, res.RetryAfter = true, time.Duration(waitMS)*time.Millisecond
-			return nil
-		}
-		if check() {
-			res.OK, res.Failures = true, 0
-			_, err := tx.Exec(ctx, forgetLoginSQL, clientIP)
-			return err
-		}
 		res.Failures++
-		res.RetryAfter = t.delayAfter(res.Failures)
-		_, err := tx.Exec(ctx, failLoginSQL, clientIP, res.Failures, res.RetryAfter.Milliseconds())
+		next := t.delayAfter(res.Failures)
+		res.Blocked = waitMS > 0
+		res.RetryAfter = max(next, time.Duration(waitMS)*time.Millisecond)
+		_, err := tx.Exec(ctx, failLoginSQL, clientIP, res.Failures, next.Milliseconds())
 		return err
 	})
 	if err != nil {

@@ -84,40 +84,37 @@ func TestAttemptLoginDelaysAfterFreeTries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.LoginResult{Failures: 2, RetryAfter: time.Hour}, r, "the last free try starts a wait")
 
-	// While waiting even the right token is not looked at.
+	// While waiting the right token gets through, and clears nothing.
 	r, err = db.AttemptLogin(ctx, pool, "192.0.2.1", th, right)
 	require.NoError(t, err)
-	require.True(t, r.Blocked)
-	require.False(t, r.OK)
-	require.InDelta(t, time.Hour.Seconds(), r.RetryAfter.Seconds(), 5)
-	require.Equal(t, 2, checked)
-
-	// Another address is not held up.
-	r, err = db.AttemptLogin(ctx, pool, "192.0.2.2", th, right)
-	require.NoError(t, err)
-	require.True(t, r.OK)
-
-	// Once the wait is over, the next wrong token doubles it.
-	_, err = pool.Exec(ctx, "UPDATE ui_login_failures SET blocked_until = now() - interval '1 second'")
-	require.NoError(t, err)
+	require.Equal(t, db.LoginResult{OK: true}, r)
+	// A wrong one during the wait is counted, refused as blocked, and
+	// lengthens the wait.
 	r, err = db.AttemptLogin(ctx, pool, "192.0.2.1", th, wrong)
 	require.NoError(t, err)
-	require.Equal(t, db.LoginResult{Failures: 3, RetryAfter: 2 * time.Hour}, r)
+	require.Equal(t, db.LoginResult{Failures: 3, Blocked: true, RetryAfter: 2 * time.Hour}, r)
+	require.Equal(t, 4, checked)
+
+	// Another address is not held up.
+	r, err = db.AttemptLogin(ctx, pool, "192.0.2.2", th, wrong)
+	require.NoError(t, err)
+	require.Equal(t, db.LoginResult{Failures: 1}, r)
+
+	// Once the wait is over, the next wrong token doubles it, up to
+	// MaxDelay.
 	_, err = pool.Exec(ctx, "UPDATE ui_login_failures SET blocked_until = now() - interval '1 second'")
 	require.NoError(t, err)
 	r, err = db.AttemptLogin(ctx, pool, "192.0.2.1", th, wrong)
 	require.NoError(t, err)
 	require.Equal(t, db.LoginResult{Failures: 4, RetryAfter: 3 * time.Hour}, r, "capped at MaxDelay")
 
-	// A right token after the wait clears the record.
-	_, err = pool.Exec(ctx, "UPDATE ui_login_failures SET blocked_until = now() - interval '1 second'")
+	// A wait is never shortened by a later wrong token's shorter delay.
+	_, err = pool.Exec(ctx, "UPDATE ui_login_failures SET blocked_until = now() + interval '10 hours' WHERE client_ip = '192.0.2.1'")
 	require.NoError(t, err)
-	r, err = db.AttemptLogin(ctx, pool, "192.0.2.1", th, right)
-	require.NoError(t, err)
-	require.True(t, r.OK)
 	r, err = db.AttemptLogin(ctx, pool, "192.0.2.1", th, wrong)
 	require.NoError(t, err)
-	require.Equal(t, db.LoginResult{Failures: 1}, r)
+	require.True(t, r.Blocked)
+	require.InDelta(t, (10 * time.Hour).Seconds(), r.RetryAfter.Seconds(), 5)
 }
 
 func TestLoginThrottleDefaults(t *testing.T) {
@@ -135,23 +132,26 @@ func TestAttemptLoginCountsParallelGuessesOneByOne(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	th := db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	var mu sync.Mutex
-	checked := 0
+	blocked := 0
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.AttemptLogin(ctx, pool, "198.51.100.9", th, func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				checked++
-				return false
-			})
+			r, err := db.AttemptLogin(ctx, pool, "198.51.100.9", th, func() bool { return false })
 			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Blocked {
+				blocked++
+			}
 		}()
 	}
 	wg.Wait()
-	require.Equal(t, 3, checked, "ten guesses at once still get only the free tries checked")
+	require.Equal(t, 7, blocked, "ten guesses at once: only the free tries are answered as wrong, the rest as too many")
+	var failures int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT failures FROM ui_login_failures WHERE client_ip = '198.51.100.9'").Scan(&failures))
+	require.Equal(t, 10, failures, "every guess counted")
 }
 
 func TestEventsPerMinuteCountsTrafficNotAdminActions(t *testing.T) {

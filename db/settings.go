@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hoox/hoox/exchange"
 )
@@ -115,7 +114,7 @@ VALUES ($1, CASE WHEN $2::boolean THEN 'kill_switch_engaged' ELSE 'kill_switch_r
 // notification with the change: both commit or neither does), and only
 // when the switch flips: a request that repeats its state is audited
 // (was_engaged says so) but not announced again.
-func SetKillSwitch(ctx context.Context, pool *pgxpool.Pool, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
+func SetKillSwitch(ctx context.Context, pool Beginner, engaged bool, reason, by string, hooks ...TxHook) (KillSwitch, error) {
 	k := KillSwitch{Engaged: engaged, Reason: reason, By: by}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// Synchronous whatever the server's default: an operator told

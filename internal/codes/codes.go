@@ -33,7 +33,11 @@ const (
 	NotFound         = "not_found"
 	InvalidRequest   = "invalid_request"
 	MethodNotAllowed = "method_not_allowed"
-	Internal         = "internal"
+	// RequestTimeout answers a body that did not arrive within the
+	// server's read timeout: nothing was done, the request may be sent
+	// again.
+	RequestTimeout = "request_timeout"
+	Internal       = "internal"
 	// Reconciling refuses to release a trace whose order may exist at the
 	// venue: the reconcile settles it first.
 	Reconciling = "reconciling"

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hoox/hoox/internal/codes"
+)
+
+// readBody reads at most limit+1 bytes of a request's body (the caller
+// refuses more). A body that cannot be read is answered so the sender
+// knows nothing was done and may send it again: 408 request_timeout when
+// it did not arrive within the server's read timeout (RFC 9110 §15.5.9),
+// 400 when the connection broke. A 400 alone reads as final to a sender,
+// which would drop a signal hoox never looked at.
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, limit+1))
+	if err == nil {
+		return body, nil
+	}
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		// The connection's read deadline has passed: it cannot carry the
+		// next request.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return nil, problem(codes.RequestTimeout, "the body did not arrive in time; nothing was done: send the request again")
+	}
+	return nil, problem(codes.InvalidRequest, "the body could not be read in full (the connection broke); nothing was done: send the request again")
+}
+
+// checkContentEncoding refuses a body in a content coding: hoox decodes
+// none, and reading gzip as JSON would answer a misleading 400 (or, for a
+// plain body mislabelled, execute what the sender says it did not send).
+// RFC 9110 §15.5.16 makes that a 415 with Accept-Encoding naming what is
+// accepted.
+func checkContentEncoding(c echo.Context) error {
+	for _, v := range c.Request().Header.Values(echo.HeaderContentEncoding) {
+		for _, coding := range strings.Split(v, ",") {
+			coding = strings.TrimSpace(coding)
+			if coding == "" || strings.EqualFold(coding, "identity") {
+				continue
+			}
+			c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity")
+			return problem(codes.UnsupportedMedia, fmt.Sprintf("Content-Encoding %s is not accepted; send the body unencoded", coding))
+		}
+	}
+	return nil
+}
