@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -18,4 +19,30 @@ func WholePosition(s *Sizing) bool {
 	}
 	asked, err := decimal.NewFromString(strings.TrimSuffix(strings.TrimSpace(s.Asked), "%"))
 	return err == nil && asked.GreaterThanOrEqual(decimal.NewFromInt(100))
+}
+
+// ClosedWhole judges a filled close o (r, the venue's answer or lookup of
+// it) for the adapters that cancel the exits of the position a close
+// closed (Binance USDⓈ-M, OKX swap): whole says o closed all of the
+// position it was sized for — a close of the whole position in one order
+// (no Split) that executed all it was sent for — and cutoff is when that
+// position was read, the exits created before it being that position's.
+// started is the adapter's own time before its position read in Place
+// (zero from Lookup, where it is not known: cutoff stays zero). A close
+// sized before its intent (Partial: a percent_of_position share, a split
+// close's parts) was sized from a read then, which came before Place: an
+// entry that filled after it is not among what it closed. Only a share of
+// 100 % of that read is whole, with the read's time
+// (Sizing.PositionReadAt) as cutoff; without it, such a close closes the
+// position only on a flat read.
+func ClosedWhole(o Order, r Report, started time.Time) (whole bool, cutoff time.Time) {
+	whole = o.Split == nil && r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
+	if !o.Partial {
+		return whole, started
+	}
+	whole = whole && WholePosition(o.Sizing) && !o.Sizing.PositionReadAt.IsZero()
+	if whole && !started.IsZero() {
+		return true, o.Sizing.PositionReadAt
+	}
+	return whole, started
 }

@@ -189,20 +189,7 @@ func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Re
 	if !v.swap() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
 		return r
 	}
-	whole := o.Split == nil && r.FilledQuantity.GreaterThanOrEqual(r.Quantity)
-	if o.Partial {
-		// Sized before its intent, from a position read then (a
-		// percent_of_position share; a split close's parts): an entry
-		// that filled after that read is not among what it closed, though
-		// Place's own start came after it. Only a close of 100 % of what
-		// was read is whole, and only the exits created before that read
-		// are its position's; without the read's time, it closes the
-		// position only on a flat read.
-		whole = whole && exchange.WholePosition(o.Sizing) && !o.Sizing.PositionReadAt.IsZero()
-		if whole && !started.IsZero() {
-			started = o.Sizing.PositionReadAt
-		}
-	}
+	whole, started := exchange.ClosedWhole(o, r, started)
 	cancelled, closed, beside := v.cancelClosedExits(ctx, f, side, o.ClientOrderID, started, whole)
 	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
 	r.ClosedPosition, r.EntryBeside = closed, closed && beside
