@@ -315,14 +315,13 @@ func SetLedgerIf(ctx context.Context, pool Beginner, k LedgerKey, was *decimal.D
 		if _, err := tx.Exec(ctx, seedLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, by); err != nil {
 			return err
 		}
-		var held decimal.NullDecimal
-		err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&held)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		var held decimal.Decimal
+		if err := tx.QueryRow(ctx, lockLedgerEntrySQL, k.Exchange, k.Mode, k.Symbol, k.Strategy).Scan(&held); err != nil {
 			return err
 		}
 		// Compared as the listing shows it (ListLedger: never below 0;
 		// an entry below 0 holds a sale recorded before its buy's fill).
-		if shown := decimal.Max(held.Decimal, decimal.Zero); was != nil && !shown.Equal(*was) {
+		if shown := decimal.Max(held, decimal.Zero); was != nil && !shown.Equal(*was) {
 			return &LedgerChangedError{Quantity: shown}
 		}
 		if err := tx.QueryRow(ctx, setLedgerSQL, k.Exchange, k.Mode, k.Symbol, k.Strategy, pgconv.Numeric(qty), by).Scan(&e.UpdatedAt); err != nil {
@@ -350,11 +349,7 @@ func SetLedgerIf(ctx context.Context, pool Beginner, k LedgerKey, was *decimal.D
 		if len(released) > 0 {
 			detail["released_sells"] = released
 		}
-		if held.Valid {
-			detail["was"] = held.Decimal.String()
-		} else {
-			detail["was"] = "0"
-		}
+		detail["was"] = held.String()
 		_, err = tx.Exec(ctx, InsertEventSQL, LedgerTraceID, EventLedgerSet, nil, detail)
 		return err
 	})

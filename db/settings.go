@@ -79,8 +79,6 @@ func SendGuard(q DBTX) func(context.Context) error {
 	}
 }
 
-// The value's shape is the contract with the claim, which reads exactly
-// (value->>'engaged')::boolean.
 // seedKillSwitchSQL creates the kill switch's row, released, where it was
 // never set, in the setting's own transaction (overwritten by
 // setKillSwitchSQL before it commits): the lock below then always has a
@@ -91,6 +89,8 @@ const seedKillSwitchSQL = `
 INSERT INTO settings (key, value, updated_at, updated_by)
 VALUES ($1, jsonb_build_object('engaged', false), now(), 'hoox') ON CONFLICT (key) DO NOTHING`
 
+// The value's shape is the contract with the claim, which reads exactly
+// (value->>'engaged')::boolean.
 const lockKillSwitchSQL = `
 SELECT coalesce((value->>'engaged')::boolean, false) FROM settings WHERE key = $1 FOR UPDATE`
 
