@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/shopspring/decimal"
 
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
@@ -199,20 +200,21 @@ func (w *FollowWorker) NextRetry(job *river.Job[FollowArgs]) time.Time {
 	return next
 }
 
-// finalEnds reports what the order row, recorded final before this run,
-// calls for, as stepEnds does for the run that records it: filled in
-// full, and ended with something executed.
-func finalEnds(row db.OrderRow) (filled, ended bool) {
-	st := exchange.Status(row.Status)
-	return st == exchange.StatusFilled, st.Final() && row.FilledQuantity.Decimal.IsPositive()
+// orderEnds reports what an order in status st with executed filled calls
+// for: filled in full, and ended with something executed (filled, or
+// cancelled / expired after a partial fill: either may have planned legs,
+// migrations 00015, 00018).
+func orderEnds(st exchange.Status, executed decimal.Decimal) (filled, ended bool) {
+	return st == exchange.StatusFilled, st.Final() && executed.IsPositive()
 }
 
-// stepEnds reports what step records of the order: filled in full, and
-// ended with something executed (filled, or cancelled / expired after a
-// partial fill: either may have planned legs, migrations 00015, 00018).
+// stepEnds is orderEnds of what step records of the order; nothing when
+// it records no change.
 func stepEnds(step db.FollowStep) (filled, ended bool) {
-	u := step.Update
-	return u != nil && u.Status == exchange.StatusFilled, u != nil && u.Status.Final() && u.FilledQuantity.IsPositive()
+	if u := step.Update; u != nil {
+		return orderEnds(u.Status, u.FilledQuantity)
+	}
+	return false, false
 }
 
 // followBackoff is the wait before looking at an open order again: a
@@ -313,7 +315,7 @@ func (w *FollowWorker) Work(ctx context.Context, job *river.Job[FollowArgs]) err
 		// lock — so it is done again here rather than left to the
 		// sibling's own next look (up to FollowMaxInterval) or the
 		// sweeper.
-		filled, ended = finalEnds(st.Order)
+		filled, ended = orderEnds(exchange.Status(st.Order.Status), st.Order.FilledQuantity.Decimal)
 	}
 	switch {
 	case errors.Is(err, db.ErrNotFound):
