@@ -154,10 +154,9 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 			!strings.HasPrefix(a.AlgoClOrdID, "hx") || (!flat && created > started.UnixMilli()) {
 			continue
 		}
-		body := []map[string]string{{"algoId": a.AlgoID, "instId": instID}}
-		err := v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: instID}, nil)
-		if e, ok := errors.AsType[*APIError](err); ok && (e.Code == 51400 || algoTriggered(e.Code)) {
-			continue // no longer live
+		live, err := v.cancelLiveAlgo(ctx, a.AlgoID, instID)
+		if err == nil && !live {
+			continue
 		}
 		if err != nil {
 			v.log.ErrorContext(ctx, "okx: a close of the whole position filled, but a live exit of its side was not cancelled",
@@ -252,6 +251,19 @@ func (v *Venue) awaitPause(ctx context.Context, r request) bool {
 	}
 }
 
+// cancelLiveAlgo cancels the algo order algoID of instID (POST
+// /api/v5/trade/cancel-algos, Post_Cancel_Algo_Order.md). live is false,
+// with no error, when OKX says it is no longer live: cancelled already
+// (51400) or triggered first (algoTriggered).
+func (v *Venue) cancelLiveAlgo(ctx context.Context, algoID, instID string) (live bool, err error) {
+	body := []map[string]string{{"algoId": algoID, "instId": instID}}
+	err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: instID}, nil)
+	if e, ok := errors.AsType[*APIError](err); ok && (e.Code == 51400 || algoTriggered(e.Code)) {
+		return false, nil
+	}
+	return true, err
+}
+
 var _ exchange.ExitsAfterCloseCanceler = (*Venue)(nil)
 
 // CancelExitsAfterClose implements exchange.ExitsAfterCloseCanceler: the
@@ -281,10 +293,9 @@ func (v *Venue) CancelExitsAfterClose(ctx context.Context, o exchange.Order, r e
 			continue // triggered, cancelled or failed: not resting
 		}
 		if err == nil {
-			body := []map[string]string{{"algoId": a.AlgoID, "instId": a.InstID}}
-			err = v.do(ctx, request{method: http.MethodPost, path: pathCancelAlgo, body: body, private: true, instID: a.InstID}, nil)
-			if e, ok := errors.AsType[*APIError](err); ok && (e.Code == 51400 || algoTriggered(e.Code)) {
-				continue // no longer live
+			var live bool
+			if live, err = v.cancelLiveAlgo(ctx, a.AlgoID, a.InstID); err == nil && !live {
+				continue
 			}
 		}
 		if err != nil {
