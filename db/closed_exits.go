@@ -20,7 +20,7 @@ var closedExitLegsSQL = `SELECT l.client_order_id, l.lock_key FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
-  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.role IN ` + exitRolesSQL + `
   AND l.created_at < (` + closeCutOffSQL("$6") + `)
 ORDER BY l.created_at, l.client_order_id`
 
@@ -58,7 +58,7 @@ JOIN orders o ON o.client_order_id = l.parent_client_order_id
 JOIN orders x ON x.client_order_id = l.client_order_id
 WHERE x.status = 'open' AND l.exchange = $1 AND l.mode = $2
   AND o.symbol = $3 AND l.order_spec->>'Side' = $4
-  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.role IN ` + exitRolesSQL + `
   AND l.created_at < (` + closeCutOffSQL("$7") + `)
   AND l.client_order_id <> ALL($6)
 ORDER BY l.created_at, l.client_order_id`

@@ -459,7 +459,7 @@ func OpenLegsLockKey(ctx context.Context, q DBTX, parent string) (string, bool, 
 // still open: the orders of its parent's legs with an exit role.
 const openSiblingExitsSQL = `SELECT ` + orderColumns + ` FROM orders
 WHERE status = 'open' AND client_order_id <> $1
-  AND role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND role IN ` + exitRolesSQL + `
   AND client_order_id IN (SELECT client_order_id FROM order_legs
                           WHERE parent_client_order_id = (SELECT parent_client_order_id FROM order_legs WHERE client_order_id = $1))
 ORDER BY created_at, id`
@@ -522,7 +522,7 @@ type ExitParent struct {
 const unsentExitLegsSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy, l.role FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE l.outcome IS NULL AND l.sent_at IS NULL AND l.exchange = $1 AND l.mode = $2
-  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.role IN ` + exitRolesSQL + `
 ORDER BY l.created_at, l.client_order_id`
 
 // dropUnsentExitLegsSQL settles the legs $1 not_placed, each only while it
@@ -600,7 +600,7 @@ func DropUnsentExitLegs(ctx context.Context, q DBTX, exchangeName, mode string, 
 const exitLegsToCancelSQL = `SELECT l.client_order_id, l.lock_key, o.symbol, l.parent_client_order_id, o.strategy, l.role FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
-  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.role IN ` + exitRolesSQL + `
 ORDER BY l.created_at, l.client_order_id`
 
 // lockLegTracesSQL takes the trace locks $1 (lock keys), in one order so

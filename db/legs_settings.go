@@ -167,10 +167,10 @@ const liveExitsSQL = `
 SELECT l.client_order_id, o.symbol, l.role, o.strategy FROM order_legs l
 JOIN orders o ON o.client_order_id = l.parent_client_order_id
 WHERE (l.outcome IS NULL OR l.outcome = 'failed') AND l.cancelled_by IS NULL AND l.exchange = $1 AND l.mode = $2
-  AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+  AND l.role IN ` + exitRolesSQL + `
 UNION
 SELECT o.client_order_id, o.symbol, o.role, o.strategy FROM orders o
-WHERE o.status = 'open' AND o.exchange = $1 AND o.mode = $2 AND o.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+WHERE o.status = 'open' AND o.exchange = $1 AND o.mode = $2 AND o.role IN ` + exitRolesSQL + `
 ORDER BY 1`
 
 // LiveExits returns the live exits (LiveExit) of venue exchangeName and
@@ -198,13 +198,13 @@ func LiveExits(ctx context.Context, q DBTX, exchangeName, mode string) ([]LiveEx
 var plannedExitsSQL = `SELECT
   (SELECT count(*) FROM order_legs l JOIN orders p ON p.client_order_id = l.parent_client_order_id
    WHERE l.exchange = $1 AND l.mode = $2 AND l.outcome IS NULL AND l.sent_at IS NULL AND l.cancelled_by IS NULL
-     AND l.role IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+     AND l.role IN ` + exitRolesSQL + `
      AND ($3 = '' OR ` + symbolKeySQL("p.symbol") + ` = $3))
 + (SELECT count(*) FROM orders o
    JOIN dispatch_intents i ON i.client_order_id = o.client_order_id
    CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(i.order_spec->'Legs') = 'array' THEN i.order_spec->'Legs' ELSE '[]'::jsonb END) g(leg)
    WHERE o.status = 'open' AND o.role = 'primary' AND o.unfollowed_at IS NULL AND o.exchange = $1 AND o.mode = $2
-     AND g.leg->>'Role' IN ('take_profit', 'stop_loss', 'trailing_stop', 'oco')
+     AND g.leg->>'Role' IN ` + exitRolesSQL + `
      AND NOT EXISTS (SELECT FROM order_legs l WHERE l.parent_client_order_id = o.client_order_id)
      AND ($3 = '' OR ` + symbolKeySQL("o.symbol") + ` = $3))`
 

@@ -182,3 +182,8 @@ func attachedDetail(o exchange.Order) []map[string]string {
 	}
 	return out
 }
+
+// exitRolesSQL is the SQL list of the roles of an exit (a leg or an order
+// that protects an entry's position: exchange.RoleTakeProfit, …), for
+// "role IN " + exitRolesSQL.
+const exitRolesSQL = `('` + exchange.RoleTakeProfit + `', '` + exchange.RoleStopLoss + `', '` + exchange.RoleTrailingStop + `', '` + exchange.RoleOCO + `')`
