@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -91,12 +89,7 @@ func TestHundredPercentCloseCatchesTheExitsOfALongRecordedDuringItsClaim(t *test
 		case <-time.After(20 * time.Second):
 		}
 	}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: tr}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, _ = futuresVia(t, dbURL, pool, fake, tr)
 
 	l1, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3400","trace_id":"cutoff-l1"}`))

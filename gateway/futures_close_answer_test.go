@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -98,12 +96,7 @@ func TestFuturesWholeCloseAnswerDoesNotWaitForAnExitSendOnItsWay(t *testing.T) {
 			closed <- res
 		}()
 	}}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: rt}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, _ = futuresVia(t, dbURL, pool, fake, rt)
 
 	entry, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3300","stop_loss":"2900","trace_id":"slow-long"}`))
@@ -167,12 +160,7 @@ func TestFuturesWholeCloseWithNoExitInFlightLooksOnce(t *testing.T) {
 		defer mu.Unlock()
 		return listings, cancels
 	}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: countAlgoRequests{mu: mu, listings: &listings, cancels: &cancels}}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, _ := futuresVia(t, dbURL, pool, fake, countAlgoRequests{mu: mu, listings: &listings, cancels: &cancels})
 
 	entry, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3300","stop_loss":"2900","trace_id":"once-long"}`))

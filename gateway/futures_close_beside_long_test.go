@@ -16,8 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
-	"github.com/hoox/hoox/exchange"
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/pgtest"
@@ -86,12 +84,7 @@ func TestCloseKeepsTheExitsOfALongClaimedBeforeItButFilledAfterItsRead(t *testin
 	fake := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
 	h := holdEntryAcrossClose{armed: &atomic.Bool{}, entrySent: make(chan struct{}), closeFilled: make(chan struct{}),
 		entryDone: make(chan struct{}), sentOnce: &sync.Once{}, filledOnce: &sync.Once{}}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: h}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, _ := futuresVia(t, dbURL, pool, fake, h)
 
 	first, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1","trace_id":"rc-long1"}`))
 	require.NoError(t, err)

@@ -83,12 +83,7 @@ func TestFuturesWholeCloseCancelsAnExitWhoseSendWasOnItsWay(t *testing.T) {
 			closed <- err
 		}()
 	}}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: rt}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, _ = futuresVia(t, dbURL, pool, fake, rt)
 
 	entry, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3300","stop_loss":"2900","trace_id":"inflight-long"}`))
@@ -150,12 +145,7 @@ func TestFuturesWholeCloseStopsAnUnknownExitFromBeingSentAgain(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	pool := pgtest.OpenPool(t, dbURL)
 	fake := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: loseStopRequest{once: &sync.Once{}}}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	svc, venue := futuresVia(t, dbURL, pool, fake, loseStopRequest{once: &sync.Once{}})
 
 	entry, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3300","stop_loss":"2900","trace_id":"unknown-sl-long"}`))
@@ -178,7 +168,7 @@ func TestFuturesWholeCloseStopsAnUnknownExitFromBeingSentAgain(t *testing.T) {
 	// Past the stop's accept window, the leg runner resolves it.
 	_, err = pool.Exec(ctx, `UPDATE order_legs SET sent_at = sent_at - interval '1 minute' WHERE client_order_id = $1`, slID)
 	require.NoError(t, err)
-	_, _ = jobs.NewLegRunner(pool, nil, jobs.Config{}, reg, nil, nil).Finish(ctx, lockKey, entry.Order.ClientOrderID)
+	_, _ = jobs.NewLegRunner(pool, nil, jobs.Config{}, exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue}), nil, nil).Finish(ctx, lockKey, entry.Order.ClientOrderID)
 	for _, a := range fake.AlgoOrders() {
 		require.Falsef(t, a.ClientAlgoID == slID && a.Status == "NEW",
 			"the closed long's stop-loss was sent after the close and rests on the new long (no exits asked): %s %s of %s",
@@ -248,12 +238,8 @@ func TestFuturesWholeCloseLeavesTheUnknownStopLossOfALongBesideItToBeSent(t *tes
 		require.NoError(t, err)
 		beside = out
 	}}
-	venue, err := binance.New(binance.Config{Market: binance.MarketFutures, APIKey: fake.APIKey(), APISecret: fake.APISecret(), BaseURL: fake.URL,
-		HTTPClient: &http.Client{Transport: rt}})
-	require.NoError(t, err)
-	reg := exchange.NewRegistryOf(exchange.Entry{Name: "binance-futures", Live: venue})
-	svc = gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: pgtest.OpenPool(t, dbURL), Venues: reg})
-	t.Cleanup(svc.Close)
+	var venue *binance.Venue
+	svc, venue = futuresVia(t, dbURL, pool, fake, rt)
 
 	old, err := svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3400","trace_id":"beside-old"}`))
