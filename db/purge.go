@@ -356,8 +356,13 @@ func purgeTracesByExpiry(ctx context.Context, pool *pgxpool.Pool, batch int, pau
 }
 
 // sweepTracePages runs purgeTracePagesSQL over the table's pages in
-// order, sizing each range of pages so that it deletes about batch rows
-// from at most about maxDirtyPages pages.
+// order, sizing each range of pages so that it deletes at most about batch
+// rows, and never from more than maxDirtyPages pages: a range is at most
+// that many pages long. Ranges of live traces alone had grown it (doubled
+// while they deleted nothing), and the first range to reach the expired
+// traces then deleted from thousands of pages in one commit (issue 21,
+// twentieth round); reading a few more short ranges of live pages costs
+// milliseconds.
 func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
 	var pages int64
 	if err := pool.QueryRow(ctx, tracePagesSQL).Scan(&pages); err != nil {
@@ -373,7 +378,7 @@ func sweepTracePages(ctx context.Context, pool *pgxpool.Pool, batch int, pause f
 		}
 		total += n
 		at += chunk
-		chunk = resize(chunk, 1<<14, n, int64(batch), dirtied)
+		chunk = resize(chunk, maxDirtyPages, n, int64(batch), dirtied)
 		if err := sleep(ctx, pause(time.Since(start))); err != nil {
 			return total, err
 		}
@@ -415,3 +420,4 @@ func purgeBatches(ctx context.Context, batch int, pause func(took time.Duration)
 		}
 	}
 }
+
