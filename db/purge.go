@@ -420,4 +420,3 @@ func purgeBatches(ctx context.Context, batch int, pause func(took time.Duration)
 		}
 	}
 }
-
