@@ -510,8 +510,8 @@ func printSlowest(w io.Writer, rep *Report, obs Observation) {
 	if !ok {
 		return
 	}
-	fmt.Fprintf(w, "slowest second: sent +%.2f–%.2fs, %d requests, %d of the run's %d answers over its p99, max %s\n",
-		s.From.Sub(rep.Began()).Seconds(), s.To.Sub(rep.Began()).Seconds(), s.Requests, s.Over, s.OverAll, msf(s.Max))
+	fmt.Fprintf(w, "slowest second: sent +%.2f–%.2fs (from %s), %d requests, %d of the run's %d answers over its p99, max %s\n",
+		s.From.Sub(rep.Began()).Seconds(), s.To.Sub(rep.Began()).Seconds(), s.From.Format("15:04:05.000"), s.Requests, s.Over, s.OverAll, msf(s.Max))
 	fmt.Fprintf(w, "p99 of each second's requests: %s\n", durList(rep.SecondsP99()))
 	obs.PrintAround(w, rep.Began(), s.From.Add(-200*time.Millisecond), s.To)
 }
