@@ -191,7 +191,10 @@ func AwaitStartupPurge(ctx context.Context, pool *pgxpool.Pool, timeout time.Dur
 type PurgeRun struct {
 	Result  db.PurgeResult
 	Elapsed time.Duration
-	Err     error
+	// Ended is when the purge finished: a load run begun after it ran
+	// beside no purge.
+	Ended time.Time
+	Err   error
 }
 
 // StartPurge runs db.Purge in the background with hoox's defaults (audit
@@ -201,7 +204,7 @@ func StartPurge(ctx context.Context, pool *pgxpool.Pool, params db.PurgeParams) 
 	go func() {
 		start := time.Now()
 		res, err := db.Purge(ctx, pool, params)
-		done <- PurgeRun{Result: res, Elapsed: time.Since(start), Err: err}
+		done <- PurgeRun{Result: res, Elapsed: time.Since(start), Ended: time.Now(), Err: err}
 	}()
 	return done
 }
