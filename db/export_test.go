@@ -1,12 +1,5 @@
 package db
 
-import (
-	"context"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-)
-
 // StrandedIntentsSQL and LeftOpenIntentsSQL expose the sweeper's scans for
 // their plan test.
 const (
@@ -42,9 +35,3 @@ const (
 
 // SymbolKeySQL is exchange.SymbolKey in SQL, for its test.
 func SymbolKeySQL(col string) string { return symbolKeySQL(col) }
-
-// CatchUp runs the index pass that follows a sweep, from from, with no
-// pause between its statements.
-func CatchUp(ctx context.Context, pool *pgxpool.Pool, batch int, from time.Time, swept int64) (int64, error) {
-	return catchUp(ctx, pool, batch, func(time.Duration) time.Duration { return 0 }, from, swept)
-}

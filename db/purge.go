@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -106,14 +105,11 @@ const insertPurgedSQL = `
 // their ctid (a TID scan: the row lock keeps the ctid stable), never
 // probing the primary key again, whatever the statistics say. Rows it
 // skipped (locked, or the order unknown) stay behind the keyset until the
-// next purge starts from the beginning. $3 bounds the walk from above
-// ('infinity': up to now()): the pass after a sweep walks the index in
-// windows of expiry time, so that no statement walks the entries of every
-// trace the sweep deleted.
+// next purge starts from the beginning.
 const purgeTracesSQL = `
 WITH doomed AS (
     SELECT t.ctid FROM trace_ids t
-    WHERE t.expires_at < now() AND t.expires_at >= $2 AND t.expires_at < $3 AND NOT ` + OrderUnknownSQL + `
+    WHERE t.expires_at < now() AND t.expires_at >= $2 AND NOT ` + OrderUnknownSQL + `
     ORDER BY t.expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -284,80 +280,31 @@ func purgeAudit(ctx context.Context, pool *pgxpool.Pool, table string, batch int
 // expiry index while the batches find their rows packed together (the
 // steady state: a minute's expiries, written a TTL ago, side by side), and
 // by sweeping the table's pages in order once a batch finds them scattered
-// (fewer than two rows per page it touched). After a sweep the index pass
-// runs again, from where the first stopped and in windows of expiry time
-// (catchUp), and finds what the sweep could not lock.
+// (fewer than two rows per page it touched).
+//
+// A sweep is the purge's last pass. Rows it could not lock (a reconcile or
+// an admin release holding them) wait for the next purge, as rows the
+// index pass skips do. An index pass after it walked the index entries of
+// every trace the sweep had deleted, each fetched from the heap until
+// vacuum removes them: 2.3 s in one statement after a million, the
+// signals' p99 tenfold in that second, and 4-18 s when walked in windows
+// of expiry time instead (issue 21, twentieth round).
 //
 // Every transaction deletes from at most about maxDirtyPages heap pages:
 // the index pass starts with probeBatch rows and grows or shrinks its
-// batch by the pages the last one touched, and the sweep sizes its page
-// ranges the same way. A first batch of 5,000 rows over scattered rows
+// batch by the pages the last one touched, and the sweep's page ranges
+// are at most that long. A first batch of 5,000 rows over scattered rows
 // dirtied a page per row and, after the checkpoint that more often than
 // not precedes a purge, wrote a full page image for each: 40 MB of WAL in
 // one commit, which every signal committing after it waited to flush
 // (p99 0.7 s in the purge's first seconds; issue 21, eleventh round).
 func purgeTraces(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (int64, error) {
-	total, from, scattered, err := purgeTracesByExpiry(ctx, pool, batch, pause, time.Time{}, infinity, true)
+	total, scattered, err := purgeTracesByExpiry(ctx, pool, batch, pause)
 	if err != nil || !scattered {
 		return total, err
 	}
 	n, err := sweepTracePages(ctx, pool, batch, pause)
-	total += n
-	if err != nil {
-		return total, err
-	}
-	n, err = catchUp(ctx, pool, batch, pause, from, n)
 	return total + n, err
-}
-
-// infinity is purgeTracesSQL's bound for a walk up to now().
-var infinity = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
-
-// catchUpTarget is how long one statement of the pass after a sweep should
-// walk the expiry index; the window of expiry time it covers is halved
-// when a statement takes longer than this and doubled when it takes under
-// a quarter of it.
-const catchUpTarget = 25 * time.Millisecond
-
-// catchUp runs the index pass after a sweep that deleted swept traces,
-// from the expiry where the first pass stopped up to now, in windows of
-// expiry time. The index still holds an entry for every trace the sweep
-// deleted (until vacuum), and the first walk over them fetches each from
-// the heap: one statement walking a million took 2.3 s, during which the
-// signals' p99 rose tenfold (issue 21, twentieth round). The first window
-// holds about batch of the swept traces if they were spread evenly;
-// catchUpTarget resizes the next.
-func catchUp(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration, from time.Time, swept int64) (int64, error) {
-	var now time.Time
-	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return 0, err
-	}
-	window := now.Sub(from)
-	if swept > int64(batch) {
-		window = time.Duration(float64(window) * float64(batch) / float64(swept))
-	}
-	window = max(window, time.Second)
-	var total int64
-	for from.Before(now) {
-		until := from.Add(window)
-		start := time.Now()
-		n, _, _, err := purgeTracesByExpiry(ctx, pool, batch, pause, from, pgtype.Timestamptz{Time: until, Valid: true}, false)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		switch took := time.Since(start); {
-		case took > catchUpTarget:
-			window = max(window/2, time.Second)
-		case took < catchUpTarget/4:
-			window *= 2
-		}
-		from = until
-		if err := sleep(ctx, pause(time.Since(start))); err != nil {
-			return total, err
-		}
-	}
-	return total, nil
 }
 
 // maxDirtyPages is about the most heap pages of trace_ids one purge
@@ -384,29 +331,27 @@ func resize(size, most, n, limit, dirtied int64) int64 {
 	return size
 }
 
-// purgeTracesByExpiry runs purgeTracesSQL over the expiries from from
-// (inclusive) to until (exclusive), batch after batch, until one comes back
-// short; it returns the latest expiry it removed (from if none). With
-// stopWhenScattered it stops at the first batch whose rows lay scattered,
-// and says so.
-func purgeTracesByExpiry(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration, from time.Time, until pgtype.Timestamptz, stopWhenScattered bool) (total int64, last time.Time, scattered bool, err error) {
+// purgeTracesByExpiry runs purgeTracesSQL batch after batch until one
+// comes back short, or until a batch's rows lay scattered, which it says.
+func purgeTracesByExpiry(ctx context.Context, pool *pgxpool.Pool, batch int, pause func(time.Duration) time.Duration) (total int64, scattered bool, err error) {
+	from := time.Time{} // nothing expires before the epoch
 	size := int64(min(batch, probeBatch))
 	for {
 		start := time.Now()
 		var n, pages int64
-		if err := pool.QueryRow(ctx, purgeTracesSQL, size, from, until).Scan(&n, &from, &pages); err != nil {
-			return total, from, false, err
+		if err := pool.QueryRow(ctx, purgeTracesSQL, size, from).Scan(&n, &from, &pages); err != nil {
+			return total, false, err
 		}
 		total += n
 		if n < size {
-			return total, from, false, nil
+			return total, false, nil
 		}
-		if stopWhenScattered && pages > n/2 {
-			return total, from, true, nil
+		if pages > n/2 {
+			return total, true, nil
 		}
 		size = resize(size, int64(batch), n, int64(batch), pages)
 		if err := sleep(ctx, pause(time.Since(start))); err != nil {
-			return total, from, false, err
+			return total, false, err
 		}
 	}
 }

@@ -58,7 +58,7 @@ func TestPurgeSweepReadsItsPagesWhateverTheStatisticsSay(t *testing.T) {
 		require.NotContains(t, plan, "trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 		// The pass in expiry order, which the sweep takes over from, walks
 		// the expiry index in both cases.
-		plan = fmt.Sprint(explain(t, pool, db.PurgeTracesSQL, 5000, time.Time{}, time.Now().Add(time.Hour)))
+		plan = fmt.Sprint(explain(t, pool, db.PurgeTracesSQL, 5000, time.Time{}))
 		require.Contains(t, plan, "Index Scan using trace_ids_expires_at_idx", "analyzed %v, plan:\n%s", analyzed, plan)
 	}
 }

@@ -202,30 +202,34 @@ SELECT count(*), max(pages) FROM (
 	require.LessOrEqual(t, most, int64(db.MaxDirtyPages), "pages one purge transaction deleted from (%d transactions)", transactions)
 }
 
-// The index pass after a sweep walks from where the first pass stopped up
-// to now in windows of expiry time, and removes every expired trace in
-// them, whatever window holds it, keeping those whose order is unknown: no
-// window leaves a gap (issue 21, twentieth round).
-func TestPurgeCatchUpCoversEveryExpiryUpToNow(t *testing.T) {
+// A row the sweep cannot lock (a reconcile or an admin release holds it)
+// is passed over, not waited for, and the next purge removes it: the
+// sweep is the purge's last pass (issue 21, twentieth round).
+func TestPurgeSweepPassesOverAHeldRowForTheNextPurge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	// 3,000 traces expired from 1 hour to about 1 hour 50 minutes ago, a
-	// third live, one in fifty failed with no intent.
-	scatteredTraces(t, pool, 3000, 3001, 50, `'{}'`)
-	var expired, unknown int
-	var earliest time.Time
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'dispatched'), count(*) FILTER (WHERE status = 'failed'), min(expires_at)
-FROM trace_ids WHERE expires_at < now()`).Scan(&expired, &unknown, &earliest))
+	scatteredTraces(t, pool, 3000, 3001, 0, `'{}'`)
+	var held string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM trace_ids WHERE expires_at < now() ORDER BY ctid DESC LIMIT 1`).Scan(&held))
+	expired := countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`)
 
-	// Told the sweep removed 30,000 traces, its first window holds a
-	// tenth of what lies there, and the windows resize as they go.
-	n, err := db.CatchUp(ctx, pool, 10, earliest, 30000)
+	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, expired, n)
-	require.EqualValues(t, unknown, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`), "only the unknown ones stay expired")
-	require.EqualValues(t, expired, countRows(t, pool, `SELECT count(DISTINCT trace_id) FROM trace_history WHERE event = 'purged'`))
-	require.EqualValues(t, 1000, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at > now()`), "live traces stay")
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM trace_ids WHERE trace_id = $1 FOR UPDATE`, held)
+	require.NoError(t, err)
+
+	res, err := db.Purge(ctx, pool, db.PurgeParams{Batch: 10})
+	require.NoError(t, err, "the purge must not wait on a held row")
+	require.EqualValues(t, expired-1, res.Traces)
+	require.Equal(t, 1, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE trace_id = $1`, held))
+
+	require.NoError(t, tx.Rollback(ctx))
+	res, err = db.Purge(ctx, pool, db.PurgeParams{Batch: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.Traces)
+	require.Zero(t, countRows(t, pool, `SELECT count(*) FROM trace_ids WHERE expires_at < now()`))
 }
 
 // scatteredTraces inserts n derived traces whose expiry order is unrelated
