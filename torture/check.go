@@ -268,13 +268,20 @@ func (s *sim) binanceOrders() []venueOrder {
 }
 
 // hooxLeg is a row of hoox's order_legs: a leg's outcome ("" while
-// open), how often it was sent, and the reason hoox recorded when it
-// refused it: on its order row, else on its leg_failed event (a leg
-// refused before its first send has no order row).
+// open), how often it was sent, the reason hoox recorded when it refused
+// it: on its order row, else on its leg_failed event (a leg refused
+// before its first send has no order row), and when hoox settled it
+// (Settled, on the history's clock; 0 while open).
 type hooxLeg struct {
 	Outcome  string
 	Attempts int
 	Reason   string
+	// Settled is the time of the leg's last leg_failed event, written by
+	// the transaction that settled it (trace_events.at is
+	// clock_timestamp(): after the reads the refusal rests on), else
+	// order_legs.settled_at, which is now(), that transaction's start:
+	// it can come before those reads by a venue lookup.
+	Settled time.Duration
 }
 
 func (l hooxLeg) String() string {
@@ -282,6 +289,9 @@ func (l hooxLeg) String() string {
 		return "open"
 	}
 	out := fmt.Sprintf("%s (sent %d times)", l.Outcome, l.Attempts)
+	if l.Settled != 0 {
+		out += fmt.Sprintf(" at %.3fs", l.Settled.Seconds())
+	}
 	if l.Reason != "" {
 		out += fmt.Sprintf(" %q", l.Reason)
 	}
@@ -294,8 +304,11 @@ func (s *sim) legOutcomes(ctx context.Context) (map[string]hooxLeg, error) {
 	rows, err := s.query(ctx, `SELECT l.client_order_id, coalesce(l.outcome, ''), l.attempts,
        coalesce((SELECT max(o.reject_reason) FROM orders o WHERE o.client_order_id = l.client_order_id),
                 (SELECT max(h.detail->>'reason') FROM trace_history h
-                 WHERE h.trace_id = l.trace_id AND h.event = 'leg_failed' AND h.detail->>'client_order_id' = l.client_order_id), '')
-FROM order_legs l`)
+                 WHERE h.trace_id = l.trace_id AND h.event = 'leg_failed' AND h.detail->>'client_order_id' = l.client_order_id), ''),
+       extract(epoch FROM coalesce((SELECT max(h.at) FROM trace_history h
+                 WHERE h.trace_id = l.trace_id AND h.event = 'leg_failed' AND h.detail->>'client_order_id' = l.client_order_id),
+                l.settled_at) - $1::timestamptz)::float8
+FROM order_legs l`, s.h.start)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +318,15 @@ FROM order_legs l`)
 		if err != nil {
 			return nil, fmt.Errorf("torture: leg %s attempts %q: %w", r[0], r[2], err)
 		}
-		out[r[0]] = hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
+		l := hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
+		if r[4] != "" {
+			settled, err := strconv.ParseFloat(r[4], 64)
+			if err != nil {
+				return nil, fmt.Errorf("torture: leg %s settled %q: %w", r[0], r[4], err)
+			}
+			l.Settled = time.Duration(settled * float64(time.Second))
+		}
+		out[r[0]] = l
 	}
 	return out, nil
 }

@@ -177,3 +177,38 @@ VALUES ('follow', jsonb_build_object('client_order_id', 'hxa'), 25, 'follow', 'r
 	require.NoError(t, <-recorded)
 	require.Empty(t, res.Failures, "the rescued job's run recorded the fill within hoox's bound")
 }
+
+// The checker dates a leg's settling by its leg_failed event, written
+// after the reads hoox settled it on, else by order_legs.settled_at (its
+// transaction's start): droppedAfterASibling holds a drop to its
+// sibling's execution by it.
+func TestLegOutcomesReadWhenHooxSettledALeg(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	b := setupCheck(t)
+	s := b.s
+	s.dbURL = dbURL
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+INSERT INTO order_legs (client_order_id, parent_client_order_id, seq, role, trace_id, lock_key, exchange, mode, order_spec, attempts, outcome, settled_at)
+VALUES ('hxa-2', 'hxa', 2, 'stop_loss', 'k:x', 'k:x', 'binance-futures', 'live', '{}', 1, 'not_placed', $1::timestamptz + interval '1 second'),
+       ('hxb-2', 'hxb', 2, 'stop_loss', 'k:x', 'k:x', 'binance-futures', 'live', '{}', 0, 'rejected', $1::timestamptz + interval '4 second'),
+       ('hxc-2', 'hxc', 2, 'stop_loss', 'k:x', 'k:x', 'binance-futures', 'live', '{}', 0, NULL, NULL)`, s.h.start)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `
+INSERT INTO trace_events (trace_id, event, at, detail)
+VALUES ('k:x', 'leg_failed', $1::timestamptz + interval '2500 millisecond', '{"client_order_id": "hxa-2", "reason": "exit hxa-1 filled first: the position it protected is closed"}')`,
+		s.h.start)
+	require.NoError(t, err)
+
+	legs, err := s.legOutcomes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, hooxLeg{Outcome: "not_placed", Attempts: 1, Reason: "exit hxa-1 filled first: the position it protected is closed",
+		Settled: 2500 * time.Millisecond}, legs["hxa-2"], "dated by its leg_failed event, not its transaction's start")
+	require.Equal(t, hooxLeg{Outcome: "rejected", Settled: 4 * time.Second}, legs["hxb-2"], "no event: dated by settled_at")
+	require.Equal(t, hooxLeg{}, legs["hxc-2"], "open")
+}

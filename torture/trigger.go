@@ -126,8 +126,10 @@ func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 // droppedAfterASibling reports whether leg l of entry e was settled
 // unplaced because another exit of e executed first (jobs' leg runner:
 // "exit X filled first: the position it protected is closed"), and the
-// venue did execute that sibling X (a price move triggered it): the
-// position the exit was to protect is gone, so it must not be placed.
+// venue did execute that sibling X (a price move triggered it) no later
+// than hoox settled l (l.Settled): the position the exit was to protect
+// was gone, so it must not be placed. A leg dropped before its sibling
+// executed left a position open without that exit.
 func (s *sim) droppedAfterASibling(e venueOrder, l hooxLeg) bool {
 	const prefix, suffix = "exit ", " filled first: the position it protected is closed"
 	if l.Outcome != "not_placed" || !strings.HasPrefix(l.Reason, prefix) || !strings.HasSuffix(l.Reason, suffix) {
@@ -140,8 +142,8 @@ func (s *sim) droppedAfterASibling(e venueOrder, l hooxLeg) bool {
 	}
 	for n := range s.plan.signals[sig].exitLegs() {
 		if signal.LegClientOrderID(e.ClientOrderID, n+1) == sibling {
-			_, fired := s.triggered[sibling]
-			return fired
+			at, fired := s.triggered[sibling]
+			return fired && l.Settled > 0 && at <= l.Settled
 		}
 	}
 	return false

@@ -179,20 +179,53 @@ func TestCheckerPassesAnExitTheLegRunnerSettledAfterACancel(t *testing.T) {
 	}
 }
 
+// droppedForItsSibling makes hoox settle the long's stop-loss not_placed
+// at settled, its take-profit named as filled first; the stop-loss is not
+// at the venue.
+func (b *checkBundle) droppedForItsSibling(settled time.Duration) {
+	b.vos = b.vos[:len(b.vos)-1]
+	delete(b.hos, signal.LegClientOrderID("hxa", 2))
+	b.leg("hxa", 2, hooxLeg{Outcome: "not_placed", Attempts: 1, Settled: settled,
+		Reason: "exit " + signal.LegClientOrderID("hxa", 1) + " filled first: the position it protected is closed"})
+}
+
 // An exit settled not_placed because its sibling filled first passes
 // only when the venue did execute that sibling (seed 12, signal 234).
 func TestCheckerPassesAnExitDroppedAfterItsSiblingExecuted(t *testing.T) {
 	t.Parallel()
 	b := triggeredLong(t)
-	b.vos = b.vos[:len(b.vos)-1]
-	delete(b.hos, signal.LegClientOrderID("hxa", 2))
-	b.leg("hxa", 2, hooxLeg{Outcome: "not_placed", Attempts: 1,
-		Reason: "exit " + signal.LegClientOrderID("hxa", 1) + " filled first: the position it protected is closed"})
+	b.droppedForItsSibling(5 * time.Second)
 	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the take-profit never executed")
 
 	b.fire("hxa", 1, "4", 3*time.Second)
 	b.recordFilled("hxa", 1)
 	require.Empty(t, b.judge())
+}
+
+// The sibling's execution excuses the drop when it came no later than
+// hoox's settling of the leg: the take-profit executed at 3 s, the
+// stop-loss was dropped at 3 s or after.
+func TestCheckerPassesAnExitDroppedOnceItsSiblingHadExecuted(t *testing.T) {
+	t.Parallel()
+	for _, settled := range []time.Duration{3 * time.Second, 3001 * time.Millisecond, 40 * time.Second} {
+		b := triggeredLong(t)
+		b.droppedForItsSibling(settled)
+		b.fire("hxa", 1, "4", 3*time.Second)
+		b.recordFilled("hxa", 1)
+		require.Empty(t, b.judge(), "dropped at %s", settled)
+	}
+}
+
+// A drop before the sibling executed is a lost exit: hoox dropped the
+// stop-loss at 2.5 s while the long was still open (its take-profit
+// executed only at 3 s), whatever happened to the sibling later.
+func TestCheckerFailsAnExitDroppedBeforeItsSiblingExecuted(t *testing.T) {
+	t.Parallel()
+	b := triggeredLong(t)
+	b.droppedForItsSibling(2500 * time.Millisecond)
+	b.fire("hxa", 1, "4", 3*time.Second)
+	b.recordFilled("hxa", 1)
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the long was open without its stop-loss from 2.5 s to 3 s")
 }
 
 func closeSignal() signalPlan {
