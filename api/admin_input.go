@@ -27,8 +27,14 @@ import (
 // a key given twice in one object, compared as encoding/json matches
 // fields, that is case-insensitively (which value wins is
 // implementation-defined, and {"engaged":true,"Engaged":false} must not
-// release the kill switch), and anything after the object.
+// release the kill switch), and anything after the object. A body in a
+// content coding is refused as the webhook refuses it
+// (checkContentEncoding): read as plain JSON, a body labelled gzip had its
+// change made.
 func decodeAdminBody(c echo.Context, v any, required bool) error {
+	if err := checkContentEncoding(c); err != nil {
+		return err
+	}
 	body, err := readBody(c, maxAdminBody)
 	if err != nil {
 		return err

@@ -1,10 +1,15 @@
 package api_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,6 +133,85 @@ func TestPurgeRefusesABodyItDoesNotRead(t *testing.T) {
 		r := b.do(t, http.MethodPost, "/admin/purge", body)
 		require.Equal(t, http.StatusAccepted, r.Status, "body %q: %s", body, r.Body)
 	}
+}
+
+// Every admin route that reads a body refuses one in a content coding as
+// the webhook does (415 unsupported_media_type, Accept-Encoding: identity)
+// and changes nothing: a JSON body labelled gzip was read as plain JSON,
+// so a client whose body was in fact compressed got a misleading 400 and
+// one whose label was wrong had its change made.
+func TestAdminBodyWithAContentEncodingIs415AndChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	b.insertTrace(t, "k:held", db.TraceDispatched, "paper", "BTCUSDT", "live", time.Now(), time.Now().Add(time.Hour))
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write([]byte(`{"engaged": true, "reason": "compressed"}`))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	send := func(method, target, body, encoding string) response {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", encoding)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		rec := httptest.NewRecorder()
+		contract(t, b.handler).ServeHTTP(rec, req)
+		return response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	}
+	for _, r := range []struct{ name, method, target, body, encoding string }{
+		{"kill switch, gzip", http.MethodPut, "/admin/kill-switch", gz.String(), "gzip"},
+		{"kill switch, plain JSON labelled gzip", http.MethodPut, "/admin/kill-switch", `{"engaged": true, "reason": "labelled"}`, "gzip"},
+		{"kill switch, identity then br", http.MethodPut, "/admin/kill-switch", `{"engaged": true}`, "identity, br"},
+		{"ledger set", http.MethodPut, "/admin/ledger",
+			`{"exchange": "binance", "mode": "live", "symbol": "BTCUSDT", "strategy": "", "quantity": "1"}`, "gzip"},
+		{"trace release", http.MethodDelete, "/admin/traces/k:held", `{"reason": "resend"}`, "deflate"},
+		{"purge", http.MethodPost, "/admin/purge", `{}`, "gzip"},
+	} {
+		res := send(r.method, r.target, r.body, r.encoding)
+		require.Equal(t, http.StatusUnsupportedMediaType, res.Status, "%s: %s", r.name, res.Body)
+		p := res.problem(t)
+		require.Equal(t, "unsupported_media_type", p["code"], r.name)
+		require.Contains(t, p["detail"], "Content-Encoding", r.name)
+		require.Equal(t, "identity", res.Header.Get("Accept-Encoding"), r.name)
+	}
+	k, err := db.GetKillSwitch(t.Context(), b.pool)
+	require.NoError(t, err)
+	require.False(t, k.Engaged, "the kill switch stays released")
+	require.Equal(t, "dispatched", b.do(t, http.MethodGet, "/admin/traces/k:held", "").json(t)["trace"].(map[string]any)["status"],
+		"the trace is still held")
+	var jobs, ledger int
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job`).Scan(&jobs))
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT count(*) FROM spot_ledger`).Scan(&ledger))
+	require.Zero(t, jobs, "no purge was queued")
+	require.Zero(t, ledger, "the ledger is unchanged")
+
+	res := send(http.MethodPut, "/admin/kill-switch", `{"engaged": true}`, "identity")
+	require.Equal(t, http.StatusOK, res.Status, "identity is no coding: %s", res.Body)
+}
+
+// River's UI under /admin reads JSON bodies too (cancel, retry, delete):
+// a body in a content coding is refused there as well, and the job it
+// names is left as it was.
+func TestAdminRiverUIBodyWithAContentEncodingIs415(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	res := b.do(t, http.MethodPost, "/admin/purge", "")
+	require.Equal(t, http.StatusAccepted, res.Status, string(res.Body))
+	id := fmt.Sprint(res.json(t)["job_id"])
+
+	// River's API is not in hoox's OpenAPI document: no contract wrapper.
+	req := httptest.NewRequest(http.MethodPost, "/admin/river/api/jobs/cancel", strings.NewReader(`{"ids":["`+id+`"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	rec := httptest.NewRecorder()
+	b.handler.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusUnsupportedMediaType, rec.Code, rec.Body.String())
+	require.Equal(t, "identity", rec.Header().Get("Accept-Encoding"))
+
+	var state string
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, id).Scan(&state))
+	require.Equal(t, "available", state, "the purge job was not cancelled")
 }
 
 // The web page reads trace IDs and filters with the same rules as the

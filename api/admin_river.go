@@ -93,6 +93,16 @@ func (a *Admin) mountRiverUI(g *echo.Group) {
 		return
 	}
 	a.riverUI = h
-	g.Any("/river", echo.WrapHandler(h))
-	g.Any("/river/*", echo.WrapHandler(h))
+	// River's API decodes its JSON bodies (cancel, retry, delete) as
+	// they come: a body in a content coding is refused as the webhook
+	// and hoox's own admin routes refuse it, before River reads it.
+	serve := echo.WrapHandler(h)
+	river := func(c echo.Context) error {
+		if err := checkContentEncoding(c); err != nil {
+			return err
+		}
+		return serve(c)
+	}
+	g.Any("/river", river)
+	g.Any("/river/*", river)
 }

@@ -56,7 +56,7 @@ type Config struct {
 	// lock or slow on a huge table is cancelled by Postgres, and its
 	// connection freed, instead of running on after the operator gave up.
 	// POST /admin/purge only queues the purge (its job bounds itself).
-	// Default 30s.
+	// HOOX_ADMIN_STATEMENT_TIMEOUT; default 30s, at least 1ms.
 	AdminStatementTimeout time.Duration
 	// Timing holds the settings the HTTP layer shares with other packages:
 	// how far a signed X-Hoox-Timestamp may lie in the past or the future
@@ -133,5 +133,8 @@ func (c Config) Validate() error {
 		ck.Refuse("RateBurst", strconv.Itoa(c.RateBurst), "must be at least 1 when a rate limit is set, or every signal is refused")
 	}
 	ck.Duration("SessionIdle", c.SessionIdle, time.Minute, 0, ": a web session must outlive a page's polling")
+	// Postgres counts statement_timeout in milliseconds, and 0 there means
+	// no bound at all.
+	ck.Duration("AdminStatementTimeout", c.AdminStatementTimeout, time.Millisecond, 0, ": every admin statement is bounded (0 would leave it unbounded)")
 	return ck.Err()
 }

@@ -67,6 +67,7 @@ func coreOptions(c *Config) []option {
 		{"crash-after-leg", "HOOX_DRILL_CRASH_AFTER_LEG", "fault drill: SIGKILL hoox itself between a leg's venue answer (the first one) and its record", boolValue{&c.CrashLegDrill}, ""},
 		{"shutdown-wait", "HOOX_SHUTDOWN_WAIT", "how long in-flight requests and running jobs may finish on shutdown", durationValue{&c.ShutdownWait}, "hoox.ShutdownWait"},
 		{"ui-session-idle", "HOOX_UI_SESSION_IDLE", "how long an unused /ui/ login session lives", durationValue{&c.API.SessionIdle}, "api.SessionIdle"},
+		{"admin-statement-timeout", "HOOX_ADMIN_STATEMENT_TIMEOUT", "longest each /admin database statement may run; past it the route answers 503 and changes nothing (at least 1ms)", durationValue{&c.API.AdminStatementTimeout}, "api.AdminStatementTimeout"},
 		{"sweep-interval", "HOOX_SWEEP_INTERVAL", "how often the leader sweeps for dead attempts' orders and orphaned reconciles (at least 1s)", durationValue{&c.Jobs.SweepInterval}, "jobs.SweepInterval"},
 		{"sweep-grace", "HOOX_SWEEP_GRACE", "how old an unrecorded attempt must be before the sweeper asks its venue", durationValue{&c.Jobs.SweepGrace}, "jobs.SweepGrace"},
 		{"telegram-bot-token", "HOOX_TELEGRAM_BOT_TOKEN", "Telegram bot token for notifications (with HOOX_TELEGRAM_CHAT_ID)", secretValue{&c.Notify.TelegramBotToken}, "notify.TelegramBotToken"},

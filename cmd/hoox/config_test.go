@@ -58,6 +58,8 @@ func TestUnsafeSettingsAreRefusedAtStartNamingTheVariable(t *testing.T) {
 		{map[string]string{"HOOX_SWEEP_GRACE": "-30s"}, []string{"HOOX_SWEEP_GRACE=-30s", "live attempt"}},
 		{map[string]string{"HOOX_UI_SESSION_IDLE": "30s"}, []string{"HOOX_UI_SESSION_IDLE=30s", "at least 1m0s", "polling"}},
 		{map[string]string{"HOOX_UI_SESSION_IDLE": "0"}, []string{"HOOX_UI_SESSION_IDLE=0s", "at least 1m0s"}},
+		{map[string]string{"HOOX_ADMIN_STATEMENT_TIMEOUT": "0"}, []string{"HOOX_ADMIN_STATEMENT_TIMEOUT=0s", "at least 1ms", "unbounded"}},
+		{map[string]string{"HOOX_ADMIN_STATEMENT_TIMEOUT": "-5s"}, []string{"HOOX_ADMIN_STATEMENT_TIMEOUT=-5s", "at least 1ms"}},
 		{map[string]string{"HOOX_TRANSACTION_POOLER": "true", "HOOX_DB_MAX_CONNS": "3"},
 			[]string{"HOOX_DB_MAX_CONNS=3", "at least 4 with HOOX_TRANSACTION_POOLER"}},
 		{map[string]string{"HOOX_RATE_LIMIT": "NaN"}, []string{"HOOX_RATE_LIMIT=NaN"}},
@@ -109,6 +111,26 @@ func TestConfigUISessionIdleReachesTheWebPage(t *testing.T) {
 	cfg, _, err = parseConfig("serve", nil, func(string) string { return "" }, io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, 8*time.Hour, cfg.API.SessionIdle, "unset keeps the 8 h default")
+}
+
+func TestConfigAdminStatementTimeoutReachesTheAdminAPI(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOX_ADMIN_STATEMENT_TIMEOUT": "5s"}
+	cfg, _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, cfg.API.AdminStatementTimeout, "the api config the admin routes bound their statements with")
+
+	cfg, _, err = parseConfig("serve", []string{"--admin-statement-timeout", "250ms"}, func(k string) string { return env[k] }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Millisecond, cfg.API.AdminStatementTimeout, "the flag wins over the variable")
+
+	cfg, _, err = parseConfig("serve", nil, func(string) string { return "" }, io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, cfg.API.AdminStatementTimeout, "unset keeps the 30 s default")
+
+	env["HOOX_ADMIN_STATEMENT_TIMEOUT"] = "30"
+	_, _, err = parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	require.ErrorContains(t, err, "HOOX_ADMIN_STATEMENT_TIMEOUT", "a number without a unit is not a duration")
 }
 
 func TestEveryRefusedSettingIsListed(t *testing.T) {
