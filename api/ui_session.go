@@ -130,6 +130,9 @@ func (u *webUI) bounce(c echo.Context) error {
 func (u *webUI) requireSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return u.page(func(c echo.Context) error {
 		r := c.Request()
+		if err := checkContentEncoding(c); err != nil {
+			return err // as the webhook and the admin API refuse it
+		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxUIForm)
 		if !u.sameOrigin(r) {
 			return problem(codes.Forbidden, "this request did not come from this server's page (Origin does not match); reload the page and try again")
@@ -240,6 +243,9 @@ func (u *webUI) loginPage(c echo.Context) error {
 // in (attemptAdminToken).
 func (u *webUI) login(c echo.Context) error {
 	r := c.Request()
+	if err := checkContentEncoding(c); err != nil {
+		return err // as the webhook and the admin API refuse it
+	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxUIForm)
 	// The form body only (c.FormValue merges the URL's query string): a
 	// token in the URL lands in every proxy's access log and the browser's

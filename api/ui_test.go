@@ -448,6 +448,45 @@ func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, br.post("/ui/kill-switch", form, nil).Status)
 }
 
+// The page's forms are read as the webhook and the admin API read a
+// body: one labelled with a content coding is refused (415) and changes
+// nothing, however valid its session, token and origin (issue 21,
+// twentieth round: the admin API's fix had left the page's forms).
+func TestUIFormWithAContentEncodingIs415AndChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "encoded-target").Status)
+	gzip := http.Header{"Content-Encoding": {"gzip"}}
+
+	forms := map[string]url.Values{
+		"/ui/kill-switch": {"engaged": {"true"}, "confirm": {"ENGAGE"}, "reason": {"labelled"}},
+		"/ui/release":     {"trace_id": {"k:encoded-target"}, "confirm": {"yes"}},
+		"/ui/logout":      {},
+	}
+	for path, form := range forms {
+		form := cloneValues(form)
+		form.Set("csrf", br.csrf)
+		res := br.post(path, form, gzip)
+		require.Equal(t, http.StatusUnsupportedMediaType, res.Status, "%s: %s", path, res.Body)
+	}
+	ks, err := db.GetKillSwitch(ctx, b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged, "the labelled form did not engage the kill switch")
+	d, err := db.GetTrace(ctx, b.pool, "k:encoded-target")
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "the labelled form did not release the trace")
+	require.Equal(t, http.StatusOK, br.get("/ui/").Status, "the labelled form did not log out")
+
+	// A login labelled gzip is refused too, and opens no session.
+	other := newBrowser(t, b.handler)
+	res := other.post("/ui/login", url.Values{"token": {adminToken}}, gzip)
+	require.Equal(t, http.StatusUnsupportedMediaType, res.Status, string(res.Body))
+	require.NotEqual(t, http.StatusOK, other.get("/ui/").Status, "no session was opened")
+}
+
 func cloneValues(v url.Values) url.Values {
 	out := url.Values{}
 	for k, vs := range v {
