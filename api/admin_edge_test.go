@@ -165,10 +165,7 @@ var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="
 func TestUIReleaseFromAStalePageIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupUI(t, uiOpts{adminToken: adminToken})
-	br := newBrowser(t, b.handler)
-	br.login(adminToken)
-	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "stale").Status)
+	b, br := loggedInWithATrace(t, "stale")
 	page := string(br.get("/ui/trace/k:stale").Body)
 	form := page[strings.Index(page, `action="/ui/release"`):]
 	form = form[:strings.Index(form, "</form>")]

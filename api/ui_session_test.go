@@ -35,10 +35,7 @@ func TestUILoginRefusesTheTokenInTheQueryString(t *testing.T) {
 // (which anyone can craft, and which lands in logs) changes nothing.
 func TestUIStateChangesIgnoreTheQueryString(t *testing.T) {
 	t.Parallel()
-	b := setupUI(t, uiOpts{adminToken: adminToken})
-	br := newBrowser(t, b.handler)
-	br.login(adminToken)
-	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "query-target").Status)
+	b, br := loggedInWithATrace(t, "query-target")
 
 	post := func(path, query string, form url.Values) response {
 		req := httptest.NewRequest(http.MethodPost, path+"?"+query, strings.NewReader(form.Encode()))

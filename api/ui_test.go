@@ -390,11 +390,7 @@ func otherToken(tok string) string {
 
 func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	b := setupUI(t, uiOpts{adminToken: adminToken})
-	br := newBrowser(t, b.handler)
-	br.login(adminToken)
-	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "csrf-target").Status)
+	b, br := loggedInWithATrace(t, "csrf-target")
 
 	engage := url.Values{"engaged": {"true"}, "confirm": {"ENGAGE"}, "reason": {"forged"}}
 	release := url.Values{"trace_id": {"k:csrf-target"}, "confirm": {"yes"}}
@@ -421,13 +417,7 @@ func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, res.Status, "%s: %s", f.name, path)
 		}
 	}
-	ks, err := db.GetKillSwitch(ctx, b.pool)
-	require.NoError(t, err)
-	require.False(t, ks.Engaged, "no forged request engaged the kill switch")
-	d, err := db.GetTrace(ctx, b.pool, "k:csrf-target")
-	require.NoError(t, err)
-	require.NotNil(t, d.Trace, "no forged request released the trace")
-	require.Equal(t, http.StatusOK, br.get("/ui/").Status, "no forged request logged out")
+	changedNothing(t, b, br, "k:csrf-target", "no forged request")
 
 	// Referer stands in for a missing Origin; the header stands in for
 	// the form field.
@@ -454,11 +444,7 @@ func TestUIStateChangesNeedTheCSRFTokenAndOrigin(t *testing.T) {
 // twentieth round: the admin API's fix had left the page's forms).
 func TestUIFormWithAContentEncodingIs415AndChangesNothing(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	b := setupUI(t, uiOpts{adminToken: adminToken})
-	br := newBrowser(t, b.handler)
-	br.login(adminToken)
-	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, "encoded-target").Status)
+	b, br := loggedInWithATrace(t, "encoded-target")
 	gzip := http.Header{"Content-Encoding": {"gzip"}}
 
 	forms := map[string]url.Values{
@@ -472,19 +458,38 @@ func TestUIFormWithAContentEncodingIs415AndChangesNothing(t *testing.T) {
 		res := br.post(path, form, gzip)
 		require.Equal(t, http.StatusUnsupportedMediaType, res.Status, "%s: %s", path, res.Body)
 	}
-	ks, err := db.GetKillSwitch(ctx, b.pool)
-	require.NoError(t, err)
-	require.False(t, ks.Engaged, "the labelled form did not engage the kill switch")
-	d, err := db.GetTrace(ctx, b.pool, "k:encoded-target")
-	require.NoError(t, err)
-	require.NotNil(t, d.Trace, "the labelled form did not release the trace")
-	require.Equal(t, http.StatusOK, br.get("/ui/").Status, "the labelled form did not log out")
+	changedNothing(t, b, br, "k:encoded-target", "the labelled form")
 
 	// A login labelled gzip is refused too, and opens no session.
 	other := newBrowser(t, b.handler)
 	res := other.post("/ui/login", url.Values{"token": {adminToken}}, gzip)
 	require.Equal(t, http.StatusUnsupportedMediaType, res.Status, string(res.Body))
 	require.NotEqual(t, http.StatusOK, other.get("/ui/").Status, "no session was opened")
+}
+
+// loggedInWithATrace starts the page with an admin token, logs a browser
+// in and sends one signal, whose trace is k:<key>.
+func loggedInWithATrace(t *testing.T, key string) (*uiBundle, *browser) {
+	t.Helper()
+	b := setupUI(t, uiOpts{adminToken: adminToken})
+	br := newBrowser(t, b.handler)
+	br.login(adminToken)
+	require.Equal(t, http.StatusOK, sendSignal(t, b.handler, key).Status)
+	return b, br
+}
+
+// changedNothing checks that what (refused requests to the page's forms)
+// left the kill switch released, trace held and br logged in.
+func changedNothing(t *testing.T, b *uiBundle, br *browser, trace, what string) {
+	t.Helper()
+	ctx := context.Background()
+	ks, err := db.GetKillSwitch(ctx, b.pool)
+	require.NoError(t, err)
+	require.False(t, ks.Engaged, "%s engaged the kill switch", what)
+	d, err := db.GetTrace(ctx, b.pool, trace)
+	require.NoError(t, err)
+	require.NotNil(t, d.Trace, "%s released the trace", what)
+	require.Equal(t, http.StatusOK, br.get("/ui/").Status, "%s logged out", what)
 }
 
 func cloneValues(v url.Values) url.Values {
