@@ -782,23 +782,19 @@ func (b *bencher) purge(ctx context.Context) error {
 	}
 	// A run begun after the purge finished (the bench learns of it by
 	// polling) ran beside no purge: it is one of the runs after it.
-	var p99, after time.Duration
-	during := 0
-	for _, r := range runs {
+	windows := make([]runP99, len(runs))
+	for i, r := range runs {
+		windows[i] = runP99{began: r.rep.Began(), p99: r.rep.All.P99}
 		if r.rep.Began().After(pr.Ended) {
 			fmt.Fprintf(b.out, "(the run begun at %s began after the purge finished at %s: counted as after it)\n",
 				r.rep.Began().Format("15:04:05.000"), pr.Ended.Format("15:04:05.000"))
-			after = max(after, r.rep.All.P99)
-			continue
 		}
-		during++
-		p99 = max(p99, r.rep.All.P99)
 	}
+	p99, after, during, afterRuns := splitAtPurgeEnd(windows, pr.Ended)
 	// The purge's aftermath: the kernel writes the pages the purge dirtied
 	// back about 30 s later (vm.dirty_expire_centisecs), and autovacuum
 	// visits the emptied table; a purge that ends sooner leaves that to
 	// the signals after it.
-	afterRuns := len(runs) - during
 	for range purgeAfterRuns {
 		r, err := b.load(ctx, fmt.Sprintf("after the purge: %d new signals/s (write-back of its pages, autovacuum)", purgeRate), purgeRate, 0, false, TargetWebhook, "")
 		if err != nil {
@@ -828,6 +824,28 @@ func (b *bencher) purge(ctx context.Context) error {
 		return errors.New("the purge removed traces whose order is unknown")
 	}
 	return nil
+}
+
+// runP99 is one load run of the purge goal: when it began and its p99.
+type runP99 struct {
+	began time.Time
+	p99   time.Duration
+}
+
+// splitAtPurgeEnd sorts the purge goal's load runs by whether they began
+// by the time the purge ended (they ran beside it, at least in part) or
+// after it, and gives the worst p99 and the number of runs of each.
+func splitAtPurgeEnd(runs []runP99, ended time.Time) (during, after time.Duration, nDuring, nAfter int) {
+	for _, r := range runs {
+		if r.began.After(ended) {
+			after = max(after, r.p99)
+			nAfter++
+			continue
+		}
+		during = max(during, r.p99)
+		nDuring++
+	}
+	return during, after, nDuring, nAfter
 }
 
 // startPurge starts the purge goal's purge: through the admin API when the

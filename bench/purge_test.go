@@ -80,3 +80,29 @@ func TestPurgeOfTheSeedRemovesTheExpiredTracesOnly(t *testing.T) {
 	require.Equal(t, 200, count(`SELECT count(*) FROM trace_ids WHERE symbol = 'LIVE'`), "no live trace is purged")
 	require.Equal(t, 2000+1980, count(`SELECT count(*) FROM trace_purges`))
 }
+
+// A load run of the purge goal counts as "during" if it began by the time
+// the purge ended (River's finalized_at), and as "after" if it began
+// later: the bench learns of the end by polling, and one window begun 0.4 s
+// after the purge had held a run's p99 (an autovacuum stall 9 s later;
+// issue 21, twentieth round). A run begun as the purge ended ran beside it.
+func TestPurgeRunsSplitAtTheEndOfThePurge(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	runs := []runP99{
+		{began: t0, p99: 9 * time.Millisecond},
+		{began: t0.Add(10 * time.Second), p99: 12 * time.Millisecond},
+		{began: t0.Add(20 * time.Second), p99: 80 * time.Millisecond},
+	}
+	during, after, nDuring, nAfter := splitAtPurgeEnd(runs, t0.Add(19600*time.Millisecond))
+	require.Equal(t, 12*time.Millisecond, during, "the worst run beside the purge")
+	require.Equal(t, 80*time.Millisecond, after, "the run begun after the purge is one of the runs after it")
+	require.Equal(t, []int{2, 1}, []int{nDuring, nAfter})
+
+	during, _, nDuring, _ = splitAtPurgeEnd(runs, t0.Add(20*time.Second))
+	require.Equal(t, 80*time.Millisecond, during, "a run begun as the purge ended ran beside it")
+	require.Equal(t, 3, nDuring)
+
+	_, _, nDuring, nAfter = splitAtPurgeEnd(runs, t0.Add(-time.Second))
+	require.Equal(t, []int{0, 3}, []int{nDuring, nAfter}, "a purge over before any run: nothing measured beside it")
+}
