@@ -10,7 +10,6 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/jobs"
 )
@@ -26,10 +25,7 @@ import (
 func TestLostFuturesStopBookedAfterItsPositionClosedIsCancelledWhenItTurnsUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, venues, fb := futuresFollowing(t) // ETHUSDT at 3000
 	runner := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil)
 
 	f.InjectAlgo(binancefake.Fault{Kind: binancefake.FaultLateInEngine, Delay: time.Hour})

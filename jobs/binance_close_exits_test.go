@@ -81,10 +81,7 @@ func requireExitsCancelled(t *testing.T, eb *exitsBundle, legs []db.OrderRow, wh
 func TestBinanceFuturesExitsOfAWholeCloseAdoptedByTheReconcileAreCancelled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, venues, fb := futuresFollowing(t) // ETHUSDT at 3000
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"take_profit":"3300","stop_loss":"2700","trace_id":"lost-close-long"}`))
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 	"github.com/hoox/hoox/db"
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -72,10 +71,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 func TestLimitEntryClosedBeforeItsFillIsSeenGetsNoExits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, _, fb := futuresFollowing(t) // ETHUSDT at 3000
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"exits2-limit"}`))
 	require.NoError(t, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/binance"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -91,10 +90,7 @@ func TestRescuedFollowOfAFilledExitCancelsTheSiblingItsKilledRunLeftResting(t *t
 func TestRescuedFollowOfAFilledEntryPlacesTheExitsItsKilledRunLeftUnplaced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, venues, fb := futuresFollowing(t) // ETHUSDT at 3000
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
 		"order_type":"limit","price":"2990","take_profit":"3100","stop_loss":"2900","trace_id":"killed-entry"}`))
 	require.NoError(t, err)

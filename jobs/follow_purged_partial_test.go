@@ -7,9 +7,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
-
-	"github.com/hoox/hoox/exchange/binance"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
 // The last look at an entry whose trace was purged or released records
@@ -20,10 +17,7 @@ import (
 func TestLastLookAfterThePurgeRecordsAPartialFill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, _, fb := futuresFollowing(t) // ETHUSDT at 3000
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
 		"order_type":"limit","price":"2990","trace_id":"purged-part"}`))
 	require.NoError(t, err)

@@ -13,8 +13,6 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
-	"github.com/hoox/hoox/exchange/binance/binancefake"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -100,10 +98,7 @@ func TestAFollowJobJustPastItsTimeoutIsNotTakenForDead(t *testing.T) {
 func TestTwoRunsOfOneFollowJobAtOnceRecordTheFillAndPlaceTheExitsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{}) // ETHUSDT at 3000
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, venues, fb := futuresFollowing(t) // ETHUSDT at 3000
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"2",
 		"order_type":"limit","price":"2990","take_profit":{"percent":2},"stop_loss":"2900","trace_id":"twice"}`))
 	require.NoError(t, err)

@@ -52,6 +52,17 @@ func followOn(t *testing.T, b *testBundle, venues *exchange.Registry, notifier *
 	return &followBundle{testBundle: b, gw: gw, worker: rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w)}
 }
 
+// futuresFollowing is a test bundle, a Binance fake, a registry with
+// its USDⓈ-M venue and a gateway whose orders follow jobs pick up: the
+// start of every USDⓈ-M follow-on test.
+func futuresFollowing(t *testing.T) (*testBundle, *binancefake.Server, *exchange.Registry, *followBundle) {
+	t.Helper()
+	b := setup(t)
+	f := binancefake.New(t, binancefake.Options{})
+	venues := binanceVenues(t, f, binance.MarketFutures)
+	return b, f, venues, followOn(t, b, venues, nil)
+}
+
 // binanceVenues are the Binance markets of fake f, each under its venue
 // name (binance, binance-futures).
 func binanceVenues(t *testing.T, f *binancefake.Server, markets ...binance.Market) *exchange.Registry {

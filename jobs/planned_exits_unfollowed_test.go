@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hoox/hoox/exchange/binance"
 	"github.com/hoox/hoox/exchange/binance/binancefake"
 )
 
@@ -23,10 +22,7 @@ import (
 func TestUnfollowedLimitEntryIsNotCountedAsPlannedExits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t)
-	f := binancefake.New(t, binancefake.Options{})
-	venues := binanceVenues(t, f, binance.MarketFutures)
-	fb := followOn(t, b, venues, nil)
+	b, f, _, fb := futuresFollowing(t) // ETHUSDT at 3000
 
 	out, err := fb.gw.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"long","quantity":"1",
 		"order_type":"limit","price":"2990","take_profit":"3300","stop_loss":"2700","trace_id":"ghost-1"}`))
