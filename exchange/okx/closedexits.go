@@ -134,8 +134,6 @@ func (v *Venue) cancelClosedExits(ctx context.Context, f Filters, side, closeID 
 		return nil, whole, false
 	case !pos.IsZero() && !whole:
 		return nil, false, false // what is left of the position keeps its exits
-	case len(open) == 0:
-		return nil, true, !pos.IsZero() // flat (or whole), nothing listed to cancel
 	case started.IsZero() && !pos.IsZero():
 		v.log.WarnContext(ctx, "okx: a close of the whole position filled, but a position is open again (an entry beside it) and when the close read the position is not known here: no exit is cancelled",
 			"client_order_id", closeID, "inst_id", instID, "position", pos.String())
