@@ -38,18 +38,7 @@ func (s *Server) InjectAlgo(f Fault) {
 }
 
 // takeAlgoFault pops the next algo placement fault; callers hold mu.
-func (s *Server) takeAlgoFault() (Fault, bool) {
-	if len(s.algoFaults) == 0 {
-		return Fault{}, false
-	}
-	f := &s.algoFaults[0]
-	f.Count--
-	out := *f
-	if f.Count <= 0 {
-		s.algoFaults = s.algoFaults[1:]
-	}
-	return out, true
-}
+func (s *Server) takeAlgoFault() (Fault, bool) { return popFault(&s.algoFaults) }
 
 // newAlgoFaulted answers an algo placement that takes fault f. Called
 // with s.mu held.

@@ -101,17 +101,21 @@ func (s *Server) Inject(f Fault) {
 }
 
 // takeFault pops the next fault, or returns ok false; callers hold mu.
-func (s *Server) takeFault() (Fault, bool) {
-	for len(s.faults) > 0 {
-		f := &s.faults[0]
+func (s *Server) takeFault() (Fault, bool) { return popFault(&s.faults) }
+
+// popFault takes one use of the first fault of q with uses left,
+// dropping it once they are spent, or returns ok false.
+func popFault(q *[]Fault) (Fault, bool) {
+	for len(*q) > 0 {
+		f := &(*q)[0]
 		if f.Count <= 0 {
-			s.faults = s.faults[1:]
+			*q = (*q)[1:]
 			continue
 		}
 		f.Count--
 		out := *f
 		if f.Count == 0 {
-			s.faults = s.faults[1:]
+			*q = (*q)[1:]
 		}
 		return out, true
 	}
