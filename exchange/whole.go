@@ -46,3 +46,21 @@ func ClosedWhole(o Order, r Report, started time.Time) (whole bool, cutoff time.
 	}
 	return whole, started
 }
+
+// ClosedExits is what a filled close o (r, the venue's answer or lookup of
+// it) does to the exits of the position it closed, for the adapters that
+// cancel them (Binance USDⓈ-M, OKX swap): only a close that executed
+// something (an exit is not a close of a position) calls cancel, with
+// ClosedWhole's judgement and cut-off; what cancel cancelled joins
+// r.CancelledFirst, and closed and beside (a position read beside the
+// close) become r.ClosedPosition and r.EntryBeside.
+func ClosedExits(o Order, r Report, started time.Time, cancel func(cutoff time.Time, whole bool) (cancelled []CancelledOrder, closed, beside bool)) Report {
+	if !IsClose(o.Action) || o.Exit != "" || r.Status != StatusFilled || !r.FilledQuantity.IsPositive() {
+		return r
+	}
+	whole, cutoff := ClosedWhole(o, r, started)
+	cancelled, closed, beside := cancel(cutoff, whole)
+	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
+	r.ClosedPosition, r.EntryBeside = closed, closed && beside
+	return r
+}

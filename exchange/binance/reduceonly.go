@@ -80,14 +80,12 @@ func (v *Venue) cancelBlocking(ctx context.Context, out outgoing) ([]exchange.Ca
 // order (not a part of a split close, nor a percent_of_position share)
 // that executed all it was sent for.
 func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Report, symbol, side string, started time.Time) exchange.Report {
-	if !v.futures() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
+	if !v.futures() {
 		return r
 	}
-	whole, started := exchange.ClosedWhole(o, r, started)
-	cancelled, closed, beside := v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, started, whole)
-	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
-	r.ClosedPosition, r.EntryBeside = closed, closed && beside
-	return r
+	return exchange.ClosedExits(o, r, started, func(cutoff time.Time, whole bool) ([]exchange.CancelledOrder, bool, bool) {
+		return v.cancelClosedExits(ctx, symbol, side, o.ClientOrderID, cutoff, whole)
+	})
 }
 
 // CancelExitsAfterClose implements exchange.ExitsAfterCloseCanceler: the

@@ -186,14 +186,12 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 // for the gateway's catch of an exit whose send was on its way
 // (CancelExitsAfterClose).
 func (v *Venue) closedExits(ctx context.Context, o exchange.Order, r exchange.Report, f Filters, side string, started time.Time) exchange.Report {
-	if !v.swap() || !exchange.IsClose(o.Action) || o.Exit != "" || r.Status != exchange.StatusFilled || !r.FilledQuantity.IsPositive() {
+	if !v.swap() {
 		return r
 	}
-	whole, started := exchange.ClosedWhole(o, r, started)
-	cancelled, closed, beside := v.cancelClosedExits(ctx, f, side, o.ClientOrderID, started, whole)
-	r.CancelledFirst = append(r.CancelledFirst, cancelled...)
-	r.ClosedPosition, r.EntryBeside = closed, closed && beside
-	return r
+	return exchange.ClosedExits(o, r, started, func(cutoff time.Time, whole bool) ([]exchange.CancelledOrder, bool, bool) {
+		return v.cancelClosedExits(ctx, f, side, o.ClientOrderID, cutoff, whole)
+	})
 }
 
 // validate returns why o cannot be sent at all, or "".
