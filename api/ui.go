@@ -72,6 +72,15 @@ func newWebUI(s *Server) *webUI {
 	return u
 }
 
+// db is what the page's reads and changes run on: Deps.Pool with each
+// statement bounded by the admin statement timeout, as the admin API's
+// are (Admin.db), so a listing stuck behind a lock is cancelled by
+// Postgres rather than holding a connection for as long as it waits.
+// The login and session checks stay on the pool: a key lookup each.
+func (u *webUI) db() db.Bounded {
+	return db.Bounded{Pool: u.s.deps.Pool, Timeout: u.s.cfg.AdminStatementTimeout}
+}
+
 // routes declares the page's routes; routes.go calls it.
 func (u *webUI) routes(e *echo.Echo) {
 	toUI := func(c echo.Context) error { return c.Redirect(http.StatusFound, "/ui/") }
@@ -153,7 +162,7 @@ func (u *webUI) render(c echo.Context, status int, name string, v view) error {
 		v.CSRF = s.CSRFToken
 		v.RiverUI = u.s.deps.Admin != nil && u.s.deps.Admin.River != nil
 		if u.s.deps.Pool != nil && v.KillSwitch == nil {
-			ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
+			ks, err := db.GetKillSwitch(c.Request().Context(), u.db())
 			if err != nil {
 				return err
 			}

@@ -134,7 +134,7 @@ type tracesView struct {
 func (u *webUI) listTraces(c echo.Context) (tracesView, error) {
 	form, cursor := readUIFilter(c.QueryParams()), c.QueryParam("cursor")
 	v := tracesView{listView: newListView("/ui/", form, traceStatuses())}
-	rows, next, err := listTraceRows(c.Request().Context(), u.s.deps.Pool, form.listQuery(cursor))
+	rows, next, err := listTraceRows(c.Request().Context(), u.db(), form.listQuery(cursor))
 	if err != nil {
 		return v, err
 	}
@@ -203,7 +203,7 @@ func (u *webUI) tracePage(c echo.Context) error {
 
 // showTrace renders trace id's page with status and v's messages.
 func (u *webUI) showTrace(c echo.Context, id string, status int, v view) error {
-	d, err := db.GetTrace(c.Request().Context(), u.s.deps.Pool, id)
+	d, err := db.GetTrace(c.Request().Context(), u.db(), id)
 	if errors.Is(err, db.ErrNotFound) {
 		return problem(codes.NotFound, fmt.Sprintf("nothing is recorded under trace %s", id))
 	}
@@ -255,7 +255,7 @@ func (u *webUI) release(c echo.Context) error {
 		}
 		p.ReceivedAt = at
 	}
-	_, err := release(c.Request().Context(), u.s.deps.Pool, p)
+	_, err := release(c.Request().Context(), u.db(), p)
 	if err != nil {
 		var p *Problem
 		if !errors.As(err, &p) || p.Status != http.StatusConflict {
@@ -289,7 +289,7 @@ type ordersView struct {
 func (u *webUI) ordersPage(c echo.Context) error {
 	form := readUIFilter(c.QueryParams())
 	v := ordersView{listView: newListView("/ui/orders", form, orderStatuses())}
-	rows, next, err := listOrderRows(c.Request().Context(), u.s.deps.Pool, form.listQuery(c.QueryParam("cursor")))
+	rows, next, err := listOrderRows(c.Request().Context(), u.db(), form.listQuery(c.QueryParam("cursor")))
 	if err == nil {
 		v.page(next)
 		v.Rows = rows
@@ -326,7 +326,7 @@ const (
 )
 
 func (u *webUI) killSwitchPage(c echo.Context) error {
-	ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
+	ks, err := db.GetKillSwitch(c.Request().Context(), u.db())
 	if err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (u *webUI) setKillSwitch(c echo.Context) error {
 	v := view{Title: "Kill switch", Nav: "kill-switch"}
 	bad := signal.CheckText(reason)
 	if form("confirm") != word || bad != "" {
-		ks, err := db.GetKillSwitch(c.Request().Context(), u.s.deps.Pool)
+		ks, err := db.GetKillSwitch(c.Request().Context(), u.db())
 		if err != nil {
 			return err
 		}
@@ -373,7 +373,7 @@ func (u *webUI) setKillSwitch(c echo.Context) error {
 		return u.render(c, http.StatusBadRequest, "killswitch", v)
 	}
 	who := u.who(c)
-	if _, err := db.SetKillSwitch(c.Request().Context(), u.s.deps.Pool, engaged, reason, who,
+	if _, err := db.SetKillSwitch(c.Request().Context(), u.db(), engaged, reason, who,
 		u.s.deps.Admin.KillSwitchHook(engaged, reason, who)); err != nil {
 		return err
 	}

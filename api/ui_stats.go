@@ -53,11 +53,11 @@ type statsView struct {
 // table, latency quantiles and the chart's frame (drawn by ui.js).
 func (u *webUI) statsPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	s, err := db.GetStats(ctx, u.s.deps.Pool)
+	s, err := db.GetStats(ctx, u.db())
 	if err != nil {
 		return err
 	}
-	lp, err := db.LastPurge(ctx, u.s.deps.Pool)
+	lp, err := db.LastPurge(ctx, u.db())
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (u *webUI) statsJSON(c echo.Context) error {
 			line[e] = s.Name
 		}
 	}
-	es, err := db.EventsPerMinute(c.Request().Context(), u.s.deps.Pool, minutes, events)
+	es, err := db.EventsPerMinute(c.Request().Context(), u.db(), minutes, events)
 	if err != nil {
 		return err
 	}

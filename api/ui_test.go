@@ -50,6 +50,8 @@ type uiOpts struct {
 	lockWait   time.Duration
 	// paper2 adds a named paper account "paper2" beside paper.
 	paper2 bool
+	// statementTimeout is AdminStatementTimeout; zero: the default.
+	statementTimeout time.Duration
 }
 
 func setupUI(t *testing.T, o uiOpts) *uiBundle {
@@ -74,7 +76,7 @@ func setupUI(t *testing.T, o uiOpts) *uiBundle {
 		o.throttle = db.LoginThrottle{FreeTries: 3, Delay: time.Hour}
 	}
 	cfg := api.Config{AdminToken: o.adminToken, WebhookSecret: webhookSecret, TrustedProxies: trusted, LoginThrottle: o.throttle,
-		SessionIdle: o.idle, Timing: timing.Config{LockWait: o.lockWait}}
+		SessionIdle: o.idle, Timing: timing.Config{LockWait: o.lockWait}, AdminStatementTimeout: o.statementTimeout}
 	deps := api.Deps{Gateway: gw, Pool: pool, Registry: reg, Venues: venues, Admin: &api.Admin{Pool: pool, River: rc}}
 	return &uiBundle{dsn: dsn, pool: pool, venues: venues, handler: api.New(cfg, deps).Handler(), cfg: cfg, deps: deps}
 }

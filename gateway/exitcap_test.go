@@ -223,3 +223,25 @@ func TestBinanceFuturesEntryIsRefusedWhenTheAccountsConditionalOrderLimitIsReach
 	require.True(t, b.binance.Position("ETHUSDT").IsZero(), "no ETHUSDT position opened without its stop-loss")
 	require.Len(t, b.binance.AlgoOrders(), binancefake.AccountAlgoOrderLimit)
 }
+
+// A Binance USDⓈ-M entry with exits reads the position it adds to and
+// the open conditional orders its exits count against. Neither read
+// depends on the other, so hoox asks both at once: one venue round trip
+// before the intent instead of two. The fake holds the position read
+// until the open algo orders are asked (for a few seconds at most).
+func TestBinanceFuturesEntryAsksThePositionAndTheOpenAlgoOrdersTogether(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	counts := b.binance.HoldUntilAsked("/fapi/v2/positionRisk", "/fapi/v1/openAlgoOrders")
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2700","trace_id":"reads-together"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	held, released := counts()
+	require.Positive(t, held)
+	require.Equal(t, held, released, "the position was read before the open algo orders were asked, not beside it")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:reads-together' AND event = 'dispatched'
+		AND detail->'exit_caps'->0->>'limit' = '200'`), "the caps read beside the position went into the audit trail")
+}

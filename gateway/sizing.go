@@ -132,6 +132,12 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 		}
 	}
 	if exchange.AttachesAsLegs(venue) && order.HasAttachments() {
+		// The cap count does not depend on the position: it is asked
+		// beside the position read, not after it (one venue round trip
+		// instead of two), and dropped when the entry turns out to
+		// place no exit.
+		caps, stopCaps := s.startExitCaps(ctx, venue, order)
+		defer stopCaps()
 		var err error
 		if order, done, err = s.readPositionBefore(ctx, in, venue, order); done {
 			return order, nil, true, err
@@ -143,7 +149,7 @@ func (s *Service) plan(ctx context.Context, tx *db.ClaimTx, in Input, venue exch
 			if done, err := s.checkExits(ctx, tx, in, venue, order, out); done {
 				return order, nil, true, err
 			}
-			if order, done, err = s.checkExitCaps(ctx, tx, in, venue, order, out); done {
+			if order, done, err = s.checkExitCaps(ctx, tx, in, order, out, caps); done {
 				return order, nil, true, err
 			}
 		}
@@ -323,6 +329,34 @@ func (s *Service) readPositionBefore(ctx context.Context, in Input, venue exchan
 	return order, false, nil
 }
 
+// exitCapsRead is the answer to one ExitCaps read.
+type exitCapsRead struct {
+	caps []exchange.ExitCap
+	err  error
+}
+
+// startExitCaps starts reading, on a venue that caps the exit orders
+// resting per symbol (exchange.ExitCapper), the caps for order's exits,
+// and returns where the answer will arrive (nil on any other venue) and
+// stop, which the caller must call once it no longer needs the answer:
+// it cancels a read still under way, so a plan that ends early (the
+// position could not be read, or the entry places no exit) leaves nothing
+// running. The read is only a count of what rests at the venue; it sends
+// nothing.
+func (s *Service) startExitCaps(ctx context.Context, venue exchange.Venue, order exchange.Order) (<-chan exitCapsRead, func()) {
+	capper, ok := venue.(exchange.ExitCapper)
+	if !ok {
+		return nil, func() {}
+	}
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
+	read := make(chan exitCapsRead, 1) // never blocks the reader
+	go func() {
+		caps, err := capper.ExitCaps(vctx, order)
+		read <- exitCapsRead{caps: caps, err: err}
+	}()
+	return read, cancel
+}
+
 // checkExitCaps reads, on a venue that caps the exit orders resting per
 // symbol (exchange.ExitCapper), whether the entry's exits still fit, before
 // its intent. If they do not, the venue would refuse an exit only after the
@@ -331,15 +365,16 @@ func (s *Service) readPositionBefore(ctx context.Context, in Input, venue exchan
 // that rounds to nothing does. Otherwise the caps read go with the order
 // (Order.ExitCaps) into its intent and audit events. done reports that the
 // attempt ended; a venue that cannot be asked rolls the claim back (503).
-func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, venue exchange.Venue, order exchange.Order, out *Outcome) (exchange.Order, bool, error) {
-	capper, ok := venue.(exchange.ExitCapper)
-	if !ok {
+//
+// read is the answer startExitCaps began asking for (nil on a venue with
+// no caps).
+func (s *Service) checkExitCaps(ctx context.Context, tx *db.ClaimTx, in Input, order exchange.Order, out *Outcome, read <-chan exitCapsRead) (exchange.Order, bool, error) {
+	if read == nil {
 		return order, false, nil
 	}
 	sig := in.Signal
-	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.VenueTimeout)
-	caps, err := capper.ExitCaps(vctx, order)
-	cancel()
+	r := <-read // the read is bounded by the venue timeout
+	caps, err := r.caps, r.err
 	if err != nil {
 		s.venueError(ctx, sig.Exchange, sig.Test, err)
 		return order, true, unavailable(fmt.Sprintf("venue %s could not be asked how many exit orders rest on %s; nothing was placed", sig.Exchange, order.Symbol), 5*time.Second, err)

@@ -233,6 +233,7 @@ type Server struct {
 	usedWeight     int
 	sleep          func(time.Duration)
 	latency        map[string]time.Duration
+	overlaps       map[string]*overlap
 	engineDelay    time.Duration
 	tradingOff     string
 	late           venuefake.Late[lateOrder]
@@ -302,6 +303,7 @@ func newServer(opts Options) *Server {
 		liquidity:      map[string]decimal.Decimal{},
 		requests:       map[string]int{},
 		latency:        map[string]time.Duration{},
+		overlaps:       map[string]*overlap{},
 		sleep:          opts.Sleep,
 		nextID:         1000,
 	}
@@ -586,6 +588,67 @@ func (s *Server) SetLatency(path string, d time.Duration) {
 		return
 	}
 	s.latency[path] = d
+}
+
+// overlap holds the requests to one path until a request to another has
+// arrived (HoldUntilAsked).
+type overlap struct {
+	other   string
+	arrived chan struct{} // closed when the other path is asked
+	held    int           // requests to the path held
+	met     int           // held requests the other path's request released
+}
+
+// overlapBound is how long a held request waits for the other path
+// before it is answered anyway: a bound on a test whose code asks the
+// two one after the other, not a timing it measures.
+const overlapBound = 5 * time.Second
+
+// HoldUntilAsked holds every request to path, before it is answered,
+// until a request to other has arrived, for at most a few seconds, and
+// returns how many requests to path it held and how many of them the
+// other's arrival released: a client that asks the two at the same time
+// has every request to path released; one that asks other only after
+// path's answer waits out the bound, and that request is not.
+func (s *Server) HoldUntilAsked(path, other string) (counts func() (held, released int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &overlap{other: other, arrived: make(chan struct{})}
+	s.overlaps[path] = o
+	return func() (int, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return o.held, o.met
+	}
+}
+
+// holdOverlap holds a request to path while HoldUntilAsked says so, and
+// releases those waiting for a request to path; s.mu must be held, and
+// the returned wait is run after it is released.
+func (s *Server) holdOverlap(path string) (wait func()) {
+	for _, o := range s.overlaps {
+		if o.other == path {
+			select {
+			case <-o.arrived:
+			default:
+				close(o.arrived)
+			}
+		}
+	}
+	o, ok := s.overlaps[path]
+	if !ok {
+		return func() {}
+	}
+	o.held++
+	return func() {
+		select {
+		case <-o.arrived:
+			s.mu.Lock()
+			o.met++
+			s.mu.Unlock()
+		case <-time.After(overlapBound):
+		}
+	}
 }
 
 // SetMatchingDelay makes every placement take d between the API's check of

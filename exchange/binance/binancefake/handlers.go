@@ -88,7 +88,9 @@ func (s *Server) handler() http.Handler {
 		}
 		s.usedWeight += weight
 		w.Header().Set("X-MBX-USED-WEIGHT-1M", strconv.Itoa(s.usedWeight))
+		wait := s.holdOverlap(r.URL.Path)
 		s.mu.Unlock()
+		wait()
 		if latency > 0 {
 			s.sleep(latency)
 		}
