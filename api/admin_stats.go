@@ -54,15 +54,24 @@ func (a *Admin) stats(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	s, err := db.GetStats(ctx, a.db())
-	if err != nil {
+	var (
+		s  db.Stats
+		lp *db.PurgeRecord
+		ks db.KillSwitch
+	)
+	// One snapshot: the counts, the last purge and the switch as of one
+	// moment.
+	err := a.db().Snapshot(ctx, func(q db.DBTX) error {
+		var err error
+		if s, err = db.GetStats(ctx, q); err != nil {
+			return err
+		}
+		if lp, err = db.LastPurge(ctx, q); err != nil {
+			return err
+		}
+		ks, err = db.GetKillSwitch(ctx, q)
 		return err
-	}
-	lp, err := db.LastPurge(ctx, a.db())
-	if err != nil {
-		return err
-	}
-	ks, err := db.GetKillSwitch(ctx, a.db())
+	})
 	if err != nil {
 		return err
 	}

@@ -53,11 +53,18 @@ type statsView struct {
 // table, latency quantiles and the chart's frame (drawn by ui.js).
 func (u *webUI) statsPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	s, err := db.GetStats(ctx, u.db())
-	if err != nil {
+	var (
+		s  db.Stats
+		lp *db.PurgeRecord
+	)
+	err := u.db().Snapshot(ctx, func(q db.DBTX) error {
+		var err error
+		if s, err = db.GetStats(ctx, q); err != nil {
+			return err
+		}
+		lp, err = db.LastPurge(ctx, q)
 		return err
-	}
-	lp, err := db.LastPurge(ctx, u.db())
+	})
 	if err != nil {
 		return err
 	}

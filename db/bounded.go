@@ -73,6 +73,17 @@ func (b Bounded) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error
 	return tx, nil
 }
 
+// Snapshot runs fn in one bounded, read-only transaction at REPEATABLE
+// READ: every statement fn runs on q reads the same snapshot of the
+// database (a page's counts, its kill switch and last purge, read
+// together, cannot disagree), each still under Timeout, and costs one
+// round trip rather than a transaction of its own.
+func (b Bounded) Snapshot(ctx context.Context, fn func(q DBTX) error) error {
+	return pgx.BeginTxFunc(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return fn(tx)
+	})
+}
+
 // Exec runs sql in a bounded transaction of its own.
 func (b Bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag

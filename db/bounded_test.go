@@ -63,3 +63,45 @@ func TestBoundedStopsEveryKindOfStatementAtItsTimeout(t *testing.T) {
 		require.Equal(t, "0", setting)
 	}
 }
+
+// A Bounded snapshot reads the database as of one moment: a row another
+// session commits between two of its reads is seen by neither, each of
+// its statements is still stopped at the timeout, and it writes nothing.
+func TestBoundedSnapshotReadsOneMomentUnderTheTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	b := db.Bounded{Pool: pool, Timeout: 100 * time.Millisecond}
+	_, err := pool.Exec(ctx, `CREATE TABLE snapshot_probe (n int)`)
+	require.NoError(t, err)
+	count := func(q db.DBTX) int {
+		t.Helper()
+		var n int
+		require.NoError(t, q.QueryRow(ctx, `SELECT count(*) FROM snapshot_probe`).Scan(&n))
+		return n
+	}
+
+	err = b.Snapshot(ctx, func(q db.DBTX) error {
+		require.Zero(t, count(q))
+		_, err := pool.Exec(ctx, `INSERT INTO snapshot_probe VALUES (1)`)
+		require.NoError(t, err)
+		require.Zero(t, count(q), "the second read saw a row committed after the first")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, count(pool))
+
+	err = b.Snapshot(ctx, func(q db.DBTX) error {
+		_, err := q.Exec(ctx, `SELECT pg_sleep(5)`)
+		return err
+	})
+	require.ErrorIs(t, db.Translate(err), db.ErrStatementTimeout)
+	err = b.Snapshot(ctx, func(q db.DBTX) error {
+		_, err := q.Exec(ctx, `INSERT INTO snapshot_probe VALUES (2)`)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "25006", pgErr.Code, "read_only_sql_transaction")
+	require.Equal(t, 1, count(pool))
+}
