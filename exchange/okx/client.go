@@ -245,6 +245,15 @@ func (v *Venue) syncTime(ctx context.Context) error {
 	return err
 }
 
+// serverTime is OKX's time at the local instant at, from the offset
+// syncTime keeps (measured first when it is stale).
+func (v *Venue) serverTime(ctx context.Context, at time.Time) (time.Time, error) {
+	if err := v.syncTime(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return v.clock.At(at), nil
+}
+
 // asUnreachable turns a lost answer to a read before the order into
 // "nothing was placed": the order itself was not sent.
 func asUnreachable(err error) error {

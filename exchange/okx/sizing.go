@@ -72,10 +72,9 @@ func (v *Venue) SizingFacts(ctx context.Context, o exchange.Order, need exchange
 		}
 		// OKX's time before the read: a close of all of it cancels only
 		// the exits created before (closedExits).
-		if err := v.syncTime(ctx); err != nil {
+		if out.PositionReadAt, err = v.serverTime(ctx, v.cfg.Now()); err != nil {
 			return out, err
 		}
-		out.PositionReadAt = v.clock.At(v.cfg.Now())
 		pos, err := v.netPosition(ctx, f.InstID)
 		if err != nil {
 			return out, err

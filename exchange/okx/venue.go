@@ -138,12 +138,7 @@ func (v *Venue) Place(ctx context.Context, o exchange.Order) (exchange.Report, e
 	var stamped time.Time
 	r, err := venuekit.Place(ctx, venuekit.Steps[outgoing]{
 		Validate: func() string { return v.validate(o, symbol) },
-		Stamp: func(ctx context.Context) (time.Time, error) {
-			if err := v.syncTime(ctx); err != nil {
-				return time.Time{}, err
-			}
-			return v.clock.At(start), nil
-		},
+		Stamp:    func(ctx context.Context) (time.Time, error) { return v.serverTime(ctx, start) },
 		Prepare: func(ctx context.Context) (out outgoing, reason string, err error) {
 			f, out, reason, err = v.prepare(ctx, o, symbol)
 			return out, reason, err
