@@ -190,6 +190,31 @@ func TestSessionsWriteBackAsTheyGo(t *testing.T) {
 	require.Equal(t, "256kB", setting())
 }
 
+// Migration 00048: autovacuum visits the audit tables at about a fifth of
+// its pace (their own cost delay) and trace_ids at the server's; down to
+// 00047 gives the audit tables the server's pace again.
+func TestAutovacuumVisitsTheAuditTablesGently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db, p := freshDatabase(t)
+	delay := func(table string) string {
+		t.Helper()
+		var v stdsql.NullString
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT (SELECT option_value FROM pg_class c,
+			LATERAL pg_options_to_table(c.reloptions) WHERE c.relname = $1 AND option_name = 'autovacuum_vacuum_cost_delay')`,
+			table).Scan(&v))
+		return v.String
+	}
+	require.Equal(t, "10", delay("trace_events"))
+	require.Equal(t, "10", delay("trace_purges"))
+	require.Empty(t, delay("trace_ids"), "the dedup table keeps the server's pace")
+
+	_, err := p.DownTo(ctx, 47)
+	require.NoError(t, err)
+	require.Empty(t, delay("trace_events"))
+	require.Empty(t, delay("trace_purges"))
+}
+
 // TestAnalyzeSkipsPayload: migration 00032. ANALYZE keeps no statistics
 // for the payload columns (the signal as sent, its source IP) and still
 // keeps them for the columns queries filter on; the down migration
