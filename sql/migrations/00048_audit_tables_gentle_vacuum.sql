@@ -6,9 +6,9 @@
 -- each fifth of growth to set hint bits and the visibility map, and after
 -- a restore it rewrites every page of both: about 70,000 and 35,000 pages
 -- in 18 and 9 s on the benchmark machine, 30 MB/s of writes that every
--- signal's WAL flush waited behind (four of the five 50-150 ms stalls of
--- the signals in the round's suites fell inside those two visits). Nothing
--- on these tables waits for that work, so each visit now sleeps 10 ms
+-- signal's WAL flush waited behind (five of the six 50-250 ms stalls of
+-- the signals in the round's first suites fell inside those two visits).
+-- Nothing on these tables waits for that work, so each visit now sleeps 10 ms
 -- instead of autovacuum's 2 ms after each share of its cost budget, about
 -- a fifth of the pace: the same pages, spread over about five times as
 -- long. trace_ids (the dedup table, whose dead rows the purge leaves)
