@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
@@ -244,4 +245,21 @@ func TestBinanceFuturesEntryAsksThePositionAndTheOpenAlgoOrdersTogether(t *testi
 	require.Equal(t, held, released, "the position was read before the open algo orders were asked, not beside it")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM trace_history WHERE trace_id = 'k:reads-together' AND event = 'dispatched'
 		AND detail->'exit_caps'->0->>'limit' = '200'`), "the caps read beside the position went into the audit trail")
+}
+
+// The two reads a USDⓈ-M entry with exits starts together (its position
+// and its exit caps) both need the symbol's filters. On a cold cache they
+// share one exchangeInfo request, not one each: the fake answers it
+// slowly, so both reads miss the cache while it is on its way.
+func TestBinanceFuturesEntryReadsTheFiltersOnceForBothReads(t *testing.T) {
+	t.Parallel()
+	b := setupAdapters(t)
+	ctx := context.Background()
+	b.binance.SetLatency("/fapi/v1/exchangeInfo", 300*time.Millisecond)
+
+	out, err := b.svc.Execute(ctx, input(t, `{"exchange":"binance-futures","symbol":"ETHUSDT","action":"buy","quantity":"1",
+		"stop_loss":"2700","trace_id":"filters-once"}`))
+	require.NoError(t, err)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, 1, b.binance.Requests("/fapi/v1/exchangeInfo"), "each read asked for the filters")
 }

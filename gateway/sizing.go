@@ -357,9 +357,9 @@ func (s *Service) startExitCaps(ctx context.Context, venue exchange.Venue, order
 	return read, cancel
 }
 
-// checkExitCaps reads, on a venue that caps the exit orders resting per
-// symbol (exchange.ExitCapper), whether the entry's exits still fit, before
-// its intent. If they do not, the venue would refuse an exit only after the
+// checkExitCaps decides, on a venue that caps the exit orders resting per
+// symbol (exchange.ExitCapper), from the count startExitCaps read, whether
+// the entry's exits still fit, before its intent. If they do not, the venue would refuse an exit only after the
 // entry filled — a position without the stop-loss asked for — so the trace
 // settles rejected instead (422 order_rejected, nothing sent), as a size
 // that rounds to nothing does. Otherwise the caps read go with the order

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/shopspring/decimal"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/hoox/hoox/exchange/internal/venuekit"
 )
@@ -143,10 +144,50 @@ func parseFilters(s rawSymbol, futures bool) Filters {
 // filtersFor returns symbol's filters, from the cache while younger than
 // FilterTTL, else from exchangeInfo. fresh reports whether they were just
 // read. An unknown symbol is an *APIError of ClassRejected (-1121).
+//
+// Reads that miss the cache together share one request (filterReads): a
+// USDⓈ-M entry with exits asks for its position and its exit caps at once,
+// both need the filters, and a burst of signals after the TTL all miss.
+// USDⓈ-M answers for every symbol, so all its reads share one flight;
+// spot answers for one symbol, so its reads share one per symbol. The
+// request runs under the first caller's deadline but not its
+// cancellation, so a caller that gives up does not fail the others.
 func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh bool, err error) {
 	if cached, _, ok := v.filters.Get(symbol, v.cfg.Now(), v.cfg.FilterTTL); ok {
 		return cached, false, nil
 	}
+	key := symbol
+	if v.futures() {
+		key = "" // one answer holds every symbol
+	}
+	read := v.filterReads.DoChan(key, func() (any, error) {
+		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			rctx, cancel = context.WithDeadline(rctx, d)
+		}
+		defer cancel()
+		return v.readFilters(rctx, symbol)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-read:
+	case <-ctx.Done():
+		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol, ctx.Err())
+	}
+	if res.Err != nil {
+		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol, res.Err)
+	}
+	f, found := res.Val.(map[string]Filters)[symbol]
+	if !found {
+		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol,
+			&APIError{Venue: "binance", Path: v.prefix + "/exchangeInfo", HTTPStatus: http.StatusBadRequest, Code: -1121, Msg: "Invalid symbol.", Class: ClassRejected})
+	}
+	return f, true, nil
+}
+
+// readFilters reads exchangeInfo (spot: symbol's alone; USDⓈ-M: every
+// symbol's), caches what it lists and returns it by symbol.
+func (v *Venue) readFilters(ctx context.Context, symbol string) (map[string]Filters, error) {
 	var info struct {
 		Symbols []rawSymbol `json:"symbols"`
 	}
@@ -158,22 +199,16 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh
 		req.weight = 20
 	}
 	if err := v.do(ctx, req, &info); err != nil {
-		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol, err)
+		return nil, err
 	}
 	now := v.cfg.Now()
-	found := false
+	out := make(map[string]Filters, len(info.Symbols))
 	for _, s := range info.Symbols {
 		pf := parseFilters(s, v.futures())
 		v.filters.Put(s.Symbol, pf, true, now)
-		if s.Symbol == symbol {
-			f, found = pf, true
-		}
+		out[s.Symbol] = pf
 	}
-	if !found {
-		return Filters{}, false, fmt.Errorf("binance: exchange info for %s: %w", symbol,
-			&APIError{Venue: "binance", Path: req.path, HTTPStatus: http.StatusBadRequest, Code: -1121, Msg: "Invalid symbol.", Class: ClassRejected})
-	}
-	return f, true, nil
+	return out, nil
 }
 
 // dropFilters forgets symbol's filters after Binance refused an order on a

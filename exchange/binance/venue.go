@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/hoox/hoox/exchange"
 	"github.com/hoox/hoox/exchange/internal/venuekit"
@@ -74,6 +75,9 @@ type Venue struct {
 	clock   venuekit.Clock
 	pauses  venuekit.Pauses
 	filters venuekit.FilterCache[Filters]
+	// filterReads lets reads of exchangeInfo that miss the cache together
+	// share one request (filtersFor).
+	filterReads singleflight.Group
 
 	mu           sync.Mutex
 	usedWeight   int
