@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,21 +48,11 @@ type statsResponse struct {
 	At                    time.Time  `json:"at"`
 }
 
-// stats summarises recent traffic and the dedup table for a dashboard or an
-// on-call glance.
-func (a *Admin) stats(c echo.Context) error {
-	if err := checkQuery(c); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var (
-		s  db.Stats
-		lp *db.PurgeRecord
-		ks db.KillSwitch
-	)
-	// One snapshot: the counts, the last purge and the switch as of one
-	// moment.
-	err := a.db().Snapshot(ctx, func(q db.DBTX) error {
+// readStats reads the stats' counts, the last purge and the kill switch
+// in one snapshot (b.Snapshot), so they describe one moment; the admin API
+// and the web page's stats both read them here.
+func readStats(ctx context.Context, b db.Bounded) (s db.Stats, lp *db.PurgeRecord, ks db.KillSwitch, err error) {
+	err = b.Snapshot(ctx, func(q db.DBTX) error {
 		var err error
 		if s, err = db.GetStats(ctx, q); err != nil {
 			return err
@@ -72,6 +63,16 @@ func (a *Admin) stats(c echo.Context) error {
 		ks, err = db.GetKillSwitch(ctx, q)
 		return err
 	})
+	return s, lp, ks, err
+}
+
+// stats summarises recent traffic and the dedup table for a dashboard or an
+// on-call glance.
+func (a *Admin) stats(c echo.Context) error {
+	if err := checkQuery(c); err != nil {
+		return err
+	}
+	s, lp, ks, err := readStats(c.Request().Context(), a.db())
 	if err != nil {
 		return err
 	}

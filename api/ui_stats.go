@@ -52,19 +52,7 @@ type statsView struct {
 // statsPage shows the event counts of the last hour and day, the dedup
 // table, latency quantiles and the chart's frame (drawn by ui.js).
 func (u *webUI) statsPage(c echo.Context) error {
-	ctx := c.Request().Context()
-	var (
-		s  db.Stats
-		lp *db.PurgeRecord
-	)
-	err := u.db().Snapshot(ctx, func(q db.DBTX) error {
-		var err error
-		if s, err = db.GetStats(ctx, q); err != nil {
-			return err
-		}
-		lp, err = db.LastPurge(ctx, q)
-		return err
-	})
+	s, lp, ks, err := readStats(c.Request().Context(), u.db())
 	if err != nil {
 		return err
 	}
@@ -73,7 +61,8 @@ func (u *webUI) statsPage(c echo.Context) error {
 		v.OldestAge = s.Now.Sub(*s.OldestTrace).Round(time.Second).String()
 	}
 	v.Claim, v.Dispatch = u.latencies()
-	return u.render(c, http.StatusOK, "stats", view{Title: "Stats", Nav: "stats", Data: v})
+	// The banner's switch is the snapshot's: render reads it no more.
+	return u.render(c, http.StatusOK, "stats", view{Title: "Stats", Nav: "stats", Data: v, KillSwitch: &ks})
 }
 
 // chartHours is the chart's span: 3 h unless the page asked for 1 to 24.
