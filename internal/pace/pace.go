@@ -33,14 +33,17 @@ const (
 	// how long without a signal counts as no traffic to protect.
 	quiet = 3 * time.Second
 	// While signals arrive the pause factor moves between these bounds
-	// (the ceiling keeps a fifth of the time for the purge, so a machine
-	// slowed by something else does not stall it):
+	// (the ceiling keeps a third of the time for the purge, so a machine
+	// slowed by something else does not stall it: the pacer cannot tell
+	// that slowdown from its own, and past a few per cent of the time the
+	// share the purge keeps moves the signals' p99 little but its length
+	// a lot):
 	// halving while the signals are within relaxed of their baseline,
 	// doubling above strained. The floor keeps a third of the time free
 	// for them even when they look unhurt: the average moves after the
 	// tail does, and the tail is what the senders feel.
 	minFactor = 0.5
-	maxFactor = 4.0
+	maxFactor = 2.0
 	relaxed   = 1.2
 	strained  = 1.5
 )

@@ -46,16 +46,16 @@ func TestBacksOffWhileSignalsSlowAndRecovers(t *testing.T) {
 	require.Equal(t, batch/2, p)
 
 	// Signals three times slower: the pause grows with every batch, up
-	// to four batches.
+	// to two batches.
 	var last time.Duration
-	for range 3 {
+	for range 2 {
 		c.signals(tr, 20, 15*time.Millisecond)
 		p = tr.Pause(batch)
 		require.Greater(t, p, last)
 		last = p
 	}
 	c.signals(tr, 20, 15*time.Millisecond)
-	require.Equal(t, 4*batch, tr.Pause(batch))
+	require.Equal(t, 2*batch, tr.Pause(batch))
 	// The baseline did not learn the slow signals while batches ran.
 	require.InDelta(t, 0.005, tr.base, 0.0005)
 
