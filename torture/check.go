@@ -362,6 +362,21 @@ func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
 	return out, nil
 }
 
+// tracePurges reads when hoox deleted each trace it purged (trace_purges),
+// on the history's clock.
+func (s *sim) tracePurges(ctx context.Context) (map[string][]time.Duration, error) {
+	rows, err := s.query(ctx, `SELECT trace_id, extract(epoch FROM at - $1::timestamptz)::float8 FROM trace_purges`, s.h.start)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]time.Duration{}
+	for _, r := range rows {
+		at, _ := strconv.ParseFloat(r[1], 64)
+		out[r[0]] = append(out[r[0]], time.Duration(at*float64(time.Second)))
+	}
+	return out, nil
+}
+
 // query runs a read as text columns, retrying while Postgres restarts.
 func (s *sim) query(ctx context.Context, sql string, args ...any) ([][]string, error) {
 	var lastErr error
@@ -425,6 +440,9 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		if hos, err = s.hooxOrders(ctx); err != nil {
+			return nil, err
+		}
+		if s.purged, err = s.tracePurges(ctx); err != nil {
 			return nil, err
 		}
 		unrecorded = unrecordedOrders(vos, hos)
@@ -575,7 +593,8 @@ func filledAtVenue(o venueOrder) bool {
 
 // reopenings are the moments a signal's trace was legitimately opened
 // again, in order: a successful release of its trace followed by a send, a
-// purge at least one TTL after its first send followed by a send, and, in
+// purge requested at least one TTL after its first send, or hoox's record
+// of purging one of its traces, followed by a send, and, in
 // window mode, a send one window after the first. Each allows one more
 // execution, after it.
 func (s *sim) reopenings(sp *signalPlan, st *signalState, ttl, slack time.Duration) []time.Duration {
@@ -589,8 +608,23 @@ func (s *sim) reopenings(sp *signalPlan, st *signalState, ttl, slack time.Durati
 			out = append(out, at)
 		}
 	}
+	// A purge reopens the trace when it deletes it. hoox records that
+	// moment (trace_purges); a purge asked for before the trace expired
+	// may still delete it after (it runs as a job). When hoox recorded
+	// purging one of the signal's traces those moments are the reopenings;
+	// else (no trace of it known, or none purged) the requests one TTL
+	// after its first send are.
+	var recorded []time.Duration
+	for _, trace := range st.traces {
+		recorded = append(recorded, s.purged[trace]...)
+	}
 	for _, at := range s.purges {
-		if at >= first+ttl-slack && last > at {
+		if len(recorded) == 0 && at >= first+ttl-slack && last > at {
+			out = append(out, at)
+		}
+	}
+	for _, at := range recorded {
+		if last > at {
 			out = append(out, at)
 		}
 	}
@@ -859,7 +893,7 @@ func (s *sim) judge(res *Result, vos []venueOrder, hos map[string]hooxOrder, unr
 			continue
 		}
 		if strings.EqualFold(o.Status, "filled") {
-			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, o.Placed) {
+			if h.Status != "filled" && h.Unfollowed && s.traceFreed(sig, h.TraceID, o.Placed) {
 				// Its follow horizon, the trace, was released or purged
 				// while it rested (since it was placed, not since it
 				// filled): hoox said it stopped following it.

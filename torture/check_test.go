@@ -117,6 +117,19 @@ func TestCheckerAllowsAPurgeOnlyAfterTheTTL(t *testing.T) {
 	require.Equal(t, map[string]int{checkAtMostOnce: 1}, b.judge())
 	b.s.purges = []time.Duration{35 * time.Second}
 	require.Empty(t, b.judge())
+
+	// When the checker knows the trace, hoox's record of purging it
+	// decides: a purge asked for before the TTL may delete it after, as a
+	// job (seed 220601)...
+	b.s.sigState[0].traces = []string{"d:x"}
+	b.s.purges = []time.Duration{5 * time.Second}
+	b.s.purged = map[string][]time.Duration{"d:x": {31 * time.Second}}
+	require.Empty(t, b.judge())
+	// ...and a trace hoox purged only after the last send was still
+	// there for it, whenever purges were asked for.
+	b.s.purges = []time.Duration{35 * time.Second}
+	b.s.purged = map[string][]time.Duration{"d:x": {45 * time.Second}}
+	require.Equal(t, map[string]int{checkAtMostOnce: 1}, b.judge())
 }
 
 func TestChecker422MeansNothingExecuted(t *testing.T) {

@@ -78,6 +78,11 @@ type sim struct {
 	answered       []int
 	releases       map[int][]time.Duration
 	purges         []time.Duration
+	// purged are the moments hoox recorded deleting each trace (its
+	// trace_purges rows, on the history's clock), read at the check: a
+	// purge requested before a trace expired runs as a job and may delete
+	// it after, so the request's moment alone cannot say.
+	purged map[string][]time.Duration
 	// placements are every placement request the fronts saw, in arrival
 	// order.
 	placements []placementRequest

@@ -334,17 +334,23 @@ func (s *sim) judgeCloses(res *Result, bySig map[int][]venueOrder, exits []venue
 	}
 }
 
-// traceFreed reports whether signal sig's trace may have been removed
-// after an order of it was booked at booked: a release of it answered 200
-// after, or a purge at least one TTL after. An entry is followed only as
-// long as its trace exists (README, "Orders followed to their end"): then
-// hoox looks once more and stops following it, with an event and a
-// notification, and a later fill stays unrecorded.
-func (s *sim) traceFreed(sig int, booked time.Duration) bool {
+// traceFreed reports whether signal sig's trace (trace, the order's) may
+// have been removed after an order of it was booked at booked: a release
+// of it answered 200 after, a purge requested at least one TTL after, or
+// hoox's record of purging trace after (a purge requested earlier runs as
+// a job, and may reach the trace once it has expired). An entry is
+// followed only as long as its trace exists (README, "Orders followed to
+// their end"): then hoox looks once more and stops following it, with an
+// event and a notification, and a later fill stays unrecorded.
+func (s *sim) traceFreed(sig int, trace string, booked time.Duration) bool {
+	after := func(at time.Duration) bool { return at >= booked }
+	if slices.ContainsFunc(s.purged[trace], after) {
+		return true
+	}
 	if sig < 0 {
 		return false
 	}
-	if slices.ContainsFunc(s.releases[sig], func(at time.Duration) bool { return at >= booked }) {
+	if slices.ContainsFunc(s.releases[sig], after) {
 		return true
 	}
 	return slices.ContainsFunc(s.purges, func(at time.Duration) bool { return at >= booked+s.cfg.window()-time.Second })
