@@ -320,11 +320,9 @@ FROM order_legs l`, s.h.start)
 		}
 		l := hooxLeg{Outcome: r[1], Attempts: n, Reason: r[3]}
 		if r[4] != "" {
-			settled, err := strconv.ParseFloat(r[4], 64)
-			if err != nil {
+			if l.Settled, err = parseSeconds(r[4]); err != nil {
 				return nil, fmt.Errorf("torture: leg %s settled %q: %w", r[0], r[4], err)
 			}
-			l.Settled = time.Duration(settled * float64(time.Second))
 		}
 		out[r[0]] = l
 	}
@@ -356,8 +354,8 @@ func (s *sim) hooxOrders(ctx context.Context) (map[string]hooxOrder, error) {
 	}
 	out := map[string]hooxOrder{}
 	for _, r := range rows {
-		created, _ := strconv.ParseFloat(r[8], 64)
-		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6], r[7], time.Duration(created * float64(time.Second)), r[9] == "true"}
+		created, _ := parseSeconds(r[8])
+		out[r[1]] = hooxOrder{r[0], r[1], r[2], r[3], r[4], normQty(r[5]), r[6], r[7], created, r[9] == "true"}
 	}
 	return out, nil
 }
@@ -371,10 +369,21 @@ func (s *sim) tracePurges(ctx context.Context) (map[string][]time.Duration, erro
 	}
 	out := map[string][]time.Duration{}
 	for _, r := range rows {
-		at, _ := strconv.ParseFloat(r[1], 64)
-		out[r[0]] = append(out[r[0]], time.Duration(at*float64(time.Second)))
+		at, err := parseSeconds(r[1])
+		if err != nil {
+			return nil, fmt.Errorf("torture: trace %s purged at %q: %w", r[0], r[1], err)
+		}
+		out[r[0]] = append(out[r[0]], at)
 	}
 	return out, nil
+}
+
+// parseSeconds reads a moment on the history's clock, as the checker's
+// queries give it: seconds since the run's start (extract(epoch FROM … -
+// start)).
+func parseSeconds(text string) (time.Duration, error) {
+	f, err := strconv.ParseFloat(text, 64)
+	return time.Duration(f * float64(time.Second)), err
 }
 
 // query runs a read as text columns, retrying while Postgres restarts.
@@ -442,9 +451,6 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if hos, err = s.hooxOrders(ctx); err != nil {
 			return nil, err
 		}
-		if s.purged, err = s.tracePurges(ctx); err != nil {
-			return nil, err
-		}
 		unrecorded = unrecordedOrders(vos, hos)
 		if s.legs, err = s.legOutcomes(ctx); err != nil {
 			return nil, err
@@ -478,6 +484,11 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	}
 	s.waited = time.Since(quiet)
 	var err error
+	// Only the judging reads when hoox purged each trace: read once, after
+	// the wait for recovery.
+	if s.purged, err = s.tracePurges(ctx); err != nil {
+		return nil, err
+	}
 	if s.positionBefore, err = s.positionsBefore(ctx); err != nil {
 		return nil, err
 	}
@@ -614,16 +625,18 @@ func (s *sim) reopenings(sp *signalPlan, st *signalState, ttl, slack time.Durati
 	// purging one of the signal's traces those moments are the reopenings;
 	// else (no trace of it known, or none purged) the requests one TTL
 	// after its first send are.
-	var recorded []time.Duration
+	var freedAt []time.Duration
 	for _, trace := range st.traces {
-		recorded = append(recorded, s.purged[trace]...)
+		freedAt = append(freedAt, s.purged[trace]...)
 	}
-	for _, at := range s.purges {
-		if len(recorded) == 0 && at >= first+ttl-slack && last > at {
-			out = append(out, at)
+	if len(freedAt) == 0 {
+		for _, at := range s.purges {
+			if at >= first+ttl-slack {
+				freedAt = append(freedAt, at)
+			}
 		}
 	}
-	for _, at := range recorded {
+	for _, at := range freedAt {
 		if last > at {
 			out = append(out, at)
 		}

@@ -161,11 +161,12 @@ func (v *Venue) filtersFor(ctx context.Context, symbol string) (f Filters, fresh
 		key = "" // one answer holds every symbol
 	}
 	read := v.filterReads.DoChan(key, func() (any, error) {
-		rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		rctx := context.WithoutCancel(ctx)
 		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
 			rctx, cancel = context.WithDeadline(rctx, d)
+			defer cancel()
 		}
-		defer cancel()
 		return v.readFilters(rctx, symbol)
 	})
 	var res singleflight.Result
