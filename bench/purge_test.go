@@ -106,3 +106,44 @@ func TestPurgeRunsSplitAtTheEndOfThePurge(t *testing.T) {
 	_, _, nDuring, nAfter = splitAtPurgeEnd(runs, t0.Add(-time.Second))
 	require.Equal(t, []int{0, 3}, []int{nDuring, nAfter}, "a purge over before any run: nothing measured beside it")
 }
+
+// The p99 during the purge pools every signal sent while it ran into one
+// distribution, as the baseline pools its runs: a 10-s run that met a
+// stalled second has the worst p99 of the runs, but over all the purge's
+// signals that second is as much of the tail as it is of the signals.
+// Signals sent after the purge ended count for nothing.
+func TestPurgeP99PoolsTheSignalsSentWhileItRan(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	// run fills 10 s at 100/s with lat, except stalled signals sent in
+	// [from, from+stall) that answer when the stall ends.
+	run := func(began time.Time, lat time.Duration, from time.Time, stall time.Duration) *Report {
+		rep := &Report{byOutcome: map[string][]time.Duration{}}
+		for i := range 1000 {
+			at := began.Add(time.Duration(i) * 10 * time.Millisecond)
+			l := lat
+			if !at.Before(from) && at.Before(from.Add(stall)) {
+				l = from.Add(stall).Sub(at)
+			}
+			rep.add("200", l, at.Add(l))
+		}
+		rep.finish(began)
+		return rep
+	}
+	quiet := run(t0, 5*time.Millisecond, t0, 0)
+	// A 300-ms stall: 30 signals answer 10-300 ms late.
+	stalled := run(t0.Add(10*time.Second), 5*time.Millisecond, t0.Add(13*time.Second), 300*time.Millisecond)
+	calm := run(t0.Add(20*time.Second), 6*time.Millisecond, t0, 0)
+	require.Greater(t, stalled.All.P99, 150*time.Millisecond, "the stalled run's own p99 is the stall")
+
+	all := Pooled([]*Report{quiet, stalled, calm}, time.Time{})
+	require.Equal(t, 3000, all.Count)
+	require.Equal(t, 6*time.Millisecond, all.P99, "30 stalled of 3,000 signals are the slowest 1 %, and no more")
+
+	// The purge ended 5 s into the last run: its later signals are not
+	// counted, and the stall is now more of what was sent.
+	cut := Pooled([]*Report{quiet, stalled, calm}, t0.Add(25*time.Second))
+	require.Equal(t, 2501, cut.Count, "signals sent up to and at the end")
+	require.Greater(t, cut.P99, 6*time.Millisecond)
+	require.Equal(t, stalled.All.Max, cut.Max)
+}
