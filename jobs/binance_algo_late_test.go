@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/exchange/binance/binancefake"
@@ -63,14 +60,6 @@ func TestLostFuturesStopBookedAfterItsPositionClosedIsCancelledWhenItTurnsUp(t *
 	}
 	require.True(t, resting(), "Binance booked the stop late")
 	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, venues, nil, nil)
-	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, sweeper)
-	for range 3 {
-		time.Sleep(5 * time.Millisecond)
-		tx, err := b.pool.Begin(ctx)
-		require.NoError(t, err)
-		_, err = w.Work(ctx, t, tx, jobs.SweepArgs{}, nil)
-		_ = tx.Rollback(ctx)
-		require.NoError(t, err)
-	}
-	require.False(t, resting(), "a stop of a closed position that Binance booked late must not be left resting, unknown to hoox: it would close the next long")
+	sweeps := sweepUntil(t, b.pool, sweeper, func() bool { return !resting() })
+	require.False(t, resting(), "a stop of a closed position that Binance booked late must not be left resting, unknown to hoox: it would close the next long (%d sweeps)", sweeps)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hoox/hoox/db"
@@ -167,3 +169,30 @@ func counterOf(t *testing.T, c *prometheus.CounterVec, labels ...string) float64
 	require.NoError(t, c.WithLabelValues(labels...).(prometheus.Metric).Write(&out))
 	return out.GetCounter().GetValue()
 }
+
+// sweepUntil runs the sweeper as River would (a job in a transaction,
+// rolled back after: the sweeper writes through its own pool) until done
+// holds, at most maxSweeps times, and returns how many sweeps ran. The
+// sweeper runs every few seconds in production, and on a busy machine one
+// sweep can leave an item for the next (a server-time resync after a
+// fake's clock jumped, a lock wait cut at its bound): a test asks for the
+// outcome within a bounded number of sweeps, not after an exact count.
+func sweepUntil(t *testing.T, pool *pgxpool.Pool, sweeper *jobs.SweepWorker, done func() bool) int {
+	t.Helper()
+	ctx := context.Background()
+	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, sweeper)
+	sweeps := 0
+	for ; sweeps < maxSweeps && !done(); sweeps++ {
+		time.Sleep(5 * time.Millisecond) // past the tests' 1-ms SweepGrace: the item is due again
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		_, err = w.Work(ctx, t, tx, jobs.SweepArgs{}, nil)
+		_ = tx.Rollback(ctx)
+		require.NoError(t, err)
+	}
+	return sweeps
+}
+
+// maxSweeps bounds sweepUntil: an item the sweeper should settle and has
+// not after this many sweeps was left as it was.
+const maxSweeps = 30

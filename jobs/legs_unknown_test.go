@@ -62,15 +62,9 @@ func TestALegFailedAsMissedIsRecordedWhenItTurnsUp(t *testing.T) {
 	}
 	require.True(t, booked, "Binance booked the stop late")
 	sweeper := jobs.NewSweepWorker(b.pool, jobs.Config{SweepGrace: time.Millisecond}, venues, nil, nil)
-	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, sweeper)
-	for range 3 {
-		time.Sleep(5 * time.Millisecond)
-		tx, err := b.pool.Begin(ctx)
-		require.NoError(t, err)
-		_, err = w.Work(ctx, t, tx, jobs.SweepArgs{}, nil)
-		_ = tx.Rollback(ctx)
-		require.NoError(t, err)
-	}
+	sweepUntil(t, b.pool, sweeper, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'dispatched'`, stopID) == 1
+	})
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1 AND status = 'open' AND role = 'stop_loss'`, stopID),
 		"the stop Binance holds under the leg's client order ID is recorded")
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM order_legs WHERE client_order_id = $1 AND outcome = 'dispatched'`, stopID))
