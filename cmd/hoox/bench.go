@@ -66,7 +66,7 @@ func benchOptions(args []string, getenv func(string) string, stdout io.Writer) (
 	fs.BoolVar(&o.Naive, "naive", false, "run the naive SELECT-then-INSERT baseline (and hoox) under a duplicate storm")
 	fs.IntVar(&o.StormSenders, "storm-senders", 50, "concurrent senders of one key in the storm")
 	fs.IntVar(&o.StormRounds, "storm-rounds", 20, "keys in the storm, one after another")
-	fs.IntVar(&o.RoundTrips, "round-trips", 0, "count Postgres round trips per signal over this many signals (in-process gateway)")
+	fs.IntVar(&o.RoundTrips, "round-trips", 0, "count Postgres round trips per signal over this many signals (in-process gateway; the suite counts 20 when unset)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the closed-loop run (hoox and generator share the process)")
 	fs.BoolVar(&o.Suite, "suite", false, "measure every goal: round trips, floor, open loop, repeats, throughput vs pgbench, memory, storm, purge")
 	fs.IntVar(&o.PurgeBatch, "purge-batch", 5000, "purge goal: rows per purge transaction (HOOX_PURGE_BATCH)")
