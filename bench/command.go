@@ -1127,13 +1127,14 @@ func (b *bencher) interleavedAt(ctx context.Context, rate int, pgAt func(int) (P
 		return res, err
 	}
 	res.floor = floor.rep.All.P99
-	var hoox, pgb []time.Duration
+	var hoox []*Report
+	var pgb []time.Duration
 	for i := 1; i <= res.rounds; i++ {
 		fresh, err := b.load(ctx, fmt.Sprintf("round %d: latency: new signals, open loop %d/s", i, rate), rate, 0, false, TargetWebhook, "")
 		if err != nil {
 			return res, err
 		}
-		hoox = append(hoox, fresh.rep.latencies()...)
+		hoox = append(hoox, fresh.rep)
 		res.hooxRounds = append(res.hooxRounds, fresh.rep.All.P99)
 		pg, err := pgAt(rate)
 		if err != nil {
@@ -1142,7 +1143,7 @@ func (b *bencher) interleavedAt(ctx context.Context, rate int, pgAt func(int) (P
 		pgb = append(pgb, pg.lats...)
 		res.pgbRounds = append(res.pgbRounds, pg.Latencies.P99)
 	}
-	res.hoox, res.pgbench = summarise("hoox", hoox).P99, summarise("pgbench", pgb).P99
+	res.hoox, res.pgbench = Pooled(hoox, time.Time{}).P99, summarise("pgbench", pgb).P99
 	fmt.Fprintf(b.out, "\n40 %% of the reference's rate, %d/s: hoox p99 %s over %d rounds (%s), pgbench p99 %s (%s), floor p99 %s\n",
 		rate, msf(res.hoox), res.rounds, durList(res.hooxRounds), msf(res.pgbench), durList(res.pgbRounds), msf(res.floor))
 	return res, nil

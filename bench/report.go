@@ -178,9 +178,10 @@ func (r *Report) SecondsP99() []time.Duration {
 
 // Pooled summarises the requests of several runs as one distribution,
 // counting those sent no later than until (every request when until is
-// zero): the p99 of "the signals sent while the purge ran", the same
-// statistic as one run's p99, where the worst of several runs' p99 is a
-// maximum over windows and reads worse than any single window would.
+// zero): the p99 over interleaved rounds, or of "the signals sent while
+// the purge ran", the same statistic as one run's p99, where the worst of
+// several runs' p99 is a maximum over windows and reads worse than any
+// single window would.
 func Pooled(reps []*Report, until time.Time) Outcome {
 	var lats []time.Duration
 	for _, r := range reps {
@@ -191,15 +192,6 @@ func Pooled(reps []*Report, until time.Time) Outcome {
 		}
 	}
 	return summarise("all", lats)
-}
-
-// latencies are every request's latency, in the order they were sent.
-func (r *Report) latencies() []time.Duration {
-	lats := make([]time.Duration, len(r.sent))
-	for i, x := range r.sent {
-		lats[i] = x.lat
-	}
-	return lats
 }
 
 // Began is when the run began.

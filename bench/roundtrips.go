@@ -101,10 +101,10 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	// starts: a repeat's audit row commits after its answer, and the
 	// warm-up's last batch had landed in the first counted signal (5
 	// round trips, 15 statements, where a signal's own are 4 and 7).
-	svc := newService()
+	warm := newService()
 	run := RunID()
 	symbol := "TRIPS-" + run
-	send := func(key string) (time.Duration, error) {
+	send := func(svc *gateway.Service, key string) (time.Duration, error) {
 		body := fmt.Sprintf(`{"exchange":"paper","symbol":%q,"action":"buy","quantity":"0.01","strategy":"bench","trace_id":%q}`, symbol, key)
 		in, err := gateway.ParseInput([]byte(body), "", time.Now())
 		if err != nil {
@@ -142,7 +142,7 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 			for i := range 20 {
 				key := fmt.Sprintf("warm-%s-%d-%d", run, w, i)
 				for range 2 {
-					if _, err := send(key); err != nil {
+					if _, err := send(warm, key); err != nil {
 						warmErrs[w] = err
 						return
 					}
@@ -151,11 +151,11 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 		})
 	}
 	wg.Wait()
-	svc.Close()
+	warm.Close()
 	if err := errors.Join(warmErrs...); err != nil {
 		return RoundTrips{}, fmt.Errorf("warm-up: %w", err)
 	}
-	svc = newService()
+	svc := newService()
 	// A repeat's audit row commits after its answer, off the answer's
 	// path, and mostly after its pass is counted; Close waits for it
 	// before the pools close.
@@ -167,7 +167,7 @@ func CountRoundTrips(ctx context.Context, databaseURL string, n int) (RoundTrips
 	pass := func(what string) (trips []PoolTrips, p50, p99 time.Duration, err error) {
 		lats := make([]time.Duration, 0, n)
 		for i := range n {
-			d, err := send(fmt.Sprintf("trip-%s-%d", run, i))
+			d, err := send(svc, fmt.Sprintf("trip-%s-%d", run, i))
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("%s: %w", what, err)
 			}
