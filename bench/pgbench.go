@@ -209,9 +209,10 @@ func newClaimRoundTrips() (claimRoundTrips, error) {
 			cast("'client'", "text"), cast("'paper'", "text"), symbol, cast("'buy'", "text"),
 			cast(`'{"Symbol": "PGBENCH", "Side": "buy", "Quantity": "0.01"}'`, "jsonb"), cast(pgSignal, "jsonb"),
 			sourceIP, cast("NULL", "timestamptz"), cast("now()", "timestamptz"),
-			cast("0", "integer"),  // $15 execution: each benchmark trace is a lock key of its own
-			cast("'off'", "text"), // $16 the commit: paper's intent may commit asynchronously
-			cast("0", "integer")), // $17 armed: a new client order ID, which no intent holds
+			cast("0", "integer"),                             // $15 execution: each benchmark trace is a lock key of its own
+			cast("'off'", "text"),                            // $16 the commit: paper's intent may commit asynchronously
+			cast("0", "integer"),                             // $17 armed: a new client order ID, which no intent holds
+			cast("(random() * 9e18)::bigint + 1", "bigint")), // $18 the arming's ID
 	}
 	// The venue's pool commits with synchronous_commit off
 	// (paper.PoolConfig); pgbench has one connection, so it sets and resets it.

@@ -395,8 +395,8 @@ func TestSettleAttempt(t *testing.T) {
 	t.Run("closes the attempt's own open intent", func(t *testing.T) {
 		t.Parallel()
 		pool := pgtest.NewPool(t)
-		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0")})
-		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 7})
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
 		require.NoError(t, err)
 		require.True(t, settled)
 		outcome, events := state(t, pool)
@@ -407,10 +407,27 @@ func TestSettleAttempt(t *testing.T) {
 	t.Run("leaves an intent armed again by another attempt", func(t *testing.T) {
 		t.Parallel()
 		pool := pgtest.NewPool(t)
-		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0")})
-		_, err := pool.Exec(ctx, `UPDATE dispatch_intents SET attempts = 2`)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 7})
+		_, err := pool.Exec(ctx, `UPDATE dispatch_intents SET attempts = 2, arm_id = 8`)
 		require.NoError(t, err)
-		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
+		require.NoError(t, err)
+		require.False(t, settled)
+		outcome, events := state(t, pool)
+		require.Nil(t, outcome, "still the other attempt's, open")
+		require.Zero(t, events, "no event for an outcome not written")
+	})
+
+	// Two attempts read the intent armed the same number of times: one
+	// whose claim's lock was lost, and the one that claimed next. The
+	// other committed its arming (and sent the order); this one's write
+	// failed with its outcome unknown, and it settles the arming it would
+	// have made: not the other's.
+	t.Run("leaves an intent another attempt armed in its stead", func(t *testing.T) {
+		t.Parallel()
+		pool := pgtest.NewPool(t)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 8})
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
 		require.NoError(t, err)
 		require.False(t, settled)
 		outcome, events := state(t, pool)
@@ -421,8 +438,8 @@ func TestSettleAttempt(t *testing.T) {
 	t.Run("leaves an intent another attempt settled", func(t *testing.T) {
 		t.Parallel()
 		pool := pgtest.NewPool(t)
-		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), Outcome: db.IntentDispatched})
-		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, db.IntentUnsent, ev)
+		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), Outcome: db.IntentDispatched, ArmID: 7})
+		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
 		require.NoError(t, err)
 		require.False(t, settled)
 		outcome, events := state(t, pool)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/netip"
 	"time"
 
@@ -55,6 +57,14 @@ type Intent struct {
 	// WriteIntent arms the intent only if it still holds exactly that, so
 	// of two attempts that read the same state only one sends.
 	Armed int
+	// ArmID names this attempt's arming of the intent: a random number
+	// WriteIntent chooses (when zero) and writes with it, which no other
+	// arming shares. Armed+1 does not name it: an attempt whose claim's
+	// lock was lost and the attempt that claimed next both read Armed, and
+	// if the latter's write fails with its outcome unknown, the arming it
+	// then settles unsent may be the former's, whose order is on its way
+	// (SettleAttempt).
+	ArmID int64
 	// Ledger, set for a spot close sized from the spot ledger, is the
 	// entry and version the close read under the ledger's lock
 	// (LockLedger). WriteIntent then writes the intent only if no other
@@ -89,7 +99,8 @@ type Intent struct {
 // holds until the commit that ends it). It never touches an intent settled
 // with an order, nor one armed since the caller's claim read it (its
 // attempts differ from $17, Intent.Armed; a new ID's $17 is 0, and a row
-// holds 1 or more): no row comes back then, and nothing is written. A
+// holds 1 or more): no row comes back then, and nothing is written. $18 is
+// the arming's own ID (Intent.ArmID). A
 // re-armed intent takes the whole identity of the attempt that arms it: an
 // unsent ID may be sent again for another signal under the same key, whose
 // resends and whose sweep must see that signal, not the earlier one.
@@ -124,13 +135,14 @@ SELECT ks.engaged, i.sent_at, i.attempts, set_config('synchronous_commit', $16, 
 }
 
 // The parts WriteIntentSQL and writeSpotCloseIntentSQL share: the intent's
-// columns and values ($1–$15), how an existing intent is armed again
-// (intentArmSQL, $17 the attempts the caller read), and its
+// columns and values ($1–$15, and $18 the arming's ID), how an existing
+// intent is armed again (intentArmSQL, $17 the attempts the caller read),
+// and its
 // dispatch_started event.
 const (
 	intentInsertColumns = `(client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
-                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution)`
-	intentInsertValuesList = `$1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15`
+                                  symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution, arm_id)`
+	intentInsertValuesList = `$1, $2, $3, $4, $5::text, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $18`
 	intentInsertValues     = `(` + intentInsertValuesList + `)`
 	intentArmSQL           = `ON CONFLICT (client_order_id) DO UPDATE
     SET trace_id = excluded.trace_id, fingerprint = excluded.fingerprint, mode = excluded.mode,
@@ -138,7 +150,7 @@ const (
         action = excluded.action, order_spec = excluded.order_spec, signal = excluded.signal,
         source_ip = excluded.source_ip, signal_time = excluded.signal_time, received_at = excluded.received_at,
         sent_at = now(), attempts = dispatch_intents.attempts + 1, outcome = NULL, settled_at = NULL,
-        asked_at = NULL
+        asked_at = NULL, arm_id = excluded.arm_id
     WHERE (dispatch_intents.outcome IS NULL OR dispatch_intents.outcome IN ('unsent', 'not_placed'))
       AND dispatch_intents.attempts = $17
     RETURNING trace_id, sent_at, attempts`
@@ -149,7 +161,7 @@ const (
 )
 
 // writeSpotCloseIntentSQL is WriteIntentSQL for a spot close that read
-// the ledger ($18–$21: the entry's key, $22: the version it read): the
+// the ledger ($19–$22: the entry's key, $23: the version it read): the
 // entry's version row (spot_ledger_versions, 00037; ensureLedgerVersionSQL
 // creates it) is locked and the intent written only while the version is
 // still $22, and the version is bumped only when the intent was written —
@@ -166,7 +178,7 @@ WITH ks AS (
     SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), l AS (
     SELECT 1 FROM spot_ledger_versions
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND closes = $22
+    WHERE exchange = $19 AND mode = $20 AND symbol = $21 AND strategy = $22 AND closes = $23
     FOR UPDATE
 ), i AS (
     INSERT INTO dispatch_intents ` + intentInsertColumns + `
@@ -174,7 +186,7 @@ WITH ks AS (
     ` + intentArmSQL + `
 ), v AS (
     UPDATE spot_ledger_versions SET closes = closes + 1
-    WHERE exchange = $18 AND mode = $19 AND symbol = $20 AND strategy = $21 AND EXISTS (SELECT FROM i)
+    WHERE exchange = $19 AND mode = $20 AND symbol = $21 AND strategy = $22 AND EXISTS (SELECT FROM i)
 ), ev AS (` + intentStartedSQL + `)`)
 
 // ensureLedgerVersionSQL creates the version row of an existing ledger
@@ -209,6 +221,9 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	if !in.SignalTime.IsZero() {
 		signalTime = &in.SignalTime
 	}
+	if in.ArmID == 0 {
+		in.ArmID = NewArmID()
+	}
 	found := false
 	// The commit's setting is explicit either way: the server's default
 	// may be off.
@@ -218,7 +233,7 @@ func WriteIntent(ctx context.Context, pool *pgxpool.Pool, in *Intent, durable bo
 	}
 	args := []any{in.ClientOrderID, in.LockKey, in.TraceID, in.Fingerprint, in.Mode, in.KeySource,
 		in.Exchange, in.Order.Symbol, in.Order.Action, spec, in.Signal, addrArg(in.SourceIP), signalTime, in.ReceivedAt, in.Execution,
-		commit, in.Armed}
+		commit, in.Armed, in.ArmID}
 	b := &pgx.Batch{}
 	query, haltable := WriteIntentSQL, in.AfterVenueCall
 	if in.AfterVenueCall {
@@ -284,15 +299,16 @@ func SettleIntent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string,
 	return sendTx(ctx, pool, b)
 }
 
-// SettleAttemptSQL closes the intent an attempt armed ($1, armed $3 times)
-// with outcome $2 and appends the attempt's event ($4–$7: trace ID, event,
-// source IP, detail), only while the intent is still that attempt's: open,
-// and not armed again since by another attempt (whose outcome must not be
-// overwritten).
+// SettleAttemptSQL closes the intent an attempt armed ($1, armed $3 times
+// under the arming's ID $8) with outcome $2 and appends the attempt's
+// event ($4–$7: trace ID, event, source IP, detail), only while the intent
+// is still that attempt's arming: open, and not armed since by another
+// attempt (whose outcome must not be overwritten), nor armed by another
+// attempt in its stead (the same attempts, another ID).
 const SettleAttemptSQL = `
 WITH u AS (
     UPDATE dispatch_intents SET outcome = $2::text, settled_at = now()
-    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3
+    WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND arm_id = $8
     RETURNING 1
 )
 INSERT INTO trace_events (trace_id, event, source_ip, detail)
@@ -300,12 +316,16 @@ SELECT $4, $5, $6, coalesce($7, '{}'::jsonb) FROM u`
 
 // SettleAttempt closes the intent of an attempt whose claim is about to
 // roll back (nothing sent: unsent; another order under the ID: key_reused)
-// with ev, synchronously, unless the intent has moved on since the attempt
-// armed it (attempts, as WriteIntent read it back): then nothing is
-// written, and settled is false. An attempt's claim may have lost its
-// connection, and with it the trace's lock, while the venue call ran; the
-// attempt that claimed next owns the intent now.
-func SettleAttempt(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, attempts int, outcome IntentOutcome, ev Event) (settled bool, err error) {
+// with ev, synchronously, unless the intent is not that attempt's arming
+// (attempts, as WriteIntent read it back or, after a write whose outcome
+// is unknown, Armed+1; armID, Intent.ArmID): then nothing is written, and
+// settled is false. An attempt's claim may have lost its connection, and
+// with it the trace's lock, while the venue call ran; the attempt that
+// claimed next owns the intent now. And of two attempts that read the
+// intent armed the same number of times (one whose claim's lock was lost,
+// one that claimed next), the one whose write failed may not know that
+// the other's committed: only armID tells the other's arming from its own.
+func SettleAttempt(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, attempts int, armID int64, outcome IntentOutcome, ev Event) (settled bool, err error) {
 	var detail any
 	if ev.Detail != nil {
 		detail = ev.Detail
@@ -313,12 +333,17 @@ func SettleAttempt(ctx context.Context, pool *pgxpool.Pool, clientOrderID string
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(SettleAttemptSQL, clientOrderID, outcome, attempts, ev.TraceID, ev.Event, addrArg(ev.SourceIP), detail).
+	b.Queue(SettleAttemptSQL, clientOrderID, outcome, attempts, ev.TraceID, ev.Event, addrArg(ev.SourceIP), detail, armID).
 		Exec(func(ct pgconn.CommandTag) error {
 			settled = ct.RowsAffected() == 1
 			return nil
 		})
 	return settled, sendTx(ctx, pool, b)
+}
+
+// NewArmID returns a random, non-zero arming ID (Intent.ArmID).
+func NewArmID() int64 {
+	return rand.Int64N(math.MaxInt64) + 1
 }
 
 // sendTx sends b, which opens a transaction with BEGIN, then COMMIT, on one

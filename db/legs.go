@@ -228,7 +228,7 @@ const markLegSentSQL = `
 WITH ks AS (
     SELECT ` + killSwitchEngagedSQL + ` AS engaged
 ), u AS (
-    UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2
+    UPDATE order_legs SET sent_at = now(), attempts = attempts + 1, order_spec = $2, arm_id = $7
     WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $3 AND cancelled_by IS NULL
       AND NOT (SELECT engaged FROM ks)
     RETURNING 1
@@ -250,10 +250,11 @@ SELECT (SELECT engaged FROM ks), EXISTS (SELECT 1 FROM u)`
 // pass's session, and with it the lock, was lost — Binance keeps a client
 // order ID unique only among open orders, so sending it again could place
 // a second exit. The caller must not send then; once armed, the leg holds
-// leg.Attempts+1. While the kill switch is engaged it arms nothing and
-// returns ErrKillSwitch: the leg stays as it is, for a pass after the
+// leg.Attempts+1 under armID (NewArmID: the arming's own, which
+// MarkLegUnsent names). While the kill switch is engaged it arms nothing
+// and returns ErrKillSwitch: the leg stays as it is, for a pass after the
 // release.
-func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
+func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg, armID int64) error {
 	spec, err := json.Marshal(leg.Order)
 	if err != nil {
 		return fmt.Errorf("encode leg %s: %w", leg.ClientOrderID, err)
@@ -263,7 +264,7 @@ func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(markLegSentSQL, leg.ClientOrderID, spec, leg.Attempts, leg.TraceID, EventLegStarted, detail).
+	b.Queue(markLegSentSQL, leg.ClientOrderID, spec, leg.Attempts, leg.TraceID, EventLegStarted, detail, armID).
 		QueryRow(func(row pgx.Row) error {
 			return row.Scan(&halted, &armed)
 		})
@@ -281,18 +282,21 @@ func MarkLegSent(ctx context.Context, pool *pgxpool.Pool, leg Leg) error {
 
 // MarkLegUnsent records that the leg's last send provably never reached
 // the venue (exchange.ErrUnreachable): it is planned again, and the next
-// pass sends it without a lookup. armed is the leg's attempts as this
-// pass's MarkLegSent left them: a pass that lost its lock must not clear
-// the send of the pass that armed the leg after it (the next pass would
-// send that one's order again without a lookup). The leg is left as it is,
-// and ErrIntentConsumed returned, when it is settled or armed since.
-func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, armed int) error {
+// pass sends it without a lookup. armed and armID name the arming this
+// pass's MarkLegSent made (or tried to: its write may have failed with the
+// outcome unknown): a pass that lost its lock must not clear the send of
+// the pass that armed the leg after it, or in its stead, having read the
+// leg armed the same number of times (the next pass would send that one's
+// order again without a lookup). The leg is left as it is, and
+// ErrIntentConsumed returned, when it is settled or armed by another.
+func MarkLegUnsent(ctx context.Context, pool *pgxpool.Pool, clientOrderID string, armed int, armID int64) error {
 	cleared := false
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(SyncCommitSQL)
-	b.Queue(`UPDATE order_legs SET sent_at = NULL, unsent = unsent + 1 WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $2`,
-		clientOrderID, armed).Exec(func(ct pgconn.CommandTag) error {
+	b.Queue(`UPDATE order_legs SET sent_at = NULL, unsent = unsent + 1
+WHERE client_order_id = $1 AND outcome IS NULL AND attempts = $2 AND arm_id = $3`,
+		clientOrderID, armed, armID).Exec(func(ct pgconn.CommandTag) error {
 		cleared = ct.RowsAffected() == 1
 		return nil
 	})

@@ -47,8 +47,8 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 
 	// Pass B armed the leg (0 → 1); pass A read it at 0 before its lock
 	// was lost.
-	require.NoError(t, db.MarkLegSent(ctx, pool, leg))
-	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg), db.ErrIntentConsumed, "pass A must not send what pass B armed")
+	require.NoError(t, db.MarkLegSent(ctx, pool, leg, 1))
+	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg, 1), db.ErrIntentConsumed, "pass A must not send what pass B armed")
 	require.Equal(t, 1, started(), "only the send that armed the leg is in the audit")
 
 	// A cancel leaves an armed leg to its pass.
@@ -59,10 +59,15 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 	// Pass A's late "unreachable" (it armed 1 in its own view) would
 	// clear B's send once B armed it again.
 	leg.Attempts = 1
-	require.NoError(t, db.MarkLegSent(ctx, pool, leg))
-	require.ErrorIs(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 1), db.ErrIntentConsumed)
+	require.NoError(t, db.MarkLegSent(ctx, pool, leg, 2))
+	require.ErrorIs(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 1, 1), db.ErrIntentConsumed)
 	require.Equal(t, 1, sent(), "B's send stays marked: the next pass looks it up before sending")
-	require.NoError(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 2))
+	// Pass A read the leg armed once, as B did, and its own arming failed
+	// with the outcome unknown: the arming it undoes (armed twice) is B's,
+	// under another ID, and B's send stays marked.
+	require.ErrorIs(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 2, 3), db.ErrIntentConsumed)
+	require.Equal(t, 1, sent(), "B's send stays marked: A's failed arming was not B's")
+	require.NoError(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 2, 2))
 	require.Zero(t, sent())
 
 	// Unsent again: a cancel of the symbol (any spelling) settles it, and
@@ -79,7 +84,7 @@ func TestLegIsArmedOnlyAsThePassReadIt(t *testing.T) {
 WHERE trace_id = 'k:armed' AND event = 'leg_failed' AND detail->>'cancelled_by' = 'k:cancel'`)
 	require.True(t, strings.Contains(reason, "k:cancel"), reason)
 	leg.Attempts = 2
-	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg), db.ErrIntentConsumed, "a leg the cancel settled is not sent")
+	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg, 1), db.ErrIntentConsumed, "a leg the cancel settled is not sent")
 }
 
 // A cancel marks the symbol's exit legs that may rest at the venue — armed,
@@ -107,7 +112,7 @@ func TestCancelMarksExitLegsThatMayHaveBeenSent(t *testing.T) {
 		TraceID: "k:marked", LockKey: "k:marked", Exchange: "paper", Mode: "live", Order: tp}
 	btc := func(p db.ExitParent) bool { return exchange.SameSymbol(p.Symbol, "BINANCE:BTCUSDT.P") }
 	require.Equal(t, 2, apptest.Count(t, pool, `SELECT count(*) FROM order_legs WHERE parent_client_order_id = $1 AND outcome IS NULL`, o.ClientOrderID))
-	require.NoError(t, db.MarkLegSent(ctx, pool, leg), "the take-profit is armed; the stop-loss is not sent yet")
+	require.NoError(t, db.MarkLegSent(ctx, pool, leg, 1), "the take-profit is armed; the stop-loss is not sent yet")
 
 	// A pass holds the trace's lock: the cancel waits, then gives up.
 	pass, err := pool.Begin(ctx)
@@ -138,9 +143,9 @@ WHERE trace_id = 'k:marked' AND event = 'leg_cancelled' AND detail->>'cancelled_
 	require.Empty(t, marked, "marked once")
 
 	// Proven unsent since: no pass arms it again.
-	require.NoError(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 1))
+	require.NoError(t, db.MarkLegUnsent(ctx, pool, leg.ClientOrderID, 1, 1))
 	leg.Attempts = 1
-	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg), db.ErrIntentConsumed, "a leg a cancel marked is not sent again")
+	require.ErrorIs(t, db.MarkLegSent(ctx, pool, leg, 1), db.ErrIntentConsumed, "a leg a cancel marked is not sent again")
 
 	// Failed with its order unknown: the sweeper does not open it again.
 	_, err = pool.Exec(ctx, `UPDATE order_legs SET outcome = 'failed', settled_at = now(), sent_at = now() WHERE client_order_id = $1`, leg.ClientOrderID)

@@ -2,11 +2,14 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -281,6 +284,92 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 	require.Equal(t, 1, mem.count(), "one signal, one order at the venue (A: %v)", errA)
 	requireCode(t, errA, codes.Unavailable) // A placed nothing and says so
 	require.Equal(t, mem.count(), count(t, pool, "SELECT count(*) FROM orders"), "every order at the venue is recorded")
+}
+
+// heldPool opens a pool on url whose first acquisition waits until release
+// is closed (paused is closed when it starts waiting), then fails with
+// fail when fail is not nil: an attempt paused just before its intent's
+// write, whose write then dies before it reaches Postgres. Every later
+// acquisition is served as usual.
+func heldPool(t *testing.T, url string, fail error) (pool *pgxpool.Pool, paused <-chan struct{}, release chan<- struct{}) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	var acquired atomic.Int32
+	p, r := make(chan struct{}), make(chan struct{})
+	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
+		if acquired.Add(1) != 1 {
+			return true, nil
+		}
+		close(p)
+		select {
+		case <-r:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+		return true, fail
+	}
+	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, p, r
+}
+
+// An intent write whose outcome the attempt cannot know (its connection
+// broke) must not settle another attempt's arming as unsent. Replica A
+// claims and, just before its intent, loses its claim connection and the
+// trace's lock; replica B claims the free key and derives the same client
+// order ID X. A commits intent X (armed once) and sends it; B's write of X
+// then fails on a connection broken by a Postgres restart. B settles "its"
+// arming unsent to free X, and armed-once was all it could name it by, so
+// it settled A's: the sender's retry found X provably unsent and sent X
+// again, and Binance spot, which refuses a client order ID only while its
+// first order is open, filled it twice (torture seed 230601). The retry
+// must instead find X open, ask the venue, and adopt A's order.
+func TestFailedIntentWriteLeavesAnotherAttemptsArmingOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	venue := gatedVenue("BTCUSDT")
+	venue.refusesLate = true
+	registry := exchange.NewRegistry(map[string]exchange.Venue{"mem": venue})
+	replica := func(markers *pgxpool.Pool) (*gateway.Service, *pgxpool.Pool) {
+		pool := pgtest.OpenPool(t, url)
+		svc := gateway.New(gateway.DefaultConfig(), gateway.Deps{Pool: pool, MarkerPool: markers,
+			Jobs: &jobRecorder{}, Venues: registry})
+		t.Cleanup(svc.Close)
+		return svc, pool
+	}
+	markersA, pausedA, releaseA := heldPool(t, url, nil)
+	markersB, pausedB, releaseB := heldPool(t, url, errors.New("write failed: write: broken pipe"))
+	svcA, _ := replica(markersA)
+	svcB, pool := replica(markersB)
+	body := `{"exchange":"mem","symbol":"BTCUSDT","action":"buy","quantity":"1","trace_id":"broken-write"}`
+
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := svcA.Execute(ctx, input(t, body))
+		doneA <- err
+	}()
+	<-pausedA // A holds the claim and has not written its intent
+	loseClaimConnection(t, pool)
+	go func() {
+		_, err := svcB.Execute(ctx, input(t, body))
+		doneB <- err
+	}()
+	<-pausedB // B holds the claim too, and read no intent for X
+	close(releaseA)
+	<-venue.entered // A committed intent X and is sending it
+	close(releaseB)
+	requireCode(t, <-doneB, codes.Unavailable) // B placed nothing and says so
+	venue.open()
+	errA := <-doneA // A's order is at the venue; its claim, and its record, died
+
+	out, err := svcB.Execute(ctx, input(t, body)) // the sender retries B's 503
+	require.NoError(t, err, "the retry adopts A's order (A: %v)", errA)
+	require.Equal(t, db.TraceDispatched, out.Status)
+	require.Equal(t, 1, venue.count(), "one signal, one order at the venue")
+	require.Equal(t, venue.count(), count(t, pool, "SELECT count(*) FROM orders"), "every order at the venue is recorded")
 }
 
 // twoReplicas starts two gateways (replicas A and B) on one database and

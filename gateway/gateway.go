@@ -760,7 +760,7 @@ func (s *Service) settleIntent(ctx context.Context, intent *db.Intent, outcome d
 	// missed trade at a venue that may fill late.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	settled, err := db.SettleAttempt(sctx, s.deps.MarkerPool, intent.ClientOrderID, intent.Attempts, outcome, ev)
+	settled, err := db.SettleAttempt(sctx, s.deps.MarkerPool, intent.ClientOrderID, intent.Attempts, intent.ArmID, outcome, ev)
 	switch {
 	case err != nil:
 		s.deps.Logger.ErrorContext(ctx, "settle intent: could not record that nothing was sent; a resend will ask the venue first",

@@ -142,14 +142,15 @@ func (r *LegRunner) Finish(ctx context.Context, lockKey, parent string) ([]db.Or
 	return db.LegOrders(ctx, r.pool, parent)
 }
 
-// markUnsent records that the leg armed armed times was never sent, on a
+// markUnsent records that the leg armed armed times under armID was never
+// sent, on a
 // context of its own: the pass's may be what ended the send (a shutdown, a
 // job's timeout), and an armed leg that never left would be failed as a
 // missed trade by the next pass at a venue that may fill late.
-func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed int) {
+func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed int, armID int64) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markUnsentTimeout)
 	defer cancel()
-	if err := db.MarkLegUnsent(uctx, r.intentPool, clientOrderID, armed); err != nil {
+	if err := db.MarkLegUnsent(uctx, r.intentPool, clientOrderID, armed, armID); err != nil {
 		r.log.WarnContext(ctx, "leg: mark unsent", "client_order_id", clientOrderID, "error", err)
 	}
 }
@@ -316,8 +317,8 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	// Armed only if no other pass armed it since this one read it under
 	// the lock (a pass whose session, and the lock, was lost): otherwise
 	// stop before the venue sees anything.
-	armed := leg.Attempts + 1
-	switch err := db.MarkLegSent(ctx, r.intentPool, leg); {
+	armed, armID := leg.Attempts+1, db.NewArmID()
+	switch err := db.MarkLegSent(ctx, r.intentPool, leg, armID); {
 	case errors.Is(err, db.ErrKillSwitch):
 		// Halted: nothing is placed, the leg waits (open) for a pass after
 		// the operator releases the switch.
@@ -328,8 +329,11 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 		// The arming may have committed with its answer lost: nothing was
 		// sent, so undo exactly that arming (a no-op if it never
 		// committed), or the next pass would find the leg sent, not find
-		// it at the venue, and fail it as a missed trade.
-		r.markUnsent(ctx, leg.ClientOrderID, armed)
+		// it at the venue, and fail it as a missed trade. armID, not
+		// armed, tells it from another pass's arming of the same count
+		// (one that took the lock this pass lost), whose send this must
+		// not clear.
+		r.markUnsent(ctx, leg.ClientOrderID, armed, armID)
 		return err
 	}
 	vctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.VenueTimeout)
@@ -345,11 +349,11 @@ func (r *LegRunner) step(ctx context.Context, tx *db.LegsTx, leg db.Leg) error {
 	case errors.Is(err, exchange.ErrUnreachable) && errors.Is(err, db.ErrKillSwitch):
 		// Engaged during Place's reads, nothing sent: the leg waits, as
 		// for MarkLegSent's halt.
-		r.markUnsent(ctx, leg.ClientOrderID, armed)
+		r.markUnsent(ctx, leg.ClientOrderID, armed, armID)
 		return fmt.Errorf("leg %s: %w: %w", leg.ClientOrderID, ErrNotYet, err)
 	case errors.Is(err, exchange.ErrUnreachable):
 		// Nothing reached the venue: the next pass sends without asking.
-		r.markUnsent(ctx, leg.ClientOrderID, armed)
+		r.markUnsent(ctx, leg.ClientOrderID, armed, armID)
 		return fmt.Errorf("leg %s: %w", leg.ClientOrderID, err)
 	case err != nil:
 		// Sent, answer unknown (or a duplicate ID): the next pass looks

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,4 +108,115 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1`, tp),
 		"hoox records one take-profit")
 	require.Equal(t, 1, sent, "one take-profit at Binance for the one planned: pass A, whose lock was lost, sent it again")
+}
+
+// A pass whose arming of a leg fails with its outcome unknown (its
+// connection broke) must not clear the send of the pass that took the lock
+// it lost. Pass A reads the take-profit unarmed under the trace's lock and
+// loses its session; pass B takes the lock, arms the take-profit and sends
+// it; the price spikes through the trigger and back, and the symbol's next
+// long opens. Pass A's own arming then fails on a broken connection, and A
+// undoes "its" arming so that the next pass sends without a lookup: named
+// by its count alone, that arming was B's. B loses its session before it
+// records the take-profit, and the next pass sent a second one under the
+// same clientAlgoId, which Binance takes once the first has triggered: a
+// take-profit on the next position, never recorded. The next pass must
+// look B's up and record it.
+func TestFailedLegArmingLeavesAnotherPassesSendMarked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, f, _, venues, out := filledFuturesEntryWithExits(t, "failed-leg-arming")
+	entry := out.Order.ClientOrderID
+	var lockKey, tp string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+
+	// Pass A: its second acquisition (the entry's fill, read after
+	// LockLegs took the lock) waits until released, and its arming's
+	// connection is broken.
+	cfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	var acquired atomic.Int32
+	paused, release := make(chan struct{}), make(chan struct{})
+	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
+		if acquired.Add(1) == 2 {
+			close(paused)
+			<-release
+		}
+		return true, nil
+	}
+	poolA, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(poolA.Close)
+	armCfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	var armings atomic.Int32
+	armCfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) {
+		if armings.Add(1) == 1 {
+			return true, errors.New("write failed: write: broken pipe")
+		}
+		return true, nil
+	}
+	armPoolA, err := pgxpool.NewWithConfig(ctx, armCfg)
+	require.NoError(t, err)
+	t.Cleanup(armPoolA.Close)
+	passA := jobs.NewLegRunner(poolA, armPoolA, jobs.Config{}, venues, nil, nil)
+	doneA := make(chan error, 1)
+	go func() {
+		_, err := passA.Finish(ctx, lockKey, entry)
+		doneA <- err
+	}()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("pass A never read the entry's fill")
+	}
+	terminateLockHolder(t, b.pool)
+
+	// Pass B sends the take-profit; the price spikes through its trigger
+	// and back; pass A goes on and fails to arm; B's replica dies.
+	var errA error
+	passB := jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, func(id string) {
+		if id != tp {
+			return
+		}
+		f.MovePrice("ETHUSDT", decimal.RequireFromString("3300"))
+		f.SetPrice("ETHUSDT", decimal.RequireFromString("3000"))
+		f.SetPosition("ETHUSDT", decimal.RequireFromString("1")) // the symbol's next long
+		close(release)
+		select {
+		case errA = <-doneA:
+		case <-time.After(30 * time.Second):
+			t.Error("pass A did not end")
+		}
+		terminateLockHolder(t, b.pool) // B's session is lost too
+	})
+	_, err = passB.Finish(ctx, lockKey, entry)
+	require.Error(t, err, "pass B could not record its take-profit")
+	require.Error(t, errA, "pass A's arming failed")
+
+	// The next pass (the sweeper's) finds the take-profit sent.
+	_, err = jobs.NewLegRunner(b.pool, nil, jobs.Config{}, venues, nil, nil).Finish(ctx, lockKey, entry)
+	if err != nil {
+		require.ErrorIs(t, err, jobs.ErrNotYet, "only the stop-loss may wait")
+	}
+	sent := 0
+	for _, a := range f.AlgoOrders() {
+		if a.ClientAlgoID == tp {
+			sent++
+		}
+	}
+	require.Equal(t, 1, sent, "one take-profit at Binance for the one planned")
+	require.EqualValues(t, 1, count(t, b.pool, `SELECT count(*) FROM orders WHERE client_order_id = $1`, tp),
+		"hoox records the take-profit pass B sent")
+}
+
+// terminateLockHolder ends the one session holding an advisory lock in the
+// test's database (a lost connection: the lock goes with it).
+func terminateLockHolder(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var terminated bool
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
+	require.True(t, terminated)
 }

@@ -159,14 +159,17 @@ type IntentOpts struct {
 	// Execution is the intent's execution number; nil takes one past the
 	// lock key's highest.
 	Execution *int
+	// ArmID is the arming's ID (db.Intent.ArmID); zero leaves it NULL, as
+	// for an intent armed before migration 00049.
+	ArmID int64
 }
 
 const intentSQL = `
 INSERT INTO dispatch_intents (client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange, symbol,
-                              action, order_spec, signal, received_at, sent_at, outcome, execution, settled_at)
+                              action, order_spec, signal, received_at, sent_at, outcome, execution, settled_at, arm_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '{"exchange":"paper"}', $11, $11, NULLIF($12, ''),
         coalesce($13::integer, (SELECT max(execution) + 1 FROM dispatch_intents WHERE lock_key = $2), 0),
-        CASE WHEN $12 = '' THEN NULL ELSE $11::timestamptz END)`
+        CASE WHEN $12 = '' THEN NULL ELSE $11::timestamptz END, NULLIF($14::bigint, 0))`
 
 // Intent inserts an intent and returns the options with their defaults
 // filled.
@@ -182,7 +185,7 @@ func Intent(t testing.TB, q db.DBTX, o IntentOpts) IntentOpts {
 		t.Fatalf("testfactory: encode order: %v", err)
 	}
 	exec(t, q, intentSQL, o.Order.ClientOrderID, o.LockKey, o.TraceID, o.Fingerprint, o.Mode, o.KeySource, o.Exchange,
-		o.Order.Symbol, o.Order.Action, spec, o.SentAt, o.Outcome, o.Execution)
+		o.Order.Symbol, o.Order.Action, spec, o.SentAt, o.Outcome, o.Execution, o.ArmID)
 	return o
 }
 
