@@ -320,6 +320,14 @@ func (s *sim) runOp(ctx context.Context, op *opPlan) {
 			s.faults.inc(FaultLockLost)
 			s.h.add(-1, "lock_lost", -1, "terminated backend %d holding an advisory lock (%s)", pid, query)
 		}
+	case opReset:
+		n, err := s.resetSessions(ctx)
+		if err != nil {
+			s.h.add(-1, "sessions_reset", -1, "failed: %v", err)
+			break
+		}
+		s.faults.inc(FaultSessionsReset)
+		s.h.add(-1, "sessions_reset", -1, "terminated %d of hoox's sessions", n)
 	case opPriceMove:
 		s.movePrice(op.Price)
 	case opSlowCommit:

@@ -212,10 +212,19 @@ const (
 	// connection's failover. The lock goes with the session while the
 	// process that held it goes on.
 	FaultLockLost = "lock_lost"
+	// FaultSessionsReset terminates a random half of the sessions hoox's
+	// replicas hold in its database at one instant while Postgres stays
+	// up (a pooler's reset, a proxy's failover): a replica's next
+	// connection succeeds at once while its stale pooled ones fail, so a
+	// write on one fails with its outcome unknown beside another
+	// replica's that commits, and the advisory locks of the terminated
+	// sessions go with them.
+	FaultSessionsReset = "sessions_reset"
 )
 
 // AllFaults lists every fault kind.
 func AllFaults() []string {
 	return []string{FaultKill, FaultKillAfterAccept, FaultPostgresRestart, FaultAnswerLost, FaultHTTP5xx, FaultUnsent5xx, FaultHTTP408,
-		FaultNonJSON, FaultSlowAnswer, FaultLookupLag, FaultClockSkew, FaultSlowCommit, FaultLockLost}
+		FaultNonJSON, FaultSlowAnswer, FaultLookupLag, FaultClockSkew, FaultSlowCommit, FaultLockLost,
+		FaultSessionsReset}
 }

@@ -146,6 +146,7 @@ const (
 	opPGRestart  = FaultPostgresRestart
 	opSlowCommit = FaultSlowCommit
 	opLockLost   = FaultLockLost
+	opReset      = FaultSessionsReset
 	// opPriceMove moves HXUSDT's last price at the Binance fake, spot and
 	// USDⓈ-M alike: market entries fill at it and the exits it reaches
 	// trigger (binancefake.MovePrice).
@@ -319,6 +320,9 @@ func makePlan(cfg Config) plan {
 	if on[FaultLockLost] {
 		// For is how long the nemesis waits for a lock holder to appear.
 		stream(opLockLost, 6, func(o *opPlan) { o.For = cfg.scaled(2 * time.Second) })
+	}
+	if on[FaultSessionsReset] {
+		stream(opReset, 3, nil)
 	}
 	p.ops = append(p.ops, prices...)
 	slices.SortStableFunc(p.ops, func(a, b opPlan) int { return int(a.At - b.At) })

@@ -669,6 +669,29 @@ func (s *sim) terminateLockHolder(ctx context.Context, within time.Duration) (pi
 	}
 }
 
+// resetSessionsSQL terminates a random half of the replicas' sessions in
+// hoox's database (their pools name themselves hoox, hoox-markers,
+// hoox-paper; the simulator's own connections have no name).
+const resetSessionsSQL = `
+SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'hoox%' AND random() < 0.5`
+
+// resetSessions terminates a random half of hoox's sessions at once
+// (FaultSessionsReset) and says how many.
+func (s *sim) resetSessions(ctx context.Context) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, s.dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int
+	err = conn.QueryRow(cctx, resetSessionsSQL).Scan(&n)
+	return n, err
+}
+
 // progress prints a line every interval until stopped, so a long run shows
 // it is alive.
 func (s *sim) progress(every time.Duration) (stop func()) {
