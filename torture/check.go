@@ -1341,11 +1341,14 @@ func (s *sim) judgeExits(res *Result, vos, exits []venueOrder, hos map[string]ho
 			res.Failures = append(res.Failures, Failure{Check: checkExitPlaced, Signal: w.sig, ClientOrderID: id,
 				Detail: fmt.Sprintf("entry %s filled (%s; %s), its %s was refused as its position closed, yet no fill after the entry's closed the position on its side: held %s; hoox's leg: %s",
 					w.entry.ClientOrderID, recorded, w.cover, w.role, w.cover.heldString(), leg)})
-		case planned && (s.droppedByACancel(w.entry, leg) || s.droppedAfterASibling(w.entry, leg) || s.refusedAsReached(w.entry, w.role, leg) || s.refusedUnheard(w.entry, w.role, id, leg)):
+		case planned && (s.droppedByACancel(w.entry, leg) || s.droppedAfterASibling(w.entry, leg) || s.refusedAsReached(w.entry, w.role, leg) ||
+			s.refusedUnheard(w.entry, w.role, id, leg) || !seen[key] && s.unknownAfterAClose(w.entry, w.cover, leg)):
 			// A cancel that came after the entry stopped it before its
 			// first send, a sibling exit the venue executed closed its
-			// position first, or the venue refused it because the price had
-			// already reached it (and the run's price did).
+			// position first, the venue refused it because the price had
+			// already reached it (and the run's price did), or a close
+			// that did close its position marked it while its first send
+			// was unknown, and the venue holds none.
 			res.Checks[checkExitPlaced]++
 		case planned && leg.Outcome != "" && leg.Outcome != "dispatched":
 			// hoox recorded why the exit is not at the venue (a refusal):

@@ -33,3 +33,33 @@ func TestCheckerFailsAnExitDroppedForACloseThatNeverClosedThePosition(t *testing
 	b.s.sigState[1].spans = []span{{Replica: 0, Start: 1500 * time.Millisecond, End: 2 * time.Second}}
 	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the long of 10 is open without its stop-loss")
 }
+
+// Path: judgeExits → unknownAfterAClose (seed 240603). A long of 10
+// filled; its stop-loss was armed and never reached the venue (the replica
+// died before its request left), and a close signal marked it while its
+// send was unknown, so the leg runner failed it as unknown. It passes only
+// once the close's trace is named and the venue's fills left the long
+// gone: a close that never closed the position, or another signal's
+// trace, leaves the long without its stop-loss.
+func TestCheckerPassesAnUnknownExitOnlyOnceItsCloseClosedThePosition(t *testing.T) {
+	t.Parallel()
+	b := triggeredLong(t, closeSignal())
+	trace := b.s.closeTrace(&b.s.plan.signals[1])
+	id := signal.LegClientOrderID("hxa", 2)
+	b.vos = b.vos[:len(b.vos)-1]
+	delete(b.hos, id)
+	unknown := func(by string) hooxLeg {
+		return hooxLeg{Outcome: "failed", Attempts: 1, Reason: "the signal " + by +
+			" (a cancel, or a close that left the position gone) came after exit " + id + " may have been sent: not sent again; whether it exists is unknown, check the venue"}
+	}
+	b.leg("hxa", 2, unknown(trace))
+	b.s.sigState[1].spans = []span{{Replica: 0, Start: 1500 * time.Millisecond, End: 2 * time.Second}}
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "the close never closed the long: open without its stop-loss")
+
+	b.send(1, 10*time.Second, closed("hxc", "sell", "10"))
+	b.closeOrder("hxc", "9", "sell", "10", trace)
+	require.Empty(t, b.judge(), "the close closed the long the stop-loss was to protect")
+
+	b.leg("hxa", 2, unknown("k:someone-else"))
+	require.Equal(t, map[string]int{checkExitPlaced: 1}, b.judge(), "no close of the run carries that trace")
+}

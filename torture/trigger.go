@@ -123,6 +123,33 @@ func (s *sim) droppedByACancel(e venueOrder, l hooxLeg) bool {
 	return false
 }
 
+// unknownAfterAClose reports whether leg l of entry e (cover: what e
+// opened and what was held on its side after) was failed with its order
+// unknown by the leg runner because a close signal marked it while it may
+// have been sent (jobs: "the signal S (a cancel, or a close that left the
+// position gone) came after exit X may have been sent: not sent again;
+// whether it exists is unknown"), S is a close of e's venue and symbol
+// (its trace, closeTrace), and the venue's fills did leave e's position
+// gone after e's fill (cover.closed()). The caller checks that the venue
+// holds no order under the leg's ID. Seed 240603: a take-profit armed by a
+// replica killed before its request left; Binance USDⓈ-M may book an algo
+// order late, so hoox cannot prove it absent and does not send it again;
+// the trader's close then closed the position it was to protect. Without
+// such a close, the same exit still fails the check.
+func (s *sim) unknownAfterAClose(e venueOrder, cover *exitCover, l hooxLeg) bool {
+	const prefix, marker = "the signal ", " (a cancel, or a close that left the position gone) came after exit "
+	if l.Outcome != "failed" || cover == nil || !cover.closed() || !strings.HasPrefix(l.Reason, prefix) {
+		return false
+	}
+	trace, _, ok := strings.Cut(strings.TrimPrefix(l.Reason, prefix), marker)
+	if !ok {
+		return false
+	}
+	return slices.ContainsFunc(s.plan.signals, func(sp signalPlan) bool {
+		return sp.isClose() && sp.Venue.name == e.Exchange && sp.Symbol == e.Symbol && s.closeTrace(&sp) == trace
+	})
+}
+
 // droppedAfterASibling reports whether leg l of entry e was settled
 // unplaced because another exit of e executed first (jobs' leg runner:
 // "exit X filled first: the position it protected is closed"), and the
