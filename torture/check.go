@@ -469,10 +469,11 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		if done || ctx.Err() != nil {
 			break
 		}
-		// A fill whose follow job a replica killed in the run's last
-		// seconds left running is judged by hoox's own bound for it, which
-		// may end past the recovery bound.
-		if time.Since(quiet) > s.cfg.RecoveryBound && !s.deadFollowsDue(ctx, unfilled) {
+		// A fill whose follow job, or a trace whose reconcile job, a
+		// replica killed in the run's last seconds left running is judged
+		// by hoox's own bound for it, which may end past the recovery
+		// bound.
+		if time.Since(quiet) > s.cfg.RecoveryBound && !s.deadFollowsDue(ctx, unfilled) && !s.deadReconcilesDue(ctx, unsettled) {
 			break
 		}
 		// A reconcile stuck 'running' on a dead replica: tolerated, waiting
@@ -1467,6 +1468,43 @@ FROM river_job WHERE kind = 'follow' AND attempted_at > now() - $1::bigint * int
 	live := s.liveRiverClients()
 	for _, r := range rows {
 		if unfilled[r[0]] && (r[2] != "running" || !live[r[1]]) {
+			return true
+		}
+	}
+	return false
+}
+
+// deadReconcilesDue reports whether a trace among unsettled (still
+// reconciling) has its reconcile job 'running' on a River client no
+// replica runs, or just rescued from one, attempted less than
+// followRescueBound ago (by Postgres's clock): hoox's recovery of it is
+// still due. The sweeper takes such a job's worker for dead 65 s after
+// its attempt began (jobs.Config.reconcileDeadAfter at the default
+// HOOX_VENUE_TIMEOUT) and settles the trace from the venue at its next
+// pass (every second in the run), before River's rescuer (75 s) would run
+// the job again: a replica killed 2 s after the faults stopped put that
+// 7 s past the recovery bound (seed 240604).
+func (s *sim) deadReconcilesDue(ctx context.Context, unsettled []unsettledRow) bool {
+	reconciling := map[string]bool{}
+	for _, u := range unsettled {
+		if u.What == "trace reconciling" {
+			reconciling[u.TraceID] = true
+		}
+	}
+	if len(reconciling) == 0 {
+		return false
+	}
+	rows, err := s.query(ctx, `SELECT args->>'trace_id', attempted_by[array_length(attempted_by, 1)], state::text
+FROM river_job WHERE kind = 'reconcile' AND attempted_at > now() - $1::bigint * interval '1 millisecond'
+  AND (state = 'running' OR (state IN ('retryable', 'available')
+    AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
+		cmp.Or(s.rescueBound, followRescueBound).Milliseconds())
+	if err != nil {
+		return false
+	}
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if reconciling[r[0]] && (r[2] != "running" || !live[r[1]]) {
 			return true
 		}
 	}

@@ -178,6 +178,67 @@ VALUES ('follow', jsonb_build_object('client_order_id', 'hxa'), 25, 'follow', 'r
 	require.Empty(t, res.Failures, "the rescued job's run recorded the fill within hoox's bound")
 }
 
+// A trace whose reconcile job a replica killed in the run's last seconds
+// left 'running': hoox's sweeper settles it 65 s after the job's attempt
+// began, which may end past the recovery bound (seed 240604). The checker
+// waits for it up to hoox's own bound: here the sweeper records the order
+// 2 s in, past the 1 s recovery bound.
+func TestCheckWaitsForATraceWhoseReconcileJobADeadReplicaLeftRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(bn.Close)
+	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(by.Close)
+
+	b := setupCheck(t, signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey})
+	s := b.s
+	s.dbURL, s.binance, s.bybit = dbURL, bn, by
+	s.cfg.RecoveryBound = time.Second
+	s.rescueBound = 5 * time.Second
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	trace := "k:torture-1-0"
+	_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
+VALUES ('hxa', 'p-hxa', $1, 'BUY', 'market', '10', 'filled', false)`, symbol)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO trace_ids (trace_id, fingerprint, status, mode, key_source, exchange, symbol, action, signal, client_order_id,
+  received_at, updated_at, expires_at)
+VALUES ($1, 'fp', 'reconciling', 'live', 'client', 'paper', $2, 'buy', '{"quantity": "10"}', 'hxa', now(), now(), now() + interval '1 day')`, trace, symbol)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, queue, state, attempt, attempted_at, attempted_by)
+VALUES ('reconcile', jsonb_build_object('trace_id', $1::text), 10, 'reconcile', 'running', 1, now(), ARRAY['dead-replica'])`, trace)
+	require.NoError(t, err)
+	b.send(0, time.Second, answer{Status: 202, TraceID: trace})
+
+	swept := make(chan error, 1)
+	sweep := time.AfterFunc(2*time.Second, func() {
+		c, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), `
+WITH o AS (
+    INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
+    VALUES (gen_random_uuid(), $1, 'hxa', 'paper', $2, 'buy', 'buy', 'market', '10', 'live', 'filled', 'p-hxa')
+    RETURNING id
+)
+UPDATE trace_ids SET status = 'dispatched', order_id = (SELECT id FROM o), updated_at = now() WHERE trace_id = $1`, trace, symbol)
+		}
+		swept <- err
+	})
+	defer sweep.Stop()
+
+	res, err := s.check(ctx)
+	require.NoError(t, err)
+	require.NoError(t, <-swept)
+	require.Empty(t, res.Failures, "the sweeper settled the trace within hoox's bound")
+}
+
 // The checker dates a leg's settling by its leg_failed event, written
 // after the reads hoox settled it on, else by order_legs.settled_at (its
 // transaction's start): droppedAfterASibling holds a drop to its
