@@ -404,36 +404,30 @@ func TestSettleAttempt(t *testing.T) {
 		require.Equal(t, 1, events)
 	})
 
-	t.Run("leaves an intent armed again by another attempt", func(t *testing.T) {
-		t.Parallel()
-		pool := pgtest.NewPool(t)
-		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 7})
-		_, err := pool.Exec(ctx, `UPDATE dispatch_intents SET attempts = 2, arm_id = 8`)
-		require.NoError(t, err)
-		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
-		require.NoError(t, err)
-		require.False(t, settled)
-		outcome, events := state(t, pool)
-		require.Nil(t, outcome, "still the other attempt's, open")
-		require.Zero(t, events, "no event for an outcome not written")
-	})
-
-	// Two attempts read the intent armed the same number of times: one
-	// whose claim's lock was lost, and the one that claimed next. The
-	// other committed its arming (and sent the order); this one's write
+	// Another attempt's arming, open: armed again since (attempts 2), or
+	// armed in this one's stead (one whose claim's lock was lost and one
+	// that claimed next read the intent armed the same number of times;
+	// the other committed its arming and sent the order, this one's write
 	// failed with its outcome unknown, and it settles the arming it would
-	// have made: not the other's.
-	t.Run("leaves an intent another attempt armed in its stead", func(t *testing.T) {
-		t.Parallel()
-		pool := pgtest.NewPool(t)
-		testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 8})
-		settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
-		require.NoError(t, err)
-		require.False(t, settled)
-		outcome, events := state(t, pool)
-		require.Nil(t, outcome, "still the other attempt's, open")
-		require.Zero(t, events, "no event for an outcome not written")
-	})
+	// have made).
+	for name, rearm := range map[string]string{
+		"leaves an intent armed again by another attempt":     `UPDATE dispatch_intents SET attempts = 2, arm_id = 8`,
+		"leaves an intent another attempt armed in its stead": `UPDATE dispatch_intents SET arm_id = 8`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool := pgtest.NewPool(t)
+			testfactory.Intent(t, pool, testfactory.IntentOpts{TraceID: "k:a", Order: order("hx-a-0"), ArmID: 7})
+			_, err := pool.Exec(ctx, rearm)
+			require.NoError(t, err)
+			settled, err := db.SettleAttempt(ctx, pool, "hx-a-0", 1, 7, db.IntentUnsent, ev)
+			require.NoError(t, err)
+			require.False(t, settled)
+			outcome, events := state(t, pool)
+			require.Nil(t, outcome, "still the other attempt's, open")
+			require.Zero(t, events, "no event for an outcome not written")
+		})
+	}
 
 	t.Run("leaves an intent another attempt settled", func(t *testing.T) {
 		t.Parallel()

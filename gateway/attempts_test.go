@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -182,7 +180,7 @@ func TestLateUnsentDoesNotOverwriteAnotherAttemptsOutcome(t *testing.T) {
 	}()
 	<-venue.entered
 	// A's claim connection is lost while its venue call is in flight.
-	loseClaimConnection(t, pool)
+	pgtest.TerminateLockHolder(t, pool)
 
 	out, err := svcB.Execute(ctx, input(t, body)) // B's resend: X re-sent and recorded
 	require.NoError(t, err)
@@ -269,7 +267,7 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 		doneA <- err
 	}()
 	<-venue.spotEntered // A holds the claim and has not written its intent
-	loseClaimConnection(t, pool)
+	pgtest.TerminateLockHolder(t, pool)
 
 	go func() {
 		_, err := svcB.Execute(ctx, input(t, body))
@@ -293,25 +291,19 @@ func TestLostClaimConnectionLetsOneAttemptSend(t *testing.T) {
 // acquisition is served as usual.
 func heldPool(t *testing.T, url string, fail error) (pool *pgxpool.Pool, paused <-chan struct{}, release chan<- struct{}) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	var acquired atomic.Int32
 	p, r := make(chan struct{}), make(chan struct{})
-	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
-		if acquired.Add(1) != 1 {
-			return true, nil
+	pool = pgtest.HookedPool(t, url, func(ctx context.Context, n int32) error {
+		if n != 1 {
+			return nil
 		}
 		close(p)
 		select {
 		case <-r:
 		case <-ctx.Done():
-			return true, ctx.Err()
+			return ctx.Err()
 		}
-		return true, fail
-	}
-	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+		return fail
+	})
 	return pool, p, r
 }
 
@@ -352,7 +344,7 @@ func TestFailedIntentWriteLeavesAnotherAttemptsArmingOpen(t *testing.T) {
 		doneA <- err
 	}()
 	<-pausedA // A holds the claim and has not written its intent
-	loseClaimConnection(t, pool)
+	pgtest.TerminateLockHolder(t, pool)
 	go func() {
 		_, err := svcB.Execute(ctx, input(t, body))
 		doneB <- err
@@ -388,15 +380,4 @@ func twoReplicas(t *testing.T, venue exchange.Venue) (a, b *gateway.Service, poo
 	a, _ = replica()
 	b, pool = replica()
 	return a, b, pool
-}
-
-// loseClaimConnection terminates the one session holding a trace's advisory
-// lock (a claim whose attempt is under way): its connection is lost, and the
-// lock with it, while the attempt goes on.
-func loseClaimConnection(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	var terminated bool
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
-	require.True(t, terminated)
 }

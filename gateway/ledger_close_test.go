@@ -18,6 +18,7 @@ import (
 	"github.com/hoox/hoox/exchange/bybit/bybitfake"
 	"github.com/hoox/hoox/gateway"
 	"github.com/hoox/hoox/internal/codes"
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -137,7 +138,7 @@ func TestLostClaimSessionStillSellsOneHoldingOnce(t *testing.T) {
 	// The first close holds the trace and ledger locks and reads the free
 	// balance; its claim session dies.
 	require.Eventually(t, func() bool { return b.binance.Requests("/api/v3/account") > reads }, 5*time.Second, 5*time.Millisecond)
-	loseClaimConnection(t, b.pool)
+	pgtest.TerminateLockHolder(t, b.pool)
 
 	_, err2 := b.svc.Execute(ctx, input(t, `{"exchange":"binance","symbol":"ETHUSDT","action":"close","quantity":"1",
 		"strategy":"swing","trace_id":"rv-lost-close-2"}`))

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hoox/hoox/internal/pgtest"
 	"github.com/hoox/hoox/jobs"
 )
 
@@ -33,45 +32,17 @@ func TestExitIsSentOnceWhenAPassLosesItsLock(t *testing.T) {
 	// leaves them open, as a follow job's commit does before its Finish.
 	b, f, _, venues, out := filledFuturesEntryWithExits(t, "lost-leg-lock")
 	entry := out.Order.ClientOrderID
-	var lockKey, tp string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
-WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+	lockKey, tp := firstLeg(t, b.pool, entry)
 
 	// Pass A works through a pool whose second acquisition (the entry's
 	// fill, read after LockLegs took the lock) waits until released.
-	cfg, err := pgxpool.ParseConfig(b.url)
-	require.NoError(t, err)
-	var acquired atomic.Int32
-	paused, release := make(chan struct{}), make(chan struct{})
-	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
-		if acquired.Add(1) == 2 {
-			close(paused)
-			<-release
-		}
-		return true, nil
-	}
-	poolA, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(poolA.Close)
+	poolA, paused, release := pausedAtSecond(t, b.url)
 	passA := jobs.NewLegRunner(poolA, b.pool, jobs.Config{}, venues, nil, nil)
-	doneA := make(chan error, 1)
-	go func() {
-		_, err := passA.Finish(ctx, lockKey, entry)
-		doneA <- err
-	}()
-	select {
-	case <-paused:
-	case <-time.After(30 * time.Second):
-		t.Fatal("pass A never read the entry's fill")
-	}
+	doneA := finishPaused(t, passA, lockKey, entry, paused)
 
 	// A's session is lost (a failover, a pooler reset, an operator's
 	// pg_terminate_backend): its advisory lock goes with it.
-	var pid int32
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid))
-	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
-	require.NoError(t, err)
+	pgtest.TerminateLockHolder(t, b.pool)
 
 	// Pass B (the sweeper, another replica's follow job) takes the lock,
 	// sends the take-profit; before it records it the price spikes through
@@ -92,7 +63,7 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 			}
 		})
 	})
-	_, err = passB.Finish(ctx, lockKey, entry)
+	_, err := passB.Finish(ctx, lockKey, entry)
 	if err != nil {
 		// The take-profit's spike closed the position: the stop-loss waits
 		// for the position read to settle (a later pass refuses it).
@@ -127,51 +98,21 @@ func TestFailedLegArmingLeavesAnotherPassesSendMarked(t *testing.T) {
 	ctx := context.Background()
 	b, f, _, venues, out := filledFuturesEntryWithExits(t, "failed-leg-arming")
 	entry := out.Order.ClientOrderID
-	var lockKey, tp string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT lock_key, client_order_id FROM order_legs
-WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
+	lockKey, tp := firstLeg(t, b.pool, entry)
 
 	// Pass A: its second acquisition (the entry's fill, read after
 	// LockLegs took the lock) waits until released, and its arming's
 	// connection is broken.
-	cfg, err := pgxpool.ParseConfig(b.url)
-	require.NoError(t, err)
-	var acquired atomic.Int32
-	paused, release := make(chan struct{}), make(chan struct{})
-	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
-		if acquired.Add(1) == 2 {
-			close(paused)
-			<-release
+	poolA, paused, release := pausedAtSecond(t, b.url)
+	armPoolA := pgtest.HookedPool(t, b.url, func(_ context.Context, n int32) error {
+		if n == 1 {
+			return errors.New("write failed: write: broken pipe")
 		}
-		return true, nil
-	}
-	poolA, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(poolA.Close)
-	armCfg, err := pgxpool.ParseConfig(b.url)
-	require.NoError(t, err)
-	var armings atomic.Int32
-	armCfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) {
-		if armings.Add(1) == 1 {
-			return true, errors.New("write failed: write: broken pipe")
-		}
-		return true, nil
-	}
-	armPoolA, err := pgxpool.NewWithConfig(ctx, armCfg)
-	require.NoError(t, err)
-	t.Cleanup(armPoolA.Close)
+		return nil
+	})
 	passA := jobs.NewLegRunner(poolA, armPoolA, jobs.Config{}, venues, nil, nil)
-	doneA := make(chan error, 1)
-	go func() {
-		_, err := passA.Finish(ctx, lockKey, entry)
-		doneA <- err
-	}()
-	select {
-	case <-paused:
-	case <-time.After(30 * time.Second):
-		t.Fatal("pass A never read the entry's fill")
-	}
-	terminateLockHolder(t, b.pool)
+	doneA := finishPaused(t, passA, lockKey, entry, paused)
+	pgtest.TerminateLockHolder(t, b.pool)
 
 	// Pass B sends the take-profit; the price spikes through its trigger
 	// and back; pass A goes on and fails to arm; B's replica dies.
@@ -189,9 +130,9 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 		case <-time.After(30 * time.Second):
 			t.Error("pass A did not end")
 		}
-		terminateLockHolder(t, b.pool) // B's session is lost too
+		pgtest.TerminateLockHolder(t, b.pool) // B's session is lost too
 	})
-	_, err = passB.Finish(ctx, lockKey, entry)
+	_, err := passB.Finish(ctx, lockKey, entry)
 	require.Error(t, err, "pass B could not record its take-profit")
 	require.Error(t, errA, "pass A's arming failed")
 
@@ -211,12 +152,43 @@ WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &tp))
 		"hoox records the take-profit pass B sent")
 }
 
-// terminateLockHolder ends the one session holding an advisory lock in the
-// test's database (a lost connection: the lock goes with it).
-func terminateLockHolder(t *testing.T, pool *pgxpool.Pool) {
+// pausedAtSecond opens a pool on url whose second acquisition (a leg
+// pass's first read after LockLegs took the lock) waits until release is
+// closed; paused is closed when it starts waiting.
+func pausedAtSecond(t *testing.T, url string) (pool *pgxpool.Pool, paused <-chan struct{}, release chan<- struct{}) {
 	t.Helper()
-	var terminated bool
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
-WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&terminated))
-	require.True(t, terminated)
+	p, r := make(chan struct{}), make(chan struct{})
+	pool = pgtest.HookedPool(t, url, func(_ context.Context, n int32) error {
+		if n == 2 {
+			close(p)
+			<-r
+		}
+		return nil
+	})
+	return pool, p, r
+}
+
+// finishPaused starts pass's Finish and returns once it is paused (its
+// pool's paused is closed); its error comes on the channel.
+func finishPaused(t *testing.T, pass *jobs.LegRunner, lockKey, entry string, paused <-chan struct{}) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pass.Finish(context.Background(), lockKey, entry)
+		done <- err
+	}()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pass never read the entry's fill")
+	}
+	return done
+}
+
+// firstLeg reads the lock key and client order ID of entry's first leg.
+func firstLeg(t *testing.T, pool *pgxpool.Pool, entry string) (lockKey, clientOrderID string) {
+	t.Helper()
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT lock_key, client_order_id FROM order_legs
+WHERE parent_client_order_id = $1 AND seq = 1`, entry).Scan(&lockKey, &clientOrderID))
+	return lockKey, clientOrderID
 }

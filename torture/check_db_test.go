@@ -16,6 +16,50 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// paperFilled books a filled paper buy of qty under cid (exchange order ID
+// p-cid), as the paper venue records it.
+func paperFilled(t *testing.T, conn *pgx.Conn, cid, orderType, qty string) {
+	t.Helper()
+	_, err := conn.Exec(context.Background(), `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
+VALUES ($1, $2, $3, 'BUY', $4, $5, 'filled', false)`, cid, "p-"+cid, symbol, orderType, qty)
+	require.NoError(t, err)
+}
+
+// paperBuy is a paper buy of qty under a client key.
+func paperBuy(qty string) signalPlan {
+	return signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: qty, Mode: ModeKey}
+}
+
+// rescueCheck is a checker on a database and venue fakes of its own, for
+// signals, with a recovery bound of 1 s and hoox's rescue bound of 5 s,
+// and a connection to that database (closed when the test ends).
+func rescueCheck(t *testing.T, signals ...signalPlan) (*checkBundle, *pgx.Conn, string) {
+	t.Helper()
+	b, dbURL := dbCheck(t, signals...)
+	b.s.cfg.RecoveryBound = time.Second
+	b.s.rescueBound = 5 * time.Second
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return b, conn, dbURL
+}
+
+// dbCheck is a checker for signals on a database (returned) and venue
+// fakes of its own.
+func dbCheck(t *testing.T, signals ...signalPlan) (*checkBundle, string) {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t)
+	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(bn.Close)
+	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
+	require.NoError(t, err)
+	t.Cleanup(by.Close)
+	b := setupCheck(t, signals...)
+	b.s.dbURL, b.s.binance, b.s.bybit = dbURL, bn, by
+	return b, dbURL
+}
+
 // DESIGN.md: "Nothing stays reconciling forever". A signal whose placement
 // never reached the venue (http_5xx_unsent, a kill before the send) and
 // whose reconcile is stuck, or still waiting to re-place its order, leaves
@@ -25,17 +69,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestCheckWaitsForReconcilingTraces(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
-	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(bn.Close)
-	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(by.Close)
-
-	b := setupCheck(t, binanceSignal(ModeKey))
+	b, dbURL := dbCheck(t, binanceSignal(ModeKey))
 	s := b.s
-	s.dbURL, s.binance, s.bybit = dbURL, bn, by
 	s.cfg.RecoveryBound = 2 * time.Second
 
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -65,32 +100,13 @@ VALUES ('k:torture-1-0', 'fp', 'live', 'client', 'reconciling', 'binance', 'HXUS
 func TestCheckWaitsForAFillWhoseFollowJobADeadReplicaLeftRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
-	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(bn.Close)
-	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(by.Close)
-
-	paperBuy := func(qty string) signalPlan {
-		return signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: qty, Mode: ModeKey}
-	}
-	b := setupCheck(t, paperBuy("10"), paperBuy("20"))
+	b, conn, dbURL := rescueCheck(t, paperBuy("10"), paperBuy("20"))
 	s := b.s
-	s.dbURL, s.binance, s.bybit = dbURL, bn, by
-	s.cfg.RecoveryBound = time.Second
-	s.rescueBound = 5 * time.Second
-
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
+	var err error
 	for i, cid := range []string{"hxa", "hxb"} {
 		sp := s.plan.signals[i]
 		trace := "k:torture-1-" + strconv.Itoa(i)
-		_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
-VALUES ($1, $2, $3, 'BUY', 'limit', $4, 'filled', false)`, cid, "p-"+cid, symbol, sp.Quantity)
-		require.NoError(t, err)
+		paperFilled(t, conn, cid, "limit", sp.Quantity)
 		_, err = conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
 VALUES (gen_random_uuid(), $1, $2, 'paper', $3, 'buy', 'buy', 'limit', $4, 'live', 'open', $5)`, trace, cid, symbol, sp.Quantity, "p-"+cid)
 		require.NoError(t, err)
@@ -130,27 +146,11 @@ VALUES ('follow', jsonb_build_object('client_order_id', $1::text), 25, 'follow',
 func TestCheckWaitsForAFillWhoseFollowJobWasJustRescued(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
-	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(bn.Close)
-	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(by.Close)
-
-	b := setupCheck(t, signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey})
+	b, conn, dbURL := rescueCheck(t, paperBuy("10"))
 	s := b.s
-	s.dbURL, s.binance, s.bybit = dbURL, bn, by
-	s.cfg.RecoveryBound = time.Second
-	s.rescueBound = 5 * time.Second
-
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
+	var err error
 	trace := "k:torture-1-0"
-	_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
-VALUES ('hxa', 'p-hxa', $1, 'BUY', 'limit', '10', 'filled', false)`, symbol)
-	require.NoError(t, err)
+	paperFilled(t, conn, "hxa", "limit", "10")
 	_, err = conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
 VALUES (gen_random_uuid(), $1, 'hxa', 'paper', $2, 'buy', 'buy', 'limit', '10', 'live', 'open', 'p-hxa')`, trace, symbol)
 	require.NoError(t, err)
@@ -186,27 +186,11 @@ VALUES ('follow', jsonb_build_object('client_order_id', 'hxa'), 25, 'follow', 'r
 func TestCheckWaitsForATraceWhoseReconcileJobADeadReplicaLeftRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := pgtest.NewDatabase(t)
-	bn, err := binancefake.Start("127.0.0.1:0", binancefake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(bn.Close)
-	by, err := bybitfake.Start("127.0.0.1:0", bybitfake.Options{})
-	require.NoError(t, err)
-	t.Cleanup(by.Close)
-
-	b := setupCheck(t, signalPlan{Venue: venue{"paper", "paper"}, Symbol: symbol, Side: "buy", Quantity: "10", Mode: ModeKey})
+	b, conn, dbURL := rescueCheck(t, paperBuy("10"))
 	s := b.s
-	s.dbURL, s.binance, s.bybit = dbURL, bn, by
-	s.cfg.RecoveryBound = time.Second
-	s.rescueBound = 5 * time.Second
-
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
+	var err error
 	trace := "k:torture-1-0"
-	_, err = conn.Exec(ctx, `INSERT INTO paper_orders (client_order_id, exchange_order_id, symbol, side, order_type, quantity, status, test)
-VALUES ('hxa', 'p-hxa', $1, 'BUY', 'market', '10', 'filled', false)`, symbol)
-	require.NoError(t, err)
+	paperFilled(t, conn, "hxa", "market", "10")
 	_, err = conn.Exec(ctx, `INSERT INTO trace_ids (trace_id, fingerprint, status, mode, key_source, exchange, symbol, action, signal, client_order_id,
   received_at, updated_at, expires_at)
 VALUES ($1, 'fp', 'reconciling', 'live', 'client', 'paper', $2, 'buy', '{"quantity": "10"}', 'hxa', now(), now(), now() + interval '1 day')`, trace, symbol)
