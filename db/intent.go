@@ -100,10 +100,10 @@ type Intent struct {
 // with an order, nor one armed since the caller's claim read it (its
 // attempts differ from $17, Intent.Armed; a new ID's $17 is 0, and a row
 // holds 1 or more): no row comes back then, and nothing is written. $18 is
-// the arming's own ID (Intent.ArmID). A
-// re-armed intent takes the whole identity of the attempt that arms it: an
-// unsent ID may be sent again for another signal under the same key, whose
-// resends and whose sweep must see that signal, not the earlier one.
+// the arming's own ID (Intent.ArmID). A re-armed intent takes the whole
+// identity of the attempt that arms it: an unsent ID may be sent again for
+// another signal under the same key, whose resends and whose sweep must
+// see that signal, not the earlier one.
 const WriteIntentSQL = `
 WITH i AS (
     INSERT INTO dispatch_intents ` + intentInsertColumns + `
@@ -137,8 +137,7 @@ SELECT ks.engaged, i.sent_at, i.attempts, set_config('synchronous_commit', $16, 
 // The parts WriteIntentSQL and writeSpotCloseIntentSQL share: the intent's
 // columns and values ($1–$15, and $18 the arming's ID), how an existing
 // intent is armed again (intentArmSQL, $17 the attempts the caller read),
-// and its
-// dispatch_started event.
+// and its dispatch_started event.
 const (
 	intentInsertColumns = `(client_order_id, lock_key, trace_id, fingerprint, mode, key_source, exchange,
                                   symbol, action, order_spec, signal, source_ip, signal_time, received_at, execution, arm_id)`
@@ -164,7 +163,7 @@ const (
 // the ledger ($19–$22: the entry's key, $23: the version it read): the
 // entry's version row (spot_ledger_versions, 00037; ensureLedgerVersionSQL
 // creates it) is locked and the intent written only while the version is
-// still $22, and the version is bumped only when the intent was written —
+// still $23, and the version is bumped only when the intent was written —
 // either both or neither. The version row is locked by nothing but other
 // closes' intent writes, never by a fill's trigger (which a claim may
 // hold: a window-mode execution recovering the earlier one's sell);

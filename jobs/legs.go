@@ -143,10 +143,9 @@ func (r *LegRunner) Finish(ctx context.Context, lockKey, parent string) ([]db.Or
 }
 
 // markUnsent records that the leg armed armed times under armID was never
-// sent, on a
-// context of its own: the pass's may be what ended the send (a shutdown, a
-// job's timeout), and an armed leg that never left would be failed as a
-// missed trade by the next pass at a venue that may fill late.
+// sent, on a context of its own: the pass's may be what ended the send (a
+// shutdown, a job's timeout), and an armed leg that never left would be
+// failed as a missed trade by the next pass at a venue that may fill late.
 func (r *LegRunner) markUnsent(ctx context.Context, clientOrderID string, armed int, armID int64) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markUnsentTimeout)
 	defer cancel()

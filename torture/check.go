@@ -1441,49 +1441,25 @@ FROM river_job WHERE kind = 'follow' AND state = 'running'`)
 const followRescueBound = 2 * time.Minute
 
 // deadFollowsDue reports whether an order among fills (filled at the
-// venue, not yet recorded filled) has its follow job 'running' on a River
-// client no replica runs, or just rescued from one and waiting for its
-// retry, attempted less than followRescueBound ago (by Postgres's clock):
-// hoox's rescue of it is still due.
+// venue, not yet recorded filled) has its follow job left by a dead
+// replica with hoox's rescue of it still due (deadJobsDue).
 func (s *sim) deadFollowsDue(ctx context.Context, fills []venueOrder) bool {
-	if len(fills) == 0 {
-		return false
-	}
-	bound := cmp.Or(s.rescueBound, followRescueBound)
-	// Running on a dead client, or just rescued (River's rescuer makes it
-	// retryable, its error "Stuck job rescued by JobRescuer", and it runs
-	// again about a second later: seed 191204).
-	rows, err := s.query(ctx, `SELECT args->>'client_order_id', attempted_by[array_length(attempted_by, 1)], state::text
-FROM river_job WHERE kind = 'follow' AND attempted_at > now() - $1::bigint * interval '1 millisecond'
-  AND (state = 'running' OR (state IN ('retryable', 'available')
-    AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
-		bound.Milliseconds())
-	if err != nil {
-		return false
-	}
 	unfilled := map[string]bool{}
 	for _, o := range fills {
 		unfilled[o.ClientOrderID] = true
 	}
-	live := s.liveRiverClients()
-	for _, r := range rows {
-		if unfilled[r[0]] && (r[2] != "running" || !live[r[1]]) {
-			return true
-		}
-	}
-	return false
+	return s.deadJobsDue(ctx, "follow", "client_order_id", unfilled)
 }
 
 // deadReconcilesDue reports whether a trace among unsettled (still
-// reconciling) has its reconcile job 'running' on a River client no
-// replica runs, or just rescued from one, attempted less than
-// followRescueBound ago (by Postgres's clock): hoox's recovery of it is
-// still due. The sweeper takes such a job's worker for dead 65 s after
-// its attempt began (jobs.Config.reconcileDeadAfter at the default
-// HOOX_VENUE_TIMEOUT) and settles the trace from the venue at its next
-// pass (every second in the run), before River's rescuer (75 s) would run
-// the job again: a replica killed 2 s after the faults stopped put that
-// 7 s past the recovery bound (seed 240604).
+// reconciling) has its reconcile job left by a dead replica with hoox's
+// recovery of it still due (deadJobsDue). The sweeper takes such a job's
+// worker for dead 65 s after its attempt began
+// (jobs.Config.reconcileDeadAfter at the default HOOX_VENUE_TIMEOUT) and
+// settles the trace from the venue at its next pass (every second in the
+// run), before River's rescuer (75 s) would run the job again: a replica
+// killed 2 s after the faults stopped put that 7 s past the recovery
+// bound (seed 240604).
 func (s *sim) deadReconcilesDue(ctx context.Context, unsettled []unsettledRow) bool {
 	reconciling := map[string]bool{}
 	for _, u := range unsettled {
@@ -1491,20 +1467,30 @@ func (s *sim) deadReconcilesDue(ctx context.Context, unsettled []unsettledRow) b
 			reconciling[u.TraceID] = true
 		}
 	}
-	if len(reconciling) == 0 {
+	return s.deadJobsDue(ctx, "reconcile", "trace_id", reconciling)
+}
+
+// deadJobsDue reports whether a job of kind whose args' key names one of
+// want is 'running' on a River client no replica runs, or just rescued
+// from one and waiting for its retry (River's rescuer makes it retryable,
+// its error "Stuck job rescued by JobRescuer", and it runs again about a
+// second later: seed 191204), attempted less than followRescueBound ago
+// (by Postgres's clock): hoox's rescue of it is still due.
+func (s *sim) deadJobsDue(ctx context.Context, kind, key string, want map[string]bool) bool {
+	if len(want) == 0 {
 		return false
 	}
-	rows, err := s.query(ctx, `SELECT args->>'trace_id', attempted_by[array_length(attempted_by, 1)], state::text
-FROM river_job WHERE kind = 'reconcile' AND attempted_at > now() - $1::bigint * interval '1 millisecond'
+	rows, err := s.query(ctx, `SELECT args->>$2, attempted_by[array_length(attempted_by, 1)], state::text
+FROM river_job WHERE kind = $3 AND attempted_at > now() - $1::bigint * interval '1 millisecond'
   AND (state = 'running' OR (state IN ('retryable', 'available')
     AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
-		cmp.Or(s.rescueBound, followRescueBound).Milliseconds())
+		cmp.Or(s.rescueBound, followRescueBound).Milliseconds(), key, kind)
 	if err != nil {
 		return false
 	}
 	live := s.liveRiverClients()
 	for _, r := range rows {
-		if reconciling[r[0]] && (r[2] != "running" || !live[r[1]]) {
+		if want[r[0]] && (r[2] != "running" || !live[r[1]]) {
 			return true
 		}
 	}
