@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -445,7 +446,9 @@ func (b *bencher) load(ctx context.Context, title string, rate int, dup float64,
 		}
 		defer pprof.StopCPUProfile()
 		// Beside it, what the run allocated (pprof -sample_index=alloc_space
-		// after subtracting the start: -diff_base).
+		// after subtracting the start: -diff_base), sampled finely enough
+		// to name a request's allocations one by one.
+		runtime.MemProfileRate = 4096
 		if err := writeAllocs(profile + ".allocs-before"); err != nil {
 			return loadResult{}, err
 		}

@@ -511,6 +511,22 @@ type Event struct {
 	Event    string
 	SourceIP netip.Addr
 	Detail   map[string]any
+	// DetailJSON is the detail already encoded as a JSON object, used
+	// when Detail is nil: a repeat's event (FingerprintDetail) is written
+	// without a map and an encoder per repeat (issue 21).
+	DetailJSON string
+}
+
+// FingerprintDetail is the detail {"fingerprint": fp} as DetailJSON, the
+// same text json.Marshal writes for that map.
+func FingerprintDetail(fp string) string {
+	for i := 0; i < len(fp); i++ {
+		if c := fp[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			b, _ := json.Marshal(map[string]string{"fingerprint": fp})
+			return string(b)
+		}
+	}
+	return `{"fingerprint":"` + fp + `"}`
 }
 
 // OrderRow is an order as recorded.
@@ -802,13 +818,16 @@ func eventArrays(events []Event) (traces, names []string, ips, details []*string
 			ip := e.SourceIP.Unmap().String()
 			ips[i] = &ip
 		}
-		if e.Detail != nil {
+		switch {
+		case e.Detail != nil:
 			d, err := json.Marshal(e.Detail)
 			if err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("encode the detail of event %s: %w", e.Event, err)
 			}
 			ds := string(d)
 			details[i] = &ds
+		case e.DetailJSON != "":
+			details[i] = &events[i].DetailJSON
 		}
 	}
 	return traces, names, ips, details, nil
@@ -871,8 +890,11 @@ func orderArgs(o *OrderRow) []any {
 func queueEvents(b *pgx.Batch, events []Event) {
 	for _, e := range events {
 		var detail any
-		if e.Detail != nil {
+		switch {
+		case e.Detail != nil:
 			detail = e.Detail
+		case e.DetailJSON != "":
+			detail = e.DetailJSON
 		}
 		b.Queue(InsertEventSQL, e.TraceID, e.Event, addrArg(e.SourceIP), detail)
 	}

@@ -2,9 +2,11 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -637,6 +639,17 @@ FROM generate_series(1, 20000) g`, outcome)
 // A settlement with its order and its intent (RecordOrderSQL) records the
 // order, settles the trace and the intent, and appends its events in their
 // order, whatever their number, none included.
+// FingerprintDetail writes what json.Marshal writes for the map it stands
+// for, so the audit queries read a repeat's detail as before.
+func TestFingerprintDetailIsTheMapsJSON(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"", "0123456789abcdef", strings.Repeat("ab", 32), `a"b`, "<\\u2028>", "ABC"} {
+		want, err := json.Marshal(map[string]any{"fingerprint": fp})
+		require.NoError(t, err)
+		require.Equal(t, string(want), db.FingerprintDetail(fp), "fingerprint %q", fp)
+	}
+}
+
 func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -651,8 +664,11 @@ func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
 		var events []db.Event
 		for i := range n {
 			e := db.Event{TraceID: id, Event: fmt.Sprintf("step_%d", i)}
-			if i%2 == 0 {
+			switch {
+			case i%2 == 0:
 				e.SourceIP, e.Detail = netip.MustParseAddr("10.0.0.1"), map[string]any{"i": i}
+			case i%4 == 1:
+				e.DetailJSON = fmt.Sprintf(`{"j": %d}`, i)
 			}
 			events = append(events, e)
 		}
@@ -670,9 +686,12 @@ func TestRecordOrderSettlesWithAnyNumberOfEvents(t *testing.T) {
 		require.NoError(t, err)
 		want := []string{}
 		for i := range n {
-			if i%2 == 0 {
+			switch {
+			case i%2 == 0:
 				want = append(want, fmt.Sprintf(`step_%d:10.0.0.1:{"i": %d}`, i, i))
-			} else {
+			case i%4 == 1:
+				want = append(want, fmt.Sprintf(`step_%d:-:{"j": %d}`, i, i))
+			default:
 				want = append(want, fmt.Sprintf("step_%d:-:{}", i))
 			}
 		}

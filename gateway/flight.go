@@ -29,9 +29,19 @@ import (
 type flight struct {
 	done chan struct{}
 	once sync.Once
-	lead Input
+	// lead is what the copies read of the leading copy: its lock key,
+	// fingerprint and arrival, not the whole Input (a repeat storm makes
+	// a flight per copy that finds none running, so its size is a
+	// repeat's cost: issue 21).
+	lead flightLead
 	out  *Outcome
 	err  error
+}
+
+// flightLead is the part of a flight's leading Input its copies read.
+type flightLead struct {
+	lockKey, fingerprint string
+	arrived              time.Time
 }
 
 type flights struct {
@@ -50,7 +60,8 @@ func (fs *flights) join(lead Input) (*flight, bool) {
 	if f, ok := fs.m[key]; ok {
 		return f, false
 	}
-	f := &flight{done: make(chan struct{}), lead: lead}
+	f := &flight{done: make(chan struct{}),
+		lead: flightLead{lockKey: key, fingerprint: lead.Trace.Fingerprint, arrived: lead.Arrived}}
 	fs.m[key] = f
 	return f, true
 }
@@ -61,7 +72,7 @@ func (fs *flights) join(lead Input) (*flight, bool) {
 func (fs *flights) land(f *flight, out *Outcome, err error) {
 	f.once.Do(func() {
 		fs.mu.Lock()
-		delete(fs.m, f.lead.Trace.LockKey)
+		delete(fs.m, f.lead.lockKey)
 		fs.mu.Unlock()
 		f.out, f.err = out, err
 		close(f.done)
@@ -99,7 +110,7 @@ func (s *Service) coalesce(ctx context.Context, in Input, venue exchange.Venue) 
 	case <-ctx.Done():
 		return nil, unavailable("the request ended while an earlier copy of this signal was still running; nothing was placed by it", 5*time.Second, ctx.Err())
 	}
-	if t, fresh := settledBy(f.lead, f.out, f.err); t != nil && s.repeats(in, f, t, fresh) {
+	if t, fresh := settledBy(f.lead.fingerprint, f.out, f.err); t != nil && s.repeats(in, f, t, fresh) {
 		e, ev := repeatAnswer(in, *t)
 		if e.Code == codes.Duplicate && in.Signal.Action == signal.ActionCancel {
 			// A cancel's outcome is what it cancelled, as repeat answers it.
@@ -144,19 +155,19 @@ func (s *Service) repeats(in Input, f *flight, t *db.ClaimedTrace, fresh bool) b
 	if t.TraceID == in.Trace.ID {
 		return true
 	}
-	return in.Trace.Source == signal.KeyWindow && fresh && in.Arrived.Sub(f.lead.Arrived) < s.cfg.DedupWindow
+	return in.Trace.Source == signal.KeyWindow && fresh && in.Arrived.Sub(f.lead.arrived) < s.cfg.DedupWindow
 }
 
 // settledBy is the trace an attempt's answer shows committed and settled,
 // and whether the attempt created it: its own placement or rejection
 // (fresh), or the settled original it repeated. Nil when the copies must
 // ask the database (rolled back, reconciling, kill switch, …).
-func settledBy(in Input, out *Outcome, err error) (*db.ClaimedTrace, bool) {
+func settledBy(fingerprint string, out *Outcome, err error) (*db.ClaimedTrace, bool) {
 	if e, ok := err.(*Error); ok {
 		if e.Code == codes.Duplicate && e.Original != nil && e.Original.Status.Settled() {
 			o := e.Original
 			// A duplicate's original has this attempt's fingerprint.
-			return &db.ClaimedTrace{TraceID: o.TraceID, Fingerprint: in.Trace.Fingerprint, Status: o.Status,
+			return &db.ClaimedTrace{TraceID: o.TraceID, Fingerprint: fingerprint, Status: o.Status,
 				OrderID: o.OrderID, ClientOrderID: o.ClientOrderID, ReceivedAt: o.FirstSeen}, false
 		}
 		out = e.Outcome
@@ -164,7 +175,7 @@ func settledBy(in Input, out *Outcome, err error) (*db.ClaimedTrace, bool) {
 	if out == nil || out.Order == nil || !out.Status.Settled() {
 		return nil, false
 	}
-	return &db.ClaimedTrace{TraceID: out.TraceID, Fingerprint: in.Trace.Fingerprint, Status: out.Status,
+	return &db.ClaimedTrace{TraceID: out.TraceID, Fingerprint: fingerprint, Status: out.Status,
 		OrderID: &out.Order.ID, ClientOrderID: &out.Order.ClientOrderID, ReceivedAt: out.ReceivedAt}, true
 }
 
@@ -180,6 +191,10 @@ const repeatLinger = 20 * time.Millisecond
 type eventBatch struct {
 	mu      sync.Mutex
 	pending []db.Event
+	// spare is the last written batch's slice, emptied, for the next
+	// batch to fill: a storm of repeats does not grow a new one each
+	// time (issue 21).
+	spare   []db.Event
 	writing bool
 }
 
@@ -202,7 +217,7 @@ func (b *eventBatch) add(s *Service, ev db.Event) {
 		for {
 			b.mu.Lock()
 			events := b.pending
-			b.pending = nil
+			b.pending, b.spare = b.spare, nil
 			if len(events) == 0 {
 				b.writing = false
 				b.mu.Unlock()
@@ -214,6 +229,10 @@ func (b *eventBatch) add(s *Service, ev db.Event) {
 				s.deps.Logger.WarnContext(ctx, "record repeat events", "events", len(events), "error", err)
 			}
 			cancel()
+			clear(events)
+			b.mu.Lock()
+			b.spare = events[:0]
+			b.mu.Unlock()
 		}
 	}()
 }

@@ -365,7 +365,7 @@ func repeatAnswer(in Input, t db.ClaimedTrace) (*Error, db.Event) {
 		e.Detail = fmt.Sprintf("trace %s was already used for a different signal; send a new key", t.TraceID)
 	}
 	return e, db.Event{TraceID: t.TraceID, Event: event, SourceIP: in.SourceIP,
-		Detail: map[string]any{"fingerprint": in.Trace.Fingerprint}}
+		DetailJSON: db.FingerprintDetail(in.Trace.Fingerprint)}
 }
 
 // dispatch places the claimed signal's order and records the outcome. It

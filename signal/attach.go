@@ -184,11 +184,10 @@ func parseTargetObject(field, text string) (Target, string) {
 // side of the quoted price would trigger at once (a take-profit below a
 // long's entry is a market sell at a loss), so it is refused.
 func attachments(r *Raw, s *Signal) error {
-	for _, f := range []struct {
-		field string
-		dst   **Target
-	}{{FieldTakeProfit, &s.TakeProfit}, {FieldStopLoss, &s.StopLoss}, {FieldTrailingStop, &s.TrailingStop}} {
-		t, found, err := fieldValue(r, f.field, parseTarget(f.field), Target.Equal)
+	// Written out field by field, not through pointers into s: those put
+	// every signal, and a Target per field, on the heap (issue 21).
+	for _, field := range [...]string{FieldTakeProfit, FieldStopLoss, FieldTrailingStop} {
+		t, found, err := fieldValue(r, field, parseTarget(field), Target.Equal)
 		if err != nil {
 			return err
 		}
@@ -196,9 +195,17 @@ func attachments(r *Raw, s *Signal) error {
 			continue
 		}
 		if s.ReduceOnly {
-			return fieldError(f.field, "protects an entry; a close ("+s.Action+") takes no attached exit", r.firstValue(f.field))
+			return fieldError(field, "protects an entry; a close ("+s.Action+") takes no attached exit", r.firstValue(field))
 		}
-		*f.dst = &t
+		given := t
+		switch field {
+		case FieldTakeProfit:
+			s.TakeProfit = &given
+		case FieldStopLoss:
+			s.StopLoss = &given
+		default:
+			s.TrailingStop = &given
+		}
 	}
 	buy := s.Side == "buy"
 	if tp := s.TakeProfit; tp != nil && tp.Price.Valid && s.Price.Valid {
