@@ -139,6 +139,22 @@ VALUES ('follow', jsonb_build_object('client_order_id', $1::text), 25, 'follow',
 	require.GreaterOrEqual(t, res.Recovery, s.rescueBound-time.Second, "the checker waited out hoox's bound for hxb")
 }
 
+// execAfter runs sql on a connection of its own after d, as a replica
+// that recovers something while the checker waits, and sends its error.
+func execAfter(t *testing.T, dbURL string, d time.Duration, sql string, args ...any) <-chan error {
+	done := make(chan error, 1)
+	timer := time.AfterFunc(d, func() {
+		c, err := pgx.Connect(context.Background(), dbURL)
+		if err == nil {
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), sql, args...)
+		}
+		done <- err
+	})
+	t.Cleanup(func() { timer.Stop() })
+	return done
+}
+
 // A follow job River's rescuer has just taken from a dead replica waits
 // (retryable) for its next run: the checker still waits for it within
 // hoox's bound rather than failing the fill the run is about to record
@@ -147,11 +163,9 @@ func TestCheckWaitsForAFillWhoseFollowJobWasJustRescued(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b, conn, dbURL := rescueCheck(t, paperBuy("10"))
-	s := b.s
-	var err error
 	trace := "k:torture-1-0"
 	paperFilled(t, conn, "hxa", "limit", "10")
-	_, err = conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
+	_, err := conn.Exec(ctx, `INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
 VALUES (gen_random_uuid(), $1, 'hxa', 'paper', $2, 'buy', 'buy', 'limit', '10', 'live', 'open', 'p-hxa')`, trace, symbol)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, queue, state, attempt, attempted_at, attempted_by, scheduled_at, errors)
@@ -161,18 +175,9 @@ VALUES ('follow', jsonb_build_object('client_order_id', 'hxa'), 25, 'follow', 'r
 	b.send(0, time.Second, answer{Status: 200, TraceID: trace,
 		Order: &answerOrder{ClientOrderID: "hxa", Exchange: "paper", Symbol: symbol, Side: "buy", Quantity: "10", Status: "open"}})
 
-	recorded := make(chan error, 1)
-	run := time.AfterFunc(2*time.Second, func() {
-		c, err := pgx.Connect(context.Background(), dbURL)
-		if err == nil {
-			defer c.Close(context.Background())
-			_, err = c.Exec(context.Background(), `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
-		}
-		recorded <- err
-	})
-	defer run.Stop()
+	recorded := execAfter(t, dbURL, 2*time.Second, `UPDATE orders SET status = 'filled' WHERE client_order_id = 'hxa'`)
 
-	res, err := s.check(ctx)
+	res, err := b.s.check(ctx)
 	require.NoError(t, err)
 	require.NoError(t, <-recorded)
 	require.Empty(t, res.Failures, "the rescued job's run recorded the fill within hoox's bound")
@@ -187,11 +192,9 @@ func TestCheckWaitsForATraceWhoseReconcileJobADeadReplicaLeftRunning(t *testing.
 	t.Parallel()
 	ctx := context.Background()
 	b, conn, dbURL := rescueCheck(t, paperBuy("10"))
-	s := b.s
-	var err error
 	trace := "k:torture-1-0"
 	paperFilled(t, conn, "hxa", "market", "10")
-	_, err = conn.Exec(ctx, `INSERT INTO trace_ids (trace_id, fingerprint, status, mode, key_source, exchange, symbol, action, signal, client_order_id,
+	_, err := conn.Exec(ctx, `INSERT INTO trace_ids (trace_id, fingerprint, status, mode, key_source, exchange, symbol, action, signal, client_order_id,
   received_at, updated_at, expires_at)
 VALUES ($1, 'fp', 'reconciling', 'live', 'client', 'paper', $2, 'buy', '{"quantity": "10"}', 'hxa', now(), now(), now() + interval '1 day')`, trace, symbol)
 	require.NoError(t, err)
@@ -200,24 +203,15 @@ VALUES ('reconcile', jsonb_build_object('trace_id', $1::text), 10, 'reconcile', 
 	require.NoError(t, err)
 	b.send(0, time.Second, answer{Status: 202, TraceID: trace})
 
-	swept := make(chan error, 1)
-	sweep := time.AfterFunc(2*time.Second, func() {
-		c, err := pgx.Connect(context.Background(), dbURL)
-		if err == nil {
-			defer c.Close(context.Background())
-			_, err = c.Exec(context.Background(), `
+	swept := execAfter(t, dbURL, 2*time.Second, `
 WITH o AS (
     INSERT INTO orders (id, trace_id, client_order_id, exchange, symbol, action, side, order_type, quantity, mode, status, exchange_order_id)
     VALUES (gen_random_uuid(), $1, 'hxa', 'paper', $2, 'buy', 'buy', 'market', '10', 'live', 'filled', 'p-hxa')
     RETURNING id
 )
 UPDATE trace_ids SET status = 'dispatched', order_id = (SELECT id FROM o), updated_at = now() WHERE trace_id = $1`, trace, symbol)
-		}
-		swept <- err
-	})
-	defer sweep.Stop()
 
-	res, err := s.check(ctx)
+	res, err := b.s.check(ctx)
 	require.NoError(t, err)
 	require.NoError(t, <-swept)
 	require.Empty(t, res.Failures, "the sweeper settled the trace within hoox's bound")
