@@ -444,7 +444,18 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 	var unrecorded []venueOrder
 	var unsettled []unsettledRow
 	for {
+		// The reads are not one snapshot, so they go from what is still
+		// due to what it leads to: the jobs a dead replica left, then the
+		// unsettled traces, then the orders. A job or a settlement that
+		// commits between two reads then shows as still due, never as an
+		// order missing after its trace settled (which
+		// TestCheckWaitsForATraceWhoseReconcileJobADeadReplicaLeftRunning
+		// caught on a busy machine).
+		dead := s.deadJobs(ctx)
 		var err error
+		if unsettled, err = s.unsettled(ctx); err != nil {
+			return nil, err
+		}
 		if vos, err = s.venueOrders(ctx); err != nil {
 			return nil, err
 		}
@@ -453,9 +464,6 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		}
 		unrecorded = unrecordedOrders(vos, hos)
 		if s.legs, err = s.legOutcomes(ctx); err != nil {
-			return nil, err
-		}
-		if unsettled, err = s.unsettled(ctx); err != nil {
 			return nil, err
 		}
 		openLegs := 0
@@ -473,7 +481,7 @@ func (s *sim) check(ctx context.Context) (*Result, error) {
 		// replica killed in the run's last seconds left running is judged
 		// by hoox's own bound for it, which may end past the recovery
 		// bound.
-		if time.Since(quiet) > s.cfg.RecoveryBound && !s.deadFollowsDue(ctx, unfilled) && !s.deadReconcilesDue(ctx, unsettled) {
+		if time.Since(quiet) > s.cfg.RecoveryBound && !dead.followsDue(unfilled) && !dead.reconcilesDue(unsettled) {
 			break
 		}
 		// A reconcile stuck 'running' on a dead replica: tolerated, waiting
@@ -1440,61 +1448,55 @@ FROM river_job WHERE kind = 'follow' AND state = 'running'`)
 // 5 s for River's scheduler; the rest is the look's own time.
 const followRescueBound = 2 * time.Minute
 
-// deadFollowsDue reports whether an order among fills (filled at the
-// venue, not yet recorded filled) has its follow job left by a dead
-// replica with hoox's rescue of it still due (deadJobsDue).
-func (s *sim) deadFollowsDue(ctx context.Context, fills []venueOrder) bool {
-	unfilled := map[string]bool{}
-	for _, o := range fills {
-		unfilled[o.ClientOrderID] = true
+// deadJobs are the follow and reconcile jobs whose recovery by hoox is
+// still due, by kind and then by their args' key (a follow's client order
+// ID, a reconcile's trace ID): 'running' on a River client no replica
+// runs, or just rescued from one and waiting for its retry (River's
+// rescuer makes it retryable, its error "Stuck job rescued by
+// JobRescuer", and it runs again about a second later: seed 191204),
+// attempted less than followRescueBound ago (by Postgres's clock).
+type deadJobs map[string]map[string]bool
+
+func (s *sim) deadJobs(ctx context.Context) deadJobs {
+	rows, err := s.query(ctx, `SELECT kind, CASE kind WHEN 'follow' THEN args->>'client_order_id' ELSE args->>'trace_id' END, attempted_by[array_length(attempted_by, 1)], state::text
+FROM river_job WHERE kind IN ('follow', 'reconcile') AND attempted_at > now() - $1::bigint * interval '1 millisecond'
+  AND (state = 'running' OR (state IN ('retryable', 'available')
+    AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
+		cmp.Or(s.rescueBound, followRescueBound).Milliseconds())
+	out := deadJobs{}
+	if err != nil {
+		return out
 	}
-	return s.deadJobsDue(ctx, "follow", "client_order_id", unfilled)
+	live := s.liveRiverClients()
+	for _, r := range rows {
+		if r[3] != "running" || !live[r[2]] {
+			if out[r[0]] == nil {
+				out[r[0]] = map[string]bool{}
+			}
+			out[r[0]][r[1]] = true
+		}
+	}
+	return out
 }
 
-// deadReconcilesDue reports whether a trace among unsettled (still
-// reconciling) has its reconcile job left by a dead replica with hoox's
-// recovery of it still due (deadJobsDue). The sweeper takes such a job's
-// worker for dead 65 s after its attempt began
+// followsDue reports whether an order among fills (filled at the venue,
+// not yet recorded filled) has its follow job among d.
+func (d deadJobs) followsDue(fills []venueOrder) bool {
+	return slices.ContainsFunc(fills, func(o venueOrder) bool { return d["follow"][o.ClientOrderID] })
+}
+
+// reconcilesDue reports whether a trace among unsettled (still
+// reconciling) has its reconcile job among d. The sweeper takes such a
+// job's worker for dead 65 s after its attempt began
 // (jobs.Config.reconcileDeadAfter at the default HOOX_VENUE_TIMEOUT) and
 // settles the trace from the venue at its next pass (every second in the
 // run), before River's rescuer (75 s) would run the job again: a replica
 // killed 2 s after the faults stopped put that 7 s past the recovery
 // bound (seed 240604).
-func (s *sim) deadReconcilesDue(ctx context.Context, unsettled []unsettledRow) bool {
-	reconciling := map[string]bool{}
-	for _, u := range unsettled {
-		if u.What == "trace reconciling" {
-			reconciling[u.TraceID] = true
-		}
-	}
-	return s.deadJobsDue(ctx, "reconcile", "trace_id", reconciling)
-}
-
-// deadJobsDue reports whether a job of kind whose args' key names one of
-// want is 'running' on a River client no replica runs, or just rescued
-// from one and waiting for its retry (River's rescuer makes it retryable,
-// its error "Stuck job rescued by JobRescuer", and it runs again about a
-// second later: seed 191204), attempted less than followRescueBound ago
-// (by Postgres's clock): hoox's rescue of it is still due.
-func (s *sim) deadJobsDue(ctx context.Context, kind, key string, want map[string]bool) bool {
-	if len(want) == 0 {
-		return false
-	}
-	rows, err := s.query(ctx, `SELECT args->>$2, attempted_by[array_length(attempted_by, 1)], state::text
-FROM river_job WHERE kind = $3 AND attempted_at > now() - $1::bigint * interval '1 millisecond'
-  AND (state = 'running' OR (state IN ('retryable', 'available')
-    AND errors[array_length(errors, 1)]->>'error' LIKE 'Stuck job rescued%'))`,
-		cmp.Or(s.rescueBound, followRescueBound).Milliseconds(), key, kind)
-	if err != nil {
-		return false
-	}
-	live := s.liveRiverClients()
-	for _, r := range rows {
-		if want[r[0]] && (r[2] != "running" || !live[r[1]]) {
-			return true
-		}
-	}
-	return false
+func (d deadJobs) reconcilesDue(unsettled []unsettledRow) bool {
+	return slices.ContainsFunc(unsettled, func(u unsettledRow) bool {
+		return u.What == "trace reconciling" && d["reconcile"][u.TraceID]
+	})
 }
 
 // onlyStuck reports whether every unrecorded order and every unsettled
